@@ -1,0 +1,33 @@
+package frond
+
+import "errors"
+
+// Sentinel errors shared by the engines, the stores and the front ends. Match
+// them with errors.Is; every layer wraps them with the operation and the tag.
+var (
+	// ErrTagNotFound means the tag does not exist in the store.
+	ErrTagNotFound = errors.New("tag not found")
+
+	// ErrTagExists means a tag of that name already exists.
+	ErrTagExists = errors.New("tag already exists")
+
+	// ErrStoreUnavailable means the store could not be reached or did not
+	// answer in time, and no buffered IDs were left to serve the request.
+	// The operation may be retried.
+	ErrStoreUnavailable = errors.New("store unavailable")
+
+	// ErrInvalidArgument means the caller passed a value out of range: a bad
+	// tag name, a step below 1, a count below 1, a negative max_id.
+	ErrInvalidArgument = errors.New("invalid argument")
+
+	// ErrWouldReissue means a change was refused because it would let IDs
+	// be issued twice, for example lowering a tag's max_id.
+	ErrWouldReissue = errors.New("change would reissue IDs")
+
+	// ErrTagExhausted means the tag's max_id cannot be raised by the step
+	// without overflowing 63 bits.
+	ErrTagExhausted = errors.New("tag ID space exhausted")
+
+	// ErrClosed means the engine or store was closed.
+	ErrClosed = errors.New("closed")
+)

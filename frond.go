@@ -1,0 +1,223 @@
+package frond
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+)
+
+// MaxTagNameLen is the longest tag name, the width of Leaf's biz_tag column.
+const MaxTagNameLen = 128
+
+// Tag is a business tag as a segment store keeps it: Leaf's leaf_alloc row.
+type Tag struct {
+	// Name is the business tag (Leaf's biz_tag). See ValidateTagName.
+	Name string
+	// MaxID is the first ID not yet handed out by the store: the next
+	// allocation of step s returns [MaxID, MaxID+s). As in Leaf, the IDs
+	// issued so far are all below MaxID.
+	MaxID int64
+	// Step is the configured segment length. The segment engine may ask for
+	// longer segments (the adaptive step) but never shorter ones.
+	Step int64
+	// Description is free text for operators.
+	Description string
+	// UpdatedAt is the time of the last change, as the store recorded it.
+	UpdatedAt time.Time
+}
+
+// Validate checks a tag before it is created.
+func (t Tag) Validate() error {
+	if err := ValidateTagName(t.Name); err != nil {
+		return err
+	}
+	if t.Step < 1 {
+		return fmt.Errorf("%w: step %d of tag %q: must be at least 1", ErrInvalidArgument, t.Step, t.Name)
+	}
+	if t.MaxID < 0 {
+		return fmt.Errorf("%w: max_id %d of tag %q: must not be negative", ErrInvalidArgument, t.MaxID, t.Name)
+	}
+	return nil
+}
+
+// TagUpdate is a change to a tag; nil fields are left as they are.
+type TagUpdate struct {
+	// Step sets the configured step (at least 1).
+	Step *int64
+	// Description replaces the description.
+	Description *string
+	// MaxID raises max_id. A value below the current max_id is refused with
+	// ErrWouldReissue; the same value is accepted and changes nothing.
+	MaxID *int64
+}
+
+// Validate checks the fields that can be checked without the stored tag.
+func (u TagUpdate) Validate() error {
+	if u.Step != nil && *u.Step < 1 {
+		return fmt.Errorf("%w: step %d: must be at least 1", ErrInvalidArgument, *u.Step)
+	}
+	if u.MaxID != nil && *u.MaxID < 0 {
+		return fmt.Errorf("%w: max_id %d: must not be negative", ErrInvalidArgument, *u.MaxID)
+	}
+	return nil
+}
+
+// Apply returns t with the update applied, or ErrWouldReissue when the
+// update would lower max_id. Stores call it inside their transaction.
+func (u TagUpdate) Apply(t Tag) (Tag, error) {
+	if err := u.Validate(); err != nil {
+		return t, err
+	}
+	if u.MaxID != nil {
+		if *u.MaxID < t.MaxID {
+			return t, fmt.Errorf("%w: max_id of %q is %d; %d would hand out IDs again", ErrWouldReissue, t.Name, t.MaxID, *u.MaxID)
+		}
+		t.MaxID = *u.MaxID
+	}
+	if u.Step != nil {
+		t.Step = *u.Step
+	}
+	if u.Description != nil {
+		t.Description = *u.Description
+	}
+	return t, nil
+}
+
+// ValidateTagName reports whether name is a valid tag name: 1 to 128 bytes of
+// ASCII letters, digits and the punctuation - _ . : (enough for Leaf's
+// "leaf-segment-test" and for "order:2026" style names, and safe in a URL
+// path, a Redis key and an etcd key without escaping).
+func ValidateTagName(name string) error {
+	if name == "" {
+		return fmt.Errorf("%w: empty tag name", ErrInvalidArgument)
+	}
+	if len(name) > MaxTagNameLen {
+		return fmt.Errorf("%w: tag name of %d bytes: at most %d allowed", ErrInvalidArgument, len(name), MaxTagNameLen)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == '-', c == '_', c == '.', c == ':':
+		default:
+			return fmt.Errorf("%w: tag name %q: byte %d (%q) is not a letter, digit or one of - _ . :", ErrInvalidArgument, name, i, c)
+		}
+	}
+	return nil
+}
+
+// Range is a run of IDs: Start, Start+Stride, Start+2*Stride, ... below End.
+// Stride is 1 except in multi-store mode, where store i of K hands out only
+// the IDs congruent to i modulo K (Stride K).
+type Range struct {
+	Start  int64 `json:"start"`
+	End    int64 `json:"end"` // exclusive
+	Stride int64 `json:"stride"`
+}
+
+func (r Range) stride() int64 {
+	if r.Stride < 1 {
+		return 1
+	}
+	return r.Stride
+}
+
+// Len returns the number of IDs in r.
+func (r Range) Len() int64 {
+	if r.End <= r.Start {
+		return 0
+	}
+	s := r.stride()
+	// (End-Start) cannot overflow: both are non-negative int64.
+	return (r.End - r.Start + s - 1) / s
+}
+
+// Last returns the last ID in r; it is meaningless when r is empty.
+func (r Range) Last() int64 { return r.Start + (r.Len()-1)*r.stride() }
+
+// Contains reports whether id is one of the IDs of r.
+func (r Range) Contains(id int64) bool {
+	return id >= r.Start && id < r.End && (id-r.Start)%r.stride() == 0
+}
+
+// Append appends the IDs of r to dst.
+func (r Range) Append(dst []int64) []int64 {
+	s := r.stride()
+	for id := r.Start; id < r.End; id += s {
+		dst = append(dst, id)
+		if id > math.MaxInt64-s {
+			break
+		}
+	}
+	return dst
+}
+
+// Allocation is what a segment store hands out in one call.
+type Allocation struct {
+	// Range holds the allocated IDs.
+	Range
+	// Step is the tag's configured step at the time of the allocation; the
+	// engine never asks for less.
+	Step int64
+}
+
+// SegmentStore is the contract of a segment backend. Implementations must be
+// safe for concurrent use by many goroutines and by many processes sharing
+// the same database: uniqueness rests on Allocate alone.
+//
+// Every method honours ctx: when it expires the method returns promptly with
+// an error that wraps both ErrStoreUnavailable and ctx.Err(), and the store
+// is left as if the call had not happened or as if it had completed, never
+// half-applied.
+type SegmentStore interface {
+	// Allocate raises the max_id of tag by step in one atomic operation and
+	// returns the IDs from the old max_id (inclusive) to the new one
+	// (exclusive), as Leaf's UPDATE ... SET max_id = max_id + step does. A
+	// step <= 0 means the tag's configured step. The returned Allocation
+	// carries the configured step as it is now.
+	//
+	// It returns ErrTagNotFound if the tag does not exist, ErrTagExhausted if
+	// max_id+step would overflow, and an error wrapping ErrStoreUnavailable
+	// if the store cannot be reached. After an error no IDs are consumed,
+	// except that an ambiguous failure (the store may have applied the
+	// change but the answer was lost) may skip a range: IDs are lost, never
+	// issued twice.
+	Allocate(ctx context.Context, tag string, step int64) (Allocation, error)
+
+	// Tag returns one tag, or ErrTagNotFound.
+	Tag(ctx context.Context, name string) (Tag, error)
+
+	// Tags returns every tag, ordered by name.
+	Tags(ctx context.Context) ([]Tag, error)
+
+	// CreateTag creates t (see Tag.Validate) and returns it as stored. It
+	// returns ErrTagExists if a tag of that name exists, whatever its fields.
+	CreateTag(ctx context.Context, t Tag) (Tag, error)
+
+	// UpdateTag applies u (see TagUpdate.Apply) atomically and returns the
+	// tag as stored. It returns ErrTagNotFound, ErrInvalidArgument, or
+	// ErrWouldReissue when u would lower max_id.
+	UpdateTag(ctx context.Context, name string, u TagUpdate) (Tag, error)
+
+	// DeleteTag removes the tag, or returns ErrTagNotFound. Creating it again
+	// later starts from the new max_id, so IDs handed out before the delete
+	// can be issued again: deletion is an operator's decision.
+	DeleteTag(ctx context.Context, name string) error
+
+	// Close releases the store's connections. Calls after Close return
+	// ErrClosed.
+	Close() error
+}
+
+// Clock is the time source of the engines, injected so tests can move time
+// without sleeping.
+type Clock interface {
+	Now() time.Time
+}
+
+// SystemClock is the Clock of the machine.
+type SystemClock struct{}
+
+// Now returns time.Now().
+func (SystemClock) Now() time.Time { return time.Now() }

@@ -1,0 +1,3 @@
+module github.com/frond-id/frond
+
+go 1.26

@@ -1,0 +1,470 @@
+package snowflake
+
+import (
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeClock is a manual clock; Sleep advances it (or runs onSleep instead).
+type fakeClock struct {
+	mu      sync.Mutex
+	ns      int64
+	slept   []time.Duration
+	onSleep func(c *fakeClock, d time.Duration) // called with mu held; nil advances by d
+}
+
+func newFakeClock(t time.Time) *fakeClock { return &fakeClock{ns: t.UnixNano()} }
+
+func (c *fakeClock) Now() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ns
+}
+
+func (c *fakeClock) Sleep(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.slept = append(c.slept, d)
+	if c.onSleep != nil {
+		c.onSleep(c, d)
+		return
+	}
+	c.ns += int64(d)
+}
+
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.ns += int64(d)
+	c.mu.Unlock()
+}
+
+func (c *fakeClock) sleeps() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.slept)
+}
+
+func newTestGen(t *testing.T, c *fakeClock, s Settings) *Generator {
+	t.Helper()
+	s.Now, s.Sleep = c.Now, c.Sleep
+	g, err := New(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func mustNext(t *testing.T, g *Generator) int64 {
+	t.Helper()
+	id, err := g.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func TestNew_Settings(t *testing.T) {
+	c := newFakeClock(testNow)
+	g := newTestGen(t, c, Settings{})
+	if g.Layout().Name != Twitter || g.Node() != 0 {
+		t.Fatalf("zero settings: layout %s node %d", g.Layout().Name, g.Node())
+	}
+	for name, s := range map[string]Settings{
+		"node too big":        {Node: 1024},
+		"node negative":       {Node: -1},
+		"negative lead":       {MaxLead: -time.Millisecond},
+		"random start > half": {RandomStart: 2049},
+		"bad layout":          {Layout: Layout{Unit: time.Millisecond, TimeBits: 60, NodeBits: 10, SeqBits: 12, Epoch: TwitterEpoch}},
+		"not-before < epoch":  {NotBefore: TwitterEpoch.Add(-time.Hour)},
+	} {
+		s.Now = c.Now
+		if _, err := New(s); !errors.Is(err, ErrInvalidLayout) && !errors.Is(err, ErrInvalidSettings) {
+			t.Errorf("%s: err = %v", name, err)
+		}
+	}
+}
+
+func TestGenerator_Next_OK(t *testing.T) {
+	c := newFakeClock(testNow)
+	g := newTestGen(t, c, Settings{Node: 7})
+	a := mustNext(t, g)
+	b := mustNext(t, g)
+	c.Add(time.Millisecond)
+	d := mustNext(t, g)
+	if !(a < b && b < d) {
+		t.Fatalf("not increasing: %d %d %d", a, b, d)
+	}
+	l := g.Layout()
+	pa, _ := l.Decompose(a)
+	pd, _ := l.Decompose(d)
+	if pa.Node != 7 || pa.Seq != 0 || pd.Seq != 0 || pd.Tick != pa.Tick+1 {
+		t.Fatalf("parts %+v then %+v", pa, pd)
+	}
+	if !pa.Time.Equal(testNow) {
+		t.Errorf("time %v, want %v", pa.Time, testNow)
+	}
+	if !g.Last().Equal(testNow.Add(time.Millisecond)) {
+		t.Errorf("Last = %v", g.Last())
+	}
+}
+
+func TestGenerator_SequenceExhausted_Waits(t *testing.T) {
+	c := newFakeClock(testNow)
+	g := newTestGen(t, c, Settings{})
+	ids, err := g.NextN(4096)
+	if err != nil || len(ids) != 4096 || c.sleeps() != 0 {
+		t.Fatalf("first tick: %d IDs, err %v, %d sleeps", len(ids), err, c.sleeps())
+	}
+	id := mustNext(t, g) // the tick is used up: wait for the next one
+	if c.sleeps() != 1 || c.Now() != testNow.Add(time.Millisecond).UnixNano() {
+		t.Fatalf("sleeps %d, clock %v", c.sleeps(), time.Unix(0, c.Now()))
+	}
+	p, _ := g.Layout().Decompose(id)
+	if p.Seq != 0 || !p.Time.Equal(testNow.Add(time.Millisecond)) || id <= ids[4095] {
+		t.Fatalf("after exhaustion %+v", p)
+	}
+	if st := g.Stats(); st.Waits != 1 || st.Borrows != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+func TestGenerator_Borrow(t *testing.T) {
+	c := newFakeClock(testNow)
+	g := newTestGen(t, c, Settings{MaxLead: 3 * time.Millisecond})
+	ids, err := g.NextN(4 * 4096) // the clock stands still: ticks now, +1, +2, +3
+	if err != nil || c.sleeps() != 0 {
+		t.Fatalf("err %v, sleeps %d", err, c.sleeps())
+	}
+	if !slices.IsSorted(ids) {
+		t.Fatal("borrowed IDs not increasing")
+	}
+	last, _ := g.Layout().Decompose(ids[len(ids)-1])
+	if !last.Time.Equal(testNow.Add(3 * time.Millisecond)) {
+		t.Fatalf("last borrowed tick %v", last.Time)
+	}
+	st := g.Stats()
+	if st.Borrows != 3 || st.MaxLead != 3*time.Millisecond || st.Lead != 3*time.Millisecond || st.MaxLeadAllowed != 3*time.Millisecond {
+		t.Fatalf("stats %+v", st)
+	}
+	// At the limit: the next ID waits until the clock is within MaxLead of tick +4.
+	id := mustNext(t, g)
+	if c.sleeps() != 1 || c.Now() != testNow.Add(time.Millisecond).UnixNano() {
+		t.Fatalf("sleeps %d, clock at +%v", c.sleeps(), time.Duration(c.Now()-testNow.UnixNano()))
+	}
+	p, _ := g.Layout().Decompose(id)
+	if !p.Time.Equal(testNow.Add(4 * time.Millisecond)) {
+		t.Fatalf("tick after the limit %v", p.Time)
+	}
+	// Once the clock passes the borrowed ticks, IDs follow the clock again.
+	c.Add(10 * time.Millisecond)
+	p, _ = g.Layout().Decompose(mustNext(t, g))
+	if !p.Time.Equal(testNow.Add(11 * time.Millisecond)) {
+		t.Fatalf("after catching up %v", p.Time)
+	}
+	if g.Stats().Lead != 0 {
+		t.Errorf("lead %v after catching up", g.Stats().Lead)
+	}
+}
+
+func TestGenerator_SmallStepBack_Absorbed(t *testing.T) {
+	c := newFakeClock(testNow)
+	g := newTestGen(t, c, Settings{})
+	before := mustNext(t, g)
+	c.Add(-3 * time.Millisecond)
+	after := mustNext(t, g) // absorbed: same tick, next sequence, no sleep
+	if after <= before || c.sleeps() != 0 {
+		t.Fatalf("after step back: %d <= %d or %d sleeps", after, before, c.sleeps())
+	}
+	// Use up the tick: the next call waits until the clock passes it.
+	if _, err := g.NextN(4094); err != nil {
+		t.Fatal(err)
+	}
+	id := mustNext(t, g)
+	p, _ := g.Layout().Decompose(id)
+	if !p.Time.Equal(testNow.Add(time.Millisecond)) || c.Now() < testNow.Add(time.Millisecond).UnixNano() {
+		t.Fatalf("waited to %v, id time %v", time.Unix(0, c.Now()), p.Time)
+	}
+	if st := g.Stats(); st.BackwardSteps != 1 || st.Refusals != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+func TestGenerator_LargeStepBack_ErrClockBackwards(t *testing.T) {
+	c := newFakeClock(testNow)
+	g := newTestGen(t, c, Settings{})
+	before := mustNext(t, g)
+	c.Add(-10 * time.Millisecond)
+	_, err := g.Next()
+	var ce *ClockError
+	if !errors.Is(err, ErrClockBackwards) || !errors.As(err, &ce) {
+		t.Fatalf("err = %v", err)
+	}
+	if ce.Offset != 10*time.Millisecond || ce.Max != DefaultMaxBackward || ce.Stalled {
+		t.Fatalf("ClockError %+v", ce)
+	}
+	if g.Behind() != 10*time.Millisecond {
+		t.Errorf("Behind = %v", g.Behind())
+	}
+	if _, err := g.NextN(3); !errors.Is(err, ErrClockBackwards) {
+		t.Fatalf("NextN err = %v", err)
+	}
+	c.Add(10*time.Millisecond + time.Microsecond)
+	if after := mustNext(t, g); after <= before {
+		t.Fatalf("after recovery %d <= %d", after, before)
+	}
+	if st := g.Stats(); st.Refusals != 2 || st.BackwardSteps != 1 || st.Behind != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+func TestGenerator_RefuseEveryStep(t *testing.T) {
+	c := newFakeClock(testNow)
+	g := newTestGen(t, c, Settings{MaxBackward: -1})
+	mustNext(t, g)
+	c.Add(time.Millisecond)
+	mustNext(t, g)
+	c.Add(-time.Microsecond)
+	if _, err := g.Next(); !errors.Is(err, ErrClockBackwards) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// Leaf's tilNextMillis spins forever when the clock steps back while it
+// waits. Here a clock that keeps going back while a call waits ends the call.
+func TestGenerator_ClockBackWhileWaiting_Ends(t *testing.T) {
+	c := newFakeClock(testNow)
+	c.onSleep = func(c *fakeClock, d time.Duration) { c.ns -= int64(time.Millisecond) }
+	g := newTestGen(t, c, Settings{})
+	if _, err := g.NextN(4096); err != nil {
+		t.Fatal(err)
+	}
+	_, err := g.Next()
+	if !errors.Is(err, ErrClockBackwards) {
+		t.Fatalf("err = %v", err)
+	}
+	if n := c.sleeps(); n == 0 || n > 10 {
+		t.Fatalf("%d sleeps", n)
+	}
+}
+
+func TestGenerator_StalledClock_Ends(t *testing.T) {
+	c := newFakeClock(testNow)
+	c.onSleep = func(*fakeClock, time.Duration) {} // time stands still
+	g := newTestGen(t, c, Settings{})
+	if _, err := g.NextN(4096); err != nil {
+		t.Fatal(err)
+	}
+	_, err := g.Next()
+	var ce *ClockError
+	if !errors.As(err, &ce) || !ce.Stalled {
+		t.Fatalf("err = %v", err)
+	}
+	if n := c.sleeps(); n == 0 || n > 10 {
+		t.Fatalf("%d sleeps", n)
+	}
+}
+
+func TestGenerator_NotBefore(t *testing.T) {
+	t.Run("ErrClockBehind", func(t *testing.T) {
+		c := newFakeClock(testNow)
+		g := newTestGen(t, c, Settings{NotBefore: testNow.Add(time.Second)})
+		_, err := g.Next()
+		var ce *ClockError
+		if !errors.As(err, &ce) || ce.Offset != time.Second {
+			t.Fatalf("err = %v", err)
+		}
+		if g.Behind() != time.Second {
+			t.Errorf("Behind %v", g.Behind())
+		}
+	})
+	t.Run("SmallGapWaited", func(t *testing.T) {
+		c := newFakeClock(testNow)
+		nb := testNow.Add(2 * time.Millisecond)
+		g := newTestGen(t, c, Settings{NotBefore: nb})
+		p, _ := g.Layout().Decompose(mustNext(t, g))
+		if !p.Time.After(nb) || c.sleeps() != 1 {
+			t.Fatalf("first ID at %v, sleeps %d", p.Time, c.sleeps())
+		}
+	})
+	t.Run("SameTickNotReused", func(t *testing.T) {
+		c := newFakeClock(testNow)
+		g := newTestGen(t, c, Settings{NotBefore: testNow})
+		p, _ := g.Layout().Decompose(mustNext(t, g))
+		if !p.Time.After(testNow) {
+			t.Fatalf("reused the not-before tick: %v", p.Time)
+		}
+	})
+}
+
+func TestGenerator_RandomStart(t *testing.T) {
+	c := newFakeClock(testNow)
+	g := newTestGen(t, c, Settings{RandomStart: 100})
+	seen := map[int64]bool{}
+	for i := 0; i < 200; i++ {
+		p, _ := g.Layout().Decompose(mustNext(t, g))
+		if p.Seq >= 100 {
+			t.Fatalf("first sequence of a tick %d >= 100", p.Seq)
+		}
+		seen[p.Seq] = true
+		c.Add(time.Millisecond)
+	}
+	if len(seen) < 20 {
+		t.Fatalf("only %d distinct start values in 200 ticks", len(seen))
+	}
+}
+
+func TestGenerator_LayoutExpired(t *testing.T) {
+	// A layout of 20 bits of seconds: 12 days.
+	l := Layout{Name: "tiny", Unit: time.Second, TimeBits: 20, NodeBits: 1, SeqBits: 2, Epoch: testNow.Add(-(1<<20 - 2) * time.Second)}
+	c := newFakeClock(testNow)
+	g := newTestGen(t, c, Settings{Layout: l, MaxLead: time.Second})
+	if _, err := g.NextN(8); err != nil { // ticks max-1 and max (borrowed)
+		t.Fatal(err)
+	}
+	if _, err := g.Next(); !errors.Is(err, ErrLayoutExpired) {
+		t.Fatalf("err = %v", err)
+	}
+	c.Add(5 * time.Second)
+	if _, err := g.Next(); !errors.Is(err, ErrLayoutExpired) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestGenerator_CoarseUnit(t *testing.T) {
+	l, _ := Preset(UIDGenerator)
+	c := newFakeClock(testNow)
+	g := newTestGen(t, c, Settings{Layout: l, Node: l.MaxNode()})
+	ids, err := g.NextN(8192 + 10) // one second's worth, then a wait of a second
+	if err != nil || !slices.IsSorted(ids) || c.sleeps() != 1 {
+		t.Fatalf("err %v, sleeps %d", err, c.sleeps())
+	}
+	p, _ := l.Decompose(ids[len(ids)-1])
+	if p.Node != l.MaxNode() || p.Seq != 9 {
+		t.Fatalf("parts %+v", p)
+	}
+}
+
+// Many goroutines, a clock that moves in small steps: IDs are unique, each
+// goroutine's IDs increase, and borrowing never exceeds its limit.
+func TestGenerator_Concurrent(t *testing.T) {
+	for _, lead := range []time.Duration{0, 2 * time.Millisecond} {
+		t.Run("lead="+lead.String(), func(t *testing.T) {
+			c := newFakeClock(testNow)
+			g := newTestGen(t, c, Settings{Node: 3, MaxLead: lead, RandomStart: 50})
+			const workers, per = 8, 5000
+			results := make(chan []int64, workers)
+			errs := make(chan error, workers)
+			for w := 0; w < workers; w++ {
+				go func() {
+					ids := make([]int64, 0, per)
+					for i := 0; i < per; i++ {
+						if i%97 == 0 {
+							c.Add(100 * time.Microsecond)
+						}
+						var id int64
+						var err error
+						if i%10 == 0 {
+							var b []int64
+							b, err = g.AppendN(nil, 1)
+							if len(b) == 1 {
+								id = b[0]
+							}
+						} else {
+							id, err = g.Next()
+						}
+						if err != nil {
+							errs <- err
+							return
+						}
+						ids = append(ids, id)
+					}
+					results <- ids
+				}()
+			}
+			all := make(map[int64]bool, workers*per)
+			for w := 0; w < workers; w++ {
+				select {
+				case err := <-errs:
+					t.Fatal(err)
+				case ids := <-results:
+					if !slices.IsSorted(ids) {
+						t.Fatal("a goroutine's IDs do not increase")
+					}
+					for _, id := range ids {
+						if all[id] {
+							t.Fatalf("duplicate ID %d", id)
+						}
+						all[id] = true
+					}
+				}
+			}
+			if st := g.Stats(); st.MaxLead > lead {
+				t.Fatalf("lead %v above the limit %v", st.MaxLead, lead)
+			}
+		})
+	}
+}
+
+// The real clock: IDs are unique and increase under contention, and time
+// fields stay close to the wall clock.
+func TestGenerator_SystemClock(t *testing.T) {
+	g, err := New(Settings{MaxLead: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	const workers, per = 4, 20000
+	results := make(chan []int64, workers)
+	errs := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		go func() {
+			ids, err := g.NextN(per / 2)
+			for i := 0; err == nil && i < per/2; i++ {
+				var id int64
+				id, err = g.Next()
+				ids = append(ids, id)
+			}
+			if err != nil {
+				errs <- err
+				return
+			}
+			results <- ids
+		}()
+	}
+	seen := map[int64]bool{}
+	for w := 0; w < workers; w++ {
+		select {
+		case err := <-errs:
+			t.Fatal(err)
+		case ids := <-results:
+			if !slices.IsSorted(ids) {
+				t.Fatal("not increasing")
+			}
+			for _, id := range ids {
+				if seen[id] {
+					t.Fatalf("duplicate %d", id)
+				}
+				seen[id] = true
+			}
+		}
+	}
+	l := g.Layout()
+	p, _ := l.Decompose(g.compose(g.state.Load()))
+	if d := p.Time.Sub(start); d < -time.Millisecond || d > time.Since(start)+2*time.Millisecond {
+		t.Fatalf("last ID's time %v is %v from the start", p.Time, d)
+	}
+}
+
+func TestSystemClock(t *testing.T) {
+	c := NewSystemClock(time.Millisecond, -time.Hour)
+	for i := 0; i < 1000; i++ {
+		got := time.Unix(0, c.Now())
+		want := time.Now().Add(-time.Hour)
+		if d := got.Sub(want); d > time.Millisecond || d < -5*time.Millisecond {
+			t.Fatalf("reading %v off by %v", got, d)
+		}
+	}
+}

@@ -1,0 +1,232 @@
+package snowflake
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Errors of the snowflake package. ClockError unwraps to ErrClockBackwards.
+var (
+	// ErrInvalidLayout means a layout or a node ID failed validation.
+	ErrInvalidLayout = errors.New("invalid snowflake layout")
+	// ErrInvalidSettings means a generator setting other than the layout
+	// is out of range.
+	ErrInvalidSettings = errors.New("invalid snowflake settings")
+	// ErrClockBackwards means the clock is behind the last timestamp the
+	// generator issued, by more than it may wait out. See ClockError.
+	ErrClockBackwards = errors.New("clock moved backwards")
+	// ErrLayoutExpired means the layout's time field has run out: no ID can
+	// be issued any more without reusing timestamps.
+	ErrLayoutExpired = errors.New("snowflake layout time field exhausted")
+	// ErrInvalidID means an ID does not fit the layout (negative, or wider
+	// than the layout's bits).
+	ErrInvalidID = errors.New("invalid snowflake ID")
+)
+
+// Layout describes how a 63-bit ID is cut: from the top, TimeBits of ticks of
+// Unit since Epoch, then NodeBits of worker ID, then SeqBits of sequence. The
+// sign bit is always 0.
+//
+//	| 0 | time (TimeBits) | node (NodeBits) | sequence (SeqBits) |
+type Layout struct {
+	// Name is informational (presets have one; custom layouts may not).
+	Name string
+	// Unit is the length of one tick of the time field.
+	Unit time.Duration
+	// TimeBits, NodeBits and SeqBits add up to at most 63.
+	TimeBits uint
+	NodeBits uint
+	SeqBits  uint
+	// Epoch is tick zero. It must be in the past and after 1970.
+	Epoch time.Time
+}
+
+// Preset names.
+const (
+	Twitter      = "twitter"
+	Leaf         = "leaf" // alias of twitter
+	Sonyflake    = "sonyflake"
+	UIDGenerator = "uid-generator"
+	JavaScript   = "javascript"
+)
+
+// The epochs of the presets. Twitter's is Leaf's twepoch. UidGenerator's own
+// epoch (2016-05-20) ran out in 2024 with 28 bits of seconds; frond's
+// uid-generator preset starts on 2025-01-01 and lasts until 2033-07-05. Use a
+// custom layout (for example 31 time bits) for a longer life.
+var (
+	TwitterEpoch      = time.UnixMilli(1288834974657).UTC()
+	SonyflakeEpoch    = time.Date(2014, 9, 1, 0, 0, 0, 0, time.UTC)
+	UIDGeneratorEpoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	JavaScriptEpoch   = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+func presetLayouts() []Layout {
+	return []Layout{
+		// Twitter and Leaf: 1+41+10+12, ms; 4,096 IDs per ms per node, until 2080.
+		{Name: Twitter, Unit: time.Millisecond, TimeBits: 41, NodeBits: 10, SeqBits: 12, Epoch: TwitterEpoch},
+		// Sonyflake: 39 bits of 10 ms, 16 node bits, 8 sequence bits; 25,600 IDs/s per node, until 2188.
+		{Name: Sonyflake, Unit: 10 * time.Millisecond, TimeBits: 39, NodeBits: 16, SeqBits: 8, Epoch: SonyflakeEpoch},
+		// Baidu UidGenerator: 1+28+22+13, seconds; 8,192 IDs/s per node, 4M workers, until 2033.
+		{Name: UIDGenerator, Unit: time.Second, TimeBits: 28, NodeBits: 22, SeqBits: 13, Epoch: UIDGeneratorEpoch},
+		// JavaScript-safe: 38 bits of 10 ms + 6 node + 9 sequence = 53 bits, so every ID
+		// is below 2^53 (Number.MAX_SAFE_INTEGER); 51,200 IDs/s per node, 64 nodes, until 2112.
+		{Name: JavaScript, Unit: 10 * time.Millisecond, TimeBits: 38, NodeBits: 6, SeqBits: 9, Epoch: JavaScriptEpoch},
+	}
+}
+
+// Presets returns the built-in layouts.
+func Presets() []Layout { return presetLayouts() }
+
+// Preset returns the built-in layout of that name (case-insensitive; "leaf"
+// is twitter, "js" is javascript).
+func Preset(name string) (Layout, error) {
+	n := strings.ToLower(strings.TrimSpace(name))
+	switch n {
+	case Leaf, "":
+		n = Twitter
+	case "js", "js53":
+		n = JavaScript
+	case "uidgenerator", "baidu":
+		n = UIDGenerator
+	}
+	for _, l := range presetLayouts() {
+		if l.Name == n {
+			return l, nil
+		}
+	}
+	names := make([]string, 0, 8)
+	for _, l := range presetLayouts() {
+		names = append(names, l.Name)
+	}
+	sort.Strings(names)
+	return Layout{}, fmt.Errorf("%w: no preset %q (have %s)", ErrInvalidLayout, name, strings.Join(names, ", "))
+}
+
+// Validate checks the layout at time now: the bits add up to at most 63, the
+// unit is between 1 microsecond and 1 day, the epoch is after 1970 and not
+// after now, and the time field has not run out.
+func (l Layout) Validate(now time.Time) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidLayout, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case l.Unit < time.Microsecond || l.Unit > 24*time.Hour:
+		return bad("unit %v: must be between 1µs and 24h", l.Unit)
+	case l.TimeBits < 1 || l.SeqBits < 1:
+		return bad("time bits %d, sequence bits %d: each must be at least 1", l.TimeBits, l.SeqBits)
+	case l.TimeBits > 63 || l.NodeBits > 63 || l.SeqBits > 63 || l.TimeBits+l.NodeBits+l.SeqBits > 63:
+		return bad("time %d + node %d + sequence %d bits = %d: at most 63 (the sign bit stays 0)",
+			l.TimeBits, l.NodeBits, l.SeqBits, l.TimeBits+l.NodeBits+l.SeqBits)
+	case l.SeqBits > 30:
+		return bad("sequence bits %d: at most 30", l.SeqBits)
+	case l.Epoch.Before(time.Unix(0, 0)):
+		return bad("epoch %s: must not be before 1970", l.Epoch.Format(time.RFC3339))
+	case l.Epoch.After(now):
+		return bad("epoch %s is in the future (now %s)", l.Epoch.Format(time.RFC3339), now.Format(time.RFC3339))
+	case !l.Expires().After(now):
+		return fmt.Errorf("%w: time field of %d bits of %v from %s ran out on %s",
+			ErrLayoutExpired, l.TimeBits, l.Unit, l.Epoch.Format(time.RFC3339), l.Expires().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// Bits returns the number of bits the layout uses (at most 63).
+func (l Layout) Bits() uint { return l.TimeBits + l.NodeBits + l.SeqBits }
+
+// MaxNode returns the largest node ID.
+func (l Layout) MaxNode() int64 { return int64(1)<<l.NodeBits - 1 }
+
+// MaxSeq returns the largest sequence number in one tick.
+func (l Layout) MaxSeq() int64 { return int64(1)<<l.SeqBits - 1 }
+
+// MaxTick returns the largest value of the time field.
+func (l Layout) MaxTick() int64 { return int64(1)<<l.TimeBits - 1 }
+
+// MaxID returns the largest ID the layout can produce.
+func (l Layout) MaxID() int64 { return int64(1)<<l.Bits() - 1 }
+
+// Rate returns the most IDs one node can issue per second.
+func (l Layout) Rate() float64 {
+	return float64(int64(1)<<l.SeqBits) * float64(time.Second) / float64(l.Unit)
+}
+
+// Expires returns the first instant the time field can no longer hold:
+// Epoch + Unit * 2^TimeBits.
+func (l Layout) Expires() time.Time {
+	return l.at(new(big.Int).Lsh(big.NewInt(1), l.TimeBits))
+}
+
+// at returns Epoch + ticks*Unit without overflowing, capped far in the future.
+func (l Layout) at(ticks *big.Int) time.Time {
+	total := new(big.Int).Mul(ticks, big.NewInt(int64(l.Unit))) // nanoseconds
+	total.Add(total, big.NewInt(l.Epoch.UnixNano()))
+	sec, nsec := new(big.Int).DivMod(total, big.NewInt(int64(time.Second)), new(big.Int))
+	const maxSec = 1 << 50 // far beyond any date anyone will read
+	if !sec.IsInt64() || sec.Int64() > maxSec {
+		return time.Unix(maxSec, 0).UTC()
+	}
+	return time.Unix(sec.Int64(), nsec.Int64()).UTC()
+}
+
+// String describes the layout in one line.
+func (l Layout) String() string {
+	name := l.Name
+	if name == "" {
+		name = "custom"
+	}
+	return fmt.Sprintf("%s: 1+%d+%d+%d bits, %v ticks from %s, %d nodes, %.0f IDs/s per node, runs out %s",
+		name, l.TimeBits, l.NodeBits, l.SeqBits, l.Unit, l.Epoch.UTC().Format(time.RFC3339Nano),
+		l.MaxNode()+1, l.Rate(), l.Expires().Format("2006-01-02"))
+}
+
+// Parts are the fields of an ID.
+type Parts struct {
+	Tick int64     // time field: ticks of Unit since Epoch
+	Node int64     // worker ID
+	Seq  int64     // sequence within the tick
+	Time time.Time // Epoch + Tick*Unit (set by Decompose; ignored by Compose)
+}
+
+// Compose builds the ID of p, or ErrInvalidID if a field is out of range.
+func (l Layout) Compose(p Parts) (int64, error) {
+	switch {
+	case p.Tick < 0 || p.Tick > l.MaxTick():
+		return 0, fmt.Errorf("%w: tick %d out of 0..%d", ErrInvalidID, p.Tick, l.MaxTick())
+	case p.Node < 0 || p.Node > l.MaxNode():
+		return 0, fmt.Errorf("%w: node %d out of 0..%d", ErrInvalidID, p.Node, l.MaxNode())
+	case p.Seq < 0 || p.Seq > l.MaxSeq():
+		return 0, fmt.Errorf("%w: sequence %d out of 0..%d", ErrInvalidID, p.Seq, l.MaxSeq())
+	}
+	return p.Tick<<(l.NodeBits+l.SeqBits) | p.Node<<l.SeqBits | p.Seq, nil
+}
+
+// Decompose splits id into its fields, or returns ErrInvalidID if id is
+// negative or wider than the layout.
+func (l Layout) Decompose(id int64) (Parts, error) {
+	if id < 0 || id > l.MaxID() {
+		return Parts{}, fmt.Errorf("%w: %d is not between 0 and %d for layout %s", ErrInvalidID, id, l.MaxID(), l.Name)
+	}
+	p := Parts{
+		Tick: id >> (l.NodeBits + l.SeqBits),
+		Node: (id >> l.SeqBits) & l.MaxNode(),
+		Seq:  id & l.MaxSeq(),
+	}
+	p.Time = l.TickTime(p.Tick)
+	return p, nil
+}
+
+// TickTime returns the start of tick t.
+func (l Layout) TickTime(t int64) time.Time {
+	if t >= 0 && (l.Unit <= 0 || t <= math.MaxInt64/int64(l.Unit)) {
+		if d := time.Duration(t) * l.Unit; d >= 0 {
+			return l.Epoch.Add(d).UTC()
+		}
+	}
+	return l.at(big.NewInt(t))
+}

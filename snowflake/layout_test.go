@@ -1,0 +1,199 @@
+package snowflake
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+)
+
+var testNow = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+func TestPresets_Valid(t *testing.T) {
+	for _, l := range Presets() {
+		if err := l.Validate(testNow); err != nil {
+			t.Errorf("%s: %v", l.Name, err)
+		}
+		if l.Bits() > 63 {
+			t.Errorf("%s: %d bits", l.Name, l.Bits())
+		}
+	}
+}
+
+func TestPreset(t *testing.T) {
+	for name, want := range map[string]string{
+		"twitter": Twitter, "leaf": Twitter, "": Twitter, "Sonyflake": Sonyflake,
+		"uid-generator": UIDGenerator, "js": JavaScript, "javascript": JavaScript,
+	} {
+		l, err := Preset(name)
+		if err != nil || l.Name != want {
+			t.Errorf("Preset(%q) = %q, %v; want %q", name, l.Name, err, want)
+		}
+	}
+	if _, err := Preset("nope"); !errors.Is(err, ErrInvalidLayout) {
+		t.Errorf("Preset(nope) err = %v", err)
+	}
+}
+
+func TestLayout_Twitter(t *testing.T) {
+	l, _ := Preset(Twitter)
+	if l.Epoch.UnixMilli() != 1288834974657 || l.TimeBits != 41 || l.NodeBits != 10 || l.SeqBits != 12 || l.Unit != time.Millisecond {
+		t.Fatalf("twitter preset = %+v", l)
+	}
+	if got := l.Rate(); got != 4_096_000 {
+		t.Errorf("rate = %v", got)
+	}
+	// 2^41 ms after 2010-11-04T01:42:54.657Z.
+	want := time.UnixMilli(1288834974657 + 1<<41).UTC()
+	if got := l.Expires(); !got.Equal(want) {
+		t.Errorf("expires %v, want %v", got, want)
+	}
+	if l.Expires().Year() != 2080 {
+		t.Errorf("expires in %d", l.Expires().Year())
+	}
+}
+
+func TestLayout_Expires(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		year int
+	}{{Sonyflake, 2188}, {UIDGenerator, 2033}, {JavaScript, 2112}} {
+		l, _ := Preset(tc.name)
+		if y := l.Expires().Year(); y != tc.year {
+			t.Errorf("%s expires in %d, want %d", tc.name, y, tc.year)
+		}
+	}
+	huge := Layout{Unit: 24 * time.Hour, TimeBits: 50, SeqBits: 1, Epoch: time.Unix(0, 0)}
+	if !huge.Expires().After(testNow.AddDate(1000, 0, 0)) {
+		t.Errorf("huge layout expires %v", huge.Expires())
+	}
+	if l, _ := Preset(JavaScript); l.MaxID() >= 1<<53 {
+		t.Errorf("javascript max ID %d >= 2^53", l.MaxID())
+	}
+}
+
+func TestLayout_Validate(t *testing.T) {
+	base, _ := Preset(Twitter)
+	for _, tc := range []struct {
+		name   string
+		mutate func(*Layout)
+		want   error
+	}{
+		{"OK", func(*Layout) {}, nil},
+		{"ErrTooManyBits", func(l *Layout) { l.SeqBits = 13 }, ErrInvalidLayout},
+		{"ErrNoTimeBits", func(l *Layout) { l.TimeBits = 0 }, ErrInvalidLayout},
+		{"ErrNoSeqBits", func(l *Layout) { l.SeqBits = 0 }, ErrInvalidLayout},
+		{"ErrSeqTooWide", func(l *Layout) { l.TimeBits, l.NodeBits, l.SeqBits = 30, 0, 31 }, ErrInvalidLayout},
+		{"ErrHugeBits", func(l *Layout) { l.NodeBits = 1 << 40 }, ErrInvalidLayout},
+		{"ErrUnitZero", func(l *Layout) { l.Unit = 0 }, ErrInvalidLayout},
+		{"ErrUnitTooLong", func(l *Layout) { l.Unit = 25 * time.Hour }, ErrInvalidLayout},
+		{"ErrEpochFuture", func(l *Layout) { l.Epoch = testNow.Add(time.Second) }, ErrInvalidLayout},
+		{"ErrEpochBefore1970", func(l *Layout) { l.Epoch = time.Date(1969, 1, 1, 0, 0, 0, 0, time.UTC) }, ErrInvalidLayout},
+		// UidGenerator's own epoch: 28 bits of seconds from 2016-05-20 ran out in 2024.
+		{"ErrExpired", func(l *Layout) {
+			*l = Layout{Unit: time.Second, TimeBits: 28, NodeBits: 22, SeqBits: 13, Epoch: time.Date(2016, 5, 20, 0, 0, 0, 0, time.UTC)}
+		}, ErrLayoutExpired},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := base
+			tc.mutate(&l)
+			err := l.Validate(testNow)
+			if (tc.want == nil) != (err == nil) || (tc.want != nil && !errors.Is(err, tc.want)) {
+				t.Fatalf("Validate = %v, want %v", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLayout_ComposeDecompose(t *testing.T) {
+	l, _ := Preset(Twitter)
+	id, err := l.Compose(Parts{Tick: 123456789, Node: 1023, Seq: 4095})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := l.Decompose(id)
+	if err != nil || p.Tick != 123456789 || p.Node != 1023 || p.Seq != 4095 {
+		t.Fatalf("Decompose(%d) = %+v, %v", id, p, err)
+	}
+	if !p.Time.Equal(l.Epoch.Add(123456789 * time.Millisecond)) {
+		t.Errorf("time %v", p.Time)
+	}
+	for _, bad := range []Parts{{Tick: -1}, {Tick: 1 << 41}, {Node: 1024}, {Node: -1}, {Seq: 4096}, {Seq: -1}} {
+		if _, err := l.Compose(bad); !errors.Is(err, ErrInvalidID) {
+			t.Errorf("Compose(%+v) err = %v", bad, err)
+		}
+	}
+	if _, err := l.Decompose(-5); !errors.Is(err, ErrInvalidID) {
+		t.Errorf("Decompose(-5) err = %v", err)
+	}
+	js, _ := Preset(JavaScript)
+	if _, err := js.Decompose(1 << 53); !errors.Is(err, ErrInvalidID) {
+		t.Errorf("javascript Decompose(2^53) err = %v", err)
+	}
+}
+
+// Decompose splits an ID as Leaf's /decodeSnowflakeId does.
+func ExampleLayout_Decompose() {
+	l, _ := Preset(Leaf)
+	p, _ := l.Decompose(1_861_083_629_105_360_902)
+	fmt.Println(p.Time.Format(time.RFC3339Nano), p.Node, p.Seq)
+	// Output: 2024-11-25T16:24:49.097Z 491 6
+}
+
+func FuzzLayout(f *testing.F) {
+	f.Add(int64(time.Millisecond), uint(41), uint(10), uint(12), int64(1288834974657), int64(123456789), int64(5), int64(6))
+	f.Add(int64(10*time.Millisecond), uint(39), uint(16), uint(8), int64(1409529600000), int64(1), int64(0), int64(0))
+	f.Add(int64(time.Second), uint(28), uint(22), uint(13), int64(1463702400000), int64(0), int64(0), int64(0))
+	f.Fuzz(func(t *testing.T, unit int64, tb, nb, sb uint, epochMs, tick, node, seq int64) {
+		l := Layout{Unit: time.Duration(unit), TimeBits: tb, NodeBits: nb, SeqBits: sb, Epoch: time.UnixMilli(epochMs)}
+		if err := l.Validate(testNow); err != nil {
+			if !errors.Is(err, ErrInvalidLayout) && !errors.Is(err, ErrLayoutExpired) {
+				t.Fatalf("Validate error %v wraps neither sentinel", err)
+			}
+			return
+		}
+		// A valid layout: every invariant holds.
+		if l.Bits() > 63 || !l.Expires().After(testNow) || l.Epoch.After(testNow) {
+			t.Fatalf("valid layout %+v breaks an invariant", l)
+		}
+		id, err := l.Compose(Parts{Tick: tick, Node: node, Seq: seq})
+		if err != nil {
+			if !errors.Is(err, ErrInvalidID) {
+				t.Fatalf("Compose error %v", err)
+			}
+			return
+		}
+		if id < 0 || id > l.MaxID() {
+			t.Fatalf("Compose gave %d outside 0..%d", id, l.MaxID())
+		}
+		p, err := l.Decompose(id)
+		if err != nil || p.Tick != tick || p.Node != node || p.Seq != seq {
+			t.Fatalf("round trip of (%d,%d,%d) via %d gave %+v, %v", tick, node, seq, id, p, err)
+		}
+		back, err := l.Compose(p)
+		if err != nil || back != id {
+			t.Fatalf("recompose %d -> %d, %v", id, back, err)
+		}
+	})
+}
+
+func FuzzDecompose(f *testing.F) {
+	f.Add(int64(1_861_083_629_105_360_902), "twitter")
+	f.Add(int64(-1), "javascript")
+	f.Fuzz(func(t *testing.T, id int64, preset string) {
+		l, err := Preset(preset)
+		if err != nil {
+			return
+		}
+		p, err := l.Decompose(id)
+		if err != nil {
+			if id >= 0 && id <= l.MaxID() {
+				t.Fatalf("Decompose(%d) refused a valid ID: %v", id, err)
+			}
+			return
+		}
+		if back, err := l.Compose(p); err != nil || back != id {
+			t.Fatalf("Compose(Decompose(%d)) = %d, %v", id, back, err)
+		}
+	})
+}

@@ -1,0 +1,5 @@
+package snowflake
+
+import "runtime"
+
+func benchProcs() int { return runtime.GOMAXPROCS(0) }

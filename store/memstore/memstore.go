@@ -1,0 +1,158 @@
+// Package memstore is an in-memory frond.SegmentStore for tests and for
+// trying frond out. It keeps nothing across restarts: a process that
+// restarts on a memstore hands out the same IDs again, so never use it where
+// IDs must outlive the process.
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/frond-id/frond"
+)
+
+var _ frond.SegmentStore = (*Store)(nil)
+
+// Store is an in-memory segment store, safe for concurrent use.
+type Store struct {
+	clock frond.Clock
+
+	mu     sync.Mutex
+	tags   map[string]frond.Tag
+	closed bool
+}
+
+// New returns an empty store. A nil clock means the system clock; it only
+// stamps UpdatedAt.
+func New(clock frond.Clock) *Store {
+	if clock == nil {
+		clock = frond.SystemClock{}
+	}
+	return &Store{clock: clock, tags: make(map[string]frond.Tag)}
+}
+
+func (s *Store) lock(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%w: %w", frond.ErrStoreUnavailable, err)
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return frond.ErrClosed
+	}
+	return nil
+}
+
+// Allocate implements frond.SegmentStore.
+func (s *Store) Allocate(ctx context.Context, tag string, step int64) (frond.Allocation, error) {
+	if err := s.lock(ctx); err != nil {
+		return frond.Allocation{}, err
+	}
+	defer s.mu.Unlock()
+	t, ok := s.tags[tag]
+	if !ok {
+		return frond.Allocation{}, fmt.Errorf("allocate %q: %w", tag, frond.ErrTagNotFound)
+	}
+	if step <= 0 {
+		step = t.Step
+	}
+	if t.MaxID > math.MaxInt64-step {
+		return frond.Allocation{}, fmt.Errorf("allocate %q: max_id %d + step %d: %w", tag, t.MaxID, step, frond.ErrTagExhausted)
+	}
+	start := t.MaxID
+	t.MaxID += step
+	t.UpdatedAt = s.clock.Now()
+	s.tags[tag] = t
+	return frond.Allocation{Range: frond.Range{Start: start, End: t.MaxID, Stride: 1}, Step: t.Step}, nil
+}
+
+// Tag implements frond.SegmentStore.
+func (s *Store) Tag(ctx context.Context, name string) (frond.Tag, error) {
+	if err := s.lock(ctx); err != nil {
+		return frond.Tag{}, err
+	}
+	defer s.mu.Unlock()
+	t, ok := s.tags[name]
+	if !ok {
+		return frond.Tag{}, fmt.Errorf("tag %q: %w", name, frond.ErrTagNotFound)
+	}
+	return t, nil
+}
+
+// Tags implements frond.SegmentStore.
+func (s *Store) Tags(ctx context.Context) ([]frond.Tag, error) {
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	out := make([]frond.Tag, 0, len(s.tags))
+	for _, t := range s.tags {
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b frond.Tag) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// CreateTag implements frond.SegmentStore.
+func (s *Store) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error) {
+	if err := t.Validate(); err != nil {
+		return frond.Tag{}, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return frond.Tag{}, err
+	}
+	defer s.mu.Unlock()
+	if _, ok := s.tags[t.Name]; ok {
+		return frond.Tag{}, fmt.Errorf("create %q: %w", t.Name, frond.ErrTagExists)
+	}
+	t.UpdatedAt = s.clock.Now()
+	s.tags[t.Name] = t
+	return t, nil
+}
+
+// UpdateTag implements frond.SegmentStore.
+func (s *Store) UpdateTag(ctx context.Context, name string, u frond.TagUpdate) (frond.Tag, error) {
+	if err := u.Validate(); err != nil {
+		return frond.Tag{}, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return frond.Tag{}, err
+	}
+	defer s.mu.Unlock()
+	t, ok := s.tags[name]
+	if !ok {
+		return frond.Tag{}, fmt.Errorf("update %q: %w", name, frond.ErrTagNotFound)
+	}
+	t, err := u.Apply(t)
+	if err != nil {
+		return frond.Tag{}, err
+	}
+	t.UpdatedAt = s.clock.Now()
+	s.tags[name] = t
+	return t, nil
+}
+
+// DeleteTag implements frond.SegmentStore.
+func (s *Store) DeleteTag(ctx context.Context, name string) error {
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if _, ok := s.tags[name]; !ok {
+		return fmt.Errorf("delete %q: %w", name, frond.ErrTagNotFound)
+	}
+	delete(s.tags, name)
+	return nil
+}
+
+// Close implements frond.SegmentStore.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	return nil
+}
