@@ -93,9 +93,9 @@ type Generator struct {
 	sys       *SystemClock // when set, called directly (cheaper than now)
 	sleep     func(time.Duration)
 
-	_     [64]byte
-	state atomic.Uint64 // tick<<seqBits | sequence of the last ID issued
-	_     [56]byte
+	_        [64]byte
+	state    atomic.Uint64 // tick<<seqBits | sequence of the last ID issued
+	_        [56]byte
 	seenTick atomic.Int64 // the latest tick the clock has shown
 	seen     atomic.Int64 // the reading (ns) that first showed seenTick
 
