@@ -1,0 +1,97 @@
+package frond_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/frond-id/frond"
+)
+
+func TestValidateTagName(t *testing.T) {
+	for _, ok := range []string{"leaf-segment-test", "order:2026", "a", "A_b.c-9", strings.Repeat("x", 128)} {
+		if err := frond.ValidateTagName(ok); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", strings.Repeat("x", 129), "a b", "a/b", "ü", "a\x00", "tag?x=1", "%2F"} {
+		if err := frond.ValidateTagName(bad); !errors.Is(err, frond.ErrInvalidArgument) {
+			t.Errorf("%q: err = %v", bad, err)
+		}
+	}
+}
+
+func FuzzValidateTagName(f *testing.F) {
+	for _, s := range []string{"leaf-segment-test", "", "a b", "ü", strings.Repeat("y", 130)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		err := frond.ValidateTagName(name)
+		if err != nil {
+			if !errors.Is(err, frond.ErrInvalidArgument) {
+				t.Fatalf("error %v is not ErrInvalidArgument", err)
+			}
+			return
+		}
+		// A valid name is non-empty, short, and safe unescaped in a URL path and a key.
+		if name == "" || len(name) > frond.MaxTagNameLen || strings.ContainsAny(name, "/?#% \t\r\n\"'\\") {
+			t.Fatalf("accepted %q", name)
+		}
+	})
+}
+
+func TestTagUpdate_Apply(t *testing.T) {
+	tag := frond.Tag{Name: "t", MaxID: 100, Step: 10, Description: "x"}
+	lower, same, higher, zeroStep, desc := int64(99), int64(100), int64(500), int64(0), "y"
+	if _, err := (frond.TagUpdate{MaxID: &lower}).Apply(tag); !errors.Is(err, frond.ErrWouldReissue) {
+		t.Errorf("lower max_id: %v", err)
+	}
+	if _, err := (frond.TagUpdate{Step: &zeroStep}).Apply(tag); !errors.Is(err, frond.ErrInvalidArgument) {
+		t.Errorf("step 0: %v", err)
+	}
+	if got, err := (frond.TagUpdate{MaxID: &same}).Apply(tag); err != nil || got != tag {
+		t.Errorf("same max_id: %+v, %v", got, err)
+	}
+	got, err := (frond.TagUpdate{MaxID: &higher, Description: &desc}).Apply(tag)
+	if err != nil || got.MaxID != 500 || got.Description != "y" || got.Step != 10 {
+		t.Errorf("raise: %+v, %v", got, err)
+	}
+}
+
+func TestTag_Validate(t *testing.T) {
+	for _, bad := range []frond.Tag{{Name: "", Step: 1}, {Name: "t", Step: 0}, {Name: "t", Step: 1, MaxID: -1}} {
+		if err := bad.Validate(); !errors.Is(err, frond.ErrInvalidArgument) {
+			t.Errorf("%+v: %v", bad, err)
+		}
+	}
+}
+
+func TestRange(t *testing.T) {
+	for _, tc := range []struct {
+		r    frond.Range
+		want []int64
+	}{
+		{frond.Range{Start: 5, End: 9, Stride: 1}, []int64{5, 6, 7, 8}},
+		{frond.Range{Start: 5, End: 9}, []int64{5, 6, 7, 8}},
+		{frond.Range{Start: 4, End: 11, Stride: 3}, []int64{4, 7, 10}},
+		{frond.Range{Start: 4, End: 10, Stride: 3}, []int64{4, 7}},
+		{frond.Range{Start: 4, End: 4, Stride: 3}, nil},
+		{frond.Range{Start: 1<<63 - 3, End: 1<<63 - 1, Stride: 1}, []int64{1<<63 - 3, 1<<63 - 2}},
+	} {
+		got := tc.r.Append(nil)
+		if len(got) != len(tc.want) || tc.r.Len() != int64(len(tc.want)) {
+			t.Fatalf("%+v: %v (len %d), want %v", tc.r, got, tc.r.Len(), tc.want)
+		}
+		for i := range got {
+			if got[i] != tc.want[i] || !tc.r.Contains(got[i]) {
+				t.Fatalf("%+v: %v, want %v", tc.r, got, tc.want)
+			}
+		}
+		if len(got) > 0 && tc.r.Last() != got[len(got)-1] {
+			t.Fatalf("%+v: Last %d", tc.r, tc.r.Last())
+		}
+		if tc.r.Contains(tc.r.Start-1) || tc.r.Contains(tc.r.End) {
+			t.Fatalf("%+v contains an outside ID", tc.r)
+		}
+	}
+}

@@ -1,0 +1,396 @@
+package segment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/frond-id/frond"
+)
+
+// segment is one allocated range served by an atomic add on pos. The fields
+// every call reads sit on their own cache line, apart from pos, so that
+// under contention only pos moves between cores.
+type segment struct {
+	start   int64
+	end     int64 // exclusive
+	stride  int64
+	trigger int64 // handing out this ID starts the load of the next segment
+	count   int64
+	step    int64 // the step asked for
+	loaded  time.Time
+	_       [64]byte
+	pos     atomic.Int64 // next ID to hand out; runs past end once used up
+	_       [56]byte
+}
+
+var emptySegment = &segment{stride: 1, trigger: -1}
+
+func newSegment(r frond.Range, threshold float64, loaded time.Time, step int64) *segment {
+	s := &segment{start: r.Start, end: r.End, stride: max(r.Stride, 1), loaded: loaded, step: step}
+	s.count = r.Len()
+	k := min(int64(float64(s.count)*threshold), s.count-1)
+	s.trigger = s.start + k*s.stride
+	s.pos.Store(s.start)
+	return s
+}
+
+// used returns how many IDs of s have been handed out.
+func (s *segment) used() int64 {
+	p := s.pos.Load()
+	if p >= s.end || p < s.start {
+		return s.count
+	}
+	return (p - s.start) / s.stride
+}
+
+// Buffer is the double buffer of one tag: the current segment, served by an
+// atomic add, and the next one, loaded in the background once Threshold of
+// the current one is used. A Buffer is obtained from Engine.Buffer and is
+// safe for concurrent use.
+type Buffer struct {
+	e   *Engine
+	tag string
+	cur atomic.Pointer[segment]
+
+	mu       sync.Mutex
+	next     *segment
+	filling  bool          // a fill goroutine is running
+	done     chan struct{} // closed when the current load attempt ends
+	kick     chan struct{} // wakes a fill goroutine from its backoff
+	removed  bool          // dropped from the engine (tag not found)
+	lastErr  error
+	lastFail time.Time
+	failures uint64
+	loads    uint64
+	step     int64 // step asked for in the last successful load
+	minStep  int64 // the tag's configured step
+	lastLoad time.Time
+	loadDur  time.Duration
+	issued   int64 // IDs of segments already switched out
+	rateAt   time.Time
+	rateN    int64
+	rate     float64
+}
+
+func newBuffer(e *Engine, tag string) *Buffer {
+	b := &Buffer{e: e, tag: tag, done: make(chan struct{}), kick: make(chan struct{}, 1)}
+	b.cur.Store(emptySegment)
+	return b
+}
+
+// Tag returns the buffer's tag.
+func (b *Buffer) Tag() string { return b.tag }
+
+// Next returns the next ID of the tag. It waits on the store only when both
+// buffers are empty, and then no longer than ctx allows. Errors: one wrapping
+// frond.ErrTagNotFound when the tag does not exist; one wrapping
+// frond.ErrStoreUnavailable when both buffers are empty and the store cannot
+// give a segment (or ctx ended first); frond.ErrClosed after Engine.Close.
+func (b *Buffer) Next(ctx context.Context) (int64, error) {
+	s := b.cur.Load()
+	v := s.pos.Add(s.stride) - s.stride
+	if uint64(v-s.start) < uint64(s.end-s.start) {
+		if v == s.trigger {
+			b.prefetch()
+		}
+		return v, nil
+	}
+	return b.nextSlow(ctx)
+}
+
+func (b *Buffer) nextSlow(ctx context.Context) (int64, error) {
+	for {
+		s := b.cur.Load()
+		v := s.pos.Add(s.stride) - s.stride
+		if uint64(v-s.start) < uint64(s.end-s.start) {
+			if v == s.trigger {
+				b.prefetch()
+			}
+			return v, nil
+		}
+		if err := b.refill(ctx, s); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// NextN takes n IDs, crossing segment boundaries when needed, and returns
+// them as ranges in increasing order (adjacent ranges merged). On error it
+// returns the ranges it already took together with the error; those IDs are
+// valid and will not be handed out again.
+func (b *Buffer) NextN(ctx context.Context, n int64) ([]frond.Range, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("%w: count %d: must be at least 1", frond.ErrInvalidArgument, n)
+	}
+	var out []frond.Range
+	for n > 0 {
+		s := b.cur.Load()
+		k := min(n, max(s.count, 1))
+		v := s.pos.Add(k*s.stride) - k*s.stride
+		if uint64(v-s.start) < uint64(s.end-s.start) {
+			end := s.end
+			if k*s.stride < s.end-v {
+				end = v + k*s.stride
+			}
+			r := frond.Range{Start: v, End: end, Stride: s.stride}
+			if v <= s.trigger && s.trigger < end {
+				b.prefetch()
+			}
+			n -= r.Len()
+			if last := len(out) - 1; last >= 0 && out[last].End == r.Start && out[last].Stride == r.Stride {
+				out[last].End = r.End
+			} else {
+				out = append(out, r)
+			}
+			continue
+		}
+		if err := b.refill(ctx, s); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// prefetch starts loading the next segment unless one is loaded or loading.
+func (b *Buffer) prefetch() {
+	b.mu.Lock()
+	if b.next == nil && !b.removed {
+		b.startFillLocked()
+	}
+	b.mu.Unlock()
+}
+
+func (b *Buffer) startFillLocked() {
+	if b.filling {
+		select {
+		case b.kick <- struct{}{}:
+		default:
+		}
+		return
+	}
+	if !b.e.goFill(b) {
+		return
+	}
+	b.filling = true
+}
+
+// refill is called when the current segment s is used up. It switches to the
+// next segment if one is ready, and otherwise waits for a load, as long as
+// ctx allows. A nil error means: try again.
+func (b *Buffer) refill(ctx context.Context, s *segment) error {
+	b.mu.Lock()
+	if b.cur.Load() != s { // another caller switched already
+		b.mu.Unlock()
+		return nil
+	}
+	if b.next != nil {
+		b.issued += s.count
+		b.cur.Store(b.next)
+		b.next = nil
+		b.mu.Unlock()
+		return nil
+	}
+	if b.e.closed.Load() {
+		b.mu.Unlock()
+		return fmt.Errorf("segment %q: %w", b.tag, frond.ErrClosed)
+	}
+	if err := b.lastErr; err != nil {
+		if definitive(err) {
+			if errors.Is(err, frond.ErrTagNotFound) && !b.removed {
+				b.removed = true
+				b.e.remove(b)
+			}
+			b.mu.Unlock()
+			return err
+		}
+		if since := b.e.cfg.Clock.Now().Sub(b.lastFail); since < b.e.cfg.FailFast {
+			b.mu.Unlock()
+			return fmt.Errorf("%w: tag %q: both buffers empty; last load %v ago failed: %w", frond.ErrStoreUnavailable, b.tag, since.Round(time.Millisecond), err)
+		}
+	}
+	if b.removed {
+		b.mu.Unlock()
+		return fmt.Errorf("segment %q: %w", b.tag, frond.ErrTagNotFound)
+	}
+	b.startFillLocked()
+	done := b.done
+	b.mu.Unlock()
+	select {
+	case <-done:
+		b.mu.Lock()
+		err, ready := b.lastErr, b.next != nil
+		b.mu.Unlock()
+		if err != nil && !ready {
+			if definitive(err) {
+				return b.refill(ctx, s) // records the removal
+			}
+			return fmt.Errorf("%w: tag %q: both buffers empty and the load failed: %w", frond.ErrStoreUnavailable, b.tag, err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: tag %q: both buffers empty, waited for the store until: %w", frond.ErrStoreUnavailable, b.tag, ctx.Err())
+	}
+}
+
+// definitive errors are answers, not outages: retrying does not help.
+func definitive(err error) bool {
+	return errors.Is(err, frond.ErrTagNotFound) || errors.Is(err, frond.ErrTagExhausted) ||
+		errors.Is(err, frond.ErrInvalidArgument) || errors.Is(err, frond.ErrClosed)
+}
+
+// fill loads the next segment, retrying with backoff until it has one, the
+// tag is gone, or the engine is closed.
+func (b *Buffer) fill() {
+	cfg := &b.e.cfg
+	backoff := cfg.RetryMin
+	for {
+		err := b.loadOnce()
+		b.mu.Lock()
+		if err == nil || definitive(err) || b.next != nil || b.e.closed.Load() {
+			b.filling = false
+			b.mu.Unlock()
+			return
+		}
+		b.mu.Unlock()
+		cfg.Logger.Warn("segment load failed; retrying", "tag", b.tag, "retry_in", backoff, "err", err)
+		select {
+		case <-cfg.After(backoff):
+		case <-b.kick:
+		case <-b.e.stop:
+			b.mu.Lock()
+			b.filling = false
+			b.mu.Unlock()
+			return
+		}
+		backoff = min(2*backoff, cfg.RetryMax)
+	}
+}
+
+// loadOnce makes one store call and records its outcome.
+func (b *Buffer) loadOnce() error {
+	cfg := &b.e.cfg
+	b.mu.Lock()
+	step := int64(0) // the tag's own step, as Leaf's first load
+	if b.loads > 0 {
+		step = cfg.nextStep(b.step, b.minStep, cfg.Clock.Now().Sub(b.lastLoad))
+	}
+	b.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(b.e.ctx, cfg.LoadTimeout)
+	t0 := cfg.Clock.Now()
+	a, err := b.e.store.Allocate(ctx, b.tag, step)
+	cancel()
+	t1 := cfg.Clock.Now()
+	if err == nil && (a.Len() < 1 || a.Step < 1) {
+		err = fmt.Errorf("store returned an empty allocation %+v", a)
+	}
+
+	b.mu.Lock()
+	done := b.done
+	b.done = make(chan struct{})
+	if err != nil {
+		b.lastErr, b.lastFail = fmt.Errorf("allocate segment %q: %w", b.tag, err), t1
+		b.failures++
+		err = b.lastErr
+	} else {
+		if step <= 0 {
+			step = a.Step
+		}
+		if b.lastErr != nil {
+			cfg.Logger.Info("segment load recovered", "tag", b.tag, "failures", b.failures)
+		}
+		b.lastErr = nil
+		b.next = newSegment(a.Range, cfg.Threshold, t1, step)
+		b.step, b.minStep = step, a.Step
+		b.lastLoad, b.loadDur = t1, t1.Sub(t0)
+		b.loads++
+	}
+	b.mu.Unlock()
+	close(done)
+	return err
+}
+
+// BufferStats describe one segment of a buffer.
+type BufferStats struct {
+	Start  int64     `json:"start"`
+	Pos    int64     `json:"pos"` // next ID to hand out (End when used up)
+	End    int64     `json:"end"` // exclusive
+	Stride int64     `json:"stride"`
+	Loaded time.Time `json:"loaded"`
+}
+
+// Stats describe a tag's buffer for monitoring (Leaf's /cache and more).
+type Stats struct {
+	Tag string `json:"tag"`
+	// Ready is Leaf's initOk: the buffer has loaded a segment.
+	Ready bool `json:"ready"`
+	// Current and Next are the two segments; NextReady says whether Next holds one.
+	Current   BufferStats `json:"current"`
+	Next      BufferStats `json:"next"`
+	NextReady bool        `json:"next_ready"`
+	Loading   bool        `json:"loading"`
+	// Step is the step of the last load; MinStep the tag's configured step.
+	Step    int64 `json:"step"`
+	MinStep int64 `json:"min_step"`
+	// Loads and Failures count store calls.
+	Loads    uint64 `json:"loads"`
+	Failures uint64 `json:"failures"`
+	// LastLoad is when the last segment arrived and LastLoadDuration how long the call took.
+	LastLoad         time.Time     `json:"last_load"`
+	LastLoadDuration time.Duration `json:"last_load_duration"`
+	// LastError is the error of the last load if it failed, else empty.
+	LastError   string    `json:"last_error,omitempty"`
+	LastErrorAt time.Time `json:"last_error_at"`
+	// Issued is how many IDs this buffer has handed out.
+	Issued int64 `json:"issued"`
+	// Remaining is how many IDs both segments still hold.
+	Remaining int64 `json:"remaining"`
+	// Rate is the consumption in IDs per second, measured between Stats calls
+	// at least a second apart.
+	Rate float64 `json:"rate"`
+	// Horizon is how long Remaining lasts at Rate; -1 when Rate is zero.
+	Horizon time.Duration `json:"horizon"`
+}
+
+// Stats returns the buffer's statistics.
+func (b *Buffer) Stats() Stats {
+	now := b.e.cfg.Clock.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	cur := b.cur.Load()
+	st := Stats{
+		Tag: b.tag, Ready: b.loads > 0, Loading: b.filling,
+		Step: b.step, MinStep: b.minStep, Loads: b.loads, Failures: b.failures,
+		LastLoad: b.lastLoad, LastLoadDuration: b.loadDur,
+	}
+	if b.lastErr != nil {
+		st.LastError, st.LastErrorAt = b.lastErr.Error(), b.lastFail
+	}
+	if cur != emptySegment {
+		used := cur.used()
+		st.Current = BufferStats{Start: cur.start, Pos: min(cur.start+used*cur.stride, cur.end), End: cur.end, Stride: cur.stride, Loaded: cur.loaded}
+		st.Remaining = cur.count - used
+		st.Issued = b.issued + used
+	}
+	if b.next != nil {
+		st.NextReady = true
+		st.Next = BufferStats{Start: b.next.start, Pos: b.next.start, End: b.next.end, Stride: b.next.stride, Loaded: b.next.loaded}
+		st.Remaining += b.next.count
+	}
+	if b.rateAt.IsZero() {
+		b.rateAt, b.rateN = now, st.Issued
+	} else if el := now.Sub(b.rateAt); el >= time.Second {
+		b.rate = float64(st.Issued-b.rateN) / el.Seconds()
+		b.rateAt, b.rateN = now, st.Issued
+	}
+	st.Rate = b.rate
+	st.Horizon = -1
+	if b.rate > 0 {
+		st.Horizon = time.Duration(float64(st.Remaining) / b.rate * float64(time.Second))
+	}
+	return st
+}

@@ -1,0 +1,412 @@
+package segment
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/store/memstore"
+)
+
+var bg = context.Background()
+
+func TestEngine_Next_LeafRanges(t *testing.T) {
+	s := memstore.New(nil)
+	mustCreate(t, s, "leaf-segment-test", 1, 2000) // Leaf's sample row
+	e := newEngine(t, s, Settings{FixedStep: true})
+	for want := int64(1); want <= 5000; want++ {
+		got, err := e.Next(bg, "leaf-segment-test")
+		if err != nil || got != want {
+			t.Fatalf("Next = %d, %v; want %d", got, err, want)
+		}
+	}
+	// Three segments of 2,000 are used and the fourth is prefetched (10% of
+	// the third is used): max_id 1 -> 8001, as Leaf leaves it.
+	b, _ := e.Buffer("leaf-segment-test")
+	waitFor(t, "prefetch", nextReady(b))
+	tag, _ := s.Tag(bg, "leaf-segment-test")
+	if tag.MaxID != 8001 {
+		t.Fatalf("max_id %d, want 8001", tag.MaxID)
+	}
+}
+
+func TestEngine_ErrTagNotFound(t *testing.T) {
+	s := memstore.New(nil)
+	e := newEngine(t, s, Settings{})
+	if _, err := e.Next(bg, "nope"); !errors.Is(err, frond.ErrTagNotFound) {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := e.NextN(bg, "nope", 5); !errors.Is(err, frond.ErrTagNotFound) {
+		t.Fatalf("NextN err = %v", err)
+	}
+	if n := len(e.Stats()); n != 0 {
+		t.Fatalf("an unknown tag left %d buffers behind", n)
+	}
+	// A tag created later is seen at once.
+	mustCreate(t, s, "nope", 10, 5)
+	if id, err := e.Next(bg, "nope"); err != nil || id != 10 {
+		t.Fatalf("after create: %d, %v", id, err)
+	}
+}
+
+func TestEngine_ErrInvalidArgument(t *testing.T) {
+	s := memstore.New(nil)
+	mustCreate(t, s, "a", 0, 10)
+	e := newEngine(t, s, Settings{})
+	for _, tag := range []string{"", "a b", "ü", string(make([]byte, 129))} {
+		if _, err := e.Next(bg, tag); !errors.Is(err, frond.ErrInvalidArgument) {
+			t.Errorf("Next(%q) err = %v", tag, err)
+		}
+	}
+	for _, n := range []int64{0, -1} {
+		if _, err := e.NextN(bg, "a", n); !errors.Is(err, frond.ErrInvalidArgument) {
+			t.Errorf("NextN(%d) err = %v", n, err)
+		}
+	}
+	if id, _ := e.Next(bg, "a"); id != 0 {
+		t.Fatalf("bad input consumed IDs: first ID %d", id)
+	}
+	for _, bad := range []Settings{{Threshold: 1.5}, {Threshold: -1}, {MaxStep: -1}, {FastSegment: time.Hour, SlowSegment: time.Minute}, {RetryMin: time.Hour, RetryMax: time.Second}} {
+		if _, err := New(s, bad); !errors.Is(err, frond.ErrInvalidArgument) {
+			t.Errorf("New(%+v) err = %v", bad, err)
+		}
+	}
+}
+
+func TestBuffer_PrefetchAtThreshold(t *testing.T) {
+	s := newFakeStore(nil)
+	mustCreate(t, s, "t", 0, 100)
+	s.calls = make(chan string, 10)
+	e := newEngine(t, s, Settings{FixedStep: true})
+	b, _ := e.Buffer("t")
+	for i := 0; i < 10; i++ {
+		if _, err := b.Next(bg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-s.calls // the first load
+	select {
+	case <-s.calls:
+		t.Fatal("second segment loaded before 10% was used")
+	default:
+	}
+	b.Next(bg) // the 11th ID: 10% used
+	select {
+	case <-s.calls:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no prefetch after 10% was used")
+	}
+	waitFor(t, "next segment", nextReady(b))
+	st := b.Stats()
+	if st.Current != (BufferStats{Start: 0, Pos: 11, End: 100, Stride: 1, Loaded: st.Current.Loaded}) || st.Next.Start != 100 || st.Next.End != 200 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// Both buffers empty: the caller waits on the store, bounded by its context.
+func TestBuffer_WaitsOnlyWhenEmpty(t *testing.T) {
+	s := newFakeStore(nil)
+	mustCreate(t, s, "t", 0, 100)
+	gate := make(chan struct{})
+	s.setGate(gate)
+	e := newEngine(t, s, Settings{FixedStep: true, LoadTimeout: time.Hour})
+	b, _ := e.Buffer("t")
+
+	ctx, cancel := context.WithTimeout(bg, 20*time.Millisecond)
+	_, err := b.Next(ctx)
+	cancel()
+	if !errors.Is(err, frond.ErrStoreUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v", err)
+	}
+	close(gate) // the store answers: the load in flight completes
+	waitFor(t, "first segment", func() bool { return b.Stats().Ready })
+	s.setGate(make(chan struct{})) // the next load hangs
+	// The whole current segment is served while the next load hangs.
+	for i := int64(0); i < 100; i++ {
+		ctx, cancel := context.WithTimeout(bg, time.Second)
+		id, err := b.Next(ctx)
+		cancel()
+		if err != nil || id != i {
+			t.Fatalf("Next = %d, %v; want %d", id, err, i)
+		}
+	}
+	ctx, cancel = context.WithTimeout(bg, 20*time.Millisecond)
+	_, err = b.Next(ctx)
+	cancel()
+	if !errors.Is(err, frond.ErrStoreUnavailable) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestBuffer_StoreDown_FailFastThenRecovers(t *testing.T) {
+	clock := newFakeClock()
+	s := newFakeStore(clock)
+	mustCreate(t, s, "t", 0, 10)
+	retry := make(chan time.Time)
+	e := newEngine(t, s, Settings{FixedStep: true, Clock: clock, After: func(time.Duration) <-chan time.Time { return retry }})
+	b, _ := e.Buffer("t")
+	if _, err := b.Next(bg); err != nil {
+		t.Fatal(err)
+	}
+	down := errors.New("connection refused")
+	s.setFail(down)
+	// IDs 1..9 are served from the buffer; the prefetch (at ID 1) fails.
+	for want := int64(1); want < 10; want++ {
+		if id, err := b.Next(bg); err != nil || id != want {
+			t.Fatalf("Next = %d, %v", id, err)
+		}
+	}
+	waitFor(t, "failed prefetch", func() bool { return b.Stats().Failures == 1 })
+	start := time.Now()
+	_, err := b.Next(bg) // both empty, last load failed just now: fail at once
+	if !errors.Is(err, frond.ErrStoreUnavailable) || !errors.Is(err, down) {
+		t.Fatalf("err = %v", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("fail-fast took %v", d)
+	}
+	st := b.Stats()
+	if st.LastError == "" || st.Remaining != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	// The store comes back; the background retry fires and refills.
+	s.setFail(nil)
+	retry <- clock.Now()
+	waitFor(t, "recovery", nextReady(b))
+	if id, err := b.Next(bg); err != nil || id != 10 {
+		t.Fatalf("after recovery: %d, %v", id, err)
+	}
+	if b.Stats().LastError != "" {
+		t.Fatal("error not cleared after recovery")
+	}
+}
+
+func TestBuffer_StoreDown_CallerRetriesAfterFailFast(t *testing.T) {
+	clock := newFakeClock()
+	s := newFakeStore(clock)
+	mustCreate(t, s, "t", 0, 5)
+	s.setFail(errors.New("down"))
+	e := newEngine(t, s, Settings{Clock: clock, After: func(time.Duration) <-chan time.Time { return nil }})
+	if _, err := e.Next(bg, "t"); !errors.Is(err, frond.ErrStoreUnavailable) {
+		t.Fatalf("err = %v", err)
+	}
+	s.setFail(nil)
+	if _, err := e.Next(bg, "t"); !errors.Is(err, frond.ErrStoreUnavailable) {
+		t.Fatalf("within fail-fast: err = %v", err)
+	}
+	clock.Add(DefaultFailFast)
+	if id, err := e.Next(bg, "t"); err != nil || id != 0 {
+		t.Fatalf("after fail-fast: %d, %v", id, err)
+	}
+}
+
+func TestBuffer_ErrTagExhausted(t *testing.T) {
+	s := memstore.New(nil)
+	mustCreate(t, s, "t", 1<<63-1-15, 10)
+	e := newEngine(t, s, Settings{FixedStep: true})
+	ids, err := e.NextN(bg, "t", 20)
+	if !errors.Is(err, frond.ErrTagExhausted) || len(ids) != 1 || ids[0].Len() != 10 {
+		t.Fatalf("NextN = %v, %v", ids, err)
+	}
+}
+
+func TestSettings_NextStep(t *testing.T) {
+	cfg, _ := Settings{MaxStep: 1000}.normalize()
+	for _, tc := range []struct {
+		prev, min int64
+		lasted    time.Duration
+		want      int64
+	}{
+		{100, 100, time.Minute, 200},
+		{400, 100, 14 * time.Minute, 800},
+		{800, 100, time.Minute, 800}, // 1600 > max: keep
+		{1000, 100, time.Minute, 1000},
+		{400, 100, 20 * time.Minute, 400},
+		{400, 100, 30 * time.Minute, 200},
+		{100, 100, time.Hour, 100}, // never below the tag's step
+		{150, 100, time.Hour, 150}, // 75 < 100: keep
+		{100, 5000, time.Minute, 5000},
+		{100, 300, 20 * time.Minute, 300}, // the tag's step was raised
+	} {
+		if got := cfg.nextStep(tc.prev, tc.min, tc.lasted); got != tc.want {
+			t.Errorf("nextStep(%d, %d, %v) = %d, want %d", tc.prev, tc.min, tc.lasted, got, tc.want)
+		}
+	}
+	fixed, _ := Settings{FixedStep: true}.normalize()
+	if got := fixed.nextStep(800, 100, time.Minute); got != 100 {
+		t.Errorf("fixed step %d", got)
+	}
+}
+
+// The adaptive step end to end, with an injected clock: quick segments double
+// the step up to MaxStep, slow ones halve it down to the tag's step.
+func TestBuffer_AdaptiveStep(t *testing.T) {
+	clock := newFakeClock()
+	s := newFakeStore(clock)
+	mustCreate(t, s, "t", 0, 100)
+	e := newEngine(t, s, Settings{Clock: clock, MaxStep: 1000, Threshold: 1})
+	b, _ := e.Buffer("t")
+	// With Threshold 1 the next load starts at the last ID of a segment, so
+	// the time between loads is the time a segment lasted.
+	consumeSegment := func(after time.Duration) {
+		t.Helper()
+		clock.Add(after)
+		if _, err := b.NextN(bg, b.Stats().Remaining); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "load", nextReady(b))
+	}
+	if _, err := b.NextN(bg, 100); err != nil { // the first segment, whole: the second load starts at once
+		t.Fatal(err)
+	}
+	waitFor(t, "load", nextReady(b))
+	for _, d := range []time.Duration{time.Minute, time.Minute, time.Minute, time.Minute, 20 * time.Minute, 40 * time.Minute, 40 * time.Minute, 40 * time.Minute, 40 * time.Minute} {
+		consumeSegment(d)
+	}
+	want := []int64{0, 200, 400, 800, 800, 800, 800, 400, 200, 100, 100}
+	if got := s.stepsAsked(); !slices.Equal(got, want) {
+		t.Fatalf("steps %v, want %v", got, want)
+	}
+}
+
+func TestBuffer_NextN(t *testing.T) {
+	s := memstore.New(nil)
+	mustCreate(t, s, "t", 5, 10)
+	e := newEngine(t, s, Settings{FixedStep: true})
+	rs, err := e.NextN(bg, "t", 25) // crosses two segment boundaries
+	if err != nil || len(rs) != 1 || rs[0] != (frond.Range{Start: 5, End: 30, Stride: 1}) {
+		t.Fatalf("NextN = %v, %v", rs, err)
+	}
+	if id, _ := e.Next(bg, "t"); id != 30 {
+		t.Fatalf("after the batch: %d", id)
+	}
+}
+
+func TestBuffer_Stats_RateAndHorizon(t *testing.T) {
+	clock := newFakeClock()
+	s := memstore.New(clock)
+	mustCreate(t, s, "t", 0, 1000)
+	e := newEngine(t, s, Settings{Clock: clock, FixedStep: true})
+	b, _ := e.Buffer("t")
+	b.NextN(bg, 150)
+	waitFor(t, "prefetch", nextReady(b))
+	if st := b.Stats(); st.Horizon != -1 || st.Rate != 0 || st.Issued != 150 || st.Remaining != 1850 {
+		t.Fatalf("first stats %+v", st)
+	}
+	clock.Add(10 * time.Second)
+	b.NextN(bg, 100) // 10 IDs/s
+	st := b.Stats()
+	if st.Rate != 10 || st.Remaining != 1750 || st.Horizon != 175*time.Second || st.Step != 1000 || st.MinStep != 1000 || st.Loads != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+	if es := e.Stats(); len(es) != 1 || es[0].Tag != "t" {
+		t.Fatalf("engine stats %+v", es)
+	}
+}
+
+func TestEngine_Close(t *testing.T) {
+	s := newFakeStore(nil)
+	mustCreate(t, s, "t", 0, 10)
+	gate := make(chan struct{})
+	s.setGate(gate)
+	e, _ := New(s, Settings{})
+	errc := make(chan error, 1)
+	go func() {
+		_, err := e.Next(bg, "t")
+		errc <- err
+	}()
+	waitFor(t, "load in flight", func() bool { return len(s.stepsAsked()) == 1 })
+	e.Close() // cancels the load in flight and waits for it
+	if err := <-errc; err == nil {
+		t.Fatal("Next succeeded after Close")
+	}
+	if _, err := e.Next(bg, "t"); !errors.Is(err, frond.ErrClosed) {
+		t.Fatalf("after Close: %v", err)
+	}
+}
+
+func TestEngine_Forget(t *testing.T) {
+	s := memstore.New(nil)
+	mustCreate(t, s, "t", 0, 10)
+	e := newEngine(t, s, Settings{FixedStep: true})
+	e.Next(bg, "t")
+	if err := s.DeleteTag(bg, "t"); err != nil {
+		t.Fatal(err)
+	}
+	e.Forget("t")
+	if _, err := e.Next(bg, "t"); !errors.Is(err, frond.ErrTagNotFound) {
+		t.Fatalf("after delete: %v", err)
+	}
+}
+
+// Many goroutines on several tags, small steps so segments switch often:
+// every ID unique, each goroutine's IDs of a tag increase, and per tag the
+// IDs handed out are exactly 0..N-1 (nothing lost, nothing skipped).
+func TestEngine_Concurrent(t *testing.T) {
+	s := newFakeStore(nil)
+	tags := []string{"a", "b", "c"}
+	for _, tag := range tags {
+		mustCreate(t, s, tag, 0, 37)
+	}
+	e := newEngine(t, s, Settings{MaxStep: 300})
+	const workers, per = 8, 3000
+	type result struct {
+		tag string
+		ids []int64
+	}
+	results := make(chan result, workers*len(tags))
+	errs := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		go func() {
+			got := map[string][]int64{}
+			for i := 0; i < per; i++ {
+				tag := tags[(w+i)%len(tags)]
+				if i%5 == 0 {
+					rs, err := e.NextN(bg, tag, int64(i%7+1))
+					if err != nil {
+						errs <- err
+						return
+					}
+					for _, r := range rs {
+						got[tag] = r.Append(got[tag])
+					}
+					continue
+				}
+				id, err := e.Next(bg, tag)
+				if err != nil {
+					errs <- err
+					return
+				}
+				got[tag] = append(got[tag], id)
+			}
+			for tag, ids := range got {
+				results <- result{tag, ids}
+			}
+			errs <- nil
+		}()
+	}
+	for w := 0; w < workers; w++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(results)
+	all := map[string][]int64{}
+	for r := range results {
+		if !slices.IsSorted(r.ids) {
+			t.Fatalf("tag %s: a goroutine's IDs do not increase", r.tag)
+		}
+		all[r.tag] = append(all[r.tag], r.ids...)
+	}
+	for tag, ids := range all {
+		slices.Sort(ids)
+		for i, id := range ids {
+			if id != int64(i) {
+				t.Fatalf("tag %s: ID #%d is %d: duplicate or gap", tag, i, id)
+			}
+		}
+	}
+}

@@ -1,0 +1,125 @@
+package segment
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/store/memstore"
+)
+
+// fakeClock is a manual frond.Clock.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// fakeStore wraps a memstore and can fail or block Allocate, and records
+// the steps asked for.
+type fakeStore struct {
+	*memstore.Store
+	mu    sync.Mutex
+	fail  error
+	gate  chan struct{} // when non-nil, Allocate waits for it (or ctx)
+	steps []int64
+	calls chan string // receives the tag of every Allocate call, if non-nil
+	delay time.Duration
+}
+
+func newFakeStore(clock frond.Clock) *fakeStore {
+	return &fakeStore{Store: memstore.New(clock)}
+}
+
+func (s *fakeStore) Allocate(ctx context.Context, tag string, step int64) (frond.Allocation, error) {
+	s.mu.Lock()
+	s.steps = append(s.steps, step)
+	fail, gate, calls, delay := s.fail, s.gate, s.calls, s.delay
+	s.mu.Unlock()
+	if calls != nil {
+		calls <- tag
+	}
+	if delay > 0 {
+		time.Sleep(delay)
+	}
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return frond.Allocation{}, ctx.Err()
+		}
+	}
+	if fail != nil {
+		return frond.Allocation{}, fail
+	}
+	return s.Store.Allocate(ctx, tag, step)
+}
+
+func (s *fakeStore) setFail(err error) {
+	s.mu.Lock()
+	s.fail = err
+	s.mu.Unlock()
+}
+
+func (s *fakeStore) setGate(g chan struct{}) {
+	s.mu.Lock()
+	s.gate = g
+	s.mu.Unlock()
+}
+
+func (s *fakeStore) stepsAsked() []int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]int64(nil), s.steps...)
+}
+
+func mustCreate(t testing.TB, s frond.SegmentStore, name string, maxID, step int64) {
+	t.Helper()
+	if _, err := s.CreateTag(context.Background(), frond.Tag{Name: name, MaxID: maxID, Step: step}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func newEngine(t testing.TB, s frond.SegmentStore, cfg Settings) *Engine {
+	t.Helper()
+	e, err := New(s, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// waitFor polls cond until it holds: it waits for background goroutines,
+// never for simulated time.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+}
+
+func nextReady(b *Buffer) func() bool {
+	return func() bool { st := b.Stats(); return st.NextReady && !st.Loading }
+}

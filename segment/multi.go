@@ -1,0 +1,178 @@
+package segment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/frond-id/frond"
+)
+
+var _ frond.SegmentStore = (*Multi)(nil)
+
+// Multi combines K independent stores for availability (seed 000's "several
+// instances with offset and step", TinyID's delta and remainder). Each store
+// keeps its own max_id per tag in the shared ID space, and store i only ever
+// hands out the IDs of its ranges that are congruent to i modulo K. Two
+// stores therefore never issue the same ID, whatever their max_id values,
+// and when one store is down the others carry on.
+//
+// The order of the stores is part of the ID space: every node must list the
+// same stores in the same order. A segment of step s from one store holds
+// about s/K IDs.
+//
+// Allocate sticks to the store that answered last and fails over to the next
+// one on error. Segment IDs of a node therefore increase while one store
+// serves, and may step back once at a fail-over when the other store's
+// max_id is behind: unique always, ordered per node only between
+// fail-overs.
+type Multi struct {
+	stores []frond.SegmentStore
+	pref   atomic.Int64
+}
+
+// NewMulti returns a store over stores, in residue order.
+func NewMulti(stores ...frond.SegmentStore) (*Multi, error) {
+	if len(stores) < 1 {
+		return nil, fmt.Errorf("%w: multi-store needs at least one store", frond.ErrInvalidArgument)
+	}
+	return &Multi{stores: stores}, nil
+}
+
+// Residue returns the IDs of r that are congruent to i modulo k, as a range
+// of stride k. r must have stride 1.
+func Residue(r frond.Range, i, k int64) frond.Range {
+	first := r.Start + ((i-r.Start%k)%k+k)%k
+	if first >= r.End {
+		return frond.Range{Start: r.End, End: r.End, Stride: k}
+	}
+	return frond.Range{Start: first, End: r.End, Stride: k}
+}
+
+// attempt runs op on each store, starting with the preferred one, until one
+// succeeds. Each store gets an equal share of the time left in ctx.
+func (m *Multi) attempt(ctx context.Context, op func(ctx context.Context, i int) error) error {
+	k := int64(len(m.stores))
+	start := m.pref.Load()
+	var errs []error
+	notFound := 0
+	for j := int64(0); j < k; j++ {
+		i := (start + j) % k
+		actx, cancel := ctx, context.CancelFunc(func() {})
+		if dl, ok := ctx.Deadline(); ok && j < k-1 {
+			actx, cancel = context.WithTimeout(ctx, time.Until(dl)/time.Duration(k-j))
+		}
+		err := op(actx, int(i))
+		cancel()
+		if err == nil {
+			m.pref.Store(i)
+			return nil
+		}
+		if errors.Is(err, frond.ErrTagExhausted) || errors.Is(err, frond.ErrInvalidArgument) {
+			return err
+		}
+		if errors.Is(err, frond.ErrTagNotFound) {
+			notFound++
+		}
+		errs = append(errs, fmt.Errorf("store %d: %w", i, err))
+	}
+	if notFound == int(k) {
+		return errors.Join(errs...) // wraps ErrTagNotFound
+	}
+	return fmt.Errorf("%w: all %d stores failed: %w", frond.ErrStoreUnavailable, k, errors.Join(errs...))
+}
+
+// Allocate implements frond.SegmentStore: it takes a segment from the
+// preferred store and keeps the IDs of that store's residue class.
+func (m *Multi) Allocate(ctx context.Context, tag string, step int64) (frond.Allocation, error) {
+	k := int64(len(m.stores))
+	var out frond.Allocation
+	err := m.attempt(ctx, func(ctx context.Context, i int) error {
+		a, err := m.stores[i].Allocate(ctx, tag, step)
+		if err != nil {
+			return err
+		}
+		if a.Stride > 1 {
+			return fmt.Errorf("%w: store %d returned a range of stride %d; multi-stores do not nest", frond.ErrInvalidArgument, i, a.Stride)
+		}
+		r := Residue(a.Range, int64(i), k)
+		if r.Len() == 0 {
+			return fmt.Errorf("%w: step %d of tag %q holds no ID of residue %d mod %d; use steps of at least %d", frond.ErrInvalidArgument, a.Len(), tag, i, k, k)
+		}
+		out = frond.Allocation{Range: r, Step: a.Step}
+		return nil
+	})
+	return out, err
+}
+
+// Tag implements frond.SegmentStore: the tag as the first store that answers has it.
+func (m *Multi) Tag(ctx context.Context, name string) (frond.Tag, error) {
+	var out frond.Tag
+	err := m.attempt(ctx, func(ctx context.Context, i int) (err error) {
+		out, err = m.stores[i].Tag(ctx, name)
+		return err
+	})
+	return out, err
+}
+
+// Tags implements frond.SegmentStore: the tags of the first store that answers.
+func (m *Multi) Tags(ctx context.Context) ([]frond.Tag, error) {
+	var out []frond.Tag
+	err := m.attempt(ctx, func(ctx context.Context, i int) (err error) {
+		out, err = m.stores[i].Tags(ctx)
+		return err
+	})
+	return out, err
+}
+
+// each runs op on every store and joins the errors.
+func (m *Multi) each(op func(i int, s frond.SegmentStore) error) error {
+	var errs []error
+	for i, s := range m.stores {
+		if err := op(i, s); err != nil {
+			errs = append(errs, fmt.Errorf("store %d: %w", i, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// CreateTag implements frond.SegmentStore: it creates the tag in every
+// store. If some stores fail, the tag exists in the others; the error names
+// the failed ones, and creating again reports ErrTagExists for those that
+// have it.
+func (m *Multi) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error) {
+	var out frond.Tag
+	err := m.each(func(i int, s frond.SegmentStore) error {
+		got, err := s.CreateTag(ctx, t)
+		if err == nil && out.Name == "" {
+			out = got
+		}
+		return err
+	})
+	return out, err
+}
+
+// UpdateTag implements frond.SegmentStore: it updates every store.
+func (m *Multi) UpdateTag(ctx context.Context, name string, u frond.TagUpdate) (frond.Tag, error) {
+	var out frond.Tag
+	err := m.each(func(i int, s frond.SegmentStore) error {
+		got, err := s.UpdateTag(ctx, name, u)
+		if err == nil && out.Name == "" {
+			out = got
+		}
+		return err
+	})
+	return out, err
+}
+
+// DeleteTag implements frond.SegmentStore: it deletes the tag from every store.
+func (m *Multi) DeleteTag(ctx context.Context, name string) error {
+	return m.each(func(i int, s frond.SegmentStore) error { return s.DeleteTag(ctx, name) })
+}
+
+// Close implements frond.SegmentStore: it closes every store.
+func (m *Multi) Close() error {
+	return m.each(func(i int, s frond.SegmentStore) error { return s.Close() })
+}

@@ -1,0 +1,168 @@
+package segment
+
+import (
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/frond-id/frond"
+)
+
+func TestResidue_Exhaustive(t *testing.T) {
+	for k := int64(1); k <= 7; k++ {
+		for start := int64(0); start < 30; start++ {
+			for end := start; end < 45; end++ {
+				for i := int64(0); i < k; i++ {
+					r := Residue(frond.Range{Start: start, End: end, Stride: 1}, i, k)
+					var want []int64
+					for id := start; id < end; id++ {
+						if id%k == i {
+							want = append(want, id)
+						}
+					}
+					got := r.Append(nil)
+					if len(got) != len(want) || int64(len(want)) != r.Len() {
+						t.Fatalf("Residue([%d,%d), %d, %d) = %v (len %d), want %v", start, end, i, k, got, r.Len(), want)
+					}
+					for j := range got {
+						if got[j] != want[j] || !r.Contains(got[j]) {
+							t.Fatalf("Residue([%d,%d), %d, %d) = %v, want %v", start, end, i, k, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func newMulti(t *testing.T, stores ...frond.SegmentStore) *Multi {
+	t.Helper()
+	m, err := NewMulti(stores...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// Two nodes share two stores; one store goes down midway. Every ID is
+// unique, each store's IDs keep their residue, and the nodes never stop.
+func TestMulti_TwoNodes_OneStoreDown(t *testing.T) {
+	a, b := newFakeStore(nil), newFakeStore(nil)
+	for _, s := range []frond.SegmentStore{a, b} {
+		mustCreate(t, s, "t", 0, 20)
+	}
+	nodes := []*Engine{
+		newEngine(t, newMulti(t, a, b), Settings{FixedStep: true, FailFast: -1}),
+		newEngine(t, newMulti(t, a, b), Settings{FixedStep: true, FailFast: -1}),
+	}
+	const per = 4000
+	var wg sync.WaitGroup
+	results := make(chan []int64, 4)
+	errs := make(chan error, 4)
+	half := make(chan struct{})
+	var once sync.Once
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e := nodes[w%2]
+			ids := make([]int64, 0, per)
+			for i := 0; i < per; i++ {
+				if w == 0 && i == per/2 {
+					once.Do(func() { a.setFail(errors.New("store a is down")); close(half) })
+				}
+				id, err := e.Next(bg, "t")
+				if err != nil {
+					errs <- err
+					return
+				}
+				ids = append(ids, id)
+			}
+			results <- ids
+		}()
+	}
+	wg.Wait()
+	close(results)
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	<-half
+	seen := map[int64]bool{}
+	for ids := range results {
+		for _, id := range ids {
+			if seen[id] {
+				t.Fatalf("duplicate ID %d", id)
+			}
+			seen[id] = true
+		}
+	}
+	if len(seen) != 4*per {
+		t.Fatalf("%d IDs", len(seen))
+	}
+	// Store b (residue 1) carried on alone: the last IDs of every node are odd.
+	for _, e := range nodes {
+		id, err := e.Next(bg, "t")
+		if err != nil || id%2 != 1 {
+			t.Fatalf("after store a went down: %d, %v", id, err)
+		}
+	}
+}
+
+func TestMulti_Errors(t *testing.T) {
+	a, b := newFakeStore(nil), newFakeStore(nil)
+	m := newMulti(t, a, b)
+	if _, err := m.Allocate(bg, "t", 10); !errors.Is(err, frond.ErrTagNotFound) {
+		t.Fatalf("unknown everywhere: %v", err)
+	}
+	if _, err := m.CreateTag(bg, frond.Tag{Name: "t", MaxID: 0, Step: 1}); err != nil {
+		t.Fatal(err)
+	}
+	a.setFail(errors.New("a down"))
+	b.setFail(errors.New("b down"))
+	_, err := m.Allocate(bg, "t", 10)
+	if !errors.Is(err, frond.ErrStoreUnavailable) || errors.Is(err, frond.ErrTagNotFound) {
+		t.Fatalf("both down: %v", err)
+	}
+	b.setFail(nil)
+	// Step 1 from store b (residue 1) at max_id 0 holds no odd ID.
+	if _, err := m.Allocate(bg, "t", 0); !errors.Is(err, frond.ErrInvalidArgument) {
+		t.Fatalf("step below store count: %v", err)
+	}
+	if _, err := NewMulti(); !errors.Is(err, frond.ErrInvalidArgument) {
+		t.Fatalf("no stores: %v", err)
+	}
+}
+
+func TestMulti_TagAdmin(t *testing.T) {
+	a, b := newFakeStore(nil), newFakeStore(nil)
+	m := newMulti(t, a, b)
+	if _, err := m.CreateTag(bg, frond.Tag{Name: "t", MaxID: 100, Step: 10, Description: "orders"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.CreateTag(bg, frond.Tag{Name: "t", MaxID: 100, Step: 10}); !errors.Is(err, frond.ErrTagExists) {
+		t.Fatalf("second create: %v", err)
+	}
+	step := int64(50)
+	if got, err := m.UpdateTag(bg, "t", frond.TagUpdate{Step: &step}); err != nil || got.Step != 50 {
+		t.Fatalf("update: %+v, %v", got, err)
+	}
+	for _, s := range []*fakeStore{a, b} {
+		if tag, _ := s.Tag(bg, "t"); tag.Step != 50 || tag.Description != "orders" {
+			t.Fatalf("store has %+v", tag)
+		}
+	}
+	a.setFail(errors.New("down")) // reads do not need store a; Allocate does not either
+	if tags, err := m.Tags(bg); err != nil || len(tags) != 1 {
+		t.Fatalf("tags %v, %v", tags, err)
+	}
+	if err := m.DeleteTag(bg, "t"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Tag(bg, "t"); !errors.Is(err, frond.ErrTagNotFound) {
+		t.Fatalf("after delete: %v", err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
