@@ -28,6 +28,10 @@ var (
 	// without overflowing 63 bits.
 	ErrTagExhausted = errors.New("tag ID space exhausted")
 
+	// ErrNoWorkerID means a worker registry has no free worker ID, or the
+	// configured one is out of range or held by another process.
+	ErrNoWorkerID = errors.New("no worker ID available")
+
 	// ErrClosed means the engine or store was closed.
 	ErrClosed = errors.New("closed")
 )

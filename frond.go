@@ -221,3 +221,42 @@ type SystemClock struct{}
 
 // Now returns time.Now().
 func (SystemClock) Now() time.Time { return time.Now() }
+
+// Pinger is an optional capability of a store or registry: Ping checks that
+// the backend answers, for readiness probes.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Worker is a snowflake worker ID held by this node.
+type Worker struct {
+	// ID is the worker (node) ID.
+	ID int64
+	// LastIssued is the last time a previous run with this ID issued IDs
+	// (zero if unknown). The generator must not issue IDs of earlier ticks.
+	LastIssued time.Time
+}
+
+// WorkerRegistry gives this node a snowflake worker ID that no other live
+// node holds, and keeps the last time the node issued IDs so that a restart
+// never reuses a timestamp.
+type WorkerRegistry interface {
+	// Acquire returns the worker ID for this node, between 0 and maxNode,
+	// with the last time it issued IDs. It returns an error wrapping
+	// ErrNoWorkerID when every ID is taken, and ErrStoreUnavailable when the
+	// registry cannot be reached.
+	Acquire(ctx context.Context, maxNode int64) (Worker, error)
+	// Save records last as the latest time the node issued IDs. Registries
+	// keep the latest of the times saved.
+	Save(ctx context.Context, last time.Time) error
+	// Close releases the worker ID (registries that lease) and resources.
+	Close() error
+}
+
+// Releaser is an optional capability of a WorkerRegistry. On a clean
+// shutdown, once the generator has stopped, Release records last as the
+// node's last time even if an earlier Save recorded a later (reserved) time,
+// so the next start need not wait for the reservation to pass.
+type Releaser interface {
+	Release(ctx context.Context, last time.Time) error
+}

@@ -288,6 +288,9 @@ func (b *Buffer) loadOnce() error {
 	if err == nil && (a.Len() < 1 || a.Step < 1) {
 		err = fmt.Errorf("store returned an empty allocation %+v", a)
 	}
+	if cfg.OnLoad != nil {
+		cfg.OnLoad(b.tag, t1.Sub(t0), err)
+	}
 
 	b.mu.Lock()
 	done := b.done

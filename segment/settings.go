@@ -51,6 +51,9 @@ type Settings struct {
 	After func(d time.Duration) <-chan time.Time
 	// Logger receives load failures and recoveries. Nil discards.
 	Logger *slog.Logger
+	// OnLoad, if set, is called after every store call with the tag, how
+	// long the call took and its error (nil on success). Metrics use it.
+	OnLoad func(tag string, took time.Duration, err error)
 }
 
 func (s Settings) normalize() (Settings, error) {

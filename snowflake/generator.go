@@ -2,6 +2,7 @@ package snowflake
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"sync/atomic"
@@ -105,6 +106,7 @@ type Generator struct {
 	refusals atomic.Uint64
 	stepAt   atomic.Int64 // 1 + the seen tick at which the last backward step was counted
 	maxLeadT atomic.Int64 // largest lead taken, in ticks
+	limit    atomic.Int64 // latest tick that may be issued (SetLimit)
 }
 
 // New validates s and returns a generator.
@@ -160,6 +162,7 @@ func New(s Settings) (*Generator, error) {
 	g.budget = g.maxBackNs + g.maxLead*g.unitNs + 2*g.unitNs + int64(time.Millisecond)
 	g.seen.Store(g.epochNs)
 	g.seenTick.Store(0)
+	g.limit.Store(math.MaxInt64)
 	if !s.NotBefore.IsZero() {
 		nb := s.NotBefore.UnixNano()
 		t := g.tickOf(nb)
@@ -259,6 +262,10 @@ func (g *Generator) reserve(n uint64) (lo, hi uint64, err error) {
 			if t > g.maxTick {
 				return 0, 0, fmt.Errorf("%w: layout %s ran out on %s", ErrLayoutExpired, g.layout.Name, g.layout.Expires().Format(time.RFC3339))
 			}
+			if limit := g.limit.Load(); t > limit {
+				return 0, 0, fmt.Errorf("%w: the clock is at %s, reserved up to %s", ErrUnreserved,
+					g.layout.TickTime(t).Format(time.RFC3339Nano), g.layout.TickTime(limit).Format(time.RFC3339Nano))
+			}
 			lo = uint64(t)<<g.seqBits | g.startSeq()
 		case old&g.seqMask < g.seqMask:
 			lo = old + 1
@@ -267,9 +274,13 @@ func (g *Generator) reserve(n uint64) (lo, hi uint64, err error) {
 			if next > g.maxTick {
 				return 0, 0, fmt.Errorf("%w: layout %s ran out on %s", ErrLayoutExpired, g.layout.Name, g.layout.Expires().Format(time.RFC3339))
 			}
-			if lead := next - t; lead > g.maxLead {
+			maxLead := g.maxLead
+			if next > g.limit.Load() {
+				maxLead = 0 // do not borrow past the limit; the clock decides
+			}
+			if lead := next - t; lead > maxLead {
 				// Wait until the clock reaches tick next-maxLead.
-				d := (next-g.maxLead)*g.unitNs + g.epochNs - nowNs
+				d := (next-maxLead)*g.unitNs + g.epochNs - nowNs
 				if waited+d > g.budget {
 					g.refusals.Add(1)
 					return 0, 0, &ClockError{Offset: time.Duration(d), Max: time.Duration(g.maxBackNs), Stalled: true}
@@ -341,6 +352,19 @@ func (g *Generator) NextN(n int) ([]int64, error) {
 		return nil, nil
 	}
 	return g.AppendN(make([]int64, 0, n), n)
+}
+
+// SetLimit sets the latest time whose tick may be issued: the time a worker
+// registry has durably recorded. Past it, Next returns ErrUnreserved. A
+// service raises the limit as the registry records later times, so a crash
+// never leaves issued IDs later than the recorded time. The zero time
+// removes the limit (the default).
+func (g *Generator) SetLimit(t time.Time) {
+	if t.IsZero() {
+		g.limit.Store(math.MaxInt64)
+		return
+	}
+	g.limit.Store(g.tickOf(t.UnixNano()))
 }
 
 // Last returns the start of the tick of the last ID issued (or of NotBefore).

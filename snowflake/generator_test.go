@@ -468,3 +468,26 @@ func TestSystemClock(t *testing.T) {
 		}
 	}
 }
+
+func TestGenerator_SetLimit(t *testing.T) {
+	c := newFakeClock(testNow)
+	g := newTestGen(t, c, Settings{MaxLead: 10 * time.Millisecond})
+	g.SetLimit(testNow.Add(time.Millisecond))
+	if _, err := g.NextN(4096 * 2); err != nil { // ticks now and now+1 (borrowed, within the limit)
+		t.Fatal(err)
+	}
+	// Borrowing stops at the limit: the next ID waits for the clock to reach
+	// now+2, which is past the limit.
+	if _, err := g.Next(); !errors.Is(err, ErrUnreserved) {
+		t.Fatalf("past the limit: %v", err)
+	}
+	g.SetLimit(testNow.Add(time.Hour))
+	if _, err := g.Next(); err != nil {
+		t.Fatalf("after raising the limit: %v", err)
+	}
+	g.SetLimit(time.Time{})
+	c.Add(2 * time.Hour)
+	if _, err := g.Next(); err != nil {
+		t.Fatalf("without a limit: %v", err)
+	}
+}

@@ -23,6 +23,10 @@ var (
 	// ErrLayoutExpired means the layout's time field has run out: no ID can
 	// be issued any more without reusing timestamps.
 	ErrLayoutExpired = errors.New("snowflake layout time field exhausted")
+	// ErrUnreserved means the next ID would carry a time later than the
+	// limit set with Generator.SetLimit: the worker registry has not yet
+	// recorded that time, so a crash could lead to reuse. Retry shortly.
+	ErrUnreserved = errors.New("snowflake time not yet reserved in the worker registry")
 	// ErrInvalidID means an ID does not fit the layout (negative, or wider
 	// than the layout's bits).
 	ErrInvalidID = errors.New("invalid snowflake ID")

@@ -1,0 +1,57 @@
+package service
+
+import (
+	"context"
+	"errors"
+
+	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/snowflake"
+)
+
+// Stable error codes, shared by every front end. Each maps to one HTTP
+// status (see api/http) and, later, one gRPC code and one RESP error.
+const (
+	CodeInvalidArgument  = "invalid_argument"
+	CodeTagNotFound      = "tag_not_found"
+	CodeTagExists        = "tag_exists"
+	CodeWouldReissue     = "would_reissue"
+	CodeTagExhausted     = "tag_exhausted"
+	CodeStoreUnavailable = "store_unavailable"
+	CodeClockBackwards   = "clock_backwards"
+	CodeUnreserved       = "registry_behind"
+	CodeLayoutExpired    = "layout_expired"
+	CodeNoWorkerID       = "no_worker_id"
+	CodeUnavailable      = "unavailable" // shutting down, or a deadline ran out
+	CodeInternal         = "internal"
+)
+
+// Code returns the stable code of err.
+func Code(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, frond.ErrInvalidArgument), errors.Is(err, snowflake.ErrInvalidID), errors.Is(err, snowflake.ErrInvalidLayout):
+		return CodeInvalidArgument
+	case errors.Is(err, frond.ErrTagNotFound):
+		return CodeTagNotFound
+	case errors.Is(err, frond.ErrTagExists):
+		return CodeTagExists
+	case errors.Is(err, frond.ErrWouldReissue):
+		return CodeWouldReissue
+	case errors.Is(err, frond.ErrTagExhausted):
+		return CodeTagExhausted
+	case errors.Is(err, frond.ErrStoreUnavailable):
+		return CodeStoreUnavailable
+	case errors.Is(err, snowflake.ErrClockBackwards):
+		return CodeClockBackwards
+	case errors.Is(err, snowflake.ErrUnreserved):
+		return CodeUnreserved
+	case errors.Is(err, snowflake.ErrLayoutExpired):
+		return CodeLayoutExpired
+	case errors.Is(err, frond.ErrNoWorkerID):
+		return CodeNoWorkerID
+	case errors.Is(err, frond.ErrClosed), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return CodeUnavailable
+	}
+	return CodeInternal
+}

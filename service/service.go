@@ -1,0 +1,375 @@
+// Package service ties the engines to a store and a worker registry: it is
+// what every front end (HTTP, and later gRPC and RESP) calls. It knows no
+// transport and no driver.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/segment"
+	"github.com/frond-id/frond/snowflake"
+)
+
+// Limits of the batch calls.
+const (
+	MaxBatch       = 10_000    // IDs returned one by one
+	MaxRangesBatch = 1_000_000 // segment IDs returned as ranges
+)
+
+// Config configures a Service. The zero value means the defaults.
+type Config struct {
+	// Layout is the snowflake layout; the zero value means twitter.
+	Layout snowflake.Layout
+	// MaxBackward, MaxLead and RandomStart are the snowflake clock policy
+	// (see snowflake.Settings).
+	MaxBackward time.Duration
+	MaxLead     time.Duration
+	RandomStart int64
+	// PersistEvery is how often the worker registry records the time this
+	// node may issue up to. Zero means 1 s. The reservation runs
+	// 2 x PersistEvery (plus MaxLead) ahead of the clock.
+	PersistEvery time.Duration
+	// Segment configures the segment engine.
+	Segment segment.Settings
+	// Now is the clock of the snowflake generator and of the reservations.
+	// Nil means snowflake.NewSystemClock.
+	Now func() int64
+}
+
+// ClockBehindError is returned by New when the clock is behind the last time
+// this node reserved or issued snowflake IDs by more than a restart explains.
+type ClockBehindError struct {
+	Behind     time.Duration
+	LastIssued time.Time
+	Tolerance  time.Duration
+}
+
+func (e *ClockBehindError) Error() string {
+	return fmt.Sprintf("the clock is %v behind the last time this node issued snowflake IDs (%s; a restart explains up to %v): "+
+		"starting would risk duplicate IDs. Fix the clock (NTP), or wait until it passes that time and start again",
+		e.Behind.Round(time.Millisecond), e.LastIssued.Format(time.RFC3339Nano), e.Tolerance)
+}
+
+// Unwrap returns snowflake.ErrClockBackwards.
+func (e *ClockBehindError) Unwrap() error { return snowflake.ErrClockBackwards }
+
+// Service issues IDs of every kind and administers tags.
+type Service struct {
+	cfg    Config
+	store  frond.SegmentStore
+	reg    frond.WorkerRegistry
+	seg    *segment.Engine
+	gen    *snowflake.Generator
+	worker frond.Worker
+	log    *slog.Logger
+	now    func() int64
+
+	snowIssued atomic.Uint64
+	saveErr    atomic.Pointer[error] // last failed reservation, nil when fine
+	stop       chan struct{}
+	wg         sync.WaitGroup
+	closeOnce  sync.Once
+}
+
+// New acquires a worker ID, reserves time in the registry and starts the
+// engines. It returns a *ClockBehindError when the clock is too far behind
+// the registry's last time.
+func New(ctx context.Context, cfg Config, store frond.SegmentStore, reg frond.WorkerRegistry, log *slog.Logger) (*Service, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.PersistEvery == 0 {
+		cfg.PersistEvery = time.Second
+	}
+	if cfg.PersistEvery < 0 {
+		return nil, fmt.Errorf("%w: persist interval %v", frond.ErrInvalidArgument, cfg.PersistEvery)
+	}
+	if cfg.Layout.Unit == 0 && cfg.Layout.TimeBits == 0 {
+		cfg.Layout, _ = snowflake.Preset(snowflake.Twitter)
+	}
+	if cfg.Now == nil {
+		cfg.Now = snowflake.NewSystemClock(0, 0).Now
+	}
+	if cfg.Segment.Logger == nil {
+		cfg.Segment.Logger = log
+	}
+	s := &Service{cfg: cfg, store: store, reg: reg, log: log, now: cfg.Now, stop: make(chan struct{})}
+
+	w, err := reg.Acquire(ctx, cfg.Layout.MaxNode())
+	if err != nil {
+		return nil, fmt.Errorf("acquire worker ID: %w", err)
+	}
+	s.worker = w
+	now := time.Unix(0, cfg.Now())
+	tolerance := s.reserveLead() + time.Second
+	if behind := w.LastIssued.Sub(now); behind > tolerance {
+		return nil, &ClockBehindError{Behind: behind, LastIssued: w.LastIssued, Tolerance: tolerance}
+	} else if behind > 0 {
+		log.Warn("the clock is behind this node's last reserved time (a quick restart after a crash); snowflake IDs resume when it passes",
+			"behind", behind.Round(time.Millisecond), "last", w.LastIssued)
+	}
+	s.gen, err = snowflake.New(snowflake.Settings{
+		Layout: cfg.Layout, Node: w.ID, NotBefore: w.LastIssued,
+		MaxBackward: cfg.MaxBackward, MaxLead: cfg.MaxLead, RandomStart: cfg.RandomStart, Now: cfg.Now,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.gen.SetLimit(w.LastIssued) // nothing may be issued before the first reservation
+	if err := s.reserve(ctx); err != nil {
+		return nil, fmt.Errorf("reserve snowflake time: %w", err)
+	}
+	s.seg, err = segment.New(store, cfg.Segment)
+	if err != nil {
+		return nil, err
+	}
+	s.wg.Add(1)
+	go s.persist()
+	log.Info("snowflake ready", "worker", w.ID, "layout", cfg.Layout.String())
+	return s, nil
+}
+
+func (s *Service) reserveLead() time.Duration { return 2*s.cfg.PersistEvery + s.cfg.MaxLead }
+
+// reserve records a time ahead of the clock in the registry, then lets the
+// generator issue up to it.
+func (s *Service) reserve(ctx context.Context) error {
+	h := time.Unix(0, s.now()).Add(s.reserveLead())
+	if err := s.reg.Save(ctx, h); err != nil {
+		s.saveErr.Store(&err)
+		return err
+	}
+	s.saveErr.Store(nil)
+	s.gen.SetLimit(h)
+	return nil
+}
+
+func (s *Service) persist() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.cfg.PersistEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.PersistEvery)
+			if err := s.reserve(ctx); err != nil {
+				s.log.Error("worker registry did not record the time; snowflake IDs stop at the last reservation", "err", err)
+			}
+			cancel()
+		}
+	}
+}
+
+// Close stops the engines, records the exact last snowflake time and
+// closes the registry and the store.
+func (s *Service) Close(ctx context.Context) error {
+	var errs []error
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		s.wg.Wait()
+		s.gen.SetLimit(time.Unix(0, 1)) // stop issuing: nothing after the final record
+		errs = append(errs, s.seg.Close())
+		last := s.gen.Last()
+		if r, ok := s.reg.(frond.Releaser); ok {
+			errs = append(errs, r.Release(ctx, last))
+		} else {
+			errs = append(errs, s.reg.Save(ctx, last))
+		}
+		errs = append(errs, s.reg.Close(), s.store.Close())
+	})
+	return errors.Join(errs...)
+}
+
+// Worker returns the worker ID this node holds.
+func (s *Service) Worker() int64 { return s.worker.ID }
+
+// Layout returns the snowflake layout.
+func (s *Service) Layout() snowflake.Layout { return s.cfg.Layout }
+
+// SegmentID returns the next segment ID of tag.
+func (s *Service) SegmentID(ctx context.Context, tag string) (int64, error) {
+	return s.seg.Next(ctx, tag)
+}
+
+// SegmentIDs returns n segment IDs of tag as ranges; n is at most MaxRangesBatch.
+func (s *Service) SegmentIDs(ctx context.Context, tag string, n int64) ([]frond.Range, error) {
+	if n < 1 || n > MaxRangesBatch {
+		return nil, fmt.Errorf("%w: count %d: must be 1 to %d", frond.ErrInvalidArgument, n, MaxRangesBatch)
+	}
+	return s.seg.NextN(ctx, tag, n)
+}
+
+// SnowflakeID returns a snowflake ID.
+func (s *Service) SnowflakeID() (int64, error) {
+	id, err := s.gen.Next()
+	if err == nil {
+		s.snowIssued.Add(1)
+	}
+	return id, err
+}
+
+// SnowflakeIDs returns n snowflake IDs; n is at most MaxBatch.
+func (s *Service) SnowflakeIDs(n int) ([]int64, error) {
+	if n < 1 || n > MaxBatch {
+		return nil, fmt.Errorf("%w: count %d: must be 1 to %d", frond.ErrInvalidArgument, n, MaxBatch)
+	}
+	ids, err := s.gen.NextN(n)
+	s.snowIssued.Add(uint64(len(ids)))
+	return ids, err
+}
+
+// SnowflakeIssued counts snowflake IDs issued since start.
+func (s *Service) SnowflakeIssued() uint64 { return s.snowIssued.Load() }
+
+// Decoded is an ID split by a layout.
+type Decoded struct {
+	ID     int64     `json:"id"`
+	Layout string    `json:"layout"`
+	Time   time.Time `json:"time"`
+	Tick   int64     `json:"tick"`
+	Node   int64     `json:"node"`
+	Seq    int64     `json:"sequence"`
+}
+
+// LayoutByName returns the configured layout for "" or its own name, or a preset.
+func (s *Service) LayoutByName(name string) (snowflake.Layout, error) {
+	if name == "" || name == s.cfg.Layout.Name {
+		return s.cfg.Layout, nil
+	}
+	return snowflake.Preset(name)
+}
+
+// Decode splits id by the layout of that name ("" means the configured one).
+func (s *Service) Decode(id int64, layout string) (Decoded, error) {
+	l, err := s.LayoutByName(layout)
+	if err != nil {
+		return Decoded{}, fmt.Errorf("%w: %w", frond.ErrInvalidArgument, err)
+	}
+	return DecodeWith(l, id)
+}
+
+// DecodeWith splits id by l.
+func DecodeWith(l snowflake.Layout, id int64) (Decoded, error) {
+	p, err := l.Decompose(id)
+	if err != nil {
+		return Decoded{}, fmt.Errorf("%w: %w", frond.ErrInvalidArgument, err)
+	}
+	name := l.Name
+	if name == "" {
+		name = "custom"
+	}
+	return Decoded{ID: id, Layout: name, Time: p.Time, Tick: p.Tick, Node: p.Node, Seq: p.Seq}, nil
+}
+
+// Tags lists the tags of the store.
+func (s *Service) Tags(ctx context.Context) ([]frond.Tag, error) { return s.store.Tags(ctx) }
+
+// Tag reads one tag.
+func (s *Service) Tag(ctx context.Context, name string) (frond.Tag, error) {
+	if err := frond.ValidateTagName(name); err != nil {
+		return frond.Tag{}, err
+	}
+	return s.store.Tag(ctx, name)
+}
+
+// CreateTag creates a tag.
+func (s *Service) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error) {
+	if err := t.Validate(); err != nil {
+		return frond.Tag{}, err
+	}
+	out, err := s.store.CreateTag(ctx, t)
+	if err == nil {
+		s.log.Info("tag created", "tag", t.Name, "max_id", t.MaxID, "step", t.Step)
+	}
+	return out, err
+}
+
+// UpdateTag changes a tag's step or description or raises its max_id.
+func (s *Service) UpdateTag(ctx context.Context, name string, u frond.TagUpdate) (frond.Tag, error) {
+	if err := frond.ValidateTagName(name); err != nil {
+		return frond.Tag{}, err
+	}
+	if u.Step == nil && u.Description == nil && u.MaxID == nil {
+		return frond.Tag{}, fmt.Errorf("%w: nothing to change: give step, description or max_id", frond.ErrInvalidArgument)
+	}
+	out, err := s.store.UpdateTag(ctx, name, u)
+	if err == nil {
+		s.log.Info("tag updated", "tag", name, "max_id", out.MaxID, "step", out.Step)
+	}
+	return out, err
+}
+
+// DeleteTag deletes a tag and drops its buffered IDs on this node.
+func (s *Service) DeleteTag(ctx context.Context, name string) error {
+	if err := frond.ValidateTagName(name); err != nil {
+		return err
+	}
+	err := s.store.DeleteTag(ctx, name)
+	if err == nil {
+		s.seg.Forget(name)
+		s.log.Info("tag deleted", "tag", name)
+	}
+	return err
+}
+
+// SegmentStats returns the buffers' statistics.
+func (s *Service) SegmentStats() []segment.Stats { return s.seg.Stats() }
+
+// SnowflakeStats returns the generator's statistics.
+func (s *Service) SnowflakeStats() snowflake.Stats { return s.gen.Stats() }
+
+// Check is one part of readiness.
+type Check struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Ready checks the store, the worker ID and the clock.
+func (s *Service) Ready(ctx context.Context) []Check {
+	var out []Check
+	var err error
+	if p, ok := s.store.(frond.Pinger); ok {
+		err = p.Ping(ctx)
+	} else {
+		_, err = s.store.Tags(ctx)
+	}
+	c := Check{Name: "store", OK: err == nil}
+	if err != nil {
+		c.Detail = err.Error()
+	}
+	out = append(out, c)
+
+	c = Check{Name: "worker", OK: true, Detail: fmt.Sprintf("worker ID %d", s.worker.ID)}
+	if perr := s.saveErr.Load(); perr != nil {
+		c.OK, c.Detail = false, fmt.Sprintf("worker ID %d; the registry did not record the time: %v", s.worker.ID, *perr)
+	}
+	out = append(out, c)
+
+	c = Check{Name: "clock", OK: true}
+	st := s.gen.Stats()
+	if st.Behind > s.maxBackward() {
+		c.OK, c.Detail = false, fmt.Sprintf("the clock is %v behind the last time used for snowflake IDs; they resume when it catches up", st.Behind.Round(time.Millisecond))
+	} else if st.Behind > 0 {
+		c.Detail = fmt.Sprintf("%v behind, within the %v that is waited out", st.Behind, s.maxBackward())
+	}
+	out = append(out, c)
+	return slices.Clip(out)
+}
+
+func (s *Service) maxBackward() time.Duration {
+	if s.cfg.MaxBackward == 0 {
+		return snowflake.DefaultMaxBackward
+	}
+	return max(s.cfg.MaxBackward, 0)
+}

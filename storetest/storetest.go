@@ -1,0 +1,262 @@
+// Package storetest is the conformance suite every frond.SegmentStore runs
+// against its real backend: the same tests, the same expectations.
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/frond-id/frond"
+)
+
+// Require reports whether real-server tests must fail instead of skipping
+// when their server is not configured (FROND_TEST_REQUIRE=1, set by CI).
+func Require() bool { return os.Getenv("FROND_TEST_REQUIRE") == "1" }
+
+// SkipUnlessSet returns the value of the environment variable name, or
+// skips the test when it is empty (fails it when Require is set).
+func SkipUnlessSet(t testing.TB, name string) string {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		if Require() {
+			t.Fatalf("%s is not set and FROND_TEST_REQUIRE=1: the real-server test cannot run", name)
+		}
+		t.Skipf("%s is not set", name)
+	}
+	return v
+}
+
+// Opener opens a new client of the store under test. Every client the suite
+// opens must reach the same backend (the same database), so that IDs handed
+// out by one are seen by the others. The suite closes each client it opens.
+type Opener func(t *testing.T) frond.SegmentStore
+
+// uniqueTag returns a tag name no earlier run of the suite used, since real
+// databases keep their tags between runs.
+func uniqueTag(t *testing.T) string {
+	name := strings.NewReplacer("/", "-", " ", "-").Replace(t.Name())
+	name = fmt.Sprintf("%s-%d-%d", name, time.Now().UnixNano(), rand.IntN(1000))
+	if len(name) > frond.MaxTagNameLen {
+		name = name[len(name)-frond.MaxTagNameLen:]
+	}
+	return strings.Map(func(r rune) rune {
+		if frond.ValidateTagName(string(r)) == nil {
+			return r
+		}
+		return '_'
+	}, name)
+}
+
+func open(t *testing.T, o Opener) frond.SegmentStore {
+	t.Helper()
+	s := o(t)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+// must(f())(t) returns f's value or fails t with f's error.
+func must[T any](v T, err error) func(t *testing.T) T {
+	return func(t *testing.T) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
+
+func wantErr(t *testing.T, what string, err, want error) {
+	t.Helper()
+	if !errors.Is(err, want) {
+		t.Fatalf("%s: err = %v, want %v", what, err, want)
+	}
+}
+
+// RunSegmentStore runs the conformance suite.
+func RunSegmentStore(t *testing.T, o Opener) {
+	t.Run("Allocate_LeafSemantics", func(t *testing.T) { testAllocate(t, o) })
+	t.Run("ErrTagNotFound", func(t *testing.T) { testNotFound(t, o) })
+	t.Run("CreateTag", func(t *testing.T) { testCreate(t, o) })
+	t.Run("UpdateTag", func(t *testing.T) { testUpdate(t, o) })
+	t.Run("ErrTagExhausted", func(t *testing.T) { testExhausted(t, o) })
+	t.Run("DeleteTag", func(t *testing.T) { testDelete(t, o) })
+	t.Run("Concurrent_Disjoint", func(t *testing.T) { testConcurrent(t, o) })
+	t.Run("Reopen_Continues", func(t *testing.T) { testReopen(t, o) })
+}
+
+func testAllocate(t *testing.T, o Opener) {
+	s, c, tag := open(t, o), ctx(t), uniqueTag(t)
+	created := must(s.CreateTag(c, frond.Tag{Name: tag, MaxID: 1, Step: 2000, Description: "leaf sample"}))(t)
+	if created.Name != tag || created.MaxID != 1 || created.Step != 2000 || created.Description != "leaf sample" {
+		t.Fatalf("CreateTag returned %+v", created)
+	}
+	a := must(s.Allocate(c, tag, 0))(t)
+	if a.Range != (frond.Range{Start: 1, End: 2001, Stride: 1}) || a.Step != 2000 {
+		t.Fatalf("first Allocate = %+v, want [1, 2001) step 2000", a)
+	}
+	a = must(s.Allocate(c, tag, 500))(t)
+	if a.Range != (frond.Range{Start: 2001, End: 2501, Stride: 1}) || a.Step != 2000 {
+		t.Fatalf("custom step = %+v, want [2001, 2501) step 2000", a)
+	}
+	got := must(s.Tag(c, tag))(t)
+	if got.MaxID != 2501 || got.Step != 2000 || got.UpdatedAt.IsZero() {
+		t.Fatalf("Tag = %+v", got)
+	}
+}
+
+func testNotFound(t *testing.T, o Opener) {
+	s, c, tag := open(t, o), ctx(t), uniqueTag(t)
+	_, err := s.Allocate(c, tag, 0)
+	wantErr(t, "Allocate", err, frond.ErrTagNotFound)
+	_, err = s.Tag(c, tag)
+	wantErr(t, "Tag", err, frond.ErrTagNotFound)
+	step := int64(5)
+	_, err = s.UpdateTag(c, tag, frond.TagUpdate{Step: &step})
+	wantErr(t, "UpdateTag", err, frond.ErrTagNotFound)
+	wantErr(t, "DeleteTag", s.DeleteTag(c, tag), frond.ErrTagNotFound)
+}
+
+func testCreate(t *testing.T, o Opener) {
+	s, c, tag := open(t, o), ctx(t), uniqueTag(t)
+	must(s.CreateTag(c, frond.Tag{Name: tag, MaxID: 0, Step: 10}))(t)
+	_, err := s.CreateTag(c, frond.Tag{Name: tag, MaxID: 100, Step: 10})
+	wantErr(t, "second CreateTag", err, frond.ErrTagExists)
+	if got := must(s.Tag(c, tag))(t); got.MaxID != 0 {
+		t.Fatalf("a refused create changed the tag: %+v", got)
+	}
+	for _, bad := range []frond.Tag{{Name: tag + " x", Step: 1}, {Name: tag + "-b", Step: 0}, {Name: tag + "-c", Step: 1, MaxID: -1}} {
+		_, err := s.CreateTag(c, bad)
+		wantErr(t, fmt.Sprintf("CreateTag(%+v)", bad), err, frond.ErrInvalidArgument)
+	}
+	tags := must(s.Tags(c))(t)
+	if !slices.IsSortedFunc(tags, func(a, b frond.Tag) int { return strings.Compare(a.Name, b.Name) }) {
+		t.Fatal("Tags not ordered by name")
+	}
+	if !slices.ContainsFunc(tags, func(x frond.Tag) bool { return x.Name == tag && x.Step == 10 }) {
+		t.Fatalf("Tags lacks %s", tag)
+	}
+}
+
+func testUpdate(t *testing.T, o Opener) {
+	s, c, tag := open(t, o), ctx(t), uniqueTag(t)
+	must(s.CreateTag(c, frond.Tag{Name: tag, MaxID: 100, Step: 10, Description: "a"}))(t)
+	step, desc := int64(50), "b"
+	got := must(s.UpdateTag(c, tag, frond.TagUpdate{Step: &step, Description: &desc}))(t)
+	if got.Step != 50 || got.Description != "b" || got.MaxID != 100 {
+		t.Fatalf("after step and description: %+v", got)
+	}
+	lower, higher := int64(99), int64(1000)
+	_, err := s.UpdateTag(c, tag, frond.TagUpdate{MaxID: &lower, Step: &step})
+	wantErr(t, "lower max_id", err, frond.ErrWouldReissue)
+	got = must(s.UpdateTag(c, tag, frond.TagUpdate{MaxID: &higher}))(t)
+	if got.MaxID != 1000 || got.Step != 50 || got.Description != "b" {
+		t.Fatalf("after raise: %+v", got)
+	}
+	zero := int64(0)
+	_, err = s.UpdateTag(c, tag, frond.TagUpdate{Step: &zero})
+	wantErr(t, "step 0", err, frond.ErrInvalidArgument)
+	if a := must(s.Allocate(c, tag, 0))(t); a.Start != 1000 || a.End != 1050 {
+		t.Fatalf("Allocate after update = %+v", a)
+	}
+}
+
+func testExhausted(t *testing.T, o Opener) {
+	s, c, tag := open(t, o), ctx(t), uniqueTag(t)
+	must(s.CreateTag(c, frond.Tag{Name: tag, MaxID: math.MaxInt64 - 15, Step: 10}))(t)
+	must(s.Allocate(c, tag, 0))(t)
+	_, err := s.Allocate(c, tag, 0)
+	wantErr(t, "Allocate past 2^63", err, frond.ErrTagExhausted)
+	if got := must(s.Tag(c, tag))(t); got.MaxID != math.MaxInt64-5 {
+		t.Fatalf("a refused Allocate changed max_id to %d", got.MaxID)
+	}
+}
+
+func testDelete(t *testing.T, o Opener) {
+	s, c, tag := open(t, o), ctx(t), uniqueTag(t)
+	must(s.CreateTag(c, frond.Tag{Name: tag, MaxID: 0, Step: 10}))(t)
+	if err := s.DeleteTag(c, tag); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Tag(c, tag)
+	wantErr(t, "Tag after delete", err, frond.ErrTagNotFound)
+	wantErr(t, "second delete", s.DeleteTag(c, tag), frond.ErrTagNotFound)
+}
+
+// Several clients and many goroutines take segments of one tag at once: the
+// ranges are disjoint and together cover everything from the initial max_id
+// to the final one (none lost).
+func testConcurrent(t *testing.T, o Opener) {
+	c, tag := ctx(t), uniqueTag(t)
+	clients := []frond.SegmentStore{open(t, o), open(t, o), open(t, o)}
+	must(clients[0].CreateTag(c, frond.Tag{Name: tag, MaxID: 7, Step: 3}))(t)
+	const workers, per = 8, 25
+	var mu sync.Mutex
+	var ranges []frond.Range
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := clients[w%len(clients)]
+			for i := 0; i < per; i++ {
+				a, err := s.Allocate(c, tag, int64((w+i)%4)) // 0: the tag's step
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				ranges = append(ranges, a.Range)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	slices.SortFunc(ranges, func(a, b frond.Range) int { return int(a.Start - b.Start) })
+	next := int64(7)
+	for _, r := range ranges {
+		if r.Start != next || r.End <= r.Start {
+			t.Fatalf("range %+v: expected to start at %d (overlap or gap)", r, next)
+		}
+		next = r.End
+	}
+	if got := must(clients[1].Tag(c, tag))(t); got.MaxID != next {
+		t.Fatalf("max_id %d, ranges end at %d", got.MaxID, next)
+	}
+}
+
+// A client closed and a new one opened continues where the old one stopped.
+func testReopen(t *testing.T, o Opener) {
+	c, tag := ctx(t), uniqueTag(t)
+	s := o(t)
+	must(s.CreateTag(c, frond.Tag{Name: tag, MaxID: 0, Step: 100}))(t)
+	a := must(s.Allocate(c, tag, 0))(t)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := open(t, o)
+	b := must(s2.Allocate(c, tag, 0))(t)
+	if b.Start != a.End {
+		t.Fatalf("after reopen %+v, before %+v", b, a)
+	}
+}
