@@ -1,0 +1,79 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+)
+
+var textPlain = []string{"text/plain; charset=utf-8"}
+
+// leafSegment is Leaf's GET /api/segment/get/{key}: the bare ID as text.
+func (s *Server) leafSegment(w http.ResponseWriter, r *http.Request) {
+	id, err := s.svc.SegmentID(r.Context(), r.PathValue("key"))
+	if err != nil {
+		s.leafError(w, err)
+		return
+	}
+	writeID(w, id)
+}
+
+// leafSnowflake is Leaf's GET /api/snowflake/get/{key}; Leaf ignores the key
+// and so does frond.
+func (s *Server) leafSnowflake(w http.ResponseWriter, r *http.Request) {
+	id, err := s.svc.SnowflakeID()
+	if err != nil {
+		s.leafError(w, err)
+		return
+	}
+	writeID(w, id)
+}
+
+func writeID(w http.ResponseWriter, id int64) {
+	w.Header()["Content-Type"] = textPlain
+	var b [24]byte
+	w.Write(strconv.AppendInt(b[:0], id, 10))
+}
+
+// leafError answers 500 as Leaf does, with a body that says what went wrong:
+// "error: <code>: <message>".
+func (s *Server) leafError(w http.ResponseWriter, err error) {
+	e := toAPIError(err)
+	s.count(e)
+	w.Header()["Content-Type"] = textPlain
+	if e.retry > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.retry))
+	}
+	w.WriteHeader(http.StatusInternalServerError)
+	fmt.Fprintf(w, "error: %s: %s\n", e.code, e.msg)
+}
+
+// leafDecode is Leaf's GET /decodeSnowflakeId?snowflakeId=N: a JSON object of
+// strings, as Leaf's controller returns, decoded with the configured layout.
+// The date is in UTC (Leaf uses the server's zone).
+func (s *Server) leafDecode(w http.ResponseWriter, r *http.Request) {
+	raw := r.URL.Query().Get("snowflakeId")
+	id, err := parseID(raw)
+	if err == nil {
+		var d decodedJSON
+		d.Decoded, err = s.svc.Decode(id, "")
+		if err == nil {
+			ms := d.Time.UnixMilli()
+			writeJSON(w, http.StatusOK, map[string]string{
+				"timestamp":  fmt.Sprintf("%d(%s)", ms, d.Time.UTC().Format("2006-01-02 15:04:05.000")),
+				"workerId":   strconv.FormatInt(d.Node, 10),
+				"sequenceId": strconv.FormatInt(d.Seq, 10),
+			})
+			return
+		}
+	}
+	// Leaf answers 200 with errorMsg; so does frond, adding the error object.
+	e := toAPIError(err)
+	s.count(e)
+	writeJSON(w, http.StatusOK, map[string]any{
+		"errorMsg": "snowflake ID could not be decoded: " + e.msg,
+		"error":    map[string]string{"code": e.code, "message": e.msg},
+	})
+}
+
+

@@ -1,0 +1,103 @@
+package httpapi
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/frond-id/frond/service"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics are frond's Prometheus metrics. Counters that the engines already
+// keep (IDs issued, buffer contents, clock events) are read at scrape time,
+// so the ID hot path pays nothing for them.
+type Metrics struct {
+	reg     *prometheus.Registry
+	errors  *prometheus.CounterVec
+	loads   *prometheus.CounterVec
+	loadDur *prometheus.HistogramVec
+	svc     *service.Service
+}
+
+// NewMetrics returns the metrics with their own registry (no globals).
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "frond_errors_total", Help: "Requests that failed, by stable error code.",
+		}, []string{"code"}),
+		loads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "frond_segment_loads_total", Help: "Segment store calls, by tag and result (ok or error).",
+		}, []string{"tag", "result"}),
+		loadDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "frond_segment_load_seconds", Help: "Latency of segment store calls, by tag.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}, []string{"tag"}),
+	}
+	m.reg.MustRegister(m.errors, m.loads, m.loadDur,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// OnLoad is the segment engine's load hook (segment.Settings.OnLoad).
+func (m *Metrics) OnLoad(tag string, took time.Duration, err error) {
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	m.loads.WithLabelValues(tag, result).Inc()
+	m.loadDur.WithLabelValues(tag).Observe(took.Seconds())
+}
+
+// Attach registers the collectors that read svc at scrape time.
+func (m *Metrics) Attach(svc *service.Service) {
+	m.svc = svc
+	m.reg.MustRegister(&engineCollector{svc: svc})
+}
+
+// Handler serves /metrics.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+var (
+	descIssued    = prometheus.NewDesc("frond_ids_issued_total", "IDs issued since start, by kind and tag.", []string{"kind", "tag"}, nil)
+	descRemaining = prometheus.NewDesc("frond_segment_buffer_remaining", "IDs left in both buffers of a tag.", []string{"tag"}, nil)
+	descHorizon   = prometheus.NewDesc("frond_segment_buffer_horizon_seconds", "How long the buffered IDs of a tag last at the current rate (-1: no consumption measured).", []string{"tag"}, nil)
+	descStep      = prometheus.NewDesc("frond_segment_step", "Step of the last segment load of a tag.", []string{"tag"}, nil)
+	descSteps     = prometheus.NewDesc("frond_snowflake_clock_backward_steps_total", "Backward clock steps seen by the snowflake generator.", nil, nil)
+	descRefusals  = prometheus.NewDesc("frond_snowflake_clock_refusals_total", "Snowflake requests refused because the clock was behind.", nil, nil)
+	descBorrows   = prometheus.NewDesc("frond_snowflake_borrowed_ticks_total", "Ticks the snowflake generator borrowed ahead of the clock.", nil, nil)
+	descLead      = prometheus.NewDesc("frond_snowflake_lead_seconds", "How far the last snowflake ID is ahead of the clock.", nil, nil)
+	descBehind    = prometheus.NewDesc("frond_snowflake_clock_behind_seconds", "How far the clock is behind the latest time the generator used.", nil, nil)
+)
+
+type engineCollector struct{ svc *service.Service }
+
+func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descIssued, descRemaining, descHorizon, descStep, descSteps, descRefusals, descBorrows, descLead, descBehind} {
+		ch <- d
+	}
+}
+
+func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, b := range c.svc.SegmentStats() {
+		ch <- prometheus.MustNewConstMetric(descIssued, prometheus.CounterValue, float64(b.Issued), "segment", b.Tag)
+		ch <- prometheus.MustNewConstMetric(descRemaining, prometheus.GaugeValue, float64(b.Remaining), b.Tag)
+		h := -1.0
+		if b.Horizon >= 0 {
+			h = b.Horizon.Seconds()
+		}
+		ch <- prometheus.MustNewConstMetric(descHorizon, prometheus.GaugeValue, h, b.Tag)
+		ch <- prometheus.MustNewConstMetric(descStep, prometheus.GaugeValue, float64(b.Step), b.Tag)
+	}
+	ch <- prometheus.MustNewConstMetric(descIssued, prometheus.CounterValue, float64(c.svc.SnowflakeIssued()), "snowflake", "")
+	st := c.svc.SnowflakeStats()
+	ch <- prometheus.MustNewConstMetric(descSteps, prometheus.CounterValue, float64(st.BackwardSteps))
+	ch <- prometheus.MustNewConstMetric(descRefusals, prometheus.CounterValue, float64(st.Refusals))
+	ch <- prometheus.MustNewConstMetric(descBorrows, prometheus.CounterValue, float64(st.Borrows))
+	ch <- prometheus.MustNewConstMetric(descLead, prometheus.GaugeValue, st.Lead.Seconds())
+	ch <- prometheus.MustNewConstMetric(descBehind, prometheus.GaugeValue, st.Behind.Seconds())
+}

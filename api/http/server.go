@@ -1,0 +1,118 @@
+// Package httpapi serves frond over HTTP: Leaf's API (a drop-in for Leaf's
+// clients), the JSON API under /v1, Leaf's monitoring pages, health,
+// readiness and Prometheus metrics. Handlers decode the request, call the
+// service and encode the answer; errors map to statuses in one place
+// (errors.go).
+package httpapi
+
+import (
+	"crypto/subtle"
+	"log/slog"
+	"net/http"
+	"net/http/pprof"
+	"strings"
+	"time"
+
+	"github.com/frond-id/frond/service"
+)
+
+// MaxBody bounds request bodies.
+const MaxBody = 64 << 10
+
+// Options configure the handler.
+type Options struct {
+	// AdminToken, when set, is required as "Authorization: Bearer <token>"
+	// on /v1/tags.
+	AdminToken string
+	// Pprof mounts net/http/pprof under /debug/pprof/.
+	Pprof bool
+	// Logger receives server-side errors. Nil discards.
+	Logger *slog.Logger
+}
+
+// Server is the HTTP handler of a service.
+type Server struct {
+	svc     *service.Service
+	m       *Metrics
+	opts    Options
+	mux     *http.ServeMux
+	started time.Time
+}
+
+// New returns the handler. m may be nil (no /metrics).
+func New(svc *service.Service, m *Metrics, opts Options) *Server {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{svc: svc, m: m, opts: opts, mux: http.NewServeMux(), started: time.Now()}
+	mux := s.mux
+	// Leaf's API.
+	mux.HandleFunc("GET /api/segment/get/{key}", s.leafSegment)
+	mux.HandleFunc("GET /api/snowflake/get/{key}", s.leafSnowflake)
+	mux.HandleFunc("GET /decodeSnowflakeId", s.leafDecode)
+	mux.HandleFunc("GET /cache", s.cachePage)
+	mux.HandleFunc("GET /db", s.dbPage)
+	// JSON API.
+	mux.HandleFunc("GET /v1/segment/{tag}", s.v1Segment)
+	mux.HandleFunc("POST /v1/segment/{tag}", s.v1Segment)
+	mux.HandleFunc("GET /v1/snowflake", s.v1Snowflake)
+	mux.HandleFunc("POST /v1/snowflake", s.v1Snowflake)
+	mux.HandleFunc("GET /v1/decode/{id}", s.v1Decode)
+	mux.HandleFunc("GET /v1/info", s.v1Info)
+	mux.HandleFunc("GET /v1/tags", s.admin(s.v1ListTags))
+	mux.HandleFunc("POST /v1/tags", s.admin(s.v1CreateTag))
+	mux.HandleFunc("GET /v1/tags/{tag}", s.admin(s.v1GetTag))
+	mux.HandleFunc("PATCH /v1/tags/{tag}", s.admin(s.v1UpdateTag))
+	mux.HandleFunc("DELETE /v1/tags/{tag}", s.admin(s.v1DeleteTag))
+	// Operations.
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /readyz", s.readyz)
+	if m != nil {
+		mux.Handle("GET /metrics", m.Handler())
+	}
+	if opts.Pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	mux.HandleFunc("/", s.notFound)
+	return s
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// admin requires the admin token when one is configured.
+func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
+	if s.opts.AdminToken == "" {
+		return h
+	}
+	want := []byte(s.opts.AdminToken)
+	return func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="frond admin"`)
+			s.writeError(w, r, &apiError{status: http.StatusUnauthorized, code: codeUnauthorized,
+				msg: "tag administration needs the admin token: send Authorization: Bearer <token>"})
+			return
+		}
+		h(w, r)
+	}
+}
+
+// NewHTTPServer returns an http.Server with timeouts, so slow clients cannot
+// hold connections forever.
+func NewHTTPServer(addr string, h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}

@@ -1,0 +1,327 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/service"
+)
+
+func badRequest(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", frond.ErrInvalidArgument, fmt.Sprintf(format, args...))
+}
+
+// parseCount reads the n parameter: absent means 1.
+func parseCount(raw string, limit int64) (n int64, given bool, err error) {
+	if raw == "" {
+		return 1, false, nil
+	}
+	n, err = strconv.ParseInt(raw, 10, 64)
+	if err != nil || n < 1 || n > limit {
+		return 0, true, badRequest("n=%.40q: must be a whole number from 1 to %d", raw, limit)
+	}
+	return n, true, nil
+}
+
+// parseID reads a decimal, non-negative 64-bit ID.
+func parseID(raw string) (int64, error) {
+	id, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || id < 0 {
+		return 0, badRequest("ID %.40q: must be a decimal number from 0 to %d", raw, int64(1<<63-1))
+	}
+	return id, nil
+}
+
+type idsJSON struct {
+	Tag    string   `json:"tag,omitempty"`
+	ID     *int64   `json:"id,omitempty"`
+	IDStr  string   `json:"id_str,omitempty"`
+	IDs    []int64  `json:"ids,omitempty"`
+	IDStrs []string `json:"id_strs,omitempty"`
+}
+
+func idsBody(tag string, ids []int64) idsJSON {
+	out := idsJSON{Tag: tag, IDs: ids, IDStrs: make([]string, len(ids))}
+	for i, id := range ids {
+		out.IDStrs[i] = strconv.FormatInt(id, 10)
+	}
+	return out
+}
+
+func idBody(tag string, id int64) idsJSON {
+	return idsJSON{Tag: tag, ID: &id, IDStr: strconv.FormatInt(id, 10)}
+}
+
+type rangeJSON struct {
+	Start    int64  `json:"start"`
+	End      int64  `json:"end"` // exclusive
+	Stride   int64  `json:"stride"`
+	Count    int64  `json:"count"`
+	StartStr string `json:"start_str"`
+	EndStr   string `json:"end_str"`
+}
+
+// v1Segment: GET|POST /v1/segment/{tag}[?n=N][&format=ids|ranges].
+func (s *Server) v1Segment(w http.ResponseWriter, r *http.Request) {
+	tag := r.PathValue("tag")
+	q := r.URL.Query()
+	format := q.Get("format")
+	if format != "" && format != "ids" && format != "ranges" {
+		s.writeError(w, r, badRequest("format=%.20q: must be ids or ranges", format))
+		return
+	}
+	limit := int64(service.MaxBatch)
+	if format == "ranges" {
+		limit = service.MaxRangesBatch
+	}
+	n, given, err := parseCount(q.Get("n"), limit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if !given && format == "" {
+		id, err := s.svc.SegmentID(r.Context(), tag)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, idBody(tag, id))
+		return
+	}
+	rs, err := s.svc.SegmentIDs(r.Context(), tag, n)
+	if err != nil {
+		// IDs already taken are valid and unique, but a client that gets an
+		// error would not use them: they are skipped.
+		s.writeError(w, r, err)
+		return
+	}
+	if format == "ranges" {
+		out := make([]rangeJSON, len(rs))
+		for i, x := range rs {
+			out[i] = rangeJSON{Start: x.Start, End: x.End, Stride: x.Stride, Count: x.Len(),
+				StartStr: strconv.FormatInt(x.Start, 10), EndStr: strconv.FormatInt(x.End, 10)}
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"tag": tag, "count": n, "ranges": out})
+		return
+	}
+	ids := make([]int64, 0, n)
+	for _, x := range rs {
+		ids = x.Append(ids)
+	}
+	writeJSON(w, http.StatusOK, idsBody(tag, ids))
+}
+
+// v1Snowflake: GET|POST /v1/snowflake[?n=N].
+func (s *Server) v1Snowflake(w http.ResponseWriter, r *http.Request) {
+	n, given, err := parseCount(r.URL.Query().Get("n"), service.MaxBatch)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if !given {
+		id, err := s.svc.SnowflakeID()
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, idBody("", id))
+		return
+	}
+	ids, err := s.svc.SnowflakeIDs(int(n))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, idsBody("", ids))
+}
+
+type decodedJSON struct {
+	service.Decoded
+	IDStr string `json:"id_str"`
+}
+
+// v1Decode: GET /v1/decode/{id}[?layout=NAME].
+func (s *Server) v1Decode(w http.ResponseWriter, r *http.Request) {
+	id, err := parseID(r.PathValue("id"))
+	if err == nil {
+		var d service.Decoded
+		d, err = s.svc.Decode(id, r.URL.Query().Get("layout"))
+		if err == nil {
+			writeJSON(w, http.StatusOK, decodedJSON{Decoded: d, IDStr: strconv.FormatInt(id, 10)})
+			return
+		}
+	}
+	s.writeError(w, r, err)
+}
+
+// v1Info: GET /v1/info: worker ID and layout.
+func (s *Server) v1Info(w http.ResponseWriter, r *http.Request) {
+	l := s.svc.Layout()
+	writeJSON(w, http.StatusOK, map[string]any{
+		"worker_id": s.svc.Worker(),
+		"layout": map[string]any{
+			"name": l.Name, "unit": l.Unit.String(), "time_bits": l.TimeBits, "node_bits": l.NodeBits,
+			"sequence_bits": l.SeqBits, "epoch": l.Epoch, "expires": l.Expires(), "max_id": l.MaxID(),
+		},
+		"limits":     map[string]any{"max_batch": service.MaxBatch, "max_ranges_batch": service.MaxRangesBatch},
+		"started_at": s.started.UTC(),
+	})
+}
+
+type tagJSON struct {
+	Name        string    `json:"name"`
+	MaxID       int64     `json:"max_id"`
+	MaxIDStr    string    `json:"max_id_str"`
+	Step        int64     `json:"step"`
+	Description string    `json:"description"`
+	UpdatedAt   time.Time `json:"updated_at"`
+}
+
+func toTagJSON(t frond.Tag) tagJSON {
+	return tagJSON{Name: t.Name, MaxID: t.MaxID, MaxIDStr: strconv.FormatInt(t.MaxID, 10), Step: t.Step, Description: t.Description, UpdatedAt: t.UpdatedAt}
+}
+
+func (s *Server) v1ListTags(w http.ResponseWriter, r *http.Request) {
+	tags, err := s.svc.Tags(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := make([]tagJSON, len(tags))
+	for i, t := range tags {
+		out[i] = toTagJSON(t)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tags": out})
+}
+
+// decodeBody reads a JSON body into v: bounded, no unknown fields, one value.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		return badRequest("request body: %v", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return badRequest("request body: one JSON object expected")
+	}
+	return nil
+}
+
+type createTagJSON struct {
+	Name        string  `json:"name"`
+	MaxID       *int64  `json:"max_id"`
+	Step        *int64  `json:"step"`
+	Description *string `json:"description"`
+}
+
+// v1CreateTag: POST /v1/tags {"name", "step", "max_id" (default 1, as Leaf's table), "description"}.
+func (s *Server) v1CreateTag(w http.ResponseWriter, r *http.Request) {
+	var in createTagJSON
+	if err := decodeBody(w, r, &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if in.Step == nil {
+		s.writeError(w, r, badRequest("step is required"))
+		return
+	}
+	t := frond.Tag{Name: in.Name, MaxID: 1, Step: *in.Step}
+	if in.MaxID != nil {
+		t.MaxID = *in.MaxID
+	}
+	if in.Description != nil {
+		t.Description = *in.Description
+	}
+	out, err := s.svc.CreateTag(r.Context(), t)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/v1/tags/"+out.Name)
+	writeJSON(w, http.StatusCreated, toTagJSON(out))
+}
+
+func (s *Server) v1GetTag(w http.ResponseWriter, r *http.Request) {
+	t, err := s.svc.Tag(r.Context(), r.PathValue("tag"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toTagJSON(t))
+}
+
+type updateTagJSON struct {
+	MaxID       *int64  `json:"max_id"`
+	Step        *int64  `json:"step"`
+	Description *string `json:"description"`
+}
+
+// v1UpdateTag: PATCH /v1/tags/{tag} {"step", "description", "max_id" (raise only)}.
+func (s *Server) v1UpdateTag(w http.ResponseWriter, r *http.Request) {
+	var in updateTagJSON
+	if err := decodeBody(w, r, &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	t, err := s.svc.UpdateTag(r.Context(), r.PathValue("tag"), frond.TagUpdate{Step: in.Step, Description: in.Description, MaxID: in.MaxID})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toTagJSON(t))
+}
+
+func (s *Server) v1DeleteTag(w http.ResponseWriter, r *http.Request) {
+	if err := s.svc.DeleteTag(r.Context(), r.PathValue("tag")); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// readyz: 200 when the store answers, the worker ID is held and the clock is
+// fine; 503 naming the part that is not.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	checks := s.svc.Ready(r.Context())
+	status, word := http.StatusOK, "ready"
+	for _, c := range checks {
+		if !c.OK {
+			status, word = http.StatusServiceUnavailable, "not ready"
+		}
+	}
+	writeJSON(w, status, map[string]any{"status": word, "checks": checks, "segments": s.horizons()})
+}
+
+type horizonJSON struct {
+	Tag       string  `json:"tag"`
+	Remaining int64   `json:"remaining"`
+	Horizon   float64 `json:"horizon_seconds"` // -1: no consumption measured
+	LastError string  `json:"last_error,omitempty"`
+}
+
+func (s *Server) horizons() []horizonJSON {
+	st := s.svc.SegmentStats()
+	out := make([]horizonJSON, len(st))
+	for i, b := range st {
+		h := -1.0
+		if b.Horizon >= 0 {
+			h = b.Horizon.Seconds()
+		}
+		out[i] = horizonJSON{Tag: b.Tag, Remaining: b.Remaining, Horizon: h, LastError: b.LastError}
+	}
+	return out
+}
