@@ -296,7 +296,7 @@ func (b *Buffer) loadOnce() error {
 	done := b.done
 	b.done = make(chan struct{})
 	if err != nil {
-		b.lastErr, b.lastFail = fmt.Errorf("allocate segment %q: %w", b.tag, err), t1
+		b.lastErr, b.lastFail = fmt.Errorf("load segment: %w", err), t1
 		b.failures++
 		err = b.lastErr
 	} else {

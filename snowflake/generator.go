@@ -225,7 +225,11 @@ func (g *Generator) compose(state uint64) int64 {
 // reserve takes up to n (>= 1) consecutive sequence numbers of one tick and
 // returns the first and last packed states.
 func (g *Generator) reserve(n uint64) (lo, hi uint64, err error) {
-	var waited int64
+	// A wait is bounded by the clock, not by how often a call waits: under
+	// contention a call may lose the race for several ticks in a row while
+	// the clock is fine. What counts is how far the clock fell short of the
+	// time slept (stalled); past the budget, the call gives up.
+	var stalled, sleptNs, sleptAt int64
 	for {
 		// Load the state before reading the clock, so a reading older than
 		// the state can only come from a clock that really stepped back.
@@ -281,13 +285,16 @@ func (g *Generator) reserve(n uint64) (lo, hi uint64, err error) {
 			if lead := next - t; lead > maxLead {
 				// Wait until the clock reaches tick next-maxLead.
 				d := (next-maxLead)*g.unitNs + g.epochNs - nowNs
-				if waited+d > g.budget {
+				if sleptNs > 0 {
+					stalled += max(sleptNs-(nowNs-sleptAt), 0)
+				}
+				if stalled+d > g.budget {
 					g.refusals.Add(1)
 					return 0, 0, &ClockError{Offset: time.Duration(d), Max: time.Duration(g.maxBackNs), Stalled: true}
 				}
 				g.waits.Add(1)
 				g.sleep(time.Duration(d))
-				waited += d
+				sleptNs, sleptAt = d, nowNs
 				continue
 			}
 			lo = uint64(next)<<g.seqBits | g.startSeq()

@@ -14,6 +14,7 @@ type fakeClock struct {
 	ns      int64
 	slept   []time.Duration
 	onSleep func(c *fakeClock, d time.Duration) // called with mu held; nil advances by d
+	after   func()                               // called after each Sleep, without mu
 }
 
 func newFakeClock(t time.Time) *fakeClock { return &fakeClock{ns: t.UnixNano()} }
@@ -26,13 +27,17 @@ func (c *fakeClock) Now() int64 {
 
 func (c *fakeClock) Sleep(d time.Duration) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.slept = append(c.slept, d)
 	if c.onSleep != nil {
 		c.onSleep(c, d)
-		return
+	} else {
+		c.ns += int64(d)
 	}
-	c.ns += int64(d)
+	after := c.after
+	c.mu.Unlock()
+	if after != nil {
+		after()
+	}
 }
 
 func (c *fakeClock) Add(d time.Duration) {
@@ -489,5 +494,32 @@ func TestGenerator_SetLimit(t *testing.T) {
 	c.Add(2 * time.Hour)
 	if _, err := g.Next(); err != nil {
 		t.Fatalf("without a limit: %v", err)
+	}
+}
+
+// A call that loses the race for a new tick again and again, while the clock
+// advances normally, keeps waiting: it is not a stalled clock.
+func TestGenerator_StarvedCallerIsNotStalled(t *testing.T) {
+	c := newFakeClock(testNow)
+	g := newTestGen(t, c, Settings{})
+	if _, err := g.NextN(4096); err != nil {
+		t.Fatal(err)
+	}
+	lost := 0
+	c.after = func() {
+		if lost < 20 { // a competitor takes the whole new tick while the caller sleeps
+			lost++
+			if _, err := g.NextN(4096); err != nil {
+				t.Errorf("competitor: %v", err)
+			}
+		}
+	}
+	id, err := g.Next()
+	if err != nil {
+		t.Fatalf("after losing %d ticks: %v", lost, err)
+	}
+	p, _ := g.Layout().Decompose(id)
+	if lost != 20 || !p.Time.Equal(testNow.Add(21*time.Millisecond)) {
+		t.Fatalf("lost %d ticks, ID at %v", lost, p.Time)
 	}
 }

@@ -1,9 +1,11 @@
 package httpapi
 
 import (
+	"errors"
 	"net/http"
 	"time"
 
+	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/service"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -41,11 +43,16 @@ func NewMetrics() *Metrics {
 	return m
 }
 
-// OnLoad is the segment engine's load hook (segment.Settings.OnLoad).
+// OnLoad is the segment engine's load hook (segment.Settings.OnLoad). Loads
+// of tags the store does not know are counted under tag "" so that requests
+// for made-up tags cannot create series without bound.
 func (m *Metrics) OnLoad(tag string, took time.Duration, err error) {
 	result := "ok"
 	if err != nil {
 		result = "error"
+		if errors.Is(err, frond.ErrTagNotFound) {
+			tag, result = "", "not_found"
+		}
 	}
 	m.loads.WithLabelValues(tag, result).Inc()
 	m.loadDur.WithLabelValues(tag).Observe(took.Seconds())

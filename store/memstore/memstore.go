@@ -55,7 +55,7 @@ func (s *Store) Allocate(ctx context.Context, tag string, step int64) (frond.All
 	defer s.mu.Unlock()
 	t, ok := s.tags[tag]
 	if !ok {
-		return frond.Allocation{}, fmt.Errorf("allocate %q: %w", tag, frond.ErrTagNotFound)
+		return frond.Allocation{}, fmt.Errorf("tag %q: %w", tag, frond.ErrTagNotFound)
 	}
 	if step <= 0 {
 		step = t.Step

@@ -171,7 +171,7 @@ func (s *Store) Allocate(ctx context.Context, tag string, step int64) (frond.All
 	if errors.Is(err, sql.ErrNoRows) {
 		t, gerr := s.Tag(ctx, tag)
 		if gerr != nil {
-			return frond.Allocation{}, fmt.Errorf("allocate %q: %w", tag, gerr)
+			return frond.Allocation{}, gerr
 		}
 		used := step
 		if used <= 0 {

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/frond-id/frond/service"
+	"github.com/frond-id/frond/snowflake"
+	"github.com/spf13/cobra"
+)
+
+func newDecodeCmd(e env) *cobra.Command {
+	var layout string
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "decode ID",
+		Short: "Split a snowflake ID into time, worker and sequence (offline)",
+		Example: `  frond decode 1861083629105360902
+  frond decode 123456789 --layout sonyflake --json`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(c *cobra.Command, a []string) error {
+			id, err := strconv.ParseInt(a[0], 10, 64)
+			if err != nil || id < 0 {
+				return usagef("ID %q: must be a decimal number from 0 to %d", a[0], int64(1<<63-1))
+			}
+			l, err := snowflake.Preset(layout)
+			if err != nil {
+				return usageError{err}
+			}
+			d, err := service.DecodeWith(l, id)
+			if err != nil {
+				return usageError{err}
+			}
+			if asJSON {
+				enc := json.NewEncoder(e.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(d)
+			}
+			fmt.Fprintf(e.stdout, "id        %d\nlayout    %s\ntime      %s\ntick      %d\nworker    %d\nsequence  %d\n",
+				d.ID, d.Layout, d.Time.Format(time.RFC3339Nano), d.Tick, d.Node, d.Seq)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&layout, "layout", "twitter", "layout: twitter, sonyflake, uid-generator, javascript")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/frond-id/frond"
+	httpapi "github.com/frond-id/frond/api/http"
+	"github.com/frond-id/frond/internal/config"
+	"github.com/frond-id/frond/registry/file"
+	"github.com/frond-id/frond/segment"
+	"github.com/frond-id/frond/service"
+	"github.com/frond-id/frond/snowflake"
+	"github.com/frond-id/frond/store/memstore"
+	"github.com/frond-id/frond/store/sqlstore"
+	"github.com/spf13/cobra"
+)
+
+func newServeCmd(e env) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the ID server",
+		Long: `Run the ID server. With no configuration it keeps segments in an SQLite file
+in the data directory (./data/frond.db), takes snowflake worker ID 0 from a
+file registry in the same directory, and serves HTTP on :8080.
+
+Every flag is also an environment variable (FROND_DATA_DIR, FROND_HTTP_ADDR,
+...) and a key of the YAML file; flags win over the environment, which wins
+over the file. See docs/configuration.md.`,
+		Example: `  frond serve
+  frond serve --data-dir /var/lib/frond --http-addr 127.0.0.1:8080
+  frond serve --config /etc/frond/frond.yaml --admin-token-file /etc/frond/token`,
+		Args: args(cobra.NoArgs),
+		RunE: func(c *cobra.Command, _ []string) error {
+			cfg, _, err := config.Load(c.Flags(), e.environ)
+			if err != nil {
+				return usageError{err}
+			}
+			return serve(c.Context(), cfg, e)
+		},
+	}
+	config.AddFlags(c.Flags())
+	return c
+}
+
+func newLogger(cfg *config.Config, e env) *slog.Logger {
+	level, _ := cfg.LogLevel()
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.Log.Format == "json" {
+		return slog.New(slog.NewJSONHandler(e.stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(e.stderr, opts))
+}
+
+// openStore picks the segment backend by URL scheme.
+func openStore(ctx context.Context, raw string, log *slog.Logger) (frond.SegmentStore, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, usagef("store URL %q: %v", raw, err)
+	}
+	switch u.Scheme {
+	case "sqlite":
+		return sqlstore.Open(ctx, raw, sqlstore.Options{})
+	case "memory":
+		log.Warn("MEMORY STORE: segment IDs are kept in memory only and are issued AGAIN after a restart; use it for trials only")
+		return memstore.New(nil), nil
+	}
+	return nil, usagef("store URL %q: scheme %q is not supported (sqlite, memory)", raw, u.Scheme)
+}
+
+func serve(ctx context.Context, cfg *config.Config, e env) error {
+	start := time.Now()
+	log := newLogger(cfg, e)
+	layout, _ := snowflake.Preset(cfg.Layout)
+
+	store, err := openStore(ctx, cfg.Store, log)
+	if err != nil {
+		return err
+	}
+	reg, err := file.Open(cfg.DataDir, cfg.Node)
+	if err != nil {
+		store.Close()
+		return err
+	}
+	m := httpapi.NewMetrics()
+	svc, err := service.New(ctx, service.Config{
+		Layout: layout, MaxBackward: cfg.Snowflake.MaxBackward, MaxLead: cfg.Snowflake.MaxLead,
+		RandomStart: cfg.Snowflake.RandomStart, PersistEvery: cfg.Snowflake.PersistEvery,
+		Segment: segment.Settings{
+			Threshold: cfg.Segment.Threshold, FixedStep: cfg.Segment.FixedStep,
+			FastSegment: cfg.Segment.FastSegment, SlowSegment: cfg.Segment.SlowSegment,
+			MaxStep: cfg.Segment.MaxStep, LoadTimeout: cfg.Segment.LoadTimeout, FailFast: cfg.Segment.FailFast,
+			OnLoad: m.OnLoad,
+		},
+	}, store, reg, log)
+	if err != nil {
+		reg.Close()
+		store.Close()
+		return err
+	}
+	m.Attach(svc)
+
+	if cfg.AdminToken == "" && !cfg.Loopback() {
+		log.Warn("NO ADMIN TOKEN: anyone who can reach " + cfg.HTTPAddr + " can create, change and delete tags; set --admin-token-file or listen on 127.0.0.1")
+	}
+	h := httpapi.New(svc, m, httpapi.Options{AdminToken: cfg.AdminToken, Pprof: cfg.Pprof, Logger: log})
+	srv := httpapi.NewHTTPServer(cfg.HTTPAddr, h, log)
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		svc.Close(context.Background())
+		return err
+	}
+	log.Info("frond listening", "addr", ln.Addr().String(), "store", storeName(cfg.Store), "worker", svc.Worker(),
+		"layout", layout.Name, "data_dir", cfg.DataDir, "startup", time.Since(start).Round(time.Microsecond).String())
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+		log.Info("shutting down: finishing requests in flight", "grace", cfg.ShutdownTimeout)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	serr := srv.Shutdown(sctx)
+	cerr := svc.Close(sctx)
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	if err = errors.Join(err, serr, cerr); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	log.Info("stopped; snowflake time recorded", "data_dir", cfg.DataDir)
+	return nil
+}
+
+// storeName shows the store without secrets.
+func storeName(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		u.User = url.User(u.User.Username())
+		return u.String()
+	}
+	if strings.HasPrefix(raw, "sqlite://") {
+		p := strings.TrimPrefix(raw, "sqlite://")
+		if abs, err := filepath.Abs(p); err == nil {
+			return "sqlite://" + abs
+		}
+	}
+	return raw
+}

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"text/tabwriter"
+
+	"github.com/frond-id/frond"
+	"github.com/spf13/cobra"
+)
+
+type tagOut struct {
+	Name        string      `json:"name"`
+	MaxID       json.Number `json:"max_id"`
+	Step        json.Number `json:"step"`
+	Description string      `json:"description"`
+	UpdatedAt   string      `json:"updated_at"`
+}
+
+func printTags(e env, tags ...tagOut) {
+	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "TAG\tMAX_ID\tSTEP\tUPDATED\tDESCRIPTION")
+	for _, t := range tags {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", t.Name, t.MaxID, t.Step, t.UpdatedAt, t.Description)
+	}
+	w.Flush()
+}
+
+func tagArg(a []string) (string, error) {
+	if err := frond.ValidateTagName(a[0]); err != nil {
+		return "", usageError{err}
+	}
+	return a[0], nil
+}
+
+func newTagCmd(e env) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "tag",
+		Short: "Administer segment tags on a running server",
+		Long:  "Administer segment tags. When the server has an admin token, pass it with --token or FROND_ADMIN_TOKEN.",
+	}
+	cl := addClientFlags(c, e)
+
+	list := &cobra.Command{
+		Use: "list", Short: "List tags", Example: "  frond tag list", Args: args(cobra.NoArgs),
+		RunE: func(c *cobra.Command, _ []string) error {
+			var out struct{ Tags []tagOut }
+			if err := cl.do(c.Context(), "GET", "/v1/tags", nil, &out); err != nil {
+				return err
+			}
+			printTags(e, out.Tags...)
+			return nil
+		},
+	}
+	get := &cobra.Command{
+		Use: "get TAG", Short: "Show one tag", Example: "  frond tag get order", Args: args(cobra.ExactArgs(1)),
+		RunE: func(c *cobra.Command, a []string) error {
+			tag, err := tagArg(a)
+			if err != nil {
+				return err
+			}
+			var out tagOut
+			if err := cl.do(c.Context(), "GET", "/v1/tags/"+url.PathEscape(tag), nil, &out); err != nil {
+				return err
+			}
+			printTags(e, out)
+			return nil
+		},
+	}
+
+	var step, maxID int64
+	var desc string
+	create := &cobra.Command{
+		Use:   "create TAG --step N [--max-id M] [--description TEXT]",
+		Short: "Create a tag",
+		Long:  "Create a tag. Its first segment starts at --max-id (default 1, as Leaf's table).",
+		Example: `  frond tag create order --step 1000
+  frond tag create pay --step 2000 --max-id 100000 --description "payment serial numbers"`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(c *cobra.Command, a []string) error {
+			tag, err := tagArg(a)
+			if err != nil {
+				return err
+			}
+			t := frond.Tag{Name: tag, MaxID: maxID, Step: step, Description: desc}
+			if err := t.Validate(); err != nil {
+				return usageError{err}
+			}
+			var out tagOut
+			in := map[string]any{"name": tag, "step": step, "max_id": maxID, "description": desc}
+			if err := cl.do(c.Context(), "POST", "/v1/tags", in, &out); err != nil {
+				return err
+			}
+			printTags(e, out)
+			return nil
+		},
+	}
+	create.Flags().Int64Var(&step, "step", 0, "segment length (required)")
+	create.Flags().Int64Var(&maxID, "max-id", 1, "first ID to hand out")
+	create.Flags().StringVar(&desc, "description", "", "free text")
+	create.MarkFlagRequired("step")
+
+	var sStep, sMax int64
+	var sDesc string
+	set := &cobra.Command{
+		Use:   "set TAG [--step N] [--max-id M] [--description TEXT]",
+		Short: "Change a tag's step or description, or raise its max_id",
+		Long:  "Change a tag. max_id can only be raised: lowering it would hand out IDs again.",
+		Example: `  frond tag set order --step 5000
+  frond tag set order --max-id 2000000 --description "orders, after migration"`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(c *cobra.Command, a []string) error {
+			tag, err := tagArg(a)
+			if err != nil {
+				return err
+			}
+			in := map[string]any{}
+			if c.Flags().Changed("step") {
+				in["step"] = sStep
+			}
+			if c.Flags().Changed("max-id") {
+				in["max_id"] = sMax
+			}
+			if c.Flags().Changed("description") {
+				in["description"] = sDesc
+			}
+			if len(in) == 0 {
+				return usagef("nothing to change: give --step, --max-id or --description")
+			}
+			var out tagOut
+			if err := cl.do(c.Context(), "PATCH", "/v1/tags/"+url.PathEscape(tag), in, &out); err != nil {
+				return err
+			}
+			printTags(e, out)
+			return nil
+		},
+	}
+	set.Flags().Int64Var(&sStep, "step", 0, "new step")
+	set.Flags().Int64Var(&sMax, "max-id", 0, "new max_id (raise only)")
+	set.Flags().StringVar(&sDesc, "description", "", "new description")
+
+	del := &cobra.Command{
+		Use:   "delete TAG",
+		Short: "Delete a tag",
+		Long: `Delete a tag. Creating it again later starts from the max_id given then, so
+IDs handed out before can be issued again: make sure no one uses the tag.`,
+		Example: "  frond tag delete old-orders",
+		Args:    args(cobra.ExactArgs(1)),
+		RunE: func(c *cobra.Command, a []string) error {
+			tag, err := tagArg(a)
+			if err != nil {
+				return err
+			}
+			if err := cl.do(c.Context(), "DELETE", "/v1/tags/"+url.PathEscape(tag), nil, nil); err != nil {
+				return err
+			}
+			fmt.Fprintln(e.stdout, "deleted", tag)
+			return nil
+		},
+	}
+	c.AddCommand(list, get, create, set, del)
+	return c
+}
