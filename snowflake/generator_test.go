@@ -14,7 +14,7 @@ type fakeClock struct {
 	ns      int64
 	slept   []time.Duration
 	onSleep func(c *fakeClock, d time.Duration) // called with mu held; nil advances by d
-	after   func()                               // called after each Sleep, without mu
+	after   func()                              // called after each Sleep, without mu
 }
 
 func newFakeClock(t time.Time) *fakeClock { return &fakeClock{ns: t.UnixNano()} }

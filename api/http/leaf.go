@@ -75,5 +75,3 @@ func (s *Server) leafDecode(w http.ResponseWriter, r *http.Request) {
 		"error":    map[string]string{"code": e.code, "message": e.msg},
 	})
 }
-
-
