@@ -42,8 +42,9 @@ func newIDCmd(e env) *cobra.Command {
 				q.Set("format", "ranges")
 				var out struct {
 					Ranges []struct {
-						StartStr, EndStr string
-						Stride           int64
+						StartStr string `json:"start_str"`
+						EndStr   string `json:"end_str"`
+						Stride   int64  `json:"stride"`
 					} `json:"ranges"`
 				}
 				if err := cl.do(c.Context(), "GET", "/v1/segment/"+url.PathEscape(tag)+"?"+q.Encode(), nil, &out); err != nil {
