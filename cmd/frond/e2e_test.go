@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra"
 )
 
 // binary is the frond binary built once for the end-to-end tests.
@@ -371,4 +373,21 @@ func TestE2E_Config(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != exitUsage || !strings.Contains(string(out), "colour") {
 		t.Fatalf("unknown key: %v\n%s", err, out)
 	}
+}
+
+// Every command has help text and an example.
+func TestHelp_EveryCommandHasExamples(t *testing.T) {
+	root := newRoot(t.Context(), env{stdout: io.Discard, stderr: io.Discard})
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Short == "" || c.Example == "" {
+			t.Errorf("command %q lacks help text or an example", c.CommandPath())
+		}
+		for _, sub := range c.Commands() {
+			if sub.Name() != "help" && sub.Name() != "completion" {
+				walk(sub)
+			}
+		}
+	}
+	walk(root)
 }

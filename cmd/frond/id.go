@@ -14,6 +14,8 @@ func newIDCmd(e env) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "id",
 		Short: "Take IDs from a running server, one per line",
+		Example: `  frond id segment order -n 10
+  frond id snowflake -n 10 --server http://frond.internal:8080`,
 	}
 	cl := addClientFlags(c, e)
 	var n int64

@@ -52,6 +52,10 @@ server (--server, default http://127.0.0.1:8080) or work offline (decode).
 
 Exit codes: 0 success, 1 failure (server unreachable, start-up refused),
 2 usage error, 3 the server answered with an error.`,
+		Example: `  frond serve
+  frond tag create order --step 1000
+  frond id segment order -n 5
+  frond decode 2124376161118060544`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

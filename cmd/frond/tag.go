@@ -39,6 +39,8 @@ func newTagCmd(e env) *cobra.Command {
 		Use:   "tag",
 		Short: "Administer segment tags on a running server",
 		Long:  "Administer segment tags. When the server has an admin token, pass it with --token or FROND_ADMIN_TOKEN.",
+		Example: `  frond tag create order --step 1000
+  FROND_ADMIN_TOKEN=$(cat /etc/frond/token) frond tag list`,
 	}
 	cl := addClientFlags(c, e)
 
