@@ -5,10 +5,22 @@ import (
 	"fmt"
 	"math"
 	"time"
+	"unicode/utf8"
 )
 
 // MaxTagNameLen is the longest tag name, the width of Leaf's biz_tag column.
 const MaxTagNameLen = 128
+
+// MaxDescriptionLen is the longest description in characters, the width of
+// Leaf's description column.
+const MaxDescriptionLen = 256
+
+func validateDescription(d string) error {
+	if n := utf8.RuneCountInString(d); n > MaxDescriptionLen || !utf8.ValidString(d) {
+		return fmt.Errorf("%w: description of %d characters: at most %d characters of valid UTF-8", ErrInvalidArgument, n, MaxDescriptionLen)
+	}
+	return nil
+}
 
 // Tag is a business tag as a segment store keeps it: Leaf's leaf_alloc row.
 type Tag struct {
@@ -38,7 +50,7 @@ func (t Tag) Validate() error {
 	if t.MaxID < 0 {
 		return fmt.Errorf("%w: max_id %d of tag %q: must not be negative", ErrInvalidArgument, t.MaxID, t.Name)
 	}
-	return nil
+	return validateDescription(t.Description)
 }
 
 // TagUpdate is a change to a tag; nil fields are left as they are.
@@ -59,6 +71,9 @@ func (u TagUpdate) Validate() error {
 	}
 	if u.MaxID != nil && *u.MaxID < 0 {
 		return fmt.Errorf("%w: max_id %d: must not be negative", ErrInvalidArgument, *u.MaxID)
+	}
+	if u.Description != nil {
+		return validateDescription(*u.Description)
 	}
 	return nil
 }

@@ -274,8 +274,10 @@ func (b *Buffer) fill() {
 func (b *Buffer) loadOnce() error {
 	cfg := &b.e.cfg
 	b.mu.Lock()
-	step := int64(0) // the tag's own step, as Leaf's first load
-	if b.loads > 0 {
+	// The first two loads take the tag's own step, as Leaf's do (its second
+	// load only starts the clock); the adaptive rule applies from the third.
+	step := int64(0)
+	if b.loads > 1 {
 		step = cfg.nextStep(b.step, b.minStep, cfg.Clock.Now().Sub(b.lastLoad))
 	}
 	b.mu.Unlock()

@@ -10,8 +10,8 @@
 // the current one runs out, the next takes its place. A caller waits on the
 // store only when both are empty, and then no longer than its context allows.
 //
-// The first load of a tag asks for the tag's configured step, as Leaf does.
-// Later loads adapt it (Leaf's rule): if the previous segment lasted less
+// The first two loads of a tag ask for the tag's configured step, as Leaf's
+// do. Later loads adapt it (Leaf's rule): if the previous segment lasted less
 // than 15 minutes the step doubles (up to 1,000,000), more than 30 minutes it
 // halves, never below the tag's step. A segment of about 600 times the peak
 // rate covers ten minutes of store outage (seed 003); the adaptive step

@@ -266,7 +266,7 @@ func TestBuffer_AdaptiveStep(t *testing.T) {
 	for _, d := range []time.Duration{time.Minute, time.Minute, time.Minute, time.Minute, 20 * time.Minute, 40 * time.Minute, 40 * time.Minute, 40 * time.Minute, 40 * time.Minute} {
 		consumeSegment(d)
 	}
-	want := []int64{0, 200, 400, 800, 800, 800, 800, 400, 200, 100, 100}
+	want := []int64{0, 0, 200, 400, 800, 800, 800, 400, 200, 100, 100}
 	if got := s.stepsAsked(); !slices.Equal(got, want) {
 		t.Fatalf("steps %v, want %v", got, want)
 	}

@@ -140,7 +140,8 @@ func testCreate(t *testing.T, o Opener) {
 	if got := must(s.Tag(c, tag))(t); got.MaxID != 0 {
 		t.Fatalf("a refused create changed the tag: %+v", got)
 	}
-	for _, bad := range []frond.Tag{{Name: tag + " x", Step: 1}, {Name: tag + "-b", Step: 0}, {Name: tag + "-c", Step: 1, MaxID: -1}} {
+	for _, bad := range []frond.Tag{{Name: tag + " x", Step: 1}, {Name: tag + "-b", Step: 0}, {Name: tag + "-c", Step: 1, MaxID: -1},
+		{Name: tag + "-d", Step: 1, Description: strings.Repeat("é", frond.MaxDescriptionLen+1)}} {
 		_, err := s.CreateTag(c, bad)
 		wantErr(t, fmt.Sprintf("CreateTag(%+v)", bad), err, frond.ErrInvalidArgument)
 	}
@@ -156,6 +157,10 @@ func testCreate(t *testing.T, o Opener) {
 func testUpdate(t *testing.T, o Opener) {
 	s, c, tag := open(t, o), ctx(t), uniqueTag(t)
 	must(s.CreateTag(c, frond.Tag{Name: tag, MaxID: 100, Step: 10, Description: "a"}))(t)
+	long := strings.Repeat("é", frond.MaxDescriptionLen) // the column's full width, in characters
+	if got := must(s.UpdateTag(c, tag, frond.TagUpdate{Description: &long}))(t); got.Description != long {
+		t.Fatalf("a %d-character description came back as %q", frond.MaxDescriptionLen, got.Description)
+	}
 	step, desc := int64(50), "b"
 	got := must(s.UpdateTag(c, tag, frond.TagUpdate{Step: &step, Description: &desc}))(t)
 	if got.Step != 50 || got.Description != "b" || got.MaxID != 100 {

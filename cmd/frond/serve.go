@@ -67,13 +67,13 @@ func openStore(ctx context.Context, raw string, log *slog.Logger) (frond.Segment
 		return nil, usagef("store URL %q: %v", raw, err)
 	}
 	switch u.Scheme {
-	case "sqlite":
+	case "sqlite", "mysql", "postgres", "postgresql":
 		return sqlstore.Open(ctx, raw, sqlstore.Options{})
 	case "memory":
 		log.Warn("MEMORY STORE: segment IDs are kept in memory only and are issued AGAIN after a restart; use it for trials only")
 		return memstore.New(nil), nil
 	}
-	return nil, usagef("store URL %q: scheme %q is not supported (sqlite, memory)", raw, u.Scheme)
+	return nil, usagef("store URL %q: scheme %q is not supported (sqlite, mysql, postgres, memory)", raw, u.Scheme)
 }
 
 func serve(ctx context.Context, cfg *config.Config, e env) error {

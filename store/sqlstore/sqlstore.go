@@ -3,13 +3,20 @@
 //
 //	leaf_alloc(biz_tag, max_id, step, description, update_time)
 //
-// The table is created when absent and never altered. Each segment is one
-// atomic statement (UPDATE ... SET max_id = max_id + step ... RETURNING), so
-// any number of frond processes can share one database.
+// The table is created when absent (with Leaf's own DDL on MySQL/MariaDB) and
+// never altered. Each segment is one atomic change of max_id: one UPDATE ...
+// RETURNING on PostgreSQL and SQLite, Leaf's transaction (UPDATE, then SELECT)
+// on MySQL/MariaDB. Any number of frond processes can share one database.
 //
-// Dialects: SQLite (modernc.org/sqlite, pure Go, the embedded default). The
-// dialect is chosen by the URL scheme: sqlite:///abs/path.db or
-// sqlite://relative/path.db.
+// URLs:
+//
+//	mysql://user:pass@host:3306/db[?driver params]
+//	postgres://user:pass@host:5432/db[?sslmode=disable...]   (also postgresql://)
+//	sqlite:///abs/path.db, sqlite://relative/path.db
+//
+// frond's own parameters, removed before the URL reaches the driver:
+// frond_timeout (per statement, default 5s), frond_max_conns (pool size,
+// default 4), frond_retries (immediate retries on deadlock or busy, default 2).
 package sqlstore
 
 import (
@@ -18,14 +25,18 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/frond-id/frond"
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"github.com/go-sql-driver/mysql"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	_ "modernc.org/sqlite"             // registers the "sqlite" driver
 )
 
 var (
@@ -33,15 +44,16 @@ var (
 	_ frond.Pinger       = (*Store)(nil)
 )
 
-// Options tune a Store. The zero value is usable.
+// Options tune a Store. The zero value is usable; URL parameters override it.
 type Options struct {
-	// Timeout bounds each statement when the caller's context has no
-	// earlier deadline. Zero means 5 s.
+	// Timeout bounds each statement (and the dial) when the caller's context
+	// has no earlier deadline. Zero means 5 s.
 	Timeout time.Duration
 	// MaxOpenConns caps the connection pool. Zero means 4.
 	MaxOpenConns int
-	// Clock stamps update_time. Nil means the system clock.
-	Clock frond.Clock
+	// Retries is how many times a statement that hit a deadlock or a busy
+	// database is retried at once. Zero means 2; negative means none.
+	Retries int
 }
 
 // Store is a SQL segment store.
@@ -52,71 +64,42 @@ type Store struct {
 	where string // for messages: the database, without secrets
 }
 
-// dialect holds the SQL that differs between databases.
-type dialect struct {
-	name        string
-	createTable string
-	allocate    string // args: step, now, tag; returns max_id, step
-	get         string // args: tag
-	list        string
-	insert      string // args: tag, max_id, step, description, now; affects 0 rows if the tag exists
-	update      string // args: step, description, max_id, now, tag; returns the row
-	delete      string // args: tag
-}
-
-const cols = "biz_tag, max_id, step, description, update_time"
-
-var sqlite = &dialect{
-	name: "sqlite",
-	// Leaf's columns with SQLite types; update_time is set by frond.
-	createTable: `CREATE TABLE IF NOT EXISTS leaf_alloc (
-  biz_tag VARCHAR(128) NOT NULL DEFAULT '',
-  max_id BIGINT NOT NULL DEFAULT 1,
-  step INT NOT NULL,
-  description VARCHAR(256) DEFAULT NULL,
-  update_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
-  PRIMARY KEY (biz_tag)
-)`,
-	allocate: `UPDATE leaf_alloc
-SET max_id = max_id + (CASE WHEN ?1 > 0 THEN ?1 ELSE step END), update_time = ?2
-WHERE biz_tag = ?3 AND max_id <= 9223372036854775807 - (CASE WHEN ?1 > 0 THEN ?1 ELSE step END)
-RETURNING max_id, step`,
-	get:    `SELECT ` + cols + ` FROM leaf_alloc WHERE biz_tag = ?1`,
-	list:   `SELECT ` + cols + ` FROM leaf_alloc ORDER BY biz_tag`,
-	insert: `INSERT INTO leaf_alloc (` + cols + `) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (biz_tag) DO NOTHING`,
-	update: `UPDATE leaf_alloc
-SET step = COALESCE(?1, step), description = COALESCE(?2, description), max_id = COALESCE(?3, max_id), update_time = ?4
-WHERE biz_tag = ?5 AND (?3 IS NULL OR ?3 >= max_id)
-RETURNING ` + cols,
-	delete: `DELETE FROM leaf_alloc WHERE biz_tag = ?1`,
-}
-
 // Open connects to the database of rawURL and creates Leaf's table if it is
 // absent.
 func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: store URL: %v", frond.ErrInvalidArgument, err)
+	}
+	if err := takeOptions(u, &opts); err != nil {
+		return nil, err
+	}
 	if opts.Timeout == 0 {
 		opts.Timeout = 5 * time.Second
 	}
 	if opts.MaxOpenConns == 0 {
 		opts.MaxOpenConns = 4
 	}
-	if opts.Clock == nil {
-		opts.Clock = frond.SystemClock{}
-	}
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return nil, fmt.Errorf("%w: store URL: %v", frond.ErrInvalidArgument, err)
+	if opts.Retries == 0 {
+		opts.Retries = 2
 	}
 	var s *Store
 	switch u.Scheme {
 	case "sqlite":
 		s, err = openSQLite(u, opts)
+	case "mysql":
+		s, err = openMySQL(u, opts)
+	case "postgres", "postgresql":
+		s, err = openPostgres(u, opts)
 	default:
-		return nil, fmt.Errorf("%w: store URL scheme %q: sqlstore knows sqlite", frond.ErrInvalidArgument, u.Scheme)
+		return nil, fmt.Errorf("%w: store URL scheme %q: sqlstore knows sqlite, mysql, postgres", frond.ErrInvalidArgument, u.Scheme)
 	}
 	if err != nil {
 		return nil, err
 	}
+	s.db.SetMaxOpenConns(opts.MaxOpenConns)
+	s.db.SetMaxIdleConns(opts.MaxOpenConns)
+	s.db.SetConnMaxIdleTime(5 * time.Minute)
 	c, cancel := s.bound(ctx)
 	defer cancel()
 	if _, err := s.db.ExecContext(c, s.d.createTable); err != nil {
@@ -124,6 +107,32 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		return nil, s.fail("create table leaf_alloc", err)
 	}
 	return s, nil
+}
+
+// takeOptions moves frond_* parameters from u into opts.
+func takeOptions(u *url.URL, opts *Options) error {
+	q := u.Query()
+	for key, set := range map[string]func(string) error{
+		"frond_timeout": func(v string) (err error) { opts.Timeout, err = time.ParseDuration(v); return err },
+		"frond_max_conns": func(v string) (err error) {
+			opts.MaxOpenConns, err = strconv.Atoi(v)
+			if err == nil && opts.MaxOpenConns < 1 {
+				err = errors.New("must be at least 1")
+			}
+			return err
+		},
+		"frond_retries": func(v string) (err error) { opts.Retries, err = strconv.Atoi(v); return err },
+	} {
+		if !q.Has(key) {
+			continue
+		}
+		if err := set(q.Get(key)); err != nil {
+			return fmt.Errorf("%w: store URL parameter %s=%q: %v", frond.ErrInvalidArgument, key, q.Get(key), err)
+		}
+		q.Del(key)
+	}
+	u.RawQuery = q.Encode()
+	return nil
 }
 
 func openSQLite(u *url.URL, opts Options) (*Store, error) {
@@ -137,13 +146,51 @@ func openSQLite(u *url.URL, opts Options) (*Store, error) {
 	// WAL lets readers run beside the writer; busy_timeout makes a second
 	// process wait for the write lock instead of failing; immediate
 	// transactions take the write lock up front.
-	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate"
+	busy := max(opts.Timeout.Milliseconds(), 1000)
+	dsn := fmt.Sprintf("file:%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate", path, busy)
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("%w: sqlite: %v", frond.ErrStoreUnavailable, err)
 	}
-	db.SetMaxOpenConns(opts.MaxOpenConns)
-	return &Store{db: db, d: sqlite, opts: opts, where: "sqlite:" + path}, nil
+	return &Store{db: db, d: sqliteDialect, opts: opts, where: "sqlite:" + path}, nil
+}
+
+func openMySQL(u *url.URL, opts Options) (*Store, error) {
+	host := u.Host
+	if u.Port() == "" {
+		host = net.JoinHostPort(u.Hostname(), "3306")
+	}
+	pass, _ := u.User.Password()
+	dsn := fmt.Sprintf("%s:%s@tcp(%s)%s", u.User.Username(), pass, host, u.EscapedPath())
+	if u.RawQuery != "" {
+		dsn += "?" + u.RawQuery
+	}
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("%w: mysql URL: %v", frond.ErrInvalidArgument, err)
+	}
+	cfg.ParseTime = true
+	cfg.Loc = time.UTC
+	cfg.ClientFoundRows = true // rows affected = rows matched
+	cfg.Timeout = opts.Timeout // dial
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: mysql: %v", frond.ErrInvalidArgument, err)
+	}
+	return &Store{db: sql.OpenDB(conn), d: mysqlDialect, opts: opts, where: "mysql://" + host + u.Path}, nil
+}
+
+func openPostgres(u *url.URL, opts Options) (*Store, error) {
+	q := u.Query()
+	if !q.Has("connect_timeout") {
+		q.Set("connect_timeout", strconv.Itoa(max(int(opts.Timeout.Seconds()), 1)))
+		u.RawQuery = q.Encode()
+	}
+	db, err := sql.Open("pgx", u.String())
+	if err != nil {
+		return nil, fmt.Errorf("%w: postgres: %v", frond.ErrInvalidArgument, err)
+	}
+	return &Store{db: db, d: postgresDialect, opts: opts, where: "postgres://" + u.Host + u.Path}, nil
 }
 
 // bound applies the statement timeout unless ctx ends sooner.
@@ -162,12 +209,57 @@ func (s *Store) fail(op string, err error) error {
 	return fmt.Errorf("%s on %s: %w: %w", op, s.where, frond.ErrStoreUnavailable, err)
 }
 
+// retry runs op, again at once when it fails with a transient error
+// (deadlock, serialization failure, busy database).
+func (s *Store) retry(ctx context.Context, op func(ctx context.Context) error) error {
+	for attempt := 0; ; attempt++ {
+		err := op(ctx)
+		if err == nil || attempt >= s.opts.Retries || !s.d.transient(err) || ctx.Err() != nil {
+			return err
+		}
+	}
+}
+
+// inTx runs op in a transaction, committed if op returns nil.
+func (s *Store) inTx(ctx context.Context, op func(tx *sql.Tx) error) error {
+	return s.retry(ctx, func(ctx context.Context) error {
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if err := op(tx); err != nil {
+			tx.Rollback()
+			return err
+		}
+		return tx.Commit()
+	})
+}
+
 // Allocate implements frond.SegmentStore.
 func (s *Store) Allocate(ctx context.Context, tag string, step int64) (frond.Allocation, error) {
 	c, cancel := s.bound(ctx)
 	defer cancel()
 	var maxID, tagStep int64
-	err := s.db.QueryRowContext(c, s.d.allocate, step, s.opts.Clock.Now().UTC(), tag).Scan(&maxID, &tagStep)
+	args := []any{step, step, tag, step, step}
+	var err error
+	if s.d.returning {
+		err = s.retry(c, func(c context.Context) error {
+			return s.db.QueryRowContext(c, s.d.q(s.d.allocate), args...).Scan(&maxID, &tagStep)
+		})
+	} else {
+		err = s.inTx(c, func(tx *sql.Tx) error {
+			res, err := tx.ExecContext(c, s.d.q(s.d.allocate), args...)
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil {
+				return err
+			} else if n == 0 {
+				return sql.ErrNoRows
+			}
+			return tx.QueryRowContext(c, s.d.q(s.d.selectAlloc), tag).Scan(&maxID, &tagStep)
+		})
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		t, gerr := s.Tag(ctx, tag)
 		if gerr != nil {
@@ -206,7 +298,7 @@ func scanTag(r scanner) (frond.Tag, error) {
 func (s *Store) Tag(ctx context.Context, name string) (frond.Tag, error) {
 	c, cancel := s.bound(ctx)
 	defer cancel()
-	t, err := scanTag(s.db.QueryRowContext(c, s.d.get, name))
+	t, err := scanTag(s.db.QueryRowContext(c, s.d.q("SELECT "+cols+" FROM leaf_alloc WHERE biz_tag = ?"), name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return frond.Tag{}, fmt.Errorf("tag %q: %w", name, frond.ErrTagNotFound)
 	}
@@ -220,7 +312,7 @@ func (s *Store) Tag(ctx context.Context, name string) (frond.Tag, error) {
 func (s *Store) Tags(ctx context.Context) ([]frond.Tag, error) {
 	c, cancel := s.bound(ctx)
 	defer cancel()
-	rows, err := s.db.QueryContext(c, s.d.list)
+	rows, err := s.db.QueryContext(c, "SELECT "+cols+" FROM leaf_alloc ORDER BY biz_tag")
 	if err != nil {
 		return nil, s.fail("list tags", err)
 	}
@@ -239,18 +331,12 @@ func (s *Store) Tags(ctx context.Context) ([]frond.Tag, error) {
 	return out, nil
 }
 
-func nullString(p *string) any {
-	if p == nil {
-		return nil
+// Leaf's step column is an INT.
+func checkStep(step int64) error {
+	if step > math.MaxInt32 {
+		return fmt.Errorf("%w: step %d: Leaf's step column holds at most %d", frond.ErrInvalidArgument, step, math.MaxInt32)
 	}
-	return *p
-}
-
-func nullInt(p *int64) any {
-	if p == nil {
-		return nil
-	}
-	return *p
+	return nil
 }
 
 // CreateTag implements frond.SegmentStore.
@@ -258,56 +344,87 @@ func (s *Store) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error) {
 	if err := t.Validate(); err != nil {
 		return frond.Tag{}, err
 	}
-	if t.Step > math.MaxInt32 {
-		return frond.Tag{}, fmt.Errorf("%w: step %d: Leaf's step column holds at most %d", frond.ErrInvalidArgument, t.Step, math.MaxInt32)
+	if err := checkStep(t.Step); err != nil {
+		return frond.Tag{}, err
 	}
 	c, cancel := s.bound(ctx)
 	defer cancel()
-	t.UpdatedAt = s.opts.Clock.Now().UTC().Truncate(time.Second)
-	res, err := s.db.ExecContext(c, s.d.insert, t.Name, t.MaxID, t.Step, t.Description, t.UpdatedAt)
+	var desc any
+	if t.Description != "" {
+		desc = t.Description
+	}
+	var res sql.Result
+	err := s.retry(c, func(c context.Context) (err error) {
+		res, err = s.db.ExecContext(c, s.d.q(s.d.insert), t.Name, t.MaxID, t.Step, desc)
+		return err
+	})
+	if err != nil && s.d.duplicate(err) {
+		return frond.Tag{}, fmt.Errorf("create %q: %w", t.Name, frond.ErrTagExists)
+	}
 	if err != nil {
 		return frond.Tag{}, s.fail(fmt.Sprintf("create tag %q", t.Name), err)
 	}
 	if n, err := res.RowsAffected(); err == nil && n == 0 {
 		return frond.Tag{}, fmt.Errorf("create %q: %w", t.Name, frond.ErrTagExists)
 	}
-	return t, nil
+	return s.Tag(ctx, t.Name)
 }
 
-// UpdateTag implements frond.SegmentStore.
+// UpdateTag implements frond.SegmentStore: read the row locked, apply, write,
+// in one transaction.
 func (s *Store) UpdateTag(ctx context.Context, name string, u frond.TagUpdate) (frond.Tag, error) {
 	if err := u.Validate(); err != nil {
 		return frond.Tag{}, err
 	}
-	if u.Step != nil && *u.Step > math.MaxInt32 {
-		return frond.Tag{}, fmt.Errorf("%w: step %d: Leaf's step column holds at most %d", frond.ErrInvalidArgument, *u.Step, math.MaxInt32)
+	if u.Step != nil {
+		if err := checkStep(*u.Step); err != nil {
+			return frond.Tag{}, err
+		}
 	}
 	c, cancel := s.bound(ctx)
 	defer cancel()
-	now := s.opts.Clock.Now().UTC()
-	t, err := scanTag(s.db.QueryRowContext(c, s.d.update, nullInt(u.Step), nullString(u.Description), nullInt(u.MaxID), now, name))
-	if errors.Is(err, sql.ErrNoRows) {
-		cur, gerr := s.Tag(ctx, name)
-		if gerr != nil {
-			return frond.Tag{}, fmt.Errorf("update %q: %w", name, gerr)
+	var refused error
+	err := s.inTx(c, func(tx *sql.Tx) error {
+		refused = nil
+		cur, err := scanTag(tx.QueryRowContext(c, s.d.q("SELECT "+cols+" FROM leaf_alloc WHERE biz_tag = ?"+s.d.forUpdate), name))
+		if errors.Is(err, sql.ErrNoRows) {
+			refused = fmt.Errorf("update %q: %w", name, frond.ErrTagNotFound)
+			return refused
 		}
-		_, aerr := u.Apply(cur) // explains the refusal: max_id would go down
-		if aerr == nil {
-			aerr = fmt.Errorf("%w: update of %q raced with a concurrent change; retry", frond.ErrStoreUnavailable, name)
+		if err != nil {
+			return err
 		}
-		return frond.Tag{}, aerr
+		next, err := u.Apply(cur)
+		if err != nil {
+			refused = err
+			return err
+		}
+		var desc any
+		if next.Description != "" {
+			desc = next.Description
+		}
+		_, err = tx.ExecContext(c, s.d.q("UPDATE leaf_alloc SET max_id = ?, step = ?, description = ?, update_time = CURRENT_TIMESTAMP WHERE biz_tag = ?"),
+			next.MaxID, next.Step, desc, name)
+		return err
+	})
+	if refused != nil {
+		return frond.Tag{}, refused
 	}
 	if err != nil {
 		return frond.Tag{}, s.fail(fmt.Sprintf("update tag %q", name), err)
 	}
-	return t, nil
+	return s.Tag(ctx, name)
 }
 
 // DeleteTag implements frond.SegmentStore.
 func (s *Store) DeleteTag(ctx context.Context, name string) error {
 	c, cancel := s.bound(ctx)
 	defer cancel()
-	res, err := s.db.ExecContext(c, s.d.delete, name)
+	var res sql.Result
+	err := s.retry(c, func(c context.Context) (err error) {
+		res, err = s.db.ExecContext(c, s.d.q("DELETE FROM leaf_alloc WHERE biz_tag = ?"), name)
+		return err
+	})
 	if err != nil {
 		return s.fail(fmt.Sprintf("delete tag %q", name), err)
 	}

@@ -1,0 +1,56 @@
+# Sourced by .ci/run: make sure every server the tests need is installed and
+# running on 127.0.0.1, as on a bare Debian machine, and export the addresses
+# the tests read. A server that is already running is used as it is.
+
+apt_updated=
+apt_install() {
+  if [ -z "$apt_updated" ]; then
+    apt-get update -qq >/dev/null
+    apt_updated=1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+wait_for() { # description, command...
+  local what=$1; shift
+  for _ in $(seq 120); do
+    if "$@" >/dev/null 2>&1; then return 0; fi
+    sleep 0.5
+  done
+  echo "$what did not come up"; return 1
+}
+
+ensure_mariadb() {
+  if ! mysqladmin --protocol=tcp -h127.0.0.1 -P3306 ping >/dev/null 2>&1; then
+    command -v mariadbd >/dev/null || apt_install mariadb-server mariadb-client
+    mkdir -p /run/mysqld && chown mysql:mysql /run/mysqld
+    start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd
+    wait_for MariaDB mysqladmin --protocol=tcp -h127.0.0.1 -P3306 ping
+  fi
+  # As root over the local socket; a frond user so the tests need no root password.
+  mariadb -uroot -e "CREATE DATABASE IF NOT EXISTS frond_test;
+    CREATE USER IF NOT EXISTS 'frond'@'127.0.0.1' IDENTIFIED BY 'frond';
+    CREATE USER IF NOT EXISTS 'frond'@'localhost' IDENTIFIED BY 'frond';
+    GRANT ALL ON frond_test.* TO 'frond'@'127.0.0.1';
+    GRANT ALL ON frond_test.* TO 'frond'@'localhost';
+    CREATE DATABASE IF NOT EXISTS frond_test_b;
+    GRANT ALL ON frond_test_b.* TO 'frond'@'127.0.0.1';
+    GRANT ALL ON frond_test_b.* TO 'frond'@'localhost';"
+  export FROND_TEST_MYSQL_URL="mysql://frond:frond@127.0.0.1:3306/frond_test"
+  export FROND_TEST_MYSQL_URL_B="mysql://frond:frond@127.0.0.1:3306/frond_test_b"
+  echo "MariaDB: $(mariadb -uroot -N -e 'SELECT VERSION()')"
+}
+
+ensure_postgres() {
+  if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
+    command -v pg_ctlcluster >/dev/null || apt_install postgresql
+    pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | sort -V | tail -1)" main start
+    wait_for PostgreSQL pg_isready -q -h 127.0.0.1 -p 5432
+  fi
+  su postgres -c "psql -q -v ON_ERROR_STOP=1" <<'SQL'
+SELECT 'CREATE ROLE frond LOGIN PASSWORD ''frond''' WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'frond') \gexec
+SELECT 'CREATE DATABASE frond_test OWNER frond' WHERE NOT EXISTS (SELECT FROM pg_database WHERE datname = 'frond_test') \gexec
+SQL
+  export FROND_TEST_POSTGRES_URL="postgres://frond:frond@127.0.0.1:5432/frond_test?sslmode=disable"
+  echo "PostgreSQL: $(su postgres -c "psql -qtA -c 'SHOW server_version'")"
+}

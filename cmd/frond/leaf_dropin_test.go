@@ -1,0 +1,102 @@
+package main
+
+import (
+	"database/sql"
+	"fmt"
+	"net/url"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/frond-id/frond/storetest"
+	_ "github.com/go-sql-driver/mysql"
+)
+
+// Leaf's scripts/leaf_alloc.sql, as Leaf's README gives it.
+const leafDDL = "CREATE TABLE `leaf_alloc` (\n" +
+	"  `biz_tag` varchar(128)  NOT NULL DEFAULT '',\n" +
+	"  `max_id` bigint(20) NOT NULL DEFAULT '1',\n" +
+	"  `step` int(11) NOT NULL,\n" +
+	"  `description` varchar(256)  DEFAULT NULL,\n" +
+	"  `update_time` timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,\n" +
+	"  PRIMARY KEY (`biz_tag`)\n" +
+	") ENGINE=InnoDB"
+
+const leafSample = "insert into leaf_alloc(biz_tag, max_id, step, description) values('leaf-segment-test', 1, 2000, 'Test leaf Segment Mode Get Id')"
+
+func mysqlDSN(t *testing.T, raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass, _ := u.User.Password()
+	return fmt.Sprintf("%s:%s@tcp(%s)%s?parseTime=true", u.User.Username(), pass, u.Host, u.Path)
+}
+
+type leafRow struct {
+	maxID, step int64
+	desc        string
+	updated     time.Time
+}
+
+func readLeafRow(t *testing.T, db *sql.DB) leafRow {
+	t.Helper()
+	var r leafRow
+	if err := db.QueryRow("SELECT max_id, step, description, update_time FROM leaf_alloc WHERE biz_tag = 'leaf-segment-test'").Scan(&r.maxID, &r.step, &r.desc, &r.updated); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// A database prepared exactly as Leaf's README says works unchanged: frond
+// hands out the IDs Leaf would and leaves the table as Leaf would.
+func TestE2E_LeafDropIn(t *testing.T) {
+	raw := storetest.SkipUnlessSet(t, "FROND_TEST_MYSQL_URL_B") // a database of its own: the test drops leaf_alloc
+	db, err := sql.Open("mysql", mysqlDSN(t, raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, stmt := range []string{"DROP TABLE IF EXISTS leaf_alloc", leafDDL, leafSample} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	dir := t.TempDir()
+	s := mustStart(t, dir, "--store", raw)
+	// Leaf's first segment of the sample row is [1, 2001): IDs 1, 2, 3, ...
+	for want := int64(1); want <= 300; want++ {
+		if got := s.id("/api/segment/get/leaf-segment-test"); got != want {
+			t.Fatalf("ID %d, want %d (Leaf's range)", got, want)
+		}
+	}
+	// Past 10% of the segment the next one is loaded, with the tag's step
+	// (Leaf's second load does not adapt the step): max_id 1 -> 2001 -> 4001.
+	deadline := time.Now().Add(10 * time.Second)
+	var row leafRow
+	for row = readLeafRow(t, db); row.maxID != 4001 && time.Now().Before(deadline); row = readLeafRow(t, db) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if row.maxID != 4001 || row.step != 2000 || row.desc != "Test leaf Segment Mode Get Id" {
+		t.Fatalf("table after 300 IDs: %+v; Leaf leaves max_id 4001, step 2000", row)
+	}
+	if d := time.Since(row.updated); d > time.Hour || d < -time.Hour {
+		t.Fatalf("update_time %v not touched", row.updated)
+	}
+	// Leaf's table is unchanged: frond never alters an existing one.
+	var name, ddl string
+	db.QueryRow("SHOW CREATE TABLE leaf_alloc").Scan(&name, &ddl)
+	var cols int
+	db.QueryRow("SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = 'leaf_alloc'").Scan(&cols)
+	if cols != 5 {
+		t.Fatalf("leaf_alloc has %d columns:\n%s", cols, ddl)
+	}
+	// A restart skips the rest of the buffered segments, as Leaf's does.
+	if err := s.stop(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	s2 := mustStart(t, dir, "--store", raw)
+	if got := s2.id("/api/segment/get/leaf-segment-test"); got != 4001 {
+		t.Fatalf("after restart %d, want 4001", got)
+	}
+}
