@@ -275,3 +275,10 @@ type WorkerRegistry interface {
 type Releaser interface {
 	Release(ctx context.Context, last time.Time) error
 }
+
+// Warner is an optional capability of a store or registry: Warnings lists
+// risks the operator accepted (for example a Redis without persistence),
+// shown by readiness checks.
+type Warner interface {
+	Warnings() []string
+}

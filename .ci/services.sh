@@ -54,3 +54,16 @@ SQL
   export FROND_TEST_POSTGRES_URL="postgres://frond:frond@127.0.0.1:5432/frond_test?sslmode=disable"
   echo "PostgreSQL: $(su postgres -c "psql -qtA -c 'SHOW server_version'")"
 }
+
+ensure_redis() {
+  if ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
+    command -v redis-server >/dev/null || apt_install redis-server
+    mkdir -p /var/lib/redis /var/log/redis
+    redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no \
+      --dir /var/lib/redis --logfile /var/log/redis/ci.log
+    wait_for Redis redis-cli -h 127.0.0.1 -p 6379 ping
+  fi
+  # Database 15 for frond's tests; keys are prefixed, nothing else is touched.
+  export FROND_TEST_REDIS_URL="redis://127.0.0.1:6379/15"
+  echo "Redis: $(redis-cli -h 127.0.0.1 -p 6379 info server | awk -F: '/redis_version/ {print $2}' | tr -d '\r')"
+}

@@ -250,10 +250,17 @@ func (b *Buffer) fill() {
 	for {
 		err := b.loadOnce()
 		b.mu.Lock()
-		if err == nil || definitive(err) || b.next != nil || b.e.closed.Load() {
+		if definitive(err) || b.e.closed.Load() || (err == nil && b.next != nil) {
 			b.filling = false
 			b.mu.Unlock()
 			return
+		}
+		if err == nil {
+			// The new segment was switched in and used up before this
+			// goroutine got the lock: callers may already wait on b.done,
+			// and they saw filling set, so this goroutine must load again.
+			b.mu.Unlock()
+			continue
 		}
 		b.mu.Unlock()
 		cfg.Logger.Warn("segment load failed; retrying", "tag", b.tag, "retry_in", backoff, "err", err)
@@ -261,8 +268,11 @@ func (b *Buffer) fill() {
 		case <-cfg.After(backoff):
 		case <-b.kick:
 		case <-b.e.stop:
+			// Wake callers waiting for the next attempt: there is none.
 			b.mu.Lock()
 			b.filling = false
+			close(b.done)
+			b.done = make(chan struct{})
 			b.mu.Unlock()
 			return
 		}

@@ -410,3 +410,72 @@ func TestEngine_Concurrent(t *testing.T) {
 		}
 	}
 }
+
+// Segments of one ID are used up as soon as they arrive, so callers often
+// find both buffers empty just as a load completes. Every call must finish
+// (with no deadline): a lost wake-up would hang here.
+func TestBuffer_TinySegments_NoLostWakeup(t *testing.T) {
+	s := memstore.New(nil)
+	mustCreate(t, s, "t", 0, 1)
+	e := newEngine(t, s, Settings{FixedStep: true})
+	const workers, per = 8, 300
+	done := make(chan []int64, workers)
+	for w := 0; w < workers; w++ {
+		go func() {
+			var ids []int64
+			for i := 0; i < per; i++ {
+				rs, err := e.NextN(bg, "t", int64(1+i%3))
+				if err != nil {
+					t.Error(err)
+					break
+				}
+				for _, r := range rs {
+					ids = r.Append(ids)
+				}
+			}
+			done <- ids
+		}()
+	}
+	seen := map[int64]bool{}
+	timeout := time.After(60 * time.Second)
+	for w := 0; w < workers; w++ {
+		select {
+		case ids := <-done:
+			for _, id := range ids {
+				if seen[id] {
+					t.Fatalf("duplicate %d", id)
+				}
+				seen[id] = true
+			}
+		case <-timeout:
+			t.Fatal("callers hung: a wake-up was lost")
+		}
+	}
+}
+
+// Close while the store is down and a caller waits without a deadline: the
+// caller is woken and told the engine is closed.
+func TestEngine_Close_WakesWaiters(t *testing.T) {
+	s := newFakeStore(nil)
+	mustCreate(t, s, "t", 0, 10)
+	s.setFail(errors.New("down"))
+	e, _ := New(s, Settings{FailFast: -1, After: func(time.Duration) <-chan time.Time { return nil }})
+	errc := make(chan error, 1)
+	go func() {
+		b, _ := e.Buffer("t")
+		for {
+			_, err := b.Next(bg)
+			if errors.Is(err, frond.ErrClosed) {
+				errc <- err
+				return
+			}
+		}
+	}()
+	waitFor(t, "a failed load", func() bool { return len(s.stepsAsked()) >= 2 })
+	e.Close()
+	select {
+	case <-errc:
+	case <-time.After(30 * time.Second):
+		t.Fatal("a waiting caller was not woken by Close")
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -347,6 +348,9 @@ func (s *Service) Ready(ctx context.Context) []Check {
 	c := Check{Name: "store", OK: err == nil}
 	if err != nil {
 		c.Detail = err.Error()
+	}
+	if w, ok := s.store.(frond.Warner); ok && len(w.Warnings()) > 0 {
+		c.Detail = strings.TrimPrefix(c.Detail+"; "+strings.Join(w.Warnings(), "; "), "; ")
 	}
 	out = append(out, c)
 

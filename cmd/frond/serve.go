@@ -20,6 +20,7 @@ import (
 	"github.com/frond-id/frond/service"
 	"github.com/frond-id/frond/snowflake"
 	"github.com/frond-id/frond/store/memstore"
+	"github.com/frond-id/frond/store/redisstore"
 	"github.com/frond-id/frond/store/sqlstore"
 	"github.com/spf13/cobra"
 )
@@ -69,11 +70,19 @@ func openStore(ctx context.Context, raw string, log *slog.Logger) (frond.Segment
 	switch u.Scheme {
 	case "sqlite", "mysql", "postgres", "postgresql":
 		return sqlstore.Open(ctx, raw, sqlstore.Options{})
+	case "redis", "rediss":
+		s, err := redisstore.Open(ctx, raw)
+		if err == nil {
+			for _, w := range s.Warnings() {
+				log.Warn("STORE RISK: " + w)
+			}
+		}
+		return s, err
 	case "memory":
 		log.Warn("MEMORY STORE: segment IDs are kept in memory only and are issued AGAIN after a restart; use it for trials only")
 		return memstore.New(nil), nil
 	}
-	return nil, usagef("store URL %q: scheme %q is not supported (sqlite, mysql, postgres, memory)", raw, u.Scheme)
+	return nil, usagef("store URL %q: scheme %q is not supported (sqlite, mysql, postgres, redis, memory)", raw, u.Scheme)
 }
 
 func serve(ctx context.Context, cfg *config.Config, e env) error {

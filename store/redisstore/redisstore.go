@@ -1,0 +1,351 @@
+// Package redisstore is the frond.SegmentStore on Redis. Each tag is two
+// keys: {prefix}max:{tag}, a counter raised by INCRBY once per segment, and
+// {prefix}tag:{tag}, a hash with step, description and update_time; the set
+// {prefix}tags lists the tags. Every change that touches more than one key
+// runs as one Lua script, so it is atomic.
+//
+// A Redis that keeps nothing on disk (no AOF, no RDB snapshots) forgets its
+// counters on restart and would hand out the same IDs again. Open refuses
+// such a server unless the URL says frond_allow_volatile=true, and the store
+// then reports the risk in Warnings (shown by /readyz).
+//
+// URL: redis://[user:pass@]host:6379/0[?frond_prefix=frond:&frond_timeout=5s&frond_allow_volatile=true]
+// plus go-redis's own parameters (pool_size, ...).
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/frond-id/frond"
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	_ frond.SegmentStore = (*Store)(nil)
+	_ frond.Pinger       = (*Store)(nil)
+	_ frond.Warner       = (*Store)(nil)
+)
+
+// Store is a Redis segment store.
+type Store struct {
+	c        *redis.Client
+	prefix   string
+	timeout  time.Duration
+	where    string
+	warnings []string
+}
+
+// Open connects to the Redis of rawURL and checks that it persists data.
+func Open(ctx context.Context, rawURL string) (*Store, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Scheme != "redis" && u.Scheme != "rediss" {
+		return nil, fmt.Errorf("%w: redis URL %q", frond.ErrInvalidArgument, rawURL)
+	}
+	q := u.Query()
+	s := &Store{prefix: "frond:", timeout: 5 * time.Second, where: u.Scheme + "://" + u.Host + u.Path}
+	allowVolatile := false
+	if v := q.Get("frond_prefix"); q.Has("frond_prefix") {
+		s.prefix = v
+	}
+	if v := q.Get("frond_timeout"); v != "" {
+		if s.timeout, err = time.ParseDuration(v); err != nil || s.timeout <= 0 {
+			return nil, fmt.Errorf("%w: frond_timeout=%q", frond.ErrInvalidArgument, v)
+		}
+	}
+	if v := q.Get("frond_allow_volatile"); v != "" {
+		if allowVolatile, err = strconv.ParseBool(v); err != nil {
+			return nil, fmt.Errorf("%w: frond_allow_volatile=%q", frond.ErrInvalidArgument, v)
+		}
+	}
+	for _, k := range []string{"frond_prefix", "frond_timeout", "frond_allow_volatile"} {
+		q.Del(k)
+	}
+	u.RawQuery = q.Encode()
+	opts, err := redis.ParseURL(u.String())
+	if err != nil {
+		return nil, fmt.Errorf("%w: redis URL: %v", frond.ErrInvalidArgument, err)
+	}
+	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = s.timeout, s.timeout, s.timeout
+	opts.MaxRetries = 1
+	s.c = redis.NewClient(opts)
+
+	volatile, why := s.volatile(ctx)
+	switch {
+	case volatile && !allowVolatile:
+		s.c.Close()
+		return nil, fmt.Errorf("%w: redis at %s %s: after a Redis restart frond would hand out the same IDs again. Turn on AOF (appendonly yes) or RDB snapshots, or accept the risk with frond_allow_volatile=true in the store URL",
+			frond.ErrInvalidArgument, s.where, why)
+	case volatile:
+		s.warnings = append(s.warnings, "redis "+why+": IDs will be issued again after a Redis restart (accepted with frond_allow_volatile=true)")
+	}
+	return s, nil
+}
+
+// volatile reports whether the server keeps nothing on disk.
+func (s *Store) volatile(ctx context.Context) (bool, string) {
+	c, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	aof, err1 := s.c.ConfigGet(c, "appendonly").Result()
+	save, err2 := s.c.ConfigGet(c, "save").Result()
+	if err := errors.Join(err1, err2); err != nil {
+		return true, fmt.Sprintf("does not say whether it persists data (CONFIG GET failed: %v)", err)
+	}
+	if aof["appendonly"] != "yes" && strings.TrimSpace(save["save"]) == "" {
+		return true, "keeps nothing on disk (appendonly no, save \"\")"
+	}
+	return false, ""
+}
+
+// Warnings implements frond.Warner.
+func (s *Store) Warnings() []string { return slices.Clone(s.warnings) }
+
+func (s *Store) maxKey(tag string) string  { return s.prefix + "max:" + tag }
+func (s *Store) metaKey(tag string) string { return s.prefix + "tag:" + tag }
+func (s *Store) indexKey() string          { return s.prefix + "tags" }
+
+func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < s.timeout {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, s.timeout)
+}
+
+func (s *Store) fail(op string, err error) error {
+	if errors.Is(err, redis.ErrClosed) {
+		return fmt.Errorf("%s on %s: %w", op, s.where, frond.ErrClosed)
+	}
+	return fmt.Errorf("%s on %s: %w: %w", op, s.where, frond.ErrStoreUnavailable, err)
+}
+
+// Lua numbers are doubles: 64-bit values travel as strings, INCRBY does the
+// arithmetic, and comparisons of max_id use string length then order.
+const luaGreater = `
+local function ge(a, b) -- a >= b for non-negative decimal strings
+  if #a ~= #b then return #a > #b end
+  return a >= b
+end
+`
+
+// KEYS: max, meta. ARGV: step (<= 0: the tag's), now (unix ms).
+// Returns {status, max_id, step}: status 1 ok, 0 not found, 2 overflow.
+var allocateScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[2]) == 0 then return {0} end
+local step = ARGV[1]
+if tonumber(step) <= 0 then step = redis.call('HGET', KEYS[2], 'step') end
+local ok = pcall(redis.call, 'INCRBY', KEYS[1], step)
+if not ok then return {2} end
+redis.call('HSET', KEYS[2], 'update_time', ARGV[2])
+return {1, redis.call('GET', KEYS[1]), redis.call('HGET', KEYS[2], 'step')}
+`)
+
+// Allocate implements frond.SegmentStore.
+func (s *Store) Allocate(ctx context.Context, tag string, step int64) (frond.Allocation, error) {
+	c, cancel := s.bound(ctx)
+	defer cancel()
+	res, err := allocateScript.Run(c, s.c, []string{s.maxKey(tag), s.metaKey(tag)}, step, time.Now().UnixMilli()).Slice()
+	if err != nil {
+		return frond.Allocation{}, s.fail(fmt.Sprintf("allocate %q", tag), err)
+	}
+	switch res[0].(int64) {
+	case 0:
+		return frond.Allocation{}, fmt.Errorf("tag %q: %w", tag, frond.ErrTagNotFound)
+	case 2:
+		return frond.Allocation{}, fmt.Errorf("allocate %q: step %d: %w", tag, step, frond.ErrTagExhausted)
+	}
+	maxID, err1 := strconv.ParseInt(res[1].(string), 10, 64)
+	tagStep, err2 := strconv.ParseInt(res[2].(string), 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return frond.Allocation{}, s.fail(fmt.Sprintf("allocate %q", tag), err)
+	}
+	used := step
+	if used <= 0 {
+		used = tagStep
+	}
+	return frond.Allocation{Range: frond.Range{Start: maxID - used, End: maxID, Stride: 1}, Step: tagStep}, nil
+}
+
+// read fetches tags by name in one round trip; missing ones are skipped.
+func (s *Store) read(ctx context.Context, names []string) ([]frond.Tag, error) {
+	pipe := s.c.Pipeline()
+	maxes := make([]*redis.StringCmd, len(names))
+	metas := make([]*redis.SliceCmd, len(names))
+	for i, n := range names {
+		maxes[i] = pipe.Get(ctx, s.maxKey(n))
+		metas[i] = pipe.HMGet(ctx, s.metaKey(n), "step", "description", "update_time")
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	var out []frond.Tag
+	for i, n := range names {
+		m, err := metas[i].Result()
+		if err != nil || m[0] == nil {
+			continue
+		}
+		t := frond.Tag{Name: n}
+		t.MaxID, _ = maxes[i].Int64()
+		t.Step, _ = strconv.ParseInt(m[0].(string), 10, 64)
+		if d, ok := m[1].(string); ok {
+			t.Description = d
+		}
+		if ms, ok := m[2].(string); ok {
+			v, _ := strconv.ParseInt(ms, 10, 64)
+			t.UpdatedAt = time.UnixMilli(v).UTC()
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// Tag implements frond.SegmentStore.
+func (s *Store) Tag(ctx context.Context, name string) (frond.Tag, error) {
+	c, cancel := s.bound(ctx)
+	defer cancel()
+	tags, err := s.read(c, []string{name})
+	if err != nil {
+		return frond.Tag{}, s.fail(fmt.Sprintf("read tag %q", name), err)
+	}
+	if len(tags) == 0 {
+		return frond.Tag{}, fmt.Errorf("tag %q: %w", name, frond.ErrTagNotFound)
+	}
+	return tags[0], nil
+}
+
+// Tags implements frond.SegmentStore.
+func (s *Store) Tags(ctx context.Context) ([]frond.Tag, error) {
+	c, cancel := s.bound(ctx)
+	defer cancel()
+	names, err := s.c.SMembers(c, s.indexKey()).Result()
+	if err != nil {
+		return nil, s.fail("list tags", err)
+	}
+	slices.Sort(names)
+	tags, err := s.read(c, names)
+	if err != nil {
+		return nil, s.fail("list tags", err)
+	}
+	return tags, nil
+}
+
+// KEYS: max, meta, index. ARGV: name, max_id, step, description, now.
+var createScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+redis.call('SET', KEYS[1], ARGV[2])
+redis.call('HSET', KEYS[2], 'step', ARGV[3], 'description', ARGV[4], 'update_time', ARGV[5])
+redis.call('SADD', KEYS[3], ARGV[1])
+return 1
+`)
+
+// CreateTag implements frond.SegmentStore.
+func (s *Store) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error) {
+	if err := t.Validate(); err != nil {
+		return frond.Tag{}, err
+	}
+	c, cancel := s.bound(ctx)
+	defer cancel()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	n, err := createScript.Run(c, s.c, []string{s.maxKey(t.Name), s.metaKey(t.Name), s.indexKey()},
+		t.Name, t.MaxID, t.Step, t.Description, now.UnixMilli()).Int()
+	if err != nil {
+		return frond.Tag{}, s.fail(fmt.Sprintf("create tag %q", t.Name), err)
+	}
+	if n == 0 {
+		return frond.Tag{}, fmt.Errorf("create %q: %w", t.Name, frond.ErrTagExists)
+	}
+	t.UpdatedAt = now
+	return t, nil
+}
+
+// KEYS: max, meta. ARGV: step or "", description or "\0none", max_id or "", now.
+// Returns 1 ok, 0 not found, 2 max_id would go down.
+var updateScript = redis.NewScript(luaGreater + `
+if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
+if ARGV[3] ~= '' then
+  if not ge(ARGV[3], redis.call('GET', KEYS[1])) then return 2 end
+  redis.call('SET', KEYS[1], ARGV[3])
+end
+if ARGV[1] ~= '' then redis.call('HSET', KEYS[2], 'step', ARGV[1]) end
+if ARGV[2] ~= '\0none' then redis.call('HSET', KEYS[2], 'description', ARGV[2]) end
+redis.call('HSET', KEYS[2], 'update_time', ARGV[4])
+return 1
+`)
+
+// UpdateTag implements frond.SegmentStore.
+func (s *Store) UpdateTag(ctx context.Context, name string, u frond.TagUpdate) (frond.Tag, error) {
+	if err := u.Validate(); err != nil {
+		return frond.Tag{}, err
+	}
+	c, cancel := s.bound(ctx)
+	defer cancel()
+	step, desc, maxID := "", "\x00none", ""
+	if u.Step != nil {
+		step = strconv.FormatInt(*u.Step, 10)
+	}
+	if u.Description != nil {
+		desc = *u.Description
+	}
+	if u.MaxID != nil {
+		maxID = strconv.FormatInt(*u.MaxID, 10)
+	}
+	n, err := updateScript.Run(c, s.c, []string{s.maxKey(name), s.metaKey(name)}, step, desc, maxID, time.Now().UnixMilli()).Int()
+	if err != nil {
+		return frond.Tag{}, s.fail(fmt.Sprintf("update tag %q", name), err)
+	}
+	switch n {
+	case 0:
+		return frond.Tag{}, fmt.Errorf("update %q: %w", name, frond.ErrTagNotFound)
+	case 2:
+		cur, err := s.Tag(ctx, name)
+		if err != nil {
+			return frond.Tag{}, err
+		}
+		_, err = u.Apply(cur)
+		if err == nil {
+			err = fmt.Errorf("update %q: %w", name, frond.ErrWouldReissue)
+		}
+		return frond.Tag{}, err
+	}
+	return s.Tag(ctx, name)
+}
+
+// KEYS: max, meta, index. ARGV: name.
+var deleteScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
+redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('SREM', KEYS[3], ARGV[1])
+return 1
+`)
+
+// DeleteTag implements frond.SegmentStore.
+func (s *Store) DeleteTag(ctx context.Context, name string) error {
+	c, cancel := s.bound(ctx)
+	defer cancel()
+	n, err := deleteScript.Run(c, s.c, []string{s.maxKey(name), s.metaKey(name), s.indexKey()}, name).Int()
+	if err != nil {
+		return s.fail(fmt.Sprintf("delete tag %q", name), err)
+	}
+	if n == 0 {
+		return fmt.Errorf("delete %q: %w", name, frond.ErrTagNotFound)
+	}
+	return nil
+}
+
+// Ping implements frond.Pinger.
+func (s *Store) Ping(ctx context.Context) error {
+	c, cancel := s.bound(ctx)
+	defer cancel()
+	if err := s.c.Ping(c).Err(); err != nil {
+		return s.fail("ping", err)
+	}
+	return nil
+}
+
+// Close implements frond.SegmentStore.
+func (s *Store) Close() error { return s.c.Close() }

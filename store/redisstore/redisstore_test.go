@@ -1,0 +1,70 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/store/redisstore"
+	"github.com/frond-id/frond/storetest"
+)
+
+// FROND_TEST_REDIS_URL: a Redis for the tests (its persistence is checked
+// by TestOpen_Volatile).
+
+func url(t *testing.T) string {
+	u := storetest.SkipUnlessSet(t, "FROND_TEST_REDIS_URL")
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	return u + sep + "frond_allow_volatile=true&frond_prefix=frondtest:"
+}
+
+func TestRedis_Conformance(t *testing.T) {
+	u := url(t)
+	storetest.RunSegmentStore(t, func(t *testing.T) frond.SegmentStore {
+		s, err := redisstore.Open(context.Background(), u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+// A Redis without persistence is refused unless the URL accepts the risk;
+// accepted, the store says so.
+func TestOpen_Volatile(t *testing.T) {
+	base := storetest.SkipUnlessSet(t, "FROND_TEST_REDIS_URL")
+	ctx := context.Background()
+	s, err := redisstore.Open(ctx, url(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	persistent := len(s.Warnings()) == 0
+	s2, err := redisstore.Open(ctx, base)
+	if persistent {
+		if err != nil {
+			t.Fatalf("a persistent Redis was refused: %v", err)
+		}
+		s2.Close()
+		return
+	}
+	if !errors.Is(err, frond.ErrInvalidArgument) || !strings.Contains(err.Error(), "frond_allow_volatile=true") {
+		t.Fatalf("volatile Redis without the option: %v", err)
+	}
+	if w := s.Warnings(); len(w) != 1 || !strings.Contains(w[0], "issued again") {
+		t.Fatalf("warnings %v", w)
+	}
+}
+
+func TestOpen_BadURL(t *testing.T) {
+	for _, bad := range []string{"http://x", "redis://x?frond_timeout=soon", "redis://x?frond_allow_volatile=maybe"} {
+		if _, err := redisstore.Open(context.Background(), bad); !errors.Is(err, frond.ErrInvalidArgument) {
+			t.Errorf("Open(%q): %v", bad, err)
+		}
+	}
+}
