@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/store/redisstore"
@@ -67,4 +68,15 @@ func TestOpen_BadURL(t *testing.T) {
 			t.Errorf("Open(%q): %v", bad, err)
 		}
 	}
+}
+
+func TestRedis_Outage(t *testing.T) {
+	raw := url(t)
+	storetest.RunOutage(t, storetest.HostOf(t, raw, "6379"), func(t *testing.T, addr string, timeout time.Duration) frond.SegmentStore {
+		s, err := redisstore.Open(context.Background(), storetest.WithHost(t, raw, addr)+"&frond_timeout="+timeout.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
 }

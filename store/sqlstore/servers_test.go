@@ -2,7 +2,10 @@ package sqlstore_test
 
 import (
 	"context"
+	"os"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/store/sqlstore"
@@ -29,4 +32,29 @@ func TestMySQL_Conformance(t *testing.T) {
 
 func TestPostgres_Conformance(t *testing.T) {
 	storetest.RunSegmentStore(t, opener(storetest.SkipUnlessSet(t, "FROND_TEST_POSTGRES_URL")))
+}
+
+func outageOpener(scheme string) storetest.OutageOpener {
+	return func(t *testing.T, addr string, timeout time.Duration) frond.SegmentStore {
+		raw := storetest.WithHost(t, os.Getenv(scheme), addr)
+		sep := "?"
+		if strings.Contains(raw, "?") {
+			sep = "&"
+		}
+		s, err := sqlstore.Open(context.Background(), raw+sep+"frond_timeout="+timeout.String(), sqlstore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+}
+
+func TestMySQL_Outage(t *testing.T) {
+	raw := storetest.SkipUnlessSet(t, "FROND_TEST_MYSQL_URL")
+	storetest.RunOutage(t, storetest.HostOf(t, raw, "3306"), outageOpener("FROND_TEST_MYSQL_URL"))
+}
+
+func TestPostgres_Outage(t *testing.T) {
+	raw := storetest.SkipUnlessSet(t, "FROND_TEST_POSTGRES_URL")
+	storetest.RunOutage(t, storetest.HostOf(t, raw, "5432"), outageOpener("FROND_TEST_POSTGRES_URL"))
 }
