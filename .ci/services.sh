@@ -67,3 +67,17 @@ ensure_redis() {
   export FROND_TEST_REDIS_URL="redis://127.0.0.1:6379/15"
   echo "Redis: $(redis-cli -h 127.0.0.1 -p 6379 info server | awk -F: '/redis_version/ {print $2}' | tr -d '\r')"
 }
+
+ensure_etcd() {
+  if ! ETCDCTL_API=3 etcdctl --endpoints=127.0.0.1:2379 --dial-timeout=2s endpoint health >/dev/null 2>&1; then
+    command -v etcd >/dev/null || apt_install etcd-server etcd-client
+    mkdir -p /var/lib/frond-ci-etcd /var/log/frond-ci
+    nohup etcd --name frond-ci --data-dir /var/lib/frond-ci-etcd \
+      --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
+      --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
+      --initial-cluster frond-ci=http://127.0.0.1:2380 >/var/log/frond-ci/etcd.log 2>&1 &
+    wait_for etcd env ETCDCTL_API=3 etcdctl --endpoints=127.0.0.1:2379 --dial-timeout=2s endpoint health
+  fi
+  export FROND_TEST_ETCD_ENDPOINTS="127.0.0.1:2379"
+  echo "etcd: $(etcd --version 2>/dev/null | head -1)"
+}

@@ -287,7 +287,10 @@ func TestHealthReadyMetrics(t *testing.T) {
 		`frond_segment_buffer_remaining{tag="order"} 999`,
 		`frond_snowflake_clock_backward_steps_total 0`)
 	f.store.down.Store(true)
-	f.want(f.do("GET", "/readyz", ""), 503, `"status":"not ready"`, `"name":"store","ok":false`, "connection refused")
+	// The buffer of "order" still holds IDs: degraded, still serving.
+	f.want(f.do("GET", "/readyz", ""), 200, `"status":"degraded"`, `"name":"store","ok":false`, "connection refused", `"remaining":999`)
+	f.do("GET", "/v1/segment/order?n=999&format=ranges", "")
+	f.want(f.do("GET", "/readyz", ""), 503, `"status":"not ready"`, `"remaining":0`)
 	f.want(f.do("GET", "/nope", ""), 404, `"code":"not_found"`)
 	f.want(f.do("GET", "/debug/pprof/", ""), 404)
 	g := newFixture(t, Options{Pprof: true})

@@ -293,17 +293,36 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// readyz: 200 when the store answers, the worker ID is held and the clock is
-// fine; 503 naming the part that is not.
+// readyz answers 200 "ready" when the store answers, the worker ID is held
+// and the clock is fine; 200 "degraded" when a part fails but IDs can still
+// be served (the store is down but the buffers hold IDs, or snowflake IDs
+// wait for the clock while segment IDs work); 503 "not ready" when the store
+// is down and no buffered IDs are left. Each check says what is wrong, and
+// each tag its remaining IDs and horizon.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	checks := s.svc.Ready(r.Context())
+	segments := s.horizons()
 	status, word := http.StatusOK, "ready"
 	for _, c := range checks {
-		if !c.OK {
+		if c.OK {
+			continue
+		}
+		word = "degraded"
+		if c.Name == "store" && !anyRemaining(segments) {
 			status, word = http.StatusServiceUnavailable, "not ready"
+			break
 		}
 	}
-	writeJSON(w, status, map[string]any{"status": word, "checks": checks, "segments": s.horizons()})
+	writeJSON(w, status, map[string]any{"status": word, "checks": checks, "segments": segments})
+}
+
+func anyRemaining(hs []horizonJSON) bool {
+	for _, h := range hs {
+		if h.Remaining > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 type horizonJSON struct {

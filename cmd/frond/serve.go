@@ -19,6 +19,7 @@ import (
 	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/service"
 	"github.com/frond-id/frond/snowflake"
+	"github.com/frond-id/frond/store/etcdstore"
 	"github.com/frond-id/frond/store/memstore"
 	"github.com/frond-id/frond/store/redisstore"
 	"github.com/frond-id/frond/store/sqlstore"
@@ -78,11 +79,13 @@ func openStore(ctx context.Context, raw string, log *slog.Logger) (frond.Segment
 			}
 		}
 		return s, err
+	case "etcd":
+		return etcdstore.Open(ctx, raw)
 	case "memory":
 		log.Warn("MEMORY STORE: segment IDs are kept in memory only and are issued AGAIN after a restart; use it for trials only")
 		return memstore.New(nil), nil
 	}
-	return nil, usagef("store URL %q: scheme %q is not supported (sqlite, mysql, postgres, redis, memory)", raw, u.Scheme)
+	return nil, usagef("store URL %q: scheme %q is not supported (sqlite, mysql, postgres, redis, etcd, memory)", raw, u.Scheme)
 }
 
 func serve(ctx context.Context, cfg *config.Config, e env) error {

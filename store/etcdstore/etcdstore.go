@@ -1,0 +1,296 @@
+// Package etcdstore is the frond.SegmentStore on etcd (v3 API). Each tag is
+// one key, {prefix}tags/{name}, holding JSON {max_id, step, description,
+// update_time}. Every change is a transaction that compares the key's
+// ModRevision with the one read: two frond nodes never both apply a change
+// based on the same value; the loser reads again and retries.
+//
+// URL: etcd://host:2379[,host2:2379...][?frond_prefix=/frond/&frond_timeout=5s&frond_retries=100]
+package etcdstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/frond-id/frond"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+var (
+	_ frond.SegmentStore = (*Store)(nil)
+	_ frond.Pinger       = (*Store)(nil)
+)
+
+// Store is an etcd segment store.
+type Store struct {
+	c         *clientv3.Client
+	prefix    string
+	timeout   time.Duration
+	retries   int
+	endpoints []string
+}
+
+type value struct {
+	MaxID       int64     `json:"max_id"`
+	Step        int64     `json:"step"`
+	Description string    `json:"description,omitempty"`
+	UpdateTime  time.Time `json:"update_time"`
+}
+
+// Open connects to the etcd cluster of rawURL.
+func Open(ctx context.Context, rawURL string) (*Store, error) {
+	rest, ok := strings.CutPrefix(rawURL, "etcd://")
+	if !ok {
+		return nil, fmt.Errorf("%w: etcd URL %q must start with etcd://", frond.ErrInvalidArgument, rawURL)
+	}
+	hosts, query, _ := strings.Cut(rest, "?")
+	hosts = strings.TrimSuffix(hosts, "/")
+	s := &Store{prefix: "/frond/", timeout: 5 * time.Second, retries: 100}
+	for _, h := range strings.Split(hosts, ",") {
+		if h == "" || strings.ContainsAny(h, "/ ") {
+			return nil, fmt.Errorf("%w: etcd URL %q: bad endpoint %q", frond.ErrInvalidArgument, rawURL, h)
+		}
+		s.endpoints = append(s.endpoints, "http://"+h)
+	}
+	for _, kv := range strings.Split(query, "&") {
+		if kv == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(kv, "=")
+		var err error
+		switch k {
+		case "frond_prefix":
+			s.prefix = v
+		case "frond_timeout":
+			s.timeout, err = time.ParseDuration(v)
+			if err == nil && s.timeout <= 0 {
+				err = errors.New("must be positive")
+			}
+		case "frond_retries":
+			s.retries, err = strconv.Atoi(v)
+		default:
+			err = errors.New("unknown parameter")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: etcd URL parameter %s=%q: %v", frond.ErrInvalidArgument, k, v, err)
+		}
+	}
+	c, err := clientv3.New(clientv3.Config{
+		Endpoints:            s.endpoints,
+		DialTimeout:          s.timeout,
+		DialKeepAliveTime:    5 * time.Second,
+		DialKeepAliveTimeout: s.timeout,
+		Logger:               zap.NewNop(),
+		Context:              context.WithoutCancel(ctx),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: etcd %v: %v", frond.ErrStoreUnavailable, s.endpoints, err)
+	}
+	s.c = c
+	return s, nil
+}
+
+func (s *Store) key(tag string) string { return s.prefix + "tags/" + tag }
+
+func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < s.timeout {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, s.timeout)
+}
+
+func (s *Store) fail(op string, err error) error {
+	if errors.Is(err, context.Canceled) && s.c.Ctx().Err() != nil {
+		return fmt.Errorf("%s on etcd: %w", op, frond.ErrClosed)
+	}
+	return fmt.Errorf("%s on etcd %v: %w: %w", op, s.endpoints, frond.ErrStoreUnavailable, err)
+}
+
+// get reads a tag's value and its ModRevision (0: absent).
+func (s *Store) get(ctx context.Context, tag string) (value, int64, error) {
+	r, err := s.c.Get(ctx, s.key(tag))
+	if err != nil {
+		return value{}, 0, err
+	}
+	if len(r.Kvs) == 0 {
+		return value{}, 0, nil
+	}
+	var v value
+	if err := json.Unmarshal(r.Kvs[0].Value, &v); err != nil {
+		return value{}, 0, fmt.Errorf("tag %q holds %q, not frond's JSON: %w", tag, r.Kvs[0].Value, err)
+	}
+	return v, r.Kvs[0].ModRevision, nil
+}
+
+// cas reads the tag, lets change compute the new value, and writes it if
+// nobody wrote in between; it retries on contention.
+func (s *Store) cas(ctx context.Context, tag string, change func(v value) (value, error)) (value, value, error) {
+	for attempt := 0; ; attempt++ {
+		old, rev, err := s.get(ctx, tag)
+		if err != nil {
+			return value{}, value{}, err
+		}
+		if rev == 0 {
+			return value{}, value{}, fmt.Errorf("tag %q: %w", tag, frond.ErrTagNotFound)
+		}
+		next, err := change(old)
+		if err != nil {
+			return value{}, value{}, err
+		}
+		next.UpdateTime = time.Now().UTC().Truncate(time.Millisecond)
+		b, _ := json.Marshal(next)
+		r, err := s.c.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(s.key(tag)), "=", rev)).
+			Then(clientv3.OpPut(s.key(tag), string(b))).Commit()
+		if err != nil {
+			return value{}, value{}, err
+		}
+		if r.Succeeded {
+			return old, next, nil
+		}
+		if attempt >= s.retries {
+			return value{}, value{}, fmt.Errorf("%w: tag %q: %d concurrent changes in a row; retry", frond.ErrStoreUnavailable, tag, attempt+1)
+		}
+		time.Sleep(time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 6))))
+	}
+}
+
+// isAnswer tells frond's own errors from etcd's.
+func isAnswer(err error) bool {
+	return errors.Is(err, frond.ErrTagNotFound) || errors.Is(err, frond.ErrTagExhausted) ||
+		errors.Is(err, frond.ErrWouldReissue) || errors.Is(err, frond.ErrInvalidArgument) || errors.Is(err, frond.ErrStoreUnavailable)
+}
+
+// Allocate implements frond.SegmentStore.
+func (s *Store) Allocate(ctx context.Context, tag string, step int64) (frond.Allocation, error) {
+	c, cancel := s.bound(ctx)
+	defer cancel()
+	old, next, err := s.cas(c, tag, func(v value) (value, error) {
+		used := step
+		if used <= 0 {
+			used = v.Step
+		}
+		if v.MaxID > math.MaxInt64-used {
+			return v, fmt.Errorf("allocate %q: max_id %d + step %d: %w", tag, v.MaxID, used, frond.ErrTagExhausted)
+		}
+		v.MaxID += used
+		return v, nil
+	})
+	if err != nil {
+		if isAnswer(err) {
+			return frond.Allocation{}, err
+		}
+		return frond.Allocation{}, s.fail(fmt.Sprintf("allocate %q", tag), err)
+	}
+	return frond.Allocation{Range: frond.Range{Start: old.MaxID, End: next.MaxID, Stride: 1}, Step: next.Step}, nil
+}
+
+func toTag(name string, v value) frond.Tag {
+	return frond.Tag{Name: name, MaxID: v.MaxID, Step: v.Step, Description: v.Description, UpdatedAt: v.UpdateTime}
+}
+
+// Tag implements frond.SegmentStore.
+func (s *Store) Tag(ctx context.Context, name string) (frond.Tag, error) {
+	c, cancel := s.bound(ctx)
+	defer cancel()
+	v, rev, err := s.get(c, name)
+	if err != nil {
+		return frond.Tag{}, s.fail(fmt.Sprintf("read tag %q", name), err)
+	}
+	if rev == 0 {
+		return frond.Tag{}, fmt.Errorf("tag %q: %w", name, frond.ErrTagNotFound)
+	}
+	return toTag(name, v), nil
+}
+
+// Tags implements frond.SegmentStore.
+func (s *Store) Tags(ctx context.Context) ([]frond.Tag, error) {
+	c, cancel := s.bound(ctx)
+	defer cancel()
+	r, err := s.c.Get(c, s.prefix+"tags/", clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+	if err != nil {
+		return nil, s.fail("list tags", err)
+	}
+	out := make([]frond.Tag, 0, len(r.Kvs))
+	for _, kv := range r.Kvs {
+		var v value
+		if err := json.Unmarshal(kv.Value, &v); err != nil {
+			continue
+		}
+		out = append(out, toTag(strings.TrimPrefix(string(kv.Key), s.prefix+"tags/"), v))
+	}
+	return out, nil
+}
+
+// CreateTag implements frond.SegmentStore.
+func (s *Store) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error) {
+	if err := t.Validate(); err != nil {
+		return frond.Tag{}, err
+	}
+	c, cancel := s.bound(ctx)
+	defer cancel()
+	v := value{MaxID: t.MaxID, Step: t.Step, Description: t.Description, UpdateTime: time.Now().UTC().Truncate(time.Millisecond)}
+	b, _ := json.Marshal(v)
+	r, err := s.c.Txn(c).If(clientv3.Compare(clientv3.CreateRevision(s.key(t.Name)), "=", 0)).
+		Then(clientv3.OpPut(s.key(t.Name), string(b))).Commit()
+	if err != nil {
+		return frond.Tag{}, s.fail(fmt.Sprintf("create tag %q", t.Name), err)
+	}
+	if !r.Succeeded {
+		return frond.Tag{}, fmt.Errorf("create %q: %w", t.Name, frond.ErrTagExists)
+	}
+	return toTag(t.Name, v), nil
+}
+
+// UpdateTag implements frond.SegmentStore.
+func (s *Store) UpdateTag(ctx context.Context, name string, u frond.TagUpdate) (frond.Tag, error) {
+	if err := u.Validate(); err != nil {
+		return frond.Tag{}, err
+	}
+	c, cancel := s.bound(ctx)
+	defer cancel()
+	_, next, err := s.cas(c, name, func(v value) (value, error) {
+		t, err := u.Apply(toTag(name, v))
+		return value{MaxID: t.MaxID, Step: t.Step, Description: t.Description}, err
+	})
+	if err != nil {
+		if isAnswer(err) {
+			return frond.Tag{}, err
+		}
+		return frond.Tag{}, s.fail(fmt.Sprintf("update tag %q", name), err)
+	}
+	return toTag(name, next), nil
+}
+
+// DeleteTag implements frond.SegmentStore.
+func (s *Store) DeleteTag(ctx context.Context, name string) error {
+	c, cancel := s.bound(ctx)
+	defer cancel()
+	r, err := s.c.Delete(c, s.key(name))
+	if err != nil {
+		return s.fail(fmt.Sprintf("delete tag %q", name), err)
+	}
+	if r.Deleted == 0 {
+		return fmt.Errorf("delete %q: %w", name, frond.ErrTagNotFound)
+	}
+	return nil
+}
+
+// Ping implements frond.Pinger.
+func (s *Store) Ping(ctx context.Context) error {
+	c, cancel := s.bound(ctx)
+	defer cancel()
+	if _, err := s.c.Get(c, s.prefix+"ping", clientv3.WithCountOnly()); err != nil {
+		return s.fail("ping", err)
+	}
+	return nil
+}
+
+// Close implements frond.SegmentStore.
+func (s *Store) Close() error { return s.c.Close() }
