@@ -111,5 +111,3 @@ func mustGet(t *testing.T, s *server, path string) string {
 	_, body := s.get(path)
 	return body
 }
-
-
