@@ -62,6 +62,29 @@ func newLogger(cfg *config.Config, e env) *slog.Logger {
 	return slog.New(slog.NewTextHandler(e.stderr, opts))
 }
 
+// openStores opens the store of each URL in raw (separated by spaces): one
+// URL is that store; several are combined by residue class (segment.Multi),
+// store i handing out only IDs congruent to i modulo their number.
+func openStores(ctx context.Context, raw string, log *slog.Logger) (frond.SegmentStore, error) {
+	urls := strings.Fields(raw)
+	if len(urls) == 1 {
+		return openStore(ctx, urls[0], log)
+	}
+	stores := make([]frond.SegmentStore, 0, len(urls))
+	for i, u := range urls {
+		s, err := openStore(ctx, u, log)
+		if err != nil {
+			for _, o := range stores {
+				o.Close()
+			}
+			return nil, fmt.Errorf("store %d of %d: %w", i, len(urls), err)
+		}
+		stores = append(stores, s)
+		log.Info("multi-store member", "index", i, "residue", fmt.Sprintf("%d mod %d", i, len(urls)), "store", storeName(u))
+	}
+	return segment.NewMulti(stores...)
+}
+
 // openStore picks the segment backend by URL scheme.
 func openStore(ctx context.Context, raw string, log *slog.Logger) (frond.SegmentStore, error) {
 	u, err := url.Parse(raw)
@@ -93,7 +116,7 @@ func serve(ctx context.Context, cfg *config.Config, e env) error {
 	log := newLogger(cfg, e)
 	layout, _ := snowflake.Preset(cfg.Layout)
 
-	store, err := openStore(ctx, cfg.Store, log)
+	store, err := openStores(ctx, cfg.Store, log)
 	if err != nil {
 		return err
 	}
@@ -154,8 +177,14 @@ func serve(ctx context.Context, cfg *config.Config, e env) error {
 	return nil
 }
 
-// storeName shows the store without secrets.
+// storeName shows the stores without secrets.
 func storeName(raw string) string {
+	if f := strings.Fields(raw); len(f) > 1 {
+		for i := range f {
+			f[i] = storeName(f[i])
+		}
+		return strings.Join(f, " ")
+	}
 	if u, err := url.Parse(raw); err == nil && u.User != nil {
 		u.User = url.User(u.User.Username())
 		return u.String()

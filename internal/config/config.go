@@ -268,10 +268,12 @@ func Masked(k *koanf.Koanf, c *Config) ([]byte, error) {
 	if c.AdminToken != "" {
 		m.Set("admin_token", "***")
 	}
-	for _, key := range []string{"store", "registry"} {
-		m.Set(key, maskURL(m.String(key)))
+	m.Set("registry", maskURL(m.String("registry")))
+	stores := strings.Fields(c.Store)
+	for i := range stores {
+		stores[i] = maskURL(stores[i])
 	}
-	m.Set("store", maskURL(c.Store))
+	m.Set("store", strings.Join(stores, " "))
 	return m.Marshal(yaml.Parser())
 }
 

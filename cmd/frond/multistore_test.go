@@ -1,0 +1,78 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/frond-id/frond/storetest"
+)
+
+// Two frond nodes share two stores (MariaDB and PostgreSQL) as residue
+// classes. While both take IDs, MariaDB goes away: both carry on from
+// PostgreSQL, and no ID is issued twice.
+func TestE2E_MultiStore_TwoNodes(t *testing.T) {
+	my := storetest.SkipUnlessSet(t, "FROND_TEST_MYSQL_URL")
+	pg := storetest.SkipUnlessSet(t, "FROND_TEST_POSTGRES_URL")
+	p := storetest.StartProxy(t, storetest.HostOf(t, my, "3306"))
+	stores := storetest.WithHost(t, my, p.Addr()) + "?frond_timeout=1s " + pg
+	t.Setenv("FROND_SEGMENT__FIXED_STEP", "true")
+	a := mustStart(t, t.TempDir(), "--store", stores, "--node", "1")
+	b := mustStart(t, t.TempDir(), "--store", stores, "--node", "2")
+	tag := "multi-" + strings.ReplaceAll(time.Now().UTC().Format("150405.000000000"), ".", "-")
+	if code, body := a.req("POST", "/v1/tags", `{"name":"`+tag+`","step":40}`); code != 201 {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	var mu sync.Mutex
+	all := map[int64]string{}
+	var wg sync.WaitGroup
+	errs := make(chan string, 4)
+	run := func(s *server, name string, rounds int) {
+		defer wg.Done()
+		for i := 0; i < rounds; i++ {
+			code, body := s.get("/v1/segment/" + tag + "?n=7")
+			if code != 200 {
+				errs <- name + ": " + body
+				return
+			}
+			var out struct{ IDs []int64 }
+			json.Unmarshal([]byte(body), &out)
+			mu.Lock()
+			for _, id := range out.IDs {
+				if prev, dup := all[id]; dup {
+					mu.Unlock()
+					errs <- "ID issued twice, by " + prev + " and " + name
+					return
+				}
+				all[id] = name
+			}
+			mu.Unlock()
+		}
+	}
+	wg.Add(2)
+	go run(a, "a", 60)
+	go run(b, "b", 60)
+	wg.Wait()
+	p.Cut() // MariaDB (residue 0) is gone; PostgreSQL (residue 1) carries on
+	wg.Add(2)
+	go run(a, "a", 60)
+	go run(b, "b", 60)
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Fatal(e)
+	}
+	if len(all) != 4*60*7 {
+		t.Fatalf("%d IDs", len(all))
+	}
+	// After the cut and once the buffers of MariaDB's segments ran out,
+	// every ID is odd: PostgreSQL's residue.
+	code, body := a.get("/v1/segment/" + tag + "?n=50")
+	var out struct{ IDs []int64 }
+	json.Unmarshal([]byte(body), &out)
+	if code != 200 || out.IDs[len(out.IDs)-1]%2 != 1 {
+		t.Fatalf("after the cut: %d %s", code, body)
+	}
+}
