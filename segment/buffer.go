@@ -248,21 +248,10 @@ func (b *Buffer) fill() {
 	cfg := &b.e.cfg
 	backoff := cfg.RetryMin
 	for {
-		err := b.loadOnce()
-		b.mu.Lock()
-		if definitive(err) || b.e.closed.Load() || (err == nil && b.next != nil) {
-			b.filling = false
-			b.mu.Unlock()
+		err, finished := b.loadOnce()
+		if finished {
 			return
 		}
-		if err == nil {
-			// The new segment was switched in and used up before this
-			// goroutine got the lock: callers may already wait on b.done,
-			// and they saw filling set, so this goroutine must load again.
-			b.mu.Unlock()
-			continue
-		}
-		b.mu.Unlock()
 		cfg.Logger.Warn("segment load failed; retrying", "tag", b.tag, "retry_in", backoff, "err", err)
 		select {
 		case <-cfg.After(backoff):
@@ -280,8 +269,11 @@ func (b *Buffer) fill() {
 	}
 }
 
-// loadOnce makes one store call and records its outcome.
-func (b *Buffer) loadOnce() error {
+// loadOnce makes one store call and records its outcome. In the same
+// critical section it wakes the callers waiting for this attempt and, when
+// the fill is over, clears b.filling: a caller that finds the buffers empty
+// afterwards starts a new fill instead of waiting for one that has ended.
+func (b *Buffer) loadOnce() (err error, finished bool) {
 	cfg := &b.e.cfg
 	b.mu.Lock()
 	// The first two loads take the tag's own step, as Leaf's do (its second
@@ -324,9 +316,13 @@ func (b *Buffer) loadOnce() error {
 		b.lastLoad, b.loadDur = t1, t1.Sub(t0)
 		b.loads++
 	}
+	finished = err == nil || definitive(err) || b.e.closed.Load()
+	if finished {
+		b.filling = false
+	}
 	b.mu.Unlock()
 	close(done)
-	return err
+	return err, finished
 }
 
 // BufferStats describe one segment of a buffer.

@@ -29,6 +29,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -328,6 +329,9 @@ func (s *Store) Tags(ctx context.Context) ([]frond.Tag, error) {
 	if err := rows.Err(); err != nil {
 		return nil, s.fail("list tags", err)
 	}
+	// By bytes, as the contract says: the database's collation may ignore
+	// case (MySQL's default) or follow a locale (PostgreSQL).
+	slices.SortFunc(out, func(a, b frond.Tag) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
