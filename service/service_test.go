@@ -265,3 +265,21 @@ func TestCode(t *testing.T) {
 		}
 	}
 }
+
+// warnStore is a memstore whose operator accepted a risk.
+type warnStore struct{ *memstore.Store }
+
+func (warnStore) Warnings() []string { return []string{"redis keeps nothing on disk"} }
+
+func TestReady_StoreWarnings(t *testing.T) {
+	c := newClock()
+	s, err := New(bg, Config{Now: c.Now, PersistEvery: time.Hour}, warnStore{memstore.New(nil)}, &memRegistry{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(bg)
+	chk := s.Ready(bg)[0]
+	if chk.Name != "store" || !chk.OK || chk.Detail != "redis keeps nothing on disk" {
+		t.Fatalf("store check %+v", chk)
+	}
+}
