@@ -11,11 +11,12 @@ import (
 // and reveal neither the order nor the volume of the business; a holder of
 // the key maps them back (Invert).
 //
-// Construction: a balanced Feistel network of 8 rounds over 2h bits
-// (h = ceil(Width/2)) whose round function is the splitmix64 finaliser of
-// the half-block mixed with a round key derived from the key by SHA-256;
-// when Width is odd the network covers one bit more and the result is
-// cycle-walked back below 2^Width (Black and Rogaway), on average twice.
+// Construction: an alternating (unbalanced) Feistel network of 8 rounds
+// over exactly Width bits, split into halves of ceil(Width/2) and
+// floor(Width/2) bits that swap sizes every round; the round function is the
+// splitmix64 finaliser of the half-block mixed with a round key derived from
+// the key by SHA-256. Every round is invertible, so the network is a
+// bijection of [0, 2^Width) with no cycle walking.
 //
 // What it is not: encryption with a security proof. It stops counting and
 // guessing; it does not protect data an ID carries, and an adversary with
@@ -23,8 +24,8 @@ import (
 // the key changes every output: rotate keys by starting a new tag.
 type Permutation struct {
 	width uint
-	half  uint   // bits per Feistel half
-	hmask uint64 // 2^half - 1
+	hi    uint // bits of the high half at the start (and, after an even number of rounds, the end)
+	lo    uint
 	limit uint64 // 2^width
 	keys  [rounds]uint64
 }
@@ -40,8 +41,7 @@ func NewPermutation(key []byte, width uint) (*Permutation, error) {
 	if len(key) < 16 {
 		return nil, fmt.Errorf("%w: permutation key of %d bytes: at least 16", ErrInvalid, len(key))
 	}
-	p := &Permutation{width: width, half: (width + 1) / 2, limit: 1 << width}
-	p.hmask = 1<<p.half - 1
+	p := &Permutation{width: width, hi: (width + 1) / 2, lo: width / 2, limit: 1 << width}
 	for i := range p.keys {
 		h := sha256.Sum256(append(append([]byte("frond-permutation-v1"), byte(i), byte(width)), key...))
 		p.keys[i] = binary.LittleEndian.Uint64(h[:8])
@@ -61,24 +61,30 @@ func mix(x uint64) uint64 {
 	return x
 }
 
-func (p *Permutation) round(x uint64, i int) uint64 {
-	return mix(x^p.keys[i]) & p.hmask
+func (p *Permutation) round(x uint64, i int, bits uint) uint64 {
+	return mix(x^p.keys[i]) & (1<<bits - 1)
 }
 
+// forward runs the rounds: (hi, lo) becomes (lo, hi ^ F(lo)), and the
+// halves swap sizes. rounds is even, so the sizes end as they began.
 func (p *Permutation) forward(x uint64) uint64 {
-	l, r := x>>p.half, x&p.hmask
+	sh, sl := p.hi, p.lo
+	h, l := x>>sl, x&(1<<sl-1)
 	for i := 0; i < rounds; i++ {
-		l, r = r, l^p.round(r, i)
+		h, l = l, h^p.round(l, i, sh)
+		sh, sl = sl, sh
 	}
-	return l<<p.half | r
+	return h<<sl | l
 }
 
 func (p *Permutation) backward(y uint64) uint64 {
-	l, r := y>>p.half, y&p.hmask
+	sh, sl := p.hi, p.lo
+	h, l := y>>sl, y&(1<<sl-1)
 	for i := rounds - 1; i >= 0; i-- {
-		l, r = r^p.round(l, i), l
+		sh, sl = sl, sh
+		h, l = l^p.round(h, i, sh), h
 	}
-	return l<<p.half | r
+	return h<<sl | l
 }
 
 // Apply maps x, below 2^Width, to its image. It returns an error for x out
@@ -87,11 +93,7 @@ func (p *Permutation) Apply(x int64) (int64, error) {
 	if x < 0 || uint64(x) >= p.limit {
 		return 0, fmt.Errorf("%w: %d is outside the %d-bit permutation", ErrInvalid, x, p.width)
 	}
-	y := p.forward(uint64(x))
-	for y >= p.limit { // cycle walking: stays within [0, 2^width)
-		y = p.forward(y)
-	}
-	return int64(y), nil
+	return int64(p.forward(uint64(x))), nil
 }
 
 // Invert is the inverse of Apply.
@@ -99,9 +101,5 @@ func (p *Permutation) Invert(y int64) (int64, error) {
 	if y < 0 || uint64(y) >= p.limit {
 		return 0, fmt.Errorf("%w: %d is outside the %d-bit permutation", ErrInvalid, y, p.width)
 	}
-	x := p.backward(uint64(y))
-	for x >= p.limit {
-		x = p.backward(x)
-	}
-	return int64(x), nil
+	return int64(p.backward(uint64(y))), nil
 }
