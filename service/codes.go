@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/idfmt"
 	"github.com/frond-id/frond/snowflake"
 )
 
@@ -21,7 +22,8 @@ const (
 	CodeUnreserved       = "registry_behind"
 	CodeLayoutExpired    = "layout_expired"
 	CodeNoWorkerID       = "no_worker_id"
-	CodeUnavailable      = "unavailable" // shutting down, or a deadline ran out
+	CodeUnavailable      = "unavailable"       // shutting down, or a deadline ran out
+	CodeSeqOverflow      = "sequence_overflow" // a serial's sequence outgrew {seq:W}
 	CodeInternal         = "internal"
 )
 
@@ -30,7 +32,10 @@ func Code(err error) string {
 	switch {
 	case err == nil:
 		return ""
-	case errors.Is(err, frond.ErrInvalidArgument), errors.Is(err, snowflake.ErrInvalidID), errors.Is(err, snowflake.ErrInvalidLayout):
+	case errors.Is(err, idfmt.ErrSeqOverflow):
+		return CodeSeqOverflow
+	case errors.Is(err, frond.ErrInvalidArgument), errors.Is(err, snowflake.ErrInvalidID), errors.Is(err, snowflake.ErrInvalidLayout),
+		errors.Is(err, idfmt.ErrInvalid):
 		return CodeInvalidArgument
 	case errors.Is(err, frond.ErrTagNotFound):
 		return CodeTagNotFound

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/idfmt"
 	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/snowflake"
 )
@@ -43,6 +44,16 @@ type Config struct {
 	// Now is the clock of the snowflake generator and of the reservations.
 	// Nil means snowflake.NewSystemClock.
 	Now func() int64
+	// Serials are the business serial numbers, by name.
+	Serials map[string]SerialConfig
+	// ObfuscationKey (16 bytes or more) enables the opaque forms.
+	ObfuscationKey []byte
+	// ObfuscationWidth is the width in bits of opaque segment IDs (default
+	// 63; 53 keeps them safe in JavaScript). Snowflake IDs use the layout's.
+	ObfuscationWidth uint
+	// Forms are default forms of segment tags in the JSON API (and, when
+	// numeric, on Leaf's API).
+	Forms map[string]string
 }
 
 // ClockBehindError is returned by New when the clock is behind the last time
@@ -73,6 +84,9 @@ type Service struct {
 	log    *slog.Logger
 	now    func() int64
 
+	serials map[string]*serial
+	perm    map[string]*idfmt.Permutation
+
 	snowIssued atomic.Uint64
 	saveErr    atomic.Pointer[error] // last failed reservation, nil when fine
 	stop       chan struct{}
@@ -102,7 +116,10 @@ func New(ctx context.Context, cfg Config, store frond.SegmentStore, reg frond.Wo
 	if cfg.Segment.Logger == nil {
 		cfg.Segment.Logger = log
 	}
-	s := &Service{cfg: cfg, store: store, reg: reg, log: log, now: cfg.Now, stop: make(chan struct{})}
+	s := &Service{cfg: cfg, store: store, reg: reg, log: log, now: cfg.Now, stop: make(chan struct{}), perm: map[string]*idfmt.Permutation{}}
+	if err := s.initKinds(); err != nil {
+		return nil, err
+	}
 
 	w, err := reg.Acquire(ctx, cfg.Layout.MaxNode())
 	if err != nil {

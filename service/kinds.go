@@ -1,0 +1,307 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/idfmt"
+	"github.com/google/uuid"
+)
+
+// Forms of an ID in answers.
+const (
+	FormNumber   = "number"   // decimal (the default)
+	FormBase62   = "base62"   // 11 characters, sortable
+	FormBase32   = "base32"   // Crockford, 13 characters, sortable
+	FormOpaque   = "opaque"   // keyed permutation, decimal: unordered, non-guessable
+	FormOpaque62 = "opaque62" // keyed permutation in base62: short, unordered, non-guessable
+)
+
+// Kinds for forms.
+const (
+	KindSegment   = "segment"
+	KindSnowflake = "snowflake"
+)
+
+// SerialConfig configures one business serial number.
+type SerialConfig struct {
+	// Template, e.g. "PAY{time:yyyyMMddHHmmssSSS}{seq:6}" (see idfmt.Template).
+	Template string `koanf:"template"`
+	// Source of the sequence: "segment" (a segment tag, unique across nodes
+	// through the store) or "snowflake" (the node's snowflake IDs).
+	Source string `koanf:"source"`
+	// Tag is the segment tag (default: the serial's name). With a reset it
+	// is the prefix of one tag per period, "tag.20261122", created on first use.
+	Tag string `koanf:"tag"`
+	// Reset restarts a segment sequence every "hour", "day" or "month"; "none" (default) never.
+	Reset string `koanf:"reset"`
+	// Zone for the time text and the reset periods (default UTC).
+	Zone string `koanf:"zone"`
+	// Step of the tags created for the sequence (default 1000).
+	Step int64 `koanf:"step"`
+}
+
+type serial struct {
+	name string
+	cfg  SerialConfig
+	tmpl *idfmt.Template
+	loc  *time.Location
+}
+
+func (s *Service) initKinds() error {
+	s.serials = map[string]*serial{}
+	for name, c := range s.cfg.Serials {
+		sr, err := s.newSerial(name, c)
+		if err != nil {
+			return fmt.Errorf("serial %q: %w", name, err)
+		}
+		s.serials[name] = sr
+	}
+	if len(s.cfg.ObfuscationKey) > 0 {
+		w := s.cfg.ObfuscationWidth
+		if w == 0 {
+			w = 63
+		}
+		var err error
+		if s.perm[KindSegment], err = idfmt.NewPermutation(s.cfg.ObfuscationKey, w); err != nil {
+			return err
+		}
+		if s.perm[KindSnowflake], err = idfmt.NewPermutation(s.cfg.ObfuscationKey, s.cfg.Layout.Bits()); err != nil {
+			return err
+		}
+	}
+	for tag, form := range s.cfg.Forms {
+		if err := s.checkForm(form); err != nil {
+			return fmt.Errorf("form of tag %q: %w", tag, err)
+		}
+	}
+	return nil
+}
+
+func (s *Service) newSerial(name string, c SerialConfig) (*serial, error) {
+	tmpl, err := idfmt.ParseTemplate(c.Template)
+	if err != nil {
+		return nil, err
+	}
+	if c.Tag == "" {
+		c.Tag = name
+	}
+	if c.Step == 0 {
+		c.Step = 1000
+	}
+	if c.Zone == "" {
+		c.Zone = "UTC"
+	}
+	loc, err := time.LoadLocation(c.Zone)
+	if err != nil {
+		return nil, fmt.Errorf("%w: zone %q: %v", frond.ErrInvalidArgument, c.Zone, err)
+	}
+	switch c.Source {
+	case "segment", "":
+		c.Source = "segment"
+		if err := frond.ValidateTagName(c.Tag + ".2026112200"); err != nil {
+			return nil, err
+		}
+		if err := tmpl.CheckSegment(c.Reset); err != nil {
+			return nil, err
+		}
+	case "snowflake":
+		if c.Reset != "" && c.Reset != "none" {
+			return nil, fmt.Errorf("%w: reset %q: a snowflake sequence restarts every tick already", frond.ErrInvalidArgument, c.Reset)
+		}
+		l := s.cfg.Layout
+		if err := tmpl.CheckSnowflake(l.Unit, l.MaxNode(), l.MaxSeq()); err != nil {
+			return nil, err
+		}
+		// Local time that repeats (daylight saving ending) would print two
+		// ticks alike: only zones with one offset all year.
+		y := time.Now().Year()
+		_, jan := time.Date(y, 1, 1, 0, 0, 0, 0, loc).Zone()
+		_, jul := time.Date(y, 7, 1, 0, 0, 0, 0, loc).Zone()
+		if jan != jul {
+			return nil, fmt.Errorf("%w: zone %q changes its offset during the year; snowflake serials would repeat when clocks go back: use UTC or a fixed-offset zone", frond.ErrInvalidArgument, c.Zone)
+		}
+	default:
+		return nil, fmt.Errorf("%w: source %q: segment or snowflake", frond.ErrInvalidArgument, c.Source)
+	}
+	return &serial{name: name, cfg: c, tmpl: tmpl, loc: loc}, nil
+}
+
+// SerialNames lists the configured serials.
+func (s *Service) SerialNames() []string {
+	out := make([]string, 0, len(s.serials))
+	for n := range s.serials {
+		out = append(out, n)
+	}
+	return out
+}
+
+// Serials returns n serial numbers of the named serial.
+func (s *Service) Serials(ctx context.Context, name string, n int) ([]string, error) {
+	sr, ok := s.serials[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: serial %q is not configured (serials: in the configuration)", frond.ErrTagNotFound, name)
+	}
+	if n < 1 || n > MaxBatch {
+		return nil, fmt.Errorf("%w: count %d: must be 1 to %d", frond.ErrInvalidArgument, n, MaxBatch)
+	}
+	out := make([]string, 0, n)
+	if sr.cfg.Source == "snowflake" {
+		ids, err := s.SnowflakeIDs(n)
+		for _, id := range ids {
+			p, _ := s.cfg.Layout.Decompose(id)
+			str, ferr := sr.tmpl.Format(p.Time.In(sr.loc), p.Node, p.Seq)
+			if ferr != nil {
+				return out, ferr
+			}
+			out = append(out, str)
+		}
+		return out, err
+	}
+	for len(out) < n {
+		at := time.Unix(0, s.now()).In(sr.loc)
+		tag := sr.cfg.Tag
+		if key := idfmt.PeriodKey(sr.cfg.Reset, at); key != "" {
+			tag += "." + key
+		}
+		rs, err := s.SegmentIDs(ctx, tag, int64(n-len(out)))
+		if errors.Is(err, frond.ErrTagNotFound) {
+			// First use of the tag (or of this period's tag): create it, then retry.
+			_, cerr := s.store.CreateTag(ctx, frond.Tag{Name: tag, MaxID: 1, Step: sr.cfg.Step, Description: "serial " + sr.name})
+			if cerr != nil && !errors.Is(cerr, frond.ErrTagExists) {
+				return out, cerr
+			}
+			continue
+		}
+		if err != nil {
+			return out, err
+		}
+		for _, r := range rs {
+			for _, id := range r.Append(nil) {
+				str, ferr := sr.tmpl.Format(at, s.worker.ID, id)
+				if ferr != nil {
+					return out, fmt.Errorf("serial %q, period tag %q: %w", name, tag, ferr)
+				}
+				out = append(out, str)
+			}
+		}
+	}
+	return out, nil
+}
+
+// UUIDs returns n UUIDs of version 4 (random) or 7 (time-ordered; monotonic
+// within this process, RFC 9562 section 6.2, through google/uuid).
+func UUIDs(version, n int) ([]string, error) {
+	if n < 1 || n > MaxBatch {
+		return nil, fmt.Errorf("%w: count %d: must be 1 to %d", frond.ErrInvalidArgument, n, MaxBatch)
+	}
+	gen := uuid.NewRandom
+	switch version {
+	case 4:
+	case 7:
+		gen = uuid.NewV7
+	default:
+		return nil, fmt.Errorf("%w: UUID version %d: 4 or 7", frond.ErrInvalidArgument, version)
+	}
+	out := make([]string, n)
+	for i := range out {
+		u, err := gen()
+		if err != nil {
+			return nil, fmt.Errorf("%w: uuid: %v", frond.ErrStoreUnavailable, err)
+		}
+		out[i] = u.String()
+	}
+	return out, nil
+}
+
+// SegmentForm returns the configured default form of a segment tag ("" if none).
+func (s *Service) SegmentForm(tag string) string { return s.cfg.Forms[tag] }
+
+func (s *Service) checkForm(form string) error {
+	switch form {
+	case "", FormNumber, FormBase62, FormBase32:
+		return nil
+	case FormOpaque, FormOpaque62:
+		if s.perm[KindSegment] == nil {
+			return fmt.Errorf("%w: form %q needs an obfuscation key (obfuscation.key_file)", frond.ErrInvalidArgument, form)
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: form %q: number, base62, base32, opaque or opaque62", frond.ErrInvalidArgument, form)
+}
+
+// Numeric reports whether a form is a number (so it can go in ids and on Leaf's API).
+func Numeric(form string) bool { return form == "" || form == FormNumber || form == FormOpaque }
+
+// Format renders IDs of a kind in a form. For numeric forms it also
+// returns the numbers (permuted for opaque).
+func (s *Service) Format(kind, form string, ids []int64) ([]string, []int64, error) {
+	if err := s.checkForm(form); err != nil {
+		return nil, nil, err
+	}
+	strs := make([]string, len(ids))
+	var nums []int64
+	if Numeric(form) {
+		nums = make([]int64, len(ids))
+	}
+	for i, id := range ids {
+		v := id
+		if form == FormOpaque || form == FormOpaque62 {
+			var err error
+			if v, err = s.perm[kind].Apply(id); err != nil {
+				return nil, nil, fmt.Errorf("%w: %w (the obfuscation width is too small for this ID)", frond.ErrInvalidArgument, err)
+			}
+		}
+		switch form {
+		case FormBase62:
+			strs[i] = idfmt.Base62.EncodeFixed(v)
+		case FormBase32:
+			strs[i] = idfmt.Base32.EncodeFixed(v)
+		case FormOpaque62:
+			strs[i] = idfmt.Base62.Encode(v)
+		default:
+			strs[i] = strconv.FormatInt(v, 10)
+		}
+		if nums != nil {
+			nums[i] = v
+		}
+	}
+	return strs, nums, nil
+}
+
+// Reveal maps a formatted ID of a kind back to the ID (the admin decode of
+// opaque forms; base62 and base32 need no key).
+func (s *Service) Reveal(kind, form, value string) (int64, error) {
+	if kind != KindSegment && kind != KindSnowflake {
+		return 0, fmt.Errorf("%w: kind %q: segment or snowflake", frond.ErrInvalidArgument, kind)
+	}
+	if err := s.checkForm(form); err != nil {
+		return 0, err
+	}
+	var v int64
+	var err error
+	switch form {
+	case FormBase62, FormOpaque62:
+		v, err = idfmt.Base62.Decode(value)
+	case FormBase32:
+		v, err = idfmt.Base32.Decode(value)
+	default:
+		v, err = strconv.ParseInt(value, 10, 64)
+		if err == nil && v < 0 {
+			err = errors.New("negative")
+		}
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%w: %q is not a %s ID: %v", frond.ErrInvalidArgument, value, form, err)
+	}
+	if form == FormOpaque || form == FormOpaque62 {
+		if v, err = s.perm[kind].Invert(v); err != nil {
+			return 0, fmt.Errorf("%w: %w", frond.ErrInvalidArgument, err)
+		}
+	}
+	return v, nil
+}

@@ -1,0 +1,193 @@
+package service
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/frond-id/frond/store/memstore"
+)
+
+func newKindsService(t *testing.T, c *clock, cfg Config) *Service {
+	t.Helper()
+	cfg.Now, cfg.PersistEvery = c.Now, time.Hour
+	s, err := New(bg, cfg, memstore.New(nil), &memRegistry{id: 7}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(bg) })
+	return s
+}
+
+func TestUUIDs(t *testing.T) {
+	for _, v := range []int{4, 7} {
+		ids, err := UUIDs(v, 1000)
+		if err != nil || len(ids) != 1000 {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, id := range ids {
+			if seen[id] || len(id) != 36 || id[14] != byte('0'+v) {
+				t.Fatalf("v%d: %q duplicate or malformed", v, id)
+			}
+			seen[id] = true
+		}
+		if v == 7 && !slices.IsSorted(ids) {
+			t.Fatal("v7 UUIDs of one process are not increasing")
+		}
+	}
+	for _, bad := range [][2]int{{5, 1}, {4, 0}, {7, MaxBatch + 1}} {
+		if _, err := UUIDs(bad[0], bad[1]); Code(err) != CodeInvalidArgument {
+			t.Errorf("UUIDs(%v): %v", bad, err)
+		}
+	}
+}
+
+// Serials from a segment tag with a daily reset: unique under concurrency,
+// a new day starts at 1 again, and a sequence past {seq:W} is refused.
+func TestSerials_SegmentDailyReset(t *testing.T) {
+	c := newClock() // 2026-11-22 12:00 UTC
+	s := newKindsService(t, c, Config{Serials: map[string]SerialConfig{
+		"pay":  {Template: "PAY{time:yyyyMMddHHmmssSSS}{seq:6}", Reset: "day", Step: 50},
+		"tiny": {Template: "T{time:yyyyMMdd}{seq:2}", Reset: "day", Step: 10},
+	}})
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 40; i++ {
+				out, err := s.Serials(bg, "pay", 1+i%4)
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				for _, x := range out {
+					if seen[x] {
+						errs <- errors.New("duplicate " + x)
+					}
+					seen[x] = true
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if len(seen) != 8*(10*(1+2+3+4)) {
+		t.Fatalf("%d serials", len(seen))
+	}
+	if !seen["PAY20261122120000000000001"] {
+		t.Fatal("the day's sequence does not start at 1")
+	}
+	c.Add(24 * time.Hour)
+	out, err := s.Serials(bg, "pay", 1)
+	if err != nil || out[0] != "PAY20261123120000000000001" {
+		t.Fatalf("next day: %v, %v", out, err)
+	}
+	if _, err := s.Serials(bg, "tiny", 99); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Serials(bg, "tiny", 1); Code(err) != CodeSeqOverflow {
+		t.Fatalf("sequence 100 in {seq:2}: %v", err)
+	}
+	if _, err := s.Serials(bg, "nope", 1); Code(err) != CodeTagNotFound {
+		t.Fatalf("unknown serial: %v", err)
+	}
+}
+
+func TestSerials_Snowflake(t *testing.T) {
+	c := newClock()
+	s := newKindsService(t, c, Config{Serials: map[string]SerialConfig{
+		"ord": {Template: "ORD{time:yyyyMMddHHmmssSSS}{node:4}{seq:4}", Source: "snowflake", Zone: "Asia/Shanghai"},
+	}})
+	out, err := s.Serials(bg, "ord", 4096) // one tick's sequence: the fake clock stands still
+	if err != nil || len(out) != 4096 {
+		t.Fatalf("%d serials, %v", len(out), err)
+	}
+	// 12:00 UTC is 20:00 in Shanghai; worker 7; sequence 0 then 1.
+	if out[0] != "ORD20261122200000000"+"0007"+"0000" || out[1] != "ORD20261122200000000"+"0007"+"0001" {
+		t.Fatalf("first serials %q, %q", out[0], out[1])
+	}
+	seen := map[string]bool{}
+	for _, x := range out {
+		if seen[x] {
+			t.Fatalf("duplicate %s", x)
+		}
+		seen[x] = true
+	}
+	c.Add(time.Millisecond)
+	if more, err := s.Serials(bg, "ord", 1); err != nil || more[0] != "ORD20261122200000001"+"0007"+"0000" {
+		t.Fatalf("next tick: %v, %v", more, err)
+	}
+}
+
+func TestSerials_ConfigErrors(t *testing.T) {
+	c := newClock()
+	for name, sc := range map[string]SerialConfig{
+		"bad template":       {Template: "PAY"},
+		"coarse snowflake":   {Template: "P{time:yyyyMMddHHmmss}{node:4}{seq:4}", Source: "snowflake"},
+		"snowflake reset":    {Template: "P{time:yyyyMMddHHmmssSSS}{node:4}{seq:4}", Source: "snowflake", Reset: "day"},
+		"daylight saving":    {Template: "P{time:yyyyMMddHHmmssSSS}{node:4}{seq:4}", Source: "snowflake", Zone: "Europe/Berlin"},
+		"reset without date": {Template: "P{time:HHmmss}{seq:6}", Reset: "day"},
+		"unknown source":     {Template: "P{seq:6}", Source: "dice"},
+		"unknown zone":       {Template: "P{seq:6}", Zone: "Mars/Olympus"},
+	} {
+		_, err := New(bg, Config{Now: c.Now, Serials: map[string]SerialConfig{"x": sc}}, memstore.New(nil), &memRegistry{}, nil)
+		if Code(err) != CodeInvalidArgument {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if _, err := New(bg, Config{Now: c.Now, Forms: map[string]string{"t": FormOpaque}}, memstore.New(nil), &memRegistry{}, nil); Code(err) != CodeInvalidArgument {
+		t.Errorf("opaque form without a key: %v", err)
+	}
+}
+
+func TestFormatReveal(t *testing.T) {
+	c := newClock()
+	s := newKindsService(t, c, Config{ObfuscationKey: []byte("a key of sixteen bytes or more"), ObfuscationWidth: 53})
+	ids := []int64{1, 2, 3, 1 << 40}
+	for _, form := range []string{FormNumber, FormBase62, FormBase32, FormOpaque, FormOpaque62} {
+		strs, nums, err := s.Format(KindSegment, form, ids)
+		if err != nil {
+			t.Fatalf("%s: %v", form, err)
+		}
+		if (nums != nil) != Numeric(form) {
+			t.Fatalf("%s: numbers %v", form, nums)
+		}
+		for i, str := range strs {
+			back, err := s.Reveal(KindSegment, form, str)
+			if err != nil || back != ids[i] {
+				t.Fatalf("%s: %d -> %q -> %d, %v", form, ids[i], str, back, err)
+			}
+		}
+		if form == FormOpaque && (nums[0] == 1 || nums[1] == 2 || nums[0] >= 1<<53) {
+			t.Fatalf("opaque numbers %v", nums)
+		}
+		if (form == FormBase62 || form == FormBase32) && !slices.IsSorted(strs) {
+			t.Fatalf("%s not sortable: %v", form, strs)
+		}
+	}
+	if _, _, err := s.Format(KindSegment, FormOpaque, []int64{1 << 60}); Code(err) != CodeInvalidArgument {
+		t.Fatalf("ID beyond 53 bits: %v", err)
+	}
+	for _, bad := range [][3]string{{"segment", "xml", "1"}, {"uuid", "number", "1"}, {"segment", "base62", "!"}, {"segment", "number", "-4"}} {
+		if _, err := s.Reveal(bad[0], bad[1], bad[2]); Code(err) != CodeInvalidArgument {
+			t.Errorf("Reveal%v: %v", bad, err)
+		}
+	}
+	plain := newKindsService(t, c, Config{})
+	if _, _, err := plain.Format(KindSegment, FormOpaque62, ids); err == nil || !strings.Contains(err.Error(), "obfuscation key") {
+		t.Fatalf("opaque without a key: %v", err)
+	}
+}
