@@ -4,13 +4,23 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+
+	"github.com/frond-id/frond/service"
 )
 
 var textPlain = []string{"text/plain; charset=utf-8"}
 
 // leafSegment is Leaf's GET /api/segment/get/{key}: the bare ID as text.
+// A tag whose configured form is opaque answers its opaque number here too.
 func (s *Server) leafSegment(w http.ResponseWriter, r *http.Request) {
-	id, err := s.svc.SegmentID(r.Context(), r.PathValue("key"))
+	tag := r.PathValue("key")
+	id, err := s.svc.SegmentID(r.Context(), tag)
+	if err == nil && s.svc.SegmentForm(tag) == service.FormOpaque {
+		var nums []int64
+		if _, nums, err = s.svc.Format(service.KindSegment, service.FormOpaque, []int64{id}); err == nil {
+			id = nums[0]
+		}
+	}
 	if err != nil {
 		s.leafError(w, err)
 		return

@@ -73,7 +73,7 @@ type fixture struct {
 	clock *clock
 }
 
-func newFixture(t testing.TB, opts Options) *fixture {
+func newFixture(t testing.TB, opts Options, configure ...func(*service.Config)) *fixture {
 	t.Helper()
 	c := &clock{ns: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC).UnixNano()}
 	st := &downStore{Store: memstore.New(nil)}
@@ -82,10 +82,14 @@ func newFixture(t testing.TB, opts Options) *fixture {
 		t.Fatal(err)
 	}
 	m := NewMetrics()
-	svc, err := service.New(context.Background(), service.Config{
+	cfg := service.Config{
 		Now: c.Now, PersistEvery: time.Hour,
 		Segment: segment.Settings{FixedStep: true, OnLoad: m.OnLoad, FailFast: -1},
-	}, st, reg, nil)
+	}
+	for _, f := range configure {
+		f(&cfg)
+	}
+	svc, err := service.New(context.Background(), cfg, st, reg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

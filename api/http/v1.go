@@ -40,22 +40,11 @@ func parseID(raw string) (int64, error) {
 
 type idsJSON struct {
 	Tag    string   `json:"tag,omitempty"`
+	Form   string   `json:"form,omitempty"`
 	ID     *int64   `json:"id,omitempty"`
 	IDStr  string   `json:"id_str,omitempty"`
 	IDs    []int64  `json:"ids,omitempty"`
 	IDStrs []string `json:"id_strs,omitempty"`
-}
-
-func idsBody(tag string, ids []int64) idsJSON {
-	out := idsJSON{Tag: tag, IDs: ids, IDStrs: make([]string, len(ids))}
-	for i, id := range ids {
-		out.IDStrs[i] = strconv.FormatInt(id, 10)
-	}
-	return out
-}
-
-func idBody(tag string, id int64) idsJSON {
-	return idsJSON{Tag: tag, ID: &id, IDStr: strconv.FormatInt(id, 10)}
 }
 
 type rangeJSON struct {
@@ -67,13 +56,21 @@ type rangeJSON struct {
 	EndStr   string `json:"end_str"`
 }
 
-// v1Segment: GET|POST /v1/segment/{tag}[?n=N][&format=ids|ranges].
+// v1Segment: GET|POST /v1/segment/{tag}[?n=N][&format=ids|ranges][&form=F].
 func (s *Server) v1Segment(w http.ResponseWriter, r *http.Request) {
 	tag := r.PathValue("tag")
 	q := r.URL.Query()
 	format := q.Get("format")
 	if format != "" && format != "ids" && format != "ranges" {
 		s.writeError(w, r, badRequest("format=%.20q: must be ids or ranges", format))
+		return
+	}
+	form := q.Get("form")
+	if form == "" {
+		form = s.svc.SegmentForm(tag)
+	}
+	if format == "ranges" && form != "" && form != service.FormNumber {
+		s.writeError(w, r, badRequest("format=ranges gives plain numbers: it cannot be combined with form %q", form))
 		return
 	}
 	limit := int64(service.MaxBatch)
@@ -85,23 +82,12 @@ func (s *Server) v1Segment(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if !given && format == "" {
-		id, err := s.svc.SegmentID(r.Context(), tag)
+	if format == "ranges" {
+		rs, err := s.svc.SegmentIDs(r.Context(), tag, n)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, idBody(tag, id))
-		return
-	}
-	rs, err := s.svc.SegmentIDs(r.Context(), tag, n)
-	if err != nil {
-		// IDs already taken are valid and unique, but a client that gets an
-		// error would not use them: they are skipped.
-		s.writeError(w, r, err)
-		return
-	}
-	if format == "ranges" {
 		out := make([]rangeJSON, len(rs))
 		for i, x := range rs {
 			out[i] = rangeJSON{Start: x.Start, End: x.End, Stride: x.Stride, Count: x.Len(),
@@ -110,27 +96,59 @@ func (s *Server) v1Segment(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"tag": tag, "count": n, "ranges": out})
 		return
 	}
-	ids := make([]int64, 0, n)
-	for _, x := range rs {
-		ids = x.Append(ids)
-	}
-	writeJSON(w, http.StatusOK, idsBody(tag, ids))
-}
-
-// v1Snowflake: GET|POST /v1/snowflake[?n=N].
-func (s *Server) v1Snowflake(w http.ResponseWriter, r *http.Request) {
-	n, given, err := parseCount(r.URL.Query().Get("n"), service.MaxBatch)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
+	var ids []int64
 	if !given {
-		id, err := s.svc.SnowflakeID()
+		id, err := s.svc.SegmentID(r.Context(), tag)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, idBody("", id))
+		ids = []int64{id}
+	} else {
+		// IDs of a batch that fails part-way are valid and unique, but a
+		// client that gets an error would not use them: they are skipped.
+		rs, err := s.svc.SegmentIDs(r.Context(), tag, n)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		ids = make([]int64, 0, n)
+		for _, x := range rs {
+			ids = x.Append(ids)
+		}
+	}
+	s.writeIDs(w, r, service.KindSegment, tag, form, ids, given)
+}
+
+// writeIDs answers IDs in a form: one ({"id", "id_str"}) or several
+// ({"ids", "id_strs"}); string forms have no numbers.
+func (s *Server) writeIDs(w http.ResponseWriter, r *http.Request, kind, tag, form string, ids []int64, batch bool) {
+	strs, nums, err := s.svc.Format(kind, form, ids)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := idsJSON{Tag: tag}
+	if form != "" && form != service.FormNumber {
+		out.Form = form
+	}
+	if batch {
+		out.IDs, out.IDStrs = nums, strs
+	} else {
+		out.IDStr = strs[0]
+		if nums != nil {
+			out.ID = &nums[0]
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// v1Snowflake: GET|POST /v1/snowflake[?n=N][&form=F].
+func (s *Server) v1Snowflake(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	n, given, err := parseCount(q.Get("n"), service.MaxBatch)
+	if err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	ids, err := s.svc.SnowflakeIDs(int(n))
@@ -138,7 +156,77 @@ func (s *Server) v1Snowflake(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, idsBody("", ids))
+	s.writeIDs(w, r, service.KindSnowflake, "", q.Get("form"), ids, given)
+}
+
+// v1UUID: GET|POST /v1/uuid[?version=4|7][&n=N]: {"uuid"} or {"uuids"}.
+func (s *Server) v1UUID(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	version := 4
+	if v := q.Get("version"); v != "" {
+		var err error
+		if version, err = strconv.Atoi(v); err != nil {
+			s.writeError(w, r, badRequest("version=%.20q: 4 or 7", v))
+			return
+		}
+	}
+	n, given, err := parseCount(q.Get("n"), service.MaxBatch)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ids, err := service.UUIDs(version, int(n))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if given {
+		writeJSON(w, http.StatusOK, map[string]any{"version": version, "uuids": ids})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"version": version, "uuid": ids[0]})
+}
+
+// v1Serial: GET|POST /v1/serial/{name}[?n=N]: {"serial"} or {"serials"}.
+func (s *Server) v1Serial(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	n, given, err := parseCount(r.URL.Query().Get("n"), service.MaxBatch)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out, err := s.svc.Serials(r.Context(), name, int(n))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if given {
+		writeJSON(w, http.StatusOK, map[string]any{"name": name, "serials": out})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"name": name, "serial": out[0]})
+}
+
+type revealJSON struct {
+	Kind  string `json:"kind"`
+	Form  string `json:"form"`
+	Value string `json:"value"`
+}
+
+// v1Reveal: POST /v1/reveal {"kind": "segment"|"snowflake", "form", "value"}:
+// the ID behind a formatted one (admin: it undoes the opaque forms).
+func (s *Server) v1Reveal(w http.ResponseWriter, r *http.Request) {
+	var in revealJSON
+	if err := decodeBody(w, r, &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	id, err := s.svc.Reveal(in.Kind, in.Form, in.Value)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"kind": in.Kind, "id": id, "id_str": strconv.FormatInt(id, 10)})
 }
 
 type decodedJSON struct {
