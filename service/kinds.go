@@ -67,10 +67,10 @@ func (s *Service) initKinds() error {
 			w = 63
 		}
 		var err error
-		if s.perm[KindSegment], err = idfmt.NewPermutation(s.cfg.ObfuscationKey, w); err != nil {
+		if s.segPerm, err = idfmt.NewPermutation(s.cfg.ObfuscationKey, w); err != nil {
 			return err
 		}
-		if s.perm[KindSnowflake], err = idfmt.NewPermutation(s.cfg.ObfuscationKey, s.cfg.Layout.Bits()); err != nil {
+		if s.snowPerm, err = idfmt.NewPermutation(s.cfg.ObfuscationKey, s.cfg.Layout.Bits()); err != nil {
 			return err
 		}
 	}
@@ -218,6 +218,13 @@ func UUIDs(version, n int) ([]string, error) {
 	return out, nil
 }
 
+func (s *Service) permOf(kind string) *idfmt.Permutation {
+	if kind == KindSnowflake {
+		return s.snowPerm
+	}
+	return s.segPerm
+}
+
 // SegmentForm returns the configured default form of a segment tag ("" if none).
 func (s *Service) SegmentForm(tag string) string { return s.cfg.Forms[tag] }
 
@@ -226,7 +233,7 @@ func (s *Service) checkForm(form string) error {
 	case "", FormNumber, FormBase62, FormBase32:
 		return nil
 	case FormOpaque, FormOpaque62:
-		if s.perm[KindSegment] == nil {
+		if s.segPerm == nil {
 			return fmt.Errorf("%w: form %q needs an obfuscation key (obfuscation.key_file)", frond.ErrInvalidArgument, form)
 		}
 		return nil
@@ -252,7 +259,7 @@ func (s *Service) Format(kind, form string, ids []int64) ([]string, []int64, err
 		v := id
 		if form == FormOpaque || form == FormOpaque62 {
 			var err error
-			if v, err = s.perm[kind].Apply(id); err != nil {
+			if v, err = s.permOf(kind).Apply(id); err != nil {
 				return nil, nil, fmt.Errorf("%w: %w (the obfuscation width is too small for this ID)", frond.ErrInvalidArgument, err)
 			}
 		}
@@ -299,7 +306,7 @@ func (s *Service) Reveal(kind, form, value string) (int64, error) {
 		return 0, fmt.Errorf("%w: %q is not a %s ID: %v", frond.ErrInvalidArgument, value, form, err)
 	}
 	if form == FormOpaque || form == FormOpaque62 {
-		if v, err = s.perm[kind].Invert(v); err != nil {
+		if v, err = s.permOf(kind).Invert(v); err != nil {
 			return 0, fmt.Errorf("%w: %w", frond.ErrInvalidArgument, err)
 		}
 	}

@@ -84,8 +84,9 @@ type Service struct {
 	log    *slog.Logger
 	now    func() int64
 
-	serials map[string]*serial
-	perm    map[string]*idfmt.Permutation
+	serials  map[string]*serial
+	segPerm  *idfmt.Permutation // nil without an obfuscation key
+	snowPerm *idfmt.Permutation
 
 	snowIssued atomic.Uint64
 	saveErr    atomic.Pointer[error] // last failed reservation, nil when fine
@@ -116,7 +117,7 @@ func New(ctx context.Context, cfg Config, store frond.SegmentStore, reg frond.Wo
 	if cfg.Segment.Logger == nil {
 		cfg.Segment.Logger = log
 	}
-	s := &Service{cfg: cfg, store: store, reg: reg, log: log, now: cfg.Now, stop: make(chan struct{}), perm: map[string]*idfmt.Permutation{}}
+	s := &Service{cfg: cfg, store: store, reg: reg, log: log, now: cfg.Now, stop: make(chan struct{})}
 	if err := s.initKinds(); err != nil {
 		return nil, err
 	}

@@ -20,6 +20,7 @@ func newIDCmd(e env) *cobra.Command {
 	cl := addClientFlags(c, e)
 	var n int64
 	var ranges bool
+	var form, snowForm string
 	seg := &cobra.Command{
 		Use:   "segment TAG",
 		Short: "Take segment IDs of a tag",
@@ -40,6 +41,9 @@ func newIDCmd(e env) *cobra.Command {
 				return usagef("-n %d: must be 1 to %d", n, limit)
 			}
 			q := url.Values{"n": {strconv.FormatInt(n, 10)}}
+			if form != "" {
+				q.Set("form", form)
+			}
 			if ranges {
 				q.Set("format", "ranges")
 				var out struct {
@@ -71,6 +75,7 @@ func newIDCmd(e env) *cobra.Command {
 	}
 	seg.Flags().Int64VarP(&n, "n", "n", 1, "how many IDs")
 	seg.Flags().BoolVar(&ranges, "ranges", false, "print ranges (start, end exclusive, stride) instead of IDs")
+	seg.Flags().StringVar(&form, "form", "", "form: number, base62, base32, opaque, opaque62 (default: the tag's)")
 
 	var sn int64
 	snow := &cobra.Command{
@@ -85,7 +90,11 @@ func newIDCmd(e env) *cobra.Command {
 			var out struct {
 				IDStrs []string `json:"id_strs"`
 			}
-			if err := cl.do(c.Context(), "GET", "/v1/snowflake?n="+strconv.FormatInt(sn, 10), nil, &out); err != nil {
+			q := url.Values{"n": {strconv.FormatInt(sn, 10)}}
+			if snowForm != "" {
+				q.Set("form", snowForm)
+			}
+			if err := cl.do(c.Context(), "GET", "/v1/snowflake?"+q.Encode(), nil, &out); err != nil {
 				return err
 			}
 			for _, id := range out.IDStrs {
@@ -95,6 +104,55 @@ func newIDCmd(e env) *cobra.Command {
 		},
 	}
 	snow.Flags().Int64VarP(&sn, "n", "n", 1, "how many IDs")
-	c.AddCommand(seg, snow)
+	snow.Flags().StringVar(&snowForm, "form", "", "form: number, base62, base32, opaque, opaque62")
+
+	var un, version int64
+	uu := &cobra.Command{
+		Use:     "uuid",
+		Short:   "Take UUIDs (version 4, random, or 7, time-ordered)",
+		Example: "  frond id uuid\n  frond id uuid --version 7 -n 10",
+		Args:    args(cobra.NoArgs),
+		RunE: func(c *cobra.Command, _ []string) error {
+			if version != 4 && version != 7 {
+				return usagef("--version %d: 4 or 7", version)
+			}
+			if un < 1 || un > service.MaxBatch {
+				return usagef("-n %d: must be 1 to %d", un, service.MaxBatch)
+			}
+			var out struct{ UUIDs []string }
+			if err := cl.do(c.Context(), "GET", fmt.Sprintf("/v1/uuid?version=%d&n=%d", version, un), nil, &out); err != nil {
+				return err
+			}
+			for _, u := range out.UUIDs {
+				fmt.Fprintln(e.stdout, u)
+			}
+			return nil
+		},
+	}
+	uu.Flags().Int64VarP(&un, "n", "n", 1, "how many UUIDs")
+	uu.Flags().Int64Var(&version, "version", 4, "UUID version: 4 or 7")
+
+	var srn int64
+	ser := &cobra.Command{
+		Use:     "serial NAME",
+		Short:   "Take business serial numbers of a configured serial",
+		Example: "  frond id serial pay -n 5",
+		Args:    args(cobra.ExactArgs(1)),
+		RunE: func(c *cobra.Command, a []string) error {
+			if srn < 1 || srn > service.MaxBatch {
+				return usagef("-n %d: must be 1 to %d", srn, service.MaxBatch)
+			}
+			var out struct{ Serials []string }
+			if err := cl.do(c.Context(), "GET", fmt.Sprintf("/v1/serial/%s?n=%d", url.PathEscape(a[0]), srn), nil, &out); err != nil {
+				return err
+			}
+			for _, x := range out.Serials {
+				fmt.Fprintln(e.stdout, x)
+			}
+			return nil
+		},
+	}
+	ser.Flags().Int64VarP(&srn, "n", "n", 1, "how many serial numbers")
+	c.AddCommand(seg, snow, uu, ser)
 	return c
 }

@@ -63,7 +63,7 @@ Exit codes: 0 success, 1 failure (server unreachable, start-up refused),
 	root.SetErr(e.stderr)
 	root.SetContext(ctx)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newServeCmd(e), newConfigCmd(e), newVersionCmd(e), newIDCmd(e), newTagCmd(e), newDecodeCmd(e))
+	root.AddCommand(newServeCmd(e), newConfigCmd(e), newVersionCmd(e), newIDCmd(e), newTagCmd(e), newDecodeCmd(e), newRevealCmd(e))
 	return root
 }
 

@@ -135,6 +135,10 @@ func serve(ctx context.Context, cfg *config.Config, e env) error {
 			MaxStep: cfg.Segment.MaxStep, LoadTimeout: cfg.Segment.LoadTimeout, FailFast: cfg.Segment.FailFast,
 			OnLoad: m.OnLoad,
 		},
+		Serials:          cfg.Serials,
+		ObfuscationKey:   []byte(cfg.Obfuscation.Key),
+		ObfuscationWidth: cfg.Obfuscation.SegmentWidth,
+		Forms:            cfg.Forms,
 	}, store, reg, log)
 	if err != nil {
 		reg.Close()

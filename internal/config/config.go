@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/frond-id/frond/service"
 	"github.com/frond-id/frond/snowflake"
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/knadh/koanf/parsers/yaml"
@@ -45,6 +46,19 @@ type Config struct {
 	Log             Log           `koanf:"log"`
 	Snowflake       Snowflake     `koanf:"snowflake"`
 	Segment         Segment       `koanf:"segment"`
+	// Serials are business serial numbers by name (see docs/kinds.md).
+	Serials map[string]service.SerialConfig `koanf:"serials"`
+	// Obfuscation holds the key of the opaque (non-guessable) forms.
+	Obfuscation Obfuscation `koanf:"obfuscation"`
+	// Forms are default forms of segment tags: number, base62, base32, opaque, opaque62.
+	Forms map[string]string `koanf:"forms"`
+}
+
+// Obfuscation configures the keyed permutation of the opaque forms.
+type Obfuscation struct {
+	Key          string `koanf:"key"`           // 16 bytes or more; prefer key_file
+	KeyFile      string `koanf:"key_file"`      // file holding the key
+	SegmentWidth uint   `koanf:"segment_width"` // bits of opaque segment IDs (63; 53 for JavaScript)
 }
 
 // Log configures logging.
@@ -84,6 +98,7 @@ func Defaults() map[string]any {
 		"segment.threshold":       0.1, "segment.fixed_step": false, "segment.fast_segment": "15m",
 		"segment.slow_segment": "30m", "segment.max_step": 1_000_000, "segment.load_timeout": "10s",
 		"segment.fail_fast": "1s",
+		"obfuscation.key":   "", "obfuscation.key_file": "", "obfuscation.segment_width": 63,
 	}
 }
 
@@ -237,6 +252,22 @@ func (c *Config) finish() error {
 			return bad("admin_token_file %s is empty", c.AdminTokenFile)
 		}
 	}
+	if c.Obfuscation.KeyFile != "" {
+		if c.Obfuscation.Key != "" {
+			return bad("both obfuscation.key and obfuscation.key_file are set: choose one")
+		}
+		b, err := os.ReadFile(c.Obfuscation.KeyFile)
+		if err != nil {
+			return bad("obfuscation.key_file: %v", err)
+		}
+		c.Obfuscation.Key = strings.TrimSpace(string(b))
+	}
+	if c.Obfuscation.Key != "" && len(c.Obfuscation.Key) < 16 {
+		return bad("the obfuscation key has %d bytes: at least 16", len(c.Obfuscation.Key))
+	}
+	if w := c.Obfuscation.SegmentWidth; w < 2 || w > 63 {
+		return bad("obfuscation.segment_width %d: 2 to 63", w)
+	}
 	if c.Store == "" {
 		c.Store = "sqlite://" + strings.TrimSuffix(c.DataDir, "/") + "/frond.db"
 	}
@@ -267,6 +298,9 @@ func Masked(k *koanf.Koanf, c *Config) ([]byte, error) {
 	m.Load(confmap.Provider(k.All(), "."), nil)
 	if c.AdminToken != "" {
 		m.Set("admin_token", "***")
+	}
+	if c.Obfuscation.Key != "" {
+		m.Set("obfuscation.key", "***")
 	}
 	m.Set("registry", maskURL(m.String("registry")))
 	stores := strings.Fields(c.Store)

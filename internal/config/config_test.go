@@ -92,6 +92,36 @@ func TestLoad_Errors(t *testing.T) {
 	}
 }
 
+func TestLoad_KindsAndObfuscation(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "frond.yaml")
+	os.WriteFile(path, []byte(`obfuscation:
+  key: "0123456789abcdef0123"
+  segment_width: 53
+serials:
+  pay:
+    template: "PAY{time:yyyyMMdd}{seq:6}"
+    reset: day
+forms:
+  order: opaque62
+`), 0o644)
+	c, err := load(t, nil, []string{"FROND_CONFIG=" + path, "FROND_SERIALS__ORD__TEMPLATE=ORD{seq:9}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Obfuscation.Key != "0123456789abcdef0123" || c.Obfuscation.SegmentWidth != 53 || c.Serials["pay"].Reset != "day" ||
+		c.Serials["ord"].Template != "ORD{seq:9}" || c.Forms["order"] != "opaque62" {
+		t.Fatalf("config %+v", c)
+	}
+	os.WriteFile(path, []byte("serials:\n  pay:\n    templat: x\n"), 0o644)
+	if _, err := load(t, nil, []string{"FROND_CONFIG=" + path}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "templat") {
+		t.Fatalf("unknown serial key: %v", err)
+	}
+	if _, err := load(t, nil, []string{"FROND_OBFUSCATION__KEY=short"}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("short key: %v", err)
+	}
+}
+
 func TestMasked(t *testing.T) {
 	dir := t.TempDir()
 	tok := filepath.Join(dir, "token")
@@ -99,7 +129,7 @@ func TestMasked(t *testing.T) {
 	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 	AddFlags(fs)
 	fs.Parse([]string{"--admin-token-file", tok, "--store", "mysql://root:hunter2@db:3306/ids"})
-	c, k, err := Load(fs, nil)
+	c, k, err := Load(fs, []string{"FROND_OBFUSCATION__KEY=very secret key of sixteen+"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +141,7 @@ func TestMasked(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(out)
-	if strings.Contains(s, "s3cret") || strings.Contains(s, "hunter2") || !strings.Contains(s, "admin_token: '***'") || !strings.Contains(s, "root:***@db") {
+	if strings.Contains(s, "s3cret") || strings.Contains(s, "hunter2") || strings.Contains(s, "very secret") || !strings.Contains(s, "admin_token: '***'") || !strings.Contains(s, "root:***@db") {
 		t.Fatalf("masked config:\n%s", s)
 	}
 	for _, key := range []string{"data_dir:", "max_step:", "max_backward: 5ms", "format: text"} {

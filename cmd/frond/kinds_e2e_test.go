@@ -1,0 +1,64 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// UUIDs, serial numbers and opaque forms through the binary, configured from
+// a YAML file, and the admin reveal of an opaque ID.
+func TestE2E_Kinds(t *testing.T) {
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "key")
+	os.WriteFile(keyFile, []byte("an obfuscation key, long enough\n"), 0o600)
+	cfg := filepath.Join(dir, "frond.yaml")
+	os.WriteFile(cfg, []byte(`obfuscation:
+  key_file: `+keyFile+`
+serials:
+  pay:
+    template: "PAY{time:yyyyMMddHHmmssSSS}{seq:6}"
+    reset: day
+  ord:
+    template: "ORD{time:yyyyMMddHHmmssSSS}{node:4}{seq:4}"
+    source: snowflake
+forms:
+  order: opaque62
+`), 0o644)
+	s := mustStart(t, filepath.Join(dir, "data"), "--config", cfg, "--admin-token", "tok")
+	run := func(args ...string) []string {
+		t.Helper()
+		cmd := exec.Command(binary, append(args, "--server", s.url, "--token", "tok")...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("frond %v: %v\n%s", args, err, out)
+		}
+		return strings.Fields(string(out))
+	}
+	if out := run("id", "uuid", "--version", "7", "-n", "5"); len(out) != 5 || !slices.IsSorted(out) || out[0][14] != '7' {
+		t.Fatalf("uuids %v", out)
+	}
+	if out := run("id", "uuid", "-n", "2"); len(out) != 2 || out[0][14] != '4' || out[0] == out[1] {
+		t.Fatalf("uuids %v", out)
+	}
+	pay := run("id", "serial", "pay", "-n", "3")
+	if len(pay) != 3 || !strings.HasPrefix(pay[0], "PAY") || !strings.HasSuffix(pay[0], "000001") || !strings.HasSuffix(pay[2], "000003") {
+		t.Fatalf("pay serials %v", pay)
+	}
+	if ord := run("id", "serial", "ord", "-n", "3"); len(ord) != 3 || ord[0] == ord[1] || !strings.HasPrefix(ord[0], "ORD") || len(ord[0]) != 3+17+4+4 {
+		t.Fatalf("ord serials %v", ord)
+	}
+	run("tag", "create", "order", "--step", "100")
+	opaque := run("id", "segment", "order", "-n", "3")
+	for i, v := range opaque {
+		if got := run("reveal", v, "--form", "opaque62"); len(got) != 1 || got[0] != []string{"1", "2", "3"}[i] {
+			t.Fatalf("reveal %s: %v", v, got)
+		}
+	}
+	if b62 := run("id", "segment", "order", "--form", "base62"); len(b62) != 1 || b62[0] != "00000000004" {
+		t.Fatalf("base62 %v", b62)
+	}
+}
