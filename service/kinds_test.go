@@ -191,3 +191,66 @@ func TestFormatReveal(t *testing.T) {
 		t.Fatalf("opaque without a key: %v", err)
 	}
 }
+
+// Every kind under 8 goroutines, on the real clock: no value twice.
+func TestKinds_ConcurrentUnique(t *testing.T) {
+	s, err := New(bg, Config{PersistEvery: time.Hour, MaxLead: time.Second,
+		ObfuscationKey: []byte("sixteen bytes at the very least"),
+		Serials: map[string]SerialConfig{
+			"ord": {Template: "ORD{time:yyyyMMddHHmmssSSS}{node:4}{seq:4}", Source: "snowflake"},
+			"pay": {Template: "PAY{time:yyyyMMdd}{seq:8}", Reset: "day"},
+		}}, memstore.New(nil), &memRegistry{id: 3}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(bg)
+	kinds := map[string]func() ([]string, error){
+		"uuid4": func() ([]string, error) { return UUIDs(4, 50) },
+		"uuid7": func() ([]string, error) { return UUIDs(7, 50) },
+		"ord":   func() ([]string, error) { return s.Serials(bg, "ord", 50) },
+		"pay":   func() ([]string, error) { return s.Serials(bg, "pay", 50) },
+		"opaque62": func() ([]string, error) {
+			ids, err := s.SnowflakeIDs(50)
+			if err != nil {
+				return nil, err
+			}
+			strs, _, err := s.Format(KindSnowflake, FormOpaque62, ids)
+			return strs, err
+		},
+	}
+	for name, gen := range kinds {
+		var mu sync.Mutex
+		seen := map[string]bool{}
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for w := 0; w < 8; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < 20; i++ {
+					out, err := gen()
+					if err != nil {
+						errs <- err
+						return
+					}
+					mu.Lock()
+					for _, v := range out {
+						if seen[v] {
+							errs <- errors.New(name + ": duplicate " + v)
+						}
+						seen[v] = true
+					}
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		if len(seen) != 8*20*50 {
+			t.Fatalf("%s: %d values", name, len(seen))
+		}
+	}
+}

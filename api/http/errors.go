@@ -26,7 +26,7 @@ func statusOf(code string) int {
 		return http.StatusBadRequest
 	case service.CodeTagNotFound, codeNotFound:
 		return http.StatusNotFound
-	case service.CodeTagExists, service.CodeWouldReissue, service.CodeTagExhausted:
+	case service.CodeTagExists, service.CodeWouldReissue, service.CodeTagExhausted, service.CodeSeqOverflow:
 		return http.StatusConflict
 	case service.CodeStoreUnavailable, service.CodeClockBackwards, service.CodeUnreserved, service.CodeNoWorkerID, service.CodeUnavailable:
 		return http.StatusServiceUnavailable
@@ -51,6 +51,7 @@ var hints = map[string]string{
 	service.CodeLayoutExpired:    "the snowflake layout's time field has run out: configure a layout with a later epoch",
 	service.CodeNoWorkerID:       "free a worker ID or configure another one",
 	service.CodeUnavailable:      "retry",
+	service.CodeSeqOverflow:      "the serial's sequence outgrew {seq:W} this period: widen it or reset more often",
 	service.CodeInternal:         "report this: it is a bug",
 }
 
