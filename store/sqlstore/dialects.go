@@ -42,6 +42,18 @@ const leafMySQLDDL = "CREATE TABLE IF NOT EXISTS `leaf_alloc` (\n" +
 	"  PRIMARY KEY (`biz_tag`)\n" +
 	") ENGINE=InnoDB"
 
+// portableDDL is Leaf's table without MySQL's dialect (backquotes, display
+// widths, ON UPDATE, ENGINE), for PostgreSQL and SQLite; frond sets
+// update_time itself there.
+const portableDDL = `CREATE TABLE IF NOT EXISTS leaf_alloc (
+  biz_tag VARCHAR(128) NOT NULL DEFAULT '',
+  max_id BIGINT NOT NULL DEFAULT 1,
+  step INT NOT NULL,
+  description VARCHAR(256) DEFAULT NULL,
+  update_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  PRIMARY KEY (biz_tag)
+)`
+
 var mysqlDialect = &dialect{
 	name:        "mysql",
 	driver:      "mysql",
@@ -62,16 +74,9 @@ WHERE biz_tag = ? AND max_id <= 9223372036854775807 - IF(? > 0, ?, step)`,
 }
 
 var postgresDialect = &dialect{
-	name:   "postgres",
-	driver: "pgx",
-	createTable: `CREATE TABLE IF NOT EXISTS leaf_alloc (
-  biz_tag VARCHAR(128) NOT NULL DEFAULT '',
-  max_id BIGINT NOT NULL DEFAULT 1,
-  step INT NOT NULL,
-  description VARCHAR(256) DEFAULT NULL,
-  update_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
-  PRIMARY KEY (biz_tag)
-)`,
+	name:        "postgres",
+	driver:      "pgx",
+	createTable: portableDDL,
 	allocate: `UPDATE leaf_alloc SET max_id = max_id + (CASE WHEN ?::bigint > 0 THEN ?::bigint ELSE step END), update_time = now() AT TIME ZONE 'UTC'
 WHERE biz_tag = ? AND max_id <= 9223372036854775807 - (CASE WHEN ?::bigint > 0 THEN ?::bigint ELSE step END)
 RETURNING max_id, step`,
@@ -90,17 +95,9 @@ RETURNING max_id, step`,
 }
 
 var sqliteDialect = &dialect{
-	name:   "sqlite",
-	driver: "sqlite",
-	// Leaf's columns with SQLite's types.
-	createTable: `CREATE TABLE IF NOT EXISTS leaf_alloc (
-  biz_tag VARCHAR(128) NOT NULL DEFAULT '',
-  max_id BIGINT NOT NULL DEFAULT 1,
-  step INT NOT NULL,
-  description VARCHAR(256) DEFAULT NULL,
-  update_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
-  PRIMARY KEY (biz_tag)
-)`,
+	name:        "sqlite",
+	driver:      "sqlite",
+	createTable: portableDDL,
 	allocate: `UPDATE leaf_alloc SET max_id = max_id + (CASE WHEN ? > 0 THEN ? ELSE step END), update_time = CURRENT_TIMESTAMP
 WHERE biz_tag = ? AND max_id <= 9223372036854775807 - (CASE WHEN ? > 0 THEN ? ELSE step END)
 RETURNING max_id, step`,
