@@ -141,7 +141,10 @@ func (b *Buffer) NextN(ctx context.Context, n int64) ([]frond.Range, error) {
 				b.prefetch()
 			}
 			n -= r.Len()
-			if last := len(out) - 1; last >= 0 && out[last].End == r.Start && out[last].Stride == r.Stride {
+			// Merge only a true continuation: with several stores the next
+			// segment may come from another residue class and abut the
+			// previous range without continuing it.
+			if last := len(out) - 1; last >= 0 && out[last].Stride == r.Stride && out[last].Last()+r.Stride == r.Start {
 				out[last].End = r.End
 			} else {
 				out = append(out, r)
@@ -217,6 +220,10 @@ func (b *Buffer) refill(ctx context.Context, s *segment) error {
 		return fmt.Errorf("segment %q: %w", b.tag, frond.ErrTagNotFound)
 	}
 	b.startFillLocked()
+	if !b.filling { // the engine closed after the check above: no fill will wake us
+		b.mu.Unlock()
+		return fmt.Errorf("segment %q: %w", b.tag, frond.ErrClosed)
+	}
 	done := b.done
 	b.mu.Unlock()
 	select {

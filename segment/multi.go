@@ -81,7 +81,10 @@ func (m *Multi) attempt(ctx context.Context, op func(ctx context.Context, i int)
 	if notFound == int(k) {
 		return errors.Join(errs...) // wraps ErrTagNotFound
 	}
-	return fmt.Errorf("%w: all %d stores failed: %w", frond.ErrStoreUnavailable, k, errors.Join(errs...))
+	// Some store is down: an outage, even if others do not know the tag
+	// (a partly failed CreateTag). %v, not %w: errors.Is must not find
+	// ErrTagNotFound, which would drop the buffer and answer 404.
+	return fmt.Errorf("%w: all %d stores failed: %v", frond.ErrStoreUnavailable, k, errors.Join(errs...))
 }
 
 // Allocate implements frond.SegmentStore: it takes a segment from the

@@ -124,6 +124,18 @@ func TestMulti_Errors(t *testing.T) {
 	if !errors.Is(err, frond.ErrStoreUnavailable) || errors.Is(err, frond.ErrTagNotFound) {
 		t.Fatalf("both down: %v", err)
 	}
+	// One store does not know the tag, the other is down: an outage, not 404.
+	b.setFail(nil)
+	if _, err := b.Store.CreateTag(bg, frond.Tag{Name: "only-b", MaxID: 0, Step: 10}); err != nil {
+		t.Fatal(err)
+	}
+	a.setFail(nil) // a answers: "only-b" does not exist there
+	b.setFail(errors.New("b down"))
+	_, err = m.Allocate(bg, "only-b", 10)
+	if !errors.Is(err, frond.ErrStoreUnavailable) || errors.Is(err, frond.ErrTagNotFound) {
+		t.Fatalf("not found on a, b down: %v", err)
+	}
+	a.setFail(errors.New("a down"))
 	b.setFail(nil)
 	// Step 1 from store b (residue 1) at max_id 0 holds no odd ID.
 	if _, err := m.Allocate(bg, "t", 0); !errors.Is(err, frond.ErrInvalidArgument) {
@@ -164,5 +176,37 @@ func TestMulti_TagAdmin(t *testing.T) {
 	}
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// After a fail-over the next segment comes from another residue class and
+// may abut the previous range: the batch must not merge them into one
+// range that covers the other store's IDs.
+func TestMulti_NextNDoesNotMergeAcrossResidues(t *testing.T) {
+	a, b := newFakeStore(nil), newFakeStore(nil)
+	mustCreate(t, a, "t", 1, 10)
+	mustCreate(t, b, "t", 1, 10)
+	b.Allocate(bg, "t", 0) // another node took store b's first segment: b is at 11
+	e := newEngine(t, newMulti(t, a, b), Settings{FixedStep: true, Threshold: 1})
+	if _, err := e.Next(bg, "t"); err != nil { // store a: [1,11) residue 0: 2,4,...,10
+		t.Fatal(err)
+	}
+	a.setFail(errors.New("store a down"))
+	rs, err := e.NextN(bg, "t", 8) // 4,6,8,10 from a, then 11..21 residue 1 from b: 11,13,15,17
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for _, r := range rs {
+		ids = r.Append(ids)
+	}
+	want := []int64{4, 6, 8, 10, 11, 13, 15, 17}
+	if len(ids) != len(want) {
+		t.Fatalf("ids %v (ranges %+v), want %v", ids, rs, want)
+	}
+	for i := range want {
+		if ids[i] != want[i] {
+			t.Fatalf("ids %v (ranges %+v), want %v", ids, rs, want)
+		}
 	}
 }

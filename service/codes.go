@@ -55,7 +55,7 @@ func Code(err error) string {
 		return CodeLayoutExpired
 	case errors.Is(err, frond.ErrNoWorkerID):
 		return CodeNoWorkerID
-	case errors.Is(err, frond.ErrClosed), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+	case errors.Is(err, frond.ErrClosed), errors.Is(err, snowflake.ErrSealed), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return CodeUnavailable
 	}
 	return CodeInternal

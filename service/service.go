@@ -196,9 +196,8 @@ func (s *Service) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
 		close(s.stop)
 		s.wg.Wait()
-		s.gen.SetLimit(time.Unix(0, 1)) // stop issuing: nothing after the final record
+		last := s.gen.Seal() // no ID after this time, even from calls in flight
 		errs = append(errs, s.seg.Close())
-		last := s.gen.Last()
 		if r, ok := s.reg.(frond.Releaser); ok {
 			errs = append(errs, r.Release(ctx, last))
 		} else {

@@ -234,6 +234,9 @@ func (g *Generator) reserve(n uint64) (lo, hi uint64, err error) {
 		// Load the state before reading the clock, so a reading older than
 		// the state can only come from a clock that really stepped back.
 		old := g.state.Load()
+		if old&sealedBit != 0 {
+			return 0, 0, ErrSealed
+		}
 		seenTick := g.seenTick.Load()
 		seen := g.seen.Load()
 		var nowNs int64
@@ -361,6 +364,21 @@ func (g *Generator) NextN(n int) ([]int64, error) {
 	return g.AppendN(make([]int64, 0, n), n)
 }
 
+// sealedBit marks a sealed state word; time and sequence use at most 63 bits.
+const sealedBit = 1 << 63
+
+// Seal stops the generator for good and returns the start of the tick of the
+// last ID it issued. Every call that has not yet taken effect fails with
+// ErrSealed, so the time returned is final: a registry may record it.
+func (g *Generator) Seal() time.Time {
+	for {
+		old := g.state.Load()
+		if old&sealedBit != 0 || g.state.CompareAndSwap(old, old|sealedBit) {
+			return g.layout.TickTime(int64(old &^ sealedBit >> g.seqBits))
+		}
+	}
+}
+
 // SetLimit sets the latest time whose tick may be issued: the time a worker
 // registry has durably recorded. Past it, Next returns ErrUnreserved. A
 // service raises the limit as the registry records later times, so a crash
@@ -377,7 +395,7 @@ func (g *Generator) SetLimit(t time.Time) {
 // Last returns the start of the tick of the last ID issued (or of NotBefore).
 // A worker registry persists it so a restart never reuses a tick.
 func (g *Generator) Last() time.Time {
-	return g.layout.TickTime(int64(g.state.Load() >> g.seqBits))
+	return g.layout.TickTime(int64(g.state.Load() &^ sealedBit >> g.seqBits))
 }
 
 // Behind returns how far the clock is now behind the latest reading the
@@ -414,7 +432,7 @@ type Stats struct {
 
 // Stats returns the generator's statistics.
 func (g *Generator) Stats() Stats {
-	last := int64(g.state.Load() >> g.seqBits)
+	last := int64(g.state.Load() &^ sealedBit >> g.seqBits)
 	lead := (last - g.tickOf(g.now())) * g.unitNs
 	return Stats{
 		Last:           g.layout.TickTime(last),

@@ -523,3 +523,45 @@ func TestGenerator_StarvedCallerIsNotStalled(t *testing.T) {
 		t.Fatalf("lost %d ticks, ID at %v", lost, p.Time)
 	}
 }
+
+// Seal: calls racing with it either take effect before the time it returns
+// or fail; none issues an ID after it.
+func TestGenerator_Seal(t *testing.T) {
+	g, err := New(Settings{MaxLead: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := make(chan int64, 1<<20)
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				id, err := g.Next()
+				if err != nil {
+					if !errors.Is(err, ErrSealed) {
+						t.Error(err)
+					}
+					return
+				}
+				results <- id
+			}
+		}()
+	}
+	time.Sleep(5 * time.Millisecond) // let the workers run; what is tested is the ordering
+	last := g.Seal()
+	wg.Wait()
+	close(results)
+	for id := range results {
+		if p, _ := g.Layout().Decompose(id); p.Time.After(last) {
+			t.Fatalf("ID at %v issued after Seal returned %v", p.Time, last)
+		}
+	}
+	if _, err := g.NextN(3); !errors.Is(err, ErrSealed) {
+		t.Fatalf("after Seal: %v", err)
+	}
+	if !g.Seal().Equal(last) || !g.Last().Equal(last) {
+		t.Fatal("Seal or Last moved after sealing")
+	}
+}

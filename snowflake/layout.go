@@ -27,6 +27,8 @@ var (
 	// limit set with Generator.SetLimit: the worker registry has not yet
 	// recorded that time, so a crash could lead to reuse. Retry shortly.
 	ErrUnreserved = errors.New("snowflake time not yet reserved in the worker registry")
+	// ErrSealed means the generator was sealed (Seal): it issues no more IDs.
+	ErrSealed = errors.New("snowflake generator stopped")
 	// ErrInvalidID means an ID does not fit the layout (negative, or wider
 	// than the layout's bits).
 	ErrInvalidID = errors.New("invalid snowflake ID")

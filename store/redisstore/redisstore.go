@@ -94,8 +94,13 @@ func (s *Store) volatile(ctx context.Context) (bool, string) {
 	defer cancel()
 	aof, err1 := s.c.ConfigGet(c, "appendonly").Result()
 	save, err2 := s.c.ConfigGet(c, "save").Result()
-	if err := errors.Join(err1, err2); err != nil {
+	policy, err3 := s.c.ConfigGet(c, "maxmemory-policy").Result()
+	if err := errors.Join(err1, err2, err3); err != nil {
 		return true, fmt.Sprintf("does not say whether it persists data (CONFIG GET failed: %v)", err)
+	}
+	// frond's keys have no TTL, so only allkeys-* policies can evict them.
+	if p := policy["maxmemory-policy"]; strings.HasPrefix(p, "allkeys-") {
+		return true, fmt.Sprintf("may evict frond's counters (maxmemory-policy %s; use noeviction)", p)
 	}
 	if aof["appendonly"] != "yes" && strings.TrimSpace(save["save"]) == "" {
 		return true, "keeps nothing on disk (appendonly no, save \"\")"
@@ -134,9 +139,11 @@ end
 `
 
 // KEYS: max, meta. ARGV: step (<= 0: the tag's), now (unix ms).
-// Returns {status, max_id, step}: status 1 ok, 0 not found, 2 overflow.
+// Returns {status, max_id, step}: status 1 ok, 0 not found, 2 overflow,
+// 3 the counter key is missing while the tag exists.
 var allocateScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[2]) == 0 then return {0} end
+if redis.call('EXISTS', KEYS[1]) == 0 then return {3} end -- counter lost (evicted?): INCRBY would restart at 0
 local step = ARGV[1]
 if tonumber(step) <= 0 then step = redis.call('HGET', KEYS[2], 'step') end
 local ok = pcall(redis.call, 'INCRBY', KEYS[1], step)
@@ -158,6 +165,9 @@ func (s *Store) Allocate(ctx context.Context, tag string, step int64) (frond.All
 		return frond.Allocation{}, fmt.Errorf("tag %q: %w", tag, frond.ErrTagNotFound)
 	case 2:
 		return frond.Allocation{}, fmt.Errorf("allocate %q: step %d: %w", tag, step, frond.ErrTagExhausted)
+	case 3:
+		return frond.Allocation{}, fmt.Errorf("%w: allocate %q: the counter key %s is missing although the tag exists (evicted or deleted?): "+
+			"restore it (SET) above every ID issued before frond can hand out IDs of this tag again", frond.ErrStoreUnavailable, tag, s.maxKey(tag))
 	}
 	maxID, err1 := strconv.ParseInt(res[1].(string), 10, 64)
 	tagStep, err2 := strconv.ParseInt(res[2].(string), 10, 64)
@@ -264,11 +274,13 @@ func (s *Store) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error) {
 }
 
 // KEYS: max, meta. ARGV: step or "", description or "\0none", max_id or "", now.
-// Returns 1 ok, 0 not found, 2 max_id would go down.
+// Returns 1 ok, 0 not found, 2 max_id would go down, 3 counter missing.
 var updateScript = redis.NewScript(luaGreater + `
 if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
 if ARGV[3] ~= '' then
-  if not ge(ARGV[3], redis.call('GET', KEYS[1])) then return 2 end
+  local cur = redis.call('GET', KEYS[1])
+  if not cur then return 3 end
+  if not ge(ARGV[3], cur) then return 2 end
   redis.call('SET', KEYS[1], ARGV[3])
 end
 if ARGV[1] ~= '' then redis.call('HSET', KEYS[2], 'step', ARGV[1]) end
@@ -299,6 +311,8 @@ func (s *Store) UpdateTag(ctx context.Context, name string, u frond.TagUpdate) (
 		return frond.Tag{}, s.fail(fmt.Sprintf("update tag %q", name), err)
 	}
 	switch n {
+	case 3:
+		return frond.Tag{}, fmt.Errorf("%w: update %q: the counter key %s is missing although the tag exists", frond.ErrStoreUnavailable, name, s.maxKey(name))
 	case 0:
 		return frond.Tag{}, fmt.Errorf("update %q: %w", name, frond.ErrTagNotFound)
 	case 2:

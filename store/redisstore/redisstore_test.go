@@ -10,6 +10,7 @@ import (
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/store/redisstore"
 	"github.com/frond-id/frond/storetest"
+	goredis "github.com/redis/go-redis/v9"
 )
 
 // FROND_TEST_REDIS_URL: a Redis for the tests (its persistence is checked
@@ -79,4 +80,33 @@ func TestRedis_Outage(t *testing.T) {
 		}
 		return s
 	})
+}
+
+// A counter key lost while its tag remains (eviction, a careless DEL) is
+// refused: INCRBY would restart at 0 and hand out the same IDs again.
+func TestRedis_MissingCounterRefused(t *testing.T) {
+	u := url(t)
+	ctx := context.Background()
+	s, err := redisstore.Open(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tag := "lost-" + strings.ReplaceAll(time.Now().Format("150405.000000000"), ".", "")
+	if _, err := s.CreateTag(ctx, frond.Tag{Name: tag, MaxID: 1000, Step: 10}); err != nil {
+		t.Fatal(err)
+	}
+	opts, _ := goredis.ParseURL(strings.Split(u, "?")[0])
+	raw := goredis.NewClient(opts)
+	defer raw.Close()
+	if err := raw.Del(ctx, "frondtest:max:"+tag).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Allocate(ctx, tag, 0); !errors.Is(err, frond.ErrStoreUnavailable) || !strings.Contains(err.Error(), "missing") {
+		t.Fatalf("Allocate with the counter gone: %v", err)
+	}
+	maxID := int64(5000)
+	if _, err := s.UpdateTag(ctx, tag, frond.TagUpdate{MaxID: &maxID}); !errors.Is(err, frond.ErrStoreUnavailable) {
+		t.Fatalf("UpdateTag with the counter gone: %v", err)
+	}
 }
