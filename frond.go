@@ -143,9 +143,8 @@ func (r Range) Len() int64 {
 	if r.End <= r.Start {
 		return 0
 	}
-	s := r.stride()
-	// (End-Start) cannot overflow: both are non-negative int64.
-	return (r.End - r.Start + s - 1) / s
+	// End-Start cannot overflow (both are non-negative); adding s-1 could.
+	return (r.End-r.Start-1)/r.stride() + 1
 }
 
 // Last returns the last ID in r; it is meaningless when r is empty.

@@ -77,6 +77,7 @@ func TestRange(t *testing.T) {
 		{frond.Range{Start: 4, End: 10, Stride: 3}, []int64{4, 7}},
 		{frond.Range{Start: 4, End: 4, Stride: 3}, nil},
 		{frond.Range{Start: 1<<63 - 3, End: 1<<63 - 1, Stride: 1}, []int64{1<<63 - 3, 1<<63 - 2}},
+		{frond.Range{Start: 1<<63 - 6, End: 1<<63 - 1, Stride: 4}, []int64{1<<63 - 6, 1<<63 - 2}},
 	} {
 		got := tc.r.Append(nil)
 		if len(got) != len(tc.want) || tc.r.Len() != int64(len(tc.want)) {

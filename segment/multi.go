@@ -44,10 +44,11 @@ func NewMulti(stores ...frond.SegmentStore) (*Multi, error) {
 // Residue returns the IDs of r that are congruent to i modulo k, as a range
 // of stride k. r must have stride 1.
 func Residue(r frond.Range, i, k int64) frond.Range {
-	first := r.Start + ((i-r.Start%k)%k+k)%k
-	if first >= r.End {
+	off := ((i-r.Start%k)%k + k) % k
+	if off >= r.End-r.Start { // also avoids overflowing Start+off near 2^63
 		return frond.Range{Start: r.End, End: r.End, Stride: k}
 	}
+	first := r.Start + off
 	return frond.Range{Start: first, End: r.End, Stride: k}
 }
 

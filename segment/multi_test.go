@@ -35,6 +35,17 @@ func TestResidue_Exhaustive(t *testing.T) {
 	}
 }
 
+func TestResidue_NearMax(t *testing.T) {
+	r := Residue(frond.Range{Start: 1<<63 - 3, End: 1<<63 - 1, Stride: 1}, 2, 5)
+	if r.Len() != 0 || r.Start < 0 {
+		t.Fatalf("near 2^63: %+v", r)
+	}
+	r = Residue(frond.Range{Start: 1<<63 - 10, End: 1<<63 - 1, Stride: 1}, 2, 5)
+	if ids := r.Append(nil); len(ids) != 1 || ids[0] != 1<<63-6 || r.Len() != 1 { // 2^63-1 is excluded
+		t.Fatalf("near 2^63: %v", ids)
+	}
+}
+
 func newMulti(t *testing.T, stores ...frond.SegmentStore) *Multi {
 	t.Helper()
 	m, err := NewMulti(stores...)

@@ -260,7 +260,8 @@ func (s *Service) Format(kind, form string, ids []int64) ([]string, []int64, err
 		if form == FormOpaque || form == FormOpaque62 {
 			var err error
 			if v, err = s.permOf(kind).Apply(id); err != nil {
-				return nil, nil, fmt.Errorf("%w: %w (the obfuscation width is too small for this ID)", frond.ErrInvalidArgument, err)
+				// Not the caller's fault: the tag has outgrown the configured width.
+				return nil, nil, fmt.Errorf("%w: ID %d does not fit the %d-bit opaque form: raise obfuscation.segment_width or use a new tag", frond.ErrTagExhausted, id, s.permOf(kind).Width())
 			}
 		}
 		switch form {

@@ -178,7 +178,7 @@ func TestFormatReveal(t *testing.T) {
 			t.Fatalf("%s not sortable: %v", form, strs)
 		}
 	}
-	if _, _, err := s.Format(KindSegment, FormOpaque, []int64{1 << 60}); Code(err) != CodeInvalidArgument {
+	if _, _, err := s.Format(KindSegment, FormOpaque, []int64{1 << 60}); Code(err) != CodeTagExhausted {
 		t.Fatalf("ID beyond 53 bits: %v", err)
 	}
 	for _, bad := range [][3]string{{"segment", "xml", "1"}, {"uuid", "number", "1"}, {"segment", "base62", "!"}, {"segment", "number", "-4"}} {

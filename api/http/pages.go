@@ -46,12 +46,12 @@ func (s *Server) cachePage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) dbPage(w http.ResponseWriter, r *http.Request) {
 	tags, err := s.svc.Tags(r.Context())
 	data := map[string]any{"Title": "db", "Tags": tags}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	if err != nil {
 		e := toAPIError(err)
 		s.count(e)
 		data["Error"] = e.msg
 		w.WriteHeader(e.status)
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	pageTmpl.Execute(w, data)
 }

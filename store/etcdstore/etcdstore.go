@@ -157,7 +157,13 @@ func (s *Store) cas(ctx context.Context, tag string, change func(v value) (value
 		if attempt >= s.retries {
 			return value{}, value{}, fmt.Errorf("%w: tag %q: %d concurrent changes in a row; retry", frond.ErrStoreUnavailable, tag, attempt+1)
 		}
-		time.Sleep(time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 6))))
+		t := time.NewTimer(time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 6))))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return value{}, value{}, ctx.Err()
+		}
 	}
 }
 
