@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/testclock"
 	"github.com/frond-id/frond/registry/file"
 	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/snowflake"
@@ -17,24 +18,9 @@ import (
 
 var bg = context.Background()
 
-type clock struct {
-	mu sync.Mutex
-	ns int64
-}
+type clock = testclock.Clock
 
-func (c *clock) Now() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.ns
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.ns += int64(d)
-	c.mu.Unlock()
-}
-
-func newClock() *clock { return &clock{ns: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC).UnixNano()} }
+func newClock() *clock { return testclock.New(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)) }
 
 // memRegistry is a WorkerRegistry in memory that can fail Save.
 type memRegistry struct {

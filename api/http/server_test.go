@@ -8,12 +8,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/testclock"
 	"github.com/frond-id/frond/registry/file"
 	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/service"
@@ -49,22 +49,7 @@ func (s *downStore) Tags(ctx context.Context) ([]frond.Tag, error) {
 	return s.Store.Tags(ctx)
 }
 
-type clock struct {
-	mu sync.Mutex
-	ns int64
-}
-
-func (c *clock) Now() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.ns
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.ns += int64(d)
-	c.mu.Unlock()
-}
+type clock = testclock.Clock
 
 type fixture struct {
 	t     testing.TB
@@ -75,7 +60,7 @@ type fixture struct {
 
 func newFixture(t testing.TB, opts Options, configure ...func(*service.Config)) *fixture {
 	t.Helper()
-	c := &clock{ns: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC).UnixNano()}
+	c := testclock.New(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 	st := &downStore{Store: memstore.New(nil)}
 	reg, err := file.Open(t.TempDir(), 3)
 	if err != nil {
