@@ -54,36 +54,7 @@ func TestSerials_SegmentDailyReset(t *testing.T) {
 		"pay":  {Template: "PAY{time:yyyyMMddHHmmssSSS}{seq:6}", Reset: "day", Step: 50},
 		"tiny": {Template: "T{time:yyyyMMdd}{seq:2}", Reset: "day", Step: 10},
 	}})
-	var mu sync.Mutex
-	seen := map[string]bool{}
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for w := 0; w < 8; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < 40; i++ {
-				out, err := s.Serials(bg, "pay", 1+i%4)
-				if err != nil {
-					errs <- err
-					return
-				}
-				mu.Lock()
-				for _, x := range out {
-					if seen[x] {
-						errs <- errors.New("duplicate " + x)
-					}
-					seen[x] = true
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	seen := collectUnique(t, 8, 40, func(i int) ([]string, error) { return s.Serials(bg, "pay", 1+i%4) })
 	if len(seen) != 8*(10*(1+2+3+4)) {
 		t.Fatalf("%d serials", len(seen))
 	}
@@ -219,38 +190,48 @@ func TestKinds_ConcurrentUnique(t *testing.T) {
 		},
 	}
 	for name, gen := range kinds {
-		var mu sync.Mutex
-		seen := map[string]bool{}
-		var wg sync.WaitGroup
-		errs := make(chan error, 8)
-		for w := 0; w < 8; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := 0; i < 20; i++ {
-					out, err := gen()
-					if err != nil {
-						errs <- err
-						return
-					}
-					mu.Lock()
-					for _, v := range out {
-						if seen[v] {
-							errs <- errors.New(name + ": duplicate " + v)
-						}
-						seen[v] = true
-					}
-					mu.Unlock()
-				}
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Fatal(err)
-		}
+		seen := collectUnique(t, 8, 20, func(int) ([]string, error) { return gen() })
 		if len(seen) != 8*20*50 {
 			t.Fatalf("%s: %d values", name, len(seen))
 		}
 	}
+}
+
+// collectUnique runs gen rounds times on each of workers goroutines and
+// returns every value, failing the test on an error or a value seen twice.
+func collectUnique(t *testing.T, workers, rounds int, gen func(round int) ([]string, error)) map[string]bool {
+	t.Helper()
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < rounds; i++ {
+				out, err := gen(i)
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				for _, v := range out {
+					if seen[v] {
+						mu.Unlock()
+						errs <- errors.New("duplicate " + v)
+						return
+					}
+					seen[v] = true
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	return seen
 }
