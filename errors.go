@@ -32,6 +32,11 @@ var (
 	// configured one is out of range or held by another process.
 	ErrNoWorkerID = errors.New("no worker ID available")
 
+	// ErrWorkerLost means this node does not hold a snowflake worker ID at
+	// the moment: its lease or session expired, another node took the ID, or
+	// no ID has been acquired yet. Snowflake IDs stop until one is held again.
+	ErrWorkerLost = errors.New("worker ID not held")
+
 	// ErrClosed means the engine or store was closed.
 	ErrClosed = errors.New("closed")
 )

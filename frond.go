@@ -246,25 +246,65 @@ type Pinger interface {
 type Worker struct {
 	// ID is the worker (node) ID.
 	ID int64
-	// LastIssued is the last time a previous run with this ID issued IDs
-	// (zero if unknown). The generator must not issue IDs of earlier ticks.
+	// LastIssued is the last time any earlier holder of this ID may have
+	// issued IDs with it (zero if none). The generator must not issue IDs of
+	// earlier ticks.
 	LastIssued time.Time
+	// Lost is closed when the registry stops vouching that this node holds
+	// ID (a lease or session expired, another node took the ID): the node
+	// must stop issuing snowflake IDs until it holds an ID again. Nil means
+	// the hold cannot be lost (file and static registries).
+	Lost <-chan struct{}
+	// FromCache is set when the registry could not be reached and the ID
+	// comes from the node's local record of its last assignment.
+	FromCache bool
 }
 
 // WorkerRegistry gives this node a snowflake worker ID that no other live
-// node holds, and keeps the last time the node issued IDs so that a restart
-// never reuses a timestamp.
+// node holds, and keeps the last time the node issued IDs so that neither a
+// restart nor the next holder of the ID ever reuses a timestamp.
+//
+// Rules every registry keeps (the conformance suite in storetest checks them):
+//   - Two live nodes never hold one ID. When every ID is taken, Acquire
+//     fails with ErrNoWorkerID; it never wraps around.
+//   - An ID whose holder is gone is given to another node only once that
+//     node's clock is past the last time recorded for the ID plus the
+//     recycle delay (registry.Options.RecycleAfter), and Worker.LastIssued
+//     carries that time.
+//   - Registries that assign by node identity (host:port) give a restarting
+//     node its earlier ID back while the ID has not been recycled.
 type WorkerRegistry interface {
-	// Acquire returns the worker ID for this node, between 0 and maxNode,
-	// with the last time it issued IDs. It returns an error wrapping
-	// ErrNoWorkerID when every ID is taken, and ErrStoreUnavailable when the
-	// registry cannot be reached.
+	// Acquire returns a worker ID for this node, between 0 and maxNode, with
+	// the last time it was used. It returns an error wrapping ErrNoWorkerID
+	// when every ID is taken or the configured one is unusable, and one
+	// wrapping ErrStoreUnavailable when the registry cannot be reached or the
+	// ID is still held by an earlier run of this node (retry later). After
+	// Worker.Lost is closed, Acquire may be called again.
 	Acquire(ctx context.Context, maxNode int64) (Worker, error)
-	// Save records last as the latest time the node issued IDs. Registries
-	// keep the latest of the times saved.
+	// Save records last as the latest time the node may issue IDs up to.
+	// Registries keep the latest of the times saved. A nil error means the
+	// time is durable where the next holder of the ID will look. It returns
+	// an error wrapping ErrWorkerLost when the node no longer holds the ID.
 	Save(ctx context.Context, last time.Time) error
 	// Close releases the worker ID (registries that lease) and resources.
 	Close() error
+}
+
+// PeerOffset is how far a live peer's clock is ahead of this node's clock
+// (negative: behind), as a registry measured it.
+type PeerOffset struct {
+	Peer   string        // the peer's identity (host:port) and worker ID
+	Offset time.Duration // peer's clock minus this node's clock
+}
+
+// PeerClock is an optional capability of registries that see their live
+// peers (ZooKeeper, etcd). PeerOffsets measures the clock of every live peer
+// other than this node, so a node can refuse to issue snowflake IDs while
+// its clock is far from its peers' average (Leaf's design). It may take up
+// to a few report intervals. It must be called only while the node holds an
+// ID.
+type PeerClock interface {
+	PeerOffsets(ctx context.Context) ([]PeerOffset, error)
 }
 
 // Releaser is an optional capability of a WorkerRegistry. On a clean

@@ -81,3 +81,34 @@ ensure_etcd() {
   export FROND_TEST_ETCD_ENDPOINTS="127.0.0.1:2379"
   echo "etcd: $(etcd --version 2>/dev/null | head -1)"
 }
+
+zk_srvr() { timeout 2 bash -c 'exec 3<>/dev/tcp/127.0.0.1/2181 && printf srvr >&3 && cat <&3' 2>/dev/null; }
+zk_ok() { # ZooKeeper on 127.0.0.1:2181 serves requests ("ruok" answers before it does)
+  zk_srvr | grep -q '^Mode:'
+}
+
+ensure_zookeeper() {
+  if ! zk_ok; then
+    [ -x /usr/share/zookeeper/bin/zkServer.sh ] || apt_install zookeeper
+    # A private configuration: 127.0.0.1 only, no admin server, short ticks so
+    # tests can use one-second sessions (minSessionTimeout = 2 ticks).
+    local dir=/var/lib/frond-ci-zk
+    mkdir -p "$dir/data" "$dir/log"
+    cat >"$dir/zoo.cfg" <<CFG
+tickTime=500
+minSessionTimeout=1000
+maxSessionTimeout=60000
+initLimit=10
+syncLimit=5
+dataDir=$dir/data
+clientPort=2181
+clientPortAddress=127.0.0.1
+admin.enableServer=false
+4lw.commands.whitelist=srvr
+CFG
+    JMXDISABLE=true ZOO_LOG_DIR="$dir/log" /usr/share/zookeeper/bin/zkServer.sh start "$dir/zoo.cfg" >/dev/null
+    wait_for ZooKeeper zk_ok
+  fi
+  export FROND_TEST_ZK_SERVERS="127.0.0.1:2181"
+  echo "ZooKeeper: $(zk_srvr | head -1)"
+}

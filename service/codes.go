@@ -22,8 +22,10 @@ const (
 	CodeUnreserved       = "registry_behind"
 	CodeLayoutExpired    = "layout_expired"
 	CodeNoWorkerID       = "no_worker_id"
-	CodeUnavailable      = "unavailable"       // shutting down, or a deadline ran out
-	CodeSeqOverflow      = "sequence_overflow" // a serial's sequence outgrew {seq:W}
+	CodeWorkerLost       = "worker_unavailable" // no worker ID held now: registry unreachable, lease lost
+	CodeClockSkew        = "clock_skew"         // the clock is far from the live peers' average
+	CodeUnavailable      = "unavailable"        // shutting down, or a deadline ran out
+	CodeSeqOverflow      = "sequence_overflow"  // a serial's sequence outgrew {seq:W}
 	CodeInternal         = "internal"
 )
 
@@ -34,6 +36,8 @@ func Code(err error) string {
 		return ""
 	case errors.Is(err, idfmt.ErrSeqOverflow):
 		return CodeSeqOverflow
+	case errors.Is(err, frond.ErrWorkerLost):
+		return CodeWorkerLost
 	case errors.Is(err, frond.ErrInvalidArgument), errors.Is(err, snowflake.ErrInvalidID), errors.Is(err, snowflake.ErrInvalidLayout),
 		errors.Is(err, idfmt.ErrInvalid):
 		return CodeInvalidArgument
@@ -49,6 +53,8 @@ func Code(err error) string {
 		return CodeStoreUnavailable
 	case errors.Is(err, snowflake.ErrClockBackwards):
 		return CodeClockBackwards
+	case errors.Is(err, ErrClockSkew):
+		return CodeClockSkew
 	case errors.Is(err, snowflake.ErrUnreserved):
 		return CodeUnreserved
 	case errors.Is(err, snowflake.ErrLayoutExpired):

@@ -182,7 +182,7 @@ func (s *Service) Serials(ctx context.Context, name string, n int) ([]string, er
 		}
 		for _, r := range rs {
 			for _, id := range r.Append(nil) {
-				str, ferr := sr.tmpl.Format(at, s.worker.ID, id)
+				str, ferr := sr.tmpl.Format(at, s.serialNode(), id)
 				if ferr != nil {
 					return out, fmt.Errorf("serial %q, period tag %q: %w", name, tag, ferr)
 				}

@@ -39,6 +39,25 @@ type Config struct {
 	// node may issue up to. Zero means 1 s. The reservation runs
 	// 2 x PersistEvery (plus MaxLead) ahead of the clock.
 	PersistEvery time.Duration
+	// StartupWait: when the clock is behind the last time recorded for the
+	// worker ID by at most this much, New (and a re-acquisition) waits for
+	// the clock to pass it; by more, the node serves segment IDs and refuses
+	// snowflake IDs, saying by how much, until the clock passes it. Zero
+	// means 2 x PersistEvery + MaxLead + 1 s (covers a restart after a
+	// crash); negative never waits.
+	StartupWait time.Duration
+	// MaxPeerSkew: with a registry that sees its live peers (frond.PeerClock),
+	// a node whose clock is further than this from the peers' average when
+	// it acquires a worker ID does not issue snowflake IDs until it is within
+	// it (Leaf's design). Zero means 5 s; negative turns the check off.
+	MaxPeerSkew time.Duration
+	// RetryEvery is how often a node without a usable worker ID (registry
+	// unreachable, lease lost, clock far from its peers) tries again. Zero
+	// means 1 s.
+	RetryEvery time.Duration
+	// Sleep waits while the clock catches up at start-up; nil means
+	// time.Sleep. Tests inject one that moves their clock.
+	Sleep func(time.Duration)
 	// Segment configures the segment engine.
 	Segment segment.Settings
 	// Now is the clock of the snowflake generator and of the reservations.
@@ -56,38 +75,22 @@ type Config struct {
 	Forms map[string]string
 }
 
-// ClockBehindError is returned by New when the clock is behind the last time
-// this node reserved or issued snowflake IDs by more than a restart explains.
-type ClockBehindError struct {
-	Behind     time.Duration
-	LastIssued time.Time
-	Tolerance  time.Duration
-}
-
-func (e *ClockBehindError) Error() string {
-	return fmt.Sprintf("the clock is %v behind the last time this node issued snowflake IDs (%s; a restart explains up to %v): "+
-		"starting would risk duplicate IDs. Fix the clock (NTP), or wait until it passes that time and start again",
-		e.Behind.Round(time.Millisecond), e.LastIssued.Format(time.RFC3339Nano), e.Tolerance)
-}
-
-// Unwrap returns snowflake.ErrClockBackwards.
-func (e *ClockBehindError) Unwrap() error { return snowflake.ErrClockBackwards }
-
 // Service issues IDs of every kind and administers tags.
 type Service struct {
-	cfg    Config
-	store  frond.SegmentStore
-	reg    frond.WorkerRegistry
-	seg    *segment.Engine
-	gen    *snowflake.Generator
-	worker frond.Worker
-	log    *slog.Logger
-	now    func() int64
+	cfg   Config
+	store frond.SegmentStore
+	reg   frond.WorkerRegistry
+	seg   *segment.Engine
+	log   *slog.Logger
+	now   func() int64
 
 	serials  map[string]*serial
 	segPerm  *idfmt.Permutation // nil without an obfuscation key
 	snowPerm *idfmt.Permutation
 
+	snow       atomic.Pointer[snowState] // what snowflake calls use; never nil after New
+	prevLast   time.Time                 // latest time a sealed generator of this run used (supervisor only)
+	workerID   atomic.Int64              // the last worker ID held (serial {node:W}), -1 before the first
 	snowIssued atomic.Uint64
 	saveErr    atomic.Pointer[error] // last failed reservation, nil when fine
 	stop       chan struct{}
@@ -108,6 +111,21 @@ func New(ctx context.Context, cfg Config, store frond.SegmentStore, reg frond.Wo
 	if cfg.PersistEvery < 0 {
 		return nil, fmt.Errorf("%w: persist interval %v", frond.ErrInvalidArgument, cfg.PersistEvery)
 	}
+	if cfg.RetryEvery == 0 {
+		cfg.RetryEvery = time.Second
+	}
+	if cfg.RetryEvery < 0 {
+		return nil, fmt.Errorf("%w: retry interval %v", frond.ErrInvalidArgument, cfg.RetryEvery)
+	}
+	if cfg.MaxPeerSkew == 0 {
+		cfg.MaxPeerSkew = 5 * time.Second
+	}
+	if cfg.StartupWait == 0 {
+		cfg.StartupWait = 2*cfg.PersistEvery + cfg.MaxLead + time.Second
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = time.Sleep
+	}
 	if cfg.Layout.Unit == 0 && cfg.Layout.TimeBits == 0 {
 		cfg.Layout, _ = snowflake.Preset(snowflake.Twitter)
 	}
@@ -122,71 +140,17 @@ func New(ctx context.Context, cfg Config, store frond.SegmentStore, reg frond.Wo
 		return nil, err
 	}
 
-	w, err := reg.Acquire(ctx, cfg.Layout.MaxNode())
-	if err != nil {
-		return nil, fmt.Errorf("acquire worker ID: %w", err)
-	}
-	s.worker = w
-	now := time.Unix(0, cfg.Now())
-	tolerance := s.reserveLead() + time.Second
-	if behind := w.LastIssued.Sub(now); behind > tolerance {
-		return nil, &ClockBehindError{Behind: behind, LastIssued: w.LastIssued, Tolerance: tolerance}
-	} else if behind > 0 {
-		log.Warn("the clock is behind this node's last reserved time (a quick restart after a crash); snowflake IDs resume when it passes",
-			"behind", behind.Round(time.Millisecond), "last", w.LastIssued)
-	}
-	s.gen, err = snowflake.New(snowflake.Settings{
-		Layout: cfg.Layout, Node: w.ID, NotBefore: w.LastIssued,
-		MaxBackward: cfg.MaxBackward, MaxLead: cfg.MaxLead, RandomStart: cfg.RandomStart, Now: cfg.Now,
-	})
-	if err != nil {
+	if err := s.startSnowflake(ctx); err != nil {
 		return nil, err
 	}
-	s.gen.SetLimit(w.LastIssued) // nothing may be issued before the first reservation
-	if err := s.reserve(ctx); err != nil {
-		return nil, fmt.Errorf("reserve snowflake time: %w", err)
-	}
+	var err error
 	s.seg, err = segment.New(store, cfg.Segment)
 	if err != nil {
 		return nil, err
 	}
 	s.wg.Add(1)
-	go s.persist()
-	log.Info("snowflake ready", "worker", w.ID, "layout", cfg.Layout.String())
+	go s.supervise()
 	return s, nil
-}
-
-func (s *Service) reserveLead() time.Duration { return 2*s.cfg.PersistEvery + s.cfg.MaxLead }
-
-// reserve records a time ahead of the clock in the registry, then lets the
-// generator issue up to it.
-func (s *Service) reserve(ctx context.Context) error {
-	h := time.Unix(0, s.now()).Add(s.reserveLead())
-	if err := s.reg.Save(ctx, h); err != nil {
-		s.saveErr.Store(&err)
-		return err
-	}
-	s.saveErr.Store(nil)
-	s.gen.SetLimit(h)
-	return nil
-}
-
-func (s *Service) persist() {
-	defer s.wg.Done()
-	t := time.NewTicker(s.cfg.PersistEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.PersistEvery)
-			if err := s.reserve(ctx); err != nil {
-				s.log.Error("worker registry did not record the time; snowflake IDs stop at the last reservation", "err", err)
-			}
-			cancel()
-		}
-	}
 }
 
 // Close stops the engines, records the exact last snowflake time and
@@ -196,20 +160,10 @@ func (s *Service) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
 		close(s.stop)
 		s.wg.Wait()
-		last := s.gen.Seal() // no ID after this time, even from calls in flight
-		errs = append(errs, s.seg.Close())
-		if r, ok := s.reg.(frond.Releaser); ok {
-			errs = append(errs, r.Release(ctx, last))
-		} else {
-			errs = append(errs, s.reg.Save(ctx, last))
-		}
-		errs = append(errs, s.reg.Close(), s.store.Close())
+		errs = append(errs, s.seg.Close(), s.closeSnowflake(ctx), s.reg.Close(), s.store.Close())
 	})
 	return errors.Join(errs...)
 }
-
-// Worker returns the worker ID this node holds.
-func (s *Service) Worker() int64 { return s.worker.ID }
 
 // Layout returns the snowflake layout.
 func (s *Service) Layout() snowflake.Layout { return s.cfg.Layout }
@@ -225,25 +179,6 @@ func (s *Service) SegmentIDs(ctx context.Context, tag string, n int64) ([]frond.
 		return nil, fmt.Errorf("%w: count %d: must be 1 to %d", frond.ErrInvalidArgument, n, MaxRangesBatch)
 	}
 	return s.seg.NextN(ctx, tag, n)
-}
-
-// SnowflakeID returns a snowflake ID.
-func (s *Service) SnowflakeID() (int64, error) {
-	id, err := s.gen.Next()
-	if err == nil {
-		s.snowIssued.Add(1)
-	}
-	return id, err
-}
-
-// SnowflakeIDs returns n snowflake IDs; n is at most MaxBatch.
-func (s *Service) SnowflakeIDs(n int) ([]int64, error) {
-	if n < 1 || n > MaxBatch {
-		return nil, fmt.Errorf("%w: count %d: must be 1 to %d", frond.ErrInvalidArgument, n, MaxBatch)
-	}
-	ids, err := s.gen.NextN(n)
-	s.snowIssued.Add(uint64(len(ids)))
-	return ids, err
 }
 
 // SnowflakeIssued counts snowflake IDs issued since start.
@@ -343,9 +278,6 @@ func (s *Service) DeleteTag(ctx context.Context, name string) error {
 // SegmentStats returns the buffers' statistics.
 func (s *Service) SegmentStats() []segment.Stats { return s.seg.Stats() }
 
-// SnowflakeStats returns the generator's statistics.
-func (s *Service) SnowflakeStats() snowflake.Stats { return s.gen.Stats() }
-
 // Check is one part of readiness.
 type Check struct {
 	Name   string `json:"name"`
@@ -371,26 +303,6 @@ func (s *Service) Ready(ctx context.Context) []Check {
 	}
 	out = append(out, c)
 
-	c = Check{Name: "worker", OK: true, Detail: fmt.Sprintf("worker ID %d", s.worker.ID)}
-	if perr := s.saveErr.Load(); perr != nil {
-		c.OK, c.Detail = false, fmt.Sprintf("worker ID %d; the registry did not record the time: %v", s.worker.ID, *perr)
-	}
-	out = append(out, c)
-
-	c = Check{Name: "clock", OK: true}
-	st := s.gen.Stats()
-	if st.Behind > s.maxBackward() {
-		c.OK, c.Detail = false, fmt.Sprintf("the clock is %v behind the last time used for snowflake IDs; they resume when it catches up", st.Behind.Round(time.Millisecond))
-	} else if st.Behind > 0 {
-		c.Detail = fmt.Sprintf("%v behind, within the %v that is waited out", st.Behind, s.maxBackward())
-	}
-	out = append(out, c)
+	out = append(out, s.snowflakeChecks()...)
 	return slices.Clip(out)
-}
-
-func (s *Service) maxBackward() time.Duration {
-	if s.cfg.MaxBackward == 0 {
-		return snowflake.DefaultMaxBackward
-	}
-	return max(s.cfg.MaxBackward, 0)
 }

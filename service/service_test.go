@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,18 +23,30 @@ type clock = testclock.Clock
 
 func newClock() *clock { return testclock.New(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)) }
 
-// memRegistry is a WorkerRegistry in memory that can fail Save.
+// memRegistry is a WorkerRegistry in memory that can fail, lose the worker
+// ID, answer from a "cache" and report peers' clocks.
 type memRegistry struct {
-	mu      sync.Mutex
-	id      int64
-	last    time.Time
-	failErr error
+	mu         sync.Mutex
+	id         int64
+	last       time.Time
+	failErr    error // Save fails with it
+	acquireErr error // Acquire fails with it
+	fromCache  bool  // Acquire answers FromCache
+	peers      []frond.PeerOffset
+	lost       chan struct{}
+	held       bool
+	acquires   int
 }
 
 func (r *memRegistry) Acquire(ctx context.Context, maxNode int64) (frond.Worker, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return frond.Worker{ID: r.id, LastIssued: r.last}, nil
+	r.acquires++
+	if r.acquireErr != nil {
+		return frond.Worker{}, r.acquireErr
+	}
+	r.lost, r.held = make(chan struct{}), true
+	return frond.Worker{ID: r.id, LastIssued: r.last, Lost: r.lost, FromCache: r.fromCache}, nil
 }
 
 func (r *memRegistry) Save(ctx context.Context, last time.Time) error {
@@ -42,18 +55,55 @@ func (r *memRegistry) Save(ctx context.Context, last time.Time) error {
 	if r.failErr != nil {
 		return r.failErr
 	}
+	if !r.held {
+		return frond.ErrWorkerLost
+	}
 	if last.After(r.last) {
 		r.last = last
 	}
 	return nil
 }
 
+// revoke takes the worker ID back, as an expired lease does.
+func (r *memRegistry) revoke() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.held {
+		r.held = false
+		close(r.lost)
+	}
+}
+
+func (r *memRegistry) set(f func(r *memRegistry)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f(r)
+}
+
+func (r *memRegistry) PeerOffsets(ctx context.Context) ([]frond.PeerOffset, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.peers, nil
+}
+
 func (r *memRegistry) Close() error { return nil }
+
+// waitFor polls cond (the supervisor runs on its own timers) for up to 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
 
 func newService(t *testing.T, c *clock, reg frond.WorkerRegistry) (*Service, *memstore.Store) {
 	t.Helper()
 	st := memstore.New(nil)
-	s, err := New(bg, Config{Now: c.Now, PersistEvery: time.Hour, Segment: segment.Settings{FixedStep: true}}, st, reg, nil)
+	s, err := New(bg, Config{Now: c.Now, Sleep: c.Add, PersistEvery: time.Hour, RetryEvery: time.Millisecond,
+		Segment: segment.Settings{FixedStep: true}}, st, reg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,42 +175,180 @@ func TestService_IDsAndTags(t *testing.T) {
 	}
 }
 
+// A clock far behind the recorded time: the node starts, serves segment
+// IDs, and refuses snowflake IDs (saying by how much) until the clock passes
+// that time.
 func TestNew_ClockBehind(t *testing.T) {
 	c := newClock()
-	last := time.Unix(0, c.Now()).Add(time.Hour)
-	_, err := New(bg, Config{Now: c.Now}, memstore.New(nil), &memRegistry{last: last}, nil)
+	last := time.Unix(0, c.Now()).Add(3 * time.Hour) // more than StartupWait
+	s, _ := newService(t, c, &memRegistry{id: 3, last: last})
+	if _, err := s.CreateTag(bg, frond.Tag{Name: "t", Step: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SegmentID(bg, "t"); err != nil {
+		t.Fatalf("segment IDs with the clock behind: %v", err)
+	}
+	_, err := s.SnowflakeID()
 	var cbe *ClockBehindError
-	if !errors.As(err, &cbe) || !errors.Is(err, snowflake.ErrClockBackwards) || cbe.Behind != time.Hour {
+	if !errors.As(err, &cbe) || !errors.Is(err, snowflake.ErrClockBackwards) || cbe.Behind != 3*time.Hour || cbe.Worker != 3 || Code(err) != CodeClockBackwards {
 		t.Fatalf("err = %v", err)
+	}
+	if _, err := s.SnowflakeIDs(2); !errors.As(err, &cbe) {
+		t.Fatalf("batch: %v", err)
+	}
+	if chk := s.Ready(bg)[2]; chk.Name != "clock" || chk.OK || !strings.Contains(chk.Detail, "3h0m0s behind") {
+		t.Fatalf("readiness %+v", chk)
+	}
+	if wi := s.WorkerInfo(); wi.ID != 3 || !wi.Held || !wi.Issuing {
+		t.Fatalf("WorkerInfo %+v", wi)
+	}
+	c.Add(3*time.Hour + time.Millisecond)
+	id, err := s.SnowflakeID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := s.Decode(id, ""); !d.Time.After(last) {
+		t.Fatalf("ID at %v, last %v", d.Time, last)
 	}
 }
 
-// After a crash the registry holds a reservation up to 2 s ahead: a quick
-// restart starts, refuses snowflake IDs until the clock passes it, and serves
-// segment IDs meanwhile.
+// After a crash the registry holds a reservation up to 2 x PersistEvery
+// ahead: a quick restart waits for the clock to pass it (StartupWait) and
+// comes up issuing.
 func TestNew_QuickRestartAfterCrash(t *testing.T) {
 	c := newClock()
-	crashLast := time.Unix(0, c.Now()).Add(1500 * time.Millisecond)
-	reg := &memRegistry{last: crashLast}
-	s, _ := newService(t, c, reg)
-	s.CreateTag(bg, frond.Tag{Name: "t", MaxID: 0, Step: 10})
-	if _, err := s.SegmentID(bg, "t"); err != nil {
-		t.Fatal(err)
+	start := c.Now()
+	crashLast := time.Unix(0, start).Add(1500 * time.Millisecond)
+	s, _ := newService(t, c, &memRegistry{last: crashLast})
+	if waited := time.Duration(c.Now() - start); waited < 1500*time.Millisecond || waited > 2*time.Second {
+		t.Fatalf("New waited %v for a 1.5 s gap", waited)
 	}
-	_, err := s.SnowflakeID()
-	if Code(err) != CodeClockBackwards {
-		t.Fatalf("snowflake during the reservation: %v", err)
-	}
-	if chk := s.Ready(bg)[2]; chk.Name != "clock" || chk.OK {
-		t.Fatalf("readiness %+v", chk)
-	}
-	c.Add(1501 * time.Millisecond)
 	id, err := s.SnowflakeID()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d, _ := s.Decode(id, ""); !d.Time.After(crashLast) {
 		t.Fatalf("ID at %v", d.Time)
+	}
+	for _, chk := range s.Ready(bg) {
+		if !chk.OK {
+			t.Errorf("not ready: %+v", chk)
+		}
+	}
+}
+
+// Losing the worker ID at run time (an expired lease) stops snowflake IDs
+// with worker_unavailable; segment IDs go on; the node acquires an ID again
+// and never issues at or before a time it issued with the lost one.
+func TestService_LeaseLoss(t *testing.T) {
+	c := newClock()
+	reg := &memRegistry{id: 4}
+	s, _ := newService(t, c, reg)
+	s.CreateTag(bg, frond.Tag{Name: "t", Step: 10})
+	before, err := s.SnowflakeID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.set(func(r *memRegistry) { r.acquireErr = fmt.Errorf("%w: connection refused", frond.ErrStoreUnavailable) })
+	reg.revoke()
+	waitFor(t, "the loss", func() bool { return !s.WorkerInfo().Held })
+	_, err = s.SnowflakeID()
+	if !errors.Is(err, frond.ErrWorkerLost) || Code(err) != CodeWorkerLost {
+		t.Fatalf("after the loss: %v", err)
+	}
+	if _, err := s.SegmentID(bg, "t"); err != nil {
+		t.Fatalf("segment IDs after the loss: %v", err)
+	}
+	if chk := s.Ready(bg)[1]; chk.Name != "worker" || chk.OK || !strings.Contains(chk.Detail, "connection refused") {
+		t.Fatalf("readiness %+v", chk)
+	}
+	// The registry is back but recorded nothing past the reservation of
+	// this node (a stale record): the node's own memory keeps it ahead.
+	c.Add(time.Millisecond)
+	reg.set(func(r *memRegistry) { r.acquireErr, r.last = nil, time.Time{} })
+	waitFor(t, "re-acquisition", func() bool { return s.WorkerInfo().Issuing })
+	after, err := s.SnowflakeID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after <= before {
+		t.Fatalf("ID %d after the re-acquisition is not above %d", after, before)
+	}
+}
+
+// A node whose clock is far from its live peers' average holds its worker
+// ID but does not issue until a retry finds it within the threshold.
+func TestService_PeerSkew(t *testing.T) {
+	c := newClock()
+	reg := &memRegistry{id: 2, peers: []frond.PeerOffset{{Peer: "a", Offset: -8 * time.Second}, {Peer: "b", Offset: -12 * time.Second}}}
+	s, _ := newService(t, c, reg)
+	_, err := s.SnowflakeID()
+	var pse *PeerSkewError
+	if !errors.As(err, &pse) || pse.Skew != 10*time.Second || pse.Peers != 2 || Code(err) != CodeClockSkew {
+		t.Fatalf("err = %v", err)
+	}
+	if chk := s.Ready(bg)[2]; chk.Name != "clock" || chk.OK || !strings.Contains(chk.Detail, "10s ahead of") {
+		t.Fatalf("readiness %+v", chk)
+	}
+	if wi := s.WorkerInfo(); !wi.Held || wi.Issuing || wi.ID != 2 {
+		t.Fatalf("WorkerInfo %+v", wi)
+	}
+	n := reg.acquires
+	reg.set(func(r *memRegistry) { r.peers = []frond.PeerOffset{{Peer: "a", Offset: time.Second}} })
+	waitFor(t, "the retry", func() bool { return s.WorkerInfo().Issuing })
+	if _, err := s.SnowflakeID(); err != nil {
+		t.Fatal(err)
+	}
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	if reg.acquires != n {
+		t.Fatalf("the retry acquired again (%d -> %d): the held ID should be kept", n, reg.acquires)
+	}
+}
+
+// An unreachable registry at start-up does not stop the node: it serves
+// segment IDs and acquires a worker ID when the registry answers. Errors
+// that retrying cannot fix refuse the start.
+func TestNew_RegistryErrors(t *testing.T) {
+	c := newClock()
+	reg := &memRegistry{id: 1, acquireErr: fmt.Errorf("%w: dial tcp: refused", frond.ErrStoreUnavailable)}
+	s, _ := newService(t, c, reg)
+	if _, err := s.SnowflakeID(); Code(err) != CodeWorkerLost {
+		t.Fatalf("with the registry down: %v", err)
+	}
+	reg.set(func(r *memRegistry) { r.acquireErr = nil })
+	waitFor(t, "acquisition", func() bool { return s.WorkerInfo().Issuing })
+	if s.Worker() != 1 {
+		t.Fatalf("worker %d", s.Worker())
+	}
+
+	_, err := New(bg, Config{Now: c.Now}, memstore.New(nil), &memRegistry{acquireErr: fmt.Errorf("%w: all 1024 taken", frond.ErrNoWorkerID)}, nil)
+	if !errors.Is(err, frond.ErrNoWorkerID) {
+		t.Fatalf("exhausted registry: %v", err)
+	}
+}
+
+// A worker ID from the local record (registry unreachable at start-up)
+// issues; once the registry answers, the node holds its ID there again.
+func TestService_FromCacheBackToRegistry(t *testing.T) {
+	c := newClock()
+	reg := &memRegistry{id: 6, fromCache: true}
+	st := memstore.New(nil)
+	s, err := New(bg, Config{Now: c.Now, Sleep: c.Add, PersistEvery: 5 * time.Millisecond, MaxLead: time.Hour}, st, reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(bg)
+	if wi := s.WorkerInfo(); !wi.FromCache || !wi.Issuing {
+		t.Fatalf("WorkerInfo %+v", wi)
+	}
+	if chk := s.Ready(bg)[1]; !strings.Contains(chk.Detail, "local record") {
+		t.Fatalf("readiness %+v", chk)
+	}
+	reg.set(func(r *memRegistry) { r.fromCache = false })
+	waitFor(t, "the registry", func() bool { return !s.WorkerInfo().FromCache })
+	if _, err := s.SnowflakeID(); err != nil || s.Worker() != 6 {
+		t.Fatalf("worker %d: %v", s.Worker(), err)
 	}
 }
 

@@ -28,7 +28,8 @@ func statusOf(code string) int {
 		return http.StatusNotFound
 	case service.CodeTagExists, service.CodeWouldReissue, service.CodeTagExhausted, service.CodeSeqOverflow:
 		return http.StatusConflict
-	case service.CodeStoreUnavailable, service.CodeClockBackwards, service.CodeUnreserved, service.CodeNoWorkerID, service.CodeUnavailable:
+	case service.CodeStoreUnavailable, service.CodeClockBackwards, service.CodeUnreserved, service.CodeNoWorkerID, service.CodeUnavailable,
+		service.CodeWorkerLost, service.CodeClockSkew:
 		return http.StatusServiceUnavailable
 	case codeUnauthorized:
 		return http.StatusUnauthorized
@@ -51,6 +52,8 @@ var hints = map[string]string{
 	service.CodeLayoutExpired:    "the snowflake layout's time field has run out: configure a layout with a later epoch",
 	service.CodeNoWorkerID:       "free a worker ID or configure another one",
 	service.CodeUnavailable:      "retry",
+	service.CodeWorkerLost:       "retry after Retry-After seconds; check the worker registry (see /readyz); segment IDs are not affected",
+	service.CodeClockSkew:        "fix this node's clock (NTP); it retries by itself (see /readyz)",
 	service.CodeSeqOverflow:      "the serial's sequence outgrew {seq:W} this period: widen it or reset more often",
 	service.CodeInternal:         "report this: it is a bug",
 }
@@ -80,7 +83,11 @@ func toAPIError(err error) *apiError {
 	if e.status == http.StatusServiceUnavailable {
 		e.retry = 1
 		var ce *snowflake.ClockError
-		if errors.As(err, &ce) {
+		var cbe *service.ClockBehindError
+		switch {
+		case errors.As(err, &cbe):
+			e.retry = max(1, int(math.Ceil(cbe.Behind.Seconds())))
+		case errors.As(err, &ce):
 			e.retry = max(1, int(math.Ceil(ce.Offset.Seconds())))
 		}
 	}

@@ -253,6 +253,7 @@ func (s *Server) v1Info(w http.ResponseWriter, r *http.Request) {
 	l := s.svc.Layout()
 	writeJSON(w, http.StatusOK, map[string]any{
 		"worker_id": s.svc.Worker(),
+		"worker":    s.svc.WorkerInfo(),
 		"layout": map[string]any{
 			"name": l.Name, "unit": l.Unit.String(), "time_bits": l.TimeBits, "node_bits": l.NodeBits,
 			"sequence_bits": l.SeqBits, "epoch": l.Epoch, "expires": l.Expires(), "max_id": l.MaxID(),
