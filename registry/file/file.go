@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/atomicfile"
 )
 
 var (
@@ -128,27 +129,8 @@ func (r *Registry) Release(ctx context.Context, last time.Time) error {
 func (r *Registry) writeLocked(last time.Time) error {
 	host, _ := os.Hostname()
 	b, _ := json.MarshalIndent(record{Node: r.node, LastIssued: last.UTC(), LastNanos: last.UnixNano(), Host: host}, "", "  ")
-	tmp := filepath.Join(r.dir, StateFile+".tmp")
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return fmt.Errorf("worker registry: %w", err)
-	}
-	_, err = f.Write(append(b, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(r.dir, StateFile))
-	}
-	if err != nil {
+	if err := atomicfile.Write(filepath.Join(r.dir, StateFile), append(b, '\n')); err != nil {
 		return fmt.Errorf("worker registry: save: %w", err)
-	}
-	if d, err := os.Open(r.dir); err == nil {
-		d.Sync()
-		d.Close()
 	}
 	r.last = last
 	return nil

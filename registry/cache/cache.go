@@ -1,0 +1,274 @@
+// Package cache keeps a local record of a network registry's answer (the
+// worker ID and its last times) in the data directory, so that a node
+// restarts and keeps issuing snowflake IDs while its registry is down.
+//
+// The record holds the worker ID, the last time this node may have issued
+// (LastIssued) and the last time the registry confirmed it recorded
+// (Confirmed). Leaf's equivalent file holds the ID only; without the times a
+// restart from it could reuse timestamps.
+//
+// The record is used only within a bound that keeps it safe: registries give
+// a gone node's ID to another node only once that node's clock is past the
+// ID's recorded time plus RecycleAfter (see package registry), so this node
+// uses its record, and issues, only up to Confirmed + RecycleAfter. Past
+// that, Save fails and the service stops snowflake IDs until the registry
+// answers.
+package cache
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/atomicfile"
+	"github.com/frond-id/frond/registry"
+)
+
+// File is the record's name in the data directory.
+const File = "worker-cache.json"
+
+// fallbackAcquireTimeout bounds an Acquire from the registry when a usable
+// record exists, so a start with the registry down does not wait long.
+const fallbackAcquireTimeout = 5 * time.Second
+
+var (
+	_ frond.WorkerRegistry = (*Registry)(nil)
+	_ frond.Releaser       = (*Registry)(nil)
+	_ frond.PeerClock      = (*Registry)(nil)
+	_ frond.Warner         = (*Registry)(nil)
+)
+
+// Record is the file's content.
+type Record struct {
+	Key       string    `json:"key"` // the registry (URL without secrets) and the node's identity
+	Node      int64     `json:"node"`
+	LastNanos int64     `json:"last_issued_unix_nanos"` // latest time this node may have issued up to
+	ConfNanos int64     `json:"confirmed_unix_nanos"`   // latest time the registry recorded
+	Last      time.Time `json:"last_issued"`            // the same, readable
+	Confirmed time.Time `json:"confirmed"`
+}
+
+// Registry wraps a registry with the local record.
+type Registry struct {
+	inner frond.WorkerRegistry
+	path  string
+	key   string
+	o     registry.Options
+
+	mu        sync.Mutex
+	rec       *Record // nil: none for this key
+	held      bool
+	fromCache bool
+	degraded  error // the registry's last Save error while issuing from the record
+}
+
+// New wraps inner. key names the registry and this node (it must change when
+// either does); a record with another key is ignored and replaced.
+func New(inner frond.WorkerRegistry, path, key string, o registry.Options) (*Registry, error) {
+	r := &Registry{inner: inner, path: path, key: key, o: o.WithDefaults()}
+	b, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("worker cache: %w", err)
+	default:
+		var rec Record
+		if err := json.Unmarshal(b, &rec); err != nil {
+			r.o.Logger.Warn("worker cache: the local record is damaged; ignoring it", "path", path, "err", err)
+		} else if rec.Key == key {
+			r.rec = &rec
+		}
+	}
+	return r, nil
+}
+
+// Acquire implements frond.WorkerRegistry: the registry's answer, or, when
+// the registry cannot be reached, the recorded ID while it is safe to use.
+func (r *Registry) Acquire(ctx context.Context, maxNode int64) (frond.Worker, error) {
+	r.mu.Lock()
+	rec := r.rec
+	r.mu.Unlock()
+	actx := ctx
+	if rec != nil {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeout(ctx, fallbackAcquireTimeout)
+		defer cancel()
+	}
+	w, err := r.inner.Acquire(actx, maxNode)
+	if err == nil {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		next := Record{Key: r.key, Node: w.ID, LastNanos: w.LastIssued.UnixNano(), ConfNanos: w.LastIssued.UnixNano()}
+		if w.LastIssued.IsZero() {
+			next.LastNanos, next.ConfNanos = 0, 0
+		}
+		if r.rec != nil && r.rec.Node == w.ID && r.rec.LastNanos > next.LastNanos {
+			// This node issued past what the registry recorded (it ran from
+			// the record, or its last Save was lost): keep the later time.
+			next.LastNanos = r.rec.LastNanos
+			w.LastIssued = time.Unix(0, r.rec.LastNanos)
+		}
+		r.held, r.fromCache, r.degraded = true, false, nil
+		if werr := r.writeLocked(next); werr != nil {
+			r.o.Logger.Warn("worker cache: cannot write the local record", "err", werr)
+		}
+		return w, nil
+	}
+	if !errors.Is(err, frond.ErrStoreUnavailable) {
+		return frond.Worker{}, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.held && !r.fromCache {
+		return frond.Worker{}, err // a hold is being re-acquired: the registry decides
+	}
+	if r.rec == nil {
+		return frond.Worker{}, fmt.Errorf("%w (and there is no local record of a worker ID to fall back on)", err)
+	}
+	now := r.o.Now()
+	until := time.Unix(0, r.rec.ConfNanos).Add(r.o.RecycleAfter)
+	if r.rec.Node > maxNode {
+		return frond.Worker{}, fmt.Errorf("%w (the local record's worker ID %d is outside 0..%d)", err, r.rec.Node, maxNode)
+	}
+	if !now.Before(until) {
+		return frond.Worker{}, fmt.Errorf("%w (the local record of worker ID %d was confirmed at %s, more than recycle_after %v ago: the registry may have given the ID to another node)",
+			err, r.rec.Node, time.Unix(0, r.rec.ConfNanos).UTC().Format(time.RFC3339), r.o.RecycleAfter)
+	}
+	r.held, r.fromCache = true, true
+	r.degraded = err
+	var last time.Time
+	if r.rec.LastNanos != 0 {
+		last = time.Unix(0, r.rec.LastNanos)
+	}
+	return frond.Worker{ID: r.rec.Node, LastIssued: last, FromCache: true}, nil
+}
+
+// Save implements frond.WorkerRegistry. Registry first; when the registry
+// cannot be reached (or the ID came from the record), the local record
+// alone, up to the confirmed time plus RecycleAfter.
+func (r *Registry) Save(ctx context.Context, last time.Time) error {
+	r.mu.Lock()
+	fromCache := r.fromCache
+	r.mu.Unlock()
+	var err error
+	if !fromCache {
+		err = r.inner.Save(ctx, last)
+		if err == nil {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.degraded = nil
+			return r.recordLocked(last, true)
+		}
+		if !errors.Is(err, frond.ErrStoreUnavailable) && !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.rec == nil {
+		return err
+	}
+	if err != nil {
+		r.degraded = err
+	}
+	if until := time.Unix(0, r.rec.ConfNanos).Add(r.o.RecycleAfter); last.After(until) {
+		return fmt.Errorf("%w: the worker registry is unreachable and the local record allows snowflake IDs only up to %s (confirmed time + recycle_after %v)",
+			frond.ErrStoreUnavailable, until.UTC().Format(time.RFC3339), r.o.RecycleAfter)
+	}
+	return r.recordLocked(last, false)
+}
+
+// Release implements frond.Releaser.
+func (r *Registry) Release(ctx context.Context, last time.Time) error {
+	r.mu.Lock()
+	fromCache := r.fromCache
+	r.mu.Unlock()
+	var err error
+	if !fromCache {
+		if rl, ok := r.inner.(frond.Releaser); ok {
+			err = rl.Release(ctx, last)
+		} else {
+			err = r.inner.Save(ctx, last)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.held = false
+	if r.rec != nil && (err == nil || fromCache) {
+		// Exact: only this node issues with the record.
+		next := *r.rec
+		next.LastNanos = last.UnixNano()
+		if err == nil && !fromCache {
+			next.ConfNanos = max(next.ConfNanos, last.UnixNano())
+		}
+		if werr := r.writeLocked(next); werr != nil && err == nil {
+			err = fmt.Errorf("worker cache: %w", werr)
+		}
+	} else if r.rec != nil && err != nil {
+		// The registry did not record the exact time: the reservation stands.
+		r.o.Logger.Warn("worker cache: the registry did not record the last time at shutdown", "err", err)
+	}
+	return err
+}
+
+func (r *Registry) recordLocked(last time.Time, confirmed bool) error {
+	if r.rec == nil {
+		return nil
+	}
+	next := *r.rec
+	next.LastNanos = max(next.LastNanos, last.UnixNano())
+	if confirmed {
+		next.ConfNanos = max(next.ConfNanos, last.UnixNano())
+	}
+	if err := r.writeLocked(next); err != nil {
+		if confirmed {
+			// The registry holds the time; the record only lags.
+			r.o.Logger.Warn("worker cache: cannot write the local record", "err", err)
+			return nil
+		}
+		return fmt.Errorf("worker cache: %w", err)
+	}
+	return nil
+}
+
+func (r *Registry) writeLocked(rec Record) error {
+	rec.Last, rec.Confirmed = time.Unix(0, rec.LastNanos).UTC(), time.Unix(0, rec.ConfNanos).UTC()
+	b, _ := json.MarshalIndent(rec, "", "  ")
+	if err := atomicfile.Write(r.path, append(b, '\n')); err != nil {
+		return err
+	}
+	r.rec = &rec
+	return nil
+}
+
+// PeerOffsets implements frond.PeerClock when the wrapped registry does.
+func (r *Registry) PeerOffsets(ctx context.Context) ([]frond.PeerOffset, error) {
+	if pc, ok := r.inner.(frond.PeerClock); ok {
+		return pc.PeerOffsets(ctx)
+	}
+	return nil, nil
+}
+
+// Warnings implements frond.Warner: the registry's own, and whether the node
+// runs from its local record.
+func (r *Registry) Warnings() []string {
+	var out []string
+	if w, ok := r.inner.(frond.Warner); ok {
+		out = w.Warnings()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.degraded != nil && r.rec != nil {
+		out = append(out, fmt.Sprintf("the worker registry is unreachable (%v): issuing from the local record, up to %s",
+			r.degraded, time.Unix(0, r.rec.ConfNanos).Add(r.o.RecycleAfter).UTC().Format(time.RFC3339)))
+	}
+	return out
+}
+
+// Close implements frond.WorkerRegistry.
+func (r *Registry) Close() error { return r.inner.Close() }

@@ -1,0 +1,364 @@
+// Package registrytest is the conformance suite every worker registry runs
+// against its real server: the rules of frond.WorkerRegistry, the local
+// record fallback of package cache, and the clock refusal through the
+// service.
+package registrytest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/testclock"
+	"github.com/frond-id/frond/registry"
+	"github.com/frond-id/frond/registry/cache"
+	"github.com/frond-id/frond/service"
+	"github.com/frond-id/frond/store/memstore"
+)
+
+// Config describes the registry under test and what it promises.
+type Config struct {
+	// Open opens a client of the registry in namespace ns, a name unique to
+	// the test (a key prefix, a ZooKeeper root, a table name): clients of
+	// one namespace share their IDs, and nothing else does. With down, the
+	// client must point at an address where nothing answers, in the same
+	// namespace; opening must still succeed (Acquire fails with
+	// frond.ErrStoreUnavailable). The suite closes what it opens.
+	Open func(t *testing.T, ns string, o registry.Options, down bool) frond.WorkerRegistry
+	// SameIDOnRestart: a node that stops cleanly and starts again with the
+	// same identity gets the same ID.
+	SameIDOnRestart bool
+	// Recycles: the ID of a node that is gone goes to another node once the
+	// other node's clock is past the ID's last time plus RecycleAfter.
+	Recycles bool
+	// Lose, when set, makes the registry take r's ID back as an expired
+	// lease or session would; the registry must close Worker.Lost.
+	Lose func(t *testing.T, r frond.WorkerRegistry)
+	// Peers: the registry implements frond.PeerClock.
+	Peers bool
+}
+
+// Run runs the suite.
+func Run(t *testing.T, c Config) {
+	t.Run("DistinctConcurrent", func(t *testing.T) { testDistinct(t, c) })
+	t.Run("Exhaustion", func(t *testing.T) { testExhaustion(t, c) })
+	t.Run("Restart", func(t *testing.T) { testRestart(t, c) })
+	if c.SameIDOnRestart {
+		t.Run("ClockBehindRefuses", func(t *testing.T) { testClockBehind(t, c) })
+	}
+	if c.Lose != nil {
+		t.Run("LeaseLoss", func(t *testing.T) { testLeaseLoss(t, c) })
+	}
+	if c.Recycles {
+		t.Run("Recycle", func(t *testing.T) { testRecycle(t, c) })
+	}
+	t.Run("DownAtRestartUsesLocalRecord", func(t *testing.T) { testCache(t, c) })
+	if c.Peers {
+		t.Run("PeerOffsets", func(t *testing.T) { testPeers(t, c) })
+	}
+}
+
+// Namespace returns a name no earlier run used (real servers keep state),
+// made of letters, digits and underscores, at most 40 characters.
+func Namespace(t *testing.T) string {
+	name := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '_'
+	}, t.Name())
+	suffix := fmt.Sprintf("_%x_%03d", time.Now().UnixNano(), rand.IntN(1000))
+	if len(name)+len(suffix) > 40 {
+		name = name[len(name)-(40-len(suffix)):]
+	}
+	return strings.ToLower(name + suffix)
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func opts(port int) registry.Options {
+	return registry.Options{Host: "10.1.2.3", Port: port, LeaseTTL: 2 * time.Second}
+}
+
+func open(t *testing.T, c Config, ns string, o registry.Options) frond.WorkerRegistry {
+	t.Helper()
+	r := c.Open(t, ns, o, false)
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func acquire(t *testing.T, r frond.WorkerRegistry, maxNode int64) frond.Worker {
+	t.Helper()
+	w, err := r.Acquire(ctx(t), maxNode)
+	if err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	if w.ID < 0 || w.ID > maxNode {
+		t.Fatalf("Acquire gave %d, outside 0..%d", w.ID, maxNode)
+	}
+	return w
+}
+
+func release(t *testing.T, r frond.WorkerRegistry, last time.Time) {
+	t.Helper()
+	var err error
+	if rl, ok := r.(frond.Releaser); ok {
+		err = rl.Release(ctx(t), last)
+	} else {
+		err = r.Save(ctx(t), last)
+	}
+	if err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+}
+
+func testDistinct(t *testing.T, c Config) {
+	ns := Namespace(t)
+	const n = 8
+	regs := make([]frond.WorkerRegistry, n)
+	for i := range regs {
+		regs[i] = open(t, c, ns, opts(7000+i))
+	}
+	type res struct {
+		w   frond.Worker
+		err error
+	}
+	out := make(chan res, n)
+	var wg sync.WaitGroup
+	for _, r := range regs {
+		wg.Go(func() {
+			w, err := r.Acquire(ctx(t), 1023)
+			if err == nil {
+				err = r.Save(ctx(t), time.Now().Add(time.Second))
+			}
+			out <- res{w, err}
+		})
+	}
+	wg.Wait()
+	close(out)
+	seen := map[int64]bool{}
+	for r := range out {
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if seen[r.w.ID] || r.w.ID < 0 || r.w.ID > 1023 {
+			t.Fatalf("ID %d given twice or out of range (%v)", r.w.ID, seen)
+		}
+		seen[r.w.ID] = true
+	}
+}
+
+func testExhaustion(t *testing.T, c Config) {
+	ns := Namespace(t)
+	seen := map[int64]bool{}
+	for i := range 3 {
+		w := acquire(t, open(t, c, ns, opts(7100+i)), 2)
+		if seen[w.ID] {
+			t.Fatalf("ID %d given twice", w.ID)
+		}
+		seen[w.ID] = true
+	}
+	_, err := open(t, c, ns, opts(7199)).Acquire(ctx(t), 2)
+	if !errors.Is(err, frond.ErrNoWorkerID) {
+		t.Fatalf("fourth node with IDs 0..2: %v, want ErrNoWorkerID", err)
+	}
+}
+
+func testRestart(t *testing.T, c Config) {
+	ns := Namespace(t)
+	r := c.Open(t, ns, opts(7200), false)
+	w := acquire(t, r, 1023)
+	last := time.Now().Add(time.Minute).Truncate(time.Millisecond)
+	if err := r.Save(ctx(t), last.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	release(t, r, last)
+	w2 := acquire(t, open(t, c, ns, opts(7200)), 1023)
+	if c.SameIDOnRestart && w2.ID != w.ID {
+		t.Fatalf("restart got ID %d, had %d", w2.ID, w.ID)
+	}
+	if w2.ID == w.ID && w2.LastIssued.Before(last) {
+		t.Fatalf("restart with ID %d: LastIssued %v, recorded %v", w.ID, w2.LastIssued, last)
+	}
+}
+
+// testClockBehind runs the service: a node issues, stops, and starts again
+// with its clock an hour back: snowflake IDs are refused, segment IDs not.
+func testClockBehind(t *testing.T, c Config) {
+	ns := Namespace(t)
+	clk := testclock.New(time.Now())
+	newSvc := func() *service.Service {
+		o := opts(7300)
+		o.Now = func() time.Time { return time.Unix(0, clk.Now()) }
+		s, err := service.New(ctx(t), service.Config{Now: clk.Now, Sleep: clk.Add, PersistEvery: time.Hour}, memstore.New(nil), c.Open(t, ns, o, false), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s := newSvc()
+	if _, err := s.SnowflakeID(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(-time.Hour)
+	s = newSvc()
+	defer s.Close(ctx(t))
+	_, err := s.SnowflakeID()
+	var cbe *service.ClockBehindError
+	if !errors.As(err, &cbe) || cbe.Behind < time.Hour-time.Second {
+		t.Fatalf("SnowflakeID with the clock an hour back: %v", err)
+	}
+	if _, err := s.CreateTag(ctx(t), frond.Tag{Name: "t", Step: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SegmentID(ctx(t), "t"); err != nil {
+		t.Fatalf("segment ID: %v", err)
+	}
+}
+
+func testLeaseLoss(t *testing.T, c Config) {
+	ns := Namespace(t)
+	r := open(t, c, ns, opts(7400))
+	w := acquire(t, r, 1023)
+	if w.Lost == nil {
+		t.Fatal("Worker.Lost is nil: a leased ID must say when it is lost")
+	}
+	c.Lose(t, r)
+	select {
+	case <-w.Lost:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Lost not closed 30 s after the registry took the ID back")
+	}
+	if err := r.Save(ctx(t), time.Now()); !errors.Is(err, frond.ErrWorkerLost) {
+		t.Fatalf("Save after the loss: %v, want ErrWorkerLost", err)
+	}
+	w2 := acquire(t, r, 1023)
+	if err := r.Save(ctx(t), time.Now()); err != nil {
+		t.Fatalf("Save after acquiring again: %v", err)
+	}
+	select {
+	case <-w2.Lost:
+		t.Fatal("the new hold is already lost")
+	default:
+	}
+}
+
+func testRecycle(t *testing.T, c Config) {
+	ns := Namespace(t)
+	base := time.Now()
+	a := c.Open(t, ns, opts(7500), false)
+	w := acquire(t, a, 0)
+	last := base.Add(time.Second).Truncate(time.Millisecond)
+	release(t, a, last)
+
+	clk := testclock.New(base)
+	o := opts(7501)
+	o.RecycleAfter = time.Minute
+	o.Now = func() time.Time { return time.Unix(0, clk.Now()) }
+	b := open(t, c, ns, o)
+	clk.Add(30 * time.Second) // before last + RecycleAfter
+	if _, err := b.Acquire(ctx(t), 0); !errors.Is(err, frond.ErrNoWorkerID) {
+		t.Fatalf("ID taken before last + RecycleAfter: %v", err)
+	}
+	clk.Add(time.Minute)
+	w2 := acquire(t, b, 0)
+	if w2.ID != w.ID || w2.LastIssued.Before(last) {
+		t.Fatalf("recycled %+v, want ID %d with LastIssued >= %v", w2, w.ID, last)
+	}
+}
+
+func testCache(t *testing.T, c Config) {
+	ns := Namespace(t)
+	dir := t.TempDir()
+	o := opts(7600).WithDefaults()
+	o.RecycleAfter = time.Hour
+	path := filepath.Join(dir, cache.File)
+	up, err := cache.New(c.Open(t, ns, o, false), path, "test "+ns, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := acquire(t, up, 1023)
+	if w.FromCache {
+		t.Fatal("FromCache with the registry up")
+	}
+	last := time.Now().Add(time.Second)
+	if err := up.Save(ctx(t), last); err != nil {
+		t.Fatal(err)
+	}
+	// A crash: no release (the lease lapses); the registry is then down.
+	if err := up.Close(); err != nil {
+		t.Fatal(err)
+	}
+	down, err := cache.New(c.Open(t, ns, o, true), path, "test "+ns, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer down.Close()
+	w2 := acquire(t, down, 1023)
+	if !w2.FromCache || w2.ID != w.ID || w2.LastIssued.Before(last) {
+		t.Fatalf("registry down: %+v, want ID %d from the local record with LastIssued >= %v", w2, w.ID, last)
+	}
+	if err := down.Save(ctx(t), time.Now().Add(time.Minute)); err != nil {
+		t.Fatalf("Save within RecycleAfter of the confirmed time: %v", err)
+	}
+	if err := down.Save(ctx(t), last.Add(2*time.Hour)); err == nil {
+		t.Fatal("Save past the confirmed time + RecycleAfter succeeded with the registry down")
+	}
+	// A different key (another registry or identity) must not use the record.
+	other, err := cache.New(c.Open(t, ns, o, true), path, "other "+ns, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if w3, err := other.Acquire(ctx(t), 1023); !errors.Is(err, frond.ErrStoreUnavailable) {
+		t.Fatalf("another registry's record used: %+v, %v", w3, err)
+	}
+}
+
+func testPeers(t *testing.T, c Config) {
+	ns := Namespace(t)
+	a := open(t, c, ns, opts(7700))
+	ob := opts(7701)
+	ob.Now = func() time.Time { return time.Now().Add(30 * time.Second) }
+	b := open(t, c, ns, ob)
+	acquire(t, a, 1023)
+	acquire(t, b, 1023)
+	if err := a.Save(ctx(t), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Save(ctx(t), ob.Now()); err != nil {
+		t.Fatal(err)
+	}
+	pa, pb := a.(frond.PeerClock), b.(frond.PeerClock)
+	offA, err := pa.PeerOffsets(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	offB, err := pb.PeerOffsets(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(offA) != 1 || (offA[0].Offset-30*time.Second).Abs() > 3*time.Second {
+		t.Fatalf("a sees %+v, want one peer about 30 s ahead", offA)
+	}
+	if len(offB) != 1 || (offB[0].Offset+30*time.Second).Abs() > 3*time.Second {
+		t.Fatalf("b sees %+v, want one peer about 30 s behind", offB)
+	}
+}
