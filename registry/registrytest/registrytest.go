@@ -204,7 +204,7 @@ func testClockBehind(t *testing.T, c Config) {
 	newSvc := func() *service.Service {
 		o := opts(7300)
 		o.Now = func() time.Time { return time.Unix(0, clk.Now()) }
-		s, err := service.New(ctx(t), service.Config{Now: clk.Now, Sleep: clk.Add, PersistEvery: time.Hour}, memstore.New(nil), c.Open(t, ns, o, false), nil)
+		s, err := service.New(ctx(t), service.Config{Now: clk.Now, Sleep: clk.Add, PersistEvery: time.Second}, memstore.New(nil), c.Open(t, ns, o, false), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

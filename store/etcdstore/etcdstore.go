@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/etcdconn"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 )
 
 var (
@@ -46,52 +46,29 @@ type value struct {
 
 // Open connects to the etcd cluster of rawURL.
 func Open(ctx context.Context, rawURL string) (*Store, error) {
-	rest, ok := strings.CutPrefix(rawURL, "etcd://")
-	if !ok {
-		return nil, fmt.Errorf("%w: etcd URL %q must start with etcd://", frond.ErrInvalidArgument, rawURL)
+	u, err := etcdconn.Parse(rawURL, "frond_prefix", "frond_timeout", "frond_retries")
+	if err != nil {
+		return nil, err
 	}
-	hosts, query, _ := strings.Cut(rest, "?")
-	hosts = strings.TrimSuffix(hosts, "/")
-	s := &Store{prefix: "/frond/", timeout: 5 * time.Second, retries: 100}
-	for _, h := range strings.Split(hosts, ",") {
-		if h == "" || strings.ContainsAny(h, "/ ") {
-			return nil, fmt.Errorf("%w: etcd URL %q: bad endpoint %q", frond.ErrInvalidArgument, rawURL, h)
-		}
-		s.endpoints = append(s.endpoints, "http://"+h)
-	}
-	for _, kv := range strings.Split(query, "&") {
-		if kv == "" {
-			continue
-		}
-		k, v, _ := strings.Cut(kv, "=")
-		var err error
+	s := &Store{prefix: "/frond/", timeout: 5 * time.Second, retries: 100, endpoints: u.Endpoints}
+	for _, k := range u.Keys {
+		v := u.Params[k]
 		switch k {
 		case "frond_prefix":
 			s.prefix = v
 		case "frond_timeout":
-			s.timeout, err = time.ParseDuration(v)
-			if err == nil && s.timeout <= 0 {
-				err = errors.New("must be positive")
+			if s.timeout, err = etcdconn.Duration(k, v); err != nil {
+				return nil, err
 			}
 		case "frond_retries":
-			s.retries, err = strconv.Atoi(v)
-		default:
-			err = errors.New("unknown parameter")
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%w: etcd URL parameter %s=%q: %v", frond.ErrInvalidArgument, k, v, err)
+			if s.retries, err = strconv.Atoi(v); err != nil {
+				return nil, fmt.Errorf("%w: etcd URL parameter %s=%q: %v", frond.ErrInvalidArgument, k, v, err)
+			}
 		}
 	}
-	c, err := clientv3.New(clientv3.Config{
-		Endpoints:            s.endpoints,
-		DialTimeout:          s.timeout,
-		DialKeepAliveTime:    5 * time.Second,
-		DialKeepAliveTimeout: s.timeout,
-		Logger:               zap.NewNop(),
-		Context:              context.WithoutCancel(ctx),
-	})
+	c, err := etcdconn.Client(ctx, s.endpoints, s.timeout)
 	if err != nil {
-		return nil, fmt.Errorf("%w: etcd %v: %v", frond.ErrStoreUnavailable, s.endpoints, err)
+		return nil, err
 	}
 	s.c = c
 	return s, nil
