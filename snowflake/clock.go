@@ -19,7 +19,7 @@ const DefaultResync = 10 * time.Millisecond
 // Offset shifts every reading (frond's FROND_TEST_CLOCK_OFFSET test seam).
 type SystemClock struct {
 	resync int64
-	offset int64
+	offset atomic.Int64
 	anchor atomic.Pointer[clockAnchor]
 }
 
@@ -34,17 +34,22 @@ func NewSystemClock(resync, offset time.Duration) *SystemClock {
 	if resync <= 0 {
 		resync = DefaultResync
 	}
-	c := &SystemClock{resync: int64(resync), offset: int64(offset)}
+	c := &SystemClock{resync: int64(resync)}
+	c.offset.Store(int64(offset))
 	c.renew()
 	return c
 }
 
 func (c *SystemClock) renew() int64 {
 	n := time.Now()
-	a := &clockAnchor{wall: n.UnixNano() + c.offset, mono: n}
+	a := &clockAnchor{wall: n.UnixNano() + c.offset.Load(), mono: n}
 	c.anchor.Store(a)
 	return a.wall
 }
+
+// SetOffset changes the offset; readings show it within the resync
+// interval (a test seam: a clock stepped at run time).
+func (c *SystemClock) SetOffset(d time.Duration) { c.offset.Store(int64(d)) }
 
 // Now returns the wall clock in nanoseconds since the Unix epoch.
 func (c *SystemClock) Now() int64 {

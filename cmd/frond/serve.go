@@ -15,7 +15,6 @@ import (
 	"github.com/frond-id/frond"
 	httpapi "github.com/frond-id/frond/api/http"
 	"github.com/frond-id/frond/internal/config"
-	"github.com/frond-id/frond/registry/file"
 	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/service"
 	"github.com/frond-id/frond/snowflake"
@@ -32,7 +31,9 @@ func newServeCmd(e env) *cobra.Command {
 		Short: "Run the ID server",
 		Long: `Run the ID server. With no configuration it keeps segments in an SQLite file
 in the data directory (./data/frond.db), takes snowflake worker ID 0 from a
-file registry in the same directory, and serves HTTP on :8080.
+file registry in the same directory, and serves HTTP on :8080. Other worker
+registries (static, etcd, ZooKeeper, Redis, SQL) are chosen with --registry:
+see docs/registries.md.
 
 Every flag is also an environment variable (FROND_DATA_DIR, FROND_HTTP_ADDR,
 ...) and a key of the YAML file; flags win over the environment, which wins
@@ -116,12 +117,24 @@ func serve(ctx context.Context, cfg *config.Config, e env) error {
 	log := newLogger(cfg, e)
 	layout, _ := snowflake.Preset(cfg.Layout)
 
-	store, err := openStores(ctx, cfg.Store, log)
+	clock, stopClock, err := testClock(ctx, log)
 	if err != nil {
 		return err
 	}
-	reg, err := file.Open(cfg.DataDir, cfg.Node)
+	defer stopClock()
+	// Listen first: the registry knows the node by its port.
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
+		return err
+	}
+	store, err := openStores(ctx, cfg.Store, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	reg, err := openRegistry(ctx, cfg, listenPort(ln.Addr()), func() time.Time { return time.Unix(0, clock.Now()) }, log)
+	if err != nil {
+		ln.Close()
 		store.Close()
 		return err
 	}
@@ -129,6 +142,8 @@ func serve(ctx context.Context, cfg *config.Config, e env) error {
 	svc, err := service.New(ctx, service.Config{
 		Layout: layout, MaxBackward: cfg.Snowflake.MaxBackward, MaxLead: cfg.Snowflake.MaxLead,
 		RandomStart: cfg.Snowflake.RandomStart, PersistEvery: cfg.Snowflake.PersistEvery,
+		StartupWait: cfg.Snowflake.StartupWait, MaxPeerSkew: cfg.Snowflake.MaxPeerSkew,
+		Now: clock.Now,
 		Segment: segment.Settings{
 			Threshold: cfg.Segment.Threshold, FixedStep: cfg.Segment.FixedStep,
 			FastSegment: cfg.Segment.FastSegment, SlowSegment: cfg.Segment.SlowSegment,
@@ -141,6 +156,7 @@ func serve(ctx context.Context, cfg *config.Config, e env) error {
 		Forms:            cfg.Forms,
 	}, store, reg, log)
 	if err != nil {
+		ln.Close()
 		reg.Close()
 		store.Close()
 		return err
@@ -152,11 +168,6 @@ func serve(ctx context.Context, cfg *config.Config, e env) error {
 	}
 	h := httpapi.New(svc, m, httpapi.Options{AdminToken: cfg.AdminToken, Pprof: cfg.Pprof, Logger: log})
 	srv := httpapi.NewHTTPServer(cfg.HTTPAddr, h, log)
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
-	if err != nil {
-		svc.Close(context.Background())
-		return err
-	}
 	log.Info("frond listening", "addr", ln.Addr().String(), "store", storeName(cfg.Store), "worker", svc.Worker(),
 		"layout", layout.Name, "data_dir", cfg.DataDir, "startup", time.Since(start).Round(time.Microsecond).String())
 

@@ -36,7 +36,7 @@ type Config struct {
 	DataDir         string        `koanf:"data_dir"`         // embedded store and worker state
 	HTTPAddr        string        `koanf:"http_addr"`        // HOST:PORT
 	Store           string        `koanf:"store"`            // store URL; empty: sqlite in data_dir
-	Registry        string        `koanf:"registry"`         // worker registry URL; "file": in data_dir
+	Registry        string        `koanf:"registry"`         // worker registry URL; "file": in data_dir (docs/registries.md)
 	Layout          string        `koanf:"layout"`           // snowflake layout preset
 	Node            int64         `koanf:"node"`             // worker ID for the file registry
 	AdminToken      string        `koanf:"admin_token"`      // bearer token for /v1/tags
@@ -45,6 +45,7 @@ type Config struct {
 	ShutdownTimeout time.Duration `koanf:"shutdown_timeout"` // grace for requests in flight
 	Log             Log           `koanf:"log"`
 	Snowflake       Snowflake     `koanf:"snowflake"`
+	Worker          Worker        `koanf:"worker"`
 	Segment         Segment       `koanf:"segment"`
 	// Serials are business serial numbers by name (see docs/kinds.md).
 	Serials map[string]service.SerialConfig `koanf:"serials"`
@@ -73,6 +74,16 @@ type Snowflake struct {
 	MaxLead      time.Duration `koanf:"max_lead"`
 	RandomStart  int64         `koanf:"random_start"`
 	PersistEvery time.Duration `koanf:"persist_every"`
+	StartupWait  time.Duration `koanf:"startup_wait"`  // 0: 2 x persist_every + max_lead + 1s
+	MaxPeerSkew  time.Duration `koanf:"max_peer_skew"` // negative: no peer clock check
+}
+
+// Worker configures how the node is known to a worker registry.
+type Worker struct {
+	Host         string        `koanf:"host"`          // empty: the first non-loopback IPv4 address
+	Port         int           `koanf:"port"`          // 0: the HTTP port
+	RecycleAfter time.Duration `koanf:"recycle_after"` // see docs/registries.md
+	LeaseTTL     time.Duration `koanf:"lease_ttl"`
 }
 
 // Segment configures the segment engine.
@@ -94,7 +105,8 @@ func Defaults() map[string]any {
 		"shutdown_timeout": "15s",
 		"log.format":       "text", "log.level": "info",
 		"snowflake.max_backward": "5ms", "snowflake.max_lead": "0s", "snowflake.random_start": 0,
-		"snowflake.persist_every": "1s",
+		"snowflake.persist_every": "1s", "snowflake.startup_wait": "0s", "snowflake.max_peer_skew": "5s",
+		"worker.host": "", "worker.port": 0, "worker.recycle_after": "10m", "worker.lease_ttl": "10s",
 		"segment.threshold":       0.1, "segment.fixed_step": false, "segment.fast_segment": "15m",
 		"segment.slow_segment": "30m", "segment.max_step": 1_000_000, "segment.load_timeout": "10s",
 		"segment.fail_fast": "1s",
@@ -108,7 +120,7 @@ var Flags = []struct{ Name, Key, Usage string }{
 	{"data-dir", "data_dir", "data directory: embedded store and worker state (env FROND_DATA_DIR)"},
 	{"http-addr", "http_addr", "HTTP listen address HOST:PORT (env FROND_HTTP_ADDR)"},
 	{"store", "store", "segment store URL, e.g. sqlite:///var/lib/frond/frond.db (default: sqlite in the data directory) (env FROND_STORE)"},
-	{"registry", "registry", "worker registry URL: file (env FROND_REGISTRY)"},
+	{"registry", "registry", "worker registry: file, static:N, static:ordinal, etcd://, zk://, redis://, mysql://, postgres://, sqlite:// (env FROND_REGISTRY; docs/registries.md)"},
 	{"layout", "layout", "snowflake layout: twitter, sonyflake, uid-generator, javascript (env FROND_LAYOUT)"},
 	{"node", "node", "snowflake worker ID for the file registry (env FROND_NODE)"},
 	{"admin-token", "admin_token", "bearer token required for tag administration (env FROND_ADMIN_TOKEN)"},
@@ -233,8 +245,17 @@ func (c *Config) finish() error {
 	if _, err := c.LogLevel(); err != nil {
 		return bad("log.level %q: debug, info, warn or error", c.Log.Level)
 	}
-	if c.Registry != "file" && c.Registry != "" {
-		return bad("registry %q: this version knows file", c.Registry)
+	if err := checkRegistry(c.Registry); err != nil {
+		return bad("%v", err)
+	}
+	if c.Worker.Port < 0 || c.Worker.Port > 65535 {
+		return bad("worker.port %d: 0 to 65535", c.Worker.Port)
+	}
+	if c.Worker.RecycleAfter <= 0 || c.Worker.LeaseTTL <= 0 {
+		return bad("worker.recycle_after %v and worker.lease_ttl %v must be positive", c.Worker.RecycleAfter, c.Worker.LeaseTTL)
+	}
+	if c.Worker.LeaseTTL > c.Worker.RecycleAfter {
+		return bad("worker.lease_ttl %v must not exceed worker.recycle_after %v", c.Worker.LeaseTTL, c.Worker.RecycleAfter)
 	}
 	if c.ShutdownTimeout <= 0 {
 		return bad("shutdown_timeout %v must be positive", c.ShutdownTimeout)
@@ -272,6 +293,24 @@ func (c *Config) finish() error {
 		c.Store = "sqlite://" + strings.TrimSuffix(c.DataDir, "/") + "/frond.db"
 	}
 	return nil
+}
+
+// RegistrySchemes are the URL schemes of the network worker registries.
+var RegistrySchemes = []string{"etcd", "zk", "redis", "rediss", "mysql", "postgres", "postgresql", "sqlite"}
+
+func checkRegistry(raw string) error {
+	if raw == "" || raw == "file" || strings.HasPrefix(raw, "static:") {
+		return nil
+	}
+	scheme, _, ok := strings.Cut(raw, "://")
+	if ok {
+		for _, s := range RegistrySchemes {
+			if s == scheme {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("registry %q: want file, static:N, static:ordinal[+BASE] or a URL with scheme %s", raw, strings.Join(RegistrySchemes, ", "))
 }
 
 // LogLevel parses Log.Level.

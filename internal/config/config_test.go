@@ -78,7 +78,7 @@ func TestLoad_Errors(t *testing.T) {
 		"bad log format":      {args: []string{"--log-format", "xml"}, want: "log.format"},
 		"bad log level":       {env: []string{"FROND_LOG__LEVEL=loud"}, want: "log.level"},
 		"negative node":       {args: []string{"--node", "-1"}, want: "node"},
-		"unknown registry":    {args: []string{"--registry", "zk://x"}, want: "registry"},
+		"unknown registry":    {args: []string{"--registry", "consul://x"}, want: "registry"},
 		"empty token file":    {args: []string{"--admin-token-file", empty}, want: "empty"},
 		"missing token file":  {args: []string{"--admin-token-file", filepath.Join(dir, "none")}, want: "admin_token_file"},
 		"token and file both": {args: []string{"--admin-token", "a", "--admin-token-file", empty}, want: "admin_token"},

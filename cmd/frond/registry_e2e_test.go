@@ -1,0 +1,119 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/frond-id/frond/storetest"
+)
+
+// etcdRegistry returns an etcd registry URL in a namespace of its own.
+func etcdRegistry(t *testing.T) string {
+	ep := storetest.SkipUnlessSet(t, "FROND_TEST_ETCD_ENDPOINTS")
+	return fmt.Sprintf("etcd://%s?frond_prefix=/frondtest/e2e_%d/", ep, time.Now().UnixNano())
+}
+
+// The issue's clock test on the real binary: a node that issued IDs stops
+// and starts again with its clock set 5 minutes back: it refuses snowflake
+// IDs (503 with the offset on /v1, 500 on Leaf's API, /readyz says why)
+// while segment IDs keep working.
+func TestE2E_Registry_RestartWithClockBack(t *testing.T) {
+	reg := etcdRegistry(t)
+	dir := t.TempDir()
+	env := []string{"FROND_WORKER__PORT=17001"}
+	a, err := startServerEnv(t, env, dir, "--registry", reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.id("/api/snowflake/get/x")
+	if err := a.stop(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	b, err := startServerEnv(t, append(env, "FROND_TEST_CLOCK_OFFSET=-5m"), dir, "--registry", reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.log(), "TEST CLOCK OFFSET") {
+		t.Fatalf("the offset is not announced:\n%s", b.log())
+	}
+	checkClockRefusal(t, b, `the clock is (4m5\d|5m0)[.0-9]*s behind`)
+	if code, body := b.get("/v1/info"); code != 200 || !strings.Contains(body, `"worker":{"id":0,"held":true,"issuing":true`) {
+		t.Fatalf("/v1/info: %d %s", code, body)
+	}
+}
+
+// Runtime clock steps through the offset file: a small step back is waited
+// out, a large one refuses until the clock is back.
+func TestE2E_Registry_RuntimeSteps(t *testing.T) {
+	reg := etcdRegistry(t)
+	offFile := filepath.Join(t.TempDir(), "offset")
+	os.WriteFile(offFile, []byte("0s"), 0o644)
+	s, err := startServerEnv(t, []string{"FROND_TEST_CLOCK_OFFSET=@" + offFile}, t.TempDir(), "--registry", reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev := s.id("/api/snowflake/get/x")
+	step := func(d string) {
+		os.WriteFile(offFile, []byte(d), 0o644)
+		deadline := time.Now().Add(5 * time.Second)
+		for !strings.Contains(s.log(), `"offset":"`+d+`"`) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the server did not take offset %s:\n%s", d, s.log())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		time.Sleep(30 * time.Millisecond) // the clock's resync interval
+	}
+	step("-3ms")
+	for range 20 {
+		code, body := s.get("/api/snowflake/get/x")
+		if code != 200 {
+			t.Fatalf("after a 3 ms step back: %d %s", code, body)
+		}
+		var id int64
+		fmt.Sscan(body, &id)
+		if id <= prev {
+			t.Fatalf("ID %d after %d", id, prev)
+		}
+		prev = id
+	}
+	step("-10s")
+	if code, body := s.get("/v1/snowflake"); code != 503 || !strings.Contains(body, "clock_backwards") {
+		t.Fatalf("after a 10 s step back: %d %s", code, body)
+	}
+	if code, body := s.get("/readyz"); !strings.Contains(body, `"name":"clock","ok":false`) {
+		t.Fatalf("/readyz after a 10 s step back: %d %s", code, body)
+	}
+	step("1ms")
+	if id := s.id("/api/snowflake/get/x"); id <= prev {
+		t.Fatalf("ID %d after %d", id, prev)
+	}
+}
+
+// A node whose clock is far from its live peers' average holds a worker ID
+// but refuses to issue snowflake IDs; segment IDs work.
+func TestE2E_Registry_PeerSkew(t *testing.T) {
+	reg := etcdRegistry(t)
+	mustStart(t, t.TempDir(), "--registry", reg)
+	mustStart(t, t.TempDir(), "--registry", reg)
+	s, err := startServerEnv(t, []string{"FROND_TEST_CLOCK_OFFSET=90s"}, t.TempDir(), "--registry", reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, body := s.get("/v1/snowflake")
+	if code != 503 || !strings.Contains(body, "clock_skew") || !strings.Contains(body, "ahead of the average of its 2 live peers") {
+		t.Fatalf("/v1/snowflake: %d %s", code, body)
+	}
+	if code, body := s.get("/readyz"); !strings.Contains(body, `"name":"clock","ok":false`) || !strings.Contains(body, "live peers") {
+		t.Fatalf("/readyz: %d %s", code, body)
+	}
+	if code, body := s.req("POST", "/v1/tags", `{"name":"skew","step":10}`); code != 201 {
+		t.Fatalf("create tag: %d %s", code, body)
+	}
+	s.id("/api/segment/get/skew")
+}
