@@ -3,6 +3,7 @@ package etcdregistry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -50,5 +51,24 @@ func TestOpen_BadURL(t *testing.T) {
 		if _, err := Open(context.Background(), u, registry.Options{}); !errors.Is(err, frond.ErrInvalidArgument) {
 			t.Errorf("Open(%q) = %v, want ErrInvalidArgument", u, err)
 		}
+	}
+}
+
+// BenchmarkAcquire measures what a start costs: open, acquire, release.
+func BenchmarkAcquire(b *testing.B) {
+	ep := storetest.SkipUnlessSet(b, "FROND_TEST_ETCD_ENDPOINTS")
+	prefix := fmt.Sprintf("/frondtest/bench_%d/", time.Now().UnixNano())
+	for i := 0; b.Loop(); i++ {
+		r, err := Open(context.Background(), "etcd://"+ep+"?frond_prefix="+prefix, registry.Options{Host: "10.9.9.9", Port: 1 + i%500})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := r.Acquire(context.Background(), 1023); err != nil {
+			b.Fatal(err)
+		}
+		if err := r.Release(context.Background(), time.Now()); err != nil {
+			b.Fatal(err)
+		}
+		r.Close()
 	}
 }
