@@ -430,9 +430,12 @@ func TestCode(t *testing.T) {
 		snowflake.ErrLayoutExpired:                CodeLayoutExpired,
 		snowflake.ErrInvalidID:                    CodeInvalidArgument,
 		frond.ErrNoWorkerID:                       CodeNoWorkerID,
-		frond.ErrClosed:                           CodeUnavailable,
-		context.DeadlineExceeded:                  CodeUnavailable,
-		errors.New("boom"):                        CodeInternal,
+		fmt.Errorf("%w: %w", frond.ErrWorkerLost, frond.ErrStoreUnavailable): CodeWorkerLost,
+		&PeerSkewError{}:         CodeClockSkew,
+		&ClockBehindError{}:      CodeClockBackwards,
+		frond.ErrClosed:          CodeUnavailable,
+		context.DeadlineExceeded: CodeUnavailable,
+		errors.New("boom"):       CodeInternal,
 	} {
 		if got := Code(err); got != want {
 			t.Errorf("Code(%v) = %q, want %q", err, got, want)

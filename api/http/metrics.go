@@ -79,12 +79,15 @@ var (
 	descBorrows   = prometheus.NewDesc("frond_snowflake_borrowed_ticks_total", "Ticks the snowflake generator borrowed ahead of the clock.", nil, nil)
 	descLead      = prometheus.NewDesc("frond_snowflake_lead_seconds", "How far the last snowflake ID is ahead of the clock.", nil, nil)
 	descBehind    = prometheus.NewDesc("frond_snowflake_clock_behind_seconds", "How far the clock is behind the latest time the generator used.", nil, nil)
+	descWorker    = prometheus.NewDesc("frond_snowflake_worker_id", "The worker ID this node holds (-1: none).", nil, nil)
+	descIssuing   = prometheus.NewDesc("frond_snowflake_issuing", "1 when this node can issue snowflake IDs (a worker ID is held and the peers' clock check passed), else 0.", nil, nil)
+	descFromCache = prometheus.NewDesc("frond_snowflake_worker_from_local_record", "1 when the worker ID comes from the local record because the registry is unreachable.", nil, nil)
 )
 
 type engineCollector struct{ svc *service.Service }
 
 func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descIssued, descRemaining, descHorizon, descStep, descSteps, descRefusals, descBorrows, descLead, descBehind} {
+	for _, d := range []*prometheus.Desc{descIssued, descRemaining, descHorizon, descStep, descSteps, descRefusals, descBorrows, descLead, descBehind, descWorker, descIssuing, descFromCache} {
 		ch <- d
 	}
 }
@@ -107,4 +110,15 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descBorrows, prometheus.CounterValue, float64(st.Borrows))
 	ch <- prometheus.MustNewConstMetric(descLead, prometheus.GaugeValue, st.Lead.Seconds())
 	ch <- prometheus.MustNewConstMetric(descBehind, prometheus.GaugeValue, st.Behind.Seconds())
+	wi := c.svc.WorkerInfo()
+	ch <- prometheus.MustNewConstMetric(descWorker, prometheus.GaugeValue, float64(wi.ID))
+	ch <- prometheus.MustNewConstMetric(descIssuing, prometheus.GaugeValue, b2f(wi.Issuing))
+	ch <- prometheus.MustNewConstMetric(descFromCache, prometheus.GaugeValue, b2f(wi.FromCache))
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -274,7 +274,8 @@ func TestHealthReadyMetrics(t *testing.T) {
 		`frond_errors_total{code="tag_not_found"} 1`,
 		`frond_segment_loads_total{result="ok",tag="order"} 1`,
 		`frond_segment_buffer_remaining{tag="order"} 999`,
-		`frond_snowflake_clock_backward_steps_total 0`)
+		`frond_snowflake_clock_backward_steps_total 0`,
+		`frond_snowflake_issuing 1`, `frond_snowflake_worker_from_local_record 0`, `frond_snowflake_worker_id `)
 	f.store.down.Store(true)
 	// The buffer of "order" still holds IDs: degraded, still serving.
 	f.want(f.do("GET", "/readyz", ""), 200, `"status":"degraded"`, `"name":"store","ok":false`, "connection refused", `"remaining":999`)
