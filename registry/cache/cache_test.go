@@ -1,0 +1,147 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/testclock"
+	"github.com/frond-id/frond/registry"
+)
+
+var bg = context.Background()
+
+// fake is a registry that can be down.
+type fake struct {
+	id   int64
+	last time.Time
+	down bool
+}
+
+var errDown = fmt.Errorf("%w: connection refused", frond.ErrStoreUnavailable)
+
+func (f *fake) Acquire(ctx context.Context, maxNode int64) (frond.Worker, error) {
+	if f.down {
+		return frond.Worker{}, errDown
+	}
+	return frond.Worker{ID: f.id, LastIssued: f.last}, nil
+}
+
+func (f *fake) Save(ctx context.Context, last time.Time) error {
+	if f.down {
+		return errDown
+	}
+	f.last = last
+	return nil
+}
+
+func (f *fake) Close() error { return nil }
+
+func setup(t *testing.T) (*fake, *testclock.Clock, func() *Registry) {
+	clk := testclock.New(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
+	path := filepath.Join(t.TempDir(), File)
+	f := &fake{id: 9}
+	o := registry.Options{RecycleAfter: time.Minute, Now: func() time.Time { return time.Unix(0, clk.Now()) }}
+	return f, clk, func() *Registry {
+		r, err := New(f, path, "etcd://x as 10.0.0.1:8080", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+}
+
+// A registry outage at run time: the record carries the node up to the
+// confirmed time + RecycleAfter, and /readyz (Warnings) says so.
+func TestRegistry_OutageAtRunTime(t *testing.T) {
+	f, clk, open := setup(t)
+	r := open()
+	now := time.Unix(0, clk.Now())
+	if _, err := r.Acquire(bg, 1023); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Save(bg, now.Add(2*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	f.down = true
+	if err := r.Save(bg, now.Add(30*time.Second)); err != nil {
+		t.Fatalf("Save within the bound with the registry down: %v", err)
+	}
+	if w := r.Warnings(); len(w) != 1 || !strings.Contains(w[0], "local record") {
+		t.Fatalf("Warnings = %q", w)
+	}
+	err := r.Save(bg, now.Add(2*time.Second+time.Minute+time.Millisecond))
+	if !errors.Is(err, frond.ErrStoreUnavailable) {
+		t.Fatalf("Save past the bound: %v", err)
+	}
+	// Back up: the registry learns the time the node issued up to.
+	f.down = false
+	if err := r.Save(bg, now.Add(40*time.Second)); err != nil || !f.last.Equal(now.Add(40*time.Second)) {
+		t.Fatalf("Save after the outage: %v, registry holds %v", err, f.last)
+	}
+	if w := r.Warnings(); len(w) != 0 {
+		t.Fatalf("Warnings after the outage = %q", w)
+	}
+}
+
+// The registry answers with an older time than the node used from its
+// record: the later time wins.
+func TestRegistry_RecordAheadOfRegistry(t *testing.T) {
+	f, clk, open := setup(t)
+	now := time.Unix(0, clk.Now())
+	r := open()
+	r.Acquire(bg, 1023)
+	r.Save(bg, now)
+	f.down = true
+	r.Close()
+
+	r = open()
+	w, err := r.Acquire(bg, 1023)
+	if err != nil || !w.FromCache || w.ID != 9 {
+		t.Fatalf("Acquire with the registry down: %+v, %v", w, err)
+	}
+	if err := r.Save(bg, now.Add(20*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Release(bg, now.Add(10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	f.down = false
+	r = open()
+	w, err = r.Acquire(bg, 1023)
+	if err != nil || w.FromCache || !w.LastIssued.Equal(now.Add(10*time.Second)) {
+		t.Fatalf("Acquire after the outage: %+v, %v; want LastIssued %v from the record", w, err, now.Add(10*time.Second))
+	}
+}
+
+// The record is not used when it is too old, damaged, for another ID
+// space, or for another registry.
+func TestRegistry_RecordNotUsable(t *testing.T) {
+	f, clk, open := setup(t)
+	r := open()
+	r.Acquire(bg, 1023)
+	r.Save(bg, time.Unix(0, clk.Now()))
+	f.down = true
+
+	if _, err := open().Acquire(bg, 5); !errors.Is(err, frond.ErrStoreUnavailable) || !strings.Contains(err.Error(), "outside 0..5") {
+		t.Fatalf("worker 9 with 0..5: %v", err)
+	}
+	clk.Add(time.Minute)
+	if _, err := open().Acquire(bg, 1023); !errors.Is(err, frond.ErrStoreUnavailable) || !strings.Contains(err.Error(), "recycle_after") {
+		t.Fatalf("a record older than RecycleAfter: %v", err)
+	}
+	os.WriteFile(r.path, []byte("{not json"), 0o644)
+	if _, err := open().Acquire(bg, 1023); !errors.Is(err, frond.ErrStoreUnavailable) || !strings.Contains(err.Error(), "no local record") {
+		t.Fatalf("a damaged record: %v", err)
+	}
+	f.down = false
+	if _, err := open().Acquire(bg, 1023); err != nil {
+		t.Fatalf("a damaged record with the registry up: %v", err)
+	}
+}
