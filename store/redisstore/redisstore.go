@@ -17,13 +17,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/redisutil"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -42,70 +41,37 @@ type Store struct {
 	warnings []string
 }
 
-// Open connects to the Redis of rawURL and checks that it persists data.
-func Open(ctx context.Context, rawURL string) (*Store, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil || u.Scheme != "redis" && u.Scheme != "rediss" {
-		return nil, fmt.Errorf("%w: redis URL %q", frond.ErrInvalidArgument, rawURL)
-	}
-	q := u.Query()
-	s := &Store{prefix: "frond:", timeout: 5 * time.Second, where: u.Scheme + "://" + u.Host + u.Path}
-	allowVolatile := false
-	if v := q.Get("frond_prefix"); q.Has("frond_prefix") {
-		s.prefix = v
-	}
-	if v := q.Get("frond_timeout"); v != "" {
-		if s.timeout, err = time.ParseDuration(v); err != nil || s.timeout <= 0 {
-			return nil, fmt.Errorf("%w: frond_timeout=%q", frond.ErrInvalidArgument, v)
-		}
-	}
-	if v := q.Get("frond_allow_volatile"); v != "" {
-		if allowVolatile, err = strconv.ParseBool(v); err != nil {
-			return nil, fmt.Errorf("%w: frond_allow_volatile=%q", frond.ErrInvalidArgument, v)
-		}
-	}
-	for _, k := range []string{"frond_prefix", "frond_timeout", "frond_allow_volatile"} {
-		q.Del(k)
-	}
-	u.RawQuery = q.Encode()
-	opts, err := redis.ParseURL(u.String())
-	if err != nil {
-		return nil, fmt.Errorf("%w: redis URL: %v", frond.ErrInvalidArgument, err)
-	}
-	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = s.timeout, s.timeout, s.timeout
-	opts.MaxRetries = 1
-	s.c = redis.NewClient(opts)
-
-	volatile, why := s.volatile(ctx)
-	switch {
-	case volatile && !allowVolatile:
-		s.c.Close()
-		return nil, fmt.Errorf("%w: redis at %s %s: after a Redis restart frond would hand out the same IDs again. Turn on AOF (appendonly yes) or RDB snapshots, or accept the risk with frond_allow_volatile=true in the store URL",
-			frond.ErrInvalidArgument, s.where, why)
-	case volatile:
-		s.warnings = append(s.warnings, "redis "+why+": IDs will be issued again after a Redis restart (accepted with frond_allow_volatile=true)")
-	}
-	return s, nil
+// storeRisk words the refusal and the warning of a volatile server.
+var storeRisk = redisutil.Risk{
+	Refusal: "frond would hand out the same IDs again",
+	Warning: "IDs will be issued again after a Redis restart",
+	URL:     "store",
 }
 
-// volatile reports whether the server keeps nothing on disk.
-func (s *Store) volatile(ctx context.Context) (bool, string) {
+// Open connects to the Redis of rawURL and checks that it persists data.
+func Open(ctx context.Context, rawURL string) (*Store, error) {
+	u, err := redisutil.Parse(rawURL, "frond_prefix")
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{prefix: "frond:", timeout: u.Timeout, where: u.Where}
+	if v, ok := u.Params["frond_prefix"]; ok {
+		s.prefix = v
+	}
+	s.c = redis.NewClient(u.Options)
+
 	c, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	aof, err1 := s.c.ConfigGet(c, "appendonly").Result()
-	save, err2 := s.c.ConfigGet(c, "save").Result()
-	policy, err3 := s.c.ConfigGet(c, "maxmemory-policy").Result()
-	if err := errors.Join(err1, err2, err3); err != nil {
-		return true, fmt.Sprintf("does not say whether it persists data (CONFIG GET failed: %v)", err)
+	why, _ := redisutil.Volatile(c, s.c) // an unreachable server is refused as one that does not say
+	warning, err := storeRisk.Accept(s.where, why, u.AllowVolatile)
+	if err != nil {
+		s.c.Close()
+		return nil, err
 	}
-	// frond's keys have no TTL, so only allkeys-* policies can evict them.
-	if p := policy["maxmemory-policy"]; strings.HasPrefix(p, "allkeys-") {
-		return true, fmt.Sprintf("may evict frond's counters (maxmemory-policy %s; use noeviction)", p)
+	if warning != "" {
+		s.warnings = append(s.warnings, warning)
 	}
-	if aof["appendonly"] != "yes" && strings.TrimSpace(save["save"]) == "" {
-		return true, "keeps nothing on disk (appendonly no, save \"\")"
-	}
-	return false, ""
+	return s, nil
 }
 
 // Warnings implements frond.Warner.
@@ -116,10 +82,7 @@ func (s *Store) metaKey(tag string) string { return s.prefix + "tag:" + tag }
 func (s *Store) indexKey() string          { return s.prefix + "tags" }
 
 func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < s.timeout {
-		return context.WithCancel(ctx)
-	}
-	return context.WithTimeout(ctx, s.timeout)
+	return redisutil.Bound(ctx, s.timeout)
 }
 
 func (s *Store) fail(op string, err error) error {
@@ -128,15 +91,6 @@ func (s *Store) fail(op string, err error) error {
 	}
 	return fmt.Errorf("%s on %s: %w: %w", op, s.where, frond.ErrStoreUnavailable, err)
 }
-
-// Lua numbers are doubles: 64-bit values travel as strings, INCRBY does the
-// arithmetic, and comparisons of max_id use string length then order.
-const luaGreater = `
-local function ge(a, b) -- a >= b for non-negative decimal strings
-  if #a ~= #b then return #a > #b end
-  return a >= b
-end
-`
 
 // KEYS: max, meta. ARGV: step (<= 0: the tag's), now (unix ms).
 // Returns {status, max_id, step}: status 1 ok, 0 not found, 2 overflow,
@@ -275,7 +229,8 @@ func (s *Store) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error) {
 
 // KEYS: max, meta. ARGV: step or "", description or "\0none", max_id or "", now.
 // Returns 1 ok, 0 not found, 2 max_id would go down, 3 counter missing.
-var updateScript = redis.NewScript(luaGreater + `
+// 64-bit values travel as strings (redisutil.LuaGE); INCRBY does the arithmetic.
+var updateScript = redis.NewScript(redisutil.LuaGE + `
 if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
 if ARGV[3] ~= '' then
   local cur = redis.call('GET', KEYS[1])

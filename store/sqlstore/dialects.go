@@ -1,21 +1,11 @@
 package sqlstore
 
-import (
-	"errors"
-	"strconv"
-	"strings"
-
-	"github.com/go-sql-driver/mysql"
-	"github.com/jackc/pgx/v5/pgconn"
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
-)
+import "github.com/frond-id/frond/internal/sqldb"
 
 // dialect holds what differs between databases. Queries use ? placeholders;
-// rebind turns them into $1, $2, ... for PostgreSQL.
+// q turns them into $1, $2, ... for PostgreSQL.
 type dialect struct {
-	name        string
-	driver      string
+	kind        sqldb.Kind
 	createTable string
 	// allocate raises max_id; with returning set it is one statement with
 	// args (step, step, tag, step, step) returning max_id, step; otherwise it
@@ -27,7 +17,12 @@ type dialect struct {
 	insert      string // args: tag, max_id, step, description; conflict: 0 rows or duplicate()
 	duplicate   func(error) bool
 	transient   func(error) bool // worth retrying at once: deadlock, serialization failure, busy
-	dollar      bool
+}
+
+var dialects = map[sqldb.Kind]*dialect{
+	sqldb.MySQL:    mysqlDialect,
+	sqldb.Postgres: postgresDialect,
+	sqldb.SQLite:   sqliteDialect,
 }
 
 const cols = "biz_tag, max_id, step, description, update_time"
@@ -55,27 +50,19 @@ const portableDDL = `CREATE TABLE IF NOT EXISTS leaf_alloc (
 )`
 
 var mysqlDialect = &dialect{
-	name:        "mysql",
-	driver:      "mysql",
+	kind:        sqldb.MySQL,
 	createTable: leafMySQLDDL,
 	allocate: `UPDATE leaf_alloc SET max_id = max_id + IF(? > 0, ?, step)
 WHERE biz_tag = ? AND max_id <= 9223372036854775807 - IF(? > 0, ?, step)`,
 	selectAlloc: `SELECT max_id, step FROM leaf_alloc WHERE biz_tag = ?`,
 	forUpdate:   " FOR UPDATE",
 	insert:      `INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES (?, ?, ?, ?)`,
-	duplicate: func(err error) bool {
-		var me *mysql.MySQLError
-		return errors.As(err, &me) && me.Number == 1062
-	},
-	transient: func(err error) bool {
-		var me *mysql.MySQLError
-		return errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205)
-	},
+	duplicate:   sqldb.MySQL.Duplicate,
+	transient:   sqldb.MySQL.Transient,
 }
 
 var postgresDialect = &dialect{
-	name:        "postgres",
-	driver:      "pgx",
+	kind:        sqldb.Postgres,
 	createTable: portableDDL,
 	allocate: `UPDATE leaf_alloc SET max_id = max_id + (CASE WHEN ?::bigint > 0 THEN ?::bigint ELSE step END), update_time = now() AT TIME ZONE 'UTC'
 WHERE biz_tag = ? AND max_id <= 9223372036854775807 - (CASE WHEN ?::bigint > 0 THEN ?::bigint ELSE step END)
@@ -83,55 +70,21 @@ RETURNING max_id, step`,
 	returning: true,
 	forUpdate: " FOR UPDATE",
 	insert:    `INSERT INTO leaf_alloc (biz_tag, max_id, step, description, update_time) VALUES (?, ?, ?, ?, now() AT TIME ZONE 'UTC') ON CONFLICT (biz_tag) DO NOTHING`,
-	duplicate: func(err error) bool {
-		var pe *pgconn.PgError
-		return errors.As(err, &pe) && pe.Code == "23505"
-	},
-	transient: func(err error) bool {
-		var pe *pgconn.PgError
-		return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
-	},
-	dollar: true,
+	duplicate: sqldb.Postgres.Duplicate,
+	transient: sqldb.Postgres.Transient,
 }
 
 var sqliteDialect = &dialect{
-	name:        "sqlite",
-	driver:      "sqlite",
+	kind:        sqldb.SQLite,
 	createTable: portableDDL,
 	allocate: `UPDATE leaf_alloc SET max_id = max_id + (CASE WHEN ? > 0 THEN ? ELSE step END), update_time = CURRENT_TIMESTAMP
 WHERE biz_tag = ? AND max_id <= 9223372036854775807 - (CASE WHEN ? > 0 THEN ? ELSE step END)
 RETURNING max_id, step`,
 	returning: true,
 	insert:    `INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES (?, ?, ?, ?) ON CONFLICT (biz_tag) DO NOTHING`,
-	duplicate: func(err error) bool { return sqliteCode(err) == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY },
-	transient: func(err error) bool {
-		c := sqliteCode(err) & 0xff
-		return c == sqlite3.SQLITE_BUSY || c == sqlite3.SQLITE_LOCKED
-	},
-}
-
-func sqliteCode(err error) int {
-	var se *sqlite.Error
-	if errors.As(err, &se) {
-		return se.Code()
-	}
-	return 0
+	duplicate: sqldb.SQLite.Duplicate,
+	transient: sqldb.SQLite.Transient,
 }
 
 // q returns query with the dialect's placeholders.
-func (d *dialect) q(query string) string {
-	if !d.dollar {
-		return query
-	}
-	var b strings.Builder
-	n := 0
-	for _, r := range query {
-		if r == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+func (d *dialect) q(query string) string { return d.kind.Rebind(query) }

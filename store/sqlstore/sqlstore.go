@@ -25,19 +25,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
-	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/frond-id/frond"
-	"github.com/go-sql-driver/mysql"
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
-	_ "modernc.org/sqlite"             // registers the "sqlite" driver
+	"github.com/frond-id/frond/internal/sqldb"
 )
 
 var (
@@ -59,20 +53,19 @@ type Options struct {
 
 // Store is a SQL segment store.
 type Store struct {
-	db    *sql.DB
-	d     *dialect
-	opts  Options
-	where string // for messages: the database, without secrets
+	db   *sqldb.DB
+	d    *dialect
+	opts Options
 }
 
 // Open connects to the database of rawURL and creates Leaf's table if it is
 // absent.
 func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
-	u, err := url.Parse(rawURL)
+	p, err := sqldb.Parse(rawURL, "frond_timeout", "frond_max_conns", "frond_retries")
 	if err != nil {
-		return nil, fmt.Errorf("%w: store URL: %v", frond.ErrInvalidArgument, err)
+		return nil, fmt.Errorf("store URL: %w", err)
 	}
-	if err := takeOptions(u, &opts); err != nil {
+	if err := takeOptions(p.Params, &opts); err != nil {
 		return nil, err
 	}
 	if opts.Timeout == 0 {
@@ -84,24 +77,12 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	if opts.Retries == 0 {
 		opts.Retries = 2
 	}
-	var s *Store
-	switch u.Scheme {
-	case "sqlite":
-		s, err = openSQLite(u, opts)
-	case "mysql":
-		s, err = openMySQL(u, opts)
-	case "postgres", "postgresql":
-		s, err = openPostgres(u, opts)
-	default:
-		return nil, fmt.Errorf("%w: store URL scheme %q: sqlstore knows sqlite, mysql, postgres", frond.ErrInvalidArgument, u.Scheme)
-	}
+	db, err := sqldb.Open(p, sqldb.Options{Timeout: opts.Timeout, MaxOpenConns: opts.MaxOpenConns, MakeDir: true})
 	if err != nil {
 		return nil, err
 	}
-	s.db.SetMaxOpenConns(opts.MaxOpenConns)
-	s.db.SetMaxIdleConns(opts.MaxOpenConns)
-	s.db.SetConnMaxIdleTime(5 * time.Minute)
-	c, cancel := s.bound(ctx)
+	s := &Store{db: db, d: dialects[p.Kind], opts: opts}
+	c, cancel := s.db.Bound(ctx)
 	defer cancel()
 	if _, err := s.db.ExecContext(c, s.d.createTable); err != nil {
 		s.db.Close()
@@ -110,9 +91,8 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// takeOptions moves frond_* parameters from u into opts.
-func takeOptions(u *url.URL, opts *Options) error {
-	q := u.Query()
+// takeOptions sets opts from the frond_* parameters of the URL.
+func takeOptions(params map[string]string, opts *Options) error {
 	for key, set := range map[string]func(string) error{
 		"frond_timeout": func(v string) (err error) { opts.Timeout, err = time.ParseDuration(v); return err },
 		"frond_max_conns": func(v string) (err error) {
@@ -124,91 +104,19 @@ func takeOptions(u *url.URL, opts *Options) error {
 		},
 		"frond_retries": func(v string) (err error) { opts.Retries, err = strconv.Atoi(v); return err },
 	} {
-		if !q.Has(key) {
+		v, ok := params[key]
+		if !ok {
 			continue
 		}
-		if err := set(q.Get(key)); err != nil {
-			return fmt.Errorf("%w: store URL parameter %s=%q: %v", frond.ErrInvalidArgument, key, q.Get(key), err)
+		if err := set(v); err != nil {
+			return fmt.Errorf("%w: store URL parameter %s=%q: %v", frond.ErrInvalidArgument, key, v, err)
 		}
-		q.Del(key)
 	}
-	u.RawQuery = q.Encode()
 	return nil
 }
 
-func openSQLite(u *url.URL, opts Options) (*Store, error) {
-	path := u.Host + u.Path // sqlite:///abs -> "/abs"; sqlite://rel/x.db -> "rel/x.db"
-	if path == "" {
-		return nil, fmt.Errorf("%w: sqlite URL %q has no file path", frond.ErrInvalidArgument, u.String())
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("%w: sqlite: %v", frond.ErrStoreUnavailable, err)
-	}
-	// WAL lets readers run beside the writer; busy_timeout makes a second
-	// process wait for the write lock instead of failing; immediate
-	// transactions take the write lock up front.
-	busy := max(opts.Timeout.Milliseconds(), 1000)
-	dsn := fmt.Sprintf("file:%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate", path, busy)
-	db, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		return nil, fmt.Errorf("%w: sqlite: %v", frond.ErrStoreUnavailable, err)
-	}
-	return &Store{db: db, d: sqliteDialect, opts: opts, where: "sqlite:" + path}, nil
-}
-
-func openMySQL(u *url.URL, opts Options) (*Store, error) {
-	host := u.Host
-	if u.Port() == "" {
-		host = net.JoinHostPort(u.Hostname(), "3306")
-	}
-	pass, _ := u.User.Password()
-	dsn := fmt.Sprintf("%s:%s@tcp(%s)%s", u.User.Username(), pass, host, u.EscapedPath())
-	if u.RawQuery != "" {
-		dsn += "?" + u.RawQuery
-	}
-	cfg, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		return nil, fmt.Errorf("%w: mysql URL: %v", frond.ErrInvalidArgument, err)
-	}
-	cfg.ParseTime = true
-	cfg.Loc = time.UTC
-	cfg.ClientFoundRows = true // rows affected = rows matched
-	cfg.Timeout = opts.Timeout // dial
-	conn, err := mysql.NewConnector(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("%w: mysql: %v", frond.ErrInvalidArgument, err)
-	}
-	return &Store{db: sql.OpenDB(conn), d: mysqlDialect, opts: opts, where: "mysql://" + host + u.Path}, nil
-}
-
-func openPostgres(u *url.URL, opts Options) (*Store, error) {
-	q := u.Query()
-	if !q.Has("connect_timeout") {
-		q.Set("connect_timeout", strconv.Itoa(max(int(opts.Timeout.Seconds()), 1)))
-		u.RawQuery = q.Encode()
-	}
-	db, err := sql.Open("pgx", u.String())
-	if err != nil {
-		return nil, fmt.Errorf("%w: postgres: %v", frond.ErrInvalidArgument, err)
-	}
-	return &Store{db: db, d: postgresDialect, opts: opts, where: "postgres://" + u.Host + u.Path}, nil
-}
-
-// bound applies the statement timeout unless ctx ends sooner.
-func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < s.opts.Timeout {
-		return context.WithCancel(ctx)
-	}
-	return context.WithTimeout(ctx, s.opts.Timeout)
-}
-
 // fail wraps a database error: an outage unless it is a known answer.
-func (s *Store) fail(op string, err error) error {
-	if errors.Is(err, sql.ErrConnDone) || strings.Contains(err.Error(), "sql: database is closed") {
-		return fmt.Errorf("%s on %s: %w", op, s.where, frond.ErrClosed)
-	}
-	return fmt.Errorf("%s on %s: %w: %w", op, s.where, frond.ErrStoreUnavailable, err)
-}
+func (s *Store) fail(op string, err error) error { return s.db.Fail(op, err) }
 
 // retry runs op, again at once when it fails with a transient error
 // (deadlock, serialization failure, busy database).
@@ -238,7 +146,7 @@ func (s *Store) inTx(ctx context.Context, op func(tx *sql.Tx) error) error {
 
 // Allocate implements frond.SegmentStore.
 func (s *Store) Allocate(ctx context.Context, tag string, step int64) (frond.Allocation, error) {
-	c, cancel := s.bound(ctx)
+	c, cancel := s.db.Bound(ctx)
 	defer cancel()
 	var maxID, tagStep int64
 	args := []any{step, step, tag, step, step}
@@ -297,7 +205,7 @@ func scanTag(r scanner) (frond.Tag, error) {
 
 // Tag implements frond.SegmentStore.
 func (s *Store) Tag(ctx context.Context, name string) (frond.Tag, error) {
-	c, cancel := s.bound(ctx)
+	c, cancel := s.db.Bound(ctx)
 	defer cancel()
 	t, err := scanTag(s.db.QueryRowContext(c, s.d.q("SELECT "+cols+" FROM leaf_alloc WHERE biz_tag = ?"), name))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -311,7 +219,7 @@ func (s *Store) Tag(ctx context.Context, name string) (frond.Tag, error) {
 
 // Tags implements frond.SegmentStore.
 func (s *Store) Tags(ctx context.Context) ([]frond.Tag, error) {
-	c, cancel := s.bound(ctx)
+	c, cancel := s.db.Bound(ctx)
 	defer cancel()
 	rows, err := s.db.QueryContext(c, "SELECT "+cols+" FROM leaf_alloc ORDER BY biz_tag")
 	if err != nil {
@@ -351,7 +259,7 @@ func (s *Store) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error) {
 	if err := checkStep(t.Step); err != nil {
 		return frond.Tag{}, err
 	}
-	c, cancel := s.bound(ctx)
+	c, cancel := s.db.Bound(ctx)
 	defer cancel()
 	var desc any
 	if t.Description != "" {
@@ -385,7 +293,7 @@ func (s *Store) UpdateTag(ctx context.Context, name string, u frond.TagUpdate) (
 			return frond.Tag{}, err
 		}
 	}
-	c, cancel := s.bound(ctx)
+	c, cancel := s.db.Bound(ctx)
 	defer cancel()
 	var refused error
 	err := s.inTx(c, func(tx *sql.Tx) error {
@@ -422,7 +330,7 @@ func (s *Store) UpdateTag(ctx context.Context, name string, u frond.TagUpdate) (
 
 // DeleteTag implements frond.SegmentStore.
 func (s *Store) DeleteTag(ctx context.Context, name string) error {
-	c, cancel := s.bound(ctx)
+	c, cancel := s.db.Bound(ctx)
 	defer cancel()
 	var res sql.Result
 	err := s.retry(c, func(c context.Context) (err error) {
@@ -440,7 +348,7 @@ func (s *Store) DeleteTag(ctx context.Context, name string) error {
 
 // Ping implements frond.Pinger.
 func (s *Store) Ping(ctx context.Context) error {
-	c, cancel := s.bound(ctx)
+	c, cancel := s.db.Bound(ctx)
 	defer cancel()
 	if err := s.db.PingContext(c); err != nil {
 		return s.fail("ping", err)
@@ -456,4 +364,4 @@ func (s *Store) Ping(ctx context.Context) error {
 func (s *Store) Close() error { return s.db.Close() }
 
 // String names the database without secrets.
-func (s *Store) String() string { return s.where }
+func (s *Store) String() string { return s.db.Where }

@@ -1,0 +1,168 @@
+// Package redisutil holds what frond's Redis packages (the segment store and
+// the worker registry) share: the URL and its frond_* parameters, the check
+// that the server keeps its data across a restart, the policy applied to a
+// server that does not, and a Lua helper.
+package redisutil
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/frond-id/frond"
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultTimeout is the default of frond_timeout.
+const DefaultTimeout = 5 * time.Second
+
+// URL is a parsed redis:// or rediss:// URL.
+type URL struct {
+	// Options are go-redis's, with frond_timeout as the dial, read and write
+	// timeouts and one retry.
+	Options *redis.Options
+	// Where names the server in messages: scheme://host/db, without the
+	// credentials.
+	Where string
+	// Timeout is frond_timeout (default 5 s).
+	Timeout time.Duration
+	// AllowVolatile is frond_allow_volatile.
+	AllowVolatile bool
+	// Params holds the caller's own frond_* parameters that the URL gives
+	// (an empty value counts as given).
+	Params map[string]string
+}
+
+// Parse parses rawURL. It understands frond_timeout and
+// frond_allow_volatile; own lists the caller's other frond_* parameters.
+// Any other frond_* parameter is an error; the remaining parameters are
+// go-redis's (pool_size, ...). Errors wrap frond.ErrInvalidArgument.
+func Parse(rawURL string, own ...string) (URL, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Scheme != "redis" && u.Scheme != "rediss" {
+		return URL{}, fmt.Errorf("%w: redis URL %q", frond.ErrInvalidArgument, rawURL)
+	}
+	q := u.Query()
+	out := URL{Where: u.Scheme + "://" + u.Host + u.Path, Timeout: DefaultTimeout, Params: map[string]string{}}
+	for k := range q {
+		if !strings.HasPrefix(k, "frond_") {
+			continue
+		}
+		switch v := q.Get(k); {
+		case k == "frond_timeout":
+			if v != "" {
+				if out.Timeout, err = time.ParseDuration(v); err != nil || out.Timeout <= 0 {
+					return URL{}, fmt.Errorf("%w: frond_timeout=%q", frond.ErrInvalidArgument, v)
+				}
+			}
+		case k == "frond_allow_volatile":
+			if v != "" {
+				if out.AllowVolatile, err = strconv.ParseBool(v); err != nil {
+					return URL{}, fmt.Errorf("%w: frond_allow_volatile=%q", frond.ErrInvalidArgument, v)
+				}
+			}
+		case slices.Contains(own, k):
+			out.Params[k] = v
+		default:
+			return URL{}, fmt.Errorf("%w: redis URL parameter %s=%q: unknown parameter", frond.ErrInvalidArgument, k, v)
+		}
+		q.Del(k)
+	}
+	u.RawQuery = q.Encode()
+	opts, err := redis.ParseURL(u.String())
+	if err != nil {
+		return URL{}, fmt.Errorf("%w: redis URL: %v", frond.ErrInvalidArgument, err)
+	}
+	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = out.Timeout, out.Timeout, out.Timeout
+	opts.MaxRetries = 1
+	out.Options = opts
+	return out, nil
+}
+
+// Bound returns ctx limited to timeout, or ctx itself (with a cancel) when
+// its deadline is sooner.
+func Bound(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, timeout)
+}
+
+// Volatile reports why the server may lose frond's keys, or "" if it keeps
+// them: it keeps nothing on disk (no AOF, no RDB snapshots), or its
+// maxmemory-policy may evict keys without a TTL (allkeys-*). A server that
+// does not answer CONFIG GET (a managed Redis that hides it) gets a reason
+// too. err is set, besides the reason, when CONFIG GET failed for want of an
+// answer (the server could not be reached), so that callers can tell an
+// outage from a server that hides its configuration.
+func Volatile(ctx context.Context, c *redis.Client) (why string, err error) {
+	// One round trip; CONFIG GET with several names needs Redis 7.
+	pipe := c.Pipeline()
+	aofCmd := pipe.ConfigGet(ctx, "appendonly")
+	saveCmd := pipe.ConfigGet(ctx, "save")
+	policyCmd := pipe.ConfigGet(ctx, "maxmemory-policy")
+	pipe.Exec(ctx) // the errors are the commands'
+	aof, err1 := aofCmd.Result()
+	save, err2 := saveCmd.Result()
+	policy, err3 := policyCmd.Result()
+	for _, e := range []error{err1, err2, err3} {
+		var re redis.Error
+		if e != nil && !errors.As(e, &re) { // no answer: the same error three times
+			return fmt.Sprintf("does not say whether it persists data (CONFIG GET failed: %v)", e), e
+		}
+	}
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return fmt.Sprintf("does not say whether it persists data (CONFIG GET failed: %v)", err), nil
+	}
+	// frond's durable keys have no TTL, so only allkeys-* policies can
+	// evict them.
+	if p := policy["maxmemory-policy"]; strings.HasPrefix(p, "allkeys-") {
+		return fmt.Sprintf("may evict frond's counters (maxmemory-policy %s; use noeviction)", p), nil
+	}
+	if aof["appendonly"] != "yes" && strings.TrimSpace(save["save"]) == "" {
+		return "keeps nothing on disk (appendonly no, save \"\")", nil
+	}
+	return "", nil
+}
+
+// Risk words what a server that loses its keys does to one package's data.
+type Risk struct {
+	// Refusal completes "after a Redis restart ...", as in "frond would
+	// hand out the same IDs again".
+	Refusal string
+	// Warning is the risk accepted, as in "IDs will be issued again after a
+	// Redis restart".
+	Warning string
+	// URL names the setting that holds the URL: "store", "registry".
+	URL string
+}
+
+// Accept applies frond's policy to why, a reason from Volatile: nothing when
+// it is empty; a warning for Warnings when allow (frond_allow_volatile=true);
+// otherwise an error wrapping frond.ErrInvalidArgument that says how to fix
+// the server or accept the risk.
+func (r Risk) Accept(where, why string, allow bool) (warning string, err error) {
+	switch {
+	case why == "":
+		return "", nil
+	case allow:
+		return "redis " + why + ": " + r.Warning + " (accepted with frond_allow_volatile=true)", nil
+	}
+	return "", fmt.Errorf("%w: redis at %s %s: after a Redis restart %s. Turn on AOF (appendonly yes) or RDB snapshots, or accept the risk with frond_allow_volatile=true in the %s URL",
+		frond.ErrInvalidArgument, where, why, r.Refusal, r.URL)
+}
+
+// LuaGE defines ge(a, b), a >= b for non-negative decimal strings. Lua
+// numbers are doubles, exact only to 2^53: 64-bit values (max_id, times in
+// nanoseconds) travel as strings and are compared by length, then in order.
+const LuaGE = `
+local function ge(a, b) -- a >= b for non-negative decimal strings
+  if #a ~= #b then return #a > #b end
+  return a >= b
+end
+`

@@ -1,0 +1,336 @@
+// Package sqldb opens frond's SQL databases from URLs, for the segment store
+// (store/sqlstore) and the worker registry (registry/sqlregistry): the URL
+// forms, the drivers' DSNs, the connection pool, and which errors mean the
+// database is unavailable.
+//
+// URLs:
+//
+//	mysql://user:pass@host:3306/db[?driver params]                (MySQL, MariaDB)
+//	postgres://user:pass@host:5432/db[?sslmode=disable...]        (also postgresql://)
+//	sqlite:///abs/path.db, sqlite://relative/path.db
+//
+// Opening never contacts the server: database/sql connects on first use.
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/frond-id/frond"
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgconn"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Kind is a family of databases with one SQL dialect.
+type Kind string
+
+// The kinds frond knows.
+const (
+	MySQL    Kind = "mysql" // MySQL and MariaDB
+	Postgres Kind = "postgres"
+	SQLite   Kind = "sqlite"
+)
+
+// URL is a parsed database URL whose frond parameters have been taken out.
+type URL struct {
+	Kind Kind
+	// Params holds the parameters named to Parse that the URL set; they are
+	// no longer in the query the driver sees.
+	Params map[string]string
+	u      *url.URL
+}
+
+// Parse parses rawURL and moves the query parameters named in keys into
+// Params. Other parameters stay for the driver (see Unknown).
+func Parse(rawURL string, keys ...string) (*URL, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", frond.ErrInvalidArgument, err)
+	}
+	var k Kind
+	switch u.Scheme {
+	case "sqlite":
+		k = SQLite
+	case "mysql":
+		k = MySQL
+	case "postgres", "postgresql":
+		k = Postgres
+	default:
+		return nil, fmt.Errorf("%w: scheme %q: frond knows sqlite, mysql, postgres", frond.ErrInvalidArgument, u.Scheme)
+	}
+	q := u.Query()
+	p := &URL{Kind: k, Params: map[string]string{}, u: u}
+	for _, key := range keys {
+		if q.Has(key) {
+			p.Params[key] = q.Get(key)
+			q.Del(key)
+		}
+	}
+	u.RawQuery = q.Encode()
+	return p, nil
+}
+
+// Unknown returns the frond_* parameters left in the query, sorted: the
+// ones the caller did not name to Parse.
+func (p *URL) Unknown() []string {
+	var out []string
+	for k := range p.u.Query() {
+		if strings.HasPrefix(k, "frond_") {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Duration parses a positive duration parameter.
+func Duration(key, v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err == nil && d <= 0 {
+		err = errors.New("must be positive")
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%w: URL parameter %s=%q: %v", frond.ErrInvalidArgument, key, v, err)
+	}
+	return d, nil
+}
+
+// Options configure Open.
+type Options struct {
+	// Timeout is the dial timeout (the connect timeout of PostgreSQL, at
+	// least 1 s; SQLite's busy timeout, at least 1 s) and the statement
+	// timeout of Bound. It must be positive.
+	Timeout time.Duration
+	// MaxOpenConns caps the pool (and the idle connections kept). It must be
+	// at least 1.
+	MaxOpenConns int
+	// MakeDir creates the directory of a SQLite file when it is missing.
+	// Without it a missing directory is an outage, reported on first use.
+	MakeDir bool
+}
+
+// DB is a pool on one database.
+type DB struct {
+	*sql.DB
+	Kind Kind
+	// Where names the database for messages, without secrets.
+	Where   string
+	Timeout time.Duration
+}
+
+// Open opens a pool on the database of p. It does not contact the server.
+func Open(p *URL, o Options) (*DB, error) {
+	var (
+		db    *sql.DB
+		where string
+		err   error
+	)
+	switch p.Kind {
+	case SQLite:
+		db, where, err = openSQLite(p.u, o)
+	case MySQL:
+		db, where, err = openMySQL(p.u, o)
+	case Postgres:
+		db, where, err = openPostgres(p.u, o)
+	default:
+		err = fmt.Errorf("%w: database kind %q", frond.ErrInvalidArgument, p.Kind)
+	}
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(o.MaxOpenConns)
+	db.SetMaxIdleConns(o.MaxOpenConns)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	return &DB{DB: db, Kind: p.Kind, Where: where, Timeout: o.Timeout}, nil
+}
+
+// SQLitePath is the file of a sqlite URL: sqlite:///abs is "/abs",
+// sqlite://rel/x.db is "rel/x.db".
+func SQLitePath(u *url.URL) string { return u.Host + u.Path }
+
+func openSQLite(u *url.URL, o Options) (*sql.DB, string, error) {
+	path := SQLitePath(u)
+	if path == "" {
+		return nil, "", fmt.Errorf("%w: sqlite URL %q has no file path", frond.ErrInvalidArgument, u.String())
+	}
+	if o.MakeDir {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, "", fmt.Errorf("%w: sqlite: %v", frond.ErrStoreUnavailable, err)
+		}
+	}
+	db, err := sql.Open("sqlite", sqliteDSN(path, o.Timeout))
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: sqlite: %v", frond.ErrStoreUnavailable, err)
+	}
+	return db, "sqlite:" + path, nil
+}
+
+// sqliteDSN: WAL lets readers run beside the writer; busy_timeout makes a
+// second process wait for the write lock instead of failing; immediate
+// transactions take the write lock up front.
+func sqliteDSN(path string, timeout time.Duration) string {
+	busy := max(timeout.Milliseconds(), 1000)
+	return fmt.Sprintf("file:%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate", path, busy)
+}
+
+// mysqlConfig turns a mysql:// URL into the driver's configuration.
+func mysqlConfig(u *url.URL, timeout time.Duration) (*mysql.Config, string, error) {
+	host := u.Host
+	if u.Port() == "" {
+		host = net.JoinHostPort(u.Hostname(), "3306")
+	}
+	pass, _ := u.User.Password()
+	dsn := fmt.Sprintf("%s:%s@tcp(%s)%s", u.User.Username(), pass, host, u.EscapedPath())
+	if u.RawQuery != "" {
+		dsn += "?" + u.RawQuery
+	}
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: mysql URL: %v", frond.ErrInvalidArgument, err)
+	}
+	cfg.ParseTime = true
+	cfg.Loc = time.UTC
+	cfg.ClientFoundRows = true // rows affected = rows matched
+	cfg.Timeout = timeout      // dial
+	return cfg, "mysql://" + host + u.Path, nil
+}
+
+func openMySQL(u *url.URL, o Options) (*sql.DB, string, error) {
+	cfg, where, err := mysqlConfig(u, o.Timeout)
+	if err != nil {
+		return nil, "", err
+	}
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: mysql: %v", frond.ErrInvalidArgument, err)
+	}
+	return sql.OpenDB(conn), where, nil
+}
+
+// postgresDSN is the URL pgx receives: connect_timeout defaults to the
+// timeout.
+func postgresDSN(u *url.URL, timeout time.Duration) string {
+	q := u.Query()
+	if !q.Has("connect_timeout") {
+		q.Set("connect_timeout", strconv.Itoa(max(int(timeout.Seconds()), 1)))
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
+func openPostgres(u *url.URL, o Options) (*sql.DB, string, error) {
+	db, err := sql.Open("pgx", postgresDSN(u, o.Timeout))
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: postgres: %v", frond.ErrInvalidArgument, err)
+	}
+	return db, "postgres://" + u.Host + u.Path, nil
+}
+
+// Bound applies the statement timeout unless ctx ends sooner.
+func (d *DB) Bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d.Timeout {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, d.Timeout)
+}
+
+// Fail wraps a database error of operation op: frond.ErrClosed when the pool
+// was closed, else frond.ErrStoreUnavailable (callers handle the answers
+// they expect, such as a duplicate key, before calling Fail).
+func (d *DB) Fail(op string, err error) error {
+	if errors.Is(err, sql.ErrConnDone) || strings.Contains(err.Error(), "sql: database is closed") {
+		return fmt.Errorf("%s on %s: %w", op, d.Where, frond.ErrClosed)
+	}
+	return fmt.Errorf("%s on %s: %w: %w", op, d.Where, frond.ErrStoreUnavailable, err)
+}
+
+// Rebind returns query with the kind's placeholders: ? as written, or $1,
+// $2, ... for PostgreSQL.
+func (k Kind) Rebind(query string) string {
+	if k != Postgres {
+		return query
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range query {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// Duplicate reports whether err is a duplicate primary or unique key.
+func (k Kind) Duplicate(err error) bool {
+	switch k {
+	case MySQL:
+		var me *mysql.MySQLError
+		return errors.As(err, &me) && me.Number == 1062
+	case Postgres:
+		return pgCode(err) == "23505"
+	case SQLite:
+		c := sqliteCode(err)
+		return c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || c == sqlite3.SQLITE_CONSTRAINT_UNIQUE
+	}
+	return false
+}
+
+// Transient reports whether err is worth retrying at once: a deadlock, a
+// lock wait timeout, a serialization failure, a busy database.
+func (k Kind) Transient(err error) bool {
+	switch k {
+	case MySQL:
+		var me *mysql.MySQLError
+		return errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205)
+	case Postgres:
+		c := pgCode(err)
+		return c == "40001" || c == "40P01"
+	case SQLite:
+		c := sqliteCode(err) & 0xff
+		return c == sqlite3.SQLITE_BUSY || c == sqlite3.SQLITE_LOCKED
+	}
+	return false
+}
+
+// CreateRace reports whether err is PostgreSQL's answer to two sessions
+// running CREATE TABLE IF NOT EXISTS at once (a duplicate catalog key or
+// relation): the table exists now and the statement can be run again.
+func (k Kind) CreateRace(err error) bool {
+	if k != Postgres {
+		return false
+	}
+	c := pgCode(err)
+	return c == "23505" || c == "42P07" || c == "42710"
+}
+
+func pgCode(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}
+
+func sqliteCode(err error) int {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code()
+	}
+	return 0
+}
