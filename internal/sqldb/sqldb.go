@@ -71,7 +71,10 @@ func Parse(rawURL string, keys ...string) (*URL, error) {
 	default:
 		return nil, fmt.Errorf("%w: scheme %q: frond knows sqlite, mysql, postgres", frond.ErrInvalidArgument, u.Scheme)
 	}
-	q := u.Query()
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return nil, fmt.Errorf("%w: query: %v", frond.ErrInvalidArgument, err)
+	}
 	p := &URL{Kind: k, Params: map[string]string{}, u: u}
 	for _, key := range keys {
 		if q.Has(key) {
@@ -157,6 +160,14 @@ func Open(p *URL, o Options) (*DB, error) {
 	return &DB{DB: db, Kind: p.Kind, Where: where, Timeout: o.Timeout}, nil
 }
 
+// File is the database file of a sqlite URL ("" for other kinds).
+func (p *URL) File() string {
+	if p.Kind != SQLite {
+		return ""
+	}
+	return SQLitePath(p.u)
+}
+
 // SQLitePath is the file of a sqlite URL: sqlite:///abs is "/abs",
 // sqlite://rel/x.db is "rel/x.db".
 func SQLitePath(u *url.URL) string { return u.Host + u.Path }
@@ -205,6 +216,15 @@ func mysqlConfig(u *url.URL, timeout time.Duration) (*mysql.Config, string, erro
 	cfg.Loc = time.UTC
 	cfg.ClientFoundRows = true // rows affected = rows matched
 	cfg.Timeout = timeout      // dial
+	// Sessions in UTC: TIMESTAMP columns read back as the UTC times they
+	// are (cfg.Loc), and UNIX_TIMESTAMP(CURRENT_TIMESTAMP(6)) is not
+	// ambiguous at a daylight saving change.
+	if _, ok := cfg.Params["time_zone"]; !ok {
+		if cfg.Params == nil {
+			cfg.Params = map[string]string{}
+		}
+		cfg.Params["time_zone"] = "'+00:00'"
+	}
 	return cfg, "mysql://" + host + u.Path, nil
 }
 

@@ -1,0 +1,411 @@
+package sqlregistry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/sqldb"
+	"github.com/frond-id/frond/registry"
+	"github.com/frond-id/frond/registry/registrytest"
+	"github.com/frond-id/frond/storetest"
+)
+
+// A database under test: its URL, and one whose server does not answer.
+type target struct {
+	name, url, down string
+}
+
+// targets lists the databases of FROND_TEST_MYSQL_URL and
+// FROND_TEST_POSTGRES_URL, and a SQLite file. Each test works in its own
+// tables.
+func targets(t *testing.T) []target {
+	my := storetest.SkipUnlessSet(t, "FROND_TEST_MYSQL_URL")
+	pg := storetest.SkipUnlessSet(t, "FROND_TEST_POSTGRES_URL")
+	file := filepath.Join(t.TempDir(), "workers.db")
+	return []target{
+		{"mysql", my, "mysql://frond:frond@127.0.0.1:1/frond_test"},
+		{"postgres", pg, "postgres://frond:frond@127.0.0.1:1/frond_test?sslmode=disable"},
+		{"sqlite", "sqlite://" + file, "sqlite:///dev/null/frond/workers.db"},
+	}
+}
+
+func with(rawURL, params string) string {
+	if strings.Contains(rawURL, "?") {
+		return rawURL + "&" + params
+	}
+	return rawURL + "?" + params
+}
+
+// raw is a plain pool on the test database, to look at and change rows. It
+// drops the tables of table when the test ends.
+func raw(t testing.TB, rawURL, table string) *sqldb.DB {
+	t.Helper()
+	p, err := sqldb.Parse(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sqldb.Open(p, sqldb.Options{Timeout: 5 * time.Second, MaxOpenConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, tb := range []string{table, table + "_frond"} {
+			if _, err := db.Exec("DROP TABLE IF EXISTS " + tb); err != nil {
+				t.Logf("drop %s: %v", tb, err)
+			}
+		}
+		db.Close()
+	})
+	return db
+}
+
+func ctx(t testing.TB) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func openT(t testing.TB, rawURL string, o registry.Options) *Registry {
+	t.Helper()
+	r, err := Open(rawURL, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func TestRegistry_Conformance(t *testing.T) {
+	for _, db := range targets(t) {
+		for _, mode := range []string{ModeNew, ModeReuse} {
+			t.Run(db.name+"_"+mode, func(t *testing.T) {
+				var (
+					mu   sync.Mutex
+					raws = map[string]*sqldb.DB{}
+				)
+				open := func(t *testing.T, ns string, o registry.Options, down bool) frond.WorkerRegistry {
+					table := "w" + ns
+					mu.Lock()
+					if raws[table] == nil {
+						raws[table] = raw(t, db.url, table)
+					}
+					mu.Unlock()
+					u := db.url
+					if down {
+						u = db.down
+					}
+					r, err := Open(with(u, "frond_timeout=3s&frond_mode="+mode+"&frond_table="+table), o)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return r
+				}
+				registrytest.Run(t, registrytest.Config{
+					Open:            open,
+					SameIDOnRestart: mode == ModeReuse,
+					Recycles:        true,
+					Lose: func(t *testing.T, wr frond.WorkerRegistry) {
+						r := wr.(*Registry)
+						r.mu.Lock()
+						id := r.hold.id
+						r.mu.Unlock()
+						mu.Lock()
+						rdb := raws[r.table]
+						mu.Unlock()
+						if _, err := rdb.Exec(r.q(`UPDATE {s} SET token = 'taken-by-the-test', lease_until = 0 WHERE worker_id = ?`), id); err != nil {
+							t.Fatal(err)
+						}
+					},
+				})
+			})
+		}
+	}
+}
+
+func TestOpen_URL(t *testing.T) {
+	for _, u := range []string{
+		"etcd://127.0.0.1:2379",
+		"sqlite:///tmp/x.db?frond_mode=sometimes",
+		"sqlite:///tmp/x.db?frond_table=1abc",
+		"sqlite:///tmp/x.db?frond_table=a;DROP",
+		"sqlite:///tmp/x.db?frond_table=" + strings.Repeat("a", 58),
+		"sqlite:///tmp/x.db?frond_timeout=0s",
+		"sqlite:///tmp/x.db?frond_max_conns=0",
+		"sqlite:///tmp/x.db?frond_nope=1",
+		"mysql://u@h:3306/db?frond_prefix=x",
+		"%zz",
+	} {
+		if r, err := Open(u, registry.Options{}); !errors.Is(err, frond.ErrInvalidArgument) {
+			if r != nil {
+				r.Close()
+			}
+			t.Errorf("Open(%q) = %v, want ErrInvalidArgument", u, err)
+		}
+	}
+	if _, err := Open("sqlite:///tmp/x.db", registry.Options{Host: strings.Repeat("h", 65)}); !errors.Is(err, frond.ErrInvalidArgument) {
+		t.Errorf("a host longer than HOST_NAME: %v", err)
+	}
+	r, err := Open("postgres://u:secret@db:5432/ids?frond_table=NODES&frond_mode=reuse&frond_timeout=2s&frond_max_conns=3", registry.Options{Host: "10.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if r.table != "NODES" || r.side != "NODES_frond" || r.mode != ModeReuse || r.db.Timeout != 2*time.Second {
+		t.Fatalf("parsed %+v", r)
+	}
+	if s := r.String(); strings.Contains(s, "secret") || !strings.Contains(s, "db:5432/ids") {
+		t.Fatalf("String() = %q", s)
+	}
+}
+
+func FuzzOpen(f *testing.F) {
+	for _, s := range []string{"sqlite:///tmp/x.db", "mysql://u:p@h:1/d?frond_mode=reuse", "postgres://h/d?frond_table=T&frond_timeout=1s", "sqlite://?frond_max_conns=-1", "mysql://%41@/"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := Open(s, registry.Options{Host: "10.0.0.1"})
+		if err != nil {
+			if !errors.Is(err, frond.ErrInvalidArgument) && !errors.Is(err, frond.ErrStoreUnavailable) {
+				t.Fatalf("Open(%q): %v wraps neither ErrInvalidArgument nor ErrStoreUnavailable", s, err)
+			}
+			return
+		}
+		if !tableName.MatchString(r.table) || (r.mode != ModeNew && r.mode != ModeReuse) {
+			t.Fatalf("Open(%q) accepted table %q mode %q", s, r.table, r.mode)
+		}
+		r.Close()
+	})
+}
+
+// Each start takes a new ID in new mode (UidGenerator), the same one in
+// reuse mode; the rows say who holds what.
+func TestModes_Rows(t *testing.T) {
+	for _, db := range targets(t) {
+		t.Run(db.name, func(t *testing.T) {
+			table := "w" + registrytest.Namespace(t)
+			rdb := raw(t, db.url, table)
+			o := registry.Options{Host: "10.3.0.1", Port: 8181}
+			start := func(mode string) int64 {
+				r := openT(t, with(db.url, "frond_mode="+mode+"&frond_table="+table), o)
+				w, err := r.Acquire(ctx(t), 1023)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := r.Release(ctx(t), time.Now()); err != nil {
+					t.Fatal(err)
+				}
+				return w.ID
+			}
+			a, b := start(ModeNew), start(ModeNew)
+			c, d := start(ModeReuse), start(ModeReuse)
+			if a != 0 || b != 1 || c != 0 || d != 0 {
+				t.Fatalf("new, new, reuse, reuse gave %d %d %d %d; want 0 1 0 0", a, b, c, d)
+			}
+			var host, port string
+			var typ, rows int
+			if err := rdb.QueryRow(rdb.Kind.Rebind("SELECT HOST_NAME, PORT, TYPE FROM "+table+" WHERE ID = ?"), 2).Scan(&host, &port, &typ); err != nil {
+				t.Fatal(err)
+			}
+			if host != "10.3.0.1" || port != "8181" || (typ != TypeActual && typ != TypeContainer) {
+				t.Fatalf("row 2: %q %q %d", host, port, typ)
+			}
+			if err := rdb.QueryRow("SELECT COUNT(*) FROM " + table).Scan(&rows); err != nil || rows != 2 {
+				t.Fatalf("%d rows (%v), want 2: reuse must not insert", rows, err)
+			}
+		})
+	}
+}
+
+// An existing UidGenerator table (its DDL, its rows) is used as it is: the
+// next start takes the next ID.
+func TestUidGeneratorTable(t *testing.T) {
+	my := storetest.SkipUnlessSet(t, "FROND_TEST_MYSQL_URL")
+	table := "w" + registrytest.Namespace(t)
+	rdb := raw(t, my, table)
+	_, err := rdb.Exec(`CREATE TABLE ` + table + ` (
+ID BIGINT NOT NULL AUTO_INCREMENT COMMENT 'auto increment id',
+HOST_NAME VARCHAR(64) NOT NULL COMMENT 'host name',
+PORT VARCHAR(64) NOT NULL COMMENT 'port',
+TYPE INT NOT NULL COMMENT 'node type: ACTUAL or CONTAINER',
+LAUNCH_DATE DATE NOT NULL COMMENT 'launch date',
+MODIFIED TIMESTAMP NOT NULL COMMENT 'modified time',
+CREATED TIMESTAMP NOT NULL COMMENT 'created time',
+PRIMARY KEY(ID)
+) COMMENT='DB WorkerID Assigner for UID Generator',ENGINE = INNODB`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := rdb.Exec(`INSERT INTO `+table+` (HOST_NAME, PORT, TYPE, LAUNCH_DATE, MODIFIED, CREATED) VALUES ('10.0.0.9', ?, 2, CURDATE(), NOW(), NOW())`,
+			fmt.Sprintf("1700000000000-%d", 100+i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := openT(t, with(my, "frond_table="+table), registry.Options{Host: "10.0.0.10", Port: 80})
+	w, err := r.Acquire(ctx(t), 1023)
+	if err != nil || w.ID != 3 || !w.LastIssued.IsZero() {
+		t.Fatalf("after three UidGenerator rows: %+v, %v; want ID 3 (row 4) with no last time", w, err)
+	}
+}
+
+// A second process with the same identity in reuse mode (or an earlier run
+// that did not end its lease) is told to retry until the lease expires.
+func TestAcquire_HeldByEarlierRun(t *testing.T) {
+	for _, db := range targets(t) {
+		t.Run(db.name, func(t *testing.T) {
+			table := "w" + registrytest.Namespace(t)
+			raw(t, db.url, table)
+			u := with(db.url, "frond_mode=reuse&frond_table="+table)
+			o := registry.Options{Host: "10.6.0.1", Port: 8080, LeaseTTL: 5 * time.Second}
+			a := openT(t, u, o)
+			w, err := a.Acquire(ctx(t), 1023)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := openT(t, u, o)
+			_, err = b.Acquire(ctx(t), 1023)
+			if !errors.Is(err, frond.ErrStoreUnavailable) || !strings.Contains(err.Error(), "expires within") {
+				t.Fatalf("the same identity while held: %v, want ErrStoreUnavailable saying when the lease expires", err)
+			}
+			if err := a.Close(); err != nil { // ends the lease
+				t.Fatal(err)
+			}
+			w2, err := b.Acquire(ctx(t), 1023)
+			if err != nil || w2.ID != w.ID {
+				t.Fatalf("after the first closed: %+v, %v; want ID %d", w2, err, w.ID)
+			}
+		})
+	}
+}
+
+// Save keeps the latest time, Release records its own exactly, and a node
+// that keeps renewing keeps its ID past the lease TTL.
+func TestSaveReleaseRenew(t *testing.T) {
+	for _, db := range targets(t) {
+		t.Run(db.name, func(t *testing.T) {
+			table := "w" + registrytest.Namespace(t)
+			rdb := raw(t, db.url, table)
+			u := with(db.url, "frond_mode=reuse&frond_table="+table)
+			o := registry.Options{Host: "10.7.0.1", LeaseTTL: 300 * time.Millisecond}
+			r := openT(t, u, o)
+			w, err := r.Acquire(ctx(t), 1023)
+			if err != nil {
+				t.Fatal(err)
+			}
+			base := time.Unix(1_900_000_000, 123456789)
+			for _, at := range []time.Time{base, base.Add(-time.Hour)} {
+				if err := r.Save(ctx(t), at); err != nil {
+					t.Fatal(err)
+				}
+			}
+			lastNS := func() int64 {
+				var n int64
+				if err := rdb.QueryRow(r.q("SELECT last_ns FROM {s} WHERE worker_id = ?"), w.ID).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			if n := lastNS(); n != base.UnixNano() {
+				t.Fatalf("last_ns %d after saving a time and an earlier one, want %d", n, base.UnixNano())
+			}
+			time.Sleep(time.Second) // > 3 lease TTLs: only renewals keep the ID
+			select {
+			case <-w.Lost:
+				t.Fatal("lost while renewing")
+			default:
+			}
+			other := openT(t, u, registry.Options{Host: "10.7.0.2", LeaseTTL: 300 * time.Millisecond, RecycleAfter: time.Nanosecond, Now: func() time.Time { return base.Add(time.Hour) }})
+			if w2, err := other.Acquire(ctx(t), w.ID); err == nil && w2.ID == w.ID {
+				t.Fatalf("another node took the renewed ID %d", w.ID)
+			}
+			if err := r.Release(ctx(t), base.Add(-time.Minute)); err != nil {
+				t.Fatal(err)
+			}
+			if n := lastNS(); n != base.Add(-time.Minute).UnixNano() {
+				t.Fatalf("last_ns %d after Release, want the released time exactly", n)
+			}
+			if err := r.Save(ctx(t), base); !errors.Is(err, frond.ErrWorkerLost) {
+				t.Fatalf("Save after Release: %v, want ErrWorkerLost", err)
+			}
+		})
+	}
+}
+
+// UidGenerator's 5-bit worker ID would wrap; the registry refuses the 33rd
+// node instead, with the nodes racing.
+func TestAcquire_FiveBitsNoWrap(t *testing.T) {
+	for _, db := range targets(t) {
+		t.Run(db.name, func(t *testing.T) {
+			table := "w" + registrytest.Namespace(t)
+			raw(t, db.url, table)
+			u := with(db.url, "frond_table="+table)
+			const maxNode, nodes = 31, 33
+			type res struct {
+				id  int64
+				err error
+			}
+			out := make(chan res, nodes)
+			var wg sync.WaitGroup
+			for i := range nodes {
+				r := openT(t, u, registry.Options{Host: "10.5.0.1", Port: 9000 + i})
+				wg.Go(func() {
+					w, err := r.Acquire(ctx(t), maxNode)
+					out <- res{w.ID, err}
+				})
+			}
+			wg.Wait()
+			close(out)
+			seen := map[int64]bool{}
+			refused := 0
+			for r := range out {
+				switch {
+				case errors.Is(r.err, frond.ErrNoWorkerID):
+					refused++
+				case r.err != nil:
+					t.Fatal(r.err)
+				case r.id < 0 || r.id > maxNode || seen[r.id]:
+					t.Fatalf("ID %d given twice or outside 0..%d", r.id, maxNode)
+				default:
+					seen[r.id] = true
+				}
+			}
+			if len(seen) != maxNode+1 || refused != nodes-maxNode-1 {
+				t.Fatalf("%d IDs given, %d nodes refused; want 32 and 1", len(seen), refused)
+			}
+		})
+	}
+}
+
+// BenchmarkAcquire measures what a start costs: open, acquire, release.
+func BenchmarkAcquire(b *testing.B) {
+	for _, env := range []string{"FROND_TEST_MYSQL_URL", "FROND_TEST_POSTGRES_URL", "sqlite"} {
+		b.Run(strings.TrimSuffix(strings.TrimPrefix(env, "FROND_TEST_"), "_URL"), func(b *testing.B) {
+			u := "sqlite://" + filepath.Join(b.TempDir(), "w.db")
+			if env != "sqlite" {
+				u = storetest.SkipUnlessSet(b, env)
+			}
+			table := fmt.Sprintf("wbench_%d", time.Now().UnixNano())
+			raw(b, u, table)
+			for i := 0; b.Loop(); i++ {
+				r, err := Open(with(u, "frond_mode=reuse&frond_table="+table), registry.Options{Host: "10.9.9.9", Port: 1 + i%500})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := r.Acquire(context.Background(), 1023); err != nil {
+					b.Fatal(err)
+				}
+				if err := r.Release(context.Background(), time.Now()); err != nil {
+					b.Fatal(err)
+				}
+				r.Close()
+			}
+		})
+	}
+}
