@@ -17,6 +17,8 @@ import (
 	"github.com/frond-id/frond/registry/cache"
 	"github.com/frond-id/frond/registry/etcdregistry"
 	"github.com/frond-id/frond/registry/file"
+	"github.com/frond-id/frond/registry/redisregistry"
+	"github.com/frond-id/frond/registry/sqlregistry"
 	"github.com/frond-id/frond/registry/static"
 	"github.com/frond-id/frond/snowflake"
 )
@@ -107,6 +109,10 @@ func openRegistry(ctx context.Context, cfg *config.Config, httpPort int, now fun
 	switch scheme {
 	case "etcd":
 		inner, err = etcdregistry.Open(ctx, raw, o)
+	case "redis", "rediss":
+		inner, err = redisregistry.Open(raw, o)
+	case "mysql", "postgres", "postgresql", "sqlite":
+		inner, err = sqlregistry.Open(raw, o)
 	default:
 		return nil, usagef("registry %q: scheme %q is not supported", storeName(raw), scheme)
 	}

@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/frond-id/frond/internal/sqldb"
 	"github.com/frond-id/frond/storetest"
 )
 
@@ -116,4 +119,101 @@ func TestE2E_Registry_PeerSkew(t *testing.T) {
 		t.Fatalf("create tag: %d %s", code, body)
 	}
 	s.id("/api/segment/get/skew")
+}
+
+// workerID reads the worker ID a server holds from /v1/info.
+func workerID(t *testing.T, s *server) int64 {
+	t.Helper()
+	code, body := s.get("/v1/info")
+	m := regexp.MustCompile(`"worker":\{"id":(\d+),"held":true`).FindStringSubmatch(body)
+	if code != 200 || m == nil {
+		t.Fatalf("/v1/info: %d %s", code, body)
+	}
+	n, _ := strconv.ParseInt(m[1], 10, 64)
+	return n
+}
+
+// Every network registry through the binary: two nodes get distinct worker
+// IDs and issue snowflake IDs; a node that stops and starts again with its
+// clock 5 minutes back gets its ID back and refuses snowflake IDs.
+func TestE2E_Registries(t *testing.T) {
+	ns := fmt.Sprintf("e2e_%d", time.Now().UnixNano())
+	sqlURL := func(env string) func(t *testing.T) string {
+		return func(t *testing.T) string {
+			u := storetest.SkipUnlessSet(t, env)
+			dropTables(t, u, ns)
+			return withParams(u, "frond_mode=reuse&frond_table="+ns)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		url  func(t *testing.T) string
+	}{
+		{"redis", func(t *testing.T) string {
+			return withParams(storetest.SkipUnlessSet(t, "FROND_TEST_REDIS_URL"), "frond_allow_volatile=true&frond_prefix=frondtest:"+ns+":")
+		}},
+		{"mysql", sqlURL("FROND_TEST_MYSQL_URL")},
+		{"postgres", sqlURL("FROND_TEST_POSTGRES_URL")},
+		{"sqlite", func(t *testing.T) string {
+			return "sqlite://" + filepath.Join(t.TempDir(), "workers.db") + "?frond_mode=reuse"
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			reg := c.url(t)
+			dirA := t.TempDir()
+			envA := []string{"FROND_WORKER__PORT=17101"}
+			a, err := startServerEnv(t, envA, dirA, "--registry", reg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := startServerEnv(t, []string{"FROND_WORKER__PORT=17102"}, t.TempDir(), "--registry", reg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			idA, idB := workerID(t, a), workerID(t, b)
+			if idA == idB {
+				t.Fatalf("both nodes hold worker ID %d", idA)
+			}
+			a.id("/api/snowflake/get/x")
+			b.id("/api/snowflake/get/x")
+			if err := a.stop(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			a2, err := startServerEnv(t, append(envA, "FROND_TEST_CLOCK_OFFSET=-5m"), dirA, "--registry", reg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if id := workerID(t, a2); id != idA {
+				t.Fatalf("restarted node holds %d, had %d", id, idA)
+			}
+			checkClockRefusal(t, a2, `the clock is (4m5\d|5m0)[.0-9]*s behind`)
+		})
+	}
+}
+
+func withParams(rawURL, params string) string {
+	if strings.Contains(rawURL, "?") {
+		return rawURL + "&" + params
+	}
+	return rawURL + "?" + params
+}
+
+// dropTables drops the SQL registry's tables of table when the test ends.
+func dropTables(t *testing.T, rawURL, table string) {
+	p, err := sqldb.Parse(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sqldb.Open(p, sqldb.Options{Timeout: 5 * time.Second, MaxOpenConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, tb := range []string{table, table + "_frond"} {
+			if _, err := db.Exec("DROP TABLE IF EXISTS " + tb); err != nil {
+				t.Logf("drop %s: %v", tb, err)
+			}
+		}
+		db.Close()
+	})
 }
