@@ -65,23 +65,9 @@ type Registry struct {
 
 // hold is one holding of an ID under one lease.
 type hold struct {
-	id     int64
+	*registry.Hold
 	lease  clientv3.LeaseID
-	saved  int64 // latest last_ns written
-	lost   chan struct{}
-	once   sync.Once
 	cancel context.CancelFunc // stops the keep-alive and the ping watcher
-}
-
-func (h *hold) markLost() { h.once.Do(func() { close(h.lost) }) }
-
-func (h *hold) isLost() bool {
-	select {
-	case <-h.lost:
-		return true
-	default:
-		return false
-	}
 }
 
 type idValue struct {
@@ -189,8 +175,8 @@ func (r *Registry) read(ctx context.Context) (snapshot, error) {
 func (r *Registry) Acquire(ctx context.Context, maxNode int64) (frond.Worker, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if h := r.hold; h != nil && !h.isLost() {
-		return frond.Worker{ID: h.id, LastIssued: time.Unix(0, h.saved), Lost: h.lost}, nil
+	if h := r.hold; h != nil && !h.IsLost() {
+		return h.Worker(), nil
 	}
 	r.dropLocked()
 	if r.c == nil {
@@ -209,7 +195,7 @@ func (r *Registry) Acquire(ctx context.Context, maxNode int64) (frond.Worker, er
 		return frond.Worker{}, err
 	}
 	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
-	h := &hold{id: id, lease: lease.ID, saved: last, lost: make(chan struct{}), cancel: hcancel}
+	h := &hold{Hold: registry.NewHold(id, last), lease: lease.ID, cancel: hcancel}
 	ka, err := r.c.KeepAlive(hctx, lease.ID)
 	if err != nil {
 		hcancel()
@@ -219,16 +205,12 @@ func (r *Registry) Acquire(ctx context.Context, maxNode int64) (frond.Worker, er
 	go func() {
 		for range ka { // closed when the lease cannot be kept alive or hctx ends
 		}
-		h.markLost()
+		h.MarkLost()
 	}()
 	go r.answerPings(hctx, h)
 	r.hold = h
-	w := frond.Worker{ID: id, Lost: h.lost}
-	if last != 0 {
-		w.LastIssued = time.Unix(0, last)
-	}
 	r.o.Logger.Info("worker ID held in etcd", "worker", id, "lease", int64(lease.ID), "owner", r.o.Identity())
-	return w, nil
+	return h.Worker(), nil
 }
 
 // take picks an ID and claims it in a transaction, re-reading on conflict.
@@ -333,29 +315,29 @@ func (r *Registry) write(ctx context.Context, last time.Time, exact bool) error 
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	h := r.hold
-	if h == nil || h.isLost() {
+	if h == nil || h.IsLost() {
 		return fmt.Errorf("worker registry: %w: no worker ID is held in etcd", frond.ErrWorkerLost)
 	}
 	ns := last.UnixNano()
 	if !exact {
-		ns = max(ns, h.saved)
+		ns = max(ns, h.Saved)
 	}
 	me := r.o.Identity()
 	val, _ := json.Marshal(idValue{Owner: me, LastNs: ns})
 	live, _ := json.Marshal(liveValue{Owner: me, TimeNs: r.o.Now().UnixNano()})
 	ctx, cancel := r.bound(ctx)
 	defer cancel()
-	resp, err := r.c.Txn(ctx).If(clientv3.Compare(clientv3.LeaseValue(r.liveKey(h.id)), "=", h.lease)).
-		Then(clientv3.OpPut(r.idKey(h.id), string(val)), clientv3.OpPut(r.liveKey(h.id), string(live), clientv3.WithLease(h.lease))).
+	resp, err := r.c.Txn(ctx).If(clientv3.Compare(clientv3.LeaseValue(r.liveKey(h.ID)), "=", h.lease)).
+		Then(clientv3.OpPut(r.idKey(h.ID), string(val)), clientv3.OpPut(r.liveKey(h.ID), string(live), clientv3.WithLease(h.lease))).
 		Commit()
 	if err != nil {
 		return r.fail("save the last time", err)
 	}
 	if !resp.Succeeded {
-		h.markLost()
-		return fmt.Errorf("worker registry: %w: worker ID %d is no longer held under this node's lease", frond.ErrWorkerLost, h.id)
+		h.MarkLost()
+		return fmt.Errorf("worker registry: %w: worker ID %d is no longer held under this node's lease", frond.ErrWorkerLost, h.ID)
 	}
-	h.saved = ns
+	h.Saved = ns
 	return nil
 }
 
@@ -367,7 +349,7 @@ func (r *Registry) dropLocked() {
 	}
 	r.hold = nil
 	h.cancel()
-	h.markLost()
+	h.MarkLost()
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 	defer cancel()
 	r.c.Revoke(ctx, h.lease)
@@ -376,7 +358,7 @@ func (r *Registry) dropLocked() {
 // answerPings rewrites this node's live key with its clock whenever another
 // node writes a ping key (PeerOffsets).
 func (r *Registry) answerPings(ctx context.Context, h *hold) {
-	me := r.pingKey(h.id)
+	me := r.pingKey(h.ID)
 	for resp := range r.c.Watch(clientv3.WithRequireLeader(ctx), r.prefix+"workers/ping/", clientv3.WithPrefix()) {
 		for _, ev := range resp.Events {
 			if ev.Type != clientv3.EventTypePut || string(ev.Kv.Key) == me {
@@ -384,8 +366,8 @@ func (r *Registry) answerPings(ctx context.Context, h *hold) {
 			}
 			live, _ := json.Marshal(liveValue{Owner: r.o.Identity(), TimeNs: r.o.Now().UnixNano()})
 			wctx, cancel := context.WithTimeout(ctx, r.timeout)
-			r.c.Txn(wctx).If(clientv3.Compare(clientv3.LeaseValue(r.liveKey(h.id)), "=", h.lease)).
-				Then(clientv3.OpPut(r.liveKey(h.id), string(live), clientv3.WithLease(h.lease))).Commit()
+			r.c.Txn(wctx).If(clientv3.Compare(clientv3.LeaseValue(r.liveKey(h.ID)), "=", h.lease)).
+				Then(clientv3.OpPut(r.liveKey(h.ID), string(live), clientv3.WithLease(h.lease))).Commit()
 			cancel()
 		}
 	}
@@ -397,7 +379,7 @@ func (r *Registry) PeerOffsets(ctx context.Context) ([]frond.PeerOffset, error) 
 	r.mu.Lock()
 	h := r.hold
 	r.mu.Unlock()
-	if h == nil || h.isLost() {
+	if h == nil || h.IsLost() {
 		return nil, fmt.Errorf("worker registry: %w: no worker ID is held", frond.ErrWorkerLost)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
@@ -408,7 +390,7 @@ func (r *Registry) PeerOffsets(ctx context.Context) ([]frond.PeerOffset, error) 
 	}
 	waiting := map[string]int64{}
 	for id := range s.live {
-		if id != h.id {
+		if id != h.ID {
 			waiting[r.liveKey(id)] = id
 		}
 	}
@@ -417,7 +399,7 @@ func (r *Registry) PeerOffsets(ctx context.Context) ([]frond.PeerOffset, error) 
 	}
 	wc := r.c.Watch(ctx, r.prefix+"workers/live/", clientv3.WithPrefix(), clientv3.WithRev(s.rev+1))
 	t0 := r.o.Now()
-	if _, err := r.c.Put(ctx, r.pingKey(h.id), strconv.FormatInt(t0.UnixNano(), 10), clientv3.WithLease(h.lease)); err != nil {
+	if _, err := r.c.Put(ctx, r.pingKey(h.ID), strconv.FormatInt(t0.UnixNano(), 10), clientv3.WithLease(h.lease)); err != nil {
 		return nil, r.fail("ping the peers", err)
 	}
 	var out []frond.PeerOffset

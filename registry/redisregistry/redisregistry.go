@@ -72,8 +72,6 @@ package redisregistry
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -133,24 +131,8 @@ type Registry struct {
 
 // hold is one holding of an ID under one token.
 type hold struct {
-	id     int64
-	token  string
-	saved  int64 // latest time known to be recorded, ns
-	lost   chan struct{}
-	once   sync.Once
-	cancel context.CancelFunc // stops the renewal
-	done   chan struct{}      // closed when the renewal has stopped
-}
-
-func (h *hold) markLost() { h.once.Do(func() { close(h.lost) }) }
-
-func (h *hold) isLost() bool {
-	select {
-	case <-h.lost:
-		return true
-	default:
-		return false
-	}
+	*registry.Hold
+	token string
 }
 
 // Open parses rawURL and makes a client. It does not contact the server:
@@ -298,8 +280,8 @@ func (r *Registry) Acquire(ctx context.Context, maxNode int64) (frond.Worker, er
 	if r.closed {
 		return frond.Worker{}, fmt.Errorf("worker registry: %w", frond.ErrClosed)
 	}
-	if h := r.hold; h != nil && !h.isLost() {
-		return r.worker(h), nil
+	if h := r.hold; h != nil && !h.IsLost() {
+		return h.Worker(), nil
 	}
 	r.dropLocked(true)
 	if maxNode < 0 {
@@ -310,9 +292,7 @@ func (r *Registry) Acquire(ctx context.Context, maxNode int64) (frond.Worker, er
 	if err := r.check(ctx); err != nil {
 		return frond.Worker{}, err
 	}
-	var b [16]byte
-	rand.Read(b[:])
-	token := hex.EncodeToString(b[:])
+	token := registry.NewToken()
 	threshold := max(r.o.Now().UnixNano()-r.o.RecycleAfter.Nanoseconds(), 0)
 	recycle := "0"
 	if r.mode == ModeLease {
@@ -334,12 +314,15 @@ func (r *Registry) Acquire(ctx context.Context, maxNode int64) (frond.Worker, er
 				return frond.Worker{}, fmt.Errorf("worker registry: %s holds %q, not a time in nanoseconds: %w", r.lastKey(id), s, err)
 			}
 		}
-		hctx, hcancel := context.WithCancel(context.Background())
-		h := &hold{id: id, token: token, saved: last, lost: make(chan struct{}), cancel: hcancel, done: make(chan struct{})}
-		go r.renew(hctx, h, sent)
+		h := &hold{Hold: registry.NewHold(id, last), token: token}
+		live := r.liveKey(id)
+		h.Renew(sent, r.o.LeaseTTL, r.timeout, r.o.Logger, func(ctx context.Context) (bool, error) {
+			n, err := renewScript.Run(ctx, r.c, []string{live}, token, r.ttlMillis()).Int()
+			return n == 1, err
+		})
 		r.hold = h
 		r.o.Logger.Info("worker ID held in redis", "worker", id, "owner", r.o.Identity(), "mode", r.mode, "redis", r.where)
-		return r.worker(h), nil
+		return h.Worker(), nil
 	case heldByOld:
 		id, pttl := res[1].(int64), time.Duration(res[2].(int64))*time.Millisecond
 		if pttl <= 0 {
@@ -367,66 +350,12 @@ func (r *Registry) Acquire(ctx context.Context, maxNode int64) (frond.Worker, er
 	return frond.Worker{}, fmt.Errorf("worker registry: %w: unexpected answer %v from the acquire script", frond.ErrStoreUnavailable, res)
 }
 
-func (r *Registry) worker(h *hold) frond.Worker {
-	w := frond.Worker{ID: h.id, Lost: h.lost}
-	if h.saved != 0 {
-		w.LastIssued = time.Unix(0, h.saved)
-	}
-	return w
-}
-
 // KEYS: live. ARGV: token, ttl ms. Returns 1 renewed, 0 not ours.
 var renewScript = redis.NewScript(`
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1
 `)
-
-// renew keeps h's live key alive until ctx ends, and closes h.lost when the
-// key is not ours any more or was not renewed for LeaseTTL. valid is when
-// the key was last known to be set.
-func (r *Registry) renew(ctx context.Context, h *hold, valid time.Time) {
-	defer close(h.done)
-	ttl := r.o.LeaseTTL
-	valid = valid.Add(ttl) // the key lives at least until then
-	every := max(ttl/3, time.Millisecond)
-	t := time.NewTimer(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		sent := time.Now()
-		if !sent.Before(valid) {
-			r.o.Logger.Warn("worker ID lost: its live key was not renewed for the lease TTL", "worker", h.id, "lease_ttl", ttl)
-			h.markLost()
-			return
-		}
-		deadline := valid
-		if d := sent.Add(r.timeout); d.Before(deadline) {
-			deadline = d
-		}
-		c, cancel := context.WithDeadline(ctx, deadline)
-		n, err := renewScript.Run(c, r.c, []string{r.liveKey(h.id)}, h.token, r.ttlMillis()).Int()
-		cancel()
-		switch {
-		case ctx.Err() != nil:
-			return
-		case err == nil && n == 1:
-			valid = sent.Add(ttl)
-			t.Reset(every)
-		case err == nil:
-			r.o.Logger.Warn("worker ID lost: its live key expired or holds another token", "worker", h.id)
-			h.markLost()
-			return
-		default:
-			r.o.Logger.Warn("worker registry: cannot renew the live key", "worker", h.id, "err", err, "valid_for", time.Until(valid))
-			t.Reset(max(min(every, time.Until(valid)), 0))
-		}
-	}
-}
 
 // KEYS: live, last. ARGV: token, ns, exact ("1": Release, which also
 // deletes the live key). Returns 1, or 0 when the live key is not ours.
@@ -458,7 +387,7 @@ func (r *Registry) write(ctx context.Context, last time.Time, exact bool) error 
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	h := r.hold
-	if h == nil || h.isLost() {
+	if h == nil || h.IsLost() {
 		return fmt.Errorf("worker registry: %w: no worker ID is held in redis", frond.ErrWorkerLost)
 	}
 	ns := max(last.UnixNano(), 0)
@@ -468,19 +397,19 @@ func (r *Registry) write(ctx context.Context, last time.Time, exact bool) error 
 	}
 	ctx, cancel := redisutil.Bound(ctx, r.timeout)
 	defer cancel()
-	n, err := writeScript.Run(ctx, r.c, []string{r.liveKey(h.id), r.lastKey(h.id)}, h.token, strconv.FormatInt(ns, 10), flag).Int()
+	n, err := writeScript.Run(ctx, r.c, []string{r.liveKey(h.ID), r.lastKey(h.ID)}, h.token, strconv.FormatInt(ns, 10), flag).Int()
 	if err != nil {
 		return r.fail("save the last time", err)
 	}
 	if n == 0 {
-		h.markLost()
-		return fmt.Errorf("worker registry: %w: the live key of worker ID %d expired or holds another token", frond.ErrWorkerLost, h.id)
+		h.MarkLost()
+		return fmt.Errorf("worker registry: %w: the live key of worker ID %d expired or holds another token", frond.ErrWorkerLost, h.ID)
 	}
 	if exact {
-		h.saved = ns
+		h.Saved = ns
 		r.dropLocked(false)
 	} else {
-		h.saved = max(h.saved, ns)
+		h.Saved = max(h.Saved, ns)
 	}
 	return nil
 }
@@ -499,13 +428,11 @@ func (r *Registry) dropLocked(del bool) {
 		return
 	}
 	r.hold = nil
-	h.cancel()
-	<-h.done
-	h.markLost()
+	h.Stop()
 	if del {
 		ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 		defer cancel()
-		dropScript.Run(ctx, r.c, []string{r.liveKey(h.id)}, h.token)
+		dropScript.Run(ctx, r.c, []string{r.liveKey(h.ID)}, h.token)
 	}
 }
 

@@ -103,7 +103,7 @@ func TestRegistry_Conformance(t *testing.T) {
 				Lose: func(t *testing.T, wr frond.WorkerRegistry) {
 					r := wr.(*Registry)
 					r.mu.Lock()
-					key := r.liveKey(r.hold.id)
+					key := r.liveKey(r.hold.ID)
 					r.mu.Unlock()
 					if err := c.Del(ctx(t), key).Err(); err != nil {
 						t.Fatal(err)

@@ -60,9 +60,7 @@ package sqlregistry
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -120,25 +118,10 @@ type Registry struct {
 	closed bool
 }
 
+// hold is one holding of an ID under one token.
 type hold struct {
-	id     int64
-	token  string
-	saved  int64 // latest time known to be recorded, ns
-	lost   chan struct{}
-	once   sync.Once
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-func (h *hold) markLost() { h.once.Do(func() { close(h.lost) }) }
-
-func (h *hold) isLost() bool {
-	select {
-	case <-h.lost:
-		return true
-	default:
-		return false
-	}
+	*registry.Hold
+	token string
 }
 
 // Open parses rawURL and opens a connection pool. It does not contact the
@@ -289,8 +272,8 @@ func (r *Registry) Acquire(ctx context.Context, maxNode int64) (frond.Worker, er
 	if r.closed {
 		return frond.Worker{}, fmt.Errorf("worker registry: %w", frond.ErrClosed)
 	}
-	if h := r.hold; h != nil && !h.isLost() {
-		return r.worker(h), nil
+	if h := r.hold; h != nil && !h.IsLost() {
+		return h.Worker(), nil
 	}
 	r.dropLocked(true)
 	if maxNode < 0 {
@@ -301,9 +284,7 @@ func (r *Registry) Acquire(ctx context.Context, maxNode int64) (frond.Worker, er
 	if err := r.setup(ctx); err != nil {
 		return frond.Worker{}, err
 	}
-	var b [16]byte
-	rand.Read(b[:])
-	token := hex.EncodeToString(b[:])
+	token := registry.NewToken()
 	for range 10 {
 		sent := time.Now()
 		id, last, err := r.claim(ctx, maxNode, token)
@@ -313,22 +294,20 @@ func (r *Registry) Acquire(ctx context.Context, maxNode int64) (frond.Worker, er
 		if err != nil {
 			return frond.Worker{}, err
 		}
-		hctx, hcancel := context.WithCancel(context.Background())
-		h := &hold{id: id, token: token, saved: last, lost: make(chan struct{}), cancel: hcancel, done: make(chan struct{})}
-		go r.renew(hctx, h, sent)
+		h := &hold{Hold: registry.NewHold(id, last), token: token}
+		h.Renew(sent, r.o.LeaseTTL, r.db.Timeout, r.o.Logger, func(ctx context.Context) (bool, error) {
+			res, err := r.db.ExecContext(ctx, r.q(`UPDATE {s} SET lease_until = {now} + ? WHERE worker_id = ? AND token = ?`), r.ttlMicros(), id, token)
+			if err != nil {
+				return false, err
+			}
+			n, err := res.RowsAffected()
+			return n == 1, err
+		})
 		r.hold = h
 		r.o.Logger.Info("worker ID held in a database", "worker", id, "owner", r.o.Identity(), "mode", r.mode, "db", r.String())
-		return r.worker(h), nil
+		return h.Worker(), nil
 	}
 	return frond.Worker{}, fmt.Errorf("worker registry: %w: other nodes kept taking the IDs this node chose; try again", frond.ErrStoreUnavailable)
-}
-
-func (r *Registry) worker(h *hold) frond.Worker {
-	w := frond.Worker{ID: h.id, Lost: h.lost}
-	if h.saved != 0 {
-		w.LastIssued = time.Unix(0, h.saved)
-	}
-	return w
 }
 
 // claim takes an ID: this identity's own (reuse mode), else a new one,
@@ -461,56 +440,6 @@ func (r *Registry) touch(ctx context.Context, id int64, moved bool) {
 	}
 }
 
-// renew keeps h's lease until ctx ends, and closes h.lost when the token
-// was taken or the lease was not renewed for LeaseTTL. valid starts as when
-// the claim was sent.
-func (r *Registry) renew(ctx context.Context, h *hold, valid time.Time) {
-	defer close(h.done)
-	ttl := r.o.LeaseTTL
-	valid = valid.Add(ttl)
-	every := max(ttl/3, time.Millisecond)
-	t := time.NewTimer(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		sent := time.Now()
-		if !sent.Before(valid) {
-			r.o.Logger.Warn("worker ID lost: its lease was not renewed for the lease TTL", "worker", h.id, "lease_ttl", ttl)
-			h.markLost()
-			return
-		}
-		deadline := valid
-		if d := sent.Add(r.db.Timeout); d.Before(deadline) {
-			deadline = d
-		}
-		c, cancel := context.WithDeadline(ctx, deadline)
-		res, err := r.db.ExecContext(c, r.q(`UPDATE {s} SET lease_until = {now} + ? WHERE worker_id = ? AND token = ?`), r.ttlMicros(), h.id, h.token)
-		var n int64
-		if err == nil {
-			n, err = res.RowsAffected()
-		}
-		cancel()
-		switch {
-		case ctx.Err() != nil:
-			return
-		case err == nil && n == 1:
-			valid = sent.Add(ttl)
-			t.Reset(every)
-		case err == nil:
-			r.o.Logger.Warn("worker ID lost: another node took it", "worker", h.id)
-			h.markLost()
-			return
-		default:
-			r.o.Logger.Warn("worker registry: cannot renew the lease", "worker", h.id, "err", err, "valid_for", time.Until(valid))
-			t.Reset(max(min(every, time.Until(valid)), 0))
-		}
-	}
-}
-
 // Save implements frond.WorkerRegistry: the latest of the times saved,
 // while this node holds the ID.
 func (r *Registry) Save(ctx context.Context, last time.Time) error {
@@ -528,12 +457,12 @@ func (r *Registry) write(ctx context.Context, last time.Time, exact bool) error 
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	h := r.hold
-	if h == nil || h.isLost() {
+	if h == nil || h.IsLost() {
 		return fmt.Errorf("worker registry: %w: no worker ID is held in the database", frond.ErrWorkerLost)
 	}
 	ns := max(last.UnixNano(), 0)
 	stmt := `UPDATE {s} SET last_ns = CASE WHEN last_ns < CAST(? AS BIGINT) THEN CAST(? AS BIGINT) ELSE last_ns END WHERE worker_id = ? AND token = ?`
-	args := []any{ns, ns, h.id, h.token}
+	args := []any{ns, ns, h.ID, h.token}
 	if exact {
 		stmt = `UPDATE {s} SET last_ns = ?, lease_until = 0 WHERE worker_id = ? AND token = ?`
 		args = args[1:]
@@ -550,14 +479,14 @@ func (r *Registry) write(ctx context.Context, last time.Time, exact bool) error 
 	if n, err := res.RowsAffected(); err != nil {
 		return r.fail("save the last time", err)
 	} else if n == 0 {
-		h.markLost()
-		return fmt.Errorf("worker registry: %w: worker ID %d was taken by another node", frond.ErrWorkerLost, h.id)
+		h.MarkLost()
+		return fmt.Errorf("worker registry: %w: worker ID %d was taken by another node", frond.ErrWorkerLost, h.ID)
 	}
 	if exact {
-		h.saved = ns
+		h.Saved = ns
 		r.dropLocked(false)
 	} else {
-		h.saved = max(h.saved, ns)
+		h.Saved = max(h.Saved, ns)
 	}
 	return nil
 }
@@ -570,13 +499,11 @@ func (r *Registry) dropLocked(end bool) {
 		return
 	}
 	r.hold = nil
-	h.cancel()
-	<-h.done
-	h.markLost()
+	h.Stop()
 	if end {
 		ctx, cancel := context.WithTimeout(context.Background(), r.db.Timeout)
 		defer cancel()
-		r.db.ExecContext(ctx, r.q(`UPDATE {s} SET lease_until = 0 WHERE worker_id = ? AND token = ?`), h.id, h.token)
+		r.db.ExecContext(ctx, r.q(`UPDATE {s} SET lease_until = 0 WHERE worker_id = ? AND token = ?`), h.ID, h.token)
 	}
 }
 

@@ -114,7 +114,7 @@ func TestRegistry_Conformance(t *testing.T) {
 					Lose: func(t *testing.T, wr frond.WorkerRegistry) {
 						r := wr.(*Registry)
 						r.mu.Lock()
-						id := r.hold.id
+						id := r.hold.ID
 						r.mu.Unlock()
 						mu.Lock()
 						rdb := raws[r.table]
