@@ -47,9 +47,12 @@ func (c *SystemClock) renew() int64 {
 	return a.wall
 }
 
-// SetOffset changes the offset; readings show it within the resync
-// interval (a test seam: a clock stepped at run time).
-func (c *SystemClock) SetOffset(d time.Duration) { c.offset.Store(int64(d)) }
+// SetOffset changes the offset; the next reading shows it (a test seam: a
+// clock stepped at run time).
+func (c *SystemClock) SetOffset(d time.Duration) {
+	c.offset.Store(int64(d))
+	c.renew()
+}
 
 // Now returns the wall clock in nanoseconds since the Unix epoch.
 func (c *SystemClock) Now() int64 {

@@ -474,6 +474,18 @@ func TestSystemClock(t *testing.T) {
 	}
 }
 
+// SetOffset shows in the very next reading, not after the resync interval:
+// the test clock of frond serve sets it before the first reading.
+func TestSystemClock_SetOffsetAtOnce(t *testing.T) {
+	c := NewSystemClock(time.Hour, 0)
+	c.Now()
+	c.SetOffset(-5 * time.Minute)
+	got := time.Unix(0, c.Now())
+	if d := got.Sub(time.Now().Add(-5 * time.Minute)); d > time.Millisecond || d < -5*time.Millisecond {
+		t.Fatalf("reading after SetOffset off by %v", d)
+	}
+}
+
 func TestGenerator_SetLimit(t *testing.T) {
 	c := newFakeClock(testNow)
 	g := newTestGen(t, c, Settings{MaxLead: 10 * time.Millisecond})
