@@ -20,6 +20,7 @@ import (
 	"github.com/frond-id/frond/registry/redisregistry"
 	"github.com/frond-id/frond/registry/sqlregistry"
 	"github.com/frond-id/frond/registry/static"
+	"github.com/frond-id/frond/registry/zkregistry"
 	"github.com/frond-id/frond/snowflake"
 )
 
@@ -109,6 +110,8 @@ func openRegistry(ctx context.Context, cfg *config.Config, httpPort int, now fun
 	switch scheme {
 	case "etcd":
 		inner, err = etcdregistry.Open(ctx, raw, o)
+	case "zk":
+		inner, err = zkregistry.Open(raw, o)
 	case "redis", "rediss":
 		inner, err = redisregistry.Open(raw, o)
 	case "mysql", "postgres", "postgresql", "sqlite":

@@ -101,7 +101,17 @@ func TestE2E_Registry_RuntimeSteps(t *testing.T) {
 // A node whose clock is far from its live peers' average holds a worker ID
 // but refuses to issue snowflake IDs; segment IDs work.
 func TestE2E_Registry_PeerSkew(t *testing.T) {
-	reg := etcdRegistry(t)
+	for name, reg := range map[string]func(t *testing.T) string{
+		"etcd": etcdRegistry,
+		"zookeeper": func(t *testing.T) string {
+			return fmt.Sprintf("zk://%s/frondtest/e2e_skew_%d", storetest.SkipUnlessSet(t, "FROND_TEST_ZK_SERVERS"), time.Now().UnixNano())
+		},
+	} {
+		t.Run(name, func(t *testing.T) { testPeerSkew(t, reg(t)) })
+	}
+}
+
+func testPeerSkew(t *testing.T, reg string) {
 	mustStart(t, t.TempDir(), "--registry", reg)
 	mustStart(t, t.TempDir(), "--registry", reg)
 	s, err := startServerEnv(t, []string{"FROND_TEST_CLOCK_OFFSET=90s"}, t.TempDir(), "--registry", reg)
@@ -152,6 +162,9 @@ func TestE2E_Registries(t *testing.T) {
 		{"redis", func(t *testing.T) string {
 			return withParams(storetest.SkipUnlessSet(t, "FROND_TEST_REDIS_URL"), "frond_allow_volatile=true&frond_prefix=frondtest:"+ns+":")
 		}},
+		{"zookeeper", func(t *testing.T) string {
+			return "zk://" + storetest.SkipUnlessSet(t, "FROND_TEST_ZK_SERVERS") + "/frondtest/" + ns
+		}},
 		{"mysql", sqlURL("FROND_TEST_MYSQL_URL")},
 		{"postgres", sqlURL("FROND_TEST_POSTGRES_URL")},
 		{"sqlite", func(t *testing.T) string {
@@ -176,8 +189,12 @@ func TestE2E_Registries(t *testing.T) {
 			}
 			a.id("/api/snowflake/get/x")
 			b.id("/api/snowflake/get/x")
-			if err := a.stop(syscall.SIGTERM); err != nil {
-				t.Fatal(err)
+			// b stops too: with a live peer 5 minutes ahead, a restarted
+			// node on ZooKeeper would refuse for the skew first.
+			for _, s := range []*server{a, b} {
+				if err := s.stop(syscall.SIGTERM); err != nil {
+					t.Fatal(err)
+				}
 			}
 			a2, err := startServerEnv(t, append(envA, "FROND_TEST_CLOCK_OFFSET=-5m"), dirA, "--registry", reg)
 			if err != nil {
