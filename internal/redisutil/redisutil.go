@@ -47,7 +47,10 @@ func Parse(rawURL string, own ...string) (URL, error) {
 	if err != nil || u.Scheme != "redis" && u.Scheme != "rediss" {
 		return URL{}, fmt.Errorf("%w: redis URL %q", frond.ErrInvalidArgument, rawURL)
 	}
-	q := u.Query()
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return URL{}, fmt.Errorf("%w: redis URL query: %v", frond.ErrInvalidArgument, err)
+	}
 	out := URL{Where: u.Scheme + "://" + u.Host + u.Path, Timeout: DefaultTimeout, Params: map[string]string{}}
 	for k := range q {
 		if !strings.HasPrefix(k, "frond_") {

@@ -142,3 +142,21 @@ func TestLuaGE(t *testing.T) {
 		}
 	}
 }
+
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"redis://127.0.0.1:6379/15?frond_timeout=2s&frond_prefix=x", "rediss://u:p@h/0?frond_allow_volatile=true", "redis://h?a=%zz", "redis://x?frond_x=;"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		u, err := Parse(s, "frond_prefix")
+		if err != nil {
+			if !errors.Is(err, frond.ErrInvalidArgument) {
+				t.Fatalf("Parse(%q): %v", s, err)
+			}
+			return
+		}
+		if u.Options == nil || u.Timeout <= 0 || strings.Contains(u.Where, "@") {
+			t.Fatalf("Parse(%q) = %+v", s, u)
+		}
+	})
+}
