@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/registry"
 	"github.com/frond-id/frond/registry/file"
+	"github.com/frond-id/frond/registry/registrytest"
 )
 
 func TestRegistry(t *testing.T) {
@@ -75,4 +77,19 @@ func TestRegistry_Damaged(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Close()
+}
+
+// The shared suite's rules that apply to an ID from configuration.
+func TestRegistry_Conformance(t *testing.T) {
+	base := t.TempDir()
+	registrytest.Run(t, registrytest.Config{
+		Fixed: true, SameIDOnRestart: true,
+		Open: func(t *testing.T, ns string, o registry.Options, down bool) frond.WorkerRegistry {
+			r, err := file.Open(filepath.Join(base, ns), 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		},
+	})
 }

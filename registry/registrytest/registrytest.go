@@ -43,10 +43,21 @@ type Config struct {
 	Lose func(t *testing.T, r frond.WorkerRegistry)
 	// Peers: the registry implements frond.PeerClock.
 	Peers bool
+	// Fixed: the ID comes from configuration (the file registry, and static
+	// through it), so assignment, exhaustion, recycling and the local record
+	// do not apply; the suite runs Restart and ClockBehindRefuses (set
+	// SameIDOnRestart). The registry's own tests check that a second process
+	// cannot hold the ID.
+	Fixed bool
 }
 
 // Run runs the suite.
 func Run(t *testing.T, c Config) {
+	if c.Fixed {
+		t.Run("Restart", func(t *testing.T) { testRestart(t, c) })
+		t.Run("ClockBehindRefuses", func(t *testing.T) { testClockBehind(t, c) })
+		return
+	}
 	t.Run("DistinctConcurrent", func(t *testing.T) { testDistinct(t, c) })
 	t.Run("Exhaustion", func(t *testing.T) { testExhaustion(t, c) })
 	t.Run("Restart", func(t *testing.T) { testRestart(t, c) })
