@@ -32,6 +32,8 @@ type memRegistry struct {
 	failErr    error // Save fails with it
 	acquireErr error // Acquire fails with it
 	fromCache  bool  // Acquire answers FromCache
+	pastBound  bool  // Save fails while the ID held came from the "cache" (its bound has passed)
+	cached     bool  // the ID held came from the "cache"
 	peers      []frond.PeerOffset
 	lost       chan struct{}
 	held       bool
@@ -45,7 +47,7 @@ func (r *memRegistry) Acquire(ctx context.Context, maxNode int64) (frond.Worker,
 	if r.acquireErr != nil {
 		return frond.Worker{}, r.acquireErr
 	}
-	r.lost, r.held = make(chan struct{}), true
+	r.lost, r.held, r.cached = make(chan struct{}), true, r.fromCache
 	return frond.Worker{ID: r.id, LastIssued: r.last, Lost: r.lost, FromCache: r.fromCache}, nil
 }
 
@@ -54,6 +56,9 @@ func (r *memRegistry) Save(ctx context.Context, last time.Time) error {
 	defer r.mu.Unlock()
 	if r.failErr != nil {
 		return r.failErr
+	}
+	if r.pastBound && r.cached {
+		return fmt.Errorf("%w: the local record allows snowflake IDs only up to ...", frond.ErrStoreUnavailable)
 	}
 	if !r.held {
 		return frond.ErrWorkerLost
@@ -349,6 +354,27 @@ func TestService_FromCacheBackToRegistry(t *testing.T) {
 	waitFor(t, "the registry", func() bool { return !s.WorkerInfo().FromCache })
 	if _, err := s.SnowflakeID(); err != nil || s.Worker() != 6 {
 		t.Fatalf("worker %d: %v", s.Worker(), err)
+	}
+}
+
+// A node running from its local record past the record's bound (every
+// reservation fails) still goes back to the registry once it answers.
+func TestService_FromCachePastBoundBackToRegistry(t *testing.T) {
+	c := newClock()
+	reg := &memRegistry{id: 6, fromCache: true}
+	s, err := New(bg, Config{Now: c.Now, Sleep: c.Add, PersistEvery: 5 * time.Millisecond, MaxLead: time.Hour}, memstore.New(nil), reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(bg)
+	reg.set(func(r *memRegistry) { r.pastBound = true })
+	c.Add(3 * time.Hour) // past the reservation: IDs stop
+	waitFor(t, "snowflake IDs to stop", func() bool { _, err := s.SnowflakeID(); return err != nil })
+	reg.set(func(r *memRegistry) { r.fromCache = false })
+	waitFor(t, "the registry", func() bool { return !s.WorkerInfo().FromCache })
+	waitFor(t, "snowflake IDs", func() bool { _, err := s.SnowflakeID(); return err == nil })
+	if s.Worker() != 6 {
+		t.Fatalf("worker %d", s.Worker())
 	}
 }
 

@@ -286,7 +286,10 @@ func (s *Service) supervise() {
 				s.lose(st, err)
 			case err != nil:
 				s.log.Error("worker registry did not record the time; snowflake IDs stop at the last reservation", "err", err)
-			case st.worker.FromCache:
+			}
+			if st.worker.FromCache && !errors.Is(err, frond.ErrWorkerLost) {
+				// Whether or not the record still allowed a reservation:
+				// once past its bound only the registry can restart IDs.
 				s.backToRegistry(ctx, st)
 			}
 			cancel()

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -31,6 +32,12 @@ import (
 
 // File is the record's name in the data directory.
 const File = "worker-cache.json"
+
+// LockFile, beside the record, is locked (flock) while a Registry is open:
+// two processes sharing a data directory (and so a record) could both issue
+// with the recorded worker ID while the registry is down. It is the file
+// registry's lock name too: one data directory, one frond process.
+const LockFile = "worker.lock"
 
 // fallbackAcquireTimeout bounds an Acquire from the registry when a usable
 // record exists, so a start with the registry down does not wait long.
@@ -57,6 +64,7 @@ type Record struct {
 type Registry struct {
 	inner frond.WorkerRegistry
 	path  string
+	lock  *atomicfile.Locked
 	key   string
 	o     registry.Options
 
@@ -67,14 +75,25 @@ type Registry struct {
 	degraded  error // the registry's last Save error while issuing from the record
 }
 
-// New wraps inner. key names the registry and this node (it must change when
-// either does); a record with another key is ignored and replaced.
+// New wraps inner and locks the record's directory (LockFile) until Close:
+// it fails with frond.ErrNoWorkerID when another process holds the lock.
+// key names the registry and this node (it must change when either does); a
+// record with another key is ignored and replaced.
 func New(inner frond.WorkerRegistry, path, key string, o registry.Options) (*Registry, error) {
-	r := &Registry{inner: inner, path: path, key: key, o: o.WithDefaults()}
+	lock, err := atomicfile.Lock(filepath.Join(filepath.Dir(path), LockFile))
+	if errors.Is(err, atomicfile.ErrLocked) {
+		return nil, fmt.Errorf("%w: another process uses the data directory %s (%s is locked): two processes sharing one local record could issue with one worker ID; give each process its own data directory",
+			frond.ErrNoWorkerID, filepath.Dir(path), LockFile)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("worker cache: %w", err)
+	}
+	r := &Registry{inner: inner, path: path, key: key, o: o.WithDefaults(), lock: lock}
 	b, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
+		lock.Unlock()
 		return nil, fmt.Errorf("worker cache: %w", err)
 	default:
 		var rec Record
@@ -204,7 +223,10 @@ func (r *Registry) Release(ctx context.Context, last time.Time) error {
 		next := *r.rec
 		next.LastNanos = last.UnixNano()
 		if err == nil && !fromCache {
-			next.ConfNanos = max(next.ConfNanos, last.UnixNano())
+			// The registry now holds last, lower than the reservations it
+			// confirmed before, and may give the ID away from last +
+			// RecycleAfter: the record must not vouch for longer.
+			next.ConfNanos = last.UnixNano()
 		}
 		if werr := r.writeLocked(next); werr != nil && err == nil {
 			err = fmt.Errorf("worker cache: %w", werr)
@@ -270,5 +292,14 @@ func (r *Registry) Warnings() []string {
 	return out
 }
 
-// Close implements frond.WorkerRegistry.
-func (r *Registry) Close() error { return r.inner.Close() }
+// Close implements frond.WorkerRegistry: it closes the registry and then
+// releases the data directory.
+func (r *Registry) Close() error {
+	err := r.inner.Close()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if uerr := r.lock.Unlock(); err == nil {
+		err = uerr
+	}
+	return err
+}

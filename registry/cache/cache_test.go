@@ -48,11 +48,19 @@ func setup(t *testing.T) (*fake, *testclock.Clock, func() *Registry) {
 	path := filepath.Join(t.TempDir(), File)
 	f := &fake{id: 9}
 	o := registry.Options{RecycleAfter: time.Minute, Now: func() time.Time { return time.Unix(0, clk.Now()) }}
+	var prev *Registry
+	t.Cleanup(func() { prev.Close() })
+	// open starts the node again: the previous run ends (as a process
+	// would, even one that crashed) and releases the data directory.
 	return f, clk, func() *Registry {
+		if prev != nil {
+			prev.lock.Unlock()
+		}
 		r, err := New(f, path, "etcd://x as 10.0.0.1:8080", o)
 		if err != nil {
 			t.Fatal(err)
 		}
+		prev = r
 		return r
 	}
 }
@@ -144,4 +152,51 @@ func TestRegistry_RecordNotUsable(t *testing.T) {
 	if _, err := open().Acquire(bg, 1023); err != nil {
 		t.Fatalf("a damaged record with the registry up: %v", err)
 	}
+}
+
+// A clean stop records an exact time lower than the reservations the
+// registry confirmed before; the registry may recycle the ID from that time
+// + RecycleAfter, so the record must vouch only up to it too.
+func TestRegistry_ReleaseConfirmsTheExactTime(t *testing.T) {
+	f, clk, open := setup(t)
+	now := time.Unix(0, clk.Now())
+	r := open()
+	if _, err := r.Acquire(bg, 1023); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Save(bg, now.Add(2*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Release(bg, now); err != nil {
+		t.Fatal(err)
+	}
+	f.down = true
+	r = open()
+	if w, err := r.Acquire(bg, 1023); err != nil || !w.FromCache || !w.LastIssued.Equal(now) {
+		t.Fatalf("Acquire from the record: %+v, %v", w, err)
+	}
+	if err := r.Save(bg, now.Add(time.Minute)); err != nil {
+		t.Fatalf("Save up to the released time + RecycleAfter: %v", err)
+	}
+	if err := r.Save(bg, now.Add(time.Minute+time.Millisecond)); !errors.Is(err, frond.ErrStoreUnavailable) {
+		t.Fatalf("Save past the released time + RecycleAfter: %v; the registry may have given the ID away", err)
+	}
+}
+
+// Two processes on one data directory would share the record: the second
+// is refused while the first runs, and starts once it has stopped.
+func TestRegistry_DataDirLocked(t *testing.T) {
+	f, _, open := setup(t)
+	r := open()
+	if _, err := New(f, r.path, "etcd://x as 10.0.0.2:8080", registry.Options{}); !errors.Is(err, frond.ErrNoWorkerID) || !strings.Contains(err.Error(), LockFile) {
+		t.Fatalf("a second process on the data directory: %v", err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r2, err := New(f, r.path, "etcd://x as 10.0.0.2:8080", registry.Options{})
+	if err != nil {
+		t.Fatalf("after the first closed: %v", err)
+	}
+	r2.Close()
 }

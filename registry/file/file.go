@@ -17,7 +17,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/frond-id/frond"
@@ -39,7 +38,7 @@ const (
 type Registry struct {
 	dir  string
 	node int64
-	lock *os.File
+	lock *atomicfile.Locked
 
 	mu   sync.Mutex
 	last time.Time
@@ -58,18 +57,14 @@ func Open(dir string, node int64) (*Registry, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("worker registry: %w", err)
 	}
-	lf, err := os.OpenFile(filepath.Join(dir, LockFile), os.O_CREATE|os.O_RDWR, 0o644)
+	lock, err := atomicfile.Lock(filepath.Join(dir, LockFile))
+	if errors.Is(err, atomicfile.ErrLocked) {
+		return nil, fmt.Errorf("%w: another process holds %s: two processes with one worker ID would issue the same snowflake IDs; give each process its own data directory", frond.ErrNoWorkerID, filepath.Join(dir, LockFile))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("worker registry: %w", err)
 	}
-	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		lf.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w: another process holds %s: two processes with one worker ID would issue the same snowflake IDs; give each process its own data directory", frond.ErrNoWorkerID, filepath.Join(dir, LockFile))
-		}
-		return nil, fmt.Errorf("worker registry: lock %s: %w", dir, err)
-	}
-	r := &Registry{dir: dir, node: node, lock: lf}
+	r := &Registry{dir: dir, node: node, lock: lock}
 	rec, err := r.read()
 	if err != nil {
 		r.Close()
@@ -138,11 +133,5 @@ func (r *Registry) writeLocked(last time.Time) error {
 
 // Close implements frond.WorkerRegistry: it releases the directory lock.
 func (r *Registry) Close() error {
-	if r.lock == nil {
-		return nil
-	}
-	syscall.Flock(int(r.lock.Fd()), syscall.LOCK_UN)
-	err := r.lock.Close()
-	r.lock = nil
-	return err
+	return r.lock.Unlock()
 }
