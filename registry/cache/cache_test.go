@@ -200,3 +200,31 @@ func TestRegistry_DataDirLocked(t *testing.T) {
 	}
 	r2.Close()
 }
+
+// heldFake answers that the ID is held by another process.
+type heldFake struct{ fake }
+
+func (f *heldFake) Acquire(ctx context.Context, maxNode int64) (frond.Worker, error) {
+	return frond.Worker{}, registry.HeldElsewhere("worker ID 9 of 10.0.0.1:8080")
+}
+
+// The registry answered that another process holds this identity's ID (a
+// second machine configured with the same host:port): the record must not
+// stand in for it, or both would issue with the ID.
+func TestRegistry_HeldElsewhereIsNotAnOutage(t *testing.T) {
+	_, clk, open := setup(t)
+	r := open()
+	r.Acquire(bg, 1023)
+	r.Save(bg, time.Unix(0, clk.Now()))
+	r.Close()
+	h := &heldFake{}
+	r, err := New(h, r.path, "etcd://x as 10.0.0.1:8080", r.o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	w, err := r.Acquire(bg, 1023)
+	if !errors.Is(err, frond.ErrWorkerLost) || errors.Is(err, frond.ErrStoreUnavailable) {
+		t.Fatalf("Acquire while held elsewhere: %+v, %v; want ErrWorkerLost and no record", w, err)
+	}
+}

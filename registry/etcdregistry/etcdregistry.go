@@ -253,8 +253,7 @@ func (r *Registry) choose(s snapshot, maxNode int64, me string) (int64, []client
 			continue
 		}
 		if _, held := s.live[id]; held {
-			return -1, nil, fmt.Errorf("worker registry: %w: worker ID %d of %s is still held under another lease (an earlier run of this node, or another process with the same host:port); the lease expires within %v",
-				frond.ErrStoreUnavailable, id, me, r.o.LeaseTTL)
+			return -1, nil, registry.HeldElsewhere(fmt.Sprintf("worker ID %d of %s (under another lease, which expires within %v)", id, me, r.o.LeaseTTL))
 		}
 		return id, modIs(id), nil
 	}
@@ -287,11 +286,11 @@ func (r *Registry) choose(s snapshot, maxNode int64, me string) (int64, []client
 			soonest = free
 		}
 	}
-	msg := fmt.Sprintf("all %d worker IDs (0..%d) are held", maxNode+1, maxNode)
+	all := fmt.Sprintf("all %d worker IDs (0..%d)", maxNode+1, maxNode)
 	if !soonest.IsZero() {
-		msg += fmt.Sprintf(" or were used too recently to recycle (the first frees at %s, recycle_after %v)", soonest.UTC().Format(time.RFC3339), r.o.RecycleAfter)
+		return -1, nil, registry.RecycleLater(all, soonest, r.o.RecycleAfter)
 	}
-	return -1, nil, fmt.Errorf("worker registry: %w: %s", frond.ErrNoWorkerID, msg)
+	return -1, nil, fmt.Errorf("worker registry: %w: %s are held", frond.ErrNoWorkerID, all)
 }
 
 // Save implements frond.WorkerRegistry.

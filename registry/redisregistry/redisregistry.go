@@ -251,9 +251,11 @@ if bound then
   redis.call('DEL', KEYS[1]) -- stale: the ID went to another node
 end
 local n = tonumber(redis.call('GET', KEYS[2]) or '0')
-if n <= maxNode then -- checked before INCR: never wraps
+while n <= maxNode do -- checked before INCR: never wraps
   redis.call('INCR', KEYS[2])
-  return take(n)
+  -- a live key ahead of the counter (a counter reset by hand) is held: skip it
+  if redis.call('EXISTS', base .. 'live:' .. n) == 0 then return take(n) end
+  n = n + 1
 end
 if ARGV[6] ~= '1' then return {3, ''} end
 local best, bestLast = nil, nil
@@ -328,8 +330,7 @@ func (r *Registry) Acquire(ctx context.Context, maxNode int64) (frond.Worker, er
 		if pttl <= 0 {
 			pttl = r.o.LeaseTTL
 		}
-		return frond.Worker{}, fmt.Errorf("worker registry: %w: worker ID %d of %s is still held by another process (an earlier run of this node that did not release it, or a second process with the same host:port); its live key %s expires within %v",
-			frond.ErrStoreUnavailable, id, r.o.Identity(), r.liveKey(id), pttl)
+		return frond.Worker{}, registry.HeldElsewhere(fmt.Sprintf("worker ID %d of %s (its live key %s expires within %v)", id, r.o.Identity(), r.liveKey(id), pttl))
 	case outOfLay:
 		return frond.Worker{}, fmt.Errorf("worker registry: %w: %s is bound to worker ID %d, outside 0..%d of the layout (another layout shares frond_prefix and frond_dc?)",
 			frond.ErrNoWorkerID, r.o.Identity(), res[1].(int64), maxNode)
@@ -338,12 +339,11 @@ func (r *Registry) Acquire(ctx context.Context, maxNode int64) (frond.Worker, er
 		if r.mode == ModeFixed {
 			msg += " are bound to addresses, and frond_mode=fixed never recycles them (use frond_mode=lease where addresses change)"
 		} else {
-			msg += " are held"
 			if s, _ := res[1].(string); s != "" {
 				ns, _ := strconv.ParseInt(s, 10, 64)
-				msg += fmt.Sprintf(" or were used too recently to recycle (the first frees at %s, recycle_after %v)",
-					time.Unix(0, ns).Add(r.o.RecycleAfter).UTC().Format(time.RFC3339), r.o.RecycleAfter)
+				return frond.Worker{}, registry.RecycleLater(msg, time.Unix(0, ns).Add(r.o.RecycleAfter), r.o.RecycleAfter)
 			}
+			msg += " are held"
 		}
 		return frond.Worker{}, fmt.Errorf("worker registry: %w: %s", frond.ErrNoWorkerID, msg)
 	}

@@ -2,7 +2,8 @@
 // (MySQL or MariaDB, PostgreSQL, SQLite), built on Baidu UidGenerator's
 // WORKER_NODE table: every start of a node inserts a row, and the row's
 // auto-increment ID gives the worker ID (worker ID = ID - 1, so the first
-// row is worker 0).
+// row is worker 0) while it fits the layout; after that (or past skipped
+// row IDs) the lowest ID no frond node has used, then recycled ones.
 //
 // # Tables
 //
@@ -24,7 +25,9 @@
 // # Modes
 //
 // frond_mode=new (the default, UidGenerator's way) takes a new ID on every
-// start. Once every ID of the layout has been handed out, a start recycles
+// start: its row's, or, once the rows' IDs have passed the layout (an
+// existing UidGenerator table, say), the lowest ID not in the side table.
+// Once every ID of the layout has been handed out, a start recycles
 // the ID whose lease has expired and whose last time is the oldest,
 // provided that last time plus registry.Options.RecycleAfter is before the
 // node's clock; the recycled ID's WORKER_NODE row is rewritten for the new
@@ -39,8 +42,10 @@
 //
 //   - Every claim is one conditional statement (an insert of a fresh
 //     primary key, or an UPDATE whose WHERE requires the lease to have
-//     expired and the row to be unchanged), so two live nodes never hold one
-//     ID. Lease times are the database server's clock, compared inside the
+//     expired and the row, token and last time, to be unchanged), so two
+//     live nodes never hold one ID. Renewals and saves require the lease to
+//     be running in the database's clock, so a holder paused past its lease
+//     cannot raise the last time under a node recycling the ID. Lease times are the database server's clock, compared inside the
 //     statements: node clocks that disagree cannot break the lease.
 //   - A goroutine renews the lease every LeaseTTL/3 (comparing the token).
 //     When the token was taken, or no renewal succeeded for LeaseTTL
@@ -220,8 +225,8 @@ func (r *Registry) ddl() []string {
   PORT VARCHAR(64) NOT NULL,
   TYPE INT NOT NULL,
   LAUNCH_DATE DATE NOT NULL,
-  MODIFIED ` + ts + ` NOT NULL,
-  CREATED ` + ts + ` NOT NULL
+  MODIFIED ` + ts + ` NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  CREATED ` + ts + ` NOT NULL DEFAULT CURRENT_TIMESTAMP
 )` + engine),
 		r.q(`CREATE TABLE IF NOT EXISTS {s} (
   worker_id BIGINT NOT NULL PRIMARY KEY,
@@ -296,7 +301,9 @@ func (r *Registry) Acquire(ctx context.Context, maxNode int64) (frond.Worker, er
 		}
 		h := &hold{Hold: registry.NewHold(id, last), token: token}
 		h.Renew(sent, r.o.LeaseTTL, r.db.Timeout, r.o.Logger, func(ctx context.Context) (bool, error) {
-			res, err := r.db.ExecContext(ctx, r.q(`UPDATE {s} SET lease_until = {now} + ? WHERE worker_id = ? AND token = ?`), r.ttlMicros(), id, token)
+			// Only a lease still running in the database's clock is
+			// renewed: once it has run out another node may be recycling it.
+			res, err := r.db.ExecContext(ctx, r.q(`UPDATE {s} SET lease_until = {now} + ? WHERE worker_id = ? AND token = ? AND lease_until >= {now}`), r.ttlMicros(), id, token)
 			if err != nil {
 				return false, err
 			}
@@ -323,6 +330,10 @@ func (r *Registry) claim(ctx context.Context, maxNode int64, token string) (int6
 	if err != nil || ok {
 		return id, 0, err
 	}
+	id, ok, err = r.claimGap(ctx, maxNode, token)
+	if err != nil || ok {
+		return id, 0, err
+	}
 	return r.recycle(ctx, maxNode, token)
 }
 
@@ -338,11 +349,10 @@ func (r *Registry) claimOwn(ctx context.Context, maxNode int64, token string) (i
 		return 0, 0, false, r.fail("find this node's worker ID", err)
 	}
 	if left >= 0 {
-		return 0, 0, false, fmt.Errorf("worker registry: %w: worker ID %d of %s is still held by another process (an earlier run of this node that did not release it, or a second process with the same host:port); its lease expires within %v",
-			frond.ErrStoreUnavailable, id, r.o.Identity(), time.Duration(left+1)*time.Microsecond)
+		return 0, 0, false, registry.HeldElsewhere(fmt.Sprintf("worker ID %d of %s (its lease expires within %v)", id, r.o.Identity(), time.Duration(left+1)*time.Microsecond))
 	}
-	res, err := r.db.ExecContext(ctx, r.q(`UPDATE {s} SET token = ?, lease_until = {now} + ? WHERE worker_id = ? AND owner = ? AND lease_until < {now}`),
-		token, r.ttlMicros(), id, r.o.Identity())
+	res, err := r.db.ExecContext(ctx, r.q(`UPDATE {s} SET token = ?, lease_until = {now} + ? WHERE worker_id = ? AND owner = ? AND lease_until < {now} AND last_ns = ?`),
+		token, r.ttlMicros(), id, r.o.Identity(), last)
 	if err != nil {
 		return 0, 0, false, r.fail("take back the worker ID", err)
 	}
@@ -376,7 +386,7 @@ func (r *Registry) claimNew(ctx context.Context, maxNode int64, token string) (i
 	}
 	id := rowID - 1
 	if id < 0 || id > maxNode {
-		return 0, false, nil // rolled back: every ID was handed out once
+		return 0, false, nil // rolled back: the rows' IDs have passed the layout's
 	}
 	_, err = tx.ExecContext(ctx, r.q(`INSERT INTO {s} (worker_id, owner, token, lease_until, last_ns) VALUES (?, ?, ?, {now} + ?, 0)`),
 		id, r.o.Identity(), token, r.ttlMicros())
@@ -390,6 +400,38 @@ func (r *Registry) claimNew(ctx context.Context, maxNode int64, token string) (i
 		return 0, false, r.fail("commit a new worker ID", err)
 	}
 	return id, true, nil
+}
+
+// claimGap takes the lowest ID of the layout that no frond node has used
+// (none in the side table), once the rows' IDs have passed the layout: an
+// existing UidGenerator table with more rows than the layout has IDs, or
+// row IDs that skipped values (auto_increment_increment, rolled-back
+// inserts, sequence caches). The ID's WORKER_NODE row, if there is one, is
+// rewritten for this node; the side table is what holds the ID.
+func (r *Registry) claimGap(ctx context.Context, maxNode int64, token string) (int64, bool, error) {
+	var free sql.NullInt64
+	err := r.db.QueryRowContext(ctx, r.q(`SELECT MIN(c) FROM (
+  SELECT 0 AS c FROM (SELECT 1 AS one) z WHERE NOT EXISTS (SELECT 1 FROM {s} WHERE worker_id = 0)
+  UNION ALL
+  SELECT a.worker_id + 1 AS c FROM {s} a
+  WHERE a.worker_id >= 0 AND a.worker_id < ? AND NOT EXISTS (SELECT 1 FROM {s} b WHERE b.worker_id = a.worker_id + 1)
+) f`), maxNode).Scan(&free)
+	if err != nil {
+		return 0, false, r.fail("find an unused worker ID", err)
+	}
+	if !free.Valid {
+		return 0, false, nil // every ID of the layout was used once
+	}
+	_, err = r.db.ExecContext(ctx, r.q(`INSERT INTO {s} (worker_id, owner, token, lease_until, last_ns) VALUES (?, ?, ?, {now} + ?, 0)`),
+		free.Int64, r.o.Identity(), token, r.ttlMicros())
+	if err != nil {
+		if r.db.Kind.Duplicate(err) {
+			return 0, false, errRace
+		}
+		return 0, false, r.fail("claim an unused worker ID", err)
+	}
+	r.touch(ctx, free.Int64, true)
+	return free.Int64, true, nil
 }
 
 // recycle takes the expired ID with the oldest last time, once that time
@@ -408,11 +450,10 @@ func (r *Registry) recycle(ctx context.Context, maxNode int64, token string) (in
 		return 0, 0, r.fail("find a worker ID to recycle", err)
 	}
 	if frees := time.Unix(0, last).Add(r.o.RecycleAfter); !r.o.Now().After(frees) {
-		return 0, 0, fmt.Errorf("worker registry: %w: all %d worker IDs (0..%d) of %s are held or were used too recently to recycle (the first frees at %s, recycle_after %v)",
-			frond.ErrNoWorkerID, maxNode+1, maxNode, r.String(), frees.UTC().Format(time.RFC3339), r.o.RecycleAfter)
+		return 0, 0, registry.RecycleLater(fmt.Sprintf("all %d worker IDs (0..%d) of %s", maxNode+1, maxNode, r.String()), frees, r.o.RecycleAfter)
 	}
-	res, err := r.db.ExecContext(ctx, r.q(`UPDATE {s} SET owner = ?, token = ?, lease_until = {now} + ? WHERE worker_id = ? AND token = ? AND lease_until < {now}`),
-		r.o.Identity(), token, r.ttlMicros(), id, old)
+	res, err := r.db.ExecContext(ctx, r.q(`UPDATE {s} SET owner = ?, token = ?, lease_until = {now} + ? WHERE worker_id = ? AND token = ? AND lease_until < {now} AND last_ns = ?`),
+		r.o.Identity(), token, r.ttlMicros(), id, old, last)
 	if err != nil {
 		return 0, 0, r.fail("recycle a worker ID", err)
 	}
@@ -461,7 +502,10 @@ func (r *Registry) write(ctx context.Context, last time.Time, exact bool) error 
 		return fmt.Errorf("worker registry: %w: no worker ID is held in the database", frond.ErrWorkerLost)
 	}
 	ns := max(last.UnixNano(), 0)
-	stmt := `UPDATE {s} SET last_ns = CASE WHEN last_ns < CAST(? AS BIGINT) THEN CAST(? AS BIGINT) ELSE last_ns END WHERE worker_id = ? AND token = ?`
+	// A save needs the lease running in the database's clock (a node
+	// paused past it must not raise the last time under a node that is
+	// recycling the ID); the exact time at a clean stop needs the token.
+	stmt := `UPDATE {s} SET last_ns = CASE WHEN last_ns < CAST(? AS BIGINT) THEN CAST(? AS BIGINT) ELSE last_ns END WHERE worker_id = ? AND token = ? AND lease_until >= {now}`
 	args := []any{ns, ns, h.ID, h.token}
 	if exact {
 		stmt = `UPDATE {s} SET last_ns = ?, lease_until = 0 WHERE worker_id = ? AND token = ?`

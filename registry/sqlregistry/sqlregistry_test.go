@@ -253,6 +253,50 @@ PRIMARY KEY(ID)
 	if err != nil || w.ID != 3 || !w.LastIssued.IsZero() {
 		t.Fatalf("after three UidGenerator rows: %+v, %v; want ID 3 (row 4) with no last time", w, err)
 	}
+	// A layout with fewer IDs than the table has rows still starts.
+	r2 := openT(t, with(my, "frond_table="+table), registry.Options{Host: "10.0.0.11", Port: 80})
+	if w, err := r2.Acquire(ctx(t), 1); err != nil || w.ID != 0 {
+		t.Fatalf("worker IDs 0..1 after four rows: %+v, %v; want ID 0", w, err)
+	}
+}
+
+// Rows whose IDs have passed the layout (an existing UidGenerator table
+// with more starts than the layout has IDs) or skipped values do not use up
+// worker IDs: a start takes the lowest ID no frond node has used.
+func TestAcquire_PastTheRows(t *testing.T) {
+	for _, db := range targets(t) {
+		t.Run(db.name, func(t *testing.T) {
+			table := "w" + registrytest.Namespace(t)
+			rdb := raw(t, db.url, table)
+			u := with(db.url, "frond_table="+table)
+			const maxNode = 3
+			start := func(port int) (int64, error) {
+				w, err := openT(t, u, registry.Options{Host: "10.8.0.1", Port: port}).Acquire(ctx(t), maxNode)
+				return w.ID, err
+			}
+			if id, err := start(1); err != nil || id != 0 {
+				t.Fatalf("first start: %d, %v", id, err)
+			}
+			for i := range 10 { // other starts, not frond's: rows 2..11
+				if _, err := rdb.Exec(rdb.Kind.Rebind(`INSERT INTO `+table+` (HOST_NAME, PORT, TYPE, LAUNCH_DATE, MODIFIED, CREATED) VALUES ('10.0.0.9', ?, 2, CURRENT_DATE, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)`),
+					fmt.Sprint(100+i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for want := int64(1); want <= maxNode; want++ {
+				if id, err := start(int(10 + want)); err != nil || id != want {
+					t.Fatalf("start past the rows: %d, %v; want %d", id, err, want)
+				}
+			}
+			if _, err := start(99); !errors.Is(err, frond.ErrNoWorkerID) {
+				t.Fatalf("with 0..3 held: %v, want ErrNoWorkerID", err)
+			}
+			var host string
+			if err := rdb.QueryRow(rdb.Kind.Rebind("SELECT HOST_NAME FROM "+table+" WHERE ID = ?"), 3).Scan(&host); err != nil || host != "10.8.0.1" {
+				t.Fatalf("row 3 (worker 2) names host %q (%v), want the holder's", host, err)
+			}
+		})
+	}
 }
 
 // A second process with the same identity in reuse mode (or an earlier run
@@ -271,8 +315,8 @@ func TestAcquire_HeldByEarlierRun(t *testing.T) {
 			}
 			b := openT(t, u, o)
 			_, err = b.Acquire(ctx(t), 1023)
-			if !errors.Is(err, frond.ErrStoreUnavailable) || !strings.Contains(err.Error(), "expires within") {
-				t.Fatalf("the same identity while held: %v, want ErrStoreUnavailable saying when the lease expires", err)
+			if !errors.Is(err, frond.ErrWorkerLost) || errors.Is(err, frond.ErrStoreUnavailable) || !strings.Contains(err.Error(), "expires within") {
+				t.Fatalf("the same identity while held: %v, want ErrWorkerLost (not ErrStoreUnavailable: no local record in its place) saying when the lease expires", err)
 			}
 			if err := a.Close(); err != nil { // ends the lease
 				t.Fatal(err)
@@ -333,6 +377,34 @@ func TestSaveReleaseRenew(t *testing.T) {
 			}
 			if err := r.Save(ctx(t), base); !errors.Is(err, frond.ErrWorkerLost) {
 				t.Fatalf("Save after Release: %v, want ErrWorkerLost", err)
+			}
+		})
+	}
+}
+
+// A holder whose lease ran out in the database's clock (a long pause) must
+// not raise the last time: another node may be recycling the ID from the
+// time it read.
+func TestSave_LeaseRunOut(t *testing.T) {
+	for _, db := range targets(t) {
+		t.Run(db.name, func(t *testing.T) {
+			table := "w" + registrytest.Namespace(t)
+			rdb := raw(t, db.url, table)
+			r := openT(t, with(db.url, "frond_table="+table), registry.Options{Host: "10.7.1.1", LeaseTTL: time.Hour})
+			w, err := r.Acquire(ctx(t), 1023)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := rdb.Exec(r.q("UPDATE {s} SET lease_until = 0 WHERE worker_id = ?"), w.ID); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Save(ctx(t), time.Now()); !errors.Is(err, frond.ErrWorkerLost) {
+				t.Fatalf("Save after the lease ran out: %v, want ErrWorkerLost", err)
+			}
+			select {
+			case <-w.Lost:
+			default:
+				t.Fatal("Lost not closed")
 			}
 		})
 	}

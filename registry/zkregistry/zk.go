@@ -467,8 +467,7 @@ func (r *Registry) claimOwn(ctx context.Context, n node) (*hold, error) {
 		case serr != nil:
 			return nil, r.fail("read "+live, serr)
 		case st.EphemeralOwner != r.conn.SessionID():
-			return nil, fmt.Errorf("worker registry: %w: worker ID %d of %s is still held by another session (an earlier run of this node that did not release it, or a second process with the same host:port); its live node %s goes when that session expires, within %v",
-				frond.ErrStoreUnavailable, n.seq, n.identity, live, r.cfg.SessionTimeout)
+			return nil, registry.HeldElsewhere(fmt.Sprintf("worker ID %d of %s (by another session: its live node %s goes when that session expires, within %v)", n.seq, n.identity, live, r.cfg.SessionTimeout))
 		}
 		version, err = st.Version, nil // this session's node, kept through a reconnection
 	}
@@ -592,8 +591,7 @@ func (r *Registry) recycle(ctx context.Context, nodes []node, maxNode int64) (*h
 		return nil, fmt.Errorf("worker registry: %w: all %d worker IDs (0..%d) under %s are held", frond.ErrNoWorkerID, maxNode+1, maxNode, r.cfg.Root)
 	}
 	if frees := time.Unix(0, bestLast).Add(r.o.RecycleAfter); !r.o.Now().After(frees) {
-		return nil, fmt.Errorf("worker registry: %w: all %d worker IDs (0..%d) under %s are held or were used too recently to recycle (the first frees at %s, recycle_after %v)",
-			frond.ErrNoWorkerID, maxNode+1, maxNode, r.cfg.Root, frees.UTC().Format(time.RFC3339), r.o.RecycleAfter)
+		return nil, registry.RecycleLater(fmt.Sprintf("all %d worker IDs (0..%d) under %s", maxNode+1, maxNode, r.cfg.Root), frees, r.o.RecycleAfter)
 	}
 	oldPath := r.path("forever", best.name)
 	st, err := call(ctx, func() (*zk.Stat, error) {

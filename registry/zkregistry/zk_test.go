@@ -218,7 +218,7 @@ func TestAcquire_HeldByAnotherSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := openT(t, "zk://"+servers+root, o)
-	if _, err := b.Acquire(ctx(t), 1023); !errors.Is(err, frond.ErrStoreUnavailable) || !strings.Contains(err.Error(), "another session") {
+	if _, err := b.Acquire(ctx(t), 1023); !errors.Is(err, frond.ErrWorkerLost) || errors.Is(err, frond.ErrStoreUnavailable) || !strings.Contains(err.Error(), "another session") {
 		t.Fatalf("the same identity while held: %v", err)
 	}
 	if err := a.Close(); err != nil {
