@@ -11,6 +11,7 @@ import (
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/internal/testclock"
+	"github.com/frond-id/frond/registry"
 	"github.com/frond-id/frond/registry/file"
 	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/snowflake"
@@ -331,6 +332,12 @@ func TestNew_RegistryErrors(t *testing.T) {
 	if !errors.Is(err, frond.ErrNoWorkerID) {
 		t.Fatalf("exhausted registry: %v", err)
 	}
+	// Every ID held or used too recently: waiting fixes it, so the node
+	// starts and retries.
+	later := &memRegistry{id: 2, acquireErr: registry.RecycleLater("all 1024 worker IDs", time.Unix(0, c.Now()).Add(time.Minute), time.Minute)}
+	s2, _ := newService(t, c, later)
+	later.set(func(r *memRegistry) { r.acquireErr = nil })
+	waitFor(t, "acquisition after RecycleLater", func() bool { return s2.WorkerInfo().Issuing })
 }
 
 // A worker ID from the local record (registry unreachable at start-up)
