@@ -195,7 +195,8 @@ func (r *Registry) Save(ctx context.Context, last time.Time) error {
 	if err != nil {
 		r.degraded = err
 	}
-	if until := time.Unix(0, r.rec.ConfNanos).Add(r.o.RecycleAfter); last.After(until) {
+	// Strictly before: at until itself another node may take the ID.
+	if until := time.Unix(0, r.rec.ConfNanos).Add(r.o.RecycleAfter); !last.Before(until) {
 		return fmt.Errorf("%w: the worker registry is unreachable and the local record allows snowflake IDs only up to %s (confirmed time + recycle_after %v)",
 			frond.ErrStoreUnavailable, until.UTC().Format(time.RFC3339), r.o.RecycleAfter)
 	}

@@ -191,7 +191,7 @@ func (r *Registry) Acquire(ctx context.Context, maxNode int64) (frond.Worker, er
 	}
 	id, last, err := r.take(ctx, maxNode, lease.ID)
 	if err != nil {
-		r.c.Revoke(context.WithoutCancel(ctx), lease.ID)
+		r.revoke(lease.ID)
 		return frond.Worker{}, err
 	}
 	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -199,7 +199,7 @@ func (r *Registry) Acquire(ctx context.Context, maxNode int64) (frond.Worker, er
 	ka, err := r.c.KeepAlive(hctx, lease.ID)
 	if err != nil {
 		hcancel()
-		r.c.Revoke(context.WithoutCancel(ctx), lease.ID)
+		r.revoke(lease.ID)
 		return frond.Worker{}, r.fail("keep the lease alive", err)
 	}
 	go func() {
@@ -235,7 +235,14 @@ func (r *Registry) take(ctx context.Context, maxNode int64, lease clientv3.Lease
 			return 0, 0, r.fail("claim worker ID", err)
 		}
 		if resp.Succeeded {
-			return id, old.v.LastNs, nil
+			last := old.v.LastNs
+			if last != 0 && old.v.Owner != me {
+				// Recycled: issue only past last + RecycleAfter, the earliest
+				// the old holder's local record stops vouching (already
+				// behind this node's clock).
+				last = time.Unix(0, last).Add(r.o.RecycleAfter).UnixNano()
+			}
+			return id, last, nil
 		}
 	}
 	return 0, 0, fmt.Errorf("worker registry: %w: too much contention for worker IDs on etcd; retrying", frond.ErrStoreUnavailable)
@@ -349,25 +356,41 @@ func (r *Registry) dropLocked() {
 	r.hold = nil
 	h.cancel()
 	h.MarkLost()
+	r.revoke(h.lease)
+}
+
+// revoke ends a lease, best effort, within the request timeout: the client
+// waits for a connection, so an etcd that went away must not hold up a
+// start or a shutdown.
+func (r *Registry) revoke(id clientv3.LeaseID) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 	defer cancel()
-	r.c.Revoke(ctx, h.lease)
+	r.c.Revoke(ctx, id)
 }
 
 // answerPings rewrites this node's live key with its clock whenever another
 // node writes a ping key (PeerOffsets).
+//
+// A watch ends when its member loses the leader (or on compaction): it is
+// watched again while the hold lasts, so the node keeps answering.
 func (r *Registry) answerPings(ctx context.Context, h *hold) {
 	me := r.pingKey(h.ID)
-	for resp := range r.c.Watch(clientv3.WithRequireLeader(ctx), r.prefix+"workers/ping/", clientv3.WithPrefix()) {
-		for _, ev := range resp.Events {
-			if ev.Type != clientv3.EventTypePut || string(ev.Kv.Key) == me {
-				continue
+	for ctx.Err() == nil && !h.IsLost() {
+		for resp := range r.c.Watch(clientv3.WithRequireLeader(ctx), r.prefix+"workers/ping/", clientv3.WithPrefix()) {
+			for _, ev := range resp.Events {
+				if ev.Type != clientv3.EventTypePut || string(ev.Kv.Key) == me {
+					continue
+				}
+				live, _ := json.Marshal(liveValue{Owner: r.o.Identity(), TimeNs: r.o.Now().UnixNano()})
+				wctx, cancel := context.WithTimeout(ctx, r.timeout)
+				r.c.Txn(wctx).If(clientv3.Compare(clientv3.LeaseValue(r.liveKey(h.ID)), "=", h.lease)).
+					Then(clientv3.OpPut(r.liveKey(h.ID), string(live), clientv3.WithLease(h.lease))).Commit()
+				cancel()
 			}
-			live, _ := json.Marshal(liveValue{Owner: r.o.Identity(), TimeNs: r.o.Now().UnixNano()})
-			wctx, cancel := context.WithTimeout(ctx, r.timeout)
-			r.c.Txn(wctx).If(clientv3.Compare(clientv3.LeaseValue(r.liveKey(h.ID)), "=", h.lease)).
-				Then(clientv3.OpPut(r.liveKey(h.ID), string(live), clientv3.WithLease(h.lease))).Commit()
-			cancel()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
 		}
 	}
 }

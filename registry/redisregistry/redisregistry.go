@@ -221,7 +221,7 @@ func (r *Registry) Warnings() []string {
 
 // Statuses of acquireScript.
 const (
-	acquired  = 1 // {1, id, last or ""}
+	acquired  = 1 // {1, id, last or "", 1 if recycled from another address}
 	heldByOld = 2 // {2, id, pttl}: the ID of this identity has another token
 	exhausted = 3 // {3, oldest last or ""}: nothing free; in lease mode the oldest last time of an ID with no live key
 	outOfLay  = 4 // {4, id}: the ID bound to this identity is beyond maxNode
@@ -232,14 +232,14 @@ const (
 // IDs go to Redis as integers, times as decimal strings (redisutil.LuaGE).
 var acquireScript = redis.NewScript(redisutil.LuaGE + `
 local base, me, token, ttl, maxNode = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
-local function take(id)
+local function take(id, recycled)
   local live = base .. 'live:' .. id
   if not redis.call('SET', live, token, 'NX', 'PX', ttl) then
     return {2, id, redis.call('PTTL', live)}
   end
   redis.call('SET', KEYS[1], id)
   redis.call('SET', base .. 'owner:' .. id, me)
-  return {1, id, redis.call('GET', base .. 'last:' .. id) or ''}
+  return {1, id, redis.call('GET', base .. 'last:' .. id) or '', recycled and 1 or 0}
 end
 local bound = redis.call('GET', KEYS[1])
 if bound then
@@ -272,7 +272,7 @@ if owner then
   local old = base .. 'addr:' .. owner
   if tonumber(redis.call('GET', old)) == best then redis.call('DEL', old) end
 end
-return take(best)
+return take(best, true)
 `)
 
 // Acquire implements frond.WorkerRegistry.
@@ -315,6 +315,12 @@ func (r *Registry) Acquire(ctx context.Context, maxNode int64) (frond.Worker, er
 			if last, err = strconv.ParseInt(s, 10, 64); err != nil {
 				return frond.Worker{}, fmt.Errorf("worker registry: %s holds %q, not a time in nanoseconds: %w", r.lastKey(id), s, err)
 			}
+		}
+		if rec, _ := res[3].(int64); rec == 1 && last != 0 {
+			// Recycled: issue only past last + RecycleAfter, the earliest
+			// the old holder's local record stops vouching (already behind
+			// this node's clock).
+			last = time.Unix(0, last).Add(r.o.RecycleAfter).UnixNano()
 		}
 		h := &hold{Hold: registry.NewHold(id, last), token: token}
 		live := r.liveKey(id)

@@ -417,8 +417,8 @@ func TestAcquire_LeaseRebinds(t *testing.T) {
 	}
 	clk.Add(time.Minute + time.Millisecond)
 	wb := acquire(t, b, 1)
-	if wb.ID != wa.ID || !wb.LastIssued.Equal(last) {
-		t.Fatalf("recycled %+v, want ID %d (not the live %d) with LastIssued %v", wb, wa.ID, wc.ID, last)
+	if wb.ID != wa.ID || !wb.LastIssued.Equal(last.Add(time.Minute)) {
+		t.Fatalf("recycled %+v, want ID %d (not the live %d) with LastIssued %v (last + recycle_after)", wb, wa.ID, wc.ID, last.Add(time.Minute))
 	}
 	base := b.base
 	if got, _ := c.Get(ctx(t), base+"owner:"+strconv.FormatInt(wb.ID, 10)).Result(); got != "10.8.0.2:2" {

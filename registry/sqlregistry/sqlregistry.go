@@ -462,7 +462,9 @@ func (r *Registry) recycle(ctx context.Context, maxNode int64, token string) (in
 	}
 	r.touch(ctx, id, true)
 	r.o.Logger.Info("worker ID recycled", "worker", id, "last", time.Unix(0, last).UTC(), "recycle_after", r.o.RecycleAfter)
-	return id, last, nil
+	// Issue only past last + RecycleAfter, the earliest the old holder's
+	// local record stops vouching (already behind this node's clock).
+	return id, time.Unix(0, last).Add(r.o.RecycleAfter).UnixNano(), nil
 }
 
 // touch updates the ID's WORKER_NODE row for a new start: the launch date

@@ -205,6 +205,7 @@ type Registry struct {
 type hold struct {
 	*registry.Hold
 	forever     string // the forever node's path
+	session     int64  // the session that created the live node
 	liveVersion int32  // the live node's version as we last wrote it
 	lastExists  bool   // the last node exists
 	stopWatch   context.CancelFunc
@@ -256,6 +257,11 @@ func (r *Registry) watchSession(events <-chan zk.Event) {
 			}
 		}
 	}
+}
+
+// sessionIs reports whether the client has the session id now.
+func (r *Registry) sessionIs(id int64) bool {
+	return r.conn.State() == zk.StateHasSession && r.conn.SessionID() == id
 }
 
 func (r *Registry) path(parts ...string) string {
@@ -397,6 +403,11 @@ func (r *Registry) Acquire(ctx context.Context, maxNode int64) (frond.Worker, er
 		r.hold = h
 		r.cur.Store(h)
 		go r.watchLive(wctx, h)
+		// A disconnection between the claim and r.cur.Store was not seen by
+		// watchSession: look again now that it would be.
+		if !r.sessionIs(h.session) {
+			h.MarkLost()
+		}
 		r.o.Logger.Info("worker ID held in zookeeper", "worker", h.ID, "owner", r.o.Identity(), "node", h.forever, "session", fmt.Sprintf("%#x", r.conn.SessionID()))
 		return h.Worker(), nil
 	}
@@ -408,13 +419,18 @@ var errRace = errors.New("lost a race")
 // take finds and claims an ID: this identity's, a new one, or a recycled one.
 func (r *Registry) take(ctx context.Context, maxNode int64) (*hold, error) {
 	me := r.o.Identity()
-	names, err := call(ctx, func() ([]string, error) {
-		c, _, err := r.conn.Children(r.foreverDir())
-		return c, err
+	type listing struct {
+		names []string
+		st    *zk.Stat
+	}
+	ls, err := call(ctx, func() (listing, error) {
+		c, st, err := r.conn.Children(r.foreverDir())
+		return listing{c, st}, err
 	})
 	if err != nil {
 		return nil, r.fail("list "+r.foreverDir(), err)
 	}
+	names := ls.names
 	var nodes []node
 	for _, n := range names {
 		if nd, ok := parseForever(n); ok {
@@ -427,13 +443,19 @@ func (r *Registry) take(ctx context.Context, maxNode int64) (*hold, error) {
 			continue
 		}
 		if n.seq > maxNode {
-			return nil, fmt.Errorf("worker registry: %w: %s holds sequence %d, outside 0..%d of the layout", frond.ErrNoWorkerID, r.path("forever", n.name), n.seq, maxNode)
+			// Left by a claimNew past the layout whose delete failed, or by
+			// a larger layout: not an ID this node can hold.
+			continue
 		}
 		return r.claimOwn(ctx, n)
 	}
-	h, ok, err := r.claimNew(ctx, maxNode)
-	if err != nil || ok {
-		return h, err
+	// ZooKeeper numbers a sequential node with its parent's cversion: once
+	// that has passed the layout, creating one is only churn.
+	if ls.st == nil || int64(ls.st.Cversion) <= maxNode {
+		h, ok, err := r.claimNew(ctx, maxNode)
+		if err != nil || ok {
+			return h, err
+		}
 	}
 	return r.recycle(ctx, nodes, maxNode)
 }
@@ -474,11 +496,11 @@ func (r *Registry) claimOwn(ctx context.Context, n node) (*hold, error) {
 	if err != nil {
 		return nil, r.fail("create "+live, err)
 	}
-	last, lastExists, err := r.lastTime(ctx, n, true)
+	last, lastExists, _, err := r.lastTime(ctx, n, true)
 	if err != nil {
 		return nil, err
 	}
-	return &hold{Hold: registry.NewHold(n.seq, last), forever: r.path("forever", n.name), liveVersion: version, lastExists: lastExists}, nil
+	return &hold{Hold: registry.NewHold(n.seq, last), forever: r.path("forever", n.name), session: r.conn.SessionID(), liveVersion: version, lastExists: lastExists}, nil
 }
 
 // claimNew creates a sequential forever node; its sequence is the ID if it
@@ -509,17 +531,30 @@ func (r *Registry) claimNew(ctx context.Context, maxNode int64) (*hold, bool, er
 	}
 	// The forever node is ours and new: only a last node left by a holder
 	// of the sequence (none, unless someone deleted forever nodes) counts.
-	last, lastExists, err := r.lastTime(ctx, n, false)
+	last, lastExists, _, err := r.lastTime(ctx, n, false)
 	if err != nil {
 		return nil, false, err
 	}
-	return &hold{Hold: registry.NewHold(n.seq, last), forever: created, lastExists: lastExists}, true, nil
+	h := &hold{Hold: registry.NewHold(n.seq, last), forever: created, session: r.conn.SessionID(), lastExists: lastExists}
+	if !lastExists {
+		// The last node marks the ID as frond's: only those are recycled
+		// (see recycle). Best effort: the first Save creates it otherwise.
+		data, _ := json.Marshal(lastValue{Owner: r.o.Identity(), LastNs: 0})
+		_, err := call(ctx, func() (string, error) {
+			return r.conn.Create(r.lastPath(n.seq), data, 0, zk.WorldACL(zk.PermAll))
+		})
+		h.lastExists = err == nil
+	}
+	return h, true, nil
 }
 
 // lastTime reads the ID's last time: frond's exact one, or, with leaf,
 // Leaf's timestamp plus LeafReportLag when Leaf wrote after frond (or frond
 // never wrote).
-func (r *Registry) lastTime(ctx context.Context, n node, leaf bool) (last int64, lastExists bool, err error) {
+//
+// It also returns the forever node's version as read (-1 if it is gone),
+// so that a recycle deletes exactly the node whose time it judged.
+func (r *Registry) lastTime(ctx context.Context, n node, leaf bool) (last int64, lastExists bool, foreverVersion int32, err error) {
 	type got struct {
 		data []byte
 		st   *zk.Stat
@@ -532,17 +567,21 @@ func (r *Registry) lastTime(ctx context.Context, n node, leaf bool) (last int64,
 	}
 	fv, err := get(r.path("forever", n.name))
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
-		return 0, false, r.fail("read the forever node", err)
+		return 0, false, -1, r.fail("read the forever node", err)
+	}
+	foreverVersion = -1
+	if err == nil {
+		foreverVersion = fv.st.Version
 	}
 	lv, lerr := get(r.lastPath(n.seq))
 	if lerr != nil && !errors.Is(lerr, zk.ErrNoNode) {
-		return 0, false, r.fail("read the last node", lerr)
+		return 0, false, -1, r.fail("read the last node", lerr)
 	}
 	lastExists = lerr == nil
 	var lval lastValue
 	if lastExists {
 		if err := json.Unmarshal(lv.data, &lval); err != nil {
-			return 0, false, fmt.Errorf("worker registry: %w: %s holds %q: %v", frond.ErrStoreUnavailable, r.lastPath(n.seq), lv.data, err)
+			return 0, false, -1, fmt.Errorf("worker registry: %w: %s holds %q: %v", frond.ErrStoreUnavailable, r.lastPath(n.seq), lv.data, err)
 		}
 		last = lval.LastNs
 	}
@@ -554,16 +593,20 @@ func (r *Registry) lastTime(ctx context.Context, n node, leaf bool) (last int64,
 		}
 		last = max(last, leaf)
 	}
-	return last, lastExists, nil
+	return last, lastExists, foreverVersion, nil
 }
 
 // recycle takes over the forever node of a gone holder with the oldest last
-// time, once that time plus RecycleAfter is behind this node's clock.
+// time, once that time plus RecycleAfter is behind this node's clock. Only
+// IDs frond has held (with a last node) are recycled: a Leaf node keeps
+// issuing while cut off from ZooKeeper and has no live node to show it is
+// alive, so its ID is never taken (Leaf never recycles either).
 func (r *Registry) recycle(ctx context.Context, nodes []node, maxNode int64) (*hold, error) {
 	var (
-		best      node
-		bestLast  int64 = -1
-		bestFound bool
+		best        node
+		bestLast    int64 = -1
+		bestVersion int32
+		bestFound   bool
 	)
 	for _, n := range nodes {
 		if n.seq > maxNode || bestFound && n.seq == best.seq {
@@ -579,12 +622,15 @@ func (r *Registry) recycle(ctx context.Context, nodes []node, maxNode int64) (*h
 		if held {
 			continue
 		}
-		last, _, err := r.lastTime(ctx, n, true)
+		last, ours, version, err := r.lastTime(ctx, n, true)
 		if err != nil {
 			return nil, err
 		}
+		if !ours || version < 0 {
+			continue // Leaf's, or gone meanwhile
+		}
 		if !bestFound || last < bestLast {
-			best, bestLast, bestFound = n, last, true
+			best, bestLast, bestVersion, bestFound = n, last, version, true
 		}
 	}
 	if !bestFound {
@@ -594,41 +640,19 @@ func (r *Registry) recycle(ctx context.Context, nodes []node, maxNode int64) (*h
 		return nil, registry.RecycleLater(fmt.Sprintf("all %d worker IDs (0..%d) under %s", maxNode+1, maxNode, r.cfg.Root), frees, r.o.RecycleAfter)
 	}
 	oldPath := r.path("forever", best.name)
-	st, err := call(ctx, func() (*zk.Stat, error) {
-		ok, st, err := r.conn.Exists(oldPath)
-		if err == nil && !ok {
-			err = zk.ErrNoNode
-		}
-		return st, err
-	})
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil, errRace
-	}
-	if err != nil {
-		return nil, r.fail("read "+oldPath, err)
-	}
 	newPath := r.path("forever", seqName(r.o.Identity(), best.seq))
 	lastData, _ := json.Marshal(lastValue{Owner: r.o.Identity(), LastNs: bestLast})
 	acl := zk.WorldACL(zk.PermAll)
 	ops := []any{
 		&zk.CreateRequest{Path: r.livePath(best.seq), Data: r.liveData(), Acl: acl, Flags: zk.FlagEphemeral},
-		&zk.DeleteRequest{Path: oldPath, Version: st.Version},
+		// The version read with the time judged: a write since (Leaf's
+		// timestamp) makes this a race, retried with the new time.
+		&zk.DeleteRequest{Path: oldPath, Version: bestVersion},
 		&zk.CreateRequest{Path: newPath, Data: r.leafData(time.Unix(0, bestLast).UnixMilli()), Acl: acl},
 	}
 	// Record the last time that travels with the ID, whoever wrote it.
-	lastExists, err := call(ctx, func() (bool, error) {
-		ok, _, err := r.conn.Exists(r.lastPath(best.seq))
-		return ok, err
-	})
-	if err != nil {
-		return nil, r.fail("read "+r.lastPath(best.seq), err)
-	}
-	if lastExists {
-		ops = append(ops, &zk.SetDataRequest{Path: r.lastPath(best.seq), Data: lastData, Version: -1})
-	} else {
-		ops = append(ops, &zk.CreateRequest{Path: r.lastPath(best.seq), Data: lastData, Acl: acl})
-	}
-	err = r.multi(ctx, ops)
+	ops = append(ops, &zk.SetDataRequest{Path: r.lastPath(best.seq), Data: lastData, Version: -1})
+	err := r.multi(ctx, ops)
 	if errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) {
 		return nil, errRace
 	}
@@ -636,7 +660,10 @@ func (r *Registry) recycle(ctx context.Context, nodes []node, maxNode int64) (*h
 		return nil, r.fail("recycle worker ID "+strconv.FormatInt(best.seq, 10), err)
 	}
 	r.o.Logger.Info("worker ID recycled", "worker", best.seq, "from", best.identity, "last", time.Unix(0, bestLast).UTC(), "recycle_after", r.o.RecycleAfter)
-	return &hold{Hold: registry.NewHold(best.seq, bestLast), forever: newPath, lastExists: true}, nil
+	// Issue only past last + RecycleAfter, the earliest the old holder's
+	// local record stops vouching (already behind this node's clock).
+	from := time.Unix(0, bestLast).Add(r.o.RecycleAfter).UnixNano()
+	return &hold{Hold: registry.NewHold(best.seq, from), forever: newPath, session: r.conn.SessionID(), lastExists: true}, nil
 }
 
 // multi runs ops in one transaction and returns the error of the operation
@@ -716,23 +743,39 @@ func (r *Registry) write(ctx context.Context, last time.Time, exact bool) error 
 	if !exact {
 		ns = max(ns, h.Saved)
 	}
+	if !r.sessionIs(h.session) {
+		// A write on a new session could match the versions of a live node
+		// another holder created since.
+		h.MarkLost()
+		return fmt.Errorf("worker registry: %w: the zookeeper session that held worker ID %d has ended", frond.ErrWorkerLost, h.ID)
+	}
 	lastData, _ := json.Marshal(lastValue{Owner: r.o.Identity(), LastNs: ns})
 	acl := zk.WorldACL(zk.PermAll)
 	live := r.livePath(h.ID)
-	ops := []any{&zk.SetDataRequest{Path: live, Data: r.liveData(), Version: h.liveVersion}}
-	if h.lastExists {
-		ops = append(ops, &zk.SetDataRequest{Path: r.lastPath(h.ID), Data: lastData, Version: -1})
-	} else {
-		ops = append(ops, &zk.CreateRequest{Path: r.lastPath(h.ID), Data: lastData, Acl: acl})
+	build := func() []any {
+		ops := []any{&zk.SetDataRequest{Path: live, Data: r.liveData(), Version: h.liveVersion}}
+		if h.lastExists {
+			ops = append(ops, &zk.SetDataRequest{Path: r.lastPath(h.ID), Data: lastData, Version: -1})
+		} else {
+			ops = append(ops, &zk.CreateRequest{Path: r.lastPath(h.ID), Data: lastData, Acl: acl})
+		}
+		ops = append(ops, &zk.SetDataRequest{Path: h.forever, Data: r.leafData(time.Unix(0, ns).UnixMilli()), Version: -1})
+		if exact {
+			ops = append(ops, &zk.DeleteRequest{Path: live, Version: h.liveVersion + 1})
+		}
+		return ops
 	}
-	ops = append(ops, &zk.SetDataRequest{Path: h.forever, Data: r.leafData(time.Unix(0, ns).UnixMilli()), Version: -1})
 	if exact {
-		ops = append(ops, &zk.DeleteRequest{Path: live, Version: h.liveVersion + 1})
 		h.stopWatch() // the deletion is ours, not a loss
 	}
 	ctx, cancel := r.bound(ctx)
 	defer cancel()
-	err := r.multi(ctx, ops)
+	err := r.multi(ctx, build())
+	if (errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNodeExists)) && r.resync(ctx, h) {
+		// An earlier write of this session timed out here but was applied:
+		// once more, on the versions as they are.
+		err = r.multi(ctx, build())
+	}
 	switch {
 	case errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) && !r.liveIntact(ctx, h):
 		h.MarkLost()
@@ -750,6 +793,32 @@ func (r *Registry) write(ctx context.Context, last time.Time, exact bool) error 
 		r.dropLocked(false)
 	}
 	return nil
+}
+
+// resync catches h up with writes of its own that timed out on the client
+// but were applied: it reports whether the live node is still this
+// session's (then nobody else can hold the ID: recycling must create the
+// live node), taking its version and whether the last node exists.
+func (r *Registry) resync(ctx context.Context, h *hold) bool {
+	st, err := call(ctx, func() (*zk.Stat, error) {
+		ok, st, err := r.conn.Exists(r.livePath(h.ID))
+		if err == nil && !ok {
+			err = zk.ErrNoNode
+		}
+		return st, err
+	})
+	if err != nil || st.EphemeralOwner != h.session || !r.sessionIs(h.session) {
+		return false
+	}
+	lastExists, err := call(ctx, func() (bool, error) {
+		ok, _, err := r.conn.Exists(r.lastPath(h.ID))
+		return ok, err
+	})
+	if err != nil {
+		return false
+	}
+	h.liveVersion, h.lastExists = st.Version, lastExists
+	return true
 }
 
 // liveIntact reports whether h's live node is still as this session wrote
@@ -797,9 +866,16 @@ func (r *Registry) PeerOffsets(ctx context.Context) ([]frond.PeerOffset, error) 
 	}
 	ctx, cancel := r.bound(ctx)
 	defer cancel()
+	if !r.sessionIs(h.session) {
+		h.MarkLost()
+		return nil, fmt.Errorf("worker registry: %w: the zookeeper session that held worker ID %d has ended", frond.ErrWorkerLost, h.ID)
+	}
 	live := r.livePath(h.ID)
 	data := r.liveData()
 	st, err := call(ctx, func() (*zk.Stat, error) { return r.conn.Set(live, data, h.liveVersion) })
+	if errors.Is(err, zk.ErrBadVersion) && r.resync(ctx, h) {
+		st, err = call(ctx, func() (*zk.Stat, error) { return r.conn.Set(live, data, h.liveVersion) })
+	}
 	if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) {
 		h.MarkLost()
 		return nil, fmt.Errorf("worker registry: %w: the live node of worker ID %d was deleted or rewritten", frond.ErrWorkerLost, h.ID)

@@ -171,6 +171,75 @@ func TestLeafCompatibility(t *testing.T) {
 	}
 }
 
+// A Leaf node's ID is never recycled, however old its timestamp: Leaf
+// keeps issuing while cut off from ZooKeeper and has no live node to show
+// it is alive.
+func TestRecycle_LeafNodesKept(t *testing.T) {
+	servers := storetest.SkipUnlessSet(t, "FROND_TEST_ZK_SERVERS")
+	root := "/frondtest/" + registrytest.Namespace(t)
+	c := raw(t, servers, root)
+	for _, p := range []string{"/frondtest", root, root + "/forever"} {
+		if _, err := c.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			t.Fatal(err)
+		}
+	}
+	data := fmt.Sprintf(`{"ip":"10.0.0.1","port":"8080","timestamp":%d}`, time.Now().Add(-time.Hour).UnixMilli())
+	if _, err := c.Create(root+"/forever/10.0.0.1:8080-", []byte(data), zk.FlagSequence, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	r := openT(t, "zk://"+servers+root, registry.Options{Host: "10.0.0.9", Port: 8080, RecycleAfter: time.Minute})
+	if w, err := r.Acquire(ctx(t), 0); !errors.Is(err, frond.ErrNoWorkerID) {
+		t.Fatalf("the only ID is a Leaf node's, last written an hour ago: %+v, %v; want ErrNoWorkerID", w, err)
+	}
+}
+
+// A node of this identity whose sequence is past the layout (a claim past
+// the layout whose delete failed) does not block it.
+func TestAcquire_OwnNodePastTheLayout(t *testing.T) {
+	servers := storetest.SkipUnlessSet(t, "FROND_TEST_ZK_SERVERS")
+	root := "/frondtest/" + registrytest.Namespace(t)
+	c := raw(t, servers, root)
+	for _, p := range []string{"/frondtest", root, root + "/forever"} {
+		if _, err := c.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Create(root+"/forever/10.0.0.9:8080-0000000050", []byte(`{}`), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	r := openT(t, "zk://"+servers+root, registry.Options{Host: "10.0.0.9", Port: 8080})
+	if w, err := r.Acquire(ctx(t), 3); err != nil || w.ID > 3 {
+		t.Fatalf("with a stale node at sequence 50 and IDs 0..3: %+v, %v", w, err)
+	}
+}
+
+// A Save that timed out on the client but was applied leaves the live node
+// a version ahead: the next Save catches up instead of reporting a loss.
+func TestSave_AfterAnAppliedTimeout(t *testing.T) {
+	servers := storetest.SkipUnlessSet(t, "FROND_TEST_ZK_SERVERS")
+	root := "/frondtest/" + registrytest.Namespace(t)
+	c := raw(t, servers, root)
+	r := openT(t, "zk://"+servers+root, registry.Options{Host: "10.0.0.9", Port: 8080})
+	w, err := r.Acquire(ctx(t), 1023)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Save(ctx(t), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Set(r.livePath(w.ID), r.liveData(), -1); err != nil { // the applied write
+		t.Fatal(err)
+	}
+	if err := r.Save(ctx(t), time.Now()); err != nil {
+		t.Fatalf("Save after an applied write: %v", err)
+	}
+	select {
+	case <-w.Lost:
+		t.Fatal("reported lost")
+	default:
+	}
+}
+
 // Leaf's bug: nodes starting together on a fresh root all took ID 0.
 func TestFreshRoot_ConcurrentStartsDistinct(t *testing.T) {
 	servers := storetest.SkipUnlessSet(t, "FROND_TEST_ZK_SERVERS")
