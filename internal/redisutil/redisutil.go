@@ -97,7 +97,8 @@ func Bound(ctx context.Context, timeout time.Duration) (context.Context, context
 }
 
 // Volatile reports why the server may lose frond's keys, or "" if it keeps
-// them: it keeps nothing on disk (no AOF, no RDB snapshots), or its
+// them: it keeps nothing on disk, or only RDB snapshots (a crash of Redis
+// rolls counters back to the last snapshot: the same IDs again), or its
 // maxmemory-policy may evict keys without a TTL (allkeys-*). A server that
 // does not answer CONFIG GET (a managed Redis that hides it) gets a reason
 // too. err is set, besides the reason, when CONFIG GET failed for want of an
@@ -127,7 +128,10 @@ func Volatile(ctx context.Context, c *redis.Client) (why string, err error) {
 	if p := policy["maxmemory-policy"]; strings.HasPrefix(p, "allkeys-") {
 		return fmt.Sprintf("may evict frond's counters (maxmemory-policy %s; use noeviction)", p), nil
 	}
-	if aof["appendonly"] != "yes" && strings.TrimSpace(save["save"]) == "" {
+	if aof["appendonly"] != "yes" {
+		if sv := strings.TrimSpace(save["save"]); sv != "" {
+			return fmt.Sprintf("keeps only RDB snapshots (appendonly no, save %q): a crash of Redis loses the writes since the last snapshot", sv), nil
+		}
 		return "keeps nothing on disk (appendonly no, save \"\")", nil
 	}
 	return "", nil
@@ -135,7 +139,7 @@ func Volatile(ctx context.Context, c *redis.Client) (why string, err error) {
 
 // Risk words what a server that loses its keys does to one package's data.
 type Risk struct {
-	// Refusal completes "after a Redis restart ...", as in "frond would
+	// Refusal completes "after a Redis crash or restart ...", as in "frond would
 	// hand out the same IDs again".
 	Refusal string
 	// Warning is the risk accepted, as in "IDs will be issued again after a
@@ -156,7 +160,7 @@ func (r Risk) Accept(where, why string, allow bool) (warning string, err error) 
 	case allow:
 		return "redis " + why + ": " + r.Warning + " (accepted with frond_allow_volatile=true)", nil
 	}
-	return "", fmt.Errorf("%w: redis at %s %s: after a Redis restart %s. Turn on AOF (appendonly yes) or RDB snapshots, or accept the risk with frond_allow_volatile=true in the %s URL",
+	return "", fmt.Errorf("%w: redis at %s %s: after a Redis crash or restart %s. Turn on AOF (appendonly yes), or accept the risk with frond_allow_volatile=true in the %s URL",
 		frond.ErrInvalidArgument, where, why, r.Refusal, r.URL)
 }
 

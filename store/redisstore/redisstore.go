@@ -4,8 +4,9 @@
 // {prefix}tags lists the tags. Every change that touches more than one key
 // runs as one Lua script, so it is atomic.
 //
-// A Redis that keeps nothing on disk (no AOF, no RDB snapshots) forgets its
-// counters on restart and would hand out the same IDs again. Open refuses
+// A Redis without AOF forgets its counters on a crash or restart (all of
+// them with nothing on disk; those since the last snapshot with RDB only)
+// and would hand out the same IDs again. Open refuses
 // such a server unless the URL says frond_allow_volatile=true, and the store
 // then reports the risk in Warnings (shown by /readyz).
 //
@@ -44,7 +45,7 @@ type Store struct {
 // storeRisk words the refusal and the warning of a volatile server.
 var storeRisk = redisutil.Risk{
 	Refusal: "frond would hand out the same IDs again",
-	Warning: "IDs will be issued again after a Redis restart",
+	Warning: "IDs will be issued again after a Redis crash or restart",
 	URL:     "store",
 }
 
