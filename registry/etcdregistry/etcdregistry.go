@@ -227,7 +227,16 @@ func (r *Registry) take(ctx context.Context, maxNode int64, lease clientv3.Lease
 			return 0, 0, why
 		}
 		old := s.ids[id]
-		val, _ := json.Marshal(idValue{Owner: me, LastNs: old.v.LastNs})
+		last := old.v.LastNs
+		if last != 0 && old.v.Owner != me {
+			// Recycled: issue only past last + RecycleAfter, the earliest
+			// the old holder's local record stops vouching (already behind
+			// this node's clock). Recorded in the claim: the next holder,
+			// and this node's own record, must not start from the old
+			// holder's time if this node stops before its first save.
+			last = time.Unix(0, last).Add(r.o.RecycleAfter).UnixNano()
+		}
+		val, _ := json.Marshal(idValue{Owner: me, LastNs: last})
 		resp, err := r.c.Txn(ctx).If(append(cmp, clientv3.Compare(clientv3.CreateRevision(r.liveKey(id)), "=", 0))...).
 			Then(clientv3.OpPut(r.idKey(id), string(val)), clientv3.OpPut(r.liveKey(id), string(live), clientv3.WithLease(lease))).
 			Commit()
@@ -235,13 +244,6 @@ func (r *Registry) take(ctx context.Context, maxNode int64, lease clientv3.Lease
 			return 0, 0, r.fail("claim worker ID", err)
 		}
 		if resp.Succeeded {
-			last := old.v.LastNs
-			if last != 0 && old.v.Owner != me {
-				// Recycled: issue only past last + RecycleAfter, the earliest
-				// the old holder's local record stops vouching (already
-				// behind this node's clock).
-				last = time.Unix(0, last).Add(r.o.RecycleAfter).UnixNano()
-			}
 			return id, last, nil
 		}
 	}

@@ -228,7 +228,8 @@ const (
 )
 
 // KEYS: addr, counter. ARGV: base, identity, token, ttl ms, maxNode,
-// recycle ("1" in lease mode), threshold (now - RecycleAfter, ns).
+// recycle ("1" in lease mode), threshold (now - RecycleAfter, ns),
+// RecycleAfter (ns).
 // IDs go to Redis as integers, times as decimal strings (redisutil.LuaGE).
 var acquireScript = redis.NewScript(redisutil.LuaGE + `
 local base, me, token, ttl, maxNode = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
@@ -239,7 +240,13 @@ local function take(id, recycled)
   end
   redis.call('SET', KEYS[1], id)
   redis.call('SET', base .. 'owner:' .. id, me)
-  return {1, id, redis.call('GET', base .. 'last:' .. id) or '', recycled and 1 or 0}
+  local last = base .. 'last:' .. id
+  if recycled and redis.call('EXISTS', last) == 1 then
+    -- the new holder starts past last + RecycleAfter: recorded now (INCRBY
+    -- is exact on 64 bits), so nobody starts from the old time again
+    redis.call('INCRBY', last, ARGV[8])
+  end
+  return {1, id, redis.call('GET', last) or '', recycled and 1 or 0}
 end
 local bound = redis.call('GET', KEYS[1])
 if bound then
@@ -302,7 +309,7 @@ func (r *Registry) Acquire(ctx context.Context, maxNode int64) (frond.Worker, er
 	}
 	sent := time.Now()
 	res, err := acquireScript.Run(ctx, r.c, []string{r.addrKey(), r.counterKey()},
-		r.base, r.o.Identity(), token, r.ttlMillis(), maxNode, recycle, strconv.FormatInt(threshold, 10)).Slice()
+		r.base, r.o.Identity(), token, r.ttlMillis(), maxNode, recycle, strconv.FormatInt(threshold, 10), r.o.RecycleAfter.Nanoseconds()).Slice()
 	if err != nil {
 		return frond.Worker{}, r.fail("acquire worker ID", err)
 	}
@@ -316,12 +323,9 @@ func (r *Registry) Acquire(ctx context.Context, maxNode int64) (frond.Worker, er
 				return frond.Worker{}, fmt.Errorf("worker registry: %s holds %q, not a time in nanoseconds: %w", r.lastKey(id), s, err)
 			}
 		}
-		if rec, _ := res[3].(int64); rec == 1 && last != 0 {
-			// Recycled: issue only past last + RecycleAfter, the earliest
-			// the old holder's local record stops vouching (already behind
-			// this node's clock).
-			last = time.Unix(0, last).Add(r.o.RecycleAfter).UnixNano()
-		}
+		// Recycled, last is the old holder's last + RecycleAfter (the
+		// script recorded it): the earliest the old holder's local record
+		// stops vouching, already behind this node's clock.
 		h := &hold{Hold: registry.NewHold(id, last), token: token}
 		live := r.liveKey(id)
 		h.Renew(sent, r.o.LeaseTTL, r.timeout, r.o.Logger, func(ctx context.Context) (bool, error) {

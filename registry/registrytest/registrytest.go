@@ -299,6 +299,24 @@ func testRecycle(t *testing.T, c Config) {
 	if from := last.Add(o.RecycleAfter); w2.ID != w.ID || w2.LastIssued.Before(from) {
 		t.Fatalf("recycled %+v, want ID %d with LastIssued >= %v", w2, w.ID, from)
 	}
+
+	// The new holder stops before its first save (a crash; Close here
+	// drops the hold without recording a time). The registry must already
+	// hold the time the new holder was told, last + RecycleAfter: from
+	// the old time, a third node could take the ID while the new holder,
+	// restarting from its local record (which vouches up to that time +
+	// RecycleAfter), still issues.
+	if err := b.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	o3 := opts(7502)
+	o3.RecycleAfter, o3.Now = o.RecycleAfter, o.Now
+	c3 := open(t, c, ns, o3)
+	clk.Add(o.RecycleAfter / 2) // past last + RecycleAfter, before last + 2 × RecycleAfter
+	if w3, err := c3.Acquire(ctx(t), 0); !errors.Is(err, frond.ErrWorkerLost) {
+		t.Fatalf("third node at %v: %+v, %v; want the ID refused until %v (the recycled time + RecycleAfter)",
+			time.Unix(0, clk.Now()).Sub(last), w3, err, last.Add(2*o.RecycleAfter))
+	}
 }
 
 func testCache(t *testing.T, c Config) {

@@ -452,8 +452,16 @@ func (r *Registry) recycle(ctx context.Context, maxNode int64, token string) (in
 	if frees := time.Unix(0, last).Add(r.o.RecycleAfter); !r.o.Now().After(frees) {
 		return 0, 0, registry.RecycleLater(fmt.Sprintf("all %d worker IDs (0..%d) of %s", maxNode+1, maxNode, r.String()), frees, r.o.RecycleAfter)
 	}
-	res, err := r.db.ExecContext(ctx, r.q(`UPDATE {s} SET owner = ?, token = ?, lease_until = {now} + ? WHERE worker_id = ? AND token = ? AND lease_until < {now} AND last_ns = ?`),
-		r.o.Identity(), token, r.ttlMicros(), id, old, last)
+	// Issue only past last + RecycleAfter, the earliest the old holder's
+	// local record stops vouching (already behind this node's clock).
+	// Recorded in the claim, so nobody starts from the old time again if
+	// this node stops before its first save.
+	floor := last
+	if last != 0 {
+		floor = time.Unix(0, last).Add(r.o.RecycleAfter).UnixNano()
+	}
+	res, err := r.db.ExecContext(ctx, r.q(`UPDATE {s} SET owner = ?, token = ?, lease_until = {now} + ?, last_ns = ? WHERE worker_id = ? AND token = ? AND lease_until < {now} AND last_ns = ?`),
+		r.o.Identity(), token, r.ttlMicros(), floor, id, old, last)
 	if err != nil {
 		return 0, 0, r.fail("recycle a worker ID", err)
 	}
@@ -462,9 +470,7 @@ func (r *Registry) recycle(ctx context.Context, maxNode int64, token string) (in
 	}
 	r.touch(ctx, id, true)
 	r.o.Logger.Info("worker ID recycled", "worker", id, "last", time.Unix(0, last).UTC(), "recycle_after", r.o.RecycleAfter)
-	// Issue only past last + RecycleAfter, the earliest the old holder's
-	// local record stops vouching (already behind this node's clock).
-	return id, time.Unix(0, last).Add(r.o.RecycleAfter).UnixNano(), nil
+	return id, floor, nil
 }
 
 // touch updates the ID's WORKER_NODE row for a new start: the launch date

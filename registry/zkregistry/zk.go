@@ -641,14 +641,22 @@ func (r *Registry) recycle(ctx context.Context, nodes []node, maxNode int64) (*h
 	}
 	oldPath := r.path("forever", best.name)
 	newPath := r.path("forever", seqName(r.o.Identity(), best.seq))
-	lastData, _ := json.Marshal(lastValue{Owner: r.o.Identity(), LastNs: bestLast})
+	// Issue only past last + RecycleAfter, the earliest the old holder's
+	// local record stops vouching (already behind this node's clock).
+	// Recorded in the claim, so nobody starts from the old time again if
+	// this node stops before its first save.
+	from := bestLast
+	if bestLast != 0 {
+		from = time.Unix(0, bestLast).Add(r.o.RecycleAfter).UnixNano()
+	}
+	lastData, _ := json.Marshal(lastValue{Owner: r.o.Identity(), LastNs: from})
 	acl := zk.WorldACL(zk.PermAll)
 	ops := []any{
 		&zk.CreateRequest{Path: r.livePath(best.seq), Data: r.liveData(), Acl: acl, Flags: zk.FlagEphemeral},
 		// The version read with the time judged: a write since (Leaf's
 		// timestamp) makes this a race, retried with the new time.
 		&zk.DeleteRequest{Path: oldPath, Version: bestVersion},
-		&zk.CreateRequest{Path: newPath, Data: r.leafData(time.Unix(0, bestLast).UnixMilli()), Acl: acl},
+		&zk.CreateRequest{Path: newPath, Data: r.leafData(time.Unix(0, from).UnixMilli()), Acl: acl},
 	}
 	// Record the last time that travels with the ID, whoever wrote it.
 	ops = append(ops, &zk.SetDataRequest{Path: r.lastPath(best.seq), Data: lastData, Version: -1})
@@ -660,9 +668,6 @@ func (r *Registry) recycle(ctx context.Context, nodes []node, maxNode int64) (*h
 		return nil, r.fail("recycle worker ID "+strconv.FormatInt(best.seq, 10), err)
 	}
 	r.o.Logger.Info("worker ID recycled", "worker", best.seq, "from", best.identity, "last", time.Unix(0, bestLast).UTC(), "recycle_after", r.o.RecycleAfter)
-	// Issue only past last + RecycleAfter, the earliest the old holder's
-	// local record stops vouching (already behind this node's clock).
-	from := time.Unix(0, bestLast).Add(r.o.RecycleAfter).UnixNano()
 	return &hold{Hold: registry.NewHold(best.seq, from), forever: newPath, session: r.conn.SessionID(), lastExists: true}, nil
 }
 
