@@ -385,6 +385,33 @@ func TestService_FromCachePastBoundBackToRegistry(t *testing.T) {
 	}
 }
 
+// Back at the registry with the same worker ID but a later time than this
+// node reserved (the ID went to another node while this one ran from its
+// local record, and came back recycled): the generator starts again past
+// the registry's time instead of going on at its own.
+func TestService_BackToRegistrySameIDLaterTime(t *testing.T) {
+	c := newClock()
+	reg := &memRegistry{id: 6, fromCache: true}
+	s, err := New(bg, Config{Now: c.Now, Sleep: c.Add, PersistEvery: 5 * time.Millisecond, MaxLead: time.Hour}, memstore.New(nil), reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(bg)
+	if _, err := s.SnowflakeID(); err != nil {
+		t.Fatal(err)
+	}
+	floor := time.Unix(0, c.Now()).Add(10 * time.Hour)
+	reg.set(func(r *memRegistry) { r.fromCache, r.last = false, floor })
+	var cbe *ClockBehindError
+	waitFor(t, "snowflake IDs refused until the registry's time", func() bool {
+		_, err := s.SnowflakeID()
+		return errors.As(err, &cbe)
+	})
+	if cbe.Worker != 6 || cbe.Behind < 9*time.Hour || s.WorkerInfo().FromCache {
+		t.Fatalf("%+v, %+v", cbe, s.WorkerInfo())
+	}
+}
+
 // The reservation: the generator never issues past the time the registry
 // recorded; when the registry stops recording, snowflake IDs stop there.
 func TestService_Reservation(t *testing.T) {

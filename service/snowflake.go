@@ -304,18 +304,26 @@ func (s *Service) backToRegistry(ctx context.Context, st *snowState) {
 	if err != nil || w.FromCache {
 		return
 	}
-	if w.ID == st.worker.ID {
+	// The registry's time (or the record's, the later) is one this node
+	// reserved itself: the generator goes on.
+	if w.ID == st.worker.ID && st.gen.WithinLimit(w.LastIssued) {
 		next := *st
 		next.worker = w
 		s.snow.Store(&next)
 		s.log.Info("worker registry reachable again: worker ID held there", "worker", w.ID)
 		return
 	}
-	// The registry gave another ID: stop the generator of the cached one.
+	// The registry gave another ID, or the same one with a later time (it
+	// went to another node meanwhile and came back recycled): stop the
+	// generator of the cached one and start past the registry's time.
 	if last := st.gen.Seal(); last.After(s.prevLast) {
 		s.prevLast = last
 	}
-	s.log.Warn("worker registry reachable again and gave another worker ID", "was", st.worker.ID, "now", w.ID)
+	if w.ID == st.worker.ID {
+		s.log.Warn("worker registry reachable again: worker ID held there with a later last time than this node issued", "worker", w.ID, "last_issued", w.LastIssued)
+	} else {
+		s.log.Warn("worker registry reachable again and gave another worker ID", "was", st.worker.ID, "now", w.ID)
+	}
 	s.workerID.Store(w.ID)
 	s.snow.Store(&snowState{worker: w, held: true, err: fmt.Errorf("%w: switching to worker ID %d", frond.ErrWorkerLost, w.ID)})
 	s.acquire(ctx)

@@ -392,6 +392,12 @@ func (g *Generator) SetLimit(t time.Time) {
 	g.limit.Store(g.tickOf(t.UnixNano()))
 }
 
+// WithinLimit reports whether t's tick is at or before the limit of
+// SetLimit (always, without a limit).
+func (g *Generator) WithinLimit(t time.Time) bool {
+	return g.tickOf(t.UnixNano()) <= g.limit.Load()
+}
+
 // Last returns the start of the tick of the last ID issued (or of NotBefore).
 // A worker registry persists it so a restart never reuses a tick.
 func (g *Generator) Last() time.Time {

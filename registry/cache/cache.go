@@ -10,9 +10,10 @@
 // The record is used only within a bound that keeps it safe: registries give
 // a gone node's ID to another node only once that node's clock is past the
 // ID's recorded time plus RecycleAfter (see package registry), so this node
-// uses its record, and issues, only up to Confirmed + RecycleAfter. Past
-// that, Save fails and the service stops snowflake IDs until the registry
-// answers.
+// uses its record, and issues, only up to Confirmed + RecycleAfter; while
+// the ID is held in the registry and a save fails, only up to Confirmed +
+// LeaseTTL (the lease may run out by then). Past that, Save fails and the
+// service stops snowflake IDs until the registry answers.
 package cache
 
 import (
@@ -196,11 +197,27 @@ func (r *Registry) Save(ctx context.Context, last time.Time) error {
 		r.degraded = err
 	}
 	// Strictly before: at until itself another node may take the ID.
-	if until := time.Unix(0, r.rec.ConfNanos).Add(r.o.RecycleAfter); !last.Before(until) {
-		return fmt.Errorf("%w: the worker registry is unreachable and the local record allows snowflake IDs only up to %s (confirmed time + recycle_after %v)",
-			frond.ErrStoreUnavailable, until.UTC().Format(time.RFC3339), r.o.RecycleAfter)
+	if until, why := r.boundLocked(); !last.Before(until) {
+		return fmt.Errorf("%w: the worker registry is unreachable and the local record allows snowflake IDs only up to %s (%s)",
+			frond.ErrStoreUnavailable, until.UTC().Format(time.RFC3339), why)
 	}
 	return r.recordLocked(last, false)
+}
+
+// boundLocked is the time before which the record lets this node issue
+// while the registry does not answer, and why. With the ID from the record:
+// the confirmed time + RecycleAfter, the earliest another node may be given
+// it. With the ID held in the registry: also at most LeaseTTL past the
+// confirmed time; the registry vouches for what it recorded, and the lease,
+// renewed no later than that time, may run out within LeaseTTL: a process of
+// the same identity (a restart elsewhere, without this record) may then take
+// the ID back from the recorded time.
+func (r *Registry) boundLocked() (time.Time, string) {
+	conf := time.Unix(0, r.rec.ConfNanos)
+	if !r.fromCache && r.o.LeaseTTL < r.o.RecycleAfter {
+		return conf.Add(r.o.LeaseTTL), fmt.Sprintf("confirmed time + lease_ttl %v while the ID is held there", r.o.LeaseTTL)
+	}
+	return conf.Add(r.o.RecycleAfter), fmt.Sprintf("confirmed time + recycle_after %v", r.o.RecycleAfter)
 }
 
 // Release implements frond.Releaser.
@@ -287,8 +304,9 @@ func (r *Registry) Warnings() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.degraded != nil && r.rec != nil {
+		until, _ := r.boundLocked()
 		out = append(out, fmt.Sprintf("the worker registry is unreachable (%v): issuing from the local record, up to %s",
-			r.degraded, time.Unix(0, r.rec.ConfNanos).Add(r.o.RecycleAfter).UTC().Format(time.RFC3339)))
+			r.degraded, until.UTC().Format(time.RFC3339)))
 	}
 	return out
 }
