@@ -117,6 +117,19 @@ func newService(t *testing.T, c *clock, reg frond.WorkerRegistry) (*Service, *me
 	return s, st
 }
 
+// newFromCacheService runs a service whose registry answers from its "local
+// record" (worker ID 6), reserving every 5 ms, an hour ahead.
+func newFromCacheService(t *testing.T, c *clock, reg *memRegistry) (*Service, *memstore.Store) {
+	t.Helper()
+	st := memstore.New(nil)
+	s, err := New(bg, Config{Now: c.Now, Sleep: c.Add, PersistEvery: 5 * time.Millisecond, MaxLead: time.Hour}, st, reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(bg) })
+	return s, st
+}
+
 func TestService_IDsAndTags(t *testing.T) {
 	c := newClock()
 	s, _ := newService(t, c, &memRegistry{id: 5})
@@ -345,12 +358,7 @@ func TestNew_RegistryErrors(t *testing.T) {
 func TestService_FromCacheBackToRegistry(t *testing.T) {
 	c := newClock()
 	reg := &memRegistry{id: 6, fromCache: true}
-	st := memstore.New(nil)
-	s, err := New(bg, Config{Now: c.Now, Sleep: c.Add, PersistEvery: 5 * time.Millisecond, MaxLead: time.Hour}, st, reg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close(bg)
+	s, _ := newFromCacheService(t, c, reg)
 	if wi := s.WorkerInfo(); !wi.FromCache || !wi.Issuing {
 		t.Fatalf("WorkerInfo %+v", wi)
 	}
@@ -369,11 +377,7 @@ func TestService_FromCacheBackToRegistry(t *testing.T) {
 func TestService_FromCachePastBoundBackToRegistry(t *testing.T) {
 	c := newClock()
 	reg := &memRegistry{id: 6, fromCache: true}
-	s, err := New(bg, Config{Now: c.Now, Sleep: c.Add, PersistEvery: 5 * time.Millisecond, MaxLead: time.Hour}, memstore.New(nil), reg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close(bg)
+	s, _ := newFromCacheService(t, c, reg)
 	reg.set(func(r *memRegistry) { r.pastBound = true })
 	c.Add(3 * time.Hour) // past the reservation: IDs stop
 	waitFor(t, "snowflake IDs to stop", func() bool { _, err := s.SnowflakeID(); return err != nil })
@@ -392,11 +396,7 @@ func TestService_FromCachePastBoundBackToRegistry(t *testing.T) {
 func TestService_BackToRegistrySameIDLaterTime(t *testing.T) {
 	c := newClock()
 	reg := &memRegistry{id: 6, fromCache: true}
-	s, err := New(bg, Config{Now: c.Now, Sleep: c.Add, PersistEvery: 5 * time.Millisecond, MaxLead: time.Hour}, memstore.New(nil), reg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close(bg)
+	s, _ := newFromCacheService(t, c, reg)
 	if _, err := s.SnowflakeID(); err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/internal/atomicfile"
 	"github.com/frond-id/frond/registry"
+	"github.com/frond-id/frond/registry/file"
 )
 
 // File is the record's name in the data directory.
@@ -37,8 +38,8 @@ const File = "worker-cache.json"
 // LockFile, beside the record, is locked (flock) while a Registry is open:
 // two processes sharing a data directory (and so a record) could both issue
 // with the recorded worker ID while the registry is down. It is the file
-// registry's lock name too: one data directory, one frond process.
-const LockFile = "worker.lock"
+// registry's lock: one data directory, one frond process.
+const LockFile = file.LockFile
 
 // fallbackAcquireTimeout bounds an Acquire from the registry when a usable
 // record exists, so a start with the registry down does not wait long.

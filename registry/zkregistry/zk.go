@@ -805,13 +805,7 @@ func (r *Registry) write(ctx context.Context, last time.Time, exact bool) error 
 // session's (then nobody else can hold the ID: recycling must create the
 // live node), taking its version and whether the last node exists.
 func (r *Registry) resync(ctx context.Context, h *hold) bool {
-	st, err := call(ctx, func() (*zk.Stat, error) {
-		ok, st, err := r.conn.Exists(r.livePath(h.ID))
-		if err == nil && !ok {
-			err = zk.ErrNoNode
-		}
-		return st, err
-	})
+	st, err := r.liveStat(ctx, h)
 	if err != nil || st.EphemeralOwner != h.session || !r.sessionIs(h.session) {
 		return false
 	}
@@ -826,17 +820,22 @@ func (r *Registry) resync(ctx context.Context, h *hold) bool {
 	return true
 }
 
-// liveIntact reports whether h's live node is still as this session wrote
-// it: an ErrNoNode then came from another node (a forever node deleted by
-// hand) and is not a loss.
-func (r *Registry) liveIntact(ctx context.Context, h *hold) bool {
-	st, err := call(ctx, func() (*zk.Stat, error) {
+// liveStat reads the stat of h's live node; zk.ErrNoNode when it is gone.
+func (r *Registry) liveStat(ctx context.Context, h *hold) (*zk.Stat, error) {
+	return call(ctx, func() (*zk.Stat, error) {
 		ok, st, err := r.conn.Exists(r.livePath(h.ID))
 		if err == nil && !ok {
 			err = zk.ErrNoNode
 		}
 		return st, err
 	})
+}
+
+// liveIntact reports whether h's live node is still as this session wrote
+// it: an ErrNoNode then came from another node (a forever node deleted by
+// hand) and is not a loss.
+func (r *Registry) liveIntact(ctx context.Context, h *hold) bool {
+	st, err := r.liveStat(ctx, h)
 	return err == nil && st.EphemeralOwner == r.conn.SessionID() && st.Version == h.liveVersion
 }
 

@@ -24,6 +24,17 @@ import (
 
 // raw is a plain session on the test ZooKeeper that deletes root, with
 // everything under it, when the test ends.
+// makeForever creates root and its forever node (and /frondtest), as a Leaf
+// cluster leaves them.
+func makeForever(t *testing.T, c *zk.Conn, root string) {
+	t.Helper()
+	for _, p := range []string{"/frondtest", root, root + "/forever"} {
+		if _, err := c.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			t.Fatal(err)
+		}
+	}
+}
+
 func raw(t testing.TB, servers, root string) *zk.Conn {
 	t.Helper()
 	c, _, err := zk.Connect(strings.Split(servers, ","), 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(zkLogger{slog.New(slog.DiscardHandler)}))
@@ -121,11 +132,7 @@ func TestLeafCompatibility(t *testing.T) {
 	root := "/frondtest/" + registrytest.Namespace(t)
 	c := raw(t, servers, root)
 	leafTS := time.Now().Add(time.Minute).UnixMilli()
-	for _, p := range []string{"/frondtest", root, root + "/forever"} {
-		if _, err := c.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			t.Fatal(err)
-		}
-	}
+	makeForever(t, c, root)
 	for i, id := range []string{"10.0.0.1:8080", "10.0.0.2:8080"} {
 		host, port, _ := strings.Cut(id, ":")
 		data := fmt.Sprintf(`{"ip":%q,"port":%q,"timestamp":%d}`, host, port, leafTS)
@@ -178,11 +185,7 @@ func TestRecycle_LeafNodesKept(t *testing.T) {
 	servers := storetest.SkipUnlessSet(t, "FROND_TEST_ZK_SERVERS")
 	root := "/frondtest/" + registrytest.Namespace(t)
 	c := raw(t, servers, root)
-	for _, p := range []string{"/frondtest", root, root + "/forever"} {
-		if _, err := c.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			t.Fatal(err)
-		}
-	}
+	makeForever(t, c, root)
 	data := fmt.Sprintf(`{"ip":"10.0.0.1","port":"8080","timestamp":%d}`, time.Now().Add(-time.Hour).UnixMilli())
 	if _, err := c.Create(root+"/forever/10.0.0.1:8080-", []byte(data), zk.FlagSequence, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
@@ -199,11 +202,7 @@ func TestAcquire_OwnNodePastTheLayout(t *testing.T) {
 	servers := storetest.SkipUnlessSet(t, "FROND_TEST_ZK_SERVERS")
 	root := "/frondtest/" + registrytest.Namespace(t)
 	c := raw(t, servers, root)
-	for _, p := range []string{"/frondtest", root, root + "/forever"} {
-		if _, err := c.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			t.Fatal(err)
-		}
-	}
+	makeForever(t, c, root)
 	if _, err := c.Create(root+"/forever/10.0.0.9:8080-0000000050", []byte(`{}`), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
