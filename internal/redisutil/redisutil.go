@@ -98,7 +98,9 @@ func Bound(ctx context.Context, timeout time.Duration) (context.Context, context
 
 // Volatile reports why the server may lose frond's keys, or "" if it keeps
 // them: it keeps nothing on disk, or only RDB snapshots (a crash of Redis
-// rolls counters back to the last snapshot: the same IDs again), or its
+// rolls counters back to the last snapshot: the same IDs again), or an AOF
+// not synced on every write (appendfsync everysec or no: a crash of the host
+// loses the writes not yet on disk, acknowledged INCRBYs included), or its
 // maxmemory-policy may evict keys without a TTL (allkeys-*). A server that
 // does not answer CONFIG GET (a managed Redis that hides it) gets a reason
 // too. err is set, besides the reason, when CONFIG GET failed for want of an
@@ -108,19 +110,21 @@ func Volatile(ctx context.Context, c *redis.Client) (why string, err error) {
 	// One round trip; CONFIG GET with several names needs Redis 7.
 	pipe := c.Pipeline()
 	aofCmd := pipe.ConfigGet(ctx, "appendonly")
+	fsyncCmd := pipe.ConfigGet(ctx, "appendfsync")
 	saveCmd := pipe.ConfigGet(ctx, "save")
 	policyCmd := pipe.ConfigGet(ctx, "maxmemory-policy")
 	pipe.Exec(ctx) // the errors are the commands'
 	aof, err1 := aofCmd.Result()
 	save, err2 := saveCmd.Result()
 	policy, err3 := policyCmd.Result()
-	for _, e := range []error{err1, err2, err3} {
+	fsync, err4 := fsyncCmd.Result()
+	for _, e := range []error{err1, err2, err3, err4} {
 		var re redis.Error
 		if e != nil && !errors.As(e, &re) { // no answer: the same error three times
 			return fmt.Sprintf("does not say whether it persists data (CONFIG GET failed: %v)", e), e
 		}
 	}
-	if err := errors.Join(err1, err2, err3); err != nil {
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return fmt.Sprintf("does not say whether it persists data (CONFIG GET failed: %v)", err), nil
 	}
 	// frond's durable keys have no TTL, so only allkeys-* policies can
@@ -133,6 +137,9 @@ func Volatile(ctx context.Context, c *redis.Client) (why string, err error) {
 			return fmt.Sprintf("keeps only RDB snapshots (appendonly no, save %q): a crash of Redis loses the writes since the last snapshot", sv), nil
 		}
 		return "keeps nothing on disk (appendonly no, save \"\")", nil
+	}
+	if f := fsync["appendfsync"]; f != "always" {
+		return fmt.Sprintf("syncs its AOF only with appendfsync %s: a crash of the host loses the writes not yet on disk (up to a second's with everysec, more with no)", f), nil
 	}
 	return "", nil
 }
@@ -160,7 +167,7 @@ func (r Risk) Accept(where, why string, allow bool) (warning string, err error) 
 	case allow:
 		return "redis " + why + ": " + r.Warning + " (accepted with frond_allow_volatile=true)", nil
 	}
-	return "", fmt.Errorf("%w: redis at %s %s: after a Redis crash or restart %s. Turn on AOF (appendonly yes), or accept the risk with frond_allow_volatile=true in the %s URL",
+	return "", fmt.Errorf("%w: redis at %s %s: after a Redis crash or restart %s. Turn on AOF synced on every write (appendonly yes, appendfsync always), or accept the risk with frond_allow_volatile=true in the %s URL",
 		frond.ErrInvalidArgument, where, why, r.Refusal, r.URL)
 }
 

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -125,6 +128,73 @@ func TestVolatile(t *testing.T) {
 	why, err = Volatile(c, limited)
 	if err != nil || !strings.Contains(why, "does not say") || !strings.Contains(why, "NOPERM") {
 		t.Errorf("CONFIG refused: %q, %v", why, err)
+	}
+}
+
+// startRedis starts a private redis-server with AOF synced on every write
+// (the shared test Redis runs without persistence, and its configuration is
+// not the test's to change) and returns a client of it.
+func startRedis(t *testing.T) *redis.Client {
+	t.Helper()
+	storetest.SkipUnlessSet(t, "FROND_TEST_REDIS_URL") // real-server tests opt in
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("no redis-server in PATH")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := exec.Command(bin, "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", t.TempDir(),
+		"--save", "", "--appendonly", "yes", "--appendfsync", "always")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	c := redis.NewClient(&redis.Options{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), MaxRetries: -1})
+	t.Cleanup(func() { c.Close() })
+	for deadline := time.Now().Add(10 * time.Second); c.Ping(context.Background()).Err() != nil; {
+		if time.Now().After(deadline) {
+			t.Fatal("the private redis-server did not answer within 10 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return c
+}
+
+// An AOF is enough only when synced on every write: with everysec or no, a
+// crash of the host loses acknowledged INCRBYs, and the ranges they took
+// would be handed out again.
+func TestVolatile_AppendFsync(t *testing.T) {
+	c := startRedis(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r := Risk{Refusal: "IDs repeat", Warning: "IDs may repeat", URL: "store"}
+	for _, tc := range []struct {
+		fsync string
+		ok    bool
+	}{{"always", true}, {"everysec", false}, {"no", false}} {
+		if err := c.ConfigSet(ctx, "appendfsync", tc.fsync).Err(); err != nil {
+			t.Fatal(err)
+		}
+		why, err := Volatile(ctx, c)
+		if err != nil {
+			t.Fatalf("appendfsync %s: %v", tc.fsync, err)
+		}
+		_, refused := r.Accept("redis://private", why, false)
+		warning, accepted := r.Accept("redis://private", why, true)
+		switch {
+		case tc.ok && (why != "" || refused != nil || warning != ""):
+			t.Errorf("appendfsync %s: reason %q, refused %v, warning %q", tc.fsync, why, refused, warning)
+		case !tc.ok && (!strings.Contains(why, "appendfsync "+tc.fsync) || !errors.Is(refused, frond.ErrInvalidArgument) ||
+			!strings.Contains(refused.Error(), "appendfsync always") || accepted != nil || !strings.Contains(warning, "frond_allow_volatile=true")):
+			t.Errorf("appendfsync %s: reason %q, refused %v, warning %q, %v", tc.fsync, why, refused, warning, accepted)
+		}
 	}
 }
 

@@ -62,7 +62,10 @@
 // The scripts build the keys of other IDs themselves, so the registry needs
 // one Redis (with replicas if wanted), not Redis Cluster. Replication is
 // asynchronous: a failover to a replica that missed the last writes can lose
-// a binding or a saved time, as a restart without persistence would. A
+// a binding or a saved time, as a restart without persistence would
+// (docs/registries.md says how to fail over safely). An AOF counts as
+// persistence only with appendfsync always: with everysec or no, a crash of
+// the host loses acknowledged writes too. A
 // volatile-* maxmemory-policy may evict live keys: the holder then loses its
 // ID (safely) and acquires it again.
 //

@@ -6,9 +6,15 @@
 //
 // A Redis without AOF forgets its counters on a crash or restart (all of
 // them with nothing on disk; those since the last snapshot with RDB only)
-// and would hand out the same IDs again. Open refuses
-// such a server unless the URL says frond_allow_volatile=true, and the store
+// and would hand out the same IDs again; so does an AOF not synced on every
+// write (appendfsync everysec or no) when the host crashes: acknowledged
+// INCRBYs not yet on disk are lost. Open refuses
+// such a server (anything but appendonly yes with appendfsync always) unless the URL says frond_allow_volatile=true, and the store
 // then reports the risk in Warnings (shown by /readyz).
+//
+// Replication is asynchronous: a replica promoted after a fail-over may lack
+// the last INCRBYs, and the ranges they took would be handed out again.
+// docs/stores.md says how to fail over safely.
 //
 // URL: redis://[user:pass@]host:6379/0[?frond_prefix=frond:&frond_timeout=5s&frond_allow_volatile=true]
 // plus go-redis's own parameters (pool_size, ...).
@@ -49,7 +55,9 @@ var storeRisk = redisutil.Risk{
 	URL:     "store",
 }
 
-// Open connects to the Redis of rawURL and checks that it persists data.
+// Open connects to the Redis of rawURL and checks that it persists data. A
+// server that does not answer is an error wrapping frond.ErrStoreUnavailable;
+// one that may lose frond's keys, frond.ErrInvalidArgument.
 func Open(ctx context.Context, rawURL string) (*Store, error) {
 	u, err := redisutil.Parse(rawURL, "frond_prefix")
 	if err != nil {
@@ -63,7 +71,11 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 
 	c, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	why, _ := redisutil.Volatile(c, s.c) // an unreachable server is refused as one that does not say
+	why, err := redisutil.Volatile(c, s.c)
+	if err != nil { // no answer: an outage, not a server that hides its configuration
+		s.c.Close()
+		return nil, s.fail("check persistence", err)
+	}
 	warning, err := storeRisk.Accept(s.where, why, u.AllowVolatile)
 	if err != nil {
 		s.c.Close()

@@ -110,3 +110,14 @@ func TestRedis_MissingCounterRefused(t *testing.T) {
 		t.Fatalf("UpdateTag with the counter gone: %v", err)
 	}
 }
+
+// A server that does not answer is an outage (a node retries it in the
+// background), not a server refused for its configuration.
+func TestOpen_Unreachable(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err := redisstore.Open(ctx, "redis://127.0.0.1:1/0?frond_timeout=500ms")
+	if !errors.Is(err, frond.ErrStoreUnavailable) || errors.Is(err, frond.ErrInvalidArgument) {
+		t.Fatalf("unreachable: %v", err)
+	}
+}
