@@ -18,6 +18,18 @@ import (
 	"github.com/frond-id/frond"
 )
 
+// LeafDDL is Leaf's own scripts/leaf_alloc.sql, as Leaf's README gives it:
+// biz_tag gets the database's default collation, case-insensitive on MySQL
+// and MariaDB. Tests use it to stand for an existing Leaf database.
+const LeafDDL = "CREATE TABLE `leaf_alloc` (\n" +
+	"  `biz_tag` varchar(128)  NOT NULL DEFAULT '',\n" +
+	"  `max_id` bigint(20) NOT NULL DEFAULT '1',\n" +
+	"  `step` int(11) NOT NULL,\n" +
+	"  `description` varchar(256)  DEFAULT NULL,\n" +
+	"  `update_time` timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,\n" +
+	"  PRIMARY KEY (`biz_tag`)\n" +
+	") ENGINE=InnoDB"
+
 // Require reports whether real-server tests must fail instead of skipping
 // when their server is not configured (FROND_TEST_REQUIRE=1, set by CI).
 func Require() bool { return os.Getenv("FROND_TEST_REQUIRE") == "1" }
@@ -96,6 +108,7 @@ func RunSegmentStore(t *testing.T, o Opener) {
 	t.Run("UpdateTag", func(t *testing.T) { testUpdate(t, o) })
 	t.Run("ErrTagExhausted", func(t *testing.T) { testExhausted(t, o) })
 	t.Run("DeleteTag", func(t *testing.T) { testDelete(t, o) })
+	t.Run("TagNames_CaseSensitive", func(t *testing.T) { testCase(t, o) })
 	t.Run("Concurrent_Disjoint", func(t *testing.T) { testConcurrent(t, o) })
 	t.Run("Reopen_Continues", func(t *testing.T) { testReopen(t, o) })
 }
@@ -152,6 +165,36 @@ func testCreate(t *testing.T, o Opener) {
 	if !slices.ContainsFunc(tags, func(x frond.Tag) bool { return x.Name == tag && x.Step == 10 }) {
 		t.Fatalf("Tags lacks %s", tag)
 	}
+}
+
+// Tag names are case-sensitive on every store: Case and case are two tags,
+// each with its own max_id (a MySQL table with a case-insensitive collation
+// would make them one row).
+func testCase(t *testing.T, o Opener) {
+	s, c, tag := open(t, o), ctx(t), uniqueTag(t)
+	tag = tag[max(len(tag)+1-frond.MaxTagNameLen, 0):]
+	upper, lower := "C"+tag, "c"+tag
+	must(s.CreateTag(c, frond.Tag{Name: upper, MaxID: 1000, Step: 10}))(t)
+	if _, err := s.CreateTag(c, frond.Tag{Name: lower, MaxID: 5000, Step: 20}); err != nil {
+		t.Fatalf("CreateTag(%s) after CreateTag(%s): %v", lower, upper, err)
+	}
+	if a := must(s.Allocate(c, upper, 0))(t); a.Range != (frond.Range{Start: 1000, End: 1010, Stride: 1}) {
+		t.Fatalf("Allocate(%s) = %+v, want [1000, 1010)", upper, a)
+	}
+	if a := must(s.Allocate(c, lower, 0))(t); a.Range != (frond.Range{Start: 5000, End: 5020, Stride: 1}) {
+		t.Fatalf("Allocate(%s) = %+v, want [5000, 5020)", lower, a)
+	}
+	if got := must(s.Tag(c, upper))(t); got.Name != upper || got.MaxID != 1010 {
+		t.Fatalf("Tag(%s) = %+v", upper, got)
+	}
+	if err := s.DeleteTag(c, upper); err != nil {
+		t.Fatal(err)
+	}
+	if got := must(s.Tag(c, lower))(t); got.Name != lower || got.MaxID != 5020 {
+		t.Fatalf("Tag(%s) after deleting %s = %+v", lower, upper, got)
+	}
+	_, err := s.Tag(c, upper)
+	wantErr(t, "Tag after DeleteTag", err, frond.ErrTagNotFound)
 }
 
 func testUpdate(t *testing.T, o Opener) {

@@ -211,10 +211,14 @@ func nowMicros(k sqldb.Kind) string {
 }
 
 func (r *Registry) ddl() []string {
-	idCol, engine, ts := "ID INTEGER PRIMARY KEY AUTOINCREMENT", "", "TIMESTAMP"
+	idCol, engine, ts, bin := "ID INTEGER PRIMARY KEY AUTOINCREMENT", "", "TIMESTAMP", ""
 	switch r.db.Kind {
 	case sqldb.MySQL:
 		idCol, engine = "ID BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY", " ENGINE=InnoDB"
+		// owner and token are looked up by equality: compare them byte for
+		// byte, as the other registries do, not by the server's default
+		// (case-insensitive) collation.
+		bin = " CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
 	case sqldb.Postgres:
 		idCol = "ID BIGSERIAL PRIMARY KEY"
 	}
@@ -230,8 +234,8 @@ func (r *Registry) ddl() []string {
 )` + engine),
 		r.q(`CREATE TABLE IF NOT EXISTS {s} (
   worker_id BIGINT NOT NULL PRIMARY KEY,
-  owner VARCHAR(200) NOT NULL,
-  token VARCHAR(64) NOT NULL,
+  owner VARCHAR(200)` + bin + ` NOT NULL,
+  token VARCHAR(64)` + bin + ` NOT NULL,
   lease_until BIGINT NOT NULL,
   last_ns BIGINT NOT NULL
 )` + engine),

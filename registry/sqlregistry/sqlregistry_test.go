@@ -329,6 +329,32 @@ func TestAcquire_HeldByEarlierRun(t *testing.T) {
 	}
 }
 
+// Identities are compared byte for byte, as by the other registries: in
+// reuse mode a node does not take back the ID of an address that differs
+// only in case (MySQL's default collation would make them one owner).
+func TestAcquire_ReuseCaseSensitive(t *testing.T) {
+	for _, db := range targets(t) {
+		t.Run(db.name, func(t *testing.T) {
+			table := "w" + registrytest.Namespace(t)
+			raw(t, db.url, table)
+			u := with(db.url, "frond_mode=reuse&frond_table="+table)
+			a := openT(t, u, registry.Options{Host: "Node-A", Port: 8080})
+			w, err := a.Acquire(ctx(t), 1023)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := a.Close(); err != nil {
+				t.Fatal(err)
+			}
+			b := openT(t, u, registry.Options{Host: "node-a", Port: 8080})
+			w2, err := b.Acquire(ctx(t), 1023)
+			if err != nil || w2.ID == w.ID {
+				t.Fatalf("node-a:8080 after Node-A:8080 held ID %d: %+v, %v; want another ID", w.ID, w2, err)
+			}
+		})
+	}
+}
+
 // Save keeps the latest time, Release records its own exactly, and a node
 // that keeps renewing keeps its ID past the lease TTL.
 func TestSaveReleaseRenew(t *testing.T) {

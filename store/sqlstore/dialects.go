@@ -27,9 +27,12 @@ var dialects = map[sqldb.Kind]*dialect{
 
 const cols = "biz_tag, max_id, step, description, update_time"
 
-// Leaf's own script (scripts/leaf_alloc.sql), unchanged.
+// Leaf's own script (scripts/leaf_alloc.sql), with one change: biz_tag has a
+// binary collation, so that tags differing only in case (Case and case) are
+// two tags, as on every other store. Leaf's script leaves it to the server's
+// default, case-insensitive on MySQL and MariaDB.
 const leafMySQLDDL = "CREATE TABLE IF NOT EXISTS `leaf_alloc` (\n" +
-	"  `biz_tag` varchar(128)  NOT NULL DEFAULT '',\n" +
+	"  `biz_tag` varchar(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT '',\n" +
 	"  `max_id` bigint(20) NOT NULL DEFAULT '1',\n" +
 	"  `step` int(11) NOT NULL,\n" +
 	"  `description` varchar(256)  DEFAULT NULL,\n" +

@@ -3,8 +3,11 @@
 //
 //	leaf_alloc(biz_tag, max_id, step, description, update_time)
 //
-// The table is created when absent (with Leaf's own DDL on MySQL/MariaDB) and
-// never altered. Each segment is one atomic change of max_id: one UPDATE ...
+// The table is created when absent (with Leaf's own DDL on MySQL/MariaDB, but
+// a binary collation for biz_tag) and never altered. Tag names are
+// case-sensitive; a table created by Leaf's script has the server's default
+// collation, case-insensitive on MySQL and MariaDB (Case and case are one
+// row): Open detects it, logs a warning and reports it in Warnings. Each segment is one atomic change of max_id: one UPDATE ...
 // RETURNING on PostgreSQL and SQLite, Leaf's transaction (UPDATE, then SELECT)
 // on MySQL/MariaDB. Any number of frond processes can share one database.
 //
@@ -24,6 +27,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"strconv"
@@ -37,6 +41,7 @@ import (
 var (
 	_ frond.SegmentStore = (*Store)(nil)
 	_ frond.Pinger       = (*Store)(nil)
+	_ frond.Warner       = (*Store)(nil)
 )
 
 // Options tune a Store. The zero value is usable; URL parameters override it.
@@ -49,13 +54,17 @@ type Options struct {
 	// Retries is how many times a statement that hit a deadlock or a busy
 	// database is retried at once. Zero means 2; negative means none.
 	Retries int
+	// Logger receives Open's warnings (a case-insensitive leaf_alloc). Nil
+	// means none; Warnings reports them either way.
+	Logger *slog.Logger
 }
 
 // Store is a SQL segment store.
 type Store struct {
-	db   *sqldb.DB
-	d    *dialect
-	opts Options
+	db       *sqldb.DB
+	d        *dialect
+	opts     Options
+	warnings []string
 }
 
 // Open connects to the database of rawURL and creates Leaf's table if it is
@@ -88,8 +97,39 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		s.db.Close()
 		return nil, s.fail("create table leaf_alloc", err)
 	}
+	if s.d.kind == sqldb.MySQL {
+		var coll sql.NullString
+		err := s.db.QueryRowContext(c, `SELECT COLLATION_NAME FROM information_schema.COLUMNS
+WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'leaf_alloc' AND COLUMN_NAME = 'biz_tag'`).Scan(&coll)
+		if err != nil {
+			s.db.Close()
+			return nil, s.fail("read the collation of leaf_alloc.biz_tag", err)
+		}
+		if w := collationWarning(coll.String); w != "" {
+			s.warnings = append(s.warnings, w)
+			if opts.Logger != nil {
+				opts.Logger.Warn("TAGS IGNORE CASE: "+w, "store", s.db.Where, "collation", coll.String)
+			}
+		}
+	}
 	return s, nil
 }
+
+// collationWarning says what a case-insensitive collation of biz_tag (an
+// existing Leaf table with the server's default) means, or "" for a
+// case-sensitive one. MySQL and MariaDB name case-insensitive collations
+// *_ci; a binary column has none.
+func collationWarning(collation string) string {
+	if !strings.HasSuffix(strings.ToLower(collation), "_ci") {
+		return ""
+	}
+	return fmt.Sprintf("leaf_alloc.biz_tag has the case-insensitive collation %s: tags that differ only in case (Case and case) are one tag here, "+
+		"with one max_id (every other store keeps them apart); to make them two, "+
+		"ALTER TABLE leaf_alloc MODIFY biz_tag varchar(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT ''", collation)
+}
+
+// Warnings implements frond.Warner: a case-insensitive leaf_alloc.
+func (s *Store) Warnings() []string { return slices.Clone(s.warnings) }
 
 // takeOptions sets opts from the frond_* parameters of the URL.
 func takeOptions(params map[string]string, opts *Options) error {
