@@ -15,6 +15,7 @@ package sqldb
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"net"
@@ -269,10 +270,16 @@ func (d *DB) Bound(ctx context.Context) (context.Context, context.CancelFunc) {
 
 // Fail wraps a database error of operation op: frond.ErrClosed when the pool
 // was closed, else frond.ErrStoreUnavailable (callers handle the answers
-// they expect, such as a duplicate key, before calling Fail).
+// they expect, such as a duplicate key, before calling Fail). A connection
+// the MySQL driver lost mid-statement (mysql.ErrInvalidConn, a plain error
+// value) also wraps driver.ErrBadConn, so that callers which tell an outage
+// from a server's answer (lazystore.Unreachable) see it as an outage.
 func (d *DB) Fail(op string, err error) error {
 	if errors.Is(err, sql.ErrConnDone) || strings.Contains(err.Error(), "sql: database is closed") {
 		return fmt.Errorf("%s on %s: %w", op, d.Where, frond.ErrClosed)
+	}
+	if errors.Is(err, mysql.ErrInvalidConn) && !errors.Is(err, driver.ErrBadConn) {
+		err = fmt.Errorf("%w (%w)", err, driver.ErrBadConn)
 	}
 	return fmt.Errorf("%s on %s: %w: %w", op, d.Where, frond.ErrStoreUnavailable, err)
 }
