@@ -36,6 +36,12 @@ type Settings struct {
 	// random value in [0, RandomStart) so that IDs issued at low traffic are
 	// not all even (Leaf uses 100). It must not exceed half the sequence space.
 	RandomStart int64
+	// Reserved makes the generator issue nothing until SetLimit allows it.
+	// A service that records reservations in a worker registry sets it, so
+	// that no ID exists before a reservation covering it is durable, whatever
+	// happens to the first reservation. Without it the generator has no limit
+	// until SetLimit is called.
+	Reserved bool
 	// NotBefore is the last time a previous run of this node issued (from a
 	// worker registry). The generator issues only IDs of later ticks, and
 	// refuses while the clock is behind it by more than MaxBackward.
@@ -106,8 +112,14 @@ type Generator struct {
 	refusals atomic.Uint64
 	stepAt   atomic.Int64 // 1 + the seen tick at which the last backward step was counted
 	maxLeadT atomic.Int64 // largest lead taken, in ticks
-	limit    atomic.Int64 // latest tick that may be issued (SetLimit)
+	limit    atomic.Int64 // latest tick that may be issued (SetLimit); noLimit or below 0
 }
+
+// Values of Generator.limit besides a tick.
+const (
+	noLimit    = math.MaxInt64 // ClearLimit, or never limited
+	nothingYet = -1            // Settings.Reserved before the first SetLimit
+)
 
 // New validates s and returns a generator.
 func New(s Settings) (*Generator, error) {
@@ -162,7 +174,10 @@ func New(s Settings) (*Generator, error) {
 	g.budget = g.maxBackNs + g.maxLead*g.unitNs + 2*g.unitNs + int64(time.Millisecond)
 	g.seen.Store(g.epochNs)
 	g.seenTick.Store(0)
-	g.limit.Store(math.MaxInt64)
+	g.limit.Store(noLimit)
+	if s.Reserved {
+		g.limit.Store(nothingYet)
+	}
 	if !s.NotBefore.IsZero() {
 		nb := s.NotBefore.UnixNano()
 		t := g.tickOf(nb)
@@ -270,8 +285,7 @@ func (g *Generator) reserve(n uint64) (lo, hi uint64, err error) {
 				return 0, 0, fmt.Errorf("%w: layout %s ran out on %s", ErrLayoutExpired, g.layout.Name, g.layout.Expires().Format(time.RFC3339))
 			}
 			if limit := g.limit.Load(); t > limit {
-				return 0, 0, fmt.Errorf("%w: the clock is at %s, reserved up to %s", ErrUnreserved,
-					g.layout.TickTime(t).Format(time.RFC3339Nano), g.layout.TickTime(limit).Format(time.RFC3339Nano))
+				return 0, 0, g.unreserved(t, limit)
 			}
 			lo = uint64(t)<<g.seqBits | g.startSeq()
 		case old&g.seqMask < g.seqMask:
@@ -379,22 +393,38 @@ func (g *Generator) Seal() time.Time {
 	}
 }
 
+func (g *Generator) unreserved(t, limit int64) error {
+	if limit < 0 {
+		return fmt.Errorf("%w: nothing is reserved yet", ErrUnreserved)
+	}
+	return fmt.Errorf("%w: the clock is at %s, reserved up to %s", ErrUnreserved,
+		g.layout.TickTime(t).Format(time.RFC3339Nano), g.layout.TickTime(limit).Format(time.RFC3339Nano))
+}
+
 // SetLimit sets the latest time whose tick may be issued: the time a worker
 // registry has durably recorded. Past it, Next returns ErrUnreserved. A
 // service raises the limit as the registry records later times, so a crash
-// never leaves issued IDs later than the recorded time. The zero time
-// removes the limit (the default).
+// never leaves issued IDs later than the recorded time. A time before the
+// layout's epoch (the zero time among them) allows nothing; only ClearLimit
+// removes the limit.
 func (g *Generator) SetLimit(t time.Time) {
-	if t.IsZero() {
-		g.limit.Store(math.MaxInt64)
+	if t.Before(g.layout.Epoch) {
+		g.limit.Store(nothingYet)
 		return
 	}
-	g.limit.Store(g.tickOf(t.UnixNano()))
+	g.limit.Store(min(g.tickOf(t.UnixNano()), g.maxTick))
 }
 
+// ClearLimit removes the limit of SetLimit: the generator issues up to the
+// clock (and MaxLead).
+func (g *Generator) ClearLimit() { g.limit.Store(noLimit) }
+
 // WithinLimit reports whether t's tick is at or before the limit of
-// SetLimit (always, without a limit).
+// SetLimit (always without a limit, and for a time before the epoch).
 func (g *Generator) WithinLimit(t time.Time) bool {
+	if t.Before(g.layout.Epoch) {
+		return true
+	}
 	return g.tickOf(t.UnixNano()) <= g.limit.Load()
 }
 

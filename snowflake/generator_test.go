@@ -502,10 +502,37 @@ func TestGenerator_SetLimit(t *testing.T) {
 	if _, err := g.Next(); err != nil {
 		t.Fatalf("after raising the limit: %v", err)
 	}
+	// The zero time is no time reserved, not "no limit".
 	g.SetLimit(time.Time{})
 	c.Add(2 * time.Hour)
+	if _, err := g.Next(); !errors.Is(err, ErrUnreserved) {
+		t.Fatalf("limit at the zero time: %v", err)
+	}
+	g.ClearLimit()
 	if _, err := g.Next(); err != nil {
 		t.Fatalf("without a limit: %v", err)
+	}
+}
+
+// A Reserved generator issues nothing before its first SetLimit, whatever
+// NotBefore is (zero for a worker ID never used).
+func TestGenerator_ReservedIssuesNothingBeforeSetLimit(t *testing.T) {
+	for _, nb := range []time.Time{{}, testNow.Add(-time.Minute)} {
+		c := newFakeClock(testNow)
+		g := newTestGen(t, c, Settings{Reserved: true, NotBefore: nb})
+		if _, err := g.Next(); !errors.Is(err, ErrUnreserved) {
+			t.Fatalf("NotBefore %v, before SetLimit: %v", nb, err)
+		}
+		if ids, err := g.NextN(3); !errors.Is(err, ErrUnreserved) || len(ids) != 0 {
+			t.Fatalf("NotBefore %v, NextN before SetLimit: %v, %v", nb, ids, err)
+		}
+		if !g.WithinLimit(time.Time{}) || g.WithinLimit(testNow) {
+			t.Fatal("WithinLimit before SetLimit")
+		}
+		g.SetLimit(testNow.Add(time.Second))
+		if _, err := g.Next(); err != nil {
+			t.Fatalf("NotBefore %v, after SetLimit: %v", nb, err)
+		}
 	}
 }
 

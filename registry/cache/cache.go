@@ -304,7 +304,11 @@ func (r *Registry) Warnings() []string {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.degraded != nil && r.rec != nil {
+	switch {
+	case r.degraded != nil && r.rec != nil && r.rec.ConfNanos == 0:
+		out = append(out, fmt.Sprintf("the worker registry is unreachable (%v) and has not yet recorded any time for worker ID %d: no snowflake IDs until it does",
+			r.degraded, r.rec.Node))
+	case r.degraded != nil && r.rec != nil:
 		until, _ := r.boundLocked()
 		out = append(out, fmt.Sprintf("the worker registry is unreachable (%v): issuing from the local record, up to %s",
 			r.degraded, until.UTC().Format(time.RFC3339)))

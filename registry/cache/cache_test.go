@@ -230,3 +230,22 @@ func TestRegistry_HeldElsewhereIsNotAnOutage(t *testing.T) {
 		t.Fatalf("Acquire while held elsewhere: %+v, %v; want ErrWorkerLost and no record", w, err)
 	}
 }
+
+// A worker ID the registry gave with no time (never used) and whose first
+// Save fails: nothing may be issued, and Warnings says so instead of
+// "issuing from the local record, up to 1970-01-01T00:00:10Z".
+func TestRegistry_FreshIDFirstSaveFails(t *testing.T) {
+	f, clk, open := setup(t)
+	r := open()
+	if _, err := r.Acquire(bg, 1023); err != nil {
+		t.Fatal(err)
+	}
+	f.down = true
+	if err := r.Save(bg, time.Unix(0, clk.Now()).Add(2*time.Second)); err == nil {
+		t.Fatal("Save succeeded with nothing confirmed and the registry down")
+	}
+	w := strings.Join(r.Warnings(), "; ")
+	if !strings.Contains(w, "has not yet recorded any time for worker ID 9") || strings.Contains(w, "1970") {
+		t.Fatalf("Warnings: %s", w)
+	}
+}
