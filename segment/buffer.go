@@ -61,7 +61,11 @@ type Buffer struct {
 	filling  bool          // a fill goroutine is running
 	done     chan struct{} // closed when the current load attempt ends
 	kick     chan struct{} // wakes a fill goroutine from its backoff
-	removed  bool          // dropped from the engine (tag not found)
+	gone     chan struct{} // closed by drop: stops a fill goroutine
+	removed  bool          // dropped from the engine (idle, tag not found, first load failed)
+	created  time.Time
+	mark     int64     // IDs handed out at markAt (Sweep)
+	markAt   time.Time // when mark last changed
 	lastErr  error
 	lastFail time.Time
 	failures uint64
@@ -77,9 +81,44 @@ type Buffer struct {
 }
 
 func newBuffer(e *Engine, tag string) *Buffer {
-	b := &Buffer{e: e, tag: tag, done: make(chan struct{}), kick: make(chan struct{}, 1)}
+	b := &Buffer{e: e, tag: tag, done: make(chan struct{}), kick: make(chan struct{}, 1), gone: make(chan struct{}), created: e.cfg.Clock.Now()}
 	b.cur.Store(emptySegment)
 	return b
+}
+
+// errDropped is refill's answer on a dropped buffer: the call goes on
+// through the engine, which has (or loads) the tag's buffer.
+var errDropped = errors.New("buffer dropped")
+
+// drop takes b out of the engine for good: its unused IDs are skipped, a
+// fill goroutine stops, and calls through a handle go to the engine.
+func (b *Buffer) drop() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.dropLocked()
+}
+
+func (b *Buffer) dropLocked() {
+	if b.removed {
+		return
+	}
+	b.removed = true
+	close(b.gone)
+	b.cur.Store(emptySegment)
+	b.next = nil
+	b.e.remove(b)
+}
+
+// idle reports whether b handed out no ID for IdleAfter, as seen by Sweep.
+func (b *Buffer) idle(now time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	used := b.issued + b.cur.Load().used()
+	if used != b.mark || b.markAt.IsZero() {
+		b.mark, b.markAt = used, now
+		return false
+	}
+	return now.Sub(b.markAt) >= b.e.cfg.IdleAfter
 }
 
 // Tag returns the buffer's tag.
@@ -113,6 +152,9 @@ func (b *Buffer) nextSlow(ctx context.Context) (int64, error) {
 			return v, nil
 		}
 		if err := b.refill(ctx, s); err != nil {
+			if errors.Is(err, errDropped) {
+				return b.e.Next(ctx, b.tag)
+			}
 			return 0, err
 		}
 	}
@@ -152,6 +194,10 @@ func (b *Buffer) NextN(ctx context.Context, n int64) ([]frond.Range, error) {
 			continue
 		}
 		if err := b.refill(ctx, s); err != nil {
+			if errors.Is(err, errDropped) {
+				more, err := b.e.NextN(ctx, b.tag, n)
+				return append(out, more...), err
+			}
 			return out, err
 		}
 	}
@@ -183,12 +229,20 @@ func (b *Buffer) startFillLocked() {
 
 // refill is called when the current segment s is used up. It switches to the
 // next segment if one is ready, and otherwise waits for a load, as long as
-// ctx allows. A nil error means: try again.
+// ctx allows. A nil error means: try again; errDropped: go through the
+// engine. No error sticks to the buffer: an answer that retrying does not
+// change (a tag at the top of its range, a closed connection pool) is given
+// again without a store call only for FailFast, then the store is asked
+// again.
 func (b *Buffer) refill(ctx context.Context, s *segment) error {
 	b.mu.Lock()
 	if b.cur.Load() != s { // another caller switched already
 		b.mu.Unlock()
 		return nil
+	}
+	if b.removed {
+		b.mu.Unlock()
+		return errDropped
 	}
 	if b.next != nil {
 		b.issued += s.count
@@ -201,23 +255,26 @@ func (b *Buffer) refill(ctx context.Context, s *segment) error {
 		b.mu.Unlock()
 		return fmt.Errorf("segment %q: %w", b.tag, frond.ErrClosed)
 	}
+	now := b.e.cfg.Clock.Now()
 	if err := b.lastErr; err != nil {
-		if definitive(err) {
-			if errors.Is(err, frond.ErrTagNotFound) && !b.removed {
-				b.removed = true
-				b.e.remove(b)
+		if since := now.Sub(b.lastFail); since < b.e.cfg.FailFast {
+			b.mu.Unlock()
+			if definitive(err) {
+				return err
 			}
-			b.mu.Unlock()
-			return err
-		}
-		if since := b.e.cfg.Clock.Now().Sub(b.lastFail); since < b.e.cfg.FailFast {
-			b.mu.Unlock()
 			return fmt.Errorf("%w: tag %q: both buffers empty; last load %v ago failed: %w", frond.ErrStoreUnavailable, b.tag, since.Round(time.Millisecond), err)
 		}
 	}
-	if b.removed {
-		b.mu.Unlock()
-		return fmt.Errorf("segment %q: %w", b.tag, frond.ErrTagNotFound)
+	if b.loads == 0 && !b.filling {
+		// A first load: when one failed on an outage a moment ago, fail at
+		// once and leave nothing behind (made-up tags while the store is down).
+		if at := b.e.firstFail.Load(); at != 0 {
+			if since := now.Sub(time.Unix(0, at)); since < b.e.cfg.FailFast {
+				b.dropLocked()
+				b.mu.Unlock()
+				return fmt.Errorf("%w: tag %q: no segment loaded yet, and a load failed %v ago", frond.ErrStoreUnavailable, b.tag, since.Round(time.Millisecond))
+			}
+		}
 	}
 	b.startFillLocked()
 	if !b.filling { // the engine closed after the check above: no fill will wake us
@@ -233,7 +290,7 @@ func (b *Buffer) refill(ctx context.Context, s *segment) error {
 		b.mu.Unlock()
 		if err != nil && !ready {
 			if definitive(err) {
-				return b.refill(ctx, s) // records the removal
+				return err
 			}
 			return fmt.Errorf("%w: tag %q: both buffers empty and the load failed: %w", frond.ErrStoreUnavailable, b.tag, err)
 		}
@@ -243,7 +300,7 @@ func (b *Buffer) refill(ctx context.Context, s *segment) error {
 	}
 }
 
-// definitive errors are answers, not outages: retrying does not help.
+// definitive errors are answers, not outages: retrying at once does not help.
 func definitive(err error) bool {
 	return errors.Is(err, frond.ErrTagNotFound) || errors.Is(err, frond.ErrTagExhausted) ||
 		errors.Is(err, frond.ErrInvalidArgument) || errors.Is(err, frond.ErrClosed)
@@ -264,16 +321,24 @@ func (b *Buffer) fill() {
 		case <-cfg.After(backoff):
 		case <-b.kick:
 		case <-b.e.stop:
-			// Wake callers waiting for the next attempt: there is none.
-			b.mu.Lock()
-			b.filling = false
-			close(b.done)
-			b.done = make(chan struct{})
-			b.mu.Unlock()
+			b.endFill()
+			return
+		case <-b.gone:
+			b.endFill()
 			return
 		}
 		backoff = min(2*backoff, cfg.RetryMax)
 	}
+}
+
+// endFill ends a fill between attempts and wakes the callers waiting for
+// the next attempt: there is none.
+func (b *Buffer) endFill() {
+	b.mu.Lock()
+	b.filling = false
+	close(b.done)
+	b.done = make(chan struct{})
+	b.mu.Unlock()
 }
 
 // loadOnce makes one store call and records its outcome. In the same
@@ -289,18 +354,28 @@ func (b *Buffer) loadOnce() (err error, finished bool) {
 	if b.loads > 1 {
 		step = cfg.nextStep(b.step, b.minStep, cfg.Clock.Now().Sub(b.lastLoad))
 	}
+	first := b.loads == 0
 	b.mu.Unlock()
 
 	ctx, cancel := context.WithTimeout(b.e.ctx, cfg.LoadTimeout)
 	t0 := cfg.Clock.Now()
 	a, err := b.e.store.Allocate(ctx, b.tag, step)
+	if step > 0 && errors.Is(err, frond.ErrTagExhausted) {
+		// The adaptive step does not fit below 2^63; the tag's own may.
+		step = 0
+		a, err = b.e.store.Allocate(ctx, b.tag, step)
+	}
 	cancel()
 	t1 := cfg.Clock.Now()
 	if err == nil && (a.Len() < 1 || a.Step < 1) {
 		err = fmt.Errorf("store returned an empty allocation %+v", a)
 	}
 	if cfg.OnLoad != nil {
-		cfg.OnLoad(b.tag, t1.Sub(t0), err)
+		label := b.tag
+		if first && err != nil {
+			label = "" // the tag may not exist: no series per made-up name
+		}
+		cfg.OnLoad(label, t1.Sub(t0), err)
 	}
 
 	b.mu.Lock()
@@ -310,6 +385,14 @@ func (b *Buffer) loadOnce() (err error, finished bool) {
 		b.lastErr, b.lastFail = fmt.Errorf("load segment: %w", err), t1
 		b.failures++
 		err = b.lastErr
+		if first && !definitive(err) {
+			b.e.firstFail.Store(t1.UnixNano())
+		}
+		if first || errors.Is(err, frond.ErrTagNotFound) {
+			// A tag that is gone, or whose first segment did not load,
+			// leaves nothing behind; the next request starts afresh.
+			b.dropLocked()
+		}
 	} else {
 		if step <= 0 {
 			step = a.Step
@@ -322,8 +405,11 @@ func (b *Buffer) loadOnce() (err error, finished bool) {
 		b.step, b.minStep = step, a.Step
 		b.lastLoad, b.loadDur = t1, t1.Sub(t0)
 		b.loads++
+		if first && !b.removed {
+			b.e.promote(b)
+		}
 	}
-	finished = err == nil || definitive(err) || b.e.closed.Load()
+	finished = err == nil || definitive(err) || b.e.closed.Load() || b.removed
 	if finished {
 		b.filling = false
 	}

@@ -7,19 +7,36 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/frond-id/frond"
 )
 
 // Engine hands out segment IDs for every tag of a store. It is safe for
 // concurrent use. Tags need no registration: the first request for a tag
-// loads its first segment; a tag the store does not know is not kept.
+// loads its first segment.
+//
+// What a client sends cannot make the engine grow without bound: a buffer
+// joins the engine only once its tag's first segment has loaded (a tag the
+// store does not know, or a first load that fails, leaves nothing behind: no
+// buffer, no retrying goroutine, no statistics); at most MaxPending tags
+// load their first segment at once; and buffers idle for IdleAfter are
+// dropped (their unused IDs are skipped, as at a restart).
 type Engine struct {
 	store frond.SegmentStore
 	cfg   Settings
 
-	mu   sync.Mutex // guards writes to bufs
-	bufs atomic.Pointer[map[string]*Buffer]
+	// The buffers whose first segment loaded: read is an immutable map, the
+	// lock-free fast path; buffers promoted since it was built wait in dirty
+	// until enough lookups missed read to pay for a new copy (a copy per new
+	// tag would be quadratic in the number of tags).
+	read atomic.Pointer[map[string]*Buffer]
+
+	mu        sync.Mutex         // guards dirty, misses, pending; taken after a Buffer's mu, never before
+	dirty     map[string]*Buffer // promoted, not yet in read
+	misses    int                // lookups found in dirty since read was built
+	pending   map[string]*Buffer // buffers whose first segment has not loaded yet
+	firstFail atomic.Int64       // when a first load last failed on an outage (Clock, ns)
 
 	ctx    context.Context // cancelled by Close: ends store calls
 	cancel context.CancelFunc
@@ -35,17 +52,23 @@ func New(store frond.SegmentStore, s Settings) (*Engine, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	e := &Engine{store: store, cfg: cfg, ctx: ctx, cancel: cancel, stop: make(chan struct{})}
-	m := map[string]*Buffer{}
-	e.bufs.Store(&m)
+	e := &Engine{store: store, cfg: cfg, ctx: ctx, cancel: cancel, stop: make(chan struct{}), pending: map[string]*Buffer{}, dirty: map[string]*Buffer{}}
+	e.read.Store(&map[string]*Buffer{})
+	if cfg.IdleAfter > 0 {
+		e.wg.Add(1)
+		go e.sweeper()
+	}
 	return e, nil
 }
 
 // Buffer returns the buffer of tag, creating it (without a store call) if
-// needed. Hold on to it to skip the tag lookup on every call. It returns an
-// error wrapping frond.ErrInvalidArgument for an invalid tag name.
+// needed. Hold on to it to skip the tag lookup on every call; a handle whose
+// buffer was dropped (idle, or the tag deleted) goes through the engine. It
+// returns an error wrapping frond.ErrInvalidArgument for an invalid tag
+// name, and one wrapping frond.ErrStoreUnavailable when MaxPending tags are
+// loading their first segment.
 func (e *Engine) Buffer(tag string) (*Buffer, error) {
-	if b, ok := (*e.bufs.Load())[tag]; ok {
+	if b, ok := (*e.read.Load())[tag]; ok {
 		return b, nil
 	}
 	if err := frond.ValidateTagName(tag); err != nil {
@@ -56,45 +79,142 @@ func (e *Engine) Buffer(tag string) (*Buffer, error) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	old := *e.bufs.Load()
-	if b, ok := old[tag]; ok {
+	if b, ok := (*e.read.Load())[tag]; ok {
 		return b, nil
 	}
-	m := make(map[string]*Buffer, len(old)+1)
-	for k, v := range old {
-		m[k] = v
+	if b, ok := e.dirty[tag]; ok {
+		if e.misses++; e.misses > 64+len(*e.read.Load())/64 {
+			e.rebuildLocked("") // amortized: at most 64 entries copied per miss
+		}
+		return b, nil
+	}
+	if b := e.pending[tag]; b != nil {
+		return b, nil
+	}
+	if len(e.pending) >= e.cfg.MaxPending {
+		return nil, fmt.Errorf("%w: %d tags are loading their first segment: try again", frond.ErrStoreUnavailable, len(e.pending))
 	}
 	b := newBuffer(e, tag)
-	m[tag] = b
-	e.bufs.Store(&m)
+	e.pending[tag] = b
 	return b, nil
 }
 
-// remove drops b if it is still the buffer of its tag.
+// promote makes b, whose first segment loaded, the buffer of its tag. The
+// caller holds b.mu.
+func (e *Engine) promote(b *Buffer) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.pending[b.tag] == b {
+		delete(e.pending, b.tag)
+		e.dirty[b.tag] = b
+	}
+}
+
+// rebuildLocked builds a new read map from read and dirty, without the
+// buffer of drop (if any), and empties dirty.
+func (e *Engine) rebuildLocked(drop string) {
+	old := *e.read.Load()
+	m := make(map[string]*Buffer, len(old)+len(e.dirty))
+	for k, v := range old {
+		m[k] = v
+	}
+	for k, v := range e.dirty {
+		m[k] = v
+	}
+	delete(m, drop)
+	e.read.Store(&m)
+	clear(e.dirty)
+	e.misses = 0
+}
+
+// buffers returns every buffer whose first segment loaded.
+func (e *Engine) buffers() []*Buffer {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	read := *e.read.Load()
+	out := make([]*Buffer, 0, len(read)+len(e.dirty))
+	for _, b := range read {
+		out = append(out, b)
+	}
+	for _, b := range e.dirty {
+		out = append(out, b)
+	}
+	return out
+}
+
+// remove drops b, pending or not, if it is still the buffer of its tag.
+// The caller holds b.mu.
 func (e *Engine) remove(b *Buffer) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	old := *e.bufs.Load()
-	if old[b.tag] != b {
-		return
+	if e.pending[b.tag] == b {
+		delete(e.pending, b.tag)
 	}
-	m := make(map[string]*Buffer, len(old))
-	for k, v := range old {
-		if k != b.tag {
-			m[k] = v
-		}
+	if e.dirty[b.tag] == b {
+		delete(e.dirty, b.tag)
 	}
-	e.bufs.Store(&m)
+	if (*e.read.Load())[b.tag] == b {
+		// A dropped buffer must leave the fast path at once: calls through
+		// it go to the engine, which must not hand it out again.
+		e.rebuildLocked(b.tag)
+	}
 }
 
 // Forget drops the buffer of tag and the IDs it holds, so the next request
 // reads the store afresh. Call it after deleting a tag.
 func (e *Engine) Forget(tag string) {
-	if b, ok := (*e.bufs.Load())[tag]; ok {
+	b, ok := (*e.read.Load())[tag]
+	if !ok {
+		e.mu.Lock()
+		b, ok = e.dirty[tag]
+		e.mu.Unlock()
+	}
+	if ok {
+		b.drop()
+	}
+}
+
+// Sweep drops the buffers that handed out no ID for IdleAfter (their unused
+// IDs are skipped, as at a restart), and the pending ones created that long
+// ago that are not loading. The engine runs it every IdleAfter/4; tests call
+// it with their clock.
+func (e *Engine) Sweep() {
+	now := e.cfg.Clock.Now()
+	for _, b := range e.buffers() {
+		if b.idle(now) {
+			b.drop()
+			if e.cfg.OnEvict != nil {
+				e.cfg.OnEvict(b.tag)
+			}
+		}
+	}
+	e.mu.Lock()
+	pending := make([]*Buffer, 0, len(e.pending))
+	for _, b := range e.pending {
+		pending = append(pending, b)
+	}
+	e.mu.Unlock()
+	for _, b := range pending {
 		b.mu.Lock()
-		b.removed = true
+		stale := !b.filling && now.Sub(b.created) >= e.cfg.IdleAfter
 		b.mu.Unlock()
-		e.remove(b)
+		if stale {
+			b.drop()
+		}
+	}
+}
+
+func (e *Engine) sweeper() {
+	defer e.wg.Done()
+	t := time.NewTicker(e.cfg.IdleAfter / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.stop:
+			return
+		case <-t.C:
+			e.Sweep()
+		}
 	}
 }
 
@@ -118,7 +238,7 @@ func (e *Engine) NextN(ctx context.Context, tag string, n int64) ([]frond.Range,
 
 // Stats returns the statistics of every tag in use, ordered by tag.
 func (e *Engine) Stats() []Stats {
-	bufs := *e.bufs.Load()
+	bufs := e.buffers()
 	out := make([]Stats, 0, len(bufs))
 	for _, b := range bufs {
 		out = append(out, b.Stats())

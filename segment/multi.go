@@ -4,13 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/frond-id/frond"
 )
 
-var _ frond.SegmentStore = (*Multi)(nil)
+var (
+	_ frond.SegmentStore = (*Multi)(nil)
+	_ frond.Pinger       = (*Multi)(nil)
+	_ frond.Warner       = (*Multi)(nil)
+)
+
+// ErrDegraded is wrapped by Multi.Ping when some of its stores are down and
+// others answer: segment IDs are still served, from the stores that answer.
+var ErrDegraded = errors.New("some stores are down")
 
 // Multi combines K independent stores for availability (seed 000's "several
 // instances with offset and step", TinyID's delta and remainder). Each store
@@ -174,6 +184,63 @@ func (m *Multi) UpdateTag(ctx context.Context, name string, u frond.TagUpdate) (
 // DeleteTag implements frond.SegmentStore: it deletes the tag from every store.
 func (m *Multi) DeleteTag(ctx context.Context, name string) error {
 	return m.each(func(i int, s frond.SegmentStore) error { return s.DeleteTag(ctx, name) })
+}
+
+// name names store i in messages: "store i (what its String says)" when it
+// is a fmt.Stringer (the URL without the password), else "store i".
+func (m *Multi) name(i int) string {
+	if s, ok := m.stores[i].(fmt.Stringer); ok {
+		return fmt.Sprintf("store %d (%s)", i, s.String())
+	}
+	return fmt.Sprintf("store %d", i)
+}
+
+// Ping implements frond.Pinger. It pings every store at once (a store
+// without Ping is asked for its tags): nil when all answer; when some do
+// not, an error wrapping ErrDegraded that names each store down and says
+// why; when none answers, an error wrapping frond.ErrStoreUnavailable.
+func (m *Multi) Ping(ctx context.Context) error {
+	errs := make([]error, len(m.stores))
+	var wg sync.WaitGroup
+	for i, s := range m.stores {
+		wg.Go(func() {
+			if p, ok := s.(frond.Pinger); ok {
+				errs[i] = p.Ping(ctx)
+			} else {
+				_, errs[i] = s.Tags(ctx)
+			}
+		})
+	}
+	wg.Wait()
+	var down []string
+	for i, err := range errs {
+		if err != nil {
+			down = append(down, fmt.Sprintf("%s: %v", m.name(i), err))
+		}
+	}
+	// %v for the stores' errors: a store's answer must not make the whole
+	// look like something else (a 404, a 400).
+	switch len(down) {
+	case 0:
+		return nil
+	case len(m.stores):
+		return fmt.Errorf("%w: all %d stores are down: %s", frond.ErrStoreUnavailable, len(down), strings.Join(down, "; "))
+	}
+	return fmt.Errorf("%w: %d of %d down, serving from the others: %s", ErrDegraded, len(down), len(m.stores), strings.Join(down, "; "))
+}
+
+// Warnings implements frond.Warner: the warnings of the stores, each
+// prefixed with the store's name.
+func (m *Multi) Warnings() []string {
+	var out []string
+	for i, s := range m.stores {
+		if w, ok := s.(frond.Warner); ok {
+			for _, x := range w.Warnings() {
+				out = append(out, m.name(i)+": "+x)
+			}
+		}
+	}
+	return out
 }
 
 // Close implements frond.SegmentStore: it closes every store.

@@ -1,11 +1,15 @@
 package segment
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/store/memstore"
 )
 
 func TestResidue_Exhaustive(t *testing.T) {
@@ -111,11 +115,15 @@ func TestMulti_TwoNodes_OneStoreDown(t *testing.T) {
 	if len(seen) != 4*per {
 		t.Fatalf("%d IDs", len(seen))
 	}
-	// Store b (residue 1) carried on alone: the last IDs of every node are odd.
+	// Store b (residue 1) carries on alone: once the segments a node loaded
+	// from store a before it went down (the current one and a prefetched
+	// one, 10 IDs each) are used up, every ID is odd.
 	for _, e := range nodes {
-		id, err := e.Next(bg, "t")
-		if err != nil || id%2 != 1 {
-			t.Fatalf("after store a went down: %d, %v", id, err)
+		for i := range 30 {
+			id, err := e.Next(bg, "t")
+			if err != nil || (i >= 20 && id%2 != 1) {
+				t.Fatalf("ID %d after store a went down: %d, %v", i, id, err)
+			}
 		}
 	}
 }
@@ -219,5 +227,51 @@ func TestMulti_NextNDoesNotMergeAcrossResidues(t *testing.T) {
 		if ids[i] != want[i] {
 			t.Fatalf("ids %v (ranges %+v), want %v", ids, rs, want)
 		}
+	}
+}
+
+// pingStore is a store with a name, a Ping that fails with err, and warnings.
+type pingStore struct {
+	*memstore.Store
+	name     string
+	err      error
+	warnings []string
+}
+
+func (s *pingStore) Ping(context.Context) error { return s.err }
+func (s *pingStore) String() string             { return s.name }
+func (s *pingStore) Warnings() []string         { return s.warnings }
+
+func TestMulti_Ping(t *testing.T) {
+	down := fmt.Errorf("dial: %w: connection refused", frond.ErrStoreUnavailable)
+	a := &pingStore{Store: memstore.New(nil), name: "mysql://frond@db-a:3306/ids"}
+	b := &pingStore{Store: memstore.New(nil), name: "postgres://frond@db-b:5432/ids"}
+	c := memstore.New(nil) // no Ping, no name: asked for its tags
+	m := newMulti(t, a, b, c)
+	if err := m.Ping(t.Context()); err != nil {
+		t.Fatalf("all up: %v", err)
+	}
+
+	b.err = down
+	err := m.Ping(t.Context())
+	if !errors.Is(err, ErrDegraded) || errors.Is(err, frond.ErrStoreUnavailable) ||
+		!strings.Contains(err.Error(), "store 1 (postgres://frond@db-b:5432/ids): dial") || strings.Contains(err.Error(), "store 0") {
+		t.Fatalf("one down: %v", err)
+	}
+
+	a.err = fmt.Errorf("ping: %w", frond.ErrTagNotFound) // an odd answer is still "down", and not a 404
+	c.Close()
+	err = m.Ping(t.Context())
+	if !errors.Is(err, frond.ErrStoreUnavailable) || errors.Is(err, ErrDegraded) || errors.Is(err, frond.ErrTagNotFound) ||
+		!strings.Contains(err.Error(), "store 0 (mysql://frond@db-a:3306/ids)") || !strings.Contains(err.Error(), "store 2: ") {
+		t.Fatalf("all down: %v", err)
+	}
+}
+
+func TestMulti_Warnings(t *testing.T) {
+	a := &pingStore{Store: memstore.New(nil), name: "redis://r/0", warnings: []string{"volatile"}}
+	m := newMulti(t, memstore.New(nil), a)
+	if w := m.Warnings(); len(w) != 1 || w[0] != "store 1 (redis://r/0): volatile" {
+		t.Fatalf("warnings %q", w)
 	}
 }

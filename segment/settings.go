@@ -18,6 +18,8 @@ const (
 	DefaultRetryMin    = 100 * time.Millisecond // frond: first retry of a failed background load
 	DefaultRetryMax    = 10 * time.Second       // frond: backoff cap
 	DefaultFailFast    = time.Second            // frond: see Settings.FailFast
+	DefaultIdleAfter   = time.Hour              // frond: see Settings.IdleAfter
+	DefaultMaxPending  = 1024                   // frond: see Settings.MaxPending
 )
 
 // Settings configure an Engine. The zero value means Leaf's behaviour.
@@ -45,6 +47,16 @@ type Settings struct {
 	// buffers empty gets ErrStoreUnavailable at once instead of waiting on
 	// the store again. Zero means 1 s; negative turns it off.
 	FailFast time.Duration
+	// IdleAfter: the buffer of a tag that handed out no ID for this long is
+	// dropped, and its unused IDs skipped (as at a restart); the next request
+	// loads a new segment. It bounds memory and metric series to the tags in
+	// use (per-period serial tags among them). Zero means 1 hour; negative
+	// keeps buffers forever (Leaf's behaviour).
+	IdleAfter time.Duration
+	// MaxPending bounds the tags loading their first segment at once (each
+	// a store call); past it a request for a tag not yet loaded gets
+	// ErrStoreUnavailable. Zero means 1024.
+	MaxPending int
 	// Clock stamps loads and drives the adaptive step. Nil means the system clock.
 	Clock frond.Clock
 	// After returns a channel that fires after d; it paces retries. Nil means time.After.
@@ -52,8 +64,20 @@ type Settings struct {
 	// Logger receives load failures and recoveries. Nil discards.
 	Logger *slog.Logger
 	// OnLoad, if set, is called after every store call with the tag, how
-	// long the call took and its error (nil on success). Metrics use it.
+	// long the call took and its error (nil on success). Metrics use it. The
+	// tag is empty for a failed first load: the tag may not exist, and a
+	// label per made-up name would grow without bound.
 	OnLoad func(tag string, took time.Duration, err error)
+	// OnEvict, if set, is called with the tag of a buffer Sweep dropped, so
+	// per-tag metrics can drop its series.
+	OnEvict func(tag string)
+}
+
+// Validate reports whether New would accept s (the rules of the fields'
+// comments); it is what configuration checks call, so a rule is written once.
+func (s Settings) Validate() error {
+	_, err := s.normalize()
+	return err
 }
 
 func (s Settings) normalize() (Settings, error) {
@@ -92,6 +116,15 @@ func (s Settings) normalize() (Settings, error) {
 	}
 	if s.FailFast == 0 {
 		s.FailFast = DefaultFailFast
+	}
+	if s.IdleAfter == 0 {
+		s.IdleAfter = DefaultIdleAfter
+	}
+	if s.MaxPending == 0 {
+		s.MaxPending = DefaultMaxPending
+	}
+	if s.MaxPending < 0 {
+		return s, fmt.Errorf("%w: max pending %d", frond.ErrInvalidArgument, s.MaxPending)
 	}
 	if s.Clock == nil {
 		s.Clock = frond.SystemClock{}
