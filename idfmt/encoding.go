@@ -107,16 +107,16 @@ func (e *Encoding) Decode(s string) (int64, error) {
 		}
 		d := e.decode[c]
 		if d < 0 {
-			return 0, fmt.Errorf("%w: %q is not %s (byte %d)", ErrInvalid, s, e.name, i)
+			return 0, fmt.Errorf("%w: byte %d (%q) is not a %s digit", ErrInvalid, i, c, e.name)
 		}
 		if n > (1<<63-1-uint64(d))/base {
-			return 0, fmt.Errorf("%w: %q is larger than 2^63-1", ErrInvalid, s)
+			return 0, fmt.Errorf("%w: larger than 2^63-1", ErrInvalid)
 		}
 		n = n*base + uint64(d)
 		digits++
 	}
 	if digits == 0 {
-		return 0, fmt.Errorf("%w: %q has no digits", ErrInvalid, s)
+		return 0, fmt.Errorf("%w: no digits", ErrInvalid)
 	}
 	return int64(n), nil
 }

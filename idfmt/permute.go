@@ -32,11 +32,19 @@ type Permutation struct {
 
 const rounds = 8
 
+// CheckWidth reports whether NewPermutation accepts width: 2 to 63 bits.
+func CheckWidth(width uint) error {
+	if width < 2 || width > 63 {
+		return fmt.Errorf("%w: permutation width %d: 2 to 63 bits", ErrInvalid, width)
+	}
+	return nil
+}
+
 // NewPermutation returns the permutation of [0, 2^width) for key. width is
 // 2 to 63; key must hold at least 16 bytes.
 func NewPermutation(key []byte, width uint) (*Permutation, error) {
-	if width < 2 || width > 63 {
-		return nil, fmt.Errorf("%w: permutation width %d: 2 to 63 bits", ErrInvalid, width)
+	if err := CheckWidth(width); err != nil {
+		return nil, err
 	}
 	if len(key) < 16 {
 		return nil, fmt.Errorf("%w: permutation key of %d bytes: at least 16", ErrInvalid, len(key))

@@ -14,6 +14,7 @@ import (
 const (
 	CodeInvalidArgument  = "invalid_argument"
 	CodeTagNotFound      = "tag_not_found"
+	CodeSerialNotFound   = "serial_not_found" // no serial of that name is configured
 	CodeTagExists        = "tag_exists"
 	CodeWouldReissue     = "would_reissue"
 	CodeTagExhausted     = "tag_exhausted"
@@ -41,6 +42,8 @@ func Code(err error) string {
 	case errors.Is(err, frond.ErrInvalidArgument), errors.Is(err, snowflake.ErrInvalidID), errors.Is(err, snowflake.ErrInvalidLayout),
 		errors.Is(err, idfmt.ErrInvalid):
 		return CodeInvalidArgument
+	case errors.Is(err, ErrSerialNotFound):
+		return CodeSerialNotFound
 	case errors.Is(err, frond.ErrTagNotFound):
 		return CodeTagNotFound
 	case errors.Is(err, frond.ErrTagExists):

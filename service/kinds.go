@@ -27,6 +27,13 @@ const (
 	KindSnowflake = "snowflake"
 )
 
+// ErrSerialNotFound means no serial of the name asked for is configured.
+var ErrSerialNotFound = errors.New("serial not found")
+
+func serialNotFound(name string) error {
+	return fmt.Errorf("%w: serial %s is not configured", ErrSerialNotFound, Quote(name))
+}
+
 // SerialConfig configures one business serial number.
 type SerialConfig struct {
 	// Template, e.g. "PAY{time:yyyyMMddHHmmssSSS}{seq:6}" (see idfmt.Template).
@@ -57,7 +64,7 @@ func (s *Service) initKinds() error {
 	for name, c := range s.cfg.Serials {
 		sr, err := s.newSerial(name, c)
 		if err != nil {
-			return fmt.Errorf("serial %q: %w", name, err)
+			return err
 		}
 		s.serials[name] = sr
 	}
@@ -66,26 +73,37 @@ func (s *Service) initKinds() error {
 		if w == 0 {
 			w = 63
 		}
+		if err := idfmt.CheckWidth(w); err != nil {
+			return configError(err, "ObfuscationWidth")
+		}
 		var err error
 		if s.segPerm, err = idfmt.NewPermutation(s.cfg.ObfuscationKey, w); err != nil {
-			return err
+			return configError(err, "ObfuscationKey")
 		}
 		if s.snowPerm, err = idfmt.NewPermutation(s.cfg.ObfuscationKey, s.cfg.Layout.Bits()); err != nil {
-			return err
+			return configError(err, "ObfuscationKey")
 		}
 	}
 	for tag, form := range s.cfg.Forms {
 		if err := s.checkForm(form); err != nil {
-			return fmt.Errorf("form of tag %q: %w", tag, err)
+			return configError(fmt.Errorf("form of tag %q: %w", tag, err), "Forms["+tag+"]")
 		}
 	}
 	return nil
 }
 
+// newSerial checks and prepares a serial; its errors are *ConfigError
+// naming the serial's field ("Serials[pay].Step").
 func (s *Service) newSerial(name string, c SerialConfig) (*serial, error) {
+	bad := func(err error, fields ...string) error {
+		for i, f := range fields {
+			fields[i] = "Serials[" + name + "]." + f
+		}
+		return configError(err, fields...)
+	}
 	tmpl, err := idfmt.ParseTemplate(c.Template)
 	if err != nil {
-		return nil, err
+		return nil, bad(err, "Template")
 	}
 	if c.Tag == "" {
 		c.Tag = name
@@ -98,24 +116,29 @@ func (s *Service) newSerial(name string, c SerialConfig) (*serial, error) {
 	}
 	loc, err := time.LoadLocation(c.Zone)
 	if err != nil {
-		return nil, fmt.Errorf("%w: zone %q: %v", frond.ErrInvalidArgument, c.Zone, err)
+		return nil, bad(fmt.Errorf("%w: zone %q: %v", frond.ErrInvalidArgument, c.Zone, err), "Zone")
 	}
 	switch c.Source {
 	case "segment", "":
 		c.Source = "segment"
-		if err := frond.ValidateTagName(c.Tag + ".2026112200"); err != nil {
-			return nil, err
+		probe := c.Tag + ".2026112200" // the longest period tag
+		if err := frond.ValidateTagName(probe); err != nil {
+			return nil, bad(err, "Tag")
+		}
+		// The tags are created with this step: the store's rule, now.
+		if err := (frond.Tag{Name: probe, MaxID: 1, Step: c.Step}).Validate(); err != nil {
+			return nil, bad(err, "Step")
 		}
 		if err := tmpl.CheckSegment(c.Reset); err != nil {
-			return nil, err
+			return nil, bad(err, "Reset", "Template")
 		}
 	case "snowflake":
 		if c.Reset != "" && c.Reset != "none" {
-			return nil, fmt.Errorf("%w: reset %q: a snowflake sequence restarts every tick already", frond.ErrInvalidArgument, c.Reset)
+			return nil, bad(fmt.Errorf("%w: reset %q: a snowflake sequence restarts every tick already", frond.ErrInvalidArgument, c.Reset), "Reset")
 		}
 		l := s.cfg.Layout
 		if err := tmpl.CheckSnowflake(l.Unit, l.MaxNode(), l.MaxSeq()); err != nil {
-			return nil, err
+			return nil, bad(err, "Template")
 		}
 		// Local time that repeats (daylight saving ending) would print two
 		// ticks alike: only zones with one offset all year.
@@ -123,13 +146,16 @@ func (s *Service) newSerial(name string, c SerialConfig) (*serial, error) {
 		_, jan := time.Date(y, 1, 1, 0, 0, 0, 0, loc).Zone()
 		_, jul := time.Date(y, 7, 1, 0, 0, 0, 0, loc).Zone()
 		if jan != jul {
-			return nil, fmt.Errorf("%w: zone %q changes its offset during the year; snowflake serials would repeat when clocks go back: use UTC or a fixed-offset zone", frond.ErrInvalidArgument, c.Zone)
+			return nil, bad(fmt.Errorf("%w: zone %q changes its offset during the year; snowflake serials would repeat when clocks go back: use UTC or a fixed-offset zone", frond.ErrInvalidArgument, c.Zone), "Zone")
 		}
 	default:
-		return nil, fmt.Errorf("%w: source %q: segment or snowflake", frond.ErrInvalidArgument, c.Source)
+		return nil, bad(fmt.Errorf("%w: source %q: segment or snowflake", frond.ErrInvalidArgument, c.Source), "Source")
 	}
 	return &serial{name: name, cfg: c, tmpl: tmpl, loc: loc}, nil
 }
+
+// resets reports whether the serial restarts its sequence every period.
+func (sr *serial) resets() bool { return sr.cfg.Reset != "" && sr.cfg.Reset != "none" }
 
 // SerialNames lists the configured serials.
 func (s *Service) SerialNames() []string {
@@ -140,11 +166,12 @@ func (s *Service) SerialNames() []string {
 	return out
 }
 
-// Serials returns n serial numbers of the named serial.
+// Serials returns n serial numbers of the named serial; ErrSerialNotFound if
+// no serial of that name is configured.
 func (s *Service) Serials(ctx context.Context, name string, n int) ([]string, error) {
 	sr, ok := s.serials[name]
 	if !ok {
-		return nil, fmt.Errorf("%w: serial %q is not configured (serials: in the configuration)", frond.ErrTagNotFound, name)
+		return nil, serialNotFound(name)
 	}
 	if n < 1 || n > MaxBatch {
 		return nil, fmt.Errorf("%w: count %d: must be 1 to %d", frond.ErrInvalidArgument, n, MaxBatch)
@@ -169,8 +196,15 @@ func (s *Service) Serials(ctx context.Context, name string, n int) ([]string, er
 			tag += "." + key
 		}
 		rs, err := s.SegmentIDs(ctx, tag, int64(n-len(out)))
+		if errors.Is(err, frond.ErrTagNotFound) && !sr.resets() {
+			// A missing tag may be one that was deleted: creating it again
+			// at 1 would hand out the same serials again.
+			return out, fmt.Errorf("%w: serial %s: its tag %q does not exist. A new serial: create it (frond tag create %s --step %d). "+
+				"If it existed (it was deleted), create it again with --max-id above the last sequence issued, or the serials repeat",
+				frond.ErrTagNotFound, Quote(name), tag, tag, sr.cfg.Step)
+		}
 		if errors.Is(err, frond.ErrTagNotFound) {
-			// First use of the tag (or of this period's tag): create it, then retry.
+			// First use of this period's tag: create it, then retry.
 			_, cerr := s.store.CreateTag(ctx, frond.Tag{Name: tag, MaxID: 1, Step: sr.cfg.Step, Description: "serial " + sr.name})
 			if cerr != nil && !errors.Is(cerr, frond.ErrTagExists) {
 				return out, cerr
@@ -238,7 +272,7 @@ func (s *Service) checkForm(form string) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("%w: form %q: number, base62, base32, opaque or opaque62", frond.ErrInvalidArgument, form)
+	return fmt.Errorf("%w: form %s: number, base62, base32, opaque or opaque62", frond.ErrInvalidArgument, Quote(form))
 }
 
 // Numeric reports whether a form is a number (so it can go in ids and on Leaf's API).
@@ -285,7 +319,7 @@ func (s *Service) Format(kind, form string, ids []int64) ([]string, []int64, err
 // opaque forms; base62 and base32 need no key).
 func (s *Service) Reveal(kind, form, value string) (int64, error) {
 	if kind != KindSegment && kind != KindSnowflake {
-		return 0, fmt.Errorf("%w: kind %q: segment or snowflake", frond.ErrInvalidArgument, kind)
+		return 0, fmt.Errorf("%w: kind %s: segment or snowflake", frond.ErrInvalidArgument, Quote(kind))
 	}
 	if err := s.checkForm(form); err != nil {
 		return 0, err
@@ -304,7 +338,11 @@ func (s *Service) Reveal(kind, form, value string) (int64, error) {
 		}
 	}
 	if err != nil {
-		return 0, fmt.Errorf("%w: %q is not a %s ID: %v", frond.ErrInvalidArgument, value, form, err)
+		var ne *strconv.NumError
+		if errors.As(err, &ne) {
+			err = ne.Err // without the input, which Quote cuts
+		}
+		return 0, fmt.Errorf("%w: %s is not a %s ID: %v", frond.ErrInvalidArgument, Quote(value), form, err)
 	}
 	if form == FormOpaque || form == FormOpaque62 {
 		if v, err = s.permOf(kind).Invert(v); err != nil {

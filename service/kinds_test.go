@@ -2,6 +2,7 @@ package service
 
 import (
 	"errors"
+	"github.com/frond-id/frond"
 	"slices"
 	"strings"
 	"sync"
@@ -72,7 +73,7 @@ func TestSerials_SegmentDailyReset(t *testing.T) {
 	if _, err := s.Serials(bg, "tiny", 1); Code(err) != CodeSeqOverflow {
 		t.Fatalf("sequence 100 in {seq:2}: %v", err)
 	}
-	if _, err := s.Serials(bg, "nope", 1); Code(err) != CodeTagNotFound {
+	if _, err := s.Serials(bg, "nope", 1); !errors.Is(err, ErrSerialNotFound) || Code(err) != CodeSerialNotFound {
 		t.Fatalf("unknown serial: %v", err)
 	}
 }
@@ -234,4 +235,34 @@ func collectUnique(t *testing.T, workers, rounds int, gen func(round int) ([]str
 		t.Fatal(err)
 	}
 	return seen
+}
+
+// A serial without a reset whose tag is missing is refused, with how to
+// create or restore it: the tag used to be created again at max_id 1 without
+// a word after a delete, and the same serials came out again.
+func TestSerials_MissingTagRefused(t *testing.T) {
+	c := newClock()
+	s := newKindsService(t, c, Config{Serials: map[string]SerialConfig{
+		"inv": {Template: "INV{seq:8}", Step: 10},
+	}})
+	_, err := s.Serials(bg, "inv", 1)
+	if Code(err) != CodeTagNotFound || !strings.Contains(err.Error(), "frond tag create inv --step 10") || !strings.Contains(err.Error(), "--max-id") {
+		t.Fatalf("first use without the tag: %v", err)
+	}
+	if _, err := s.CreateTag(bg, frond.Tag{Name: "inv", MaxID: 1, Step: 10}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.Serials(bg, "inv", 3)
+	if err != nil || out[2] != "INV00000003" {
+		t.Fatalf("serials %v, %v", out, err)
+	}
+	if err := s.DeleteTag(bg, "inv"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := s.Serials(bg, "inv", 1); Code(err) != CodeTagNotFound {
+		t.Fatalf("after the tag was deleted: %v, %v (serials start over)", out, err)
+	}
+	if _, err := s.Tag(bg, "inv"); Code(err) != CodeTagNotFound {
+		t.Fatalf("the tag was created again: %v", err)
+	}
 }

@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,8 +53,9 @@ type Config struct {
 	// unreachable, lease lost, clock far from its peers) tries again. Zero
 	// means 1 s.
 	RetryEvery time.Duration
-	// Sleep waits while the clock catches up at start-up; nil means
-	// time.Sleep. Tests inject one that moves their clock.
+	// Sleep waits while the clock catches up at start-up; nil means a timer
+	// that Close (or New's context) interrupts. Tests inject one that moves
+	// their clock.
 	Sleep func(time.Duration)
 	// Segment configures the segment engine.
 	Segment segment.Settings
@@ -93,6 +92,10 @@ type Service struct {
 	workerID   atomic.Int64              // the last worker ID held (serial {node:W}), -1 before the first
 	snowIssued atomic.Uint64
 	saveErr    atomic.Pointer[error] // last failed reservation, nil when fine
+	pubMu      sync.Mutex            // orders publish against closeSnowflake
+	closing    bool                  // under pubMu: no state replaces the closed one
+	runCtx     context.Context       // the supervisor's calls; cancelled by Close
+	cancelRun  context.CancelFunc
 	stop       chan struct{}
 	wg         sync.WaitGroup
 	closeOnce  sync.Once
@@ -105,26 +108,20 @@ func New(ctx context.Context, cfg Config, store frond.SegmentStore, reg frond.Wo
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	if cfg.PersistEvery == 0 {
 		cfg.PersistEvery = time.Second
 	}
-	if cfg.PersistEvery < 0 {
-		return nil, fmt.Errorf("%w: persist interval %v", frond.ErrInvalidArgument, cfg.PersistEvery)
-	}
 	if cfg.RetryEvery == 0 {
 		cfg.RetryEvery = time.Second
-	}
-	if cfg.RetryEvery < 0 {
-		return nil, fmt.Errorf("%w: retry interval %v", frond.ErrInvalidArgument, cfg.RetryEvery)
 	}
 	if cfg.MaxPeerSkew == 0 {
 		cfg.MaxPeerSkew = 5 * time.Second
 	}
 	if cfg.StartupWait == 0 {
 		cfg.StartupWait = 2*cfg.PersistEvery + cfg.MaxLead + time.Second
-	}
-	if cfg.Sleep == nil {
-		cfg.Sleep = time.Sleep
 	}
 	if cfg.Layout.Unit == 0 && cfg.Layout.TimeBits == 0 {
 		cfg.Layout, _ = snowflake.Preset(snowflake.Twitter)
@@ -136,16 +133,20 @@ func New(ctx context.Context, cfg Config, store frond.SegmentStore, reg frond.Wo
 		cfg.Segment.Logger = log
 	}
 	s := &Service{cfg: cfg, store: store, reg: reg, log: log, now: cfg.Now, stop: make(chan struct{})}
+	s.runCtx, s.cancelRun = context.WithCancel(context.Background())
 	if err := s.initKinds(); err != nil {
+		s.cancelRun()
 		return nil, err
 	}
 
 	if err := s.startSnowflake(ctx); err != nil {
+		s.cancelRun()
 		return nil, err
 	}
 	var err error
 	s.seg, err = segment.New(store, cfg.Segment)
 	if err != nil {
+		s.cancelRun()
 		return nil, err
 	}
 	s.wg.Add(1)
@@ -154,12 +155,24 @@ func New(ctx context.Context, cfg Config, store frond.SegmentStore, reg frond.Wo
 }
 
 // Close stops the engines, records the exact last snowflake time and
-// closes the registry and the store.
+// closes the registry and the store, within ctx: the supervisor's registry
+// calls and clock waits are cancelled, and if it has not stopped when ctx
+// ends, Close goes on without it (it can no longer publish a generator).
 func (s *Service) Close(ctx context.Context) error {
 	var errs []error
 	s.closeOnce.Do(func() {
 		close(s.stop)
-		s.wg.Wait()
+		s.cancelRun()
+		stopped := make(chan struct{})
+		go func() {
+			s.wg.Wait()
+			close(stopped)
+		}()
+		select {
+		case <-stopped:
+		case <-ctx.Done():
+			errs = append(errs, fmt.Errorf("the worker supervisor did not stop in time: %w", ctx.Err()))
+		}
 		errs = append(errs, s.seg.Close(), s.closeSnowflake(ctx), s.reg.Close(), s.store.Close())
 	})
 	return errors.Join(errs...)
@@ -277,32 +290,3 @@ func (s *Service) DeleteTag(ctx context.Context, name string) error {
 
 // SegmentStats returns the buffers' statistics.
 func (s *Service) SegmentStats() []segment.Stats { return s.seg.Stats() }
-
-// Check is one part of readiness.
-type Check struct {
-	Name   string `json:"name"`
-	OK     bool   `json:"ok"`
-	Detail string `json:"detail,omitempty"`
-}
-
-// Ready checks the store, the worker ID and the clock.
-func (s *Service) Ready(ctx context.Context) []Check {
-	var out []Check
-	var err error
-	if p, ok := s.store.(frond.Pinger); ok {
-		err = p.Ping(ctx)
-	} else {
-		_, err = s.store.Tags(ctx)
-	}
-	c := Check{Name: "store", OK: err == nil}
-	if err != nil {
-		c.Detail = err.Error()
-	}
-	if w, ok := s.store.(frond.Warner); ok && len(w.Warnings()) > 0 {
-		c.Detail = strings.TrimPrefix(c.Detail+"; "+strings.Join(w.Warnings(), "; "), "; ")
-	}
-	out = append(out, c)
-
-	out = append(out, s.snowflakeChecks()...)
-	return slices.Clip(out)
-}

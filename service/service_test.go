@@ -448,6 +448,34 @@ func TestService_Reservation(t *testing.T) {
 	}
 }
 
+// A worker ID never used before (LastIssued zero) whose first reservation
+// fails issues nothing: a kill -9 and a restart with the clock behind would
+// otherwise reissue the same IDs (the generator took a zero limit as "no
+// limit"). The file registry on a disk where worker.json cannot be written,
+// and a fresh etcd, Redis or SQL worker ID with the registry cut, did this.
+func TestService_FreshWorkerFirstReservationFails(t *testing.T) {
+	c := newClock()
+	reg := &memRegistry{id: 3, failErr: errors.New("read-only file system")}
+	s, _ := newService(t, c, reg)
+	if id, err := s.SnowflakeID(); Code(err) != CodeUnreserved {
+		t.Fatalf("SnowflakeID = %d, %v; want %s", id, err, CodeUnreserved)
+	}
+	if ids, err := s.SnowflakeIDs(5); Code(err) != CodeUnreserved || len(ids) != 0 {
+		t.Fatalf("SnowflakeIDs = %v, %v", ids, err)
+	}
+	c.Add(time.Second)
+	if _, err := s.SnowflakeID(); Code(err) != CodeUnreserved {
+		t.Fatalf("a second later: %v", err)
+	}
+	reg.set(func(r *memRegistry) { r.failErr = nil })
+	if err := s.reserve(bg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SnowflakeID(); err != nil {
+		t.Fatalf("after the reservation: %v", err)
+	}
+}
+
 // A clean shutdown records the exact last time, so a restart starts at once.
 func TestService_CloseReleasesExactTime(t *testing.T) {
 	c := newClock()
@@ -495,6 +523,7 @@ func TestCode(t *testing.T) {
 		&ClockBehindError{}:      CodeClockBackwards,
 		frond.ErrClosed:          CodeUnavailable,
 		context.DeadlineExceeded: CodeUnavailable,
+		ErrSerialNotFound:        CodeSerialNotFound,
 		errors.New("boom"):       CodeInternal,
 	} {
 		if got := Code(err); got != want {
@@ -518,5 +547,242 @@ func TestReady_StoreWarnings(t *testing.T) {
 	chk := s.Ready(bg)[0]
 	if chk.Name != "store" || !chk.OK || chk.Detail != "redis keeps nothing on disk" {
 		t.Fatalf("store check %+v", chk)
+	}
+}
+
+// Per-kind readiness: snowflake is not ready whenever a snowflake request
+// would fail (the overall page used to say 200 "degraded" while every
+// snowflake request failed), and is ready again when it would succeed.
+func TestService_SnowflakeReady(t *testing.T) {
+	c := newClock()
+	reg := &memRegistry{id: 4}
+	s, _ := newService(t, c, reg)
+	wantReady := func(ready bool, fragment string) {
+		t.Helper()
+		k := s.SnowflakeReady()
+		_, err := s.SnowflakeID()
+		if k.Ready != ready || (err == nil) != ready || !strings.Contains(k.Detail, fragment) {
+			t.Fatalf("SnowflakeReady %+v, SnowflakeID error %v; want ready %v with %q", k, err, ready, fragment)
+		}
+	}
+	wantReady(true, "worker ID 4")
+	// The clock steps back by a minute.
+	c.Add(-time.Minute)
+	wantReady(false, "behind")
+	c.Add(time.Minute)
+	wantReady(true, "worker ID 4")
+	// The lease is lost and the registry does not answer.
+	reg.set(func(r *memRegistry) { r.acquireErr = fmt.Errorf("%w: connection refused", frond.ErrStoreUnavailable) })
+	reg.revoke()
+	waitFor(t, "a failed re-acquisition", func() bool { return strings.Contains(s.SnowflakeReady().Detail, "connection refused") })
+	wantReady(false, "connection refused")
+	reg.set(func(r *memRegistry) { r.acquireErr = nil })
+	waitFor(t, "re-acquisition", func() bool { return s.WorkerInfo().Issuing })
+	wantReady(true, "worker ID 4")
+	// The reservation runs out while the registry fails to record.
+	reg.set(func(r *memRegistry) { r.failErr = errors.New("disk full") })
+	c.Add(3 * time.Hour)
+	wantReady(false, "has not recorded a time past the clock")
+	s.reserve(bg)
+	wantReady(false, "disk full")
+
+	// A fresh worker ID whose first reservation fails.
+	s2, _ := newService(t, newClock(), &memRegistry{id: 5, failErr: errors.New("read-only file system")})
+	if k := s2.SnowflakeReady(); k.Ready || !strings.Contains(k.Detail, "read-only file system") {
+		t.Fatalf("fresh worker, first reservation failed: %+v", k)
+	}
+}
+
+// hangingRegistry's Acquire and Save hang (until their context ends, or
+// for good when ignoreCtx) while hang is open, as a registry behind a dead
+// network path does; its Release records the exact time a clean stop hands
+// it.
+type hangingRegistry struct {
+	*memRegistry
+	hangAcquire, hangSave chan struct{}
+	ignoreCtx             bool
+	released              chan time.Time
+}
+
+func (r *hangingRegistry) wait(ctx context.Context, hang chan struct{}) error {
+	if hang == nil {
+		return nil
+	}
+	if r.ignoreCtx {
+		<-hang
+		return nil
+	}
+	select {
+	case <-hang:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %w", frond.ErrStoreUnavailable, ctx.Err())
+	}
+}
+
+func (r *hangingRegistry) Acquire(ctx context.Context, maxNode int64) (frond.Worker, error) {
+	r.mu.Lock()
+	hang := r.hangAcquire
+	r.mu.Unlock()
+	if err := r.wait(ctx, hang); err != nil {
+		return frond.Worker{}, err
+	}
+	return r.memRegistry.Acquire(ctx, maxNode)
+}
+
+func (r *hangingRegistry) Save(ctx context.Context, last time.Time) error {
+	r.mu.Lock()
+	hang := r.hangSave
+	r.mu.Unlock()
+	if err := r.wait(ctx, hang); err != nil {
+		return err
+	}
+	return r.memRegistry.Save(ctx, last)
+}
+
+func (r *hangingRegistry) Release(ctx context.Context, last time.Time) error {
+	r.released <- last
+	return nil
+}
+
+// closeWithin closes s with a shutdown timeout and fails if it takes much
+// longer.
+func closeWithin(t *testing.T, s *Service, timeout time.Duration) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		ctx, cancel := context.WithTimeout(bg, timeout)
+		defer cancel()
+		s.Close(ctx)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(timeout + 3*time.Second):
+		t.Fatalf("Close did not return within its %v shutdown timeout", timeout)
+	}
+}
+
+// Close is bounded by its context while the supervisor is inside a registry
+// call that hangs (it waited for the 15 s acquire timeout, or for good).
+func TestService_CloseBoundedDuringHungAcquire(t *testing.T) {
+	for _, ignoreCtx := range []bool{false, true} {
+		c := newClock()
+		reg := &hangingRegistry{memRegistry: &memRegistry{id: 4}, ignoreCtx: ignoreCtx, released: make(chan time.Time, 1)}
+		s, err := New(bg, Config{Now: c.Now, Sleep: c.Add, PersistEvery: time.Hour, RetryEvery: time.Millisecond}, memstore.New(nil), reg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hang := make(chan struct{})
+		defer close(hang)
+		reg.set(func(r *memRegistry) { reg.hangAcquire = hang })
+		reg.revoke() // the supervisor acquires again, and hangs
+		waitFor(t, "the loss", func() bool { return !s.WorkerInfo().Held })
+		time.Sleep(20 * time.Millisecond) // into the hung Acquire
+		closeWithin(t, s, 300*time.Millisecond)
+		select {
+		case <-reg.released:
+			t.Fatal("released a worker ID this node no longer held")
+		default:
+		}
+	}
+}
+
+// Close is bounded while the supervisor's reservation hangs in the
+// registry, and still records the exact time of the last ID.
+func TestService_CloseBoundedDuringHungSave(t *testing.T) {
+	c := newClock()
+	reg := &hangingRegistry{memRegistry: &memRegistry{id: 4}, ignoreCtx: true, released: make(chan time.Time, 1)}
+	s, err := New(bg, Config{Now: c.Now, Sleep: c.Add, PersistEvery: 5 * time.Millisecond}, memstore.New(nil), reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hang := make(chan struct{})
+	defer close(hang)
+	reg.set(func(r *memRegistry) { reg.hangSave = hang })
+	time.Sleep(30 * time.Millisecond) // the supervisor's next reservation hangs
+	id, err := s.SnowflakeID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeWithin(t, s, 300*time.Millisecond)
+	d, _ := s.Decode(id, "")
+	select {
+	case last := <-reg.released:
+		if !last.Equal(d.Time) {
+			t.Fatalf("released %v, the last ID's time is %v", last, d.Time)
+		}
+	default:
+		t.Fatal("the exact last time was not recorded")
+	}
+}
+
+// Close interrupts a clock wait of the supervisor (a re-acquired ID whose
+// last time is ahead of the clock) and, while the ID is held, records the
+// exact time of the last ID.
+func TestService_CloseInterruptsClockWait(t *testing.T) {
+	c := newClock()
+	reg := &hangingRegistry{memRegistry: &memRegistry{id: 4}, released: make(chan time.Time, 1)}
+	// Sleep nil: the real, interruptible wait; the test clock stands still,
+	// so the wait would last StartupWait.
+	s, err := New(bg, Config{Now: c.Now, PersistEvery: time.Hour, RetryEvery: time.Millisecond, StartupWait: time.Minute},
+		memstore.New(nil), reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.set(func(r *memRegistry) { r.last = time.Unix(0, c.Now()).Add(20 * time.Second) })
+	reg.revoke()
+	waitFor(t, "the re-acquisition", func() bool {
+		reg.mu.Lock()
+		defer reg.mu.Unlock()
+		return reg.acquires >= 2
+	})
+	time.Sleep(20 * time.Millisecond) // into the wait
+	closeWithin(t, s, 300*time.Millisecond)
+}
+
+// SIGTERM during the start-up clock wait: New returns when its context ends.
+func TestNew_ClockWaitEndsWithContext(t *testing.T) {
+	c := newClock()
+	reg := &memRegistry{id: 4, last: time.Unix(0, c.Now()).Add(20 * time.Second)}
+	ctx, cancel := context.WithTimeout(bg, 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	s, err := New(ctx, Config{Now: c.Now, PersistEvery: time.Hour, StartupWait: time.Minute}, memstore.New(nil), reg, nil)
+	if err == nil {
+		s.Close(bg)
+	}
+	if el := time.Since(start); el > 3*time.Second {
+		t.Fatalf("New took %v after its context ended", el)
+	}
+}
+
+// unreachableAtRelease is a registry whose Release finds it unreachable.
+type unreachableAtRelease struct{ *memRegistry }
+
+func (r unreachableAtRelease) Release(ctx context.Context, last time.Time) error {
+	return fmt.Errorf("%w: connection refused", frond.ErrStoreUnavailable)
+}
+
+// SIGTERM while the registry is unreachable: the stop is clean (the last
+// reservation stands, later than the last ID), not an error that makes the
+// process exit 1; a registry that answers with an error still fails it.
+func TestService_CloseRegistryUnreachable(t *testing.T) {
+	c := newClock()
+	reg := unreachableAtRelease{&memRegistry{id: 2}}
+	s, err := New(bg, Config{Now: c.Now, Sleep: c.Add, PersistEvery: time.Hour}, memstore.New(nil), reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := s.SnowflakeID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(bg); err != nil {
+		t.Fatalf("Close with the registry unreachable: %v", err)
+	}
+	d, _ := s.Decode(id, "")
+	if reg.last.Before(d.Time) {
+		t.Fatalf("the registry holds %v, before the last ID's time %v", reg.last, d.Time)
 	}
 }

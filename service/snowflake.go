@@ -78,9 +78,9 @@ const acquireTimeout = 15 * time.Second
 func (s *Service) startSnowflake(ctx context.Context) error {
 	s.workerID.Store(-1)
 	s.snow.Store(&snowState{err: fmt.Errorf("%w: not acquired yet", frond.ErrWorkerLost)})
-	ctx, cancel := context.WithTimeout(ctx, acquireTimeout)
+	actx, cancel := context.WithTimeout(ctx, acquireTimeout)
 	defer cancel()
-	err := s.acquire(ctx)
+	err := s.acquire(actx, ctx)
 	if err != nil && !errors.Is(err, frond.ErrStoreUnavailable) && !errors.Is(err, frond.ErrWorkerLost) {
 		return fmt.Errorf("acquire worker ID: %w", err)
 	}
@@ -90,9 +90,10 @@ func (s *Service) startSnowflake(ctx context.Context) error {
 func (s *Service) reserveLead() time.Duration { return 2*s.cfg.PersistEvery + s.cfg.MaxLead }
 
 // acquire holds a worker ID (unless one is held), waits out a small clock
-// gap, checks the peers' clocks, and installs a generator. It is called by
-// New and then only by the supervisor goroutine.
-func (s *Service) acquire(ctx context.Context) error {
+// gap, checks the peers' clocks, and installs a generator. ctx bounds the
+// registry calls, life the clock wait (it ends at shutdown). It is called
+// by New and then only by the supervisor goroutine.
+func (s *Service) acquire(ctx, life context.Context) error {
 	st := s.snow.Load()
 	w := st.worker
 	if !st.held {
@@ -114,7 +115,9 @@ func (s *Service) acquire(ctx context.Context) error {
 	if s.prevLast.After(notBefore) {
 		notBefore = s.prevLast
 	}
-	s.waitForClock(w.ID, notBefore)
+	if err := s.waitForClock(life, w.ID, notBefore); err != nil {
+		return err // shutting down
+	}
 
 	if pc, ok := s.reg.(frond.PeerClock); ok && s.cfg.MaxPeerSkew > 0 && !w.FromCache {
 		if err := s.checkPeers(ctx, pc); err != nil {
@@ -130,12 +133,12 @@ func (s *Service) acquire(ctx context.Context) error {
 	gen, err := snowflake.New(snowflake.Settings{
 		Layout: s.cfg.Layout, Node: w.ID, NotBefore: notBefore,
 		MaxBackward: s.cfg.MaxBackward, MaxLead: s.cfg.MaxLead, RandomStart: s.cfg.RandomStart, Now: s.cfg.Now,
+		Reserved: true, // nothing is issued until a reservation is recorded
 	})
 	if err != nil {
 		s.setDown(&snowState{worker: w, held: true, err: err}, err)
 		return err
 	}
-	gen.SetLimit(notBefore) // nothing may be issued before the first reservation
 	next := &snowState{gen: gen, worker: w, held: true, notBefore: notBefore}
 	if err := s.reserveOn(ctx, next); errors.Is(err, frond.ErrWorkerLost) {
 		s.setDown(&snowState{err: err}, err)
@@ -145,7 +148,9 @@ func (s *Service) acquire(ctx context.Context) error {
 		// is recorded, which the supervisor retries every PersistEvery.
 		s.log.Error("worker registry did not record the time; snowflake IDs wait for it", "err", err)
 	}
-	s.snow.Store(next)
+	if !s.publish(next) {
+		return fmt.Errorf("%w: shutting down", frond.ErrClosed)
+	}
 	if behind := notBefore.Sub(time.Unix(0, s.now())); behind > 0 {
 		s.log.Error("CLOCK BEHIND: refusing snowflake IDs until the clock passes the last time this worker ID was used; segment IDs are served",
 			"behind", behind.Round(time.Millisecond), "last_issued", notBefore, "worker", w.ID)
@@ -156,19 +161,45 @@ func (s *Service) acquire(ctx context.Context) error {
 }
 
 // waitForClock sleeps while the clock is behind notBefore by at most
-// StartupWait, so that a quick restart comes up issuing.
-func (s *Service) waitForClock(worker int64, notBefore time.Time) {
+// StartupWait, so that a quick restart comes up issuing. It returns ctx's
+// error if ctx ends first (shutdown).
+func (s *Service) waitForClock(ctx context.Context, worker int64, notBefore time.Time) error {
 	behind := notBefore.Sub(time.Unix(0, s.now()))
 	if behind <= 0 || behind > s.cfg.StartupWait {
-		return
+		return nil
 	}
 	s.log.Info("waiting for the clock to pass the last time this worker ID was used", "worker", worker, "behind", behind.Round(time.Millisecond))
 	for slept := time.Duration(0); behind > 0 && slept <= s.cfg.StartupWait; {
 		d := behind + time.Millisecond
-		s.cfg.Sleep(d)
+		if s.cfg.Sleep != nil {
+			s.cfg.Sleep(d)
+		} else {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		slept += d
 		behind = notBefore.Sub(time.Unix(0, s.now()))
 	}
+	return nil
+}
+
+// publish makes st what snowflake calls see, unless the service is closing:
+// then nothing replaces the closed state, and it reports false.
+func (s *Service) publish(st *snowState) bool {
+	s.pubMu.Lock()
+	defer s.pubMu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.snow.Store(st)
+	return true
 }
 
 // checkPeers compares this node's clock with its live peers' average.
@@ -192,7 +223,9 @@ func (s *Service) checkPeers(ctx context.Context, pc frond.PeerClock) error {
 // setDown publishes a state without a generator, logging the change.
 func (s *Service) setDown(next *snowState, cause error) {
 	prev := s.snow.Load()
-	s.snow.Store(next)
+	if !s.publish(next) {
+		return
+	}
 	if prev.err == nil || prev.err.Error() != next.err.Error() {
 		s.log.Error("snowflake IDs unavailable; segment IDs are not affected", "err", cause)
 	}
@@ -272,14 +305,14 @@ func (s *Service) supervise() {
 			s.lose(st, nil)
 		case <-retryC:
 			armed = false
-			ctx, cancel := context.WithTimeout(context.Background(), acquireTimeout)
-			s.acquire(ctx)
+			ctx, cancel := context.WithTimeout(s.runCtx, acquireTimeout)
+			s.acquire(ctx, s.runCtx)
 			cancel()
 		case <-tick.C:
 			if st.gen == nil {
 				continue
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), max(s.cfg.PersistEvery, time.Second))
+			ctx, cancel := context.WithTimeout(s.runCtx, max(s.cfg.PersistEvery, time.Second))
 			err := s.reserveOn(ctx, st)
 			switch {
 			case errors.Is(err, frond.ErrWorkerLost):
@@ -309,7 +342,7 @@ func (s *Service) backToRegistry(ctx context.Context, st *snowState) {
 	if w.ID == st.worker.ID && st.gen.WithinLimit(w.LastIssued) {
 		next := *st
 		next.worker = w
-		s.snow.Store(&next)
+		s.publish(&next)
 		s.log.Info("worker registry reachable again: worker ID held there", "worker", w.ID)
 		return
 	}
@@ -325,15 +358,18 @@ func (s *Service) backToRegistry(ctx context.Context, st *snowState) {
 		s.log.Warn("worker registry reachable again and gave another worker ID", "was", st.worker.ID, "now", w.ID)
 	}
 	s.workerID.Store(w.ID)
-	s.snow.Store(&snowState{worker: w, held: true, err: fmt.Errorf("%w: switching to worker ID %d", frond.ErrWorkerLost, w.ID)})
-	s.acquire(ctx)
+	s.publish(&snowState{worker: w, held: true, err: fmt.Errorf("%w: switching to worker ID %d", frond.ErrWorkerLost, w.ID)})
+	s.acquire(ctx, s.runCtx)
 }
 
 // closeSnowflake stops the generator for good and records the exact time of
 // its last ID, so the next start need not wait for the reservation.
 func (s *Service) closeSnowflake(ctx context.Context) error {
+	s.pubMu.Lock()
+	s.closing = true
 	st := s.snow.Load()
 	s.snow.Store(&snowState{err: fmt.Errorf("%w: shutting down", frond.ErrClosed)})
+	s.pubMu.Unlock()
 	if st.gen == nil || !st.held {
 		return nil
 	}
@@ -343,10 +379,21 @@ func (s *Service) closeSnowflake(ctx context.Context) error {
 		return nil // not ours to record any more
 	default:
 	}
+	var err error
 	if r, ok := s.reg.(frond.Releaser); ok {
-		return r.Release(ctx, last)
+		err = r.Release(ctx, last)
+	} else {
+		err = s.reg.Save(ctx, last)
 	}
-	return s.reg.Save(ctx, last)
+	if errors.Is(err, frond.ErrStoreUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+		// The registry holds the last reservation, later than last: no ID
+		// can be issued twice, a restart at most waits for it. A stop is not
+		// a failure because the registry was unreachable.
+		s.log.Warn("the worker registry did not record the exact last time at shutdown; its last reservation stands (safe: the next start may wait up to it)",
+			"last", last, "err", err)
+		return nil
+	}
+	return err
 }
 
 // snowErr turns a generator error into the service's answer.

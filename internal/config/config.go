@@ -10,9 +10,12 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/frond-id/frond/registry/static"
+	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/service"
 	"github.com/frond-id/frond/snowflake"
 	"github.com/go-viper/mapstructure/v2"
@@ -95,6 +98,7 @@ type Segment struct {
 	MaxStep     int64         `koanf:"max_step"`
 	LoadTimeout time.Duration `koanf:"load_timeout"`
 	FailFast    time.Duration `koanf:"fail_fast"`
+	IdleAfter   time.Duration `koanf:"idle_after"` // 0s or negative: never drop idle buffers
 }
 
 // Defaults are the values when nothing is configured.
@@ -109,8 +113,8 @@ func Defaults() map[string]any {
 		"worker.host": "", "worker.port": 0, "worker.recycle_after": "10m", "worker.lease_ttl": "10s",
 		"segment.threshold": 0.1, "segment.fixed_step": false, "segment.fast_segment": "15m",
 		"segment.slow_segment": "30m", "segment.max_step": 1_000_000, "segment.load_timeout": "10s",
-		"segment.fail_fast": "1s",
-		"obfuscation.key":   "", "obfuscation.key_file": "", "obfuscation.segment_width": 63,
+		"segment.fail_fast": "1s", "segment.idle_after": "1h",
+		"obfuscation.key": "", "obfuscation.key_file": "", "obfuscation.segment_width": 63,
 	}
 }
 
@@ -150,9 +154,61 @@ func envSkip(name string) bool {
 	return strings.HasPrefix(name, "TEST_") || name == "SERVER"
 }
 
+// envKey is the key a FROND_ variable sets ("" if none).
+func envKey(name string) string {
+	name, ok := strings.CutPrefix(name, "FROND_")
+	if !ok || envSkip(name) {
+		return ""
+	}
+	return strings.ReplaceAll(strings.ToLower(name), "__", ".")
+}
+
+// EnvName is the environment variable of a key: FROND_SEGMENT__MAX_STEP.
+func EnvName(key string) string {
+	return "FROND_" + strings.ToUpper(strings.ReplaceAll(key, ".", "__"))
+}
+
+// FlagName is the flag of a key ("" if it has none).
+func FlagName(key string) string {
+	for _, f := range Flags {
+		if f.Key == key {
+			return f.Name
+		}
+	}
+	return ""
+}
+
+// KeyError is an invalid value of one or more keys. Its message names each
+// key with its environment variable and flag.
+type KeyError struct {
+	Keys []string // "segment.max_step", "serials.pay.step"
+	Err  error
+}
+
+func (e *KeyError) Error() string {
+	where := make([]string, len(e.Keys))
+	for i, k := range e.Keys {
+		where[i] = EnvName(k)
+		if f := FlagName(k); f != "" {
+			where[i] += ", flag --" + f
+		}
+	}
+	return fmt.Sprintf("%s: %v (env %s)", strings.Join(e.Keys, " and "), e.Err, strings.Join(where, "; "))
+}
+
+// Unwrap returns the cause.
+func (e *KeyError) Unwrap() error { return e.Err }
+
+// keyErr returns a KeyError that also wraps ErrInvalid.
+func keyErr(err error, keys ...string) error {
+	return fmt.Errorf("%w: %w", ErrInvalid, &KeyError{Keys: keys, Err: err})
+}
+
 // Load reads the configuration: defaults, then the YAML file (from the
 // --config flag or FROND_CONFIG), then FROND_* variables, then the flags
-// that were set. environ is os.Environ() in production.
+// that were set. environ is os.Environ() in production. It validates every
+// value, with the engines' own rules (Validate), before anything starts:
+// every error wraps ErrInvalid, and one about a value is a *KeyError.
 func Load(fs *pflag.FlagSet, environ []string) (*Config, *koanf.Koanf, error) {
 	k := koanf.New(".")
 	if err := k.Load(confmap.Provider(Defaults(), "."), nil); err != nil {
@@ -169,8 +225,12 @@ func Load(fs *pflag.FlagSet, environ []string) (*Config, *koanf.Koanf, error) {
 			path = f.Value.String()
 		}
 	}
+	fromFile := koanf.New(".")
 	if path != "" {
-		if err := k.Load(file.Provider(path), yaml.Parser()); err != nil {
+		if err := fromFile.Load(file.Provider(path), yaml.Parser()); err != nil {
+			return nil, nil, fmt.Errorf("%w: read %s: %v", ErrInvalid, path, err)
+		}
+		if err := k.Merge(fromFile); err != nil {
 			return nil, nil, fmt.Errorf("%w: read %s: %v", ErrInvalid, path, err)
 		}
 		k.Set("config", path)
@@ -178,12 +238,11 @@ func Load(fs *pflag.FlagSet, environ []string) (*Config, *koanf.Koanf, error) {
 	err := k.Load(env.Provider(".", env.Opt{
 		Prefix:      "FROND_",
 		EnvironFunc: func() []string { return environ },
-		TransformFunc: func(key, v string) (string, any) {
-			name := strings.TrimPrefix(key, "FROND_")
-			if envSkip(name) {
-				return "", nil
+		TransformFunc: func(name, v string) (string, any) {
+			if key := envKey(name); key != "" {
+				return key, v
 			}
-			return strings.ReplaceAll(strings.ToLower(name), "__", "."), v
+			return "", nil
 		},
 	}), nil)
 	if err != nil {
@@ -205,6 +264,15 @@ func Load(fs *pflag.FlagSet, environ []string) (*Config, *koanf.Koanf, error) {
 			return nil, nil, fmt.Errorf("%w: flags: %v", ErrInvalid, err)
 		}
 	}
+	source := func(key string) string {
+		if fromFile.Exists(key) {
+			return "in " + path
+		}
+		return "from " + EnvName(key)
+	}
+	if err := checkKeys(k, source); err != nil {
+		return nil, nil, err
+	}
 	var c Config
 	err = k.UnmarshalWithConf("", &c, koanf.UnmarshalConf{DecoderConfig: &mapstructure.DecoderConfig{
 		DecodeHook:       mapstructure.ComposeDecodeHookFunc(mapstructure.StringToTimeDurationHookFunc()),
@@ -213,84 +281,223 @@ func Load(fs *pflag.FlagSet, environ []string) (*Config, *koanf.Koanf, error) {
 		Result:           &c,
 		TagName:          "koanf",
 	}})
-	if err != nil {
+	if err != nil { // checkKeys lets nothing through that fails here
 		return nil, nil, fmt.Errorf("%w: %v (the keys are listed in docs/configuration.md)", ErrInvalid, err)
 	}
 	if err := c.finish(); err != nil {
 		return nil, nil, err
 	}
+	if err := c.Validate(); err != nil {
+		return nil, nil, err
+	}
 	return &c, k, nil
 }
 
-// finish validates and fills derived values.
+// finish checks the keys only this package knows and fills derived values.
 func (c *Config) finish() error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
-	}
 	if c.DataDir == "" {
-		return bad("data_dir is empty")
+		return keyErr(errors.New("is empty"), "data_dir")
 	}
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
-		return bad("http_addr %q: %v", c.HTTPAddr, err)
+		return keyErr(fmt.Errorf("%q: %v", c.HTTPAddr, err), "http_addr")
+	}
+	if err := checkStores(c.Store); err != nil {
+		return keyErr(err, "store")
 	}
 	if _, err := snowflake.Preset(c.Layout); err != nil {
-		return bad("layout: %v", err)
+		return keyErr(err, "layout")
 	}
 	if c.Node < 0 {
-		return bad("node %d is negative", c.Node)
+		return keyErr(fmt.Errorf("%d is negative", c.Node), "node")
 	}
 	if c.Log.Format != "text" && c.Log.Format != "json" {
-		return bad("log.format %q: text or json", c.Log.Format)
+		return keyErr(fmt.Errorf("%q: text or json", c.Log.Format), "log.format")
 	}
 	if _, err := c.LogLevel(); err != nil {
-		return bad("log.level %q: debug, info, warn or error", c.Log.Level)
+		return keyErr(fmt.Errorf("%q: debug, info, warn or error", c.Log.Level), "log.level")
 	}
 	if err := checkRegistry(c.Registry); err != nil {
-		return bad("%v", err)
+		return keyErr(err, "registry")
 	}
 	if c.Worker.Port < 0 || c.Worker.Port > 65535 {
-		return bad("worker.port %d: 0 to 65535", c.Worker.Port)
+		return keyErr(fmt.Errorf("%d: 0 to 65535", c.Worker.Port), "worker.port")
 	}
-	if c.Worker.RecycleAfter <= 0 || c.Worker.LeaseTTL <= 0 {
-		return bad("worker.recycle_after %v and worker.lease_ttl %v must be positive", c.Worker.RecycleAfter, c.Worker.LeaseTTL)
+	// Every key below has its default in Defaults, so zero is not "the
+	// default" here: it is refused where it would mean nothing sensible.
+	positive := []struct {
+		key string
+		d   time.Duration
+	}{
+		{"worker.recycle_after", c.Worker.RecycleAfter}, {"worker.lease_ttl", c.Worker.LeaseTTL},
+		{"shutdown_timeout", c.ShutdownTimeout}, {"snowflake.persist_every", c.Snowflake.PersistEvery},
+		{"snowflake.max_peer_skew", c.Snowflake.MaxPeerSkew}, // negative: off (the service's meaning)
+		{"segment.fast_segment", c.Segment.FastSegment}, {"segment.slow_segment", c.Segment.SlowSegment},
+		{"segment.load_timeout", c.Segment.LoadTimeout},
+	}
+	for _, p := range positive {
+		if p.d == 0 {
+			return keyErr(errors.New("0 is not allowed: it must be positive (leave the key out for the default)"), p.key)
+		}
+	}
+	for _, p := range positive[:3] { // the others: the engines refuse negatives, or read them as "off"
+		if p.d < 0 {
+			return keyErr(fmt.Errorf("%v is negative: it must be positive", p.d), p.key)
+		}
+	}
+	if c.Snowflake.MaxBackward < 0 {
+		return keyErr(fmt.Errorf("%v is negative (0s refuses every backward step)", c.Snowflake.MaxBackward), "snowflake.max_backward")
+	}
+	if c.Segment.Threshold == 0 {
+		return keyErr(errors.New("0 is not allowed: more than 0, at most 1"), "segment.threshold")
+	}
+	if c.Segment.MaxStep == 0 {
+		return keyErr(errors.New("0 is not allowed: at least 1"), "segment.max_step")
 	}
 	if c.Worker.LeaseTTL > c.Worker.RecycleAfter {
-		return bad("worker.lease_ttl %v must not exceed worker.recycle_after %v", c.Worker.LeaseTTL, c.Worker.RecycleAfter)
-	}
-	if c.ShutdownTimeout <= 0 {
-		return bad("shutdown_timeout %v must be positive", c.ShutdownTimeout)
+		return keyErr(fmt.Errorf("worker.lease_ttl %v must not exceed worker.recycle_after %v", c.Worker.LeaseTTL, c.Worker.RecycleAfter), "worker.lease_ttl", "worker.recycle_after")
 	}
 	if c.AdminTokenFile != "" {
+		if c.AdminToken != "" {
+			return keyErr(errors.New("both are set: choose one"), "admin_token", "admin_token_file")
+		}
 		b, err := os.ReadFile(c.AdminTokenFile)
 		if err != nil {
-			return bad("admin_token_file: %v", err)
-		}
-		if c.AdminToken != "" {
-			return bad("both admin_token and admin_token_file are set: choose one")
+			return keyErr(err, "admin_token_file")
 		}
 		c.AdminToken = strings.TrimSpace(string(b))
 		if c.AdminToken == "" {
-			return bad("admin_token_file %s is empty", c.AdminTokenFile)
+			return keyErr(fmt.Errorf("%s is empty", c.AdminTokenFile), "admin_token_file")
 		}
 	}
 	if c.Obfuscation.KeyFile != "" {
 		if c.Obfuscation.Key != "" {
-			return bad("both obfuscation.key and obfuscation.key_file are set: choose one")
+			return keyErr(errors.New("both are set: choose one"), "obfuscation.key", "obfuscation.key_file")
 		}
 		b, err := os.ReadFile(c.Obfuscation.KeyFile)
 		if err != nil {
-			return bad("obfuscation.key_file: %v", err)
+			return keyErr(err, "obfuscation.key_file")
 		}
 		c.Obfuscation.Key = strings.TrimSpace(string(b))
 	}
-	if c.Obfuscation.Key != "" && len(c.Obfuscation.Key) < 16 {
-		return bad("the obfuscation key has %d bytes: at least 16", len(c.Obfuscation.Key))
-	}
-	if w := c.Obfuscation.SegmentWidth; w < 2 || w > 63 {
-		return bad("obfuscation.segment_width %d: 2 to 63", w)
-	}
 	if c.Store == "" {
 		c.Store = "sqlite://" + strings.TrimSuffix(c.DataDir, "/") + "/frond.db"
+	}
+	return nil
+}
+
+// ServiceConfig is the service.Config of c: frond serve runs with it (after
+// setting the clock and the metrics hook) and Validate checks it. Zero and
+// negative values mean what docs/configuration.md says, which for
+// snowflake.max_backward and segment.fail_fast differs from the engines'
+// zero values (there, zero means the default).
+func (c *Config) ServiceConfig() service.Config {
+	layout, _ := snowflake.Preset(c.Layout)
+	maxBackward := c.Snowflake.MaxBackward
+	if maxBackward == 0 {
+		maxBackward = -1 // the generator's "refuse every backward step"
+	}
+	failFast := c.Segment.FailFast
+	if failFast == 0 {
+		failFast = -1 // the engine's "off"
+	}
+	idleAfter := c.Segment.IdleAfter
+	if idleAfter == 0 {
+		idleAfter = -1 // the engine's "never"
+	}
+	var key []byte
+	if c.Obfuscation.Key != "" {
+		key = []byte(c.Obfuscation.Key)
+	}
+	return service.Config{
+		Layout: layout, MaxBackward: maxBackward, MaxLead: c.Snowflake.MaxLead,
+		RandomStart: c.Snowflake.RandomStart, PersistEvery: c.Snowflake.PersistEvery,
+		StartupWait: c.Snowflake.StartupWait, MaxPeerSkew: c.Snowflake.MaxPeerSkew,
+		Segment: segment.Settings{
+			Threshold: c.Segment.Threshold, FixedStep: c.Segment.FixedStep,
+			FastSegment: c.Segment.FastSegment, SlowSegment: c.Segment.SlowSegment,
+			MaxStep: c.Segment.MaxStep, LoadTimeout: c.Segment.LoadTimeout, FailFast: failFast,
+			IdleAfter: idleAfter,
+		},
+		Serials:          c.Serials,
+		ObfuscationKey:   key,
+		ObfuscationWidth: c.Obfuscation.SegmentWidth,
+		Forms:            c.Forms,
+	}
+}
+
+// Validate checks c with the engines' rules (service.Config.Validate, and
+// snowflake.New for the worker ID), naming the keys at fault. Load calls it.
+func (c *Config) Validate() error {
+	sc := c.ServiceConfig()
+	if err := sc.Validate(); err != nil {
+		var ce *service.ConfigError
+		if !errors.As(err, &ce) {
+			return fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+		keys := make([]string, 0, len(ce.Fields))
+		for _, f := range ce.Fields {
+			keys = append(keys, c.keyOf(f))
+		}
+		return keyErr(ce.Err, keys...)
+	}
+	// The worker ID the file and static registries will use must fit the layout.
+	node, key := c.Node, "node"
+	if strings.HasPrefix(c.Registry, "static:") {
+		host, _ := os.Hostname()
+		n, err := static.Node(c.Registry, host)
+		if err != nil {
+			return keyErr(err, "registry")
+		}
+		node, key = n, "registry"
+	}
+	if c.Registry == "" || c.Registry == "file" || key == "registry" {
+		_, err := snowflake.New(snowflake.Settings{Layout: sc.Layout, Node: node, Now: func() int64 { return time.Now().UnixNano() }})
+		if err != nil {
+			return keyErr(err, key, "layout")
+		}
+	}
+	return nil
+}
+
+// keyOf maps a service.Config field path to the key that sets it.
+func (c *Config) keyOf(field string) string {
+	if rest, ok := strings.CutPrefix(field, "Serials["); ok {
+		name, f, _ := strings.Cut(rest, "].")
+		return "serials." + name + "." + strings.ToLower(f)
+	}
+	if rest, ok := strings.CutPrefix(field, "Forms["); ok {
+		return "forms." + strings.TrimSuffix(rest, "]")
+	}
+	if field == "ObfuscationKey" && c.Obfuscation.KeyFile != "" {
+		return "obfuscation.key_file"
+	}
+	keys := map[string]string{
+		"Layout": "layout", "PersistEvery": "snowflake.persist_every", "MaxBackward": "snowflake.max_backward",
+		"MaxLead": "snowflake.max_lead", "RandomStart": "snowflake.random_start", "StartupWait": "snowflake.startup_wait",
+		"MaxPeerSkew": "snowflake.max_peer_skew", "Segment.Threshold": "segment.threshold",
+		"Segment.FastSegment": "segment.fast_segment", "Segment.SlowSegment": "segment.slow_segment",
+		"Segment.MaxStep": "segment.max_step", "Segment.LoadTimeout": "segment.load_timeout",
+		"Segment.FailFast": "segment.fail_fast", "Segment.IdleAfter": "segment.idle_after", "Segment": "segment",
+		"ObfuscationKey": "obfuscation.key", "ObfuscationWidth": "obfuscation.segment_width",
+	}
+	if k, ok := keys[field]; ok {
+		return k
+	}
+	return field
+}
+
+// StoreSchemes are the URL schemes of the segment stores (see openStore in cmd/frond).
+var StoreSchemes = []string{"sqlite", "mysql", "postgres", "postgresql", "redis", "rediss", "etcd", "memory"}
+
+func checkStores(raw string) error {
+	for _, u := range strings.Fields(raw) {
+		p, err := url.Parse(u)
+		if err != nil {
+			return fmt.Errorf("%q: %v", maskURL(u), err)
+		}
+		if !slices.Contains(StoreSchemes, p.Scheme) {
+			return fmt.Errorf("%q: scheme %q is not supported (%s)", maskURL(u), p.Scheme, strings.Join(StoreSchemes, ", "))
+		}
 	}
 	return nil
 }
@@ -310,7 +517,7 @@ func checkRegistry(raw string) error {
 			}
 		}
 	}
-	return fmt.Errorf("registry %q: want file, static:N, static:ordinal[+BASE] or a URL with scheme %s", raw, strings.Join(RegistrySchemes, ", "))
+	return fmt.Errorf("%q: want file, static:N, static:ordinal[+BASE] or a URL with scheme %s", raw, strings.Join(RegistrySchemes, ", "))
 }
 
 // LogLevel parses Log.Level.

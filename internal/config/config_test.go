@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -147,6 +148,127 @@ func TestMasked(t *testing.T) {
 	for _, key := range []string{"data_dir:", "max_step:", "max_backward: 5ms", "format: text"} {
 		if !strings.Contains(s, key) {
 			t.Fatalf("masked config lacks %q:\n%s", key, s)
+		}
+	}
+}
+
+// Every invalid value is refused by Load, naming its key, its environment
+// variable and its flag; before, some passed Load and failed later (after a
+// worker ID was acquired, or on a client's request), some passed silently.
+func TestLoad_InvalidValues(t *testing.T) {
+	dir := t.TempDir()
+	file := func(body string) string {
+		p := filepath.Join(dir, strings.NewReplacer("/", "_", ":", "_", "\n", "_", " ", "_").Replace(body)+".yaml")
+		os.WriteFile(p, []byte(body), 0o644)
+		return p
+	}
+	pay := "FROND_SERIALS__PAY__TEMPLATE=PAY{seq:6}"
+	for _, tc := range []struct {
+		name      string
+		args, env []string
+		keys      []string
+	}{
+		{"threshold 2", nil, []string{"FROND_SEGMENT__THRESHOLD=2"}, []string{"segment.threshold"}},
+		{"threshold 0", nil, []string{"FROND_SEGMENT__THRESHOLD=0"}, []string{"segment.threshold"}},
+		{"max_step -1", nil, []string{"FROND_SEGMENT__MAX_STEP=-1"}, []string{"segment.max_step"}},
+		{"max_step 0", nil, []string{"FROND_SEGMENT__MAX_STEP=0"}, []string{"segment.max_step"}},
+		{"max_step abc", nil, []string{"FROND_SEGMENT__MAX_STEP=abc"}, []string{"segment.max_step"}},
+		{"max_step in file", nil, []string{"FROND_CONFIG=" + file("segment:\n  max_step: abc\n")}, []string{"segment.max_step"}},
+		{"load_timeout 0s", nil, []string{"FROND_SEGMENT__LOAD_TIMEOUT=0s"}, []string{"segment.load_timeout"}},
+		{"load_timeout -1s", nil, []string{"FROND_SEGMENT__LOAD_TIMEOUT=-1s"}, []string{"segment.load_timeout"}},
+		{"fast > slow", nil, []string{"FROND_SEGMENT__FAST_SEGMENT=1h"}, []string{"segment.fast_segment", "segment.slow_segment"}},
+		{"max_backward -5ms", nil, []string{"FROND_SNOWFLAKE__MAX_BACKWARD=-5ms"}, []string{"snowflake.max_backward"}},
+		{"max_lead -1ms", nil, []string{"FROND_SNOWFLAKE__MAX_LEAD=-1ms"}, []string{"snowflake.max_lead"}},
+		{"max_lead 5", nil, []string{"FROND_CONFIG=" + file("snowflake:\n  max_lead: 5\n")}, []string{"snowflake.max_lead"}},
+		{"random_start too big", nil, []string{"FROND_SNOWFLAKE__RANDOM_START=100000"}, []string{"snowflake.random_start"}},
+		{"persist_every 0s", nil, []string{"FROND_SNOWFLAKE__PERSIST_EVERY=0s"}, []string{"snowflake.persist_every"}},
+		{"persist_every -1s", nil, []string{"FROND_SNOWFLAKE__PERSIST_EVERY=-1s"}, []string{"snowflake.persist_every"}},
+		{"max_peer_skew 0s", nil, []string{"FROND_SNOWFLAKE__MAX_PEER_SKEW=0s"}, []string{"snowflake.max_peer_skew"}},
+		{"serial step -5", nil, []string{pay, "FROND_SERIALS__PAY__STEP=-5"}, []string{"serials.pay.step"}},
+		{"serial zone", nil, []string{pay, "FROND_SERIALS__PAY__ZONE=Mars/Base"}, []string{"serials.pay.zone"}},
+		{"serial template", nil, []string{"FROND_SERIALS__PAY__TEMPLATE=PAY"}, []string{"serials.pay.template"}},
+		{"serial step abc", nil, []string{pay, "FROND_SERIALS__PAY__STEP=abc"}, []string{"serials.pay.step"}},
+		{"form", nil, []string{"FROND_FORMS__ORDER=roman"}, []string{"forms.order"}},
+		{"opaque form without key", nil, []string{"FROND_FORMS__ORDER=opaque"}, []string{"forms.order"}},
+		{"short key", nil, []string{"FROND_OBFUSCATION__KEY=short"}, []string{"obfuscation.key"}},
+		{"segment_width 64", nil, []string{"FROND_OBFUSCATION__SEGMENT_WIDTH=64"}, []string{"obfuscation.segment_width"}},
+		{"segment_width -1", nil, []string{"FROND_OBFUSCATION__SEGMENT_WIDTH=-1"}, []string{"obfuscation.segment_width"}},
+		{"node beyond the layout", []string{"--node", "1024"}, nil, []string{"node", "layout"}},
+		{"static beyond the layout", []string{"--registry", "static:5000"}, nil, []string{"registry", "layout"}},
+		{"store scheme", []string{"--store", "bogus://x"}, nil, []string{"store"}},
+		{"shutdown_timeout 0s", nil, []string{"FROND_SHUTDOWN_TIMEOUT=0s"}, []string{"shutdown_timeout"}},
+		{"pprof maybe", nil, []string{"FROND_PPROF=maybe"}, []string{"pprof"}},
+		{"section given a value", nil, []string{"FROND_SEGMENT=5"}, []string{"segment"}},
+		{"value given a section", nil, []string{"FROND_SEGMENT__MAX_STEP__X=5"}, []string{"segment.max_step"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := load(t, tc.args, tc.env)
+			var ke *KeyError
+			if !errors.Is(err, ErrInvalid) || !errors.As(err, &ke) || !slices.Equal(ke.Keys, tc.keys) {
+				t.Fatalf("err = %v; want a *KeyError on %v", err, tc.keys)
+			}
+			for _, k := range tc.keys {
+				want := []string{k, EnvName(k)}
+				if f := FlagName(k); f != "" {
+					want = append(want, "--"+f)
+				}
+				for _, w := range want {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("%q lacks %q", err, w)
+					}
+				}
+			}
+			if strings.Contains(err.Error(), "int64") || strings.Contains(err.Error(), "Duration") || strings.Contains(err.Error(), "expected type") {
+				t.Errorf("%q names Go types", err)
+			}
+		})
+	}
+}
+
+func TestLoad_Messages(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "frond.yaml")
+	os.WriteFile(path, []byte("segment:\n  thresold: 0.2\n"), 0o644)
+	_, err := load(t, nil, []string{"FROND_CONFIG=" + path})
+	if want := `invalid configuration: unknown key "segment.thresold" in ` + path + ` (the keys are listed in docs/configuration.md)`; err == nil || err.Error() != want {
+		t.Errorf("unknown key in a file:\n got %v\nwant %s", err, want)
+	}
+	_, err = load(t, nil, []string{"FROND_SEGMENT__THRESOLD=0.2"})
+	if want := `invalid configuration: unknown key "segment.thresold" from FROND_SEGMENT__THRESOLD (the keys are listed in docs/configuration.md)`; err == nil || err.Error() != want {
+		t.Errorf("unknown key in the environment:\n got %v\nwant %s", err, want)
+	}
+	_, err = load(t, nil, []string{"FROND_SEGMENT__MAX_STEP=abc"})
+	if want := `invalid configuration: segment.max_step: "abc" is not a whole number (env FROND_SEGMENT__MAX_STEP)`; err == nil || err.Error() != want {
+		t.Errorf("wrong type:\n got %v\nwant %s", err, want)
+	}
+	_, err = load(t, []string{"--http-addr", "nope"}, nil)
+	if want := `(env FROND_HTTP_ADDR, flag --http-addr)`; err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("flag: got %v, want it to end %s", err, want)
+	}
+}
+
+// Zero and negative values mean what docs/configuration.md says.
+func TestConfig_ServiceConfig(t *testing.T) {
+	for _, tc := range []struct {
+		env                   []string
+		maxBackward, failFast time.Duration
+	}{
+		{nil, 5 * time.Millisecond, time.Second},
+		{[]string{"FROND_SNOWFLAKE__MAX_BACKWARD=0s"}, -1, time.Second}, // 0s: refuse every backward step
+		{[]string{"FROND_SEGMENT__FAIL_FAST=0s"}, 5 * time.Millisecond, -1},
+		{[]string{"FROND_SEGMENT__FAIL_FAST=-1s"}, 5 * time.Millisecond, -time.Second},
+	} {
+		c, err := load(t, nil, tc.env)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.env, err)
+		}
+		sc := c.ServiceConfig()
+		if !(sc.MaxBackward == tc.maxBackward || sc.MaxBackward < 0 && tc.maxBackward < 0) ||
+			!(sc.Segment.FailFast == tc.failFast || sc.Segment.FailFast < 0 && tc.failFast < 0) {
+			t.Errorf("%v: max_backward %v, fail_fast %v; want %v, %v", tc.env, sc.MaxBackward, sc.Segment.FailFast, tc.maxBackward, tc.failFast)
+		}
+		if sc.Layout.Name != "twitter" || sc.Segment.MaxStep != 1_000_000 || sc.PersistEvery != time.Second {
+			t.Errorf("%+v", sc)
 		}
 	}
 }

@@ -1,0 +1,197 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/frond-id/frond"
+)
+
+// More kinds of request, beside KindSegment and KindSnowflake.
+const (
+	KindUUID   = "uuid"
+	KindSerial = "serial"
+)
+
+// Request asks for IDs of one kind, whatever the protocol it came in. Front
+// ends decode into a Request, call Take (or only Check, for a request that
+// must not take IDs, such as HTTP HEAD) and encode the Answer: the rules of
+// a request are written here once.
+type Request struct {
+	// Kind is KindSegment, KindSnowflake, KindUUID or KindSerial.
+	Kind string
+	// Name is the segment tag or the serial's name; other kinds ignore it.
+	Name string
+	// Count is how many IDs; 0 means one, answered as a single ID. At most
+	// MaxBatch, or MaxRangesBatch with Ranges.
+	Count int64
+	// Form of segment and snowflake IDs (FormNumber, FormBase62, ...). Empty
+	// means the tag's configured form (Config.Forms), else FormNumber. UUIDs
+	// and serials have no forms.
+	Form string
+	// Ranges answers segment IDs as ranges of plain numbers.
+	Ranges bool
+	// Version of UUIDs: 4 or 7; 0 means 4.
+	Version int
+}
+
+// Answer holds the IDs of a request.
+type Answer struct {
+	// Request is the request as checked, its defaults filled.
+	Request Request
+	// Form is the form of Strs and Nums (FormNumber for plain numbers).
+	Form string
+	// Nums are the IDs as numbers, for the numeric forms (FormNumber, and
+	// FormOpaque, whose numbers are permuted); nil for the others.
+	Nums []int64
+	// Strs are the IDs as text in Form: every form, and UUIDs and serials.
+	Strs []string
+	// Ranges are the segment IDs of a Ranges request.
+	Ranges []frond.Range
+}
+
+// Check validates r completely and fills its defaults (Form, Version),
+// without taking an ID: every error a request can get from its input comes
+// from here, so a request that is refused has taken nothing.
+func (s *Service) Check(r *Request) error {
+	limit := int64(MaxBatch)
+	switch r.Kind {
+	case KindSegment:
+		if err := frond.ValidateTagName(r.Name); err != nil {
+			return err
+		}
+		if r.Form == "" {
+			r.Form = s.cfg.Forms[r.Name]
+		}
+		if r.Form == "" {
+			r.Form = FormNumber
+		}
+		if err := s.checkForm(r.Form); err != nil {
+			return err
+		}
+		if r.Ranges {
+			if r.Form != FormNumber {
+				return fmt.Errorf("%w: ranges are plain numbers: they cannot be given in form %q", frond.ErrInvalidArgument, r.Form)
+			}
+			limit = MaxRangesBatch
+		}
+	case KindSnowflake:
+		if r.Form == "" {
+			r.Form = FormNumber
+		}
+		if err := s.checkForm(r.Form); err != nil {
+			return err
+		}
+	case KindUUID:
+		if r.Version == 0 {
+			r.Version = 4
+		}
+		if r.Version != 4 && r.Version != 7 {
+			return fmt.Errorf("%w: UUID version %d: 4 or 7", frond.ErrInvalidArgument, r.Version)
+		}
+	case KindSerial:
+		if _, ok := s.serials[r.Name]; !ok {
+			return serialNotFound(r.Name)
+		}
+	default:
+		return fmt.Errorf("%w: kind %s: segment, snowflake, uuid or serial", frond.ErrInvalidArgument, Quote(r.Kind))
+	}
+	if (r.Kind == KindUUID || r.Kind == KindSerial) && r.Form != "" {
+		return fmt.Errorf("%w: %s IDs have no forms (form %s)", frond.ErrInvalidArgument, r.Kind, Quote(r.Form))
+	}
+	if r.Ranges && r.Kind != KindSegment {
+		return fmt.Errorf("%w: only segment IDs come as ranges", frond.ErrInvalidArgument)
+	}
+	if r.Count < 0 || r.Count > limit {
+		return fmt.Errorf("%w: count %d: must be 1 to %d", frond.ErrInvalidArgument, r.Count, limit)
+	}
+	return nil
+}
+
+// Take checks r (see Check) and only then takes its IDs. IDs of a batch
+// that fails part-way are valid and unique, but are not answered: a client
+// that gets an error does not use them, and they are skipped.
+func (s *Service) Take(ctx context.Context, r Request) (Answer, error) {
+	if err := s.Check(&r); err != nil {
+		return Answer{}, err
+	}
+	a, err := s.take(ctx, r)
+	a.Request = r
+	return a, err
+}
+
+func (s *Service) take(ctx context.Context, r Request) (Answer, error) {
+	n := max(r.Count, 1)
+	switch r.Kind {
+	case KindSegment:
+		if r.Ranges {
+			rs, err := s.seg.NextN(ctx, r.Name, n)
+			if err != nil {
+				return Answer{}, err
+			}
+			return Answer{Form: FormNumber, Ranges: rs}, nil
+		}
+		var ids []int64
+		if n == 1 {
+			id, err := s.seg.Next(ctx, r.Name)
+			if err != nil {
+				return Answer{}, err
+			}
+			ids = []int64{id}
+		} else {
+			rs, err := s.seg.NextN(ctx, r.Name, n)
+			if err != nil {
+				return Answer{}, err
+			}
+			ids = make([]int64, 0, n)
+			for _, x := range rs {
+				ids = x.Append(ids)
+			}
+		}
+		return s.answer(KindSegment, r.Form, ids)
+	case KindSnowflake:
+		var ids []int64
+		var err error
+		if n == 1 {
+			var id int64
+			id, err = s.SnowflakeID()
+			ids = []int64{id}
+		} else {
+			ids, err = s.SnowflakeIDs(int(n))
+		}
+		if err != nil {
+			return Answer{}, err
+		}
+		return s.answer(KindSnowflake, r.Form, ids)
+	case KindUUID:
+		strs, err := UUIDs(r.Version, int(n))
+		return Answer{Strs: strs}, err
+	default: // KindSerial
+		strs, err := s.Serials(ctx, r.Name, int(n))
+		if err != nil {
+			return Answer{}, err
+		}
+		return Answer{Strs: strs}, nil
+	}
+}
+
+func (s *Service) answer(kind, form string, ids []int64) (Answer, error) {
+	strs, nums, err := s.Format(kind, form, ids)
+	if err != nil {
+		return Answer{}, err
+	}
+	return Answer{Form: form, Nums: nums, Strs: strs}, nil
+}
+
+// maxQuoted is how much of a caller's input an error message repeats.
+const maxQuoted = 40
+
+// Quote quotes a caller's input for an error message, cut to its first 40
+// bytes: an error never echoes a large input back.
+func Quote(in string) string {
+	if len(in) <= maxQuoted {
+		return strconv.Quote(in)
+	}
+	return strconv.Quote(in[:maxQuoted]) + fmt.Sprintf("... (%d bytes)", len(in))
+}
