@@ -3,9 +3,11 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/frond-id/frond/service"
 	"github.com/frond-id/frond/snowflake"
@@ -24,7 +26,7 @@ func statusOf(code string) int {
 	switch code {
 	case service.CodeInvalidArgument:
 		return http.StatusBadRequest
-	case service.CodeTagNotFound, codeNotFound:
+	case service.CodeTagNotFound, service.CodeSerialNotFound, codeNotFound:
 		return http.StatusNotFound
 	case service.CodeTagExists, service.CodeWouldReissue, service.CodeTagExhausted, service.CodeSeqOverflow:
 		return http.StatusConflict
@@ -35,6 +37,8 @@ func statusOf(code string) int {
 		return http.StatusUnauthorized
 	case codeTooLarge:
 		return http.StatusRequestEntityTooLarge
+	case codeMethodNotAllowed:
+		return http.StatusMethodNotAllowed
 	}
 	return http.StatusInternalServerError
 }
@@ -43,6 +47,7 @@ func statusOf(code string) int {
 var hints = map[string]string{
 	service.CodeInvalidArgument:  "fix the request",
 	service.CodeTagNotFound:      "create the tag first (POST /v1/tags, or frond tag create)",
+	service.CodeSerialNotFound:   "configure it under serials: in the server's configuration (docs/kinds.md)",
 	service.CodeTagExists:        "pick another name, or change the tag with PATCH /v1/tags/{tag}",
 	service.CodeWouldReissue:     "max_id can only be raised",
 	service.CodeTagExhausted:     "the tag has used up 63 bits; use a new tag",
@@ -130,8 +135,38 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc.Encode(v)
 }
 
+// methods are the methods a route may answer, for Allow.
+var methods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+
+// notFound answers every request no route takes: 405 with Allow when the
+// path has routes for other methods, else 404.
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
-	s.writeError(w, r, &apiError{status: http.StatusNotFound, code: codeNotFound, msg: "no such endpoint: " + r.Method + " " + r.URL.Path + " (see docs/api.md)"})
+	var allow []string
+	for _, m := range methods {
+		probe := *r
+		probe.Method = m
+		if _, pattern := s.mux.Handler(&probe); pattern != "/" && pattern != "" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		s.writeError(w, r, &apiError{status: http.StatusMethodNotAllowed, code: codeMethodNotAllowed,
+			msg: fmt.Sprintf("method %s is not allowed on %s: use %s (see docs/api.md)", service.Quote(r.Method), service.Quote(r.URL.Path), strings.Join(allow, ", "))})
+		return
+	}
+	s.writeError(w, r, &apiError{status: http.StatusNotFound, code: codeNotFound,
+		msg: "no such endpoint: " + service.Quote(r.Method) + " " + service.Quote(r.URL.Path) + " (see docs/api.md)"})
+}
+
+// brief cuts a message that may repeat a caller's input (a decoder's error)
+// to a length worth reading.
+func brief(msg string) string {
+	const most = 120
+	if len(msg) <= most {
+		return msg
+	}
+	return msg[:most] + "..."
 }
 
 func (e *apiError) Error() string { return e.code + ": " + e.msg }

@@ -1,78 +1,130 @@
 package httpapi
 
 import (
+	"context"
+	"fmt"
+	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strconv"
 	"strings"
 	"testing"
 )
 
+func digitsOnly(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
 func FuzzParseCount(f *testing.F) {
-	for _, s := range []string{"", "1", "10000", "10001", "-1", "0", "abc", "1e3", "+5", " 5", "99999999999999999999"} {
+	for _, s := range []string{"", "1", "10000", "10001", "-1", "0", "abc", "1e3", "+5", " 5", "1;DROP", "99999999999999999999"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
-		n, given, err := parseCount(raw, 10_000)
-		if raw == "" {
-			if n != 1 || given || err != nil {
-				t.Fatalf("empty: %d %v %v", n, given, err)
-			}
-			return
+		if n, err := parseCount(query{}, 10_000); n != 0 || err != nil {
+			t.Fatalf("absent: %d %v", n, err)
 		}
-		if err == nil && (n < 1 || n > 10_000) {
-			t.Fatalf("parseCount(%q) = %d accepted", raw, n)
-		}
-		if v, perr := strconv.ParseInt(raw, 10, 64); perr == nil && v >= 1 && v <= 10_000 && (err != nil || n != v) {
-			t.Fatalf("parseCount(%q) = %d, %v; want %d", raw, n, err, v)
+		n, err := parseCount(query{"n": {raw}}, 10_000)
+		v, perr := strconv.ParseInt(raw, 10, 64)
+		want := digitsOnly(raw) && perr == nil && v >= 1 && v <= 10_000
+		if want != (err == nil) || (want && n != v) {
+			t.Fatalf("parseCount(%q) = %d, %v; want %v", raw, n, err, want)
 		}
 	})
 }
 
 func FuzzParseID(f *testing.F) {
-	for _, s := range []string{"0", "1861083629105360902", "-1", "9223372036854775808", "x", ""} {
+	for _, s := range []string{"0", "1861083629105360902", "-1", "+1", "9223372036854775808", "x", ""} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
 		id, err := parseID(raw)
 		v, perr := strconv.ParseInt(raw, 10, 64)
-		if ok := perr == nil && v >= 0; ok != (err == nil) || (ok && v != id) {
+		if ok := digitsOnly(raw) && perr == nil; ok != (err == nil) || (ok && v != id) {
 			t.Fatalf("parseID(%q) = %d, %v; ParseInt gives %d, %v", raw, id, err, v, perr)
 		}
 	})
 }
 
-// Tag names and counts from outside go through the whole handler: no panic,
-// no 5xx except the documented 500 of Leaf's API, no IDs consumed by bad input.
+// snapshot is everything a request could change about which IDs come next:
+// each buffer's position and loads, each tag's max_id, and the count of
+// snowflake IDs issued.
+func (f *fixture) snapshot() string {
+	var b strings.Builder
+	for _, st := range f.svc.SegmentStats() {
+		fmt.Fprintf(&b, "%s %d %d %d %v|", st.Tag, st.Current.Pos, st.Next.Start, st.Loads, st.NextReady)
+	}
+	tags, err := f.store.Store.Tags(context.Background())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, t := range tags {
+		fmt.Fprintf(&b, "%s=%d|", t.Name, t.MaxID)
+	}
+	fmt.Fprintf(&b, "snowflake %d", f.svc.SnowflakeIssued())
+	return b.String()
+}
+
+var fuzzPrefixes = []string{"/v1/segment/", "/api/segment/get/", "/v1/snowflake", "/api/snowflake/get/", "/v1/uuid", "/v1/serial/",
+	"/v1/decode/", "/decodeSnowflakeId", "/v1/tags/", "/v1/tags", "/v1/reveal", "/readyz", "/readyz/", "/", "/v1/info", "/cache", "/db"}
+
+// Whole requests from outside (method, path, query, body) go through the
+// handler: no panic, every error in the route's shape, and no answer other
+// than 2xx ever changes what the next ID of a tag is (or takes a snowflake
+// ID).
 func FuzzHandlers(f *testing.F) {
-	f.Add("order", "5")
-	f.Add("a b", "-1")
-	f.Add("../../etc", "abc")
-	f.Add(strings.Repeat("x", 200), "10001")
+	f.Add("GET", uint8(0), "order", "n=5", "")
+	f.Add("GET", uint8(0), "order", "n=500&form=bogus", "")
+	f.Add("HEAD", uint8(0), "order", "n=500", "")
+	f.Add("GET", uint8(0), "order", "n=1;DROP", "")
+	f.Add("POST", uint8(0), "order", "n=+5", "")
+	f.Add("GET", uint8(0), "a b", "n=-1", "")
+	f.Add("GET", uint8(1), "../../etc", "", "")
+	f.Add("GET", uint8(0), strings.Repeat("x", 200), "n=10001", "")
+	f.Add("GET", uint8(2), "", "n=1000&form=bogus", "")
+	f.Add("HEAD", uint8(3), "x", "", "")
+	f.Add("POST", uint8(9), "", "", `{"name":"new","step":10}`)
+	f.Add("PATCH", uint8(8), "order", "", `{"max_id":5}`)
+	f.Add("DELETE", uint8(8), "order", "", "")
+	f.Add("POST", uint8(10), "", "", `{"kind":"segment","form":"base62","value":"zzzzzzzzzzzzzzzzzzzzzzzz"}`)
+	f.Add("PUT", uint8(0), "order", "", "")
+	f.Add("GET", uint8(6), "1861083629105360902", "layout=sonyflake", "")
+	f.Add("GET", uint8(7), "", "snowflakeId=-1", "")
 	fx := newFixture(f, Options{})
-	f.Fuzz(func(t *testing.T, tag, n string) {
+	f.Fuzz(func(t *testing.T, method string, route uint8, path, query, body string) {
 		fx.t = t
-		p := "/v1/segment/" + url.PathEscape(tag) + "?n=" + url.QueryEscape(n)
+		req, err := http.NewRequest(method, "http://frond.test/", strings.NewReader(body))
+		if err != nil {
+			return // not a method a server would let through
+		}
+		req.URL.Path = fuzzPrefixes[int(route)%len(fuzzPrefixes)] + path
+		req.URL.RawQuery = query
+		req.RequestURI = req.URL.RequestURI()
+		before := fx.snapshot()
 		w := httptest.NewRecorder()
-		fx.h.ServeHTTP(w, httptest.NewRequest("GET", p, nil))
-		switch w.Code {
-		case 200, 400, 404:
-		case 301, 307, 308: // ServeMux redirects paths with "." or ".." to their clean form
-		default:
-			t.Fatalf("GET %s: status %d: %s", p, w.Code, w.Body.String())
+		fx.h.ServeHTTP(w, req)
+		if w.Code >= 200 && w.Code < 300 {
+			return
 		}
-		w = httptest.NewRecorder()
-		fx.h.ServeHTTP(w, httptest.NewRequest("GET", "/api/segment/get/"+url.PathEscape(tag), nil))
-		if w.Code != 200 && w.Code != 500 && w.Code != 404 && !redirect(w.Code) { // 404: empty key, no route
-			t.Fatalf("Leaf API status %d", w.Code)
+		if after := fx.snapshot(); after != before {
+			t.Fatalf("%s %s?%s answered %d and changed the next IDs:\n before %s\n after  %s", method, req.URL.Path, query, w.Code, before, after)
 		}
-		if w.Code == 500 && !strings.HasPrefix(w.Body.String(), "error: ") {
-			t.Fatalf("Leaf API error body %q", w.Body.String())
-		}
-		w = httptest.NewRecorder()
-		fx.h.ServeHTTP(w, httptest.NewRequest("GET", "/v1/decode/"+url.PathEscape(n)+"?layout="+url.QueryEscape(tag), nil))
-		if w.Code != 200 && w.Code != 400 && w.Code != 404 && !redirect(w.Code) {
-			t.Fatalf("decode status %d", w.Code)
+		ct := w.Header().Get("Content-Type")
+		switch {
+		case redirect(w.Code): // ServeMux cleans paths with "." or ".." or "//"
+		case w.Code >= 500 && w.Code != 500 && w.Code != 503:
+			t.Fatalf("%s %s: status %d", method, req.URL.Path, w.Code)
+		case strings.HasPrefix(req.URL.Path, "/api/") && w.Code == 500:
+			if !strings.HasPrefix(w.Body.String(), "error: ") && method != "HEAD" {
+				t.Fatalf("Leaf API error body %q", w.Body.String())
+			}
+		case w.Code == 500:
+			t.Fatalf("%s %s: 500 %s", method, req.URL.Path, w.Body.String())
+		case !strings.HasPrefix(ct, "application/json") && !strings.HasPrefix(ct, "text/html") && !strings.HasPrefix(ct, "text/plain"):
+			t.Fatalf("%s %s: %d with content type %q", method, req.URL.Path, w.Code, ct)
 		}
 	})
 }

@@ -40,7 +40,7 @@ func TestV1Serial(t *testing.T) {
 	f.want(f.do("GET", "/v1/serial/pay", ""), 200, `"serial":"PAY20261122000001"`)
 	f.want(f.do("POST", "/v1/serial/pay?n=2", ""), 200, `"serials":["PAY20261122000002","PAY20261122000003"]`)
 	f.want(f.do("GET", "/v1/serial/ord?n=2", ""), 200, `"ORD2026112212000000000030000","ORD2026112212000000000030001"`)
-	f.want(f.do("GET", "/v1/serial/nope", ""), 404, `"code":"tag_not_found"`, "not configured")
+	f.want(f.do("GET", "/v1/serial/nope", ""), 404, `"code":"serial_not_found"`, "not configured", "configure it under serials:")
 	f.want(f.do("GET", "/v1/serial/pay?n=0", ""), 400, `"code":"invalid_argument"`)
 }
 
@@ -83,7 +83,7 @@ func TestV1Forms(t *testing.T) {
 	}
 	f.want(f.do("GET", "/v1/segment/order?form=base32", ""), 200, `"id_str":"`)
 	f.want(f.do("GET", "/v1/segment/order?form=xml", ""), 400, `"code":"invalid_argument"`)
-	f.want(f.do("GET", "/v1/segment/order?n=5&format=ranges&form=base62", ""), 400, "cannot be combined")
+	f.want(f.do("GET", "/v1/segment/order?n=5&format=ranges&form=base62", ""), 400, "cannot be given in form")
 	f.want(f.do("POST", "/v1/reveal", `{"kind":"uuid","form":"number","value":"1"}`, "Authorization", "Bearer tok"), 400)
 	f.want(f.do("POST", "/v1/reveal", `{"kind":"segment","form":"base62","value":"!!"}`, "Authorization", "Bearer tok"), 400)
 

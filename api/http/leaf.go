@@ -14,29 +14,23 @@ var textPlain = []string{"text/plain; charset=utf-8"}
 // A tag whose configured form is opaque answers its opaque number here too.
 func (s *Server) leafSegment(w http.ResponseWriter, r *http.Request) {
 	tag := r.PathValue("key")
-	id, err := s.svc.SegmentID(r.Context(), tag)
-	if err == nil && s.svc.SegmentForm(tag) == service.FormOpaque {
-		var nums []int64
-		if _, nums, err = s.svc.Format(service.KindSegment, service.FormOpaque, []int64{id}); err == nil {
-			id = nums[0]
-		}
+	form := service.FormNumber
+	if s.svc.SegmentForm(tag) == service.FormOpaque {
+		form = service.FormOpaque
 	}
-	if err != nil {
-		s.leafError(w, err)
-		return
-	}
-	writeID(w, id)
+	s.leafTake(w, r, service.Request{Kind: service.KindSegment, Name: tag, Form: form})
 }
 
 // leafSnowflake is Leaf's GET /api/snowflake/get/{key}; Leaf ignores the key
 // and so does frond.
 func (s *Server) leafSnowflake(w http.ResponseWriter, r *http.Request) {
-	id, err := s.svc.SnowflakeID()
-	if err != nil {
-		s.leafError(w, err)
-		return
+	s.leafTake(w, r, service.Request{Kind: service.KindSnowflake, Form: service.FormNumber})
+}
+
+func (s *Server) leafTake(w http.ResponseWriter, r *http.Request, req service.Request) {
+	if a, ok := s.take(w, r, req, textPlain[0], func(err error) { s.leafError(w, err) }); ok {
+		writeID(w, a.Nums[0])
 	}
-	writeID(w, id)
 }
 
 func writeID(w http.ResponseWriter, id int64) {
@@ -62,8 +56,12 @@ func (s *Server) leafError(w http.ResponseWriter, err error) {
 // strings, as Leaf's controller returns, decoded with the configured layout.
 // The date is in UTC (Leaf uses the server's zone).
 func (s *Server) leafDecode(w http.ResponseWriter, r *http.Request) {
-	raw := r.URL.Query().Get("snowflakeId")
-	id, err := parseID(raw)
+	q, err := parseQuery(r, "snowflakeId")
+	var id int64
+	if err == nil {
+		raw, _ := q.get("snowflakeId")
+		id, err = parseID(raw)
+	}
 	if err == nil {
 		var d decodedJSON
 		d.Decoded, err = s.svc.Decode(id, "")

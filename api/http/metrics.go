@@ -44,8 +44,9 @@ func NewMetrics() *Metrics {
 }
 
 // OnLoad is the segment engine's load hook (segment.Settings.OnLoad). Loads
-// of tags the store does not know are counted under tag "" so that requests
-// for made-up tags cannot create series without bound.
+// of tags the store does not know, and failed first loads (the engine gives
+// them no tag), are counted under tag "" so that requests for made-up tags
+// cannot create series without bound.
 func (m *Metrics) OnLoad(tag string, took time.Duration, err error) {
 	result := "ok"
 	if err != nil {
@@ -56,6 +57,13 @@ func (m *Metrics) OnLoad(tag string, took time.Duration, err error) {
 	}
 	m.loads.WithLabelValues(tag, result).Inc()
 	m.loadDur.WithLabelValues(tag).Observe(took.Seconds())
+}
+
+// OnEvict is the segment engine's eviction hook (segment.Settings.OnEvict):
+// the series of a tag whose buffer was dropped go with it.
+func (m *Metrics) OnEvict(tag string) {
+	m.loads.DeletePartialMatch(prometheus.Labels{"tag": tag})
+	m.loadDur.DeleteLabelValues(tag)
 }
 
 // Attach registers the collectors that read svc at scrape time.

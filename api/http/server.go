@@ -72,6 +72,8 @@ func New(svc *service.Service, m *Metrics, opts Options) *Server {
 	// Operations.
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.HandleFunc("GET /readyz/segment", s.readyKind(func(r *http.Request) service.KindCheck { return svc.SegmentReady(r.Context()) }))
+	mux.HandleFunc("GET /readyz/snowflake", s.readyKind(func(*http.Request) service.KindCheck { return svc.SnowflakeReady() }))
 	if m != nil {
 		mux.Handle("GET /metrics", m.Handler())
 	}

@@ -56,6 +56,7 @@ type fixture struct {
 	h     http.Handler
 	store *downStore
 	clock *clock
+	svc   *service.Service
 }
 
 func newFixture(t testing.TB, opts Options, configure ...func(*service.Config)) *fixture {
@@ -69,7 +70,7 @@ func newFixture(t testing.TB, opts Options, configure ...func(*service.Config)) 
 	m := NewMetrics()
 	cfg := service.Config{
 		Now: c.Now, PersistEvery: time.Hour,
-		Segment: segment.Settings{FixedStep: true, OnLoad: m.OnLoad, FailFast: -1},
+		Segment: segment.Settings{FixedStep: true, OnLoad: m.OnLoad, OnEvict: m.OnEvict, FailFast: -1},
 	}
 	for _, f := range configure {
 		f(&cfg)
@@ -83,7 +84,7 @@ func newFixture(t testing.TB, opts Options, configure ...func(*service.Config)) 
 	if _, err := st.CreateTag(context.Background(), frond.Tag{Name: "order", MaxID: 1, Step: 1000, Description: "orders"}); err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{t: t, h: New(svc, m, opts), store: st, clock: c}
+	return &fixture{t: t, h: New(svc, m, opts), store: st, clock: c, svc: svc}
 }
 
 type resp struct {
@@ -279,8 +280,13 @@ func TestHealthReadyMetrics(t *testing.T) {
 	f.store.down.Store(true)
 	// The buffer of "order" still holds IDs: degraded, still serving.
 	f.want(f.do("GET", "/readyz", ""), 200, `"status":"degraded"`, `"name":"store","ok":false`, "connection refused", `"remaining":999`)
+	f.want(f.do("GET", "/readyz/segment", ""), 200, `"ready":true`, "serving the 999 IDs buffered for 1 tags")
 	f.do("GET", "/v1/segment/order?n=999&format=ranges", "")
-	f.want(f.do("GET", "/readyz", ""), 503, `"status":"not ready"`, `"remaining":0`)
+	// Segment IDs cannot be served, snowflake IDs can: the overall page is
+	// degraded, the segment page says why.
+	f.want(f.do("GET", "/readyz", ""), 200, `"status":"degraded"`, `"remaining":0`, `"segment":{"kind":"segment","ready":false`)
+	f.want(f.do("GET", "/readyz/segment", ""), 503, `"ready":false`, "no IDs are buffered", "connection refused")
+	f.want(f.do("GET", "/readyz/snowflake", ""), 200, `"ready":true`, "worker ID 3")
 	f.want(f.do("GET", "/nope", ""), 404, `"code":"not_found"`)
 	f.want(f.do("GET", "/debug/pprof/", ""), 404)
 	g := newFixture(t, Options{Pprof: true})

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/frond-id/frond"
@@ -17,23 +20,75 @@ func badRequest(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", frond.ErrInvalidArgument, fmt.Sprintf(format, args...))
 }
 
-// parseCount reads the n parameter: absent means 1.
-func parseCount(raw string, limit int64) (n int64, given bool, err error) {
+// query is a request's query string, parsed strictly: a malformed query (a
+// stray ';', a bad %-escape) is refused rather than read in part, and so are
+// a parameter given twice and one the route does not know (a typo would
+// otherwise be ignored: "fomr=base62" answering plain numbers).
+type query url.Values
+
+func parseQuery(r *http.Request, known ...string) (query, error) {
+	v, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, badRequest("malformed query string: %v", err)
+	}
+	for k, vs := range v {
+		if !slices.Contains(known, k) {
+			if len(known) == 0 {
+				return nil, badRequest("parameter %s: this route takes none", service.Quote(k))
+			}
+			return nil, badRequest("parameter %s: this route takes %s", service.Quote(k), strings.Join(known, ", "))
+		}
+		if len(vs) > 1 {
+			return nil, badRequest("parameter %s given %d times", service.Quote(k), len(vs))
+		}
+	}
+	return query(v), nil
+}
+
+// get returns a parameter and whether it was given (perhaps empty).
+func (q query) get(name string) (string, bool) {
+	vs, ok := q[name]
+	if !ok {
+		return "", false
+	}
+	return vs[0], true
+}
+
+// parseCount reads the n parameter: absent means 0 (one ID, answered alone);
+// given, it is a whole number from 1 to limit written in digits only ("",
+// "+5", " 5" and "5;x" are refused, not read as a default).
+func parseCount(q query, limit int64) (int64, error) {
+	raw, ok := q.get("n")
+	if !ok {
+		return 0, nil
+	}
+	n, ok := parseDigits(raw)
+	if !ok || n < 1 || n > limit {
+		return 0, badRequest("n=%s: must be a whole number from 1 to %d", service.Quote(raw), limit)
+	}
+	return n, nil
+}
+
+// parseDigits reads a non-negative decimal number of digits only; leading
+// zeros are allowed and ParseInt refuses anything past int64.
+func parseDigits(raw string) (int64, bool) {
 	if raw == "" {
-		return 1, false, nil
+		return 0, false
 	}
-	n, err = strconv.ParseInt(raw, 10, 64)
-	if err != nil || n < 1 || n > limit {
-		return 0, true, badRequest("n=%.40q: must be a whole number from 1 to %d", raw, limit)
+	for i := 0; i < len(raw); i++ {
+		if raw[i] < '0' || raw[i] > '9' {
+			return 0, false
+		}
 	}
-	return n, true, nil
+	n, err := strconv.ParseInt(raw, 10, 64)
+	return n, err == nil
 }
 
 // parseID reads a decimal, non-negative 64-bit ID.
 func parseID(raw string) (int64, error) {
-	id, err := strconv.ParseInt(raw, 10, 64)
-	if err != nil || id < 0 {
-		return 0, badRequest("ID %.40q: must be a decimal number from 0 to %d", raw, int64(1<<63-1))
+	id, ok := parseDigits(raw)
+	if !ok {
+		return 0, badRequest("ID %s: must be a decimal number from 0 to %d", service.Quote(raw), int64(1<<63-1))
 	}
 	return id, nil
 }
@@ -56,155 +111,140 @@ type rangeJSON struct {
 	EndStr   string `json:"end_str"`
 }
 
+const contentJSON = "application/json; charset=utf-8"
+
+// take answers a request for IDs: the service checks the whole request
+// before it takes any ID. HEAD only checks it: it answers the status a GET
+// would, and takes no ID. fail writes an error in the route's shape.
+func (s *Server) take(w http.ResponseWriter, r *http.Request, req service.Request, contentType string, fail func(error)) (service.Answer, bool) {
+	if r.Method == http.MethodHead {
+		if err := s.svc.Check(&req); err != nil {
+			fail(err)
+			return service.Answer{}, false
+		}
+		w.Header().Set("Content-Type", contentType)
+		w.WriteHeader(http.StatusOK)
+		return service.Answer{}, false
+	}
+	a, err := s.svc.Take(r.Context(), req)
+	if err != nil {
+		fail(err)
+		return service.Answer{}, false
+	}
+	return a, true
+}
+
+// v1Take decodes the query of a /v1 ID route with parse and answers with
+// encode.
+func (s *Server) v1Take(w http.ResponseWriter, r *http.Request, known []string, parse func(q query, req *service.Request) error, encode func(a service.Answer) any) {
+	fail := func(err error) { s.writeError(w, r, err) }
+	q, err := parseQuery(r, known...)
+	if err != nil {
+		fail(err)
+		return
+	}
+	var req service.Request
+	if err := parse(q, &req); err != nil {
+		fail(err)
+		return
+	}
+	if a, ok := s.take(w, r, req, contentJSON, fail); ok {
+		writeJSON(w, http.StatusOK, encode(a))
+	}
+}
+
+// idsAnswer is the JSON of IDs: one ({"id", "id_str"}) or a batch ({"ids",
+// "id_strs"}); string forms have no numbers.
+func idsAnswer(a service.Answer) any {
+	req := a.Request
+	out := idsJSON{Tag: req.Name}
+	if a.Form != service.FormNumber {
+		out.Form = a.Form
+	}
+	if req.Count > 0 {
+		out.IDs, out.IDStrs = a.Nums, a.Strs
+	} else {
+		out.IDStr = a.Strs[0]
+		if a.Nums != nil {
+			out.ID = &a.Nums[0]
+		}
+	}
+	return out
+}
+
 // v1Segment: GET|POST /v1/segment/{tag}[?n=N][&format=ids|ranges][&form=F].
 func (s *Server) v1Segment(w http.ResponseWriter, r *http.Request) {
-	tag := r.PathValue("tag")
-	q := r.URL.Query()
-	format := q.Get("format")
-	if format != "" && format != "ids" && format != "ranges" {
-		s.writeError(w, r, badRequest("format=%.20q: must be ids or ranges", format))
-		return
-	}
-	form := q.Get("form")
-	if form == "" {
-		form = s.svc.SegmentForm(tag)
-	}
-	if format == "ranges" && form != "" && form != service.FormNumber {
-		s.writeError(w, r, badRequest("format=ranges gives plain numbers: it cannot be combined with form %q", form))
-		return
-	}
-	limit := int64(service.MaxBatch)
-	if format == "ranges" {
-		limit = service.MaxRangesBatch
-	}
-	n, given, err := parseCount(q.Get("n"), limit)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if format == "ranges" {
-		rs, err := s.svc.SegmentIDs(r.Context(), tag, n)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
+	s.v1Take(w, r, []string{"n", "format", "form"}, func(q query, req *service.Request) error {
+		format, _ := q.get("format")
+		if format != "" && format != "ids" && format != "ranges" {
+			return badRequest("format=%s: must be ids or ranges", service.Quote(format))
 		}
-		out := make([]rangeJSON, len(rs))
-		for i, x := range rs {
+		limit := int64(service.MaxBatch)
+		if format == "ranges" {
+			limit = service.MaxRangesBatch
+		}
+		form, _ := q.get("form")
+		n, err := parseCount(q, limit)
+		*req = service.Request{Kind: service.KindSegment, Name: r.PathValue("tag"), Count: n, Form: form, Ranges: format == "ranges"}
+		return err
+	}, func(a service.Answer) any {
+		req := a.Request
+		if !req.Ranges {
+			return idsAnswer(a)
+		}
+		out := make([]rangeJSON, len(a.Ranges))
+		for i, x := range a.Ranges {
 			out[i] = rangeJSON{Start: x.Start, End: x.End, Stride: x.Stride, Count: x.Len(),
 				StartStr: strconv.FormatInt(x.Start, 10), EndStr: strconv.FormatInt(x.End, 10)}
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"tag": tag, "count": n, "ranges": out})
-		return
-	}
-	var ids []int64
-	if !given {
-		id, err := s.svc.SegmentID(r.Context(), tag)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		ids = []int64{id}
-	} else {
-		// IDs of a batch that fails part-way are valid and unique, but a
-		// client that gets an error would not use them: they are skipped.
-		rs, err := s.svc.SegmentIDs(r.Context(), tag, n)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		ids = make([]int64, 0, n)
-		for _, x := range rs {
-			ids = x.Append(ids)
-		}
-	}
-	s.writeIDs(w, r, service.KindSegment, tag, form, ids, given)
-}
-
-// writeIDs answers IDs in a form: one ({"id", "id_str"}) or several
-// ({"ids", "id_strs"}); string forms have no numbers.
-func (s *Server) writeIDs(w http.ResponseWriter, r *http.Request, kind, tag, form string, ids []int64, batch bool) {
-	strs, nums, err := s.svc.Format(kind, form, ids)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	out := idsJSON{Tag: tag}
-	if form != "" && form != service.FormNumber {
-		out.Form = form
-	}
-	if batch {
-		out.IDs, out.IDStrs = nums, strs
-	} else {
-		out.IDStr = strs[0]
-		if nums != nil {
-			out.ID = &nums[0]
-		}
-	}
-	writeJSON(w, http.StatusOK, out)
+		return map[string]any{"tag": req.Name, "count": max(req.Count, 1), "ranges": out}
+	})
 }
 
 // v1Snowflake: GET|POST /v1/snowflake[?n=N][&form=F].
 func (s *Server) v1Snowflake(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	n, given, err := parseCount(q.Get("n"), service.MaxBatch)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	ids, err := s.svc.SnowflakeIDs(int(n))
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.writeIDs(w, r, service.KindSnowflake, "", q.Get("form"), ids, given)
+	s.v1Take(w, r, []string{"n", "form"}, func(q query, req *service.Request) error {
+		form, _ := q.get("form")
+		n, err := parseCount(q, service.MaxBatch)
+		*req = service.Request{Kind: service.KindSnowflake, Count: n, Form: form}
+		return err
+	}, idsAnswer)
 }
 
 // v1UUID: GET|POST /v1/uuid[?version=4|7][&n=N]: {"uuid"} or {"uuids"}.
 func (s *Server) v1UUID(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	version := 4
-	if v := q.Get("version"); v != "" {
-		var err error
-		if version, err = strconv.Atoi(v); err != nil {
-			s.writeError(w, r, badRequest("version=%.20q: 4 or 7", v))
-			return
+	s.v1Take(w, r, []string{"n", "version"}, func(q query, req *service.Request) error {
+		*req = service.Request{Kind: service.KindUUID}
+		if v, ok := q.get("version"); ok {
+			n, ok := parseDigits(v)
+			if !ok || (n != 4 && n != 7) {
+				return badRequest("version=%s: 4 or 7", service.Quote(v))
+			}
+			req.Version = int(n)
 		}
-	}
-	n, given, err := parseCount(q.Get("n"), service.MaxBatch)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	ids, err := service.UUIDs(version, int(n))
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if given {
-		writeJSON(w, http.StatusOK, map[string]any{"version": version, "uuids": ids})
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"version": version, "uuid": ids[0]})
+		var err error
+		req.Count, err = parseCount(q, service.MaxBatch)
+		return err
+	}, func(a service.Answer) any {
+		if a.Request.Count > 0 {
+			return map[string]any{"version": a.Request.Version, "uuids": a.Strs}
+		}
+		return map[string]any{"version": a.Request.Version, "uuid": a.Strs[0]}
+	})
 }
 
 // v1Serial: GET|POST /v1/serial/{name}[?n=N]: {"serial"} or {"serials"}.
 func (s *Server) v1Serial(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
-	n, given, err := parseCount(r.URL.Query().Get("n"), service.MaxBatch)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	out, err := s.svc.Serials(r.Context(), name, int(n))
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if given {
-		writeJSON(w, http.StatusOK, map[string]any{"name": name, "serials": out})
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"name": name, "serial": out[0]})
+	s.v1Take(w, r, []string{"n"}, func(q query, req *service.Request) error {
+		n, err := parseCount(q, service.MaxBatch)
+		*req = service.Request{Kind: service.KindSerial, Name: r.PathValue("name"), Count: n}
+		return err
+	}, func(a service.Answer) any {
+		if a.Request.Count > 0 {
+			return map[string]any{"name": a.Request.Name, "serials": a.Strs}
+		}
+		return map[string]any{"name": a.Request.Name, "serial": a.Strs[0]}
+	})
 }
 
 type revealJSON struct {
@@ -236,10 +276,15 @@ type decodedJSON struct {
 
 // v1Decode: GET /v1/decode/{id}[?layout=NAME].
 func (s *Server) v1Decode(w http.ResponseWriter, r *http.Request) {
-	id, err := parseID(r.PathValue("id"))
+	q, err := parseQuery(r, "layout")
+	var id int64
 	if err == nil {
+		id, err = parseID(r.PathValue("id"))
+	}
+	if err == nil {
+		layout, _ := q.get("layout")
 		var d service.Decoded
-		d, err = s.svc.Decode(id, r.URL.Query().Get("layout"))
+		d, err = s.svc.Decode(id, layout)
 		if err == nil {
 			writeJSON(w, http.StatusOK, decodedJSON{Decoded: d, IDStr: strconv.FormatInt(id, 10)})
 			return
@@ -298,7 +343,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 		if errors.As(err, &mbe) {
 			return err
 		}
-		return badRequest("request body: %v", err)
+		return badRequest("request body: %s", brief(err.Error()))
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return badRequest("request body: one JSON object expected")
@@ -382,36 +427,40 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// readyz answers 200 "ready" when the store answers, the worker ID is held
-// and the clock is fine; 200 "degraded" when a part fails but IDs can still
-// be served (the store is down but the buffers hold IDs, or snowflake IDs
-// wait for the clock while segment IDs work); 503 "not ready" when the store
-// is down and no buffered IDs are left. Each check says what is wrong, and
-// each tag its remaining IDs and horizon.
+// readyz answers 200 "ready" when every check passes; 200 "degraded" when
+// a check fails but some kind of ID can still be served; 503 "not ready"
+// when neither segment nor snowflake IDs can be served. Each check says what
+// is wrong, "kinds" says per kind whether it can be served now (as
+// /readyz/segment and /readyz/snowflake), and each tag its remaining IDs and
+// horizon.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	checks := s.svc.Ready(r.Context())
-	segments := s.horizons()
+	rd := s.svc.Readiness(r.Context())
 	status, word := http.StatusOK, "ready"
-	for _, c := range checks {
-		if c.OK {
-			continue
-		}
-		word = "degraded"
-		if c.Name == "store" && !anyRemaining(segments) {
-			status, word = http.StatusServiceUnavailable, "not ready"
-			break
+	for _, c := range rd.Checks {
+		if !c.OK {
+			word = "degraded"
 		}
 	}
-	writeJSON(w, status, map[string]any{"status": word, "checks": checks, "segments": segments})
+	if !rd.Segment.Ready && !rd.Snowflake.Ready {
+		status, word = http.StatusServiceUnavailable, "not ready"
+	}
+	writeJSON(w, status, map[string]any{"status": word, "checks": rd.Checks,
+		"kinds":    map[string]service.KindCheck{service.KindSegment: rd.Segment, service.KindSnowflake: rd.Snowflake},
+		"segments": s.horizons()})
 }
 
-func anyRemaining(hs []horizonJSON) bool {
-	for _, h := range hs {
-		if h.Remaining > 0 {
-			return true
+// readyKind answers /readyz/segment and /readyz/snowflake: 200 when that
+// kind can be served now, 503 with the reason when it cannot. A load
+// balancer that sends one kind probes its page (docs/api.md).
+func (s *Server) readyKind(check func(r *http.Request) service.KindCheck) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		k := check(r)
+		status := http.StatusOK
+		if !k.Ready {
+			status = http.StatusServiceUnavailable
 		}
+		writeJSON(w, status, k)
 	}
-	return false
 }
 
 type horizonJSON struct {
