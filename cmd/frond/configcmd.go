@@ -1,23 +1,34 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/frond-id/frond/internal/config"
 	"github.com/spf13/cobra"
 )
 
 func newConfigCmd(e env) *cobra.Command {
+	var check bool
 	c := &cobra.Command{
 		Use:   "config",
-		Short: "Print the effective configuration, secrets masked",
+		Short: "Print the effective configuration, secrets masked; or check it",
 		Long: `Print the configuration frond serve would run with: defaults, then the YAML
 file (--config or FROND_CONFIG), then FROND_* variables, then flags. The admin
-token and passwords in URLs are shown as ***. Unknown keys are errors.`,
-		Example: "  frond config\n  FROND_HTTP_ADDR=127.0.0.1:9090 frond config --config /etc/frond.yaml",
+token and passwords in URLs are shown as ***. The configuration is validated
+as frond serve validates it: an unknown key or an invalid value is an error
+(exit 2) naming the key, its environment variable and its flag.
+
+With --check it prints only "configuration OK" (exit 0) or the error (exit 2).`,
+		Example: "  frond config\n  FROND_HTTP_ADDR=127.0.0.1:9090 frond config --config /etc/frond.yaml\n  frond config --check --config /etc/frond.yaml",
 		Args:    args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
 			cfg, k, err := config.Load(c.Flags(), e.environ)
 			if err != nil {
 				return usageError{err}
+			}
+			if check {
+				_, err = fmt.Fprintln(e.stdout, "configuration OK")
+				return err
 			}
 			out, err := config.Masked(k, cfg)
 			if err != nil {
@@ -28,5 +39,6 @@ token and passwords in URLs are shown as ***. Unknown keys are errors.`,
 		},
 	}
 	config.AddFlags(c.Flags())
+	c.Flags().BoolVar(&check, "check", false, `validate only: print "configuration OK" or the error`)
 	return c
 }

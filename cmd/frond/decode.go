@@ -16,7 +16,7 @@ func newDecodeCmd(e env) *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "decode ID",
-		Short: "Split a snowflake ID into time, worker and sequence (offline)",
+		Short: "Split a snowflake ID into time, node (worker ID) and sequence (offline)",
 		Example: `  frond decode 1861083629105360902
   frond decode 123456789 --layout sonyflake --json`,
 		Args: args(cobra.ExactArgs(1)),
@@ -38,7 +38,7 @@ func newDecodeCmd(e env) *cobra.Command {
 				enc.SetIndent("", "  ")
 				return enc.Encode(d)
 			}
-			fmt.Fprintf(e.stdout, "id        %d\nlayout    %s\ntime      %s\ntick      %d\nworker    %d\nsequence  %d\n",
+			fmt.Fprintf(e.stdout, "id        %d\nlayout    %s\ntime      %s\ntick      %d\nnode      %d\nsequence  %d\n",
 				d.ID, d.Layout, d.Time.Format(time.RFC3339Nano), d.Tick, d.Node, d.Seq)
 			return nil
 		},

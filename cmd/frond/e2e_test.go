@@ -267,6 +267,34 @@ func TestE2E_GracefulRestart(t *testing.T) {
 	}
 }
 
+// A data directory where worker.json cannot be written (here: its
+// temporary file is a directory; a read-only or full disk does the same): a
+// fresh worker ID has no recorded time, so the node must issue no snowflake
+// ID at all. Before, it issued with nothing recorded, and a kill -9 and a
+// restart with the clock behind handed out the same IDs again.
+func TestE2E_FreshWorkerUnwritableRecord(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "worker.json.tmp"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "worker.json.tmp", "x"), []byte("x"), 0o644) // not removable as a file
+	s := mustStart(t, dir)
+	for _, path := range []string{"/v1/snowflake", "/v1/snowflake?n=5"} {
+		if code, body := s.get(path); code != 503 || !strings.Contains(body, "registry_behind") {
+			t.Fatalf("%s: %d %s", path, code, body)
+		}
+	}
+	if code, body := s.get("/api/snowflake/get/x"); code != 500 || !strings.Contains(body, "registry_behind") {
+		t.Fatalf("Leaf API: %d %s", code, body)
+	}
+	if code, body := s.get("/readyz/snowflake"); code != 503 || !strings.Contains(body, "worker.json") {
+		t.Fatalf("/readyz/snowflake: %d %s", code, body)
+	}
+	if code, body := s.get("/readyz/segment"); code != 200 {
+		t.Fatalf("/readyz/segment: %d %s", code, body)
+	}
+}
+
 // A clock an hour behind the recorded time: the node starts and serves
 // segment IDs; snowflake IDs are refused, saying by how much, on both APIs
 // and in /readyz.
@@ -362,7 +390,7 @@ func TestE2E_CLI(t *testing.T) {
 	expect(0, "deleted order", "tag", "delete", "order")
 	expect(3, "tag_not_found", "tag", "delete", "order")
 	expect(1, "cannot reach", "id", "snowflake", "--server", "http://127.0.0.1:1")
-	expect(0, "worker    491", "decode", "1861083629105360902")
+	expect(0, "node      491", "decode", "1861083629105360902")
 	expect(2, "no preset", "decode", "1", "--layout", "nope")
 	expect(0, "frond ", "version")
 }

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"net/url"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -11,16 +13,6 @@ import (
 	"github.com/frond-id/frond/storetest"
 	_ "github.com/go-sql-driver/mysql"
 )
-
-// Leaf's scripts/leaf_alloc.sql, as Leaf's README gives it.
-const leafDDL = "CREATE TABLE `leaf_alloc` (\n" +
-	"  `biz_tag` varchar(128)  NOT NULL DEFAULT '',\n" +
-	"  `max_id` bigint(20) NOT NULL DEFAULT '1',\n" +
-	"  `step` int(11) NOT NULL,\n" +
-	"  `description` varchar(256)  DEFAULT NULL,\n" +
-	"  `update_time` timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,\n" +
-	"  PRIMARY KEY (`biz_tag`)\n" +
-	") ENGINE=InnoDB"
 
 const leafSample = "insert into leaf_alloc(biz_tag, max_id, step, description) values('leaf-segment-test', 1, 2000, 'Test leaf Segment Mode Get Id')"
 
@@ -57,13 +49,30 @@ func TestE2E_LeafDropIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	for _, stmt := range []string{"DROP TABLE IF EXISTS leaf_alloc", leafDDL, leafSample} {
+	// store/sqlstore's TestMySQL_TagCase drops and creates leaf_alloc in the
+	// same database, from a test binary that may run at the same time.
+	lock, err := db.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	var locked sql.NullInt64
+	if err := lock.QueryRowContext(t.Context(), "SELECT GET_LOCK('frond_test_b', 120)").Scan(&locked); err != nil || locked.Int64 != 1 {
+		t.Fatalf("GET_LOCK: %v, %v", locked, err)
+	}
+	defer lock.ExecContext(context.Background(), "DO RELEASE_LOCK('frond_test_b')")
+	for _, stmt := range []string{"DROP TABLE IF EXISTS leaf_alloc", storetest.LeafDDL, leafSample} {
 		if _, err := db.Exec(stmt); err != nil {
 			t.Fatalf("%s: %v", stmt, err)
 		}
 	}
 	dir := t.TempDir()
 	s := mustStart(t, dir, "--store", raw)
+	// Leaf's script leaves biz_tag to the server's case-insensitive default:
+	// the node says that Case and case are one tag there.
+	if l := s.log(); !strings.Contains(l, "TAGS IGNORE CASE") || !strings.Contains(l, "Case and case") {
+		t.Errorf("no warning about the case-insensitive biz_tag in the log:\n%s", l)
+	}
 	// Leaf's first segment of the sample row is [1, 2001): IDs 1, 2, 3, ...
 	for want := int64(1); want <= 300; want++ {
 		if got := s.id("/api/segment/get/leaf-segment-test"); got != want {

@@ -86,7 +86,16 @@ func TestE2E_StoreOutage(t *testing.T) {
 	if code, body := s.get("/api/segment/get/" + tag); code != 500 || !strings.HasPrefix(body, "error: store_unavailable") {
 		t.Fatalf("Leaf API with the store gone: %d %s", code, body)
 	}
-	waitReady("not ready")
+	// Segment IDs cannot be served; snowflake IDs can: the overall page is
+	// degraded, and the segment page, the one a segment load balancer
+	// probes, says not ready.
+	waitReady("degraded")
+	if code, body := s.get("/readyz/segment"); code != 503 || !strings.Contains(body, "no IDs are buffered") {
+		t.Fatalf("/readyz/segment, store gone, buffers empty: %d %s", code, body)
+	}
+	if code, body := s.get("/readyz/snowflake"); code != 200 {
+		t.Fatalf("/readyz/snowflake, store gone: %d %s", code, body)
+	}
 
 	p.Restore()
 	deadline = time.Now().Add(30 * time.Second)

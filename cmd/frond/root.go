@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -51,7 +52,8 @@ Run the server with "frond serve"; the other commands talk to a running
 server (--server, default http://127.0.0.1:8080) or work offline (decode).
 
 Exit codes: 0 success, 1 failure (server unreachable, start-up refused),
-2 usage error, 3 the server answered with an error.`,
+2 usage error (command line or configuration), 3 the server answered with
+an error.`,
 		Example: `  frond serve
   frond tag create order --step 1000
   frond id segment order -n 5
@@ -64,7 +66,36 @@ Exit codes: 0 success, 1 failure (server unreachable, start-up refused),
 	root.SetContext(ctx)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newServeCmd(e), newConfigCmd(e), newVersionCmd(e), newIDCmd(e), newTagCmd(e), newDecodeCmd(e), newRevealCmd(e))
+	requireSubcommand(root, e)
 	return root
+}
+
+// requireSubcommand makes c and every command below it that only groups
+// subcommands (frond, frond id, frond tag) refuse to run without one: they
+// print their help to stderr and exit 2, as for an unknown subcommand.
+func requireSubcommand(c *cobra.Command, e env) {
+	for _, sub := range c.Commands() {
+		requireSubcommand(sub, e)
+	}
+	if !c.HasSubCommands() || c.RunE != nil || c.Run != nil {
+		return
+	}
+	c.SuggestionsMinimumDistance = 2
+	c.Args = func(c *cobra.Command, a []string) error {
+		if len(a) == 0 {
+			return nil
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", a[0], c.CommandPath())
+		if s := c.SuggestionsFor(a[0]); len(s) > 0 {
+			msg += "; did you mean " + strings.Join(s, " or ") + "?"
+		}
+		return usageError{errors.New(msg)}
+	}
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		c.SetOut(e.stderr)
+		c.Help()
+		return usagef("%s needs a command (listed above)", c.CommandPath())
+	}
 }
 
 // args wraps a cobra argument validator so its errors count as usage errors.
@@ -90,14 +121,8 @@ func run(ctx context.Context, argv []string, stdout, stderr io.Writer, environ [
 	switch {
 	case errors.As(err, &se):
 		return exitServer
-	case errors.As(err, &ue), isCobraUsage(err):
+	case errors.As(err, &ue):
 		return exitUsage
 	}
 	return exitError
-}
-
-// isCobraUsage recognises cobra's own errors for unknown commands.
-func isCobraUsage(err error) bool {
-	msg := err.Error()
-	return len(msg) > 16 && msg[:16] == "unknown command "
 }

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/frond-id/frond"
@@ -17,8 +18,8 @@ import (
 	"github.com/frond-id/frond/internal/config"
 	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/service"
-	"github.com/frond-id/frond/snowflake"
 	"github.com/frond-id/frond/store/etcdstore"
+	"github.com/frond-id/frond/store/lazystore"
 	"github.com/frond-id/frond/store/memstore"
 	"github.com/frond-id/frond/store/redisstore"
 	"github.com/frond-id/frond/store/sqlstore"
@@ -63,38 +64,78 @@ func newLogger(cfg *config.Config, e env) *slog.Logger {
 	return slog.New(slog.NewTextHandler(e.stderr, opts))
 }
 
+// storeStartTimeout bounds the first attempt to open a store over the
+// network; a store that cannot be reached by then is opened in the
+// background (lazystore) while the node serves without it.
+const storeStartTimeout = 3 * time.Second
+
 // openStores opens the store of each URL in raw (separated by spaces): one
 // URL is that store; several are combined by residue class (segment.Multi),
-// store i handing out only IDs congruent to i modulo their number.
+// store i handing out only IDs congruent to i modulo their number. The
+// stores are opened at once; a store over the network that cannot be reached
+// does not stop the start (see openStore).
 func openStores(ctx context.Context, raw string, log *slog.Logger) (frond.SegmentStore, error) {
 	urls := strings.Fields(raw)
 	if len(urls) == 1 {
 		return openStore(ctx, urls[0], log)
 	}
-	stores := make([]frond.SegmentStore, 0, len(urls))
+	stores := make([]frond.SegmentStore, len(urls))
+	errs := make([]error, len(urls))
+	var wg sync.WaitGroup
 	for i, u := range urls {
-		s, err := openStore(ctx, u, log)
+		wg.Go(func() { stores[i], errs[i] = openStore(ctx, u, log) })
+	}
+	wg.Wait()
+	for i, err := range errs {
 		if err != nil {
-			for _, o := range stores {
-				o.Close()
+			for _, s := range stores {
+				if s != nil {
+					s.Close()
+				}
 			}
 			return nil, fmt.Errorf("store %d of %d: %w", i, len(urls), err)
 		}
-		stores = append(stores, s)
+	}
+	for i, u := range urls {
 		log.Info("multi-store member", "index", i, "residue", fmt.Sprintf("%d mod %d", i, len(urls)), "store", storeName(u))
 	}
 	return segment.NewMulti(stores...)
 }
 
-// openStore picks the segment backend by URL scheme.
+// openStore picks the segment backend by URL scheme. A store over the
+// network (MySQL, PostgreSQL, Redis, etcd) that cannot be reached within
+// storeStartTimeout does not stop the start: it is opened in the background
+// and fails with store_unavailable until then (snowflake IDs and the other
+// stores are served meanwhile). Any other error (a bad URL, a wrong
+// password, a Redis without persistence) still stops it.
 func openStore(ctx context.Context, raw string, log *slog.Logger) (frond.SegmentStore, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return nil, usagef("store URL %q: %v", raw, err)
 	}
 	switch u.Scheme {
-	case "sqlite", "mysql", "postgres", "postgresql":
-		return sqlstore.Open(ctx, raw, sqlstore.Options{})
+	case "mysql", "postgres", "postgresql", "redis", "rediss", "etcd":
+		s, err := lazystore.Open(ctx, func(ctx context.Context) (frond.SegmentStore, error) {
+			return openRemote(ctx, u.Scheme, raw, log)
+		}, lazystore.Options{Name: storeName(raw), Timeout: storeStartTimeout, Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	case "sqlite":
+		return sqlstore.Open(ctx, raw, sqlstore.Options{Logger: log})
+	case "memory":
+		log.Warn("MEMORY STORE: segment IDs are kept in memory only and are issued AGAIN after a restart; use it for trials only")
+		return memstore.New(nil), nil
+	}
+	return nil, usagef("store URL %q: scheme %q is not supported (sqlite, mysql, postgres, redis, etcd, memory)", raw, u.Scheme)
+}
+
+// openRemote opens a store over the network.
+func openRemote(ctx context.Context, scheme, raw string, log *slog.Logger) (frond.SegmentStore, error) {
+	switch scheme {
+	case "mysql", "postgres", "postgresql":
+		return sqlstore.Open(ctx, raw, sqlstore.Options{Logger: log})
 	case "redis", "rediss":
 		s, err := redisstore.Open(ctx, raw)
 		if err == nil {
@@ -103,19 +144,13 @@ func openStore(ctx context.Context, raw string, log *slog.Logger) (frond.Segment
 			}
 		}
 		return s, err
-	case "etcd":
-		return etcdstore.Open(ctx, raw)
-	case "memory":
-		log.Warn("MEMORY STORE: segment IDs are kept in memory only and are issued AGAIN after a restart; use it for trials only")
-		return memstore.New(nil), nil
 	}
-	return nil, usagef("store URL %q: scheme %q is not supported (sqlite, mysql, postgres, redis, etcd, memory)", raw, u.Scheme)
+	return etcdstore.Open(ctx, raw)
 }
 
 func serve(ctx context.Context, cfg *config.Config, e env) error {
 	start := time.Now()
 	log := newLogger(cfg, e)
-	layout, _ := snowflake.Preset(cfg.Layout)
 
 	clock, stopClock, err := testClock(ctx, log)
 	if err != nil {
@@ -139,26 +174,17 @@ func serve(ctx context.Context, cfg *config.Config, e env) error {
 		return err
 	}
 	m := httpapi.NewMetrics()
-	svc, err := service.New(ctx, service.Config{
-		Layout: layout, MaxBackward: cfg.Snowflake.MaxBackward, MaxLead: cfg.Snowflake.MaxLead,
-		RandomStart: cfg.Snowflake.RandomStart, PersistEvery: cfg.Snowflake.PersistEvery,
-		StartupWait: cfg.Snowflake.StartupWait, MaxPeerSkew: cfg.Snowflake.MaxPeerSkew,
-		Now: clock.Now,
-		Segment: segment.Settings{
-			Threshold: cfg.Segment.Threshold, FixedStep: cfg.Segment.FixedStep,
-			FastSegment: cfg.Segment.FastSegment, SlowSegment: cfg.Segment.SlowSegment,
-			MaxStep: cfg.Segment.MaxStep, LoadTimeout: cfg.Segment.LoadTimeout, FailFast: cfg.Segment.FailFast,
-			OnLoad: m.OnLoad,
-		},
-		Serials:          cfg.Serials,
-		ObfuscationKey:   []byte(cfg.Obfuscation.Key),
-		ObfuscationWidth: cfg.Obfuscation.SegmentWidth,
-		Forms:            cfg.Forms,
-	}, store, reg, log)
+	sc := cfg.ServiceConfig() // validated by config.Load
+	sc.Now, sc.Segment.OnLoad, sc.Segment.OnEvict = clock.Now, m.OnLoad, m.OnEvict
+	svc, err := service.New(ctx, sc, store, reg, log)
 	if err != nil {
 		ln.Close()
 		reg.Close()
 		store.Close()
+		if ctx.Err() != nil {
+			log.Info("stopped during start-up; no snowflake ID was issued")
+			return nil
+		}
 		return err
 	}
 	m.Attach(svc)
@@ -169,7 +195,7 @@ func serve(ctx context.Context, cfg *config.Config, e env) error {
 	h := httpapi.New(svc, m, httpapi.Options{AdminToken: cfg.AdminToken, Pprof: cfg.Pprof, Logger: log})
 	srv := httpapi.NewHTTPServer(cfg.HTTPAddr, h, log)
 	log.Info("frond listening", "addr", ln.Addr().String(), "store", storeName(cfg.Store), "worker", svc.Worker(),
-		"layout", layout.Name, "data_dir", cfg.DataDir, "startup", time.Since(start).Round(time.Microsecond).String())
+		"layout", svc.Layout().Name, "data_dir", cfg.DataDir, "startup", time.Since(start).Round(time.Microsecond).String())
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -85,6 +85,9 @@ func newTagCmd(e env) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if !c.Flags().Changed("step") {
+				return usagef("--step is required: frond tag create %s --step N", tag)
+			}
 			t := frond.Tag{Name: tag, MaxID: maxID, Step: step, Description: desc}
 			if err := t.Validate(); err != nil {
 				return usageError{err}
@@ -101,7 +104,7 @@ func newTagCmd(e env) *cobra.Command {
 	create.Flags().Int64Var(&step, "step", 0, "segment length (required)")
 	create.Flags().Int64Var(&maxID, "max-id", 1, "first ID to hand out")
 	create.Flags().StringVar(&desc, "description", "", "free text")
-	create.MarkFlagRequired("step")
+	// Not MarkFlagRequired: cobra's error for it would not be a usage error (exit 2).
 
 	var sStep, sMax int64
 	var sDesc string

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/frond-id/frond/internal/config"
+)
+
+// runCLI runs frond in-process and returns its exit code, stdout and stderr.
+func runCLI(t *testing.T, environ []string, argv ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	var out, errb bytes.Buffer
+	code := run(ctx, argv, &out, &errb, environ)
+	return code, out.String(), errb.String()
+}
+
+// frond with no command printed the help to stdout and exited 0.
+func TestCLI_NoCommand(t *testing.T) {
+	for _, argv := range [][]string{nil, {"tag"}, {"id"}} {
+		code, out, errs := runCLI(t, nil, argv...)
+		if code != exitUsage || out != "" || !strings.Contains(errs, "Usage:") || !strings.Contains(errs, "needs a command") {
+			t.Errorf("frond %v: exit %d, stdout %q, stderr:\n%s", argv, code, out, errs)
+		}
+	}
+	for _, argv := range [][]string{{"bogus"}, {"servee"}, {"tag", "bogus"}} {
+		if code, _, errs := runCLI(t, nil, argv...); code != exitUsage || !strings.Contains(errs, `unknown command "`+argv[len(argv)-1]+`"`) {
+			t.Errorf("frond %v: exit %d, stderr:\n%s", argv, code, errs)
+		}
+	}
+	if code, out, _ := runCLI(t, nil, "--help"); code != exitOK || !strings.Contains(out, "Usage:") {
+		t.Errorf("frond --help: exit %d, stdout:\n%s", code, out)
+	}
+}
+
+// A missing required flag or argument is a usage error (exit 2), found
+// before the server is called (--server points nowhere).
+func TestCLI_MissingRequired(t *testing.T) {
+	for _, argv := range [][]string{
+		{"tag", "create", "order"}, // --step
+		{"tag", "create"}, {"tag", "get"}, {"tag", "set"}, {"tag", "set", "order"}, {"tag", "delete"},
+		{"id", "segment"}, {"id", "serial"}, {"reveal"}, {"decode"},
+	} {
+		code, _, errs := runCLI(t, nil, append(argv, "--server", "http://127.0.0.1:1")...)
+		if code != exitUsage {
+			t.Errorf("frond %v: exit %d, want %d; stderr:\n%s", argv, code, exitUsage, errs)
+		}
+	}
+	if _, _, errs := runCLI(t, nil, "tag", "create", "order"); !strings.Contains(errs, "--step is required") {
+		t.Errorf("tag create without --step: %s", errs)
+	}
+}
+
+// decode printed "worker" where the API and --json say "node".
+func TestCLI_DecodeNode(t *testing.T) {
+	code, out, _ := runCLI(t, nil, "decode", "1861083629105360902")
+	if code != exitOK || !strings.Contains(out, "node      491\n") || strings.Contains(out, "worker") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
+
+func TestCLI_ConfigCheck(t *testing.T) {
+	code, out, _ := runCLI(t, nil, "config", "--check")
+	if code != exitOK || out != "configuration OK\n" {
+		t.Fatalf("valid: exit %d, %q", code, out)
+	}
+	code, out, errs := runCLI(t, []string{"FROND_SEGMENT__THRESHOLD=2"}, "config", "--check")
+	if code != exitUsage || out != "" || !strings.Contains(errs, "segment.threshold") || !strings.Contains(errs, "FROND_SEGMENT__THRESHOLD") {
+		t.Fatalf("invalid: exit %d, stdout %q, stderr %s", code, out, errs)
+	}
+	// Without --check, frond config validates the same way.
+	if code, _, errs := runCLI(t, []string{"FROND_SEGMENT__THRESHOLD=2"}, "config"); code != exitUsage || !strings.Contains(errs, "segment.threshold") {
+		t.Fatalf("frond config: exit %d, %s", code, errs)
+	}
+}
+
+// Every invalid value stops frond serve with exit 2, naming the key, its
+// variable and its flag, before anything is touched: the data directory
+// (file registry, SQLite store) is not created, the store is not dialled,
+// and the port is not bound (the test holds it: binding it would fail with
+// exit 1, "address already in use").
+func TestCLI_ServeRefusesInvalidConfig(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	dir := t.TempDir()
+	yaml := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(body), 0o644)
+		return p
+	}
+	pay := "FROND_SERIALS__PAY__TEMPLATE=PAY{seq:6}"
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		keys []string
+	}{
+		{"threshold 2", []string{"FROND_SEGMENT__THRESHOLD=2"}, nil, []string{"segment.threshold"}},
+		{"max_step -1", []string{"FROND_SEGMENT__MAX_STEP=-1"}, nil, []string{"segment.max_step"}},
+		{"serials.pay.step -5", []string{pay, "FROND_SERIALS__PAY__STEP=-5"}, nil, []string{"serials.pay.step"}},
+		{"max_backward -5ms", []string{"FROND_SNOWFLAKE__MAX_BACKWARD=-5ms"}, nil, []string{"snowflake.max_backward"}},
+		{"load_timeout 0s", []string{"FROND_SEGMENT__LOAD_TIMEOUT=0s"}, nil, []string{"segment.load_timeout"}},
+		{"max_lead -1ms", []string{"FROND_SNOWFLAKE__MAX_LEAD=-1ms"}, nil, []string{"snowflake.max_lead"}},
+		{"persist_every -1s", []string{"FROND_SNOWFLAKE__PERSIST_EVERY=-1s"}, nil, []string{"snowflake.persist_every"}},
+		{"unknown key in a file", []string{"FROND_CONFIG=" + yaml("typo.yaml", "segment:\n  thresold: 0.2\n")}, nil, []string{"segment.thresold"}},
+		{"wrong type in a file", []string{"FROND_CONFIG=" + yaml("type.yaml", "segment:\n  max_step: abc\n")}, nil, []string{"segment.max_step"}},
+		{"short obfuscation key", []string{"FROND_OBFUSCATION__KEY=short"}, nil, []string{"obfuscation.key"}},
+		{"opaque form without key", []string{"FROND_FORMS__ORDER=opaque"}, nil, []string{"forms.order"}},
+		{"node beyond the layout", nil, []string{"--node", "2000"}, []string{"node"}},
+		{"static worker beyond the layout", nil, []string{"--registry", "static:70000"}, []string{"registry"}},
+		{"layout", nil, []string{"--layout", "nope"}, []string{"layout"}},
+		{"store scheme", nil, []string{"--store", "bogus://x"}, []string{"store"}},
+		{"log level", nil, []string{"--log-level", "loud"}, []string{"log.level"}},
+	} {
+		for _, store := range []string{"", "mysql://u:p@127.0.0.1:1/ids"} {
+			t.Run(tc.name+"/"+map[bool]string{true: "sqlite", false: "mysql"}[store == ""], func(t *testing.T) {
+				data := filepath.Join(dir, "data", strings.ReplaceAll(tc.name, " ", "_"))
+				argv := append([]string{"serve", "--data-dir", data, "--http-addr", ln.Addr().String()}, tc.args...)
+				if store != "" && !strings.Contains(strings.Join(tc.args, " "), "--store") {
+					argv = append(argv, "--store", store)
+				}
+				start := time.Now()
+				code, _, errs := runCLI(t, tc.env, argv...)
+				if code != exitUsage {
+					t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitUsage, errs)
+				}
+				for _, k := range tc.keys {
+					want := []string{k}
+					if !strings.HasPrefix(errs, "frond: invalid configuration: unknown key") {
+						want = append(want, config.EnvName(k))
+						if f := config.FlagName(k); f != "" {
+							want = append(want, "--"+f)
+						}
+					}
+					for _, w := range want {
+						if !strings.Contains(errs, w) {
+							t.Errorf("stderr lacks %q:\n%s", w, errs)
+						}
+					}
+				}
+				if _, err := os.Stat(data); !os.IsNotExist(err) {
+					t.Errorf("the data directory was created (%v)", err)
+				}
+				if d := time.Since(start); d > 2*time.Second {
+					t.Errorf("took %v: something was dialled", d)
+				}
+			})
+		}
+	}
+}
