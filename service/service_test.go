@@ -278,7 +278,12 @@ func TestService_LeaseLoss(t *testing.T) {
 	if _, err := s.SegmentID(bg, "t"); err != nil {
 		t.Fatalf("segment IDs after the loss: %v", err)
 	}
-	if chk := s.Ready(bg)[1]; chk.Name != "worker" || chk.OK || !strings.Contains(chk.Detail, "connection refused") {
+	// Readiness first says the ID was lost, then, once a retry has failed,
+	// why it cannot be taken again.
+	waitFor(t, "a failed re-acquisition in readiness", func() bool {
+		return strings.Contains(s.Ready(bg)[1].Detail, "connection refused")
+	})
+	if chk := s.Ready(bg)[1]; chk.Name != "worker" || chk.OK {
 		t.Fatalf("readiness %+v", chk)
 	}
 	// The registry is back but recorded nothing past the reservation of
