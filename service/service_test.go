@@ -791,3 +791,23 @@ func TestService_CloseRegistryUnreachable(t *testing.T) {
 		t.Fatalf("the registry holds %v, before the last ID's time %v", reg.last, d.Time)
 	}
 }
+
+// SIGTERM after the registry took the worker ID back but before the node
+// noticed (seen in the chaos suite: a registry cut past the lease, then a
+// stop): nothing is left to record, the registry's own time stands, and the
+// stop is clean, not an exit 1.
+func TestService_CloseAfterUnnoticedLoss(t *testing.T) {
+	c := newClock()
+	reg := &memRegistry{id: 2}
+	s, err := New(bg, Config{Now: c.Now, Sleep: c.Add, PersistEvery: time.Hour}, memstore.New(nil), reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SnowflakeID(); err != nil {
+		t.Fatal(err)
+	}
+	reg.set(func(r *memRegistry) { r.held = false }) // Lost not closed yet
+	if err := s.Close(bg); err != nil {
+		t.Fatalf("Close after the worker ID was taken back: %v", err)
+	}
+}

@@ -393,6 +393,13 @@ func (s *Service) closeSnowflake(ctx context.Context) error {
 			"last", last, "err", err)
 		return nil
 	}
+	if errors.Is(err, frond.ErrWorkerLost) {
+		// The registry took the ID back before this node noticed: the ID is
+		// not ours to record, and what the registry holds (our last
+		// reservation, or the next holder's later time) stands.
+		s.log.Warn("the worker ID was no longer held at shutdown; nothing to record", "last", last, "err", err)
+		return nil
+	}
 	return err
 }
 
