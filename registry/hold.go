@@ -11,20 +11,33 @@ import (
 	"github.com/frond-id/frond"
 )
 
-// Hold is a node's side of a worker ID it holds: the ID, the latest time
-// known to be recorded for it, and the Lost channel of frond.Worker. The
-// registries that keep a lease by renewing it themselves (Redis, SQL) run
-// the renewal with Renew.
+// Hold is a node's side of a worker ID it holds (one claim): the ID, the
+// latest time known to be recorded for it, and the Lost channel of
+// frond.Worker. The backends that keep a lease by renewing it themselves
+// (Redis, SQL) run the renewal with Renew.
 type Hold struct {
 	ID int64
 	// Saved is the latest time known to be recorded for the ID, in
 	// nanoseconds (0: none).
 	Saved int64
+	// Token names the claim: random, unless the backend names its claims
+	// otherwise (an etcd lease, a ZooKeeper session), in which case it sets
+	// it in New or Claim. It is what Slot.Holder shows to later readers, and
+	// what the local record keeps for a takeover.
+	Token string
+	// Sent is when the claim was sent, on the monotonic clock: a lease
+	// renewed by the node runs from no earlier.
+	Sent time.Time
+	// Ext is the backend's own state of the claim (a lease ID, node
+	// versions).
+	Ext any
 
 	lost   chan struct{}
 	once   sync.Once
-	cancel context.CancelFunc // stops the renewal; nil without one
-	done   chan struct{}      // closed when the renewal has stopped
+	mu     sync.Mutex
+	ctx    context.Context    // ends at Stop; nil before the first Go
+	cancel context.CancelFunc // ends ctx
+	wg     sync.WaitGroup     // the goroutines started with Go
 }
 
 // NewHold returns the hold of id whose last recorded time is saved (ns).
@@ -54,11 +67,27 @@ func (h *Hold) IsLost() bool {
 
 // Worker is the frond.Worker of the hold.
 func (h *Hold) Worker() frond.Worker {
-	w := frond.Worker{ID: h.ID, Lost: h.lost}
+	w := frond.Worker{ID: h.ID, Lost: h.lost, Claim: h.Token}
 	if h.Saved != 0 {
 		w.LastIssued = time.Unix(0, h.Saved)
 	}
 	return w
+}
+
+// Go runs f in a goroutine with a context that ends at Stop, which waits
+// for f to return: what keeps a claim alive (a keep-alive, a watch).
+func (h *Hold) Go(f func(ctx context.Context)) {
+	h.mu.Lock()
+	if h.ctx == nil {
+		h.ctx, h.cancel = context.WithCancel(context.Background())
+	}
+	ctx := h.ctx
+	h.wg.Add(1)
+	h.mu.Unlock()
+	go func() {
+		defer h.wg.Done()
+		f(ctx)
+	}()
 }
 
 // Renew starts renewing the lease in the background, every ttl/3, until
@@ -70,13 +99,10 @@ func (h *Hold) Worker() frond.Worker {
 // no later than the server would let the lease expire. Each call of renew
 // gets a context ending at the earlier of timeout and that bound.
 func (h *Hold) Renew(sent time.Time, ttl, timeout time.Duration, log *slog.Logger, renew func(ctx context.Context) (bool, error)) {
-	ctx, cancel := context.WithCancel(context.Background())
-	h.cancel, h.done = cancel, make(chan struct{})
-	go h.renew(ctx, sent.Add(ttl), ttl, timeout, log, renew)
+	h.Go(func(ctx context.Context) { h.renew(ctx, sent.Add(ttl), ttl, timeout, log, renew) })
 }
 
 func (h *Hold) renew(ctx context.Context, valid time.Time, ttl, timeout time.Duration, log *slog.Logger, renew func(context.Context) (bool, error)) {
-	defer close(h.done)
 	every := max(ttl/3, time.Millisecond)
 	t := time.NewTimer(every)
 	defer t.Stop()
@@ -116,11 +142,14 @@ func (h *Hold) renew(ctx context.Context, valid time.Time, ttl, timeout time.Dur
 	}
 }
 
-// Stop stops the renewal, waits until it has stopped, and closes Lost.
+// Stop ends the goroutines started with Go (the renewal among them), waits
+// until they have returned, and closes Lost.
 func (h *Hold) Stop() {
+	h.mu.Lock()
 	if h.cancel != nil {
 		h.cancel()
-		<-h.done
 	}
+	h.mu.Unlock()
+	h.wg.Wait()
 	h.MarkLost()
 }

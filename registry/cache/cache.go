@@ -60,7 +60,15 @@ type Record struct {
 	ConfNanos int64     `json:"confirmed_unix_nanos"`   // latest time the registry recorded
 	Last      time.Time `json:"last_issued"`            // the same, readable
 	Confirmed time.Time `json:"confirmed"`
+	// Claim names the registry's claim this node held (frond.Worker.Claim):
+	// the next start, holding the lock and so proving this run has ended,
+	// continues it (registry.Protocol.Resume).
+	Claim string `json:"claim,omitempty"`
 }
+
+// Resumer is what a registry offers to continue the claim of an earlier run
+// of this process (registry.Protocol.Resume).
+type Resumer interface{ Resume(claim string) }
 
 // Registry wraps a registry with the local record.
 type Registry struct {
@@ -105,8 +113,18 @@ func New(inner frond.WorkerRegistry, path, key string, o registry.Options) (*Reg
 			r.rec = &rec
 		}
 	}
+	// The lock is ours: the run that held the recorded claim has ended (a
+	// process that still ran would hold the lock), so this process continues
+	// it: from its exact time, replacing the claim at once if its lease still
+	// runs.
+	if t, ok := inner.(Resumer); ok && r.rec != nil && r.rec.Claim != "" {
+		t.Resume(r.rec.Claim)
+	}
 	return r, nil
 }
+
+// Inner returns the registry the record wraps.
+func (r *Registry) Inner() frond.WorkerRegistry { return r.inner }
 
 // Acquire implements frond.WorkerRegistry: the registry's answer, or, when
 // the registry cannot be reached, the recorded ID while it is safe to use.
@@ -124,7 +142,7 @@ func (r *Registry) Acquire(ctx context.Context, maxNode int64) (frond.Worker, er
 	if err == nil {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		next := Record{Key: r.key, Node: w.ID, LastNanos: w.LastIssued.UnixNano(), ConfNanos: w.LastIssued.UnixNano()}
+		next := Record{Key: r.key, Node: w.ID, LastNanos: w.LastIssued.UnixNano(), ConfNanos: w.LastIssued.UnixNano(), Claim: w.Claim}
 		if w.LastIssued.IsZero() {
 			next.LastNanos, next.ConfNanos = 0, 0
 		}

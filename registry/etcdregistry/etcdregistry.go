@@ -1,23 +1,25 @@
 // Package etcdregistry is the snowflake worker registry on etcd (v3 API):
 // the worker ID is a key held under a lease that the node keeps alive.
 //
+// It is a registry.Backend: the protocol (which ID, from which time, when
+// an ID is lost) is registry.Protocol's; this package maps it onto etcd.
+//
 // Keys, under the prefix (default /frond/):
 //
-//	workers/ids/{id}   JSON {owner, last_ns}   persistent: who had the ID, the latest time saved
-//	workers/live/{id}  JSON {owner, time_ns}   under the holder's lease: the ID is held
+//	workers/ids/{id}   JSON {owner, last_ns, claim}  persistent: who had the ID, the latest time saved, the last claim
+//	workers/live/{id}  JSON {owner, time_ns, token}  under the holder's lease: the ID is held, by which claim
 //	workers/ping/{id}  under the lease: a node measuring its peers' clocks
 //
-// Acquire takes, in one transaction each, the ID this node's identity
-// (host:port) had, else the smallest ID never used, else an ID with no live
-// key whose last time plus RecycleAfter is behind this node's clock. Every
-// transaction compares revisions, so two nodes never both take an ID; the
-// live key is the lock. It never wraps around: with every ID held it fails
-// with frond.ErrNoWorkerID.
+// A claim is one transaction that compares the ID key's revision and
+// requires the live key to be absent (or, to continue this process's own
+// claim, to be under that claim's lease), then writes both keys, the live
+// key under a new lease: the live key is the lock. The smallest ID never
+// used is claimed by requiring both keys to be absent.
 //
 // When the lease cannot be kept alive (etcd unreachable for the TTL, or the
-// lease revoked), Worker.Lost is closed and Save fails with
-// frond.ErrWorkerLost: the service stops snowflake IDs until it holds an ID
-// again.
+// lease revoked), Worker.Lost is closed and every later write, which
+// compares the lease, fails: the service stops snowflake IDs until it holds
+// an ID again.
 //
 // Peer clocks (frond.PeerClock): the measuring node writes a ping key; every
 // holder watches the ping keys and answers by rewriting its live key with
@@ -28,6 +30,7 @@
 package etcdregistry
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,7 +39,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/frond-id/frond"
@@ -46,43 +48,42 @@ import (
 )
 
 var (
-	_ frond.WorkerRegistry = (*Registry)(nil)
-	_ frond.Releaser       = (*Registry)(nil)
-	_ frond.PeerClock      = (*Registry)(nil)
+	_ registry.Backend = (*Backend)(nil)
 )
 
-// Registry is an etcd worker registry.
-type Registry struct {
+// Backend is the etcd backend of the worker registry.
+type Backend struct {
 	c         *clientv3.Client
 	o         registry.Options
 	prefix    string
 	timeout   time.Duration
 	endpoints []string
-
-	mu   sync.Mutex
-	hold *hold // nil: no ID held
 }
 
-// hold is one holding of an ID under one lease.
-type hold struct {
-	*registry.Hold
-	lease  clientv3.LeaseID
-	cancel context.CancelFunc // stops the keep-alive and the ping watcher
-}
+// claim is an etcd claim's own state (registry.Hold.Ext).
+type claim struct{ lease clientv3.LeaseID }
 
 type idValue struct {
 	Owner  string `json:"owner"`
 	LastNs int64  `json:"last_ns"`
+	Claim  string `json:"claim,omitempty"`
 }
 
 type liveValue struct {
 	Owner  string `json:"owner"`
 	TimeNs int64  `json:"time_ns"`
+	Token  string `json:"token,omitempty"`
+}
+
+// rev is what a Slot read: the ID key's revision, the live key's lease.
+type rev struct {
+	mod   int64
+	lease clientv3.LeaseID
 }
 
 // Open parses rawURL and makes a client; it does not wait for the cluster
 // (Acquire does).
-func Open(ctx context.Context, rawURL string, o registry.Options) (*Registry, error) {
+func Open(ctx context.Context, rawURL string, o registry.Options) (*registry.Protocol, error) {
 	u, err := etcdconn.Parse(rawURL, "frond_prefix", "frond_timeout")
 	if err != nil {
 		return nil, err
@@ -90,41 +91,50 @@ func Open(ctx context.Context, rawURL string, o registry.Options) (*Registry, er
 	if err := o.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %v", frond.ErrInvalidArgument, err)
 	}
-	r := &Registry{o: o.WithDefaults(), prefix: "/frond/", timeout: 5 * time.Second, endpoints: u.Endpoints}
+	b := &Backend{o: o.WithDefaults(), prefix: "/frond/", timeout: 5 * time.Second, endpoints: u.Endpoints}
 	if v, ok := u.Params["frond_prefix"]; ok {
-		r.prefix = v
+		b.prefix = v
 	}
 	if v, ok := u.Params["frond_timeout"]; ok {
-		if r.timeout, err = etcdconn.Duration("frond_timeout", v); err != nil {
+		if b.timeout, err = etcdconn.Duration("frond_timeout", v); err != nil {
 			return nil, err
 		}
 	}
-	if r.c, err = etcdconn.Client(ctx, r.endpoints, r.timeout); err != nil {
+	if b.c, err = etcdconn.Client(ctx, b.endpoints, b.timeout); err != nil {
 		return nil, err
 	}
-	return r, nil
+	return registry.NewProtocol(b, b.o), nil
 }
 
-func (r *Registry) idKey(id int64) string {
-	return r.prefix + "workers/ids/" + strconv.FormatInt(id, 10)
+func (b *Backend) idKey(id int64) string {
+	return b.prefix + "workers/ids/" + strconv.FormatInt(id, 10)
 }
-func (r *Registry) liveKey(id int64) string {
-	return r.prefix + "workers/live/" + strconv.FormatInt(id, 10)
+func (b *Backend) liveKey(id int64) string {
+	return b.prefix + "workers/live/" + strconv.FormatInt(id, 10)
 }
-func (r *Registry) pingKey(id int64) string {
-	return r.prefix + "workers/ping/" + strconv.FormatInt(id, 10)
+func (b *Backend) pingKey(id int64) string {
+	return b.prefix + "workers/ping/" + strconv.FormatInt(id, 10)
 }
 
-func (r *Registry) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < r.timeout {
+func (b *Backend) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < b.timeout {
 		return context.WithCancel(ctx)
 	}
-	return context.WithTimeout(ctx, r.timeout)
+	return context.WithTimeout(ctx, b.timeout)
 }
 
-func (r *Registry) fail(op string, err error) error {
-	return fmt.Errorf("worker registry: %s on etcd %v: %w: %w", op, r.endpoints, frond.ErrStoreUnavailable, err)
+func (b *Backend) fail(op string, err error) error {
+	return fmt.Errorf("worker registry: %s on etcd %v: %w: %w", op, b.endpoints, frond.ErrStoreUnavailable, err)
 }
+
+// Policy implements registry.Backend.
+func (b *Backend) Policy() registry.Policy { return registry.Policy{OwnFirst: true, Recycle: true} }
+
+// Where implements registry.Backend.
+func (b *Backend) Where() string { return fmt.Sprintf("etcd %v", b.endpoints) }
+
+// Prepare implements registry.Backend.
+func (b *Backend) Prepare(context.Context) error { return nil }
 
 // snapshot is the registry's keys at one revision.
 type snapshot struct {
@@ -143,14 +153,16 @@ type liveEntry struct {
 	lease clientv3.LeaseID
 }
 
-func (r *Registry) read(ctx context.Context) (snapshot, error) {
-	resp, err := r.c.Get(ctx, r.prefix+"workers/", clientv3.WithPrefix())
+func (b *Backend) read(ctx context.Context) (snapshot, error) {
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
+	resp, err := b.c.Get(ctx, b.prefix+"workers/", clientv3.WithPrefix())
 	if err != nil {
-		return snapshot{}, err
+		return snapshot{}, b.fail("read workers", err)
 	}
 	s := snapshot{rev: resp.Header.Revision, ids: map[int64]idEntry{}, live: map[int64]liveEntry{}}
 	for _, kv := range resp.Kvs {
-		kind, num, ok := strings.Cut(strings.TrimPrefix(string(kv.Key), r.prefix+"workers/"), "/")
+		kind, num, ok := strings.Cut(strings.TrimPrefix(string(kv.Key), b.prefix+"workers/"), "/")
 		id, err := strconv.ParseInt(num, 10, 64)
 		if !ok || err != nil {
 			continue
@@ -171,203 +183,170 @@ func (r *Registry) read(ctx context.Context) (snapshot, error) {
 	return s, nil
 }
 
-// Acquire implements frond.WorkerRegistry.
-func (r *Registry) Acquire(ctx context.Context, maxNode int64) (frond.Worker, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if h := r.hold; h != nil && !h.IsLost() {
-		return h.Worker(), nil
-	}
-	r.dropLocked()
-	if r.c == nil {
-		return frond.Worker{}, fmt.Errorf("worker registry: %w", frond.ErrClosed)
-	}
-	ctx, cancel := r.bound(ctx)
-	defer cancel()
-	ttl := int64(math.Ceil(r.o.LeaseTTL.Seconds()))
-	lease, err := r.c.Grant(ctx, ttl)
-	if err != nil {
-		return frond.Worker{}, r.fail("grant lease", err)
-	}
-	id, last, err := r.take(ctx, maxNode, lease.ID)
-	if err != nil {
-		r.revoke(lease.ID)
-		return frond.Worker{}, err
-	}
-	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
-	h := &hold{Hold: registry.NewHold(id, last), lease: lease.ID, cancel: hcancel}
-	ka, err := r.c.KeepAlive(hctx, lease.ID)
-	if err != nil {
-		hcancel()
-		r.revoke(lease.ID)
-		return frond.Worker{}, r.fail("keep the lease alive", err)
-	}
-	go func() {
-		for range ka { // closed when the lease cannot be kept alive or hctx ends
-		}
-		h.MarkLost()
-	}()
-	go r.answerPings(hctx, h)
-	r.hold = h
-	r.o.Logger.Info("worker ID held in etcd", "worker", id, "lease", int64(lease.ID), "owner", r.o.Identity())
-	return h.Worker(), nil
-}
-
-// take picks an ID and claims it in a transaction, re-reading on conflict.
-func (r *Registry) take(ctx context.Context, maxNode int64, lease clientv3.LeaseID) (int64, int64, error) {
-	me := r.o.Identity()
-	live, _ := json.Marshal(liveValue{Owner: me, TimeNs: r.o.Now().UnixNano()})
-	for range 50 {
-		s, err := r.read(ctx)
-		if err != nil {
-			return 0, 0, r.fail("read workers", err)
-		}
-		id, cmp, why := r.choose(s, maxNode, me)
-		if id < 0 {
-			return 0, 0, why
-		}
-		old := s.ids[id]
-		last := old.v.LastNs
-		if last != 0 && old.v.Owner != me {
-			// Recycled: issue only past last + RecycleAfter, the earliest
-			// the old holder's local record stops vouching (already behind
-			// this node's clock). Recorded in the claim: the next holder,
-			// and this node's own record, must not start from the old
-			// holder's time if this node stops before its first save.
-			last = time.Unix(0, last).Add(r.o.RecycleAfter).UnixNano()
-		}
-		val, _ := json.Marshal(idValue{Owner: me, LastNs: last})
-		resp, err := r.c.Txn(ctx).If(append(cmp, clientv3.Compare(clientv3.CreateRevision(r.liveKey(id)), "=", 0))...).
-			Then(clientv3.OpPut(r.idKey(id), string(val)), clientv3.OpPut(r.liveKey(id), string(live), clientv3.WithLease(lease))).
-			Commit()
-		if err != nil {
-			return 0, 0, r.fail("claim worker ID", err)
-		}
-		if resp.Succeeded {
-			return id, last, nil
-		}
-	}
-	return 0, 0, fmt.Errorf("worker registry: %w: too much contention for worker IDs on etcd; retrying", frond.ErrStoreUnavailable)
-}
-
-// choose returns the ID to claim with the comparisons that make the claim
-// safe, or -1 and why none can be claimed.
-func (r *Registry) choose(s snapshot, maxNode int64, me string) (int64, []clientv3.Cmp, error) {
-	modIs := func(id int64) []clientv3.Cmp {
-		return []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(r.idKey(id)), "=", s.ids[id].mod)}
-	}
-	// 1. The ID this identity had.
+// slots returns the used IDs within maxNode that keep passes, by ID.
+func (s snapshot) slots(maxNode int64, keep func(id int64, e idEntry) bool) []registry.Slot {
+	var out []registry.Slot
 	for id, e := range s.ids {
-		if e.v.Owner != me || id > maxNode {
+		if id > maxNode || !keep(id, e) {
 			continue
 		}
-		if _, held := s.live[id]; held {
-			return -1, nil, registry.HeldElsewhere(fmt.Sprintf("worker ID %d of %s (under another lease, which expires within %v)", id, me, r.o.LeaseTTL))
+		sl := registry.Slot{ID: id, Owner: e.v.Owner, Last: e.v.LastNs, Claim: e.v.Claim, Rev: rev{mod: e.mod}}
+		if l, held := s.live[id]; held {
+			sl.Holder = cmp.Or(l.v.Token, "(a claim without a token)")
+			sl.Rev = rev{mod: e.mod, lease: l.lease}
 		}
-		return id, modIs(id), nil
+		out = append(out, sl)
 	}
-	// 2. The smallest ID never used.
+	slices.SortFunc(out, func(a, b registry.Slot) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
+
+// Own implements registry.Backend.
+func (b *Backend) Own(ctx context.Context, maxNode int64) ([]registry.Slot, error) {
+	s, err := b.read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	me := b.o.Identity()
+	return s.slots(maxNode, func(_ int64, e idEntry) bool { return e.v.Owner == me }), nil
+}
+
+// Idle implements registry.Backend.
+func (b *Backend) Idle(ctx context.Context, maxNode int64) ([]registry.Slot, error) {
+	s, err := b.read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.slots(maxNode, func(id int64, _ idEntry) bool { _, held := s.live[id]; return !held }), nil
+}
+
+// New implements registry.Backend: the smallest ID with neither key.
+func (b *Backend) New(ctx context.Context, maxNode int64, h *registry.Hold) (int64, bool, error) {
+	s, err := b.read(ctx)
+	if err != nil {
+		return 0, false, err
+	}
 	for id := int64(0); id <= maxNode; id++ {
-		if _, used := s.ids[id]; !used {
-			if _, held := s.live[id]; !held {
-				return id, []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(r.idKey(id)), "=", 0)}, nil
-			}
-		}
-	}
-	// 3. An ID whose holder is gone and whose last time is old enough.
-	now := r.o.Now()
-	var ids []int64
-	for id := range s.ids {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	var soonest time.Time
-	for _, id := range ids {
-		e := s.ids[id]
-		if _, held := s.live[id]; held || id > maxNode {
+		_, used := s.ids[id]
+		_, held := s.live[id]
+		if used || held {
 			continue
 		}
-		free := time.Unix(0, e.v.LastNs).Add(r.o.RecycleAfter)
-		if now.After(free) {
-			return id, modIs(id), nil
-		}
-		if soonest.IsZero() || free.Before(soonest) {
-			soonest = free
-		}
+		h.ID = id
+		err := b.claim(ctx, h, 0, nil, []clientv3.Cmp{
+			clientv3.Compare(clientv3.CreateRevision(b.idKey(id)), "=", 0),
+			clientv3.Compare(clientv3.CreateRevision(b.liveKey(id)), "=", 0),
+		})
+		return 0, err == nil, err
 	}
-	all := fmt.Sprintf("all %d worker IDs (0..%d)", maxNode+1, maxNode)
-	if !soonest.IsZero() {
-		return -1, nil, registry.RecycleLater(all, soonest, r.o.RecycleAfter)
-	}
-	return -1, nil, fmt.Errorf("worker registry: %w: %s are held", frond.ErrNoWorkerID, all)
+	return 0, false, nil
 }
 
-// Save implements frond.WorkerRegistry.
-func (r *Registry) Save(ctx context.Context, last time.Time) error {
-	return r.write(ctx, last, false)
+// Claim implements registry.Backend.
+func (b *Backend) Claim(ctx context.Context, s registry.Slot, floor int64, h *registry.Hold) error {
+	r := s.Rev.(rev)
+	live := clientv3.Compare(clientv3.CreateRevision(b.liveKey(s.ID)), "=", 0)
+	var old *clientv3.LeaseID
+	if s.Held() {
+		live = clientv3.Compare(clientv3.LeaseValue(b.liveKey(s.ID)), "=", r.lease)
+		old = &r.lease
+	}
+	return b.claim(ctx, h, floor, old, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(b.idKey(s.ID)), "=", r.mod), live})
 }
 
-// Release implements frond.Releaser: it records last exactly and revokes
-// the lease.
-func (r *Registry) Release(ctx context.Context, last time.Time) error {
-	if err := r.write(ctx, last, true); err != nil {
+// claim grants a lease and, if cmps hold, writes h.ID's keys under it; a
+// replaced claim's lease (old) is revoked.
+func (b *Backend) claim(ctx context.Context, h *registry.Hold, floor int64, old *clientv3.LeaseID, cmps []clientv3.Cmp) error {
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
+	lease, err := b.c.Grant(ctx, int64(math.Ceil(b.o.LeaseTTL.Seconds())))
+	if err != nil {
+		return b.fail("grant lease", err)
+	}
+	me := b.o.Identity()
+	val, _ := json.Marshal(idValue{Owner: me, LastNs: floor, Claim: h.Token})
+	resp, err := b.c.Txn(ctx).If(cmps...).
+		Then(clientv3.OpPut(b.idKey(h.ID), string(val)), clientv3.OpPut(b.liveKey(h.ID), string(b.live(h)), clientv3.WithLease(lease.ID))).
+		Commit()
+	switch {
+	case err != nil:
+		err = b.fail("claim worker ID", err)
+	case !resp.Succeeded:
+		err = registry.ErrRace
+	}
+	if err != nil {
+		b.revoke(lease.ID)
 		return err
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.dropLocked()
+	h.Ext = claim{lease.ID}
+	if old != nil {
+		b.revoke(*old) // its keys are ours now; what stays under it is its ping key
+	}
 	return nil
 }
 
-func (r *Registry) write(ctx context.Context, last time.Time, exact bool) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	h := r.hold
-	if h == nil || h.IsLost() {
-		return fmt.Errorf("worker registry: %w: no worker ID is held in etcd", frond.ErrWorkerLost)
+func (b *Backend) live(h *registry.Hold) []byte {
+	v, _ := json.Marshal(liveValue{Owner: b.o.Identity(), TimeNs: b.o.Now().UnixNano(), Token: h.Token})
+	return v
+}
+
+// Keep implements registry.Backend: the lease's keep-alive (Lost when it
+// ends) and the answers to the peers' clock pings.
+func (b *Backend) Keep(h *registry.Hold) {
+	lease := h.Ext.(claim).lease
+	h.Go(func(ctx context.Context) {
+		ka, err := b.c.KeepAlive(ctx, lease)
+		if err != nil {
+			h.MarkLost()
+			return
+		}
+		for range ka { // closed when the lease cannot be kept alive or ctx ends
+		}
+		if ctx.Err() == nil {
+			b.o.Logger.Warn("worker ID lost: its etcd lease expired or was revoked", "worker", h.ID)
+		}
+		h.MarkLost()
+	})
+	h.Go(func(ctx context.Context) { b.answerPings(ctx, h) })
+}
+
+// Write implements registry.Backend: under the claim's lease; exact also
+// ends the claim (the live key goes, the lease is revoked).
+func (b *Backend) Write(ctx context.Context, h *registry.Hold, ns int64, exact bool) (bool, error) {
+	lease := h.Ext.(claim).lease
+	val, _ := json.Marshal(idValue{Owner: b.o.Identity(), LastNs: ns, Claim: h.Token})
+	live := clientv3.OpPut(b.liveKey(h.ID), string(b.live(h)), clientv3.WithLease(lease))
+	if exact {
+		live = clientv3.OpDelete(b.liveKey(h.ID))
 	}
-	ns := last.UnixNano()
-	if !exact {
-		ns = max(ns, h.Saved)
-	}
-	me := r.o.Identity()
-	val, _ := json.Marshal(idValue{Owner: me, LastNs: ns})
-	live, _ := json.Marshal(liveValue{Owner: me, TimeNs: r.o.Now().UnixNano()})
-	ctx, cancel := r.bound(ctx)
+	ctx, cancel := b.bound(ctx)
 	defer cancel()
-	resp, err := r.c.Txn(ctx).If(clientv3.Compare(clientv3.LeaseValue(r.liveKey(h.ID)), "=", h.lease)).
-		Then(clientv3.OpPut(r.idKey(h.ID), string(val)), clientv3.OpPut(r.liveKey(h.ID), string(live), clientv3.WithLease(h.lease))).
+	resp, err := b.c.Txn(ctx).If(clientv3.Compare(clientv3.LeaseValue(b.liveKey(h.ID)), "=", lease)).
+		Then(clientv3.OpPut(b.idKey(h.ID), string(val)), live).
 		Commit()
 	if err != nil {
-		return r.fail("save the last time", err)
+		return false, b.fail("save the last time", err)
 	}
-	if !resp.Succeeded {
-		h.MarkLost()
-		return fmt.Errorf("worker registry: %w: worker ID %d is no longer held under this node's lease", frond.ErrWorkerLost, h.ID)
+	if resp.Succeeded && exact {
+		b.revoke(lease)
 	}
-	h.Saved = ns
-	return nil
+	return resp.Succeeded, nil
 }
 
-// dropLocked forgets the hold, revoking its lease (best effort).
-func (r *Registry) dropLocked() {
-	h := r.hold
-	if h == nil {
-		return
+// End implements registry.Backend: it revokes the claim's lease.
+func (b *Backend) End(h *registry.Hold) {
+	if c, ok := h.Ext.(claim); ok {
+		b.revoke(c.lease)
 	}
-	r.hold = nil
-	h.cancel()
-	h.MarkLost()
-	r.revoke(h.lease)
 }
 
 // revoke ends a lease, best effort, within the request timeout: the client
 // waits for a connection, so an etcd that went away must not hold up a
 // start or a shutdown.
-func (r *Registry) revoke(id clientv3.LeaseID) {
-	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+func (b *Backend) revoke(id clientv3.LeaseID) {
+	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
 	defer cancel()
-	r.c.Revoke(ctx, id)
+	b.c.Revoke(ctx, id)
 }
 
 // answerPings rewrites this node's live key with its clock whenever another
@@ -375,18 +354,17 @@ func (r *Registry) revoke(id clientv3.LeaseID) {
 //
 // A watch ends when its member loses the leader (or on compaction): it is
 // watched again while the hold lasts, so the node keeps answering.
-func (r *Registry) answerPings(ctx context.Context, h *hold) {
-	me := r.pingKey(h.ID)
+func (b *Backend) answerPings(ctx context.Context, h *registry.Hold) {
+	me, lease := b.pingKey(h.ID), h.Ext.(claim).lease
 	for ctx.Err() == nil && !h.IsLost() {
-		for resp := range r.c.Watch(clientv3.WithRequireLeader(ctx), r.prefix+"workers/ping/", clientv3.WithPrefix()) {
+		for resp := range b.c.Watch(clientv3.WithRequireLeader(ctx), b.prefix+"workers/ping/", clientv3.WithPrefix()) {
 			for _, ev := range resp.Events {
 				if ev.Type != clientv3.EventTypePut || string(ev.Kv.Key) == me {
 					continue
 				}
-				live, _ := json.Marshal(liveValue{Owner: r.o.Identity(), TimeNs: r.o.Now().UnixNano()})
-				wctx, cancel := context.WithTimeout(ctx, r.timeout)
-				r.c.Txn(wctx).If(clientv3.Compare(clientv3.LeaseValue(r.liveKey(h.ID)), "=", h.lease)).
-					Then(clientv3.OpPut(r.liveKey(h.ID), string(live), clientv3.WithLease(h.lease))).Commit()
+				wctx, cancel := context.WithTimeout(ctx, b.timeout)
+				b.c.Txn(wctx).If(clientv3.Compare(clientv3.LeaseValue(b.liveKey(h.ID)), "=", lease)).
+					Then(clientv3.OpPut(b.liveKey(h.ID), string(b.live(h)), clientv3.WithLease(lease))).Commit()
 				cancel()
 			}
 		}
@@ -397,48 +375,48 @@ func (r *Registry) answerPings(ctx context.Context, h *hold) {
 	}
 }
 
-// PeerOffsets implements frond.PeerClock. It waits at most 3 s (or ctx) for
-// the peers' answers; peers that do not answer are left out.
-func (r *Registry) PeerOffsets(ctx context.Context) ([]frond.PeerOffset, error) {
-	r.mu.Lock()
-	h := r.hold
-	r.mu.Unlock()
-	if h == nil || h.IsLost() {
-		return nil, fmt.Errorf("worker registry: %w: no worker ID is held", frond.ErrWorkerLost)
-	}
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+// PeerOffsets measures the peers' clocks for registry.Protocol (frond.
+// PeerClock). It waits at most 1 s (or ctx) for the peers' answers; peers
+// that do not answer, or whose live key goes meanwhile (a peer killed just
+// before, its lease running out), are left out.
+func (b *Backend) PeerOffsets(ctx context.Context, h *registry.Hold) ([]frond.PeerOffset, error) {
+	ctx, cancel := context.WithTimeout(ctx, peerWait)
 	defer cancel()
-	s, err := r.read(ctx)
+	s, err := b.read(ctx)
 	if err != nil {
-		return nil, r.fail("read live workers", err)
+		return nil, err
 	}
 	waiting := map[string]int64{}
 	for id := range s.live {
 		if id != h.ID {
-			waiting[r.liveKey(id)] = id
+			waiting[b.liveKey(id)] = id
 		}
 	}
 	if len(waiting) == 0 {
 		return nil, nil
 	}
-	wc := r.c.Watch(ctx, r.prefix+"workers/live/", clientv3.WithPrefix(), clientv3.WithRev(s.rev+1))
-	t0 := r.o.Now()
-	if _, err := r.c.Put(ctx, r.pingKey(h.ID), strconv.FormatInt(t0.UnixNano(), 10), clientv3.WithLease(h.lease)); err != nil {
-		return nil, r.fail("ping the peers", err)
+	wc := b.c.Watch(ctx, b.prefix+"workers/live/", clientv3.WithPrefix(), clientv3.WithRev(s.rev+1))
+	t0 := b.o.Now()
+	if _, err := b.c.Put(ctx, b.pingKey(h.ID), strconv.FormatInt(t0.UnixNano(), 10), clientv3.WithLease(h.Ext.(claim).lease)); err != nil {
+		return nil, b.fail("ping the peers", err)
 	}
 	var out []frond.PeerOffset
 	for len(waiting) > 0 {
 		select {
 		case <-ctx.Done():
-			r.o.Logger.Warn("peers did not answer the clock ping in time", "missing", len(waiting))
+			b.o.Logger.Warn("peers did not answer the clock ping in time", "missing", len(waiting))
 			return out, nil
 		case resp, ok := <-wc:
 			if !ok {
 				return out, nil
 			}
-			t1 := r.o.Now()
+			t1 := b.o.Now()
 			for _, ev := range resp.Events {
 				id, wanted := waiting[string(ev.Kv.Key)]
+				if wanted && ev.Type == clientv3.EventTypeDelete {
+					delete(waiting, string(ev.Kv.Key)) // gone: nobody to wait for
+					continue
+				}
 				var v liveValue
 				if !wanted || ev.Type != clientv3.EventTypePut || json.Unmarshal(ev.Kv.Value, &v) != nil || v.TimeNs == 0 {
 					continue
@@ -452,19 +430,15 @@ func (r *Registry) PeerOffsets(ctx context.Context) ([]frond.PeerOffset, error) 
 	return out, nil
 }
 
-// Close implements frond.WorkerRegistry: it revokes the lease (the ID is
-// free for recycling once RecycleAfter has passed) and closes the client.
-func (r *Registry) Close() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.dropLocked()
-	if r.c == nil {
-		return nil
-	}
-	err := r.c.Close()
-	r.c = nil
+// Close implements registry.Backend.
+func (b *Backend) Close() error {
+	err := b.c.Close()
 	if errors.Is(err, context.Canceled) {
 		err = nil
 	}
 	return err
 }
+
+// peerWait bounds PeerOffsets: a peer that does not answer within it (a
+// killed one whose lease still runs) is left out.
+const peerWait = time.Second

@@ -30,10 +30,7 @@ func TestRegistry_Conformance(t *testing.T) {
 	registrytest.Run(t, registrytest.Config{
 		Open: open, SameIDOnRestart: true, Recycles: true, Peers: true,
 		Lose: func(t *testing.T, wr frond.WorkerRegistry) {
-			r := wr.(*Registry)
-			r.mu.Lock()
-			lease := r.hold.lease
-			r.mu.Unlock()
+			lease := wr.(*registry.Protocol).Held().Ext.(claim).lease
 			c, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second})
 			if err != nil {
 				t.Fatal(err)

@@ -71,6 +71,13 @@ func Run(t *testing.T, c Config) {
 		t.Run("Recycle", func(t *testing.T) { testRecycle(t, c) })
 	}
 	t.Run("DownAtRestartUsesLocalRecord", func(t *testing.T) { testCache(t, c) })
+	probe := c.Open(t, Namespace(t), opts(7000), true)
+	_, protocol := probe.(*registry.Protocol)
+	probe.Close()
+	if protocol {
+		t.Run("CrashRestartTakesOver", func(t *testing.T) { testTakeOver(t, c) })
+		t.Run("NoRecordNoExactTime", func(t *testing.T) { testNoProof(t, c) })
+	}
 	if c.Peers {
 		t.Run("PeerOffsets", func(t *testing.T) { testPeers(t, c) })
 	}
@@ -107,6 +114,23 @@ func open(t *testing.T, c Config, ns string, o registry.Options) frond.WorkerReg
 	r := c.Open(t, ns, o, false)
 	t.Cleanup(func() { r.Close() })
 	return r
+}
+
+// withRecord opens the registry wrapped in the local record kept in dir,
+// as frond serve runs every network registry (a Fixed one keeps its own).
+func withRecord(t *testing.T, c Config, ns string, o registry.Options, dir string, down bool) frond.WorkerRegistry {
+	t.Helper()
+	r := c.Open(t, ns, o, down)
+	if c.Fixed {
+		return r
+	}
+	o = o.WithDefaults()
+	cr, err := cache.New(r, filepath.Join(dir, cache.File), "test "+ns+" as "+o.Identity(), o)
+	if err != nil {
+		r.Close()
+		t.Fatal(err)
+	}
+	return cr
 }
 
 func acquire(t *testing.T, r frond.WorkerRegistry, maxNode int64) frond.Worker {
@@ -190,16 +214,21 @@ func testExhaustion(t *testing.T, c Config) {
 	}
 }
 
+// testRestart: a clean stop and a start on the same data directory (the
+// local record) give the same ID (SameIDOnRestart), never below its time.
 func testRestart(t *testing.T, c Config) {
 	ns := Namespace(t)
-	r := c.Open(t, ns, opts(7200), false)
+	dir := t.TempDir()
+	r := withRecord(t, c, ns, opts(7200), dir, false)
 	w := acquire(t, r, 1023)
 	last := time.Now().Add(time.Minute).Truncate(time.Millisecond)
 	if err := r.Save(ctx(t), last.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	release(t, r, last)
-	w2 := acquire(t, open(t, c, ns, opts(7200)), 1023)
+	r2 := withRecord(t, c, ns, opts(7200), dir, false)
+	defer r2.Close()
+	w2 := acquire(t, r2, 1023)
 	if c.SameIDOnRestart && w2.ID != w.ID {
 		t.Fatalf("restart got ID %d, had %d", w2.ID, w.ID)
 	}
@@ -213,10 +242,11 @@ func testRestart(t *testing.T, c Config) {
 func testClockBehind(t *testing.T, c Config) {
 	ns := Namespace(t)
 	clk := testclock.New(time.Now())
+	dir := t.TempDir()
 	newSvc := func() *service.Service {
 		o := opts(7300)
 		o.Now = func() time.Time { return time.Unix(0, clk.Now()) }
-		s, err := service.New(ctx(t), service.Config{Now: clk.Now, Sleep: clk.Add, PersistEvery: time.Second}, memstore.New(nil), c.Open(t, ns, o, false), nil)
+		s, err := service.New(ctx(t), service.Config{Now: clk.Now, Sleep: clk.Add, PersistEvery: time.Second}, memstore.New(nil), withRecord(t, c, ns, o, dir, false), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -398,5 +428,73 @@ func testPeers(t *testing.T, c Config) {
 	}
 	if len(offB) != 1 || (offB[0].Offset+30*time.Second).Abs() > 3*time.Second {
 		t.Fatalf("b sees %+v, want one peer about 30 s behind", offB)
+	}
+}
+
+// testTakeOver: a process killed while it holds its ID (its claim's lease
+// still running) restarts on its data directory: the local record's lock
+// proves the old run has ended, so it takes the same ID back at once, not
+// when the lease runs out, from no earlier than what it saved.
+func testTakeOver(t *testing.T, c Config) {
+	ns := Namespace(t)
+	dir := t.TempDir()
+	o := opts(7800)
+	o.LeaseTTL = 20 * time.Second // far longer than the restart may take
+	r := withRecord(t, c, ns, o, dir, false)
+	w := acquire(t, r, 1023)
+	last := time.Now().Add(2 * time.Second)
+	if err := r.Save(ctx(t), last); err != nil {
+		t.Fatal(err)
+	}
+	kill(t, r)
+	start := time.Now()
+	r2 := withRecord(t, c, ns, o, dir, false)
+	defer r2.Close()
+	w2 := acquire(t, r2, 1023)
+	if took := time.Since(start); w2.ID != w.ID || w2.LastIssued.Before(last) || took > 5*time.Second {
+		t.Fatalf("restart after kill -9: %+v in %v; want ID %d from >= %v at once (the lease runs 20 s)", w2, took, w.ID, last)
+	}
+	if err := r2.Save(ctx(t), last.Add(time.Second)); err != nil {
+		t.Fatalf("Save after the takeover: %v", err)
+	}
+	// Another process of the same identity, without the record, waits or
+	// takes another ID: never the taken-over one.
+	other := open(t, c, ns, o)
+	if w3, err := other.Acquire(ctx(t), 1023); err == nil && w3.ID == w.ID {
+		t.Fatalf("a second process of the identity got the held ID %d", w3.ID)
+	}
+}
+
+// kill stops a registry wrapped with the local record as kill -9 would:
+// the claim stands, the record's lock goes.
+func kill(t *testing.T, r frond.WorkerRegistry) {
+	t.Helper()
+	cr := r.(*cache.Registry)
+	if err := cr.Inner().(*registry.Protocol).Abandon(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cr.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testNoProof: the time a registry holds is exact only for the process
+// whose record names the last claim. A process of the same identity on a
+// fresh data directory (a second process, a pod without its volume) gets
+// another ID, or this one from last + RecycleAfter: the first process may
+// have issued past what it saved, from its local record.
+func testNoProof(t *testing.T, c Config) {
+	ns := Namespace(t)
+	o := opts(7900)
+	o.RecycleAfter = time.Hour
+	a := withRecord(t, c, ns, o, t.TempDir(), false)
+	w := acquire(t, a, 1023)
+	last := time.Now().Add(-time.Second)
+	release(t, a, last)
+	b := withRecord(t, c, ns, o, t.TempDir(), false)
+	defer b.Close()
+	w2 := acquire(t, b, 1023)
+	if w2.ID == w.ID && w2.LastIssued.Before(last.Add(o.RecycleAfter)) {
+		t.Fatalf("same identity, fresh data directory: ID %d from %v; want another ID, or from %v", w2.ID, w2.LastIssued, last.Add(o.RecycleAfter))
 	}
 }
