@@ -168,6 +168,7 @@ type Protocol struct {
 	mu     sync.Mutex // held across every call to the backend but PeerOffsets
 	hold   *Hold      // nil: no ID held
 	resume string     // the claim this process continues (see Resume)
+	legacy int64      // the ID an earlier frond's record names (see Resume); -1: none
 	closed bool
 }
 
@@ -180,7 +181,7 @@ var (
 
 // NewProtocol runs the protocol on b; o must have its defaults
 // (Options.WithDefaults).
-func NewProtocol(b Backend, o Options) *Protocol { return &Protocol{b: b, o: o} }
+func NewProtocol(b Backend, o Options) *Protocol { return &Protocol{b: b, o: o, legacy: -1} }
 
 // Backend returns the backend.
 func (p *Protocol) Backend() Backend { return p.b }
@@ -193,15 +194,30 @@ func (p *Protocol) Held() *Hold {
 }
 
 // Resume names the claim this process continues: the one its local record
-// names (Worker.Claim of an earlier run on the same data directory). The
-// caller vouches that the run which held it has ended (package cache holds
-// the data directory's lock). The next Acquire takes that claim's ID from
-// its exact last time, at once, even while the claim's lease runs. A
-// process continues its own lost holds by itself.
-func (p *Protocol) Resume(claim string) {
+// names (Worker.Claim of an earlier run on the same data directory), and
+// that record's ID. The caller vouches that the run which held it has ended
+// (package cache holds the data directory's lock). The next Acquire takes
+// that claim's ID from its exact last time, at once, even while the claim's
+// lease runs. A process continues its own lost holds by itself.
+//
+// A record written before claims were recorded (no claim) vouches for its
+// ID only where the registry recorded no claim either (an ID last held by
+// such a frond): the one upgrade from it keeps its IDs and times.
+func (p *Protocol) Resume(claim string, id int64) {
 	p.mu.Lock()
-	p.resume = claim
+	p.resume, p.legacy = claim, -1
+	if claim == "" {
+		p.legacy = id
+	}
 	p.mu.Unlock()
+}
+
+// continues reports whether this process continues s's last claim.
+func (p *Protocol) continues(s Slot) bool {
+	if s.Claim == "" {
+		return p.legacy == s.ID
+	}
+	return s.Claim == p.resume
 }
 
 // Acquire implements frond.WorkerRegistry.
@@ -234,7 +250,7 @@ func (p *Protocol) Acquire(ctx context.Context, maxNode int64) (frond.Worker, er
 		h.Sent = sent
 		p.b.Keep(h)
 		p.hold = h
-		p.resume = h.Token
+		p.resume, p.legacy = h.Token, -1
 		p.o.Logger.Info("worker ID held", "worker", h.ID, "owner", p.o.Identity(), "registry", p.b.Where())
 		return h.Worker(), nil
 	}
@@ -253,7 +269,7 @@ func (p *Protocol) claim(ctx context.Context, maxNode int64, h *Hold) error {
 			return err
 		}
 		for _, s := range own {
-			if p.resume != "" && s.Claim == p.resume {
+			if p.continues(s) {
 				if s.Held() {
 					p.o.Logger.Info("worker ID taken over from this process's earlier claim", "worker", s.ID, "registry", p.b.Where())
 				}

@@ -68,7 +68,7 @@ type Record struct {
 
 // Resumer is what a registry offers to continue the claim of an earlier run
 // of this process (registry.Protocol.Resume).
-type Resumer interface{ Resume(claim string) }
+type Resumer interface{ Resume(claim string, id int64) }
 
 // Registry wraps a registry with the local record.
 type Registry struct {
@@ -117,8 +117,8 @@ func New(inner frond.WorkerRegistry, path, key string, o registry.Options) (*Reg
 	// process that still ran would hold the lock), so this process continues
 	// it: from its exact time, replacing the claim at once if its lease still
 	// runs.
-	if t, ok := inner.(Resumer); ok && r.rec != nil && r.rec.Claim != "" {
-		t.Resume(r.rec.Claim)
+	if t, ok := inner.(Resumer); ok && r.rec != nil {
+		t.Resume(r.rec.Claim, r.rec.Node)
 	}
 	return r, nil
 }

@@ -1,7 +1,9 @@
 // Package redisregistry is the snowflake worker registry on Redis, seed 001's
-// design made safe: one atomic Lua script binds a worker ID to this node's
+// design made safe: atomic Lua scripts bind a worker ID to this node's
 // datacenter and address, and a live key with a TTL, renewed while the node
-// runs, marks the ID as held.
+// runs, marks the ID as held. It is a registry.Backend: which ID, from which
+// time and when it is lost is registry.Protocol's; this package maps it
+// onto Redis.
 //
 // # Keys
 //
@@ -13,41 +15,33 @@
 //	{p}{dc}:owner:{id}        the identity the ID is bound to (no TTL)
 //	{p}{dc}:last:{id}         the latest time saved for the ID, in Unix nanoseconds (no TTL)
 //	{p}{dc}:live:{id}         a random token of the holder, with PX = LeaseTTL, renewed
+//	{p}{dc}:claim:{id}        the token of the ID's last claim (no TTL)
 //
 // # Modes
 //
 // frond_mode=fixed (the default, seed 001's script) binds an ID to an
-// address for good: the script GETs the addr key and uses its ID; else, if
-// the counter is below the layout's maximum, INCRs it and binds the new ID
-// (the counter is checked before the INCR, so it never wraps around as seed
-// 001's 5-bit ID does at 32); else Acquire fails with frond.ErrNoWorkerID.
-// IDs are never recycled: a fleet whose addresses change runs out.
+// address for good: a new ID comes from INCR of the counter, checked against
+// the layout's maximum first (so it never wraps around as seed 001's 5-bit
+// ID does at 32), and is bound to the address; a node whose ID is bound
+// waits for it (it is never recycled, and a fleet whose addresses change
+// runs out).
 //
 // frond_mode=lease is for environments where addresses change (Kubernetes):
-// the same, but once the counter is exhausted the script recycles the ID with
-// no live key whose last time is the oldest, provided that last time plus
-// registry.Options.RecycleAfter is before the acquirer's clock (Options.Now,
-// passed to the script). The script moves the owner and addr keys to the new
-// holder in the same step; the old holder, if it comes back, is given
-// another ID.
+// once the counter is exhausted, the ID with no live key whose last time is
+// the oldest is recycled (registry.Protocol's rule), and the claim moves its
+// owner and addr keys to the new holder; the old holder, if it comes back,
+// is given another ID.
 //
 // # Guarantees
 //
-//   - The live key is the lock: the script takes an ID only with SET NX, so
-//     two live nodes never hold one ID. If the ID bound to this node's
-//     identity has a live key with another token (an earlier run that
-//     crashed, or a second process with the same host:port), Acquire fails
-//     with an error wrapping frond.ErrStoreUnavailable, and the service
-//     retries until the key expires (within LeaseTTL).
-//   - A goroutine renews the live key every LeaseTTL/3, comparing the token
-//     first. When the token is gone or another's, or when no renewal
-//     succeeded for LeaseTTL (measured from when the last successful one was
-//     sent, on the machine's monotonic clock), Worker.Lost is closed and
-//     Save fails with frond.ErrWorkerLost; Acquire may then be called again.
-//   - Save keeps the latest time (compared exactly, as decimal strings) and
-//     only while the live key holds this node's token; Release records the
-//     time exactly and deletes the live key; Close deletes the live key if it
-//     is still ours.
+//   - The live key is the lock: a claim is one script that compares the
+//     ID's owner, last time and last claim with what was read and requires
+//     the live key to be absent (or, to continue this process's own claim,
+//     to hold its token), so two live nodes never hold one ID.
+//   - The holder renews the live key every LeaseTTL/3, comparing the token
+//     first; saves keep the latest time (compared exactly, as decimal
+//     strings) only while the live key holds this node's token; a release
+//     records the time exactly and deletes the live key.
 //
 // A Redis that keeps nothing on disk forgets the bindings, the counter and
 // the last times on restart, and would give a live node's ID to another node
@@ -89,9 +83,8 @@ import (
 )
 
 var (
-	_ frond.WorkerRegistry = (*Registry)(nil)
-	_ frond.Releaser       = (*Registry)(nil)
-	_ frond.Warner         = (*Registry)(nil)
+	_ registry.Backend = (*Backend)(nil)
+	_ frond.Warner     = (*Backend)(nil)
 )
 
 // Modes of frond_mode.
@@ -113,8 +106,8 @@ var registryRisk = redisutil.Risk{
 	URL:     "registry",
 }
 
-// Registry is a Redis worker registry.
-type Registry struct {
+// Backend is the Redis backend of the worker registry.
+type Backend struct {
 	c             *redis.Client
 	o             registry.Options
 	base          string // {prefix}{dc}:
@@ -123,24 +116,14 @@ type Registry struct {
 	where         string
 	allowVolatile bool
 
-	wmu      sync.Mutex
+	mu       sync.Mutex
+	checked  bool // the persistence check passed
 	warnings []string
-
-	mu      sync.Mutex // held across a call to Redis by Acquire, Save, Release and Close
-	checked bool       // the persistence check passed
-	hold    *hold      // nil: no ID held
-	closed  bool
-}
-
-// hold is one holding of an ID under one token.
-type hold struct {
-	*registry.Hold
-	token string
 }
 
 // Open parses rawURL and makes a client. It does not contact the server:
 // Acquire does.
-func Open(rawURL string, o registry.Options) (*Registry, error) {
+func Open(rawURL string, o registry.Options) (*registry.Protocol, error) {
 	u, err := redisutil.Parse(rawURL, "frond_prefix", "frond_dc", "frond_mode")
 	if err != nil {
 		return nil, err
@@ -163,7 +146,7 @@ func Open(rawURL string, o registry.Options) (*Registry, error) {
 		}
 		mode = v
 	}
-	return &Registry{
+	b := &Backend{
 		c:             redis.NewClient(u.Options),
 		o:             o.WithDefaults(),
 		base:          prefix + strconv.FormatInt(dc, 10) + ":",
@@ -171,196 +154,238 @@ func Open(rawURL string, o registry.Options) (*Registry, error) {
 		timeout:       u.Timeout,
 		where:         u.Where,
 		allowVolatile: u.AllowVolatile,
-	}, nil
-}
-
-func (r *Registry) addrKey() string         { return r.base + "addr:" + r.o.Identity() }
-func (r *Registry) counterKey() string      { return r.base + "counter" }
-func (r *Registry) liveKey(id int64) string { return r.base + "live:" + strconv.FormatInt(id, 10) }
-func (r *Registry) lastKey(id int64) string { return r.base + "last:" + strconv.FormatInt(id, 10) }
-
-func (r *Registry) fail(op string, err error) error {
-	if errors.Is(err, redis.ErrClosed) {
-		return fmt.Errorf("worker registry: %s on %s: %w", op, r.where, frond.ErrClosed)
 	}
-	return fmt.Errorf("worker registry: %s on %s: %w: %w", op, r.where, frond.ErrStoreUnavailable, err)
+	return registry.NewProtocol(b, b.o), nil
 }
 
-func (r *Registry) ttlMillis() int64 { return max(r.o.LeaseTTL.Milliseconds(), 1) }
+func (b *Backend) addrKey() string         { return b.base + "addr:" + b.o.Identity() }
+func (b *Backend) counterKey() string      { return b.base + "counter" }
+func (b *Backend) liveKey(id int64) string { return b.base + "live:" + strconv.FormatInt(id, 10) }
+func (b *Backend) lastKey(id int64) string { return b.base + "last:" + strconv.FormatInt(id, 10) }
 
-// check runs the persistence check once it can: an unreachable server
-// wraps frond.ErrStoreUnavailable, a volatile one not accepted in the URL
-// frond.ErrInvalidArgument.
-func (r *Registry) check(ctx context.Context) error {
-	if r.checked {
+func (b *Backend) fail(op string, err error) error {
+	if errors.Is(err, redis.ErrClosed) {
+		return fmt.Errorf("worker registry: %s on %s: %w", op, b.where, frond.ErrClosed)
+	}
+	return fmt.Errorf("worker registry: %s on %s: %w: %w", op, b.where, frond.ErrStoreUnavailable, err)
+}
+
+func (b *Backend) ttlMillis() int64 { return max(b.o.LeaseTTL.Milliseconds(), 1) }
+
+// Policy implements registry.Backend.
+func (b *Backend) Policy() registry.Policy {
+	return registry.Policy{OwnFirst: true, Recycle: b.mode == ModeLease}
+}
+
+// Where implements registry.Backend.
+func (b *Backend) Where() string { return b.where + " (" + b.base + ")" }
+
+// Prepare implements registry.Backend: the persistence check, once it
+// passed. An unreachable server wraps frond.ErrStoreUnavailable, a volatile
+// one not accepted in the URL frond.ErrInvalidArgument.
+func (b *Backend) Prepare(ctx context.Context) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.checked {
 		return nil
 	}
-	why, err := redisutil.Volatile(ctx, r.c)
+	ctx, cancel := redisutil.Bound(ctx, b.timeout)
+	defer cancel()
+	why, err := redisutil.Volatile(ctx, b.c)
 	if err != nil {
-		return r.fail("check persistence", err)
+		return b.fail("check persistence", err)
 	}
-	warning, err := registryRisk.Accept(r.where, why, r.allowVolatile)
+	warning, err := registryRisk.Accept(b.where, why, b.allowVolatile)
 	if err != nil {
 		return fmt.Errorf("worker registry: %w", err)
 	}
 	if warning != "" {
-		r.wmu.Lock()
-		r.warnings = []string{warning}
-		r.wmu.Unlock()
-		r.o.Logger.Warn("worker registry: redis may lose its keys; risk accepted with frond_allow_volatile=true", "redis", r.where, "why", why)
+		b.warnings = []string{warning}
+		b.o.Logger.Warn("worker registry: redis may lose its keys; risk accepted with frond_allow_volatile=true", "redis", b.where, "why", why)
 	}
-	r.checked = true
+	b.checked = true
 	return nil
 }
 
 // Warnings implements frond.Warner: the risk accepted with
 // frond_allow_volatile=true, known after the first Acquire that reached the
 // server.
-func (r *Registry) Warnings() []string {
-	r.wmu.Lock()
-	defer r.wmu.Unlock()
-	return slices.Clone(r.warnings)
+func (b *Backend) Warnings() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.warnings)
 }
 
-// Statuses of acquireScript.
-const (
-	acquired  = 1 // {1, id, last or "", 1 if recycled from another address}
-	heldByOld = 2 // {2, id, pttl}: the ID of this identity has another token
-	exhausted = 3 // {3, oldest last or ""}: nothing free; in lease mode the oldest last time of an ID with no live key
-	outOfLay  = 4 // {4, id}: the ID bound to this identity is beyond maxNode
-)
+// run runs a script within the timeout.
+func (b *Backend) run(ctx context.Context, op string, s *redis.Script, keys []string, args ...any) ([]any, error) {
+	ctx, cancel := redisutil.Bound(ctx, b.timeout)
+	defer cancel()
+	res, err := s.Run(ctx, b.c, keys, args...).Slice()
+	if err != nil {
+		return nil, b.fail(op, err)
+	}
+	return res, nil
+}
 
-// KEYS: addr, counter. ARGV: base, identity, token, ttl ms, maxNode,
-// recycle ("1" in lease mode), threshold (now - RecycleAfter, ns),
-// RecycleAfter (ns).
-// IDs go to Redis as integers, times as decimal strings (redisutil.LuaGE).
-var acquireScript = redis.NewScript(redisutil.LuaGE + `
-local base, me, token, ttl, maxNode = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
-local function take(id, recycled)
-  local live = base .. 'live:' .. id
-  if not redis.call('SET', live, token, 'NX', 'PX', ttl) then
-    return {2, id, redis.call('PTTL', live)}
-  end
-  redis.call('SET', KEYS[1], id)
-  redis.call('SET', base .. 'owner:' .. id, me)
-  local last = base .. 'last:' .. id
-  if recycled and redis.call('EXISTS', last) == 1 then
-    -- the new holder starts past last + RecycleAfter: recorded now (INCRBY
-    -- is exact on 64 bits), so nobody starts from the old time again
-    redis.call('INCRBY', last, ARGV[8])
-  end
-  return {1, id, redis.call('GET', last) or '', recycled and 1 or 0}
-end
-local bound = redis.call('GET', KEYS[1])
-if bound then
-  local id = tonumber(bound)
-  if redis.call('GET', base .. 'owner:' .. id) == me then
-    if id > maxNode then return {4, id} end
-    return take(id)
-  end
-  redis.call('DEL', KEYS[1]) -- stale: the ID went to another node
-end
-local n = tonumber(redis.call('GET', KEYS[2]) or '0')
-while n <= maxNode do -- checked before INCR: never wraps
-  redis.call('INCR', KEYS[2])
-  -- a live key ahead of the counter (a counter reset by hand) is held: skip it
-  if redis.call('EXISTS', base .. 'live:' .. n) == 0 then return take(n) end
-  n = n + 1
-end
-if ARGV[6] ~= '1' then return {3, ''} end
-local best, bestLast = nil, nil
-for id = 0, math.min(n - 1, maxNode) do
-  if redis.call('EXISTS', base .. 'live:' .. id) == 0 then
-    local last = redis.call('GET', base .. 'last:' .. id) or '0'
-    if not bestLast or not ge(last, bestLast) then best, bestLast = id, last end
+// slotFields: a script returns each slot as id, owner, last, live token,
+// last claim (an empty string for none).
+const slotFields = 5
+
+// luaSlot pushes slot id's fields onto out.
+const luaSlot = `
+local function slot(base, out, id)
+  for _, k in ipairs({'owner:', 'last:', 'live:', 'claim:'}) do
+    table.insert(out, redis.call('GET', base .. k .. id) or '')
   end
 end
-if not best then return {3, ''} end
-if ge(bestLast, ARGV[7]) then return {3, bestLast} end -- last + RecycleAfter >= now
-local owner = redis.call('GET', base .. 'owner:' .. best)
-if owner then
-  local old = base .. 'addr:' .. owner
-  if tonumber(redis.call('GET', old)) == best then redis.call('DEL', old) end
+`
+
+// rev is what a claim compares: owner, last and last claim as read.
+type rev struct{ owner, last, claim string }
+
+func (b *Backend) slots(res []any) ([]registry.Slot, error) {
+	var out []registry.Slot
+	for i := 0; i+slotFields <= len(res); i += slotFields {
+		id, _ := res[i].(int64)
+		owner, _ := res[i+1].(string)
+		lastS, _ := res[i+2].(string)
+		live, _ := res[i+3].(string)
+		claim, _ := res[i+4].(string)
+		var last int64
+		if lastS != "" {
+			var err error
+			if last, err = strconv.ParseInt(lastS, 10, 64); err != nil {
+				return nil, fmt.Errorf("worker registry: %s holds %q, not a time in nanoseconds: %w", b.lastKey(id), lastS, err)
+			}
+		}
+		out = append(out, registry.Slot{ID: id, Owner: owner, Last: last, Holder: live, Claim: claim, Rev: rev{owner, lastS, claim}})
+	}
+	return out, nil
+}
+
+// ARGV: base, identity, maxNode. The slot bound to the identity, if any.
+var ownScript = redis.NewScript(luaSlot + `
+local base, me, maxNode = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local out = {}
+local bound = redis.call('GET', base .. 'addr:' .. me)
+if bound and tonumber(bound) <= maxNode and redis.call('GET', base .. 'owner:' .. bound) == me then
+  table.insert(out, tonumber(bound))
+  slot(base, out, bound)
 end
-return take(best, true)
+return out
 `)
 
-// Acquire implements frond.WorkerRegistry.
-func (r *Registry) Acquire(ctx context.Context, maxNode int64) (frond.Worker, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return frond.Worker{}, fmt.Errorf("worker registry: %w", frond.ErrClosed)
-	}
-	if h := r.hold; h != nil && !h.IsLost() {
-		return h.Worker(), nil
-	}
-	r.dropLocked(true)
-	if maxNode < 0 {
-		return frond.Worker{}, fmt.Errorf("%w: layout with no worker IDs (max %d)", frond.ErrNoWorkerID, maxNode)
-	}
-	ctx, cancel := redisutil.Bound(ctx, r.timeout)
-	defer cancel()
-	if err := r.check(ctx); err != nil {
-		return frond.Worker{}, err
-	}
-	token := registry.NewToken()
-	threshold := max(r.o.Now().UnixNano()-r.o.RecycleAfter.Nanoseconds(), 0)
-	recycle := "0"
-	if r.mode == ModeLease {
-		recycle = "1"
-	}
-	sent := time.Now()
-	res, err := acquireScript.Run(ctx, r.c, []string{r.addrKey(), r.counterKey()},
-		r.base, r.o.Identity(), token, r.ttlMillis(), maxNode, recycle, strconv.FormatInt(threshold, 10), r.o.RecycleAfter.Nanoseconds()).Slice()
+// Own implements registry.Backend: the ID the addr key binds.
+func (b *Backend) Own(ctx context.Context, maxNode int64) ([]registry.Slot, error) {
+	res, err := b.run(ctx, "read this node's worker ID", ownScript, nil, b.base, b.o.Identity(), maxNode)
 	if err != nil {
-		return frond.Worker{}, r.fail("acquire worker ID", err)
+		return nil, err
 	}
-	status, _ := res[0].(int64)
-	switch status {
-	case acquired:
-		id := res[1].(int64)
-		var last int64
-		if s, _ := res[2].(string); s != "" {
-			if last, err = strconv.ParseInt(s, 10, 64); err != nil {
-				return frond.Worker{}, fmt.Errorf("worker registry: %s holds %q, not a time in nanoseconds: %w", r.lastKey(id), s, err)
-			}
-		}
-		// Recycled, last is the old holder's last + RecycleAfter (the
-		// script recorded it): the earliest the old holder's local record
-		// stops vouching, already behind this node's clock.
-		h := &hold{Hold: registry.NewHold(id, last), token: token}
-		live := r.liveKey(id)
-		h.Renew(sent, r.o.LeaseTTL, r.timeout, r.o.Logger, func(ctx context.Context) (bool, error) {
-			n, err := renewScript.Run(ctx, r.c, []string{live}, token, r.ttlMillis()).Int()
-			return n == 1, err
-		})
-		r.hold = h
-		r.o.Logger.Info("worker ID held in redis", "worker", id, "owner", r.o.Identity(), "mode", r.mode, "redis", r.where)
-		return h.Worker(), nil
-	case heldByOld:
-		id, pttl := res[1].(int64), time.Duration(res[2].(int64))*time.Millisecond
-		if pttl <= 0 {
-			pttl = r.o.LeaseTTL
-		}
-		return frond.Worker{}, registry.HeldElsewhere(fmt.Sprintf("worker ID %d of %s (its live key %s expires within %v)", id, r.o.Identity(), r.liveKey(id), pttl))
-	case outOfLay:
-		return frond.Worker{}, fmt.Errorf("worker registry: %w: %s is bound to worker ID %d, outside 0..%d of the layout (another layout shares frond_prefix and frond_dc?)",
-			frond.ErrNoWorkerID, r.o.Identity(), res[1].(int64), maxNode)
-	case exhausted:
-		msg := fmt.Sprintf("all %d worker IDs (0..%d) of %s", maxNode+1, maxNode, r.base)
-		if r.mode == ModeFixed {
-			msg += " are bound to addresses, and frond_mode=fixed never recycles them (use frond_mode=lease where addresses change)"
-		} else {
-			if s, _ := res[1].(string); s != "" {
-				ns, _ := strconv.ParseInt(s, 10, 64)
-				return frond.Worker{}, registry.RecycleLater(msg, time.Unix(0, ns).Add(r.o.RecycleAfter), r.o.RecycleAfter)
-			}
-			msg += " are held"
-		}
-		return frond.Worker{}, fmt.Errorf("worker registry: %w: %s", frond.ErrNoWorkerID, msg)
+	return b.slots(res)
+}
+
+// ARGV: base, maxNode. The slots below the counter with no live key.
+var idleScript = redis.NewScript(luaSlot + `
+local base, maxNode = ARGV[1], tonumber(ARGV[2])
+local n = tonumber(redis.call('GET', base .. 'counter') or '0')
+local out = {}
+for id = 0, math.min(n - 1, maxNode) do
+  if redis.call('EXISTS', base .. 'live:' .. id) == 0 then
+    table.insert(out, id)
+    slot(base, out, id)
+  end
+end
+return out
+`)
+
+// Idle implements registry.Backend.
+func (b *Backend) Idle(ctx context.Context, maxNode int64) ([]registry.Slot, error) {
+	res, err := b.run(ctx, "read the worker IDs", idleScript, nil, b.base, maxNode)
+	if err != nil {
+		return nil, err
 	}
-	return frond.Worker{}, fmt.Errorf("worker registry: %w: unexpected answer %v from the acquire script", frond.ErrStoreUnavailable, res)
+	return b.slots(res)
+}
+
+// luaBind makes token the claim of id for identity me: the live key, the
+// last claim, the owner and addr keys (the old owner's addr key goes).
+const luaBind = `
+local function bind(base, id, me, token, ttl)
+  redis.call('SET', base .. 'live:' .. id, token, 'PX', ttl)
+  redis.call('SET', base .. 'claim:' .. id, token)
+  local owner = redis.call('GET', base .. 'owner:' .. id)
+  if owner and owner ~= me and tonumber(redis.call('GET', base .. 'addr:' .. owner)) == tonumber(id) then
+    redis.call('DEL', base .. 'addr:' .. owner)
+  end
+  redis.call('SET', base .. 'owner:' .. id, me)
+  redis.call('SET', base .. 'addr:' .. me, id)
+end
+`
+
+// Seed 001's script, made safe. ARGV: base, identity, token, ttl ms,
+// maxNode. Returns {id, last or an empty string}, or {} when the counter has passed the
+// layout.
+var newScript = redis.NewScript(luaBind + `
+local base, me, token, ttl, maxNode = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+local n = tonumber(redis.call('GET', base .. 'counter') or '0')
+while n <= maxNode do -- checked before INCR: never wraps
+  redis.call('INCR', base .. 'counter')
+  -- a live key ahead of the counter (a counter reset by hand) is held: skip it
+  if redis.call('EXISTS', base .. 'live:' .. n) == 0 then
+    bind(base, n, me, token, ttl)
+    return {n, redis.call('GET', base .. 'last:' .. n) or ''}
+  end
+  n = n + 1
+end
+return {}
+`)
+
+// New implements registry.Backend: the next ID of the counter.
+func (b *Backend) New(ctx context.Context, maxNode int64, h *registry.Hold) (int64, bool, error) {
+	res, err := b.run(ctx, "acquire a new worker ID", newScript, nil, b.base, b.o.Identity(), h.Token, b.ttlMillis(), maxNode)
+	if err != nil || len(res) < 2 {
+		return 0, false, err
+	}
+	h.ID = res[0].(int64)
+	var last int64
+	if s, _ := res[1].(string); s != "" {
+		if last, err = strconv.ParseInt(s, 10, 64); err != nil {
+			return 0, false, fmt.Errorf("worker registry: %s holds %q, not a time in nanoseconds: %w", b.lastKey(h.ID), s, err)
+		}
+	}
+	return last, true, nil
+}
+
+// ARGV: base, identity, token, ttl ms, id, owner, last, claim (as read),
+// holder (” : no live key), floor (” : none). Returns 1, or 0 when the
+// ID changed.
+var claimScript = redis.NewScript(luaBind + `
+local base, me, token, ttl, id = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+for i, k in ipairs({'owner:', 'last:', 'claim:', 'live:'}) do
+  if (redis.call('GET', base .. k .. id) or '') ~= ARGV[5 + i] then return 0 end
+end
+bind(base, id, me, token, ttl)
+if ARGV[10] ~= '' then redis.call('SET', base .. 'last:' .. id, ARGV[10]) end
+return 1
+`)
+
+// Claim implements registry.Backend.
+func (b *Backend) Claim(ctx context.Context, s registry.Slot, floor int64, h *registry.Hold) error {
+	r := s.Rev.(rev)
+	fl := ""
+	if floor != 0 {
+		fl = strconv.FormatInt(floor, 10)
+	}
+	ctx, cancel := redisutil.Bound(ctx, b.timeout)
+	defer cancel()
+	n, err := claimScript.Run(ctx, b.c, nil, b.base, b.o.Identity(), h.Token, b.ttlMillis(), s.ID, r.owner, r.last, r.claim, s.Holder, fl).Int()
+	if err != nil {
+		return b.fail("claim worker ID "+strconv.FormatInt(s.ID, 10), err)
+	}
+	if n != 1 {
+		return registry.ErrRace
+	}
+	return nil
 }
 
 // KEYS: live. ARGV: token, ttl ms. Returns 1 renewed, 0 not ours.
@@ -370,8 +395,17 @@ redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1
 `)
 
-// KEYS: live, last. ARGV: token, ns, exact ("1": Release, which also
-// deletes the live key). Returns 1, or 0 when the live key is not ours.
+// Keep implements registry.Backend: the live key is renewed every TTL/3.
+func (b *Backend) Keep(h *registry.Hold) {
+	live := b.liveKey(h.ID)
+	h.Renew(h.Sent, b.o.LeaseTTL, b.timeout, b.o.Logger, func(ctx context.Context) (bool, error) {
+		n, err := renewScript.Run(ctx, b.c, []string{live}, h.Token, b.ttlMillis()).Int()
+		return n == 1, err
+	})
+}
+
+// KEYS: live, last. ARGV: token, ns, exact ("1": also deletes the live key).
+// Returns 1, or 0 when the live key is not ours.
 var writeScript = redis.NewScript(redisutil.LuaGE + `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 if ARGV[3] == '1' then
@@ -384,47 +418,19 @@ if not last or not ge(last, ARGV[2]) then redis.call('SET', KEYS[2], ARGV[2]) en
 return 1
 `)
 
-// Save implements frond.WorkerRegistry: the latest of the times saved, while
-// the live key holds this node's token.
-func (r *Registry) Save(ctx context.Context, last time.Time) error {
-	return r.write(ctx, last, false)
-}
-
-// Release implements frond.Releaser: it records last exactly, even below a
-// time saved earlier, and deletes the live key.
-func (r *Registry) Release(ctx context.Context, last time.Time) error {
-	return r.write(ctx, last, true)
-}
-
-func (r *Registry) write(ctx context.Context, last time.Time, exact bool) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	h := r.hold
-	if h == nil || h.IsLost() {
-		return fmt.Errorf("worker registry: %w: no worker ID is held in redis", frond.ErrWorkerLost)
-	}
-	ns := max(last.UnixNano(), 0)
+// Write implements registry.Backend.
+func (b *Backend) Write(ctx context.Context, h *registry.Hold, ns int64, exact bool) (bool, error) {
 	flag := "0"
 	if exact {
 		flag = "1"
 	}
-	ctx, cancel := redisutil.Bound(ctx, r.timeout)
+	ctx, cancel := redisutil.Bound(ctx, b.timeout)
 	defer cancel()
-	n, err := writeScript.Run(ctx, r.c, []string{r.liveKey(h.ID), r.lastKey(h.ID)}, h.token, strconv.FormatInt(ns, 10), flag).Int()
+	n, err := writeScript.Run(ctx, b.c, []string{b.liveKey(h.ID), b.lastKey(h.ID)}, h.Token, strconv.FormatInt(ns, 10), flag).Int()
 	if err != nil {
-		return r.fail("save the last time", err)
+		return false, b.fail("save the last time", err)
 	}
-	if n == 0 {
-		h.MarkLost()
-		return fmt.Errorf("worker registry: %w: the live key of worker ID %d expired or holds another token", frond.ErrWorkerLost, h.ID)
-	}
-	if exact {
-		h.Saved = ns
-		r.dropLocked(false)
-	} else {
-		h.Saved = max(h.Saved, ns)
-	}
-	return nil
+	return n == 1, nil
 }
 
 // KEYS: live. ARGV: token. Deletes the live key if it is ours.
@@ -433,33 +439,12 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 `)
 
-// dropLocked forgets the hold: it stops the renewal, closes Lost and, with
-// del, deletes the live key if it is still ours (best effort).
-func (r *Registry) dropLocked(del bool) {
-	h := r.hold
-	if h == nil {
-		return
-	}
-	r.hold = nil
-	h.Stop()
-	if del {
-		ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
-		defer cancel()
-		dropScript.Run(ctx, r.c, []string{r.liveKey(h.ID)}, h.token)
-	}
+// End implements registry.Backend: it deletes the live key if it is ours.
+func (b *Backend) End(h *registry.Hold) {
+	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
+	defer cancel()
+	dropScript.Run(ctx, b.c, []string{b.liveKey(h.ID)}, h.Token)
 }
 
-// Close implements frond.WorkerRegistry: it stops the renewal, deletes the
-// live key if it is still ours (the ID can then be taken again: by this
-// identity at once, by another node in lease mode once RecycleAfter has
-// passed its last time) and closes the client. It is idempotent.
-func (r *Registry) Close() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return nil
-	}
-	r.dropLocked(true)
-	r.closed = true
-	return r.c.Close()
-}
+// Close implements registry.Backend.
+func (b *Backend) Close() error { return b.c.Close() }

@@ -67,7 +67,10 @@ func ctx(t testing.TB) context.Context {
 	return c
 }
 
-func openT(t testing.TB, rawURL string, o registry.Options) *Registry {
+// be is the Redis backend of a registry this package opened.
+func be(r *registry.Protocol) *Backend { return r.Backend().(*Backend) }
+
+func openT(t testing.TB, rawURL string, o registry.Options) *registry.Protocol {
 	t.Helper()
 	r, err := Open(rawURL, o)
 	if err != nil {
@@ -101,10 +104,8 @@ func TestRegistry_Conformance(t *testing.T) {
 				SameIDOnRestart: true,
 				Recycles:        mode == ModeLease,
 				Lose: func(t *testing.T, wr frond.WorkerRegistry) {
-					r := wr.(*Registry)
-					r.mu.Lock()
-					key := r.liveKey(r.hold.ID)
-					r.mu.Unlock()
+					r := wr.(*registry.Protocol)
+					key := be(r).liveKey(r.Held().ID)
 					if err := c.Del(ctx(t), key).Err(); err != nil {
 						t.Fatal(err)
 					}
@@ -129,11 +130,12 @@ func TestOpen_URL(t *testing.T) {
 	}
 
 	o := registry.Options{Host: "10.0.0.7", Port: 8081}
-	r, err := Open("redis://u:secret@127.0.0.1:1/3", o)
+	p, err := Open("redis://u:secret@127.0.0.1:1/3", o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
+	defer p.Close()
+	r := be(p)
 	if r.mode != ModeFixed || r.base != "frond:worker:0:" || r.timeout != 5*time.Second || r.allowVolatile || r.where != "redis://127.0.0.1:1/3" {
 		t.Errorf("defaults: mode %q base %q timeout %v allow %v where %q", r.mode, r.base, r.timeout, r.allowVolatile, r.where)
 	}
@@ -144,18 +146,19 @@ func TestOpen_URL(t *testing.T) {
 		t.Errorf("keys %q", got)
 	}
 
-	r2, err := Open("rediss://h:6380/0?frond_prefix=ids:&frond_dc=3&frond_mode=lease&frond_timeout=250ms&frond_allow_volatile=true&pool_size=4", o)
+	p2, err := Open("rediss://h:6380/0?frond_prefix=ids:&frond_dc=3&frond_mode=lease&frond_timeout=250ms&frond_allow_volatile=true&pool_size=4", o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r2.Close()
+	defer p2.Close()
+	r2 := be(p2)
 	if r2.mode != ModeLease || r2.base != "ids:3:" || r2.timeout != 250*time.Millisecond || !r2.allowVolatile || r2.c.Options().PoolSize != 4 || r2.c.Options().TLSConfig == nil {
 		t.Errorf("parsed: mode %q base %q timeout %v allow %v options %+v", r2.mode, r2.base, r2.timeout, r2.allowVolatile, r2.c.Options())
 	}
-	if r3, err := Open("redis://h?frond_prefix=", o); err != nil || r3.base != "0:" {
+	if p3, err := Open("redis://h?frond_prefix=", o); err != nil || be(p3).base != "0:" {
 		t.Errorf("empty prefix: %v", err)
 	} else {
-		r3.Close()
+		p3.Close()
 	}
 }
 
@@ -318,8 +321,8 @@ func TestAcquire_HeldByEarlierRun(t *testing.T) {
 	}
 	b := openT(t, url, o)
 	_, err = b.Acquire(ctx(t), 1023)
-	if !errors.Is(err, frond.ErrWorkerLost) || errors.Is(err, frond.ErrStoreUnavailable) || !strings.Contains(err.Error(), "expires within") {
-		t.Fatalf("the same identity while held: %v, want ErrWorkerLost (not ErrStoreUnavailable: no local record in its place) saying when the key expires", err)
+	if !errors.Is(err, frond.ErrWorkerLost) || errors.Is(err, frond.ErrStoreUnavailable) || !strings.Contains(err.Error(), "ends within") {
+		t.Fatalf("the same identity while held: %v, want ErrWorkerLost (not ErrStoreUnavailable: no local record in its place) saying when the claim ends", err)
 	}
 	t.Logf("refused: %v", err)
 	if err := a.Close(); err != nil { // deletes the live key
@@ -349,7 +352,7 @@ func TestRegistry_SaveRelease(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got, _ := c.Get(ctx(t), r.lastKey(w.ID)).Result(); got != strconv.FormatInt(t0.Add(time.Minute).UnixNano(), 10) {
+	if got, _ := c.Get(ctx(t), be(r).lastKey(w.ID)).Result(); got != strconv.FormatInt(t0.Add(time.Minute).UnixNano(), 10) {
 		t.Fatalf("last after saves %s", got)
 	}
 	if w2, _ := r.Acquire(ctx(t), 1023); !w2.LastIssued.Equal(t0.Add(time.Minute)) {
@@ -358,10 +361,10 @@ func TestRegistry_SaveRelease(t *testing.T) {
 	if err := r.Release(ctx(t), t0); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := c.Get(ctx(t), r.lastKey(w.ID)).Result(); got != strconv.FormatInt(t0.UnixNano(), 10) {
+	if got, _ := c.Get(ctx(t), be(r).lastKey(w.ID)).Result(); got != strconv.FormatInt(t0.UnixNano(), 10) {
 		t.Fatalf("last after Release %s, want %d", got, t0.UnixNano())
 	}
-	if n, _ := c.Exists(ctx(t), r.liveKey(w.ID)).Result(); n != 0 {
+	if n, _ := c.Exists(ctx(t), be(r).liveKey(w.ID)).Result(); n != 0 {
 		t.Fatal("live key left after Release")
 	}
 	select {
@@ -372,13 +375,17 @@ func TestRegistry_SaveRelease(t *testing.T) {
 	if err := r.Save(ctx(t), t0); !errors.Is(err, frond.ErrWorkerLost) {
 		t.Fatalf("Save after Release: %v", err)
 	}
-	w3 := acquire(t, openT(t, url, o), 1023)
+	// A restart continuing the claim (its local record names it) gets the
+	// exact time.
+	r3 := openT(t, url, o)
+	r3.Resume(w.Claim, w.ID)
+	w3 := acquire(t, r3, 1023)
 	if w3.ID != w.ID || !w3.LastIssued.Equal(t0) {
 		t.Fatalf("restart: %+v, want ID %d LastIssued %v", w3, w.ID, t0)
 	}
 }
 
-func acquire(t *testing.T, r *Registry, maxNode int64) frond.Worker {
+func acquire(t *testing.T, r *registry.Protocol, maxNode int64) frond.Worker {
 	t.Helper()
 	w, err := r.Acquire(ctx(t), maxNode)
 	if err != nil {
@@ -420,7 +427,7 @@ func TestAcquire_LeaseRebinds(t *testing.T) {
 	if wb.ID != wa.ID || !wb.LastIssued.Equal(last.Add(time.Minute)) {
 		t.Fatalf("recycled %+v, want ID %d (not the live %d) with LastIssued %v (last + recycle_after)", wb, wa.ID, wc.ID, last.Add(time.Minute))
 	}
-	base := b.base
+	base := be(b).base
 	if got, _ := c.Get(ctx(t), base+"owner:"+strconv.FormatInt(wb.ID, 10)).Result(); got != "10.8.0.2:2" {
 		t.Errorf("owner %q", got)
 	}
@@ -454,7 +461,7 @@ func TestRenew(t *testing.T) {
 	if err := r.Save(ctx(t), time.Now()); err != nil {
 		t.Fatalf("Save after 3 TTLs: %v", err)
 	}
-	if pttl, _ := c.PTTL(ctx(t), r.liveKey(w.ID)).Result(); pttl <= 0 || pttl > ttl {
+	if pttl, _ := c.PTTL(ctx(t), be(r).liveKey(w.ID)).Result(); pttl <= 0 || pttl > ttl {
 		t.Fatalf("live key PTTL %v", pttl)
 	}
 

@@ -493,7 +493,13 @@ func testNoProof(t *testing.T, c Config) {
 	release(t, a, last)
 	b := withRecord(t, c, ns, o, t.TempDir(), false)
 	defer b.Close()
-	w2 := acquire(t, b, 1023)
+	w2, err := b.Acquire(ctx(t), 1023)
+	if !c.Recycles && errors.Is(err, frond.ErrWorkerLost) {
+		return // a registry that keeps IDs for their identities waits for it
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 	if w2.ID == w.ID && w2.LastIssued.Before(last.Add(o.RecycleAfter)) {
 		t.Fatalf("same identity, fresh data directory: ID %d from %v; want another ID, or from %v", w2.ID, w2.LastIssued, last.Add(o.RecycleAfter))
 	}
