@@ -1,6 +1,6 @@
 // Package sqlregistry is the snowflake worker registry on a SQL database
-// (MySQL or MariaDB, PostgreSQL, SQLite), built on Baidu UidGenerator's
-// WORKER_NODE table: every start of a node inserts a row, and the row's
+// (MySQL or MariaDB, PostgreSQL, SQLite), a registry.Backend built on Baidu
+// UidGenerator's WORKER_NODE table: every start of a node inserts a row, and the row's
 // auto-increment ID gives the worker ID (worker ID = ID - 1, so the first
 // row is worker 0) while it fits the layout; after that (or past skipped
 // row IDs) the lowest ID no frond node has used, then recycled ones.
@@ -18,9 +18,10 @@
 //	MODIFIED, CREATED TIMESTAMP
 //
 // A side table, {table}_frond, holds what UidGenerator lacks, one row per
-// worker ID in use: the holder (owner "host:port" and a random token), a
-// lease (lease_until, in microseconds of the database server's clock) and
-// the latest time saved (last_ns, the node's clock).
+// worker ID in use: the holder (owner "host:port" and the random token of
+// the last claim), a lease (lease_until, in microseconds of the database
+// server's clock; 0 after a release) and the latest time saved (last_ns,
+// the node's clock).
 //
 // # Modes
 //
@@ -34,9 +35,10 @@
 // holder. A restart therefore never reuses its earlier ID while new ones are
 // left: no node ever waits for its own clock to pass its last time.
 //
-// frond_mode=reuse first takes back the ID of this node's host:port when its
-// lease has expired (at once after a clean stop; within lease_ttl after a
-// crash), as the ZooKeeper, etcd and Redis registries do.
+// frond_mode=reuse first takes back the ID of this node's host:port, as the
+// ZooKeeper, etcd and Redis registries do (registry.Protocol's rules: at
+// once, from its exact time, for the process whose local record names its
+// last claim; for any other, once its last time + RecycleAfter has passed).
 //
 // # Guarantees
 //
@@ -66,7 +68,6 @@ package sqlregistry
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -81,10 +82,7 @@ import (
 	"github.com/frond-id/frond/registry"
 )
 
-var (
-	_ frond.WorkerRegistry = (*Registry)(nil)
-	_ frond.Releaser       = (*Registry)(nil)
-)
+var _ registry.Backend = (*Backend)(nil)
 
 // Modes of frond_mode.
 const (
@@ -107,31 +105,23 @@ const (
 
 var tableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,56}$`)
 
-// Registry is a SQL worker registry.
-type Registry struct {
+// Backend is the SQL backend of the worker registry.
+type Backend struct {
 	db       *sqldb.DB
 	o        registry.Options
 	table    string // WORKER_NODE
 	side     string // {table}_frond
 	mode     string
-	file     string // SQLite: the database file, whose directory Acquire creates
+	file     string // SQLite: the database file, whose directory Prepare creates
 	nodeType int
 
-	mu     sync.Mutex // held across Acquire, Save, Release and Close
-	ready  bool       // the tables exist
-	hold   *hold
-	closed bool
-}
-
-// hold is one holding of an ID under one token.
-type hold struct {
-	*registry.Hold
-	token string
+	mu    sync.Mutex
+	ready bool // the tables exist
 }
 
 // Open parses rawURL and opens a connection pool. It does not contact the
 // database.
-func Open(rawURL string, o registry.Options) (*Registry, error) {
+func Open(rawURL string, o registry.Options) (*registry.Protocol, error) {
 	p, err := sqldb.Parse(rawURL, "frond_table", "frond_mode", "frond_timeout", "frond_max_conns")
 	if err != nil {
 		return nil, fmt.Errorf("registry URL: %w", err)
@@ -146,19 +136,19 @@ func Open(rawURL string, o registry.Options) (*Registry, error) {
 	if len(o.Host) > 64 {
 		return nil, fmt.Errorf("%w: worker host %q is longer than WORKER_NODE.HOST_NAME (64 characters)", frond.ErrInvalidArgument, o.Host)
 	}
-	r := &Registry{o: o, table: DefaultTable, mode: ModeNew, file: p.File(), nodeType: detectType()}
+	b := &Backend{o: o, table: DefaultTable, mode: ModeNew, file: p.File(), nodeType: detectType()}
 	if v, ok := p.Params["frond_table"]; ok {
 		if !tableName.MatchString(v) {
 			return nil, fmt.Errorf("%w: frond_table=%q: letters, digits and underscores, at most 57", frond.ErrInvalidArgument, v)
 		}
-		r.table = v
+		b.table = v
 	}
-	r.side = r.table + "_frond"
+	b.side = b.table + "_frond"
 	if v, ok := p.Params["frond_mode"]; ok {
 		if v != ModeNew && v != ModeReuse {
 			return nil, fmt.Errorf("%w: frond_mode=%q: new or reuse", frond.ErrInvalidArgument, v)
 		}
-		r.mode = v
+		b.mode = v
 	}
 	timeout, conns := DefaultTimeout, DefaultMaxConns
 	if v, ok := p.Params["frond_timeout"]; ok {
@@ -171,10 +161,10 @@ func Open(rawURL string, o registry.Options) (*Registry, error) {
 			return nil, fmt.Errorf("%w: frond_max_conns=%q: 1 or more", frond.ErrInvalidArgument, v)
 		}
 	}
-	if r.db, err = sqldb.Open(p, sqldb.Options{Timeout: timeout, MaxOpenConns: conns}); err != nil {
+	if b.db, err = sqldb.Open(p, sqldb.Options{Timeout: timeout, MaxOpenConns: conns}); err != nil {
 		return nil, err
 	}
-	return r, nil
+	return registry.NewProtocol(b, o), nil
 }
 
 // detectType tells a container (Kubernetes, Docker) from a machine, as
@@ -189,14 +179,19 @@ func detectType() int {
 	return TypeActual
 }
 
-// String names the registry without secrets.
-func (r *Registry) String() string { return r.db.Where + " table " + r.table }
+// Where implements registry.Backend.
+func (b *Backend) Where() string { return b.db.Where + " table " + b.table }
+
+// Policy implements registry.Backend.
+func (b *Backend) Policy() registry.Policy {
+	return registry.Policy{OwnFirst: b.mode == ModeReuse, Recycle: true}
+}
 
 // q rebinds query's placeholders and puts in the table names ({t}, {s})
 // and the database clock in microseconds ({now}).
-func (r *Registry) q(query string) string {
-	query = strings.NewReplacer("{t}", r.table, "{s}", r.side, "{now}", nowMicros(r.db.Kind)).Replace(query)
-	return r.db.Kind.Rebind(query)
+func (b *Backend) q(query string) string {
+	query = strings.NewReplacer("{t}", b.table, "{s}", b.side, "{now}", nowMicros(b.db.Kind)).Replace(query)
+	return b.db.Kind.Rebind(query)
 }
 
 // nowMicros is the database server's clock in microseconds since 1970.
@@ -210,9 +205,9 @@ func nowMicros(k sqldb.Kind) string {
 	return "CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER)"
 }
 
-func (r *Registry) ddl() []string {
+func (b *Backend) ddl() []string {
 	idCol, engine, ts, bin := "ID INTEGER PRIMARY KEY AUTOINCREMENT", "", "TIMESTAMP", ""
-	switch r.db.Kind {
+	switch b.db.Kind {
 	case sqldb.MySQL:
 		idCol, engine = "ID BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY", " ENGINE=InnoDB"
 		// owner and token are looked up by equality: compare them byte for
@@ -223,7 +218,7 @@ func (r *Registry) ddl() []string {
 		idCol = "ID BIGSERIAL PRIMARY KEY"
 	}
 	return []string{
-		r.q(`CREATE TABLE IF NOT EXISTS {t} (
+		b.q(`CREATE TABLE IF NOT EXISTS {t} (
   ` + idCol + `,
   HOST_NAME VARCHAR(64) NOT NULL,
   PORT VARCHAR(64) NOT NULL,
@@ -232,7 +227,7 @@ func (r *Registry) ddl() []string {
   MODIFIED ` + ts + ` NOT NULL DEFAULT CURRENT_TIMESTAMP,
   CREATED ` + ts + ` NOT NULL DEFAULT CURRENT_TIMESTAMP
 )` + engine),
-		r.q(`CREATE TABLE IF NOT EXISTS {s} (
+		b.q(`CREATE TABLE IF NOT EXISTS {s} (
   worker_id BIGINT NOT NULL PRIMARY KEY,
   owner VARCHAR(200)` + bin + ` NOT NULL,
   token VARCHAR(64)` + bin + ` NOT NULL,
@@ -242,168 +237,129 @@ func (r *Registry) ddl() []string {
 	}
 }
 
-// setup creates the tables once.
-func (r *Registry) setup(ctx context.Context) error {
-	if r.ready {
+// Prepare implements registry.Backend: it creates the tables once.
+func (b *Backend) Prepare(ctx context.Context) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ready {
 		return nil
 	}
-	if r.file != "" {
-		if err := os.MkdirAll(filepath.Dir(r.file), 0o755); err != nil {
+	if b.file != "" {
+		if err := os.MkdirAll(filepath.Dir(b.file), 0o755); err != nil {
 			return fmt.Errorf("worker registry: %w: %v", frond.ErrStoreUnavailable, err)
 		}
 	}
-	for _, stmt := range r.ddl() {
-		_, err := r.db.ExecContext(ctx, stmt)
-		if err != nil && r.db.Kind.CreateRace(err) { // another node created it at the same moment
-			_, err = r.db.ExecContext(ctx, stmt)
+	ctx, cancel := b.db.Bound(ctx)
+	defer cancel()
+	for _, stmt := range b.ddl() {
+		_, err := b.db.ExecContext(ctx, stmt)
+		if err != nil && b.db.Kind.CreateRace(err) { // another node created it at the same moment
+			_, err = b.db.ExecContext(ctx, stmt)
 		}
 		if err != nil {
-			return r.fail("create the worker tables", err)
+			return b.fail("create the worker tables", err)
 		}
 	}
-	r.ready = true
+	b.ready = true
 	return nil
 }
 
-func (r *Registry) fail(op string, err error) error {
-	return fmt.Errorf("worker registry: %w", r.db.Fail(op, err))
+func (b *Backend) fail(op string, err error) error {
+	return fmt.Errorf("worker registry: %w", b.db.Fail(op, err))
 }
 
-func (r *Registry) ttlMicros() int64 { return max(r.o.LeaseTTL.Microseconds(), 1) }
+func (b *Backend) ttlMicros() int64 { return max(b.o.LeaseTTL.Microseconds(), 1) }
 
-// errRace: another node changed the row between our read and our claim.
-var errRace = errors.New("claim lost a race")
-
-// Acquire implements frond.WorkerRegistry.
-func (r *Registry) Acquire(ctx context.Context, maxNode int64) (frond.Worker, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return frond.Worker{}, fmt.Errorf("worker registry: %w", frond.ErrClosed)
-	}
-	if h := r.hold; h != nil && !h.IsLost() {
-		return h.Worker(), nil
-	}
-	r.dropLocked(true)
-	if maxNode < 0 {
-		return frond.Worker{}, fmt.Errorf("%w: layout with no worker IDs (max %d)", frond.ErrNoWorkerID, maxNode)
-	}
-	ctx, cancel := r.db.Bound(ctx)
+// slots reads side-table rows (worker_id, owner, token, last_ns, lease time
+// left in µs): held while the lease runs; the token is the last claim's.
+func (b *Backend) slots(ctx context.Context, op, query string, args ...any) ([]registry.Slot, error) {
+	ctx, cancel := b.db.Bound(ctx)
 	defer cancel()
-	if err := r.setup(ctx); err != nil {
-		return frond.Worker{}, err
+	rows, err := b.db.QueryContext(ctx, b.q(query), args...)
+	if err != nil {
+		return nil, b.fail(op, err)
 	}
-	token := registry.NewToken()
-	for range 10 {
-		sent := time.Now()
-		id, last, err := r.claim(ctx, maxNode, token)
-		if errors.Is(err, errRace) {
-			continue
+	defer rows.Close()
+	var out []registry.Slot
+	for rows.Next() {
+		var s registry.Slot
+		var left int64
+		if err := rows.Scan(&s.ID, &s.Owner, &s.Claim, &s.Last, &left); err != nil {
+			return nil, b.fail(op, err)
 		}
-		if err != nil {
-			return frond.Worker{}, err
+		if left >= 0 {
+			s.Holder = s.Claim
 		}
-		h := &hold{Hold: registry.NewHold(id, last), token: token}
-		h.Renew(sent, r.o.LeaseTTL, r.db.Timeout, r.o.Logger, func(ctx context.Context) (bool, error) {
-			// Only a lease still running in the database's clock is
-			// renewed: once it has run out another node may be recycling it.
-			res, err := r.db.ExecContext(ctx, r.q(`UPDATE {s} SET lease_until = {now} + ? WHERE worker_id = ? AND token = ? AND lease_until >= {now}`), r.ttlMicros(), id, token)
-			if err != nil {
-				return false, err
-			}
-			n, err := res.RowsAffected()
-			return n == 1, err
-		})
-		r.hold = h
-		r.o.Logger.Info("worker ID held in a database", "worker", id, "owner", r.o.Identity(), "mode", r.mode, "db", r.String())
-		return h.Worker(), nil
+		out = append(out, s)
 	}
-	return frond.Worker{}, fmt.Errorf("worker registry: %w: other nodes kept taking the IDs this node chose; try again", frond.ErrStoreUnavailable)
+	if err := rows.Err(); err != nil {
+		return nil, b.fail(op, err)
+	}
+	return out, nil
 }
 
-// claim takes an ID: this identity's own (reuse mode), else a new one,
-// else a recycled one. It returns the ID and its last time in ns.
-func (r *Registry) claim(ctx context.Context, maxNode int64, token string) (int64, int64, error) {
-	if r.mode == ModeReuse {
-		id, last, ok, err := r.claimOwn(ctx, maxNode, token)
-		if err != nil || ok {
-			return id, last, err
-		}
-	}
-	id, ok, err := r.claimNew(ctx, maxNode, token)
-	if err != nil || ok {
-		return id, 0, err
-	}
-	id, ok, err = r.claimGap(ctx, maxNode, token)
-	if err != nil || ok {
-		return id, 0, err
-	}
-	return r.recycle(ctx, maxNode, token)
+// Own implements registry.Backend (frond_mode=reuse).
+func (b *Backend) Own(ctx context.Context, maxNode int64) ([]registry.Slot, error) {
+	return b.slots(ctx, "find this node's worker ID",
+		`SELECT worker_id, owner, token, last_ns, lease_until - {now} FROM {s} WHERE owner = ? AND worker_id <= ? ORDER BY worker_id`, b.o.Identity(), maxNode)
 }
 
-// claimOwn takes back the ID this identity held, if its lease has expired.
-func (r *Registry) claimOwn(ctx context.Context, maxNode int64, token string) (id, last int64, ok bool, err error) {
-	var left int64
-	err = r.db.QueryRowContext(ctx, r.q(`SELECT worker_id, last_ns, lease_until - {now} FROM {s} WHERE owner = ? AND worker_id <= ? ORDER BY worker_id LIMIT 1`),
-		r.o.Identity(), maxNode).Scan(&id, &last, &left)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, 0, false, nil
+// Idle implements registry.Backend.
+func (b *Backend) Idle(ctx context.Context, maxNode int64) ([]registry.Slot, error) {
+	return b.slots(ctx, "find a worker ID to recycle",
+		`SELECT worker_id, owner, token, last_ns, lease_until - {now} FROM {s} WHERE worker_id <= ? AND lease_until < {now} ORDER BY worker_id`, maxNode)
+}
+
+// New implements registry.Backend: a new WORKER_NODE row's ID while it fits
+// the layout, else the lowest ID no frond node has used.
+func (b *Backend) New(ctx context.Context, maxNode int64, h *registry.Hold) (int64, bool, error) {
+	ctx, cancel := b.db.Bound(ctx)
+	defer cancel()
+	if ok, err := b.claimNew(ctx, maxNode, h); err != nil || ok {
+		return 0, ok, err
 	}
-	if err != nil {
-		return 0, 0, false, r.fail("find this node's worker ID", err)
-	}
-	if left >= 0 {
-		return 0, 0, false, registry.HeldElsewhere(fmt.Sprintf("worker ID %d of %s (its lease expires within %v)", id, r.o.Identity(), time.Duration(left+1)*time.Microsecond))
-	}
-	res, err := r.db.ExecContext(ctx, r.q(`UPDATE {s} SET token = ?, lease_until = {now} + ? WHERE worker_id = ? AND owner = ? AND lease_until < {now} AND last_ns = ?`),
-		token, r.ttlMicros(), id, r.o.Identity(), last)
-	if err != nil {
-		return 0, 0, false, r.fail("take back the worker ID", err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return 0, 0, false, errRace
-	}
-	r.touch(ctx, id, false)
-	return id, last, true, nil
+	ok, err := b.claimGap(ctx, maxNode, h)
+	return 0, ok, err
 }
 
 // claimNew inserts a WORKER_NODE row and takes its ID if it fits the layout.
-func (r *Registry) claimNew(ctx context.Context, maxNode int64, token string) (int64, bool, error) {
-	tx, err := r.db.BeginTx(ctx, nil)
+func (b *Backend) claimNew(ctx context.Context, maxNode int64, h *registry.Hold) (bool, error) {
+	tx, err := b.db.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, false, r.fail("begin", err)
+		return false, b.fail("begin", err)
 	}
 	defer tx.Rollback()
 	insert := `INSERT INTO {t} (HOST_NAME, PORT, TYPE, LAUNCH_DATE, MODIFIED, CREATED) VALUES (?, ?, ?, CURRENT_DATE, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)`
-	args := []any{r.o.Host, strconv.Itoa(r.o.Port), r.nodeType}
+	args := []any{b.o.Host, strconv.Itoa(b.o.Port), b.nodeType}
 	var rowID int64
-	if r.db.Kind == sqldb.MySQL {
-		res, err := tx.ExecContext(ctx, r.q(insert), args...)
+	if b.db.Kind == sqldb.MySQL {
+		res, err := tx.ExecContext(ctx, b.q(insert), args...)
 		if err == nil {
 			rowID, err = res.LastInsertId()
 		}
 		if err != nil {
-			return 0, false, r.fail("insert a worker node", err)
+			return false, b.fail("insert a worker node", err)
 		}
-	} else if err := tx.QueryRowContext(ctx, r.q(insert+" RETURNING ID"), args...).Scan(&rowID); err != nil {
-		return 0, false, r.fail("insert a worker node", err)
+	} else if err := tx.QueryRowContext(ctx, b.q(insert+" RETURNING ID"), args...).Scan(&rowID); err != nil {
+		return false, b.fail("insert a worker node", err)
 	}
 	id := rowID - 1
 	if id < 0 || id > maxNode {
-		return 0, false, nil // rolled back: the rows' IDs have passed the layout's
+		return false, nil // rolled back: the rows' IDs have passed the layout's
 	}
-	_, err = tx.ExecContext(ctx, r.q(`INSERT INTO {s} (worker_id, owner, token, lease_until, last_ns) VALUES (?, ?, ?, {now} + ?, 0)`),
-		id, r.o.Identity(), token, r.ttlMicros())
+	_, err = tx.ExecContext(ctx, b.q(`INSERT INTO {s} (worker_id, owner, token, lease_until, last_ns) VALUES (?, ?, ?, {now} + ?, 0)`),
+		id, b.o.Identity(), h.Token, b.ttlMicros())
 	if err != nil {
-		if r.db.Kind.Duplicate(err) { // a row left by another layout or a reset counter
-			return 0, false, nil
+		if b.db.Kind.Duplicate(err) { // a row left by another layout or a reset counter
+			return false, nil
 		}
-		return 0, false, r.fail("claim a new worker ID", err)
+		return false, b.fail("claim a new worker ID", err)
 	}
 	if err := tx.Commit(); err != nil {
-		return 0, false, r.fail("commit a new worker ID", err)
+		return false, b.fail("commit a new worker ID", err)
 	}
-	return id, true, nil
+	h.ID = id
+	return true, nil
 }
 
 // claimGap takes the lowest ID of the layout that no frond node has used
@@ -412,166 +368,119 @@ func (r *Registry) claimNew(ctx context.Context, maxNode int64, token string) (i
 // row IDs that skipped values (auto_increment_increment, rolled-back
 // inserts, sequence caches). The ID's WORKER_NODE row, if there is one, is
 // rewritten for this node; the side table is what holds the ID.
-func (r *Registry) claimGap(ctx context.Context, maxNode int64, token string) (int64, bool, error) {
+func (b *Backend) claimGap(ctx context.Context, maxNode int64, h *registry.Hold) (bool, error) {
 	var free sql.NullInt64
-	err := r.db.QueryRowContext(ctx, r.q(`SELECT MIN(c) FROM (
+	err := b.db.QueryRowContext(ctx, b.q(`SELECT MIN(c) FROM (
   SELECT 0 AS c FROM (SELECT 1 AS one) z WHERE NOT EXISTS (SELECT 1 FROM {s} WHERE worker_id = 0)
   UNION ALL
   SELECT a.worker_id + 1 AS c FROM {s} a
   WHERE a.worker_id >= 0 AND a.worker_id < ? AND NOT EXISTS (SELECT 1 FROM {s} b WHERE b.worker_id = a.worker_id + 1)
 ) f`), maxNode).Scan(&free)
 	if err != nil {
-		return 0, false, r.fail("find an unused worker ID", err)
+		return false, b.fail("find an unused worker ID", err)
 	}
 	if !free.Valid {
-		return 0, false, nil // every ID of the layout was used once
+		return false, nil // every ID of the layout was used once
 	}
-	_, err = r.db.ExecContext(ctx, r.q(`INSERT INTO {s} (worker_id, owner, token, lease_until, last_ns) VALUES (?, ?, ?, {now} + ?, 0)`),
-		free.Int64, r.o.Identity(), token, r.ttlMicros())
+	_, err = b.db.ExecContext(ctx, b.q(`INSERT INTO {s} (worker_id, owner, token, lease_until, last_ns) VALUES (?, ?, ?, {now} + ?, 0)`),
+		free.Int64, b.o.Identity(), h.Token, b.ttlMicros())
 	if err != nil {
-		if r.db.Kind.Duplicate(err) {
-			return 0, false, errRace
+		if b.db.Kind.Duplicate(err) {
+			return false, registry.ErrRace
 		}
-		return 0, false, r.fail("claim an unused worker ID", err)
+		return false, b.fail("claim an unused worker ID", err)
 	}
-	r.touch(ctx, free.Int64, true)
-	return free.Int64, true, nil
+	h.ID = free.Int64
+	b.touch(ctx, h.ID, true)
+	return true, nil
 }
 
-// recycle takes the expired ID with the oldest last time, once that time
-// plus RecycleAfter is behind this node's clock.
-func (r *Registry) recycle(ctx context.Context, maxNode int64, token string) (int64, int64, error) {
-	var (
-		id, last int64
-		old      string
-	)
-	err := r.db.QueryRowContext(ctx, r.q(`SELECT worker_id, token, last_ns FROM {s} WHERE worker_id <= ? AND lease_until < {now} ORDER BY last_ns, worker_id LIMIT 1`),
-		maxNode).Scan(&id, &old, &last)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, 0, fmt.Errorf("worker registry: %w: all %d worker IDs (0..%d) of %s are held", frond.ErrNoWorkerID, maxNode+1, maxNode, r.String())
+// Claim implements registry.Backend: one UPDATE whose WHERE requires the row
+// as read (owner, last claim, last time) and the lease run out, or, for a
+// takeover, the claim named.
+func (b *Backend) Claim(ctx context.Context, s registry.Slot, floor int64, h *registry.Hold) error {
+	ctx, cancel := b.db.Bound(ctx)
+	defer cancel()
+	held := `lease_until < {now}`
+	if s.Held() {
+		held = `lease_until >= 0` // the token, compared already, is the claim's
 	}
+	res, err := b.db.ExecContext(ctx, b.q(`UPDATE {s} SET owner = ?, token = ?, lease_until = {now} + ?, last_ns = ?
+WHERE worker_id = ? AND owner = ? AND token = ? AND last_ns = ? AND `+held),
+		b.o.Identity(), h.Token, b.ttlMicros(), floor, s.ID, s.Owner, s.Claim, s.Last)
 	if err != nil {
-		return 0, 0, r.fail("find a worker ID to recycle", err)
-	}
-	if frees := time.Unix(0, last).Add(r.o.RecycleAfter); !r.o.Now().After(frees) {
-		return 0, 0, registry.RecycleLater(fmt.Sprintf("all %d worker IDs (0..%d) of %s", maxNode+1, maxNode, r.String()), frees, r.o.RecycleAfter)
-	}
-	// Issue only past last + RecycleAfter, the earliest the old holder's
-	// local record stops vouching (already behind this node's clock).
-	// Recorded in the claim, so nobody starts from the old time again if
-	// this node stops before its first save.
-	floor := last
-	if last != 0 {
-		floor = time.Unix(0, last).Add(r.o.RecycleAfter).UnixNano()
-	}
-	res, err := r.db.ExecContext(ctx, r.q(`UPDATE {s} SET owner = ?, token = ?, lease_until = {now} + ?, last_ns = ? WHERE worker_id = ? AND token = ? AND lease_until < {now} AND last_ns = ?`),
-		r.o.Identity(), token, r.ttlMicros(), floor, id, old, last)
-	if err != nil {
-		return 0, 0, r.fail("recycle a worker ID", err)
+		return b.fail("claim worker ID "+strconv.FormatInt(s.ID, 10), err)
 	}
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return 0, 0, errRace
+		return registry.ErrRace
 	}
-	r.touch(ctx, id, true)
-	r.o.Logger.Info("worker ID recycled", "worker", id, "last", time.Unix(0, last).UTC(), "recycle_after", r.o.RecycleAfter)
-	return id, floor, nil
+	b.touch(ctx, s.ID, s.Owner != b.o.Identity())
+	return nil
 }
 
 // touch updates the ID's WORKER_NODE row for a new start: the launch date
 // and, when the ID changed hands, the host, port and type. It is a record
 // for people; a failure is logged, not returned.
-func (r *Registry) touch(ctx context.Context, id int64, moved bool) {
+func (b *Backend) touch(ctx context.Context, id int64, moved bool) {
 	var err error
 	if moved {
-		_, err = r.db.ExecContext(ctx, r.q(`UPDATE {t} SET HOST_NAME = ?, PORT = ?, TYPE = ?, LAUNCH_DATE = CURRENT_DATE, MODIFIED = CURRENT_TIMESTAMP WHERE ID = ?`),
-			r.o.Host, strconv.Itoa(r.o.Port), r.nodeType, id+1)
+		_, err = b.db.ExecContext(ctx, b.q(`UPDATE {t} SET HOST_NAME = ?, PORT = ?, TYPE = ?, LAUNCH_DATE = CURRENT_DATE, MODIFIED = CURRENT_TIMESTAMP WHERE ID = ?`),
+			b.o.Host, strconv.Itoa(b.o.Port), b.nodeType, id+1)
 	} else {
-		_, err = r.db.ExecContext(ctx, r.q(`UPDATE {t} SET LAUNCH_DATE = CURRENT_DATE, MODIFIED = CURRENT_TIMESTAMP WHERE ID = ?`), id+1)
+		_, err = b.db.ExecContext(ctx, b.q(`UPDATE {t} SET LAUNCH_DATE = CURRENT_DATE, MODIFIED = CURRENT_TIMESTAMP WHERE ID = ?`), id+1)
 	}
 	if err != nil {
-		r.o.Logger.Warn("worker registry: cannot update the worker node row", "worker", id, "err", err)
+		b.o.Logger.Warn("worker registry: cannot update the worker node row", "worker", id, "err", err)
 	}
 }
 
-// Save implements frond.WorkerRegistry: the latest of the times saved,
-// while this node holds the ID.
-func (r *Registry) Save(ctx context.Context, last time.Time) error {
-	return r.write(ctx, last, false)
+// Keep implements registry.Backend: the lease is renewed every TTL/3, only
+// while it still runs in the database's clock (once it has run out another
+// node may be recycling the ID).
+func (b *Backend) Keep(h *registry.Hold) {
+	h.Renew(h.Sent, b.o.LeaseTTL, b.db.Timeout, b.o.Logger, func(ctx context.Context) (bool, error) {
+		res, err := b.db.ExecContext(ctx, b.q(`UPDATE {s} SET lease_until = {now} + ? WHERE worker_id = ? AND token = ? AND lease_until >= {now}`), b.ttlMicros(), h.ID, h.Token)
+		if err != nil {
+			return false, err
+		}
+		n, err := res.RowsAffected()
+		return n == 1, err
+	})
 }
 
-// Release implements frond.Releaser: it records last exactly and ends the
-// lease, so the ID can be taken again at once (by this identity in reuse
-// mode; by another node once RecycleAfter has passed last).
-func (r *Registry) Release(ctx context.Context, last time.Time) error {
-	return r.write(ctx, last, true)
-}
-
-func (r *Registry) write(ctx context.Context, last time.Time, exact bool) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	h := r.hold
-	if h == nil || h.IsLost() {
-		return fmt.Errorf("worker registry: %w: no worker ID is held in the database", frond.ErrWorkerLost)
-	}
-	ns := max(last.UnixNano(), 0)
-	// A save needs the lease running in the database's clock (a node
-	// paused past it must not raise the last time under a node that is
-	// recycling the ID); the exact time at a clean stop needs the token.
+// Write implements registry.Backend. A save needs the lease running in the
+// database's clock (a node paused past it must not raise the last time
+// under a node that is recycling the ID); the exact time at a clean stop
+// needs the token, and ends the lease.
+func (b *Backend) Write(ctx context.Context, h *registry.Hold, ns int64, exact bool) (bool, error) {
 	stmt := `UPDATE {s} SET last_ns = CASE WHEN last_ns < CAST(? AS BIGINT) THEN CAST(? AS BIGINT) ELSE last_ns END WHERE worker_id = ? AND token = ? AND lease_until >= {now}`
-	args := []any{ns, ns, h.ID, h.token}
+	args := []any{ns, ns, h.ID, h.Token}
 	if exact {
 		stmt = `UPDATE {s} SET last_ns = ?, lease_until = 0 WHERE worker_id = ? AND token = ?`
 		args = args[1:]
 	}
-	if r.db.Kind == sqldb.MySQL {
+	if b.db.Kind == sqldb.MySQL {
 		stmt = strings.ReplaceAll(stmt, "AS BIGINT", "AS SIGNED")
 	}
-	ctx, cancel := r.db.Bound(ctx)
+	ctx, cancel := b.db.Bound(ctx)
 	defer cancel()
-	res, err := r.db.ExecContext(ctx, r.q(stmt), args...)
+	res, err := b.db.ExecContext(ctx, b.q(stmt), args...)
 	if err != nil {
-		return r.fail("save the last time", err)
+		return false, b.fail("save the last time", err)
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return r.fail("save the last time", err)
-	} else if n == 0 {
-		h.MarkLost()
-		return fmt.Errorf("worker registry: %w: worker ID %d was taken by another node", frond.ErrWorkerLost, h.ID)
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, b.fail("save the last time", err)
 	}
-	if exact {
-		h.Saved = ns
-		r.dropLocked(false)
-	} else {
-		h.Saved = max(h.Saved, ns)
-	}
-	return nil
+	return n == 1, nil
 }
 
-// dropLocked forgets the hold: it stops the renewal, closes Lost and, with
-// end, ends the lease if it is still ours (best effort).
-func (r *Registry) dropLocked(end bool) {
-	h := r.hold
-	if h == nil {
-		return
-	}
-	r.hold = nil
-	h.Stop()
-	if end {
-		ctx, cancel := context.WithTimeout(context.Background(), r.db.Timeout)
-		defer cancel()
-		r.db.ExecContext(ctx, r.q(`UPDATE {s} SET lease_until = 0 WHERE worker_id = ? AND token = ?`), h.ID, h.token)
-	}
+// End implements registry.Backend: it ends the lease if it is still ours.
+func (b *Backend) End(h *registry.Hold) {
+	ctx, cancel := context.WithTimeout(context.Background(), b.db.Timeout)
+	defer cancel()
+	b.db.ExecContext(ctx, b.q(`UPDATE {s} SET lease_until = 0 WHERE worker_id = ? AND token = ?`), h.ID, h.Token)
 }
 
-// Close implements frond.WorkerRegistry: it stops the renewal, ends the
-// lease if it is still ours and closes the pool. It is idempotent.
-func (r *Registry) Close() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return nil
-	}
-	r.dropLocked(true)
-	r.closed = true
-	return r.db.Close()
-}
+// Close implements registry.Backend.
+func (b *Backend) Close() error { return b.db.Close() }

@@ -72,7 +72,10 @@ func ctx(t testing.TB) context.Context {
 	return c
 }
 
-func openT(t testing.TB, rawURL string, o registry.Options) *Registry {
+// be is the SQL backend of a registry this package opened.
+func be(r *registry.Protocol) *Backend { return r.Backend().(*Backend) }
+
+func openT(t testing.TB, rawURL string, o registry.Options) *registry.Protocol {
 	t.Helper()
 	r, err := Open(rawURL, o)
 	if err != nil {
@@ -112,10 +115,8 @@ func TestRegistry_Conformance(t *testing.T) {
 					SameIDOnRestart: mode == ModeReuse,
 					Recycles:        true,
 					Lose: func(t *testing.T, wr frond.WorkerRegistry) {
-						r := wr.(*Registry)
-						r.mu.Lock()
-						id := r.hold.ID
-						r.mu.Unlock()
+						p := wr.(*registry.Protocol)
+						r, id := be(p), p.Held().ID
 						mu.Lock()
 						rdb := raws[r.table]
 						mu.Unlock()
@@ -152,16 +153,17 @@ func TestOpen_URL(t *testing.T) {
 	if _, err := Open("sqlite:///tmp/x.db", registry.Options{Host: strings.Repeat("h", 65)}); !errors.Is(err, frond.ErrInvalidArgument) {
 		t.Errorf("a host longer than HOST_NAME: %v", err)
 	}
-	r, err := Open("postgres://u:secret@db:5432/ids?frond_table=NODES&frond_mode=reuse&frond_timeout=2s&frond_max_conns=3", registry.Options{Host: "10.0.0.1"})
+	p, err := Open("postgres://u:secret@db:5432/ids?frond_table=NODES&frond_mode=reuse&frond_timeout=2s&frond_max_conns=3", registry.Options{Host: "10.0.0.1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
+	defer p.Close()
+	r := be(p)
 	if r.table != "NODES" || r.side != "NODES_frond" || r.mode != ModeReuse || r.db.Timeout != 2*time.Second {
 		t.Fatalf("parsed %+v", r)
 	}
-	if s := r.String(); strings.Contains(s, "secret") || !strings.Contains(s, "db:5432/ids") {
-		t.Fatalf("String() = %q", s)
+	if s := r.Where(); strings.Contains(s, "secret") || !strings.Contains(s, "db:5432/ids") {
+		t.Fatalf("Where() = %q", s)
 	}
 }
 
@@ -170,13 +172,14 @@ func FuzzOpen(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		r, err := Open(s, registry.Options{Host: "10.0.0.1"})
+		p, err := Open(s, registry.Options{Host: "10.0.0.1"})
 		if err != nil {
 			if !errors.Is(err, frond.ErrInvalidArgument) && !errors.Is(err, frond.ErrStoreUnavailable) {
 				t.Fatalf("Open(%q): %v wraps neither ErrInvalidArgument nor ErrStoreUnavailable", s, err)
 			}
 			return
 		}
+		r := be(p)
 		if !tableName.MatchString(r.table) || (r.mode != ModeNew && r.mode != ModeReuse) {
 			t.Fatalf("Open(%q) accepted table %q mode %q", s, r.table, r.mode)
 		}
@@ -185,15 +188,18 @@ func FuzzOpen(f *testing.F) {
 }
 
 // Each start takes a new ID in new mode (UidGenerator), the same one in
-// reuse mode; the rows say who holds what.
+// reuse mode (continuing the last claim, as its local record lets it); the
+// rows say who holds what.
 func TestModes_Rows(t *testing.T) {
 	for _, db := range targets(t) {
 		t.Run(db.name, func(t *testing.T) {
 			table := "w" + registrytest.Namespace(t)
 			rdb := raw(t, db.url, table)
 			o := registry.Options{Host: "10.3.0.1", Port: 8181}
+			var prev frond.Worker
 			start := func(mode string) int64 {
 				r := openT(t, with(db.url, "frond_mode="+mode+"&frond_table="+table), o)
+				r.Resume(prev.Claim, prev.ID)
 				w, err := r.Acquire(ctx(t), 1023)
 				if err != nil {
 					t.Fatal(err)
@@ -201,12 +207,13 @@ func TestModes_Rows(t *testing.T) {
 				if err := r.Release(ctx(t), time.Now()); err != nil {
 					t.Fatal(err)
 				}
+				prev = w
 				return w.ID
 			}
 			a, b := start(ModeNew), start(ModeNew)
 			c, d := start(ModeReuse), start(ModeReuse)
-			if a != 0 || b != 1 || c != 0 || d != 0 {
-				t.Fatalf("new, new, reuse, reuse gave %d %d %d %d; want 0 1 0 0", a, b, c, d)
+			if a != 0 || b != 1 || c != 1 || d != 1 {
+				t.Fatalf("new, new, reuse, reuse gave %d %d %d %d; want 0 1 1 1", a, b, c, d)
 			}
 			var host, port string
 			var typ, rows int
@@ -299,9 +306,11 @@ func TestAcquire_PastTheRows(t *testing.T) {
 	}
 }
 
-// A second process with the same identity in reuse mode (or an earlier run
-// that did not end its lease) is told to retry until the lease expires.
-func TestAcquire_HeldByEarlierRun(t *testing.T) {
+// A second process with the same identity in reuse mode cannot continue
+// the first one's claim: it takes another ID, never the held one. Once the
+// first one stops, a process that continues its claim (its local record
+// names it) gets the ID back from its exact time.
+func TestAcquire_SecondProcessOfIdentity(t *testing.T) {
 	for _, db := range targets(t) {
 		t.Run(db.name, func(t *testing.T) {
 			table := "w" + registrytest.Namespace(t)
@@ -314,16 +323,19 @@ func TestAcquire_HeldByEarlierRun(t *testing.T) {
 				t.Fatal(err)
 			}
 			b := openT(t, u, o)
-			_, err = b.Acquire(ctx(t), 1023)
-			if !errors.Is(err, frond.ErrWorkerLost) || errors.Is(err, frond.ErrStoreUnavailable) || !strings.Contains(err.Error(), "expires within") {
-				t.Fatalf("the same identity while held: %v, want ErrWorkerLost (not ErrStoreUnavailable: no local record in its place) saying when the lease expires", err)
+			w2, err := b.Acquire(ctx(t), 1023)
+			if err != nil || w2.ID == w.ID {
+				t.Fatalf("the same identity while held: %+v, %v; want another ID than %d", w2, err, w.ID)
 			}
-			if err := a.Close(); err != nil { // ends the lease
+			last := time.Now().Truncate(time.Microsecond)
+			if err := a.Release(ctx(t), last); err != nil {
 				t.Fatal(err)
 			}
-			w2, err := b.Acquire(ctx(t), 1023)
-			if err != nil || w2.ID != w.ID {
-				t.Fatalf("after the first closed: %+v, %v; want ID %d", w2, err, w.ID)
+			c := openT(t, u, o)
+			c.Resume(w.Claim, w.ID)
+			w3, err := c.Acquire(ctx(t), 1023)
+			if err != nil || w3.ID != w.ID || !w3.LastIssued.Equal(last) {
+				t.Fatalf("continuing the first claim: %+v, %v; want ID %d from %v", w3, err, w.ID, last)
 			}
 		})
 	}
@@ -377,7 +389,7 @@ func TestSaveReleaseRenew(t *testing.T) {
 			}
 			lastNS := func() int64 {
 				var n int64
-				if err := rdb.QueryRow(r.q("SELECT last_ns FROM {s} WHERE worker_id = ?"), w.ID).Scan(&n); err != nil {
+				if err := rdb.QueryRow(be(r).q("SELECT last_ns FROM {s} WHERE worker_id = ?"), w.ID).Scan(&n); err != nil {
 					t.Fatal(err)
 				}
 				return n
@@ -421,7 +433,7 @@ func TestSave_LeaseRunOut(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := rdb.Exec(r.q("UPDATE {s} SET lease_until = 0 WHERE worker_id = ?"), w.ID); err != nil {
+			if _, err := rdb.Exec(be(r).q("UPDATE {s} SET lease_until = 0 WHERE worker_id = ?"), w.ID); err != nil {
 				t.Fatal(err)
 			}
 			if err := r.Save(ctx(t), time.Now()); !errors.Is(err, frond.ErrWorkerLost) {
