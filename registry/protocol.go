@@ -55,7 +55,8 @@ package registry
 //
 //  1. An ID bound to this identity whose last claim is the one the record
 //     names (Policy.OwnFirst): from its exact last time, replacing that
-//     claim if it still stands.
+//     claim if it still stands; or another system's node of this identity
+//     (Slot.Foreign: Leaf's), from its last time.
 //  2. An ID bound to this identity, not held, once last + RecycleAfter is
 //     behind this node's clock: from there. A backend that never recycles
 //     (Policy.Recycle false) waits for it (RecycleLater); others go on.
@@ -95,8 +96,10 @@ type Slot struct {
 	// Claim is the token of the last claim on the ID, live or ended; "" if
 	// none was recorded.
 	Claim string
-	// Foreign marks an ID that is not frond's to recycle (a Leaf node, which
-	// has no live claim to show it is alive).
+	// Foreign marks an ID held by another system (a Leaf node): never
+	// recycled, since it has no live claim to show it is alive, and taken
+	// by a node of its identity from its last time (the backend's estimate),
+	// as that system would take it back itself.
 	Foreign bool
 	// Rev is the backend's record of the state it read, compared by Claim.
 	Rev any
@@ -279,6 +282,11 @@ func (p *Protocol) claim(ctx context.Context, maxNode int64, h *Hold) error {
 		for _, s := range own {
 			if s.Held() {
 				continue // another process of this identity, or a crashed run of it without its record
+			}
+			if s.Foreign {
+				// Another system's node of this identity (Leaf's, moving to
+				// frond): from its own last time, as it would itself.
+				return p.take(ctx, s, s.Last, h)
 			}
 			floor := Floor(s.Last, p.o.RecycleAfter)
 			if now > floor {

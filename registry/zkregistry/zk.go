@@ -8,24 +8,26 @@
 //
 //	forever/{ip}:{port}-{seq10}  persistent (sequential when first made): Leaf's node, data
 //	                             exactly Leaf's {"ip","port","timestamp"}; the worker ID is seq
-//	frond/last/{seq}             persistent {"owner","last_ns"}: the exact last time saved
-//	frond/live/{seq}             ephemeral {"owner","time_ns"}: the live holder, its clock
+//	frond/last/{seq}             persistent {"owner","last_ns","claim"}: the exact last time saved, the last claim
+//	frond/live/{seq}             ephemeral {"owner","time_ns","token"}: the live holder, its clock, its claim
 //
-// # Acquire
+// # The protocol's primitives
 //
-// The ID of this node's forever node (host:port) if it has one; else a new
-// persistent sequential forever node, whose sequence number is the ID (Leaf
-// takes ID 0 whenever the root was missing when it looked, so two nodes
-// starting together on a fresh root both issue as worker 0; frond reads the
-// ID from the name of the node it created); else, when the sequence has
-// passed the layout's maximum, the forever node of a gone holder whose last
-// time plus registry.Options.RecycleAfter is behind this node's clock,
-// taken over in one multi-operation: the live node is created, the old
-// forever node deleted (at the version read) and a forever node named for
-// this node created with the same sequence number. Creating the live node
-// is the lock: ZooKeeper refuses a second one, so two live nodes never hold
-// one ID. It never wraps around: with every ID held or used too recently,
-// Acquire fails with frond.ErrNoWorkerID.
+// It is a registry.Backend (registry.Protocol decides which ID, from which
+// time, and when it is lost). An identity's own IDs are its forever nodes
+// (host:port); a new ID is a new persistent sequential forever node, whose
+// sequence number is the ID (Leaf takes ID 0 whenever the root was missing
+// when it looked, so two nodes starting together on a fresh root both issue
+// as worker 0; frond reads the ID from the name of the node it created),
+// until the sequence passes the layout's maximum; a claim is one
+// multi-operation that creates the live node (ZooKeeper refuses a second
+// one: the lock) and writes the last node at the version read, and, for a
+// recycled ID, deletes the gone holder's forever node at the version read
+// and creates one named for this node with the same sequence number.
+// Continuing this process's own claim replaces its live node (deleted at
+// its version, created anew) in the same multi. Only IDs frond has held
+// (with a last node) are recycled: a Leaf node keeps issuing while cut off
+// from ZooKeeper and has no live node to show it is alive.
 //
 // The last time of an ID is frond's exact last_ns, or, when Leaf wrote the
 // forever node after frond's last write (its Mzxid is later) or frond never
@@ -35,10 +37,11 @@
 // # Loss
 //
 // Worker.Lost is closed when the session expires, when the connection drops
-// (the session may then expire without this node hearing of it; Acquire
-// takes the ID back at once if the session survived), and when the live
-// node is deleted or rewritten by someone else. Save writes the live node at
-// the version it last wrote, so a lost ID is never saved to.
+// (the session may then expire without this node hearing of it; the
+// protocol takes the ID back at once if the session survived, continuing
+// its own claim), and when the live node is deleted or rewritten by someone
+// else. Saves write the live node at the version they last wrote, on the
+// session that created it, so a lost ID is never saved to.
 //
 // # Peer clocks
 //
@@ -54,6 +57,7 @@
 package zkregistry
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -73,11 +77,7 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-var (
-	_ frond.WorkerRegistry = (*Registry)(nil)
-	_ frond.Releaser       = (*Registry)(nil)
-	_ frond.PeerClock      = (*Registry)(nil)
-)
+var _ registry.Backend = (*Backend)(nil)
 
 // Defaults of the URL.
 const (
@@ -181,34 +181,42 @@ type leafEndpoint struct {
 type lastValue struct {
 	Owner  string `json:"owner"`
 	LastNs int64  `json:"last_ns"`
+	Claim  string `json:"claim,omitempty"`
 }
 
 type liveValue struct {
 	Owner  string `json:"owner"`
 	TimeNs int64  `json:"time_ns"`
+	Token  string `json:"token,omitempty"`
 }
 
-// Registry is a ZooKeeper worker registry.
-type Registry struct {
+// Backend is the ZooKeeper backend of the worker registry.
+type Backend struct {
 	cfg  Config
 	o    registry.Options
 	conn *zk.Conn
-	cur  atomic.Pointer[hold] // the hold the session watcher may mark lost
+	cur  atomic.Pointer[registry.Hold] // the hold the session watcher may mark lost
 
-	mu     sync.Mutex // held across Acquire, Save, Release, PeerOffsets and Close
+	mu     sync.Mutex // orders Prepare, Write, PeerOffsets and End (they change a claim's versions)
 	ready  bool       // the parent nodes exist
-	hold   *hold
-	closed bool
+	closed atomic.Bool
 }
 
-// hold is one holding of an ID in one session.
-type hold struct {
-	*registry.Hold
-	forever     string // the forever node's path
-	session     int64  // the session that created the live node
-	liveVersion int32  // the live node's version as we last wrote it
-	lastExists  bool   // the last node exists
-	stopWatch   context.CancelFunc
+// claim is a ZooKeeper claim's own state (registry.Hold.Ext), under
+// Backend.mu.
+type claim struct {
+	forever     string      // the forever node's path
+	session     int64       // the session that created the live node
+	liveVersion int32       // the live node's version as we last wrote it
+	lastExists  bool        // the last node exists
+	ending      atomic.Bool // a release deletes the live node: not a loss
+}
+
+// rev is what a Slot read: the node's name and the versions of its nodes
+// (-1: the node does not exist).
+type rev struct {
+	n                                        node
+	foreverVersion, liveVersion, lastVersion int32
 }
 
 // zkLogger passes the client's messages to the registry's logger.
@@ -220,7 +228,7 @@ func (z zkLogger) Printf(format string, a ...any) {
 
 // Open parses rawURL and starts connecting; it does not wait for the
 // server (Acquire does).
-func Open(rawURL string, o registry.Options) (*Registry, error) {
+func Open(rawURL string, o registry.Options) (*registry.Protocol, error) {
 	cfg, err := ParseURL(rawURL)
 	if err != nil {
 		return nil, err
@@ -232,27 +240,27 @@ func Open(rawURL string, o registry.Options) (*Registry, error) {
 	if cfg.SessionTimeout == 0 {
 		cfg.SessionTimeout = o.LeaseTTL
 	}
-	r := &Registry{cfg: cfg, o: o}
+	b := &Backend{cfg: cfg, o: o}
 	conn, events, err := zk.Connect(cfg.Servers, cfg.SessionTimeout, zk.WithLogger(zkLogger{o.Logger}), zk.WithLogInfo(false))
 	if err != nil {
 		return nil, fmt.Errorf("%w: zookeeper: %v", frond.ErrInvalidArgument, err)
 	}
-	r.conn = conn
-	go r.watchSession(events)
-	return r, nil
+	b.conn = conn
+	go b.watchSession(events)
+	return registry.NewProtocol(b, o), nil
 }
 
 // watchSession marks the hold lost when the connection drops or the
 // session expires.
-func (r *Registry) watchSession(events <-chan zk.Event) {
+func (b *Backend) watchSession(events <-chan zk.Event) {
 	for ev := range events {
 		if ev.Type != zk.EventSession {
 			continue
 		}
 		switch ev.State {
 		case zk.StateDisconnected, zk.StateExpired, zk.StateAuthFailed:
-			if h := r.cur.Load(); h != nil && !h.IsLost() {
-				r.o.Logger.Warn("worker ID lost: the zookeeper session is disconnected or expired", "worker", h.ID, "state", ev.State.String())
+			if h := b.cur.Load(); h != nil && !h.IsLost() {
+				b.o.Logger.Warn("worker ID lost: the zookeeper session is disconnected or expired", "worker", h.ID, "state", ev.State.String())
 				h.MarkLost()
 			}
 		}
@@ -260,27 +268,27 @@ func (r *Registry) watchSession(events <-chan zk.Event) {
 }
 
 // sessionIs reports whether the client has the session id now.
-func (r *Registry) sessionIs(id int64) bool {
-	return r.conn.State() == zk.StateHasSession && r.conn.SessionID() == id
+func (b *Backend) sessionIs(id int64) bool {
+	return b.conn.State() == zk.StateHasSession && b.conn.SessionID() == id
 }
 
-func (r *Registry) path(parts ...string) string {
-	return r.cfg.Root + "/" + strings.Join(parts, "/")
+func (b *Backend) path(parts ...string) string {
+	return b.cfg.Root + "/" + strings.Join(parts, "/")
 }
 
-func (r *Registry) foreverDir() string { return r.path("forever") }
-func (r *Registry) livePath(id int64) string {
-	return r.path("frond", "live", strconv.FormatInt(id, 10))
+func (b *Backend) foreverDir() string { return b.path("forever") }
+func (b *Backend) livePath(id int64) string {
+	return b.path("frond", "live", strconv.FormatInt(id, 10))
 }
-func (r *Registry) lastPath(id int64) string {
-	return r.path("frond", "last", strconv.FormatInt(id, 10))
+func (b *Backend) lastPath(id int64) string {
+	return b.path("frond", "last", strconv.FormatInt(id, 10))
 }
 
-func (r *Registry) fail(op string, err error) error {
-	if errors.Is(err, zk.ErrClosing) || errors.Is(err, zk.ErrConnectionClosed) && r.closed {
+func (b *Backend) fail(op string, err error) error {
+	if errors.Is(err, zk.ErrClosing) || errors.Is(err, zk.ErrConnectionClosed) && b.closed.Load() {
 		return fmt.Errorf("worker registry: %s: %w", op, frond.ErrClosed)
 	}
-	return fmt.Errorf("worker registry: %s on zookeeper %s: %w: %w", op, strings.Join(r.cfg.Servers, ","), frond.ErrStoreUnavailable, err)
+	return fmt.Errorf("worker registry: %s on zookeeper %s: %w: %w", op, strings.Join(b.cfg.Servers, ","), frond.ErrStoreUnavailable, err)
 }
 
 // call runs f, a ZooKeeper request, giving up when ctx ends (the client
@@ -304,45 +312,53 @@ func call[T any](ctx context.Context, f func() (T, error)) (T, error) {
 	}
 }
 
-func (r *Registry) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < r.cfg.Timeout {
+func (b *Backend) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < b.cfg.Timeout {
 		return context.WithCancel(ctx)
 	}
-	return context.WithTimeout(ctx, r.cfg.Timeout)
+	return context.WithTimeout(ctx, b.cfg.Timeout)
 }
 
-// connected waits until the client has a session.
-func (r *Registry) connected(ctx context.Context) error {
+// Policy implements registry.Backend.
+func (b *Backend) Policy() registry.Policy { return registry.Policy{OwnFirst: true, Recycle: true} }
+
+// Where implements registry.Backend.
+func (b *Backend) Where() string {
+	return "zookeeper " + strings.Join(b.cfg.Servers, ",") + " under " + b.cfg.Root
+}
+
+// Prepare implements registry.Backend: it waits for a session and creates
+// the parent nodes once.
+func (b *Backend) Prepare(ctx context.Context) error {
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
 	t := time.NewTicker(10 * time.Millisecond)
 	defer t.Stop()
-	for r.conn.State() != zk.StateHasSession {
+	for b.conn.State() != zk.StateHasSession {
 		select {
 		case <-ctx.Done():
-			return r.fail("connect", fmt.Errorf("no session (%s): %w", r.conn.State(), ctx.Err()))
+			return b.fail("connect", fmt.Errorf("no session (%s): %w", b.conn.State(), ctx.Err()))
 		case <-t.C:
 		}
 	}
-	return nil
-}
-
-// setup creates the parent nodes once.
-func (r *Registry) setup(ctx context.Context) error {
-	if r.ready {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ready {
 		return nil
 	}
 	var paths []string
-	parts := strings.Split(r.cfg.Root[1:], "/")
+	parts := strings.Split(b.cfg.Root[1:], "/")
 	for i := range parts {
 		paths = append(paths, "/"+strings.Join(parts[:i+1], "/"))
 	}
-	paths = append(paths, r.foreverDir(), r.path("frond"), r.path("frond", "last"), r.path("frond", "live"))
+	paths = append(paths, b.foreverDir(), b.path("frond"), b.path("frond", "last"), b.path("frond", "live"))
 	for _, p := range paths {
-		_, err := call(ctx, func() (string, error) { return r.conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll)) })
+		_, err := call(ctx, func() (string, error) { return b.conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll)) })
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			return r.fail("create "+p, err)
+			return b.fail("create "+p, err)
 		}
 	}
-	r.ready = true
+	b.ready = true
 	return nil
 }
 
@@ -368,313 +384,257 @@ func parseForever(name string) (node, bool) {
 
 func seqName(identity string, seq int64) string { return fmt.Sprintf("%s-%010d", identity, seq) }
 
-// Acquire implements frond.WorkerRegistry.
-func (r *Registry) Acquire(ctx context.Context, maxNode int64) (frond.Worker, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return frond.Worker{}, fmt.Errorf("worker registry: %w", frond.ErrClosed)
-	}
-	if h := r.hold; h != nil && !h.IsLost() {
-		return h.Worker(), nil
-	}
-	r.dropLocked(false) // a lost hold: its live node is gone or will be taken back below
-	if maxNode < 0 {
-		return frond.Worker{}, fmt.Errorf("%w: layout with no worker IDs (max %d)", frond.ErrNoWorkerID, maxNode)
-	}
-	ctx, cancel := r.bound(ctx)
-	defer cancel()
-	if err := r.connected(ctx); err != nil {
-		return frond.Worker{}, err
-	}
-	if err := r.setup(ctx); err != nil {
-		return frond.Worker{}, err
-	}
-	for range 10 {
-		h, err := r.take(ctx, maxNode)
-		if errors.Is(err, errRace) {
-			continue
-		}
-		if err != nil {
-			return frond.Worker{}, err
-		}
-		wctx, wcancel := context.WithCancel(context.Background())
-		h.stopWatch = wcancel
-		r.hold = h
-		r.cur.Store(h)
-		go r.watchLive(wctx, h)
-		// A disconnection between the claim and r.cur.Store was not seen by
-		// watchSession: look again now that it would be.
-		if !r.sessionIs(h.session) {
-			h.MarkLost()
-		}
-		r.o.Logger.Info("worker ID held in zookeeper", "worker", h.ID, "owner", r.o.Identity(), "node", h.forever, "session", fmt.Sprintf("%#x", r.conn.SessionID()))
-		return h.Worker(), nil
-	}
-	return frond.Worker{}, fmt.Errorf("worker registry: %w: other nodes kept taking the IDs this node chose; try again", frond.ErrStoreUnavailable)
-}
-
-var errRace = errors.New("lost a race")
-
-// take finds and claims an ID: this identity's, a new one, or a recycled one.
-func (r *Registry) take(ctx context.Context, maxNode int64) (*hold, error) {
-	me := r.o.Identity()
+// forever lists the forever nodes within 0..maxNode (by sequence) and the
+// directory's cversion (the next sequence number).
+func (b *Backend) forever(ctx context.Context, maxNode int64) ([]node, int64, error) {
 	type listing struct {
 		names []string
 		st    *zk.Stat
 	}
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
 	ls, err := call(ctx, func() (listing, error) {
-		c, st, err := r.conn.Children(r.foreverDir())
+		c, st, err := b.conn.Children(b.foreverDir())
 		return listing{c, st}, err
 	})
 	if err != nil {
-		return nil, r.fail("list "+r.foreverDir(), err)
+		return nil, 0, b.fail("list "+b.foreverDir(), err)
 	}
-	names := ls.names
 	var nodes []node
-	for _, n := range names {
-		if nd, ok := parseForever(n); ok {
-			nodes = append(nodes, nd)
+	for _, name := range ls.names {
+		if n, ok := parseForever(name); ok && n.seq <= maxNode {
+			nodes = append(nodes, n)
 		}
 	}
-	slices.SortFunc(nodes, func(a, b node) int { return int(a.seq - b.seq) })
-	for _, n := range nodes {
-		if n.identity != me {
-			continue
-		}
-		if n.seq > maxNode {
-			// Left by a claimNew past the layout whose delete failed, or by
-			// a larger layout: not an ID this node can hold.
-			continue
-		}
-		return r.claimOwn(ctx, n)
-	}
-	// ZooKeeper numbers a sequential node with its parent's cversion: once
-	// that has passed the layout, creating one is only churn.
-	if ls.st == nil || int64(ls.st.Cversion) <= maxNode {
-		h, ok, err := r.claimNew(ctx, maxNode)
-		if err != nil || ok {
-			return h, err
-		}
-	}
-	return r.recycle(ctx, nodes, maxNode)
+	slices.SortFunc(nodes, func(a, b node) int { return cmp.Compare(a.seq, b.seq) })
+	return nodes, int64(ls.st.Cversion), nil
 }
 
-func (r *Registry) liveData() []byte {
-	b, _ := json.Marshal(liveValue{Owner: r.o.Identity(), TimeNs: r.o.Now().UnixNano()})
-	return b
+type got struct {
+	data []byte
+	st   *zk.Stat
 }
 
-func (r *Registry) leafData(ms int64) []byte {
-	b, _ := json.Marshal(leafEndpoint{IP: r.o.Host, Port: strconv.Itoa(r.o.Port), Timestamp: ms})
-	return b
-}
-
-// claimOwn creates the live node of this identity's ID, or takes back the
-// one this session still has.
-func (r *Registry) claimOwn(ctx context.Context, n node) (*hold, error) {
-	live := r.livePath(n.seq)
-	_, err := call(ctx, func() (string, error) {
-		return r.conn.Create(live, r.liveData(), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+// get reads p; a missing node is (nil, nil).
+func (b *Backend) get(ctx context.Context, p string) (*got, error) {
+	g, err := call(ctx, func() (got, error) {
+		d, st, err := b.conn.Get(p)
+		return got{d, st}, err
 	})
-	version := int32(0)
-	if errors.Is(err, zk.ErrNodeExists) {
-		st, serr := call(ctx, func() (*zk.Stat, error) {
-			_, st, err := r.conn.Get(live)
-			return st, err
-		})
-		switch {
-		case errors.Is(serr, zk.ErrNoNode):
-			return nil, errRace
-		case serr != nil:
-			return nil, r.fail("read "+live, serr)
-		case st.EphemeralOwner != r.conn.SessionID():
-			return nil, registry.HeldElsewhere(fmt.Sprintf("worker ID %d of %s (by another session: its live node %s goes when that session expires, within %v)", n.seq, n.identity, live, r.cfg.SessionTimeout))
-		}
-		version, err = st.Version, nil // this session's node, kept through a reconnection
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
 	}
 	if err != nil {
-		return nil, r.fail("create "+live, err)
+		return nil, b.fail("read "+p, err)
 	}
-	last, lastExists, _, err := r.lastTime(ctx, n, true)
+	return &g, nil
+}
+
+func version(g *got) int32 {
+	if g == nil {
+		return -1
+	}
+	return g.st.Version
+}
+
+// slot reads the forever, live and last nodes of n. The last time is
+// frond's exact last_ns, or Leaf's timestamp plus LeafReportLag when Leaf
+// wrote after frond (or frond never wrote). ok is false when the forever
+// node is gone.
+func (b *Backend) slot(ctx context.Context, n node) (registry.Slot, bool, error) {
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
+	fv, err := b.get(ctx, b.path("forever", n.name))
+	if err != nil || fv == nil {
+		return registry.Slot{}, false, err
+	}
+	lv, err := b.get(ctx, b.livePath(n.seq))
+	if err != nil {
+		return registry.Slot{}, false, err
+	}
+	la, err := b.get(ctx, b.lastPath(n.seq))
+	if err != nil {
+		return registry.Slot{}, false, err
+	}
+	s := registry.Slot{ID: n.seq, Owner: n.identity, Foreign: la == nil,
+		Rev: rev{n: n, foreverVersion: version(fv), liveVersion: version(lv), lastVersion: version(la)}}
+	if la != nil {
+		var v lastValue
+		if err := json.Unmarshal(la.data, &v); err != nil {
+			return registry.Slot{}, false, fmt.Errorf("worker registry: %w: %s holds %q: %v", frond.ErrStoreUnavailable, b.lastPath(n.seq), la.data, err)
+		}
+		s.Last, s.Claim = v.LastNs, v.Claim
+	}
+	var ep leafEndpoint
+	if json.Unmarshal(fv.data, &ep) == nil && ep.Timestamp > 0 {
+		leaf := time.UnixMilli(ep.Timestamp).UnixNano()
+		if la == nil || fv.st.Mzxid > la.st.Mzxid {
+			leaf += LeafReportLag.Nanoseconds()
+		}
+		s.Last = max(s.Last, leaf)
+	}
+	if lv != nil {
+		var v liveValue
+		json.Unmarshal(lv.data, &v)
+		s.Holder = cmp.Or(v.Token, "(a claim without a token)")
+	}
+	return s, true, nil
+}
+
+// Own implements registry.Backend: this identity's forever nodes.
+func (b *Backend) Own(ctx context.Context, maxNode int64) ([]registry.Slot, error) {
+	nodes, _, err := b.forever(ctx, maxNode)
 	if err != nil {
 		return nil, err
 	}
-	return &hold{Hold: registry.NewHold(n.seq, last), forever: r.path("forever", n.name), session: r.conn.SessionID(), liveVersion: version, lastExists: lastExists}, nil
-}
-
-// claimNew creates a sequential forever node; its sequence is the ID if it
-// fits the layout (else the node is deleted again).
-func (r *Registry) claimNew(ctx context.Context, maxNode int64) (*hold, bool, error) {
-	prefix := r.path("forever", r.o.Identity()+"-")
-	created, err := call(ctx, func() (string, error) {
-		return r.conn.Create(prefix, r.leafData(r.o.Now().UnixMilli()), zk.FlagSequence, zk.WorldACL(zk.PermAll))
-	})
-	if err != nil {
-		return nil, false, r.fail("create "+prefix, err)
-	}
-	n, ok := parseForever(created[strings.LastIndexByte(created, '/')+1:])
-	if !ok {
-		return nil, false, fmt.Errorf("worker registry: %w: zookeeper named the node %q", frond.ErrStoreUnavailable, created)
-	}
-	if n.seq > maxNode {
-		if _, err := call(ctx, func() (struct{}, error) { return struct{}{}, r.conn.Delete(created, -1) }); err != nil {
-			r.o.Logger.Warn("worker registry: cannot delete a forever node past the layout", "node", created, "err", err)
-		}
-		return nil, false, nil
-	}
-	_, err = call(ctx, func() (string, error) {
-		return r.conn.Create(r.livePath(n.seq), r.liveData(), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
-	})
-	if err != nil { // a stale live node of a sequence never handed out: leave ours, try again
-		return nil, false, r.fail("create "+r.livePath(n.seq), err)
-	}
-	// The forever node is ours and new: only a last node left by a holder
-	// of the sequence (none, unless someone deleted forever nodes) counts.
-	last, lastExists, _, err := r.lastTime(ctx, n, false)
-	if err != nil {
-		return nil, false, err
-	}
-	h := &hold{Hold: registry.NewHold(n.seq, last), forever: created, session: r.conn.SessionID(), lastExists: lastExists}
-	if !lastExists {
-		// The last node marks the ID as frond's: only those are recycled
-		// (see recycle). Best effort: the first Save creates it otherwise.
-		data, _ := json.Marshal(lastValue{Owner: r.o.Identity(), LastNs: 0})
-		_, err := call(ctx, func() (string, error) {
-			return r.conn.Create(r.lastPath(n.seq), data, 0, zk.WorldACL(zk.PermAll))
-		})
-		h.lastExists = err == nil
-	}
-	return h, true, nil
-}
-
-// lastTime reads the ID's last time: frond's exact one, or, with leaf,
-// Leaf's timestamp plus LeafReportLag when Leaf wrote after frond (or frond
-// never wrote).
-//
-// It also returns the forever node's version as read (-1 if it is gone),
-// so that a recycle deletes exactly the node whose time it judged.
-func (r *Registry) lastTime(ctx context.Context, n node, leaf bool) (last int64, lastExists bool, foreverVersion int32, err error) {
-	type got struct {
-		data []byte
-		st   *zk.Stat
-	}
-	get := func(p string) (got, error) {
-		return call(ctx, func() (got, error) {
-			d, st, err := r.conn.Get(p)
-			return got{d, st}, err
-		})
-	}
-	fv, err := get(r.path("forever", n.name))
-	if err != nil && !errors.Is(err, zk.ErrNoNode) {
-		return 0, false, -1, r.fail("read the forever node", err)
-	}
-	foreverVersion = -1
-	if err == nil {
-		foreverVersion = fv.st.Version
-	}
-	lv, lerr := get(r.lastPath(n.seq))
-	if lerr != nil && !errors.Is(lerr, zk.ErrNoNode) {
-		return 0, false, -1, r.fail("read the last node", lerr)
-	}
-	lastExists = lerr == nil
-	var lval lastValue
-	if lastExists {
-		if err := json.Unmarshal(lv.data, &lval); err != nil {
-			return 0, false, -1, fmt.Errorf("worker registry: %w: %s holds %q: %v", frond.ErrStoreUnavailable, r.lastPath(n.seq), lv.data, err)
-		}
-		last = lval.LastNs
-	}
-	var ep leafEndpoint
-	if leaf && err == nil && json.Unmarshal(fv.data, &ep) == nil && ep.Timestamp > 0 {
-		leaf := time.UnixMilli(ep.Timestamp).UnixNano()
-		if !lastExists || fv.st.Mzxid > lv.st.Mzxid {
-			leaf += LeafReportLag.Nanoseconds()
-		}
-		last = max(last, leaf)
-	}
-	return last, lastExists, foreverVersion, nil
-}
-
-// recycle takes over the forever node of a gone holder with the oldest last
-// time, once that time plus RecycleAfter is behind this node's clock. Only
-// IDs frond has held (with a last node) are recycled: a Leaf node keeps
-// issuing while cut off from ZooKeeper and has no live node to show it is
-// alive, so its ID is never taken (Leaf never recycles either).
-func (r *Registry) recycle(ctx context.Context, nodes []node, maxNode int64) (*hold, error) {
-	var (
-		best        node
-		bestLast    int64 = -1
-		bestVersion int32
-		bestFound   bool
-	)
+	var out []registry.Slot
 	for _, n := range nodes {
-		if n.seq > maxNode || bestFound && n.seq == best.seq {
+		if n.identity != b.o.Identity() {
 			continue
 		}
-		held, err := call(ctx, func() (bool, error) {
-			ok, _, err := r.conn.Exists(r.livePath(n.seq))
-			return ok, err
-		})
-		if err != nil {
-			return nil, r.fail("read "+r.livePath(n.seq), err)
+		if s, ok, err := b.slot(ctx, n); err != nil {
+			return nil, err
+		} else if ok {
+			out = append(out, s)
 		}
-		if held {
-			continue
-		}
-		last, ours, version, err := r.lastTime(ctx, n, true)
+	}
+	return out, nil
+}
+
+// Idle implements registry.Backend: forever nodes without a live node.
+func (b *Backend) Idle(ctx context.Context, maxNode int64) ([]registry.Slot, error) {
+	nodes, _, err := b.forever(ctx, maxNode)
+	if err != nil {
+		return nil, err
+	}
+	var out []registry.Slot
+	for _, n := range nodes {
+		s, ok, err := b.slot(ctx, n)
 		if err != nil {
 			return nil, err
 		}
-		if !ours || version < 0 {
-			continue // Leaf's, or gone meanwhile
-		}
-		if !bestFound || last < bestLast {
-			best, bestLast, bestVersion, bestFound = n, last, version, true
+		if ok && !s.Held() {
+			out = append(out, s)
 		}
 	}
-	if !bestFound {
-		return nil, fmt.Errorf("worker registry: %w: all %d worker IDs (0..%d) under %s are held", frond.ErrNoWorkerID, maxNode+1, maxNode, r.cfg.Root)
+	return out, nil
+}
+
+func (b *Backend) liveData(h *registry.Hold) []byte {
+	v, _ := json.Marshal(liveValue{Owner: b.o.Identity(), TimeNs: b.o.Now().UnixNano(), Token: h.Token})
+	return v
+}
+
+func (b *Backend) lastData(h *registry.Hold, ns int64) []byte {
+	v, _ := json.Marshal(lastValue{Owner: b.o.Identity(), LastNs: ns, Claim: h.Token})
+	return v
+}
+
+func (b *Backend) leafData(ms int64) []byte {
+	v, _ := json.Marshal(leafEndpoint{IP: b.o.Host, Port: strconv.Itoa(b.o.Port), Timestamp: ms})
+	return v
+}
+
+// New implements registry.Backend: a sequential forever node, if its
+// sequence fits the layout (else it is deleted again), then its live and
+// last nodes.
+func (b *Backend) New(ctx context.Context, maxNode int64, h *registry.Hold) (int64, bool, error) {
+	// ZooKeeper numbers a sequential node with its parent's cversion: once
+	// that has passed the layout, creating one is only churn.
+	if _, next, err := b.forever(ctx, maxNode); err != nil || next > maxNode {
+		return 0, false, err
 	}
-	if frees := time.Unix(0, bestLast).Add(r.o.RecycleAfter); !r.o.Now().After(frees) {
-		return nil, registry.RecycleLater(fmt.Sprintf("all %d worker IDs (0..%d) under %s", maxNode+1, maxNode, r.cfg.Root), frees, r.o.RecycleAfter)
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
+	prefix := b.path("forever", b.o.Identity()+"-")
+	created, err := call(ctx, func() (string, error) {
+		return b.conn.Create(prefix, b.leafData(b.o.Now().UnixMilli()), zk.FlagSequence, zk.WorldACL(zk.PermAll))
+	})
+	if err != nil {
+		return 0, false, b.fail("create "+prefix, err)
 	}
-	oldPath := r.path("forever", best.name)
-	newPath := r.path("forever", seqName(r.o.Identity(), best.seq))
-	// Issue only past last + RecycleAfter, the earliest the old holder's
-	// local record stops vouching (already behind this node's clock).
-	// Recorded in the claim, so nobody starts from the old time again if
-	// this node stops before its first save.
-	from := bestLast
-	if bestLast != 0 {
-		from = time.Unix(0, bestLast).Add(r.o.RecycleAfter).UnixNano()
+	n, ok := parseForever(created[strings.LastIndexByte(created, '/')+1:])
+	if !ok {
+		return 0, false, fmt.Errorf("worker registry: %w: zookeeper named the node %q", frond.ErrStoreUnavailable, created)
 	}
-	lastData, _ := json.Marshal(lastValue{Owner: r.o.Identity(), LastNs: from})
+	if n.seq > maxNode {
+		if _, err := call(ctx, func() (struct{}, error) { return struct{}{}, b.conn.Delete(created, -1) }); err != nil {
+			b.o.Logger.Warn("worker registry: cannot delete a forever node past the layout", "node", created, "err", err)
+		}
+		return 0, false, nil
+	}
+	// The forever node is ours and new: only a last node left by a holder
+	// of the sequence (none, unless someone deleted forever nodes) counts.
+	la, err := b.get(ctx, b.lastPath(n.seq))
+	if err != nil {
+		return 0, false, err
+	}
+	var last int64
+	if la != nil {
+		var v lastValue
+		json.Unmarshal(la.data, &v)
+		last = v.LastNs
+	}
+	h.ID = n.seq
+	err = b.claim(ctx, h, last, rev{n: node{name: n.name, identity: b.o.Identity(), seq: n.seq}, foreverVersion: -1, liveVersion: -1, lastVersion: version(la)}, false)
+	if errors.Is(err, registry.ErrRace) {
+		// A stale live node of a sequence never handed out: leave it, take
+		// another.
+		return 0, false, err
+	}
+	return last, err == nil, err
+}
+
+// Claim implements registry.Backend.
+func (b *Backend) Claim(ctx context.Context, s registry.Slot, floor int64, h *registry.Hold) error {
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
+	return b.claim(ctx, h, floor, s.Rev.(rev), s.Held())
+}
+
+// claim runs one multi: the live node created (replacing this process's
+// own at its version when takeOver), the last node written at the version
+// read (created if there was none), and the forever node kept (written at
+// its version) or, for another identity's, moved to this one.
+func (b *Backend) claim(ctx context.Context, h *registry.Hold, floor int64, r rev, takeOver bool) error {
 	acl := zk.WorldACL(zk.PermAll)
-	ops := []any{
-		&zk.CreateRequest{Path: r.livePath(best.seq), Data: r.liveData(), Acl: acl, Flags: zk.FlagEphemeral},
-		// The version read with the time judged: a write since (Leaf's
-		// timestamp) makes this a race, retried with the new time.
-		&zk.DeleteRequest{Path: oldPath, Version: bestVersion},
-		&zk.CreateRequest{Path: newPath, Data: r.leafData(time.Unix(0, from).UnixMilli()), Acl: acl},
+	live, last := b.livePath(r.n.seq), b.lastPath(r.n.seq)
+	forever := b.path("forever", r.n.name)
+	var ops []any
+	if takeOver {
+		ops = append(ops, &zk.DeleteRequest{Path: live, Version: r.liveVersion})
 	}
-	// Record the last time that travels with the ID, whoever wrote it.
-	ops = append(ops, &zk.SetDataRequest{Path: r.lastPath(best.seq), Data: lastData, Version: -1})
-	err := r.multi(ctx, ops)
+	ops = append(ops, &zk.CreateRequest{Path: live, Data: b.liveData(h), Acl: acl, Flags: zk.FlagEphemeral})
+	if r.lastVersion < 0 {
+		ops = append(ops, &zk.CreateRequest{Path: last, Data: b.lastData(h, floor), Acl: acl})
+	} else {
+		ops = append(ops, &zk.SetDataRequest{Path: last, Data: b.lastData(h, floor), Version: r.lastVersion})
+	}
+	leaf := b.leafData(time.Unix(0, floor).UnixMilli())
+	switch {
+	case r.foreverVersion < 0: // New: the node was just created
+	case r.n.identity == b.o.Identity():
+		ops = append(ops, &zk.SetDataRequest{Path: forever, Data: leaf, Version: r.foreverVersion})
+	default:
+		moved := b.path("forever", seqName(b.o.Identity(), r.n.seq))
+		ops = append(ops, &zk.DeleteRequest{Path: forever, Version: r.foreverVersion}, &zk.CreateRequest{Path: moved, Data: leaf, Acl: acl})
+		forever = moved
+	}
+	err := b.multi(ctx, ops)
 	if errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) {
-		return nil, errRace
+		return registry.ErrRace
 	}
 	if err != nil {
-		return nil, r.fail("recycle worker ID "+strconv.FormatInt(best.seq, 10), err)
+		return b.fail("claim worker ID "+strconv.FormatInt(r.n.seq, 10), err)
 	}
-	r.o.Logger.Info("worker ID recycled", "worker", best.seq, "from", best.identity, "last", time.Unix(0, bestLast).UTC(), "recycle_after", r.o.RecycleAfter)
-	return &hold{Hold: registry.NewHold(best.seq, from), forever: newPath, session: r.conn.SessionID(), lastExists: true}, nil
+	h.Ext = &claim{forever: forever, session: b.conn.SessionID(), lastExists: true}
+	return nil
 }
 
 // multi runs ops in one transaction and returns the error of the operation
 // that failed (ZooKeeper reports the others as rolled back).
-func (r *Registry) multi(ctx context.Context, ops []any) error {
-	res, err := call(ctx, func() ([]zk.MultiResponse, error) { return r.conn.Multi(ops...) })
+func (b *Backend) multi(ctx context.Context, ops []any) error {
+	res, err := call(ctx, func() ([]zk.MultiResponse, error) { return b.conn.Multi(ops...) })
 	if err != nil && !errors.Is(err, zk.ErrUnknown) && !errors.Is(err, zk.ErrAPIError) {
 		return err
 	}
@@ -693,20 +653,32 @@ func (r *Registry) multi(ctx context.Context, ops []any) error {
 	return other
 }
 
+// Keep implements registry.Backend: the session watcher and a watch of the
+// live node mark the hold lost.
+func (b *Backend) Keep(h *registry.Hold) {
+	b.cur.Store(h)
+	h.Go(func(ctx context.Context) { b.watchLive(ctx, h) })
+	// A disconnection between the claim and cur.Store was not seen by
+	// watchSession: look again now that it would be.
+	if !b.sessionIs(h.Ext.(*claim).session) {
+		h.MarkLost()
+	}
+}
+
 // watchLive marks h lost when its live node is deleted or rewritten by
 // another (or the session's watches end).
-func (r *Registry) watchLive(ctx context.Context, h *hold) {
-	live := r.livePath(h.ID)
+func (b *Backend) watchLive(ctx context.Context, h *registry.Hold) {
+	live := b.livePath(h.ID)
 	for ctx.Err() == nil && !h.IsLost() {
-		ok, st, ch, err := r.conn.ExistsW(live)
+		ok, st, ch, err := b.conn.ExistsW(live)
 		switch {
 		case err != nil:
 			if ctx.Err() == nil {
 				h.MarkLost()
 			}
 			return
-		case !ok || st.EphemeralOwner != r.conn.SessionID():
-			r.o.Logger.Warn("worker ID lost: its live node is gone or another session's", "worker", h.ID, "node", live)
+		case !ok || st.EphemeralOwner != b.conn.SessionID():
+			b.o.Logger.Warn("worker ID lost: its live node is gone or another session's", "worker", h.ID, "node", live)
 			h.MarkLost()
 			return
 		}
@@ -715,8 +687,8 @@ func (r *Registry) watchLive(ctx context.Context, h *hold) {
 			return
 		case ev := <-ch:
 			if ev.Type == zk.EventNodeDeleted || ev.Type == zk.EventNotWatching {
-				if ctx.Err() == nil {
-					r.o.Logger.Warn("worker ID lost: its live node was deleted", "worker", h.ID, "node", live, "event", ev.Type.String())
+				if ctx.Err() == nil && !h.Ext.(*claim).ending.Load() {
+					b.o.Logger.Warn("worker ID lost: its live node was deleted", "worker", h.ID, "node", live, "event", ev.Type.String())
 					h.MarkLost()
 				}
 				return
@@ -725,105 +697,83 @@ func (r *Registry) watchLive(ctx context.Context, h *hold) {
 	}
 }
 
-// Save implements frond.WorkerRegistry: the latest of the times saved, while
-// this node's live node is as it wrote it.
-func (r *Registry) Save(ctx context.Context, last time.Time) error {
-	return r.write(ctx, last, false)
-}
-
-// Release implements frond.Releaser: it records last exactly and deletes
-// the live node.
-func (r *Registry) Release(ctx context.Context, last time.Time) error {
-	return r.write(ctx, last, true)
-}
-
-func (r *Registry) write(ctx context.Context, last time.Time, exact bool) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	h := r.hold
-	if h == nil || h.IsLost() {
-		return fmt.Errorf("worker registry: %w: no worker ID is held in zookeeper", frond.ErrWorkerLost)
-	}
-	ns := max(last.UnixNano(), 0)
-	if !exact {
-		ns = max(ns, h.Saved)
-	}
-	if !r.sessionIs(h.session) {
+// Write implements registry.Backend: the live node (at the version this
+// session last wrote), the last node and Leaf's forever node in one multi;
+// exact also deletes the live node.
+func (b *Backend) Write(ctx context.Context, h *registry.Hold, ns int64, exact bool) (bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c := h.Ext.(*claim)
+	if !b.sessionIs(c.session) {
 		// A write on a new session could match the versions of a live node
 		// another holder created since.
-		h.MarkLost()
-		return fmt.Errorf("worker registry: %w: the zookeeper session that held worker ID %d has ended", frond.ErrWorkerLost, h.ID)
+		return false, nil
 	}
-	lastData, _ := json.Marshal(lastValue{Owner: r.o.Identity(), LastNs: ns})
 	acl := zk.WorldACL(zk.PermAll)
-	live := r.livePath(h.ID)
+	live := b.livePath(h.ID)
 	build := func() []any {
-		ops := []any{&zk.SetDataRequest{Path: live, Data: r.liveData(), Version: h.liveVersion}}
-		if h.lastExists {
-			ops = append(ops, &zk.SetDataRequest{Path: r.lastPath(h.ID), Data: lastData, Version: -1})
+		ops := []any{&zk.SetDataRequest{Path: live, Data: b.liveData(h), Version: c.liveVersion}}
+		if c.lastExists {
+			ops = append(ops, &zk.SetDataRequest{Path: b.lastPath(h.ID), Data: b.lastData(h, ns), Version: -1})
 		} else {
-			ops = append(ops, &zk.CreateRequest{Path: r.lastPath(h.ID), Data: lastData, Acl: acl})
+			ops = append(ops, &zk.CreateRequest{Path: b.lastPath(h.ID), Data: b.lastData(h, ns), Acl: acl})
 		}
-		ops = append(ops, &zk.SetDataRequest{Path: h.forever, Data: r.leafData(time.Unix(0, ns).UnixMilli()), Version: -1})
+		ops = append(ops, &zk.SetDataRequest{Path: c.forever, Data: b.leafData(time.Unix(0, ns).UnixMilli()), Version: -1})
 		if exact {
-			ops = append(ops, &zk.DeleteRequest{Path: live, Version: h.liveVersion + 1})
+			ops = append(ops, &zk.DeleteRequest{Path: live, Version: c.liveVersion + 1})
 		}
 		return ops
 	}
 	if exact {
-		h.stopWatch() // the deletion is ours, not a loss
+		b.cur.CompareAndSwap(h, nil) // the deletion is ours, not a loss
+		c.ending.Store(true)
 	}
-	ctx, cancel := r.bound(ctx)
+	ctx, cancel := b.bound(ctx)
 	defer cancel()
-	err := r.multi(ctx, build())
-	if (errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNodeExists)) && r.resync(ctx, h) {
+	err := b.multi(ctx, build())
+	if (errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNodeExists)) && b.resync(ctx, h) {
 		// An earlier write of this session timed out here but was applied:
 		// once more, on the versions as they are.
-		err = r.multi(ctx, build())
+		err = b.multi(ctx, build())
 	}
 	switch {
-	case errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) && !r.liveIntact(ctx, h):
-		h.MarkLost()
-		return fmt.Errorf("worker registry: %w: the live node of worker ID %d was deleted or rewritten by another session", frond.ErrWorkerLost, h.ID)
-	case errors.Is(err, zk.ErrNodeExists): // the last node appeared: another holder recycled and wrote
-		h.MarkLost()
-		return fmt.Errorf("worker registry: %w: worker ID %d's last node was created by another session", frond.ErrWorkerLost, h.ID)
+	case errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNodeExists):
+		return false, nil // rewritten by another session, or its last node created by another holder
+	case errors.Is(err, zk.ErrNoNode) && !b.liveIntact(ctx, h):
+		return false, nil
 	case err != nil:
-		return r.fail("save the last time", err)
+		return false, b.fail("save the last time", err)
 	}
-	h.liveVersion++
-	h.lastExists = true
-	h.Saved = ns
-	if exact {
-		r.dropLocked(false)
-	}
-	return nil
+	c.liveVersion++
+	c.lastExists = true
+	return true, nil
 }
 
 // resync catches h up with writes of its own that timed out on the client
 // but were applied: it reports whether the live node is still this
 // session's (then nobody else can hold the ID: recycling must create the
 // live node), taking its version and whether the last node exists.
-func (r *Registry) resync(ctx context.Context, h *hold) bool {
-	st, err := r.liveStat(ctx, h)
-	if err != nil || st.EphemeralOwner != h.session || !r.sessionIs(h.session) {
+func (b *Backend) resync(ctx context.Context, h *registry.Hold) bool {
+	c := h.Ext.(*claim)
+	st, err := b.liveStat(ctx, h)
+	if err != nil || st.EphemeralOwner != c.session || !b.sessionIs(c.session) {
 		return false
 	}
 	lastExists, err := call(ctx, func() (bool, error) {
-		ok, _, err := r.conn.Exists(r.lastPath(h.ID))
+		ok, _, err := b.conn.Exists(b.lastPath(h.ID))
 		return ok, err
 	})
 	if err != nil {
 		return false
 	}
-	h.liveVersion, h.lastExists = st.Version, lastExists
+	c.liveVersion, c.lastExists = st.Version, lastExists
 	return true
 }
 
 // liveStat reads the stat of h's live node; zk.ErrNoNode when it is gone.
-func (r *Registry) liveStat(ctx context.Context, h *hold) (*zk.Stat, error) {
+func (b *Backend) liveStat(ctx context.Context, h *registry.Hold) (*zk.Stat, error) {
 	return call(ctx, func() (*zk.Stat, error) {
-		ok, st, err := r.conn.Exists(r.livePath(h.ID))
+		ok, st, err := b.conn.Exists(b.livePath(h.ID))
 		if err == nil && !ok {
 			err = zk.ErrNoNode
 		}
@@ -834,85 +784,70 @@ func (r *Registry) liveStat(ctx context.Context, h *hold) (*zk.Stat, error) {
 // liveIntact reports whether h's live node is still as this session wrote
 // it: an ErrNoNode then came from another node (a forever node deleted by
 // hand) and is not a loss.
-func (r *Registry) liveIntact(ctx context.Context, h *hold) bool {
-	st, err := r.liveStat(ctx, h)
-	return err == nil && st.EphemeralOwner == r.conn.SessionID() && st.Version == h.liveVersion
+func (b *Backend) liveIntact(ctx context.Context, h *registry.Hold) bool {
+	st, err := b.liveStat(ctx, h)
+	return err == nil && st.EphemeralOwner == b.conn.SessionID() && st.Version == h.Ext.(*claim).liveVersion
 }
 
-// dropLocked forgets the hold and, with del, deletes its live node if it is
-// still as we wrote it (best effort).
-func (r *Registry) dropLocked(del bool) {
-	h := r.hold
-	if h == nil {
+// End implements registry.Backend: it deletes the live node if it is still
+// as this session wrote it (best effort).
+func (b *Backend) End(h *registry.Hold) {
+	b.cur.CompareAndSwap(h, nil)
+	c, ok := h.Ext.(*claim)
+	if !ok || !b.sessionIs(c.session) {
 		return
 	}
-	r.hold = nil
-	r.cur.CompareAndSwap(h, nil)
-	if h.stopWatch != nil {
-		h.stopWatch()
-	}
-	h.Stop()
-	if del {
-		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Timeout)
-		defer cancel()
-		call(ctx, func() (struct{}, error) { return struct{}{}, r.conn.Delete(r.livePath(h.ID), h.liveVersion) })
-	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.Timeout)
+	defer cancel()
+	call(ctx, func() (struct{}, error) { return struct{}{}, b.conn.Delete(b.livePath(h.ID), c.liveVersion) })
 }
 
-// PeerOffsets implements frond.PeerClock from the live nodes: see the
-// package documentation.
-func (r *Registry) PeerOffsets(ctx context.Context) ([]frond.PeerOffset, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	h := r.hold
-	if h == nil || h.IsLost() {
-		return nil, fmt.Errorf("worker registry: %w: no worker ID is held in zookeeper", frond.ErrWorkerLost)
-	}
-	ctx, cancel := r.bound(ctx)
+// PeerOffsets measures the peers' clocks for registry.Protocol (frond.
+// PeerClock) from the live nodes: see the package documentation.
+func (b *Backend) PeerOffsets(ctx context.Context, h *registry.Hold) ([]frond.PeerOffset, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c := h.Ext.(*claim)
+	ctx, cancel := b.bound(ctx)
 	defer cancel()
-	if !r.sessionIs(h.session) {
+	if !b.sessionIs(c.session) {
 		h.MarkLost()
 		return nil, fmt.Errorf("worker registry: %w: the zookeeper session that held worker ID %d has ended", frond.ErrWorkerLost, h.ID)
 	}
-	live := r.livePath(h.ID)
-	data := r.liveData()
-	st, err := call(ctx, func() (*zk.Stat, error) { return r.conn.Set(live, data, h.liveVersion) })
-	if errors.Is(err, zk.ErrBadVersion) && r.resync(ctx, h) {
-		st, err = call(ctx, func() (*zk.Stat, error) { return r.conn.Set(live, data, h.liveVersion) })
+	live := b.livePath(h.ID)
+	data := b.liveData(h)
+	st, err := call(ctx, func() (*zk.Stat, error) { return b.conn.Set(live, data, c.liveVersion) })
+	if errors.Is(err, zk.ErrBadVersion) && b.resync(ctx, h) {
+		st, err = call(ctx, func() (*zk.Stat, error) { return b.conn.Set(live, data, c.liveVersion) })
 	}
 	if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) {
 		h.MarkLost()
 		return nil, fmt.Errorf("worker registry: %w: the live node of worker ID %d was deleted or rewritten", frond.ErrWorkerLost, h.ID)
 	}
 	if err != nil {
-		return nil, r.fail("write the live node", err)
+		return nil, b.fail("write the live node", err)
 	}
-	h.liveVersion = st.Version
+	c.liveVersion = st.Version
 	var mine liveValue
 	json.Unmarshal(data, &mine)
 	myOff := mine.TimeNs - st.Mtime*int64(time.Millisecond)
 	ids, err := call(ctx, func() ([]string, error) {
-		c, _, err := r.conn.Children(r.path("frond", "live"))
+		c, _, err := b.conn.Children(b.path("frond", "live"))
 		return c, err
 	})
 	if err != nil {
-		return nil, r.fail("list the live nodes", err)
+		return nil, b.fail("list the live nodes", err)
 	}
 	var out []frond.PeerOffset
 	for _, id := range ids {
 		if id == strconv.FormatInt(h.ID, 10) {
 			continue
 		}
-		type got struct {
-			data []byte
-			st   *zk.Stat
-		}
-		g, err := call(ctx, func() (got, error) {
-			d, st, err := r.conn.Get(r.path("frond", "live", id))
-			return got{d, st}, err
-		})
+		g, err := b.get(ctx, b.path("frond", "live", id))
 		var v liveValue
-		if err != nil || json.Unmarshal(g.data, &v) != nil || v.TimeNs == 0 {
+		if err != nil || g == nil || json.Unmarshal(g.data, &v) != nil || v.TimeNs == 0 {
 			continue // gone meanwhile, or not frond's
 		}
 		off := v.TimeNs - g.st.Mtime*int64(time.Millisecond)
@@ -921,21 +856,10 @@ func (r *Registry) PeerOffsets(ctx context.Context) ([]frond.PeerOffset, error) 
 	return out, nil
 }
 
-// Close implements frond.WorkerRegistry: it deletes the live node if it is
-// still ours and closes the session (which would delete it too). It is
-// idempotent.
-func (r *Registry) Close() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return nil
-	}
-	if r.conn.State() == zk.StateHasSession {
-		r.dropLocked(true)
-	} else {
-		r.dropLocked(false)
-	}
-	r.closed = true
-	r.conn.Close()
+// Close implements registry.Backend: it closes the session (which deletes
+// a live node left).
+func (b *Backend) Close() error {
+	b.closed.Store(true)
+	b.conn.Close()
 	return nil
 }

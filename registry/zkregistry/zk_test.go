@@ -75,7 +75,10 @@ func ctx(t testing.TB) context.Context {
 	return c
 }
 
-func openT(t testing.TB, rawURL string, o registry.Options) *Registry {
+// be is the ZooKeeper backend of a registry this package opened.
+func be(r *registry.Protocol) *Backend { return r.Backend().(*Backend) }
+
+func openT(t testing.TB, rawURL string, o registry.Options) *registry.Protocol {
 	t.Helper()
 	r, err := Open(rawURL, o)
 	if err != nil {
@@ -111,10 +114,9 @@ func TestRegistry_Conformance(t *testing.T) {
 	registrytest.Run(t, registrytest.Config{
 		Open: open, SameIDOnRestart: true, Recycles: true, Peers: true,
 		Lose: func(t *testing.T, wr frond.WorkerRegistry) {
-			r := wr.(*Registry)
-			r.mu.Lock()
-			live := r.livePath(r.hold.ID)
-			r.mu.Unlock()
+			p := wr.(*registry.Protocol)
+			r := be(p)
+			live := r.livePath(p.Held().ID)
 			mu.Lock()
 			c := conn[r.cfg.Root]
 			mu.Unlock()
@@ -167,11 +169,13 @@ func TestLeafCompatibility(t *testing.T) {
 	if err := dec.Decode(&ep); err != nil || ep.IP != "10.0.0.2" || ep.Port != "8080" || ep.Timestamp != saved.UnixMilli() {
 		t.Fatalf("forever node %s: %+v %v; want Leaf's fields only, timestamp %d", data, ep, err, saved.UnixMilli())
 	}
-	// frond's exact time wins over Leaf's once frond wrote last.
+	// frond's exact time wins over Leaf's once frond wrote last (for the
+	// process that continues the claim).
 	if err := r.Release(ctx(t), saved.Add(123*time.Microsecond)); err != nil {
 		t.Fatal(err)
 	}
 	r2 := openT(t, "zk://"+servers+root, registry.Options{Host: "10.0.0.2", Port: 8080})
+	r2.Resume(w.Claim, w.ID)
 	w2, err := r2.Acquire(ctx(t), 1023)
 	if err != nil || w2.ID != 1 || !w2.LastIssued.Equal(saved.Add(123*time.Microsecond)) {
 		t.Fatalf("restart: %+v %v; want ID 1 with the exact released time", w2, err)
@@ -226,7 +230,7 @@ func TestSave_AfterAnAppliedTimeout(t *testing.T) {
 	if err := r.Save(ctx(t), time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Set(r.livePath(w.ID), r.liveData(), -1); err != nil { // the applied write
+	if _, err := c.Set(be(r).livePath(w.ID), []byte(`{}`), -1); err != nil { // the applied write
 		t.Fatal(err)
 	}
 	if err := r.Save(ctx(t), time.Now()); err != nil {
@@ -274,8 +278,10 @@ func TestFreshRoot_ConcurrentStartsDistinct(t *testing.T) {
 	}
 }
 
-// A second session with the same identity waits for the first's live node.
-func TestAcquire_HeldByAnotherSession(t *testing.T) {
+// A second session with the same identity cannot continue the first one's
+// claim: it takes another ID, never the held one. Once the first one stops,
+// a process that continues its claim gets the ID back from its exact time.
+func TestAcquire_SecondSessionOfIdentity(t *testing.T) {
 	servers := storetest.SkipUnlessSet(t, "FROND_TEST_ZK_SERVERS")
 	root := "/frondtest/" + registrytest.Namespace(t)
 	raw(t, servers, root)
@@ -286,14 +292,17 @@ func TestAcquire_HeldByAnotherSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := openT(t, "zk://"+servers+root, o)
-	if _, err := b.Acquire(ctx(t), 1023); !errors.Is(err, frond.ErrWorkerLost) || errors.Is(err, frond.ErrStoreUnavailable) || !strings.Contains(err.Error(), "another session") {
-		t.Fatalf("the same identity while held: %v", err)
+	if w2, err := b.Acquire(ctx(t), 1023); err != nil || w2.ID == w.ID {
+		t.Fatalf("the same identity while held: %+v, %v; want another ID than %d", w2, err, w.ID)
 	}
-	if err := a.Close(); err != nil {
+	last := time.Now()
+	if err := a.Release(ctx(t), last); err != nil {
 		t.Fatal(err)
 	}
-	if w2, err := b.Acquire(ctx(t), 1023); err != nil || w2.ID != w.ID {
-		t.Fatalf("after the first closed: %+v %v; want ID %d", w2, err, w.ID)
+	c := openT(t, "zk://"+servers+root, o)
+	c.Resume(w.Claim, w.ID)
+	if w3, err := c.Acquire(ctx(t), 1023); err != nil || w3.ID != w.ID || !w3.LastIssued.Equal(time.Unix(0, last.UnixNano())) {
+		t.Fatalf("continuing the first claim: %+v %v; want ID %d from %v", w3, err, w.ID, last)
 	}
 }
 
