@@ -241,7 +241,8 @@ func (p *Protocol) Acquire(ctx context.Context, maxNode int64) (frond.Worker, er
 		return frond.Worker{}, err
 	}
 	for range 10 {
-		h := &Hold{Token: NewToken(), lost: make(chan struct{})}
+		h := NewHold(-1, 0)
+		h.Token = NewToken()
 		sent := time.Now()
 		err := p.claim(ctx, maxNode, h)
 		if errors.Is(err, ErrRace) {

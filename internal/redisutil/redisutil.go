@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/deadline"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -90,10 +91,7 @@ func Parse(rawURL string, own ...string) (URL, error) {
 // Bound returns ctx limited to timeout, or ctx itself (with a cancel) when
 // its deadline is sooner.
 func Bound(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
-		return context.WithCancel(ctx)
-	}
-	return context.WithTimeout(ctx, timeout)
+	return deadline.Within(ctx, timeout)
 }
 
 // Volatile reports why the server may lose frond's keys, or "" if it keeps

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/deadline"
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
@@ -262,10 +263,7 @@ func openPostgres(u *url.URL, o Options) (*sql.DB, string, error) {
 
 // Bound applies the statement timeout unless ctx ends sooner.
 func (d *DB) Bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d.Timeout {
-		return context.WithCancel(ctx)
-	}
-	return context.WithTimeout(ctx, d.Timeout)
+	return deadline.Within(ctx, d.Timeout)
 }
 
 // Fail wraps a database error of operation op: frond.ErrClosed when the pool

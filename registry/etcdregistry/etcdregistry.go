@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/deadline"
 	"github.com/frond-id/frond/internal/etcdconn"
 	"github.com/frond-id/frond/registry"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -117,10 +118,7 @@ func (b *Backend) pingKey(id int64) string {
 }
 
 func (b *Backend) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < b.timeout {
-		return context.WithCancel(ctx)
-	}
-	return context.WithTimeout(ctx, b.timeout)
+	return deadline.Within(ctx, b.timeout)
 }
 
 func (b *Backend) fail(op string, err error) error {

@@ -73,6 +73,7 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/deadline"
 	"github.com/frond-id/frond/registry"
 	"github.com/go-zookeeper/zk"
 )
@@ -313,10 +314,7 @@ func call[T any](ctx context.Context, f func() (T, error)) (T, error) {
 }
 
 func (b *Backend) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < b.cfg.Timeout {
-		return context.WithCancel(ctx)
-	}
-	return context.WithTimeout(ctx, b.cfg.Timeout)
+	return deadline.Within(ctx, b.cfg.Timeout)
 }
 
 // Policy implements registry.Backend.

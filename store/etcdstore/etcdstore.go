@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/deadline"
 	"github.com/frond-id/frond/internal/etcdconn"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -77,10 +78,7 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 func (s *Store) key(tag string) string { return s.prefix + "tags/" + tag }
 
 func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < s.timeout {
-		return context.WithCancel(ctx)
-	}
-	return context.WithTimeout(ctx, s.timeout)
+	return deadline.Within(ctx, s.timeout)
 }
 
 func (s *Store) fail(op string, err error) error {
