@@ -109,7 +109,7 @@ func Defaults() map[string]any {
 		"shutdown_timeout": "15s",
 		"log.format":       "text", "log.level": "info",
 		"snowflake.max_backward": "5ms", "snowflake.max_lead": "0s", "snowflake.random_start": 0,
-		"snowflake.persist_every": "1s", "snowflake.startup_wait": "0s", "snowflake.max_peer_skew": "5s",
+		"snowflake.persist_every": "400ms", "snowflake.startup_wait": "0s", "snowflake.max_peer_skew": "5s",
 		"worker.host": "", "worker.port": 0, "worker.recycle_after": "10m", "worker.lease_ttl": "10s",
 		"segment.threshold": 0.1, "segment.fixed_step": false, "segment.fast_segment": "15m",
 		"segment.slow_segment": "30m", "segment.max_step": 1_000_000, "segment.load_timeout": "10s",
