@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -67,5 +71,106 @@ func BenchmarkAcquire(b *testing.B) {
 			b.Fatal(err)
 		}
 		r.Close()
+	}
+}
+
+// refuser forwards a fixed address to target and can stop listening, so
+// that connections are refused, as with an etcd that is down.
+type refuser struct {
+	t      *testing.T
+	addr   string
+	target string
+	mu     sync.Mutex
+	ln     net.Listener
+	conns  []net.Conn
+}
+
+func (r *refuser) up() {
+	ln, err := net.Listen("tcp", r.addr)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.mu.Lock()
+	r.ln, r.addr = ln, ln.Addr().String()
+	r.mu.Unlock()
+	go func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("tcp", r.target)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			r.mu.Lock()
+			r.conns = append(r.conns, in, out)
+			r.mu.Unlock()
+			go func() { io.Copy(out, in); out.Close() }()
+			go func() { io.Copy(in, out); in.Close() }()
+		}
+	}()
+}
+
+func (r *refuser) down() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ln.Close()
+	for _, c := range r.conns {
+		c.Close()
+	}
+	r.conns = nil
+}
+
+// After etcd was down for 10 s (past the lease; connections refused) and
+// comes back, the registry holds an ID again within about a second: the
+// client's reconnect backoff is capped at 1 s. gRPC's default grows by 1.6
+// from 1 s to 2 minutes: after 10 s of refusals the next attempt came up to
+// 6 s after etcd returned.
+func TestAcquire_SoonAfterEtcdReturns(t *testing.T) {
+	ep := storetest.SkipUnlessSet(t, "FROND_TEST_ETCD_ENDPOINTS")
+	fw := &refuser{t: t, addr: "127.0.0.1:0", target: strings.Split(ep, ",")[0]}
+	fw.up()
+	defer fw.down()
+	r, err := Open(context.Background(), "etcd://"+fw.addr+"?frond_timeout=1s&frond_prefix=/frondtest/"+registrytest.Namespace(t)+"/",
+		registry.Options{Host: "10.1.1.1", LeaseTTL: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	w, err := r.Acquire(context.Background(), 1023)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw.down()
+	select {
+	case <-w.Lost:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Lost not closed with etcd down past the lease")
+	}
+	for end := time.Now().Add(8 * time.Second); time.Now().Before(end); time.Sleep(time.Second) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		r.Acquire(ctx, 1023) // fails while down, as the service's retries do
+		cancel()
+	}
+	fw.up()
+	back := time.Now()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := r.Acquire(ctx, 1023)
+		cancel()
+		if err == nil {
+			break
+		}
+		if time.Since(back) > 20*time.Second {
+			t.Fatalf("no ID 20 s after etcd returned: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	took := time.Since(back)
+	t.Logf("held again %v after etcd returned", took.Round(time.Millisecond))
+	if took > 2500*time.Millisecond {
+		t.Fatalf("held again only %v after etcd returned; want about a second", took)
 	}
 }
