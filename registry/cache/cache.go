@@ -10,10 +10,10 @@
 // The record is used only within a bound that keeps it safe: registries give
 // a gone node's ID to another node only once that node's clock is past the
 // ID's recorded time plus RecycleAfter (see package registry), so this node
-// uses its record, and issues, only up to Confirmed + RecycleAfter; while
-// the ID is held in the registry and a save fails, only up to Confirmed +
-// LeaseTTL (the lease may run out by then). Past that, Save fails and the
-// service stops snowflake IDs until the registry answers.
+// uses its record, and issues, only up to Confirmed + RecycleAfter (with a
+// registry that is not a registry.Protocol, while the ID is held there,
+// only up to Confirmed + LeaseTTL). Past that, Save fails and the service
+// stops snowflake IDs until the registry answers.
 package cache
 
 import (
@@ -224,16 +224,16 @@ func (r *Registry) Save(ctx context.Context, last time.Time) error {
 }
 
 // boundLocked is the time before which the record lets this node issue
-// while the registry does not answer, and why. With the ID from the record:
-// the confirmed time + RecycleAfter, the earliest another node may be given
-// it. With the ID held in the registry: also at most LeaseTTL past the
-// confirmed time; the registry vouches for what it recorded, and the lease,
-// renewed no later than that time, may run out within LeaseTTL: a process of
-// the same identity (a restart elsewhere, without this record) may then take
-// the ID back from the recorded time.
+// while the registry does not answer, and why: the confirmed time +
+// RecycleAfter, the earliest another node may be given the ID. A registry
+// that is not a Resumer (registry.Protocol) may give the ID back to a
+// process of the same identity from its recorded time once the lease runs
+// out, so while the ID is held there the bound is at most LeaseTTL past the
+// confirmed time; the protocol gives it, without the record's proof, only
+// from last + RecycleAfter.
 func (r *Registry) boundLocked() (time.Time, string) {
 	conf := time.Unix(0, r.rec.ConfNanos)
-	if !r.fromCache && r.o.LeaseTTL < r.o.RecycleAfter {
+	if _, proof := r.inner.(Resumer); !proof && !r.fromCache && r.o.LeaseTTL < r.o.RecycleAfter {
 		return conf.Add(r.o.LeaseTTL), fmt.Sprintf("confirmed time + lease_ttl %v while the ID is held there", r.o.LeaseTTL)
 	}
 	return conf.Add(r.o.RecycleAfter), fmt.Sprintf("confirmed time + recycle_after %v", r.o.RecycleAfter)

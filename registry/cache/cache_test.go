@@ -65,10 +65,10 @@ func setup(t *testing.T) (*fake, *testclock.Clock, func() *Registry) {
 	}
 }
 
-// A registry outage at run time, the ID held there: the record carries the
-// node up to the confirmed time + LeaseTTL (the lease, renewed no later,
-// may have run out by then and the ID gone back to a process of the same
-// identity from the registry's time), and /readyz (Warnings) says so.
+// A registry outage at run time, the ID held there: with a registry that
+// may give the ID back to a process of the same identity from its recorded
+// time once the lease ran out (not a Resumer), the record carries the node
+// up to the confirmed time + LeaseTTL, and /readyz (Warnings) says so.
 func TestRegistry_OutageAtRunTime(t *testing.T) {
 	f, clk, open := setup(t)
 	r := open()
@@ -247,5 +247,38 @@ func TestRegistry_FreshIDFirstSaveFails(t *testing.T) {
 	w := strings.Join(r.Warnings(), "; ")
 	if !strings.Contains(w, "has not yet recorded any time for worker ID 9") || strings.Contains(w, "1970") {
 		t.Fatalf("Warnings: %s", w)
+	}
+}
+
+// resuming is a registry that follows registry.Protocol's rule: without the
+// record's proof, an ID goes to anyone only from last + RecycleAfter.
+type resuming struct{ *fake }
+
+func (resuming) Resume(string, int64) {}
+
+// With such a registry, an outage at run time is ridden out up to the
+// confirmed time + RecycleAfter, as from the record after a restart.
+func TestRegistry_OutageAtRunTimeProtocol(t *testing.T) {
+	clk := testclock.New(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
+	f := &fake{id: 9}
+	o := registry.Options{RecycleAfter: time.Minute, Now: func() time.Time { return time.Unix(0, clk.Now()) }}
+	r, err := New(resuming{f}, filepath.Join(t.TempDir(), File), "etcd://x as 10.0.0.1:8080", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	now := time.Unix(0, clk.Now())
+	if _, err := r.Acquire(bg, 1023); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Save(bg, now.Add(2*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	f.down = true
+	if err := r.Save(bg, now.Add(2*time.Second+time.Minute-time.Millisecond)); err != nil {
+		t.Fatalf("Save within confirmed + recycle_after with the registry down: %v", err)
+	}
+	if err := r.Save(bg, now.Add(2*time.Second+time.Minute)); !errors.Is(err, frond.ErrStoreUnavailable) || !strings.Contains(err.Error(), "recycle_after") {
+		t.Fatalf("Save at confirmed + recycle_after: %v", err)
 	}
 }
