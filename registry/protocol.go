@@ -255,7 +255,7 @@ func (p *Protocol) Acquire(ctx context.Context, maxNode int64) (frond.Worker, er
 		p.b.Keep(h)
 		p.hold = h
 		p.resume, p.legacy = h.Token, -1
-		p.o.Logger.Info("worker ID held", "worker", h.ID, "owner", p.o.Identity(), "registry", p.b.Where())
+		p.o.Logger.Info("worker ID held in the registry", "worker", h.ID, "owner", p.o.Identity(), "registry", p.b.Where())
 		return h.Worker(), nil
 	}
 	return frond.Worker{}, fmt.Errorf("worker registry: %w: other nodes kept taking the worker IDs this node chose on %s; retrying",
