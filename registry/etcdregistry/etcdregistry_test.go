@@ -174,3 +174,36 @@ func TestAcquire_SoonAfterEtcdReturns(t *testing.T) {
 		t.Fatalf("held again only %v after etcd returned; want about a second", took)
 	}
 }
+
+// A peer killed a moment ago (its live key stays until its lease runs out)
+// does not answer the clock ping: the measuring node waits about a second
+// for it, not longer (it waited 3 s, holding up a restart).
+func TestPeerOffsets_DeadPeerBounded(t *testing.T) {
+	ep := storetest.SkipUnlessSet(t, "FROND_TEST_ETCD_ENDPOINTS")
+	url := "etcd://" + ep + "?frond_prefix=/frondtest/" + registrytest.Namespace(t) + "/"
+	open := func(port int) *registry.Protocol {
+		r, err := Open(context.Background(), url, registry.Options{Host: "10.2.2.2", Port: port, LeaseTTL: 30 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		if _, err := r.Acquire(context.Background(), 1023); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	a, dead := open(1), open(2)
+	if err := dead.Abandon(); err != nil { // kill -9: the live key stays for 30 s
+		t.Fatal(err)
+	}
+	start := time.Now()
+	offs, err := a.PeerOffsets(context.Background())
+	took := time.Since(start)
+	if err != nil || len(offs) != 0 {
+		t.Fatalf("PeerOffsets with only a dead peer: %v, %v", offs, err)
+	}
+	t.Logf("waited %v for a dead peer", took.Round(time.Millisecond))
+	if took > 2*time.Second {
+		t.Fatalf("waited %v for a dead peer; want about %v", took, peerWait)
+	}
+}
