@@ -258,11 +258,11 @@ type Worker struct {
 	// FromCache is set when the registry could not be reached and the ID
 	// comes from the node's local record of its last assignment.
 	FromCache bool
-	// Claim names this holding of the ID in the registry (a token, a lease,
-	// a session), "" if the registry has none. The local record keeps it so
-	// that a restart of this process, proved by the record's lock, can take
-	// its own ID back at once instead of waiting for the claim's lease to run
-	// out (registry.Protocol.Resume).
+	// Claim names this holding of the ID in the registry (a random token),
+	// "" if the registry has none. The local record keeps it so that a
+	// restart of this process, proved by the record's lock, continues the
+	// claim: its ID from its exact time, at once, without waiting for the
+	// claim's lease to run out (registry.Protocol.Resume).
 	Claim string
 }
 

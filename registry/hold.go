@@ -20,10 +20,9 @@ type Hold struct {
 	// Saved is the latest time known to be recorded for the ID, in
 	// nanoseconds (0: none).
 	Saved int64
-	// Token names the claim: random, unless the backend names its claims
-	// otherwise (an etcd lease, a ZooKeeper session), in which case it sets
-	// it in New or Claim. It is what Slot.Holder shows to later readers, and
-	// what the local record keeps for a takeover.
+	// Token names the claim (random): what the backend records as the ID's
+	// live holder and last claim (Slot.Holder, Slot.Claim), and what the
+	// local record keeps so that a restart continues the claim.
 	Token string
 	// Sent is when the claim was sent, on the monotonic clock: a lease
 	// renewed by the node runs from no earlier.
@@ -146,9 +145,10 @@ func (h *Hold) renew(ctx context.Context, valid time.Time, ttl, timeout time.Dur
 // until they have returned, and closes Lost.
 func (h *Hold) Stop() {
 	h.mu.Lock()
-	if h.cancel != nil {
-		h.cancel()
+	if h.ctx == nil { // a Go after Stop runs with an ended context
+		h.ctx, h.cancel = context.WithCancel(context.Background())
 	}
+	h.cancel()
 	h.mu.Unlock()
 	h.wg.Wait()
 	h.MarkLost()
