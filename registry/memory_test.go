@@ -77,6 +77,16 @@ func (m *MemoryServer) Expire(id int64) {
 	}
 }
 
+// SetLast records ns as id's time, as a write by hand would.
+func (m *MemoryServer) SetLast(id, ns int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s := m.ids[id]; s != nil {
+		s.last = ns
+		s.rev++
+	}
+}
+
 // Last returns the time recorded for id (0: none).
 func (m *MemoryServer) Last(id int64) int64 {
 	m.mu.Lock()

@@ -418,3 +418,34 @@ func TestProtocol_Model(t *testing.T) {
 		t.Fatalf("only %d ticks issued in %d seeds: the model hardly runs", total, seeds)
 	}
 }
+
+// usedNew is a backend whose allocator hands out, once, an ID that already
+// has a last time (a Redis counter reset by hand).
+type usedNew struct {
+	*registry.MemoryBackend
+	done bool
+}
+
+func (u *usedNew) New(ctx context.Context, maxNode int64, h *registry.Hold) (int64, bool, error) {
+	_, ok, err := u.MemoryBackend.New(ctx, maxNode, h)
+	if ok && !u.done {
+		u.done = true
+		last := time.Now().UnixNano()
+		u.S.SetLast(h.ID, last)
+		return last, true, err
+	}
+	return 0, ok, err
+}
+
+// A "new" ID that already has a time is left for recycling: its earlier
+// holder may have issued past that time from its local record.
+func TestProtocol_NewIDWithATime(t *testing.T) {
+	srv := registry.NewMemoryServer()
+	o := registry.Options{Host: "10.0.0.1", Port: 1}.WithDefaults()
+	p := registry.NewProtocol(&usedNew{MemoryBackend: &registry.MemoryBackend{S: srv, Identity: o.Identity(), TTL: o.LeaseTTL,
+		Pol: registry.Policy{OwnFirst: true, Recycle: true}}}, o)
+	w, err := p.Acquire(context.Background(), 1023)
+	if err != nil || w.ID != 1 || !w.LastIssued.IsZero() {
+		t.Fatalf("Acquire: %+v, %v; want ID 1 (0 came with a time) with none", w, err)
+	}
+}

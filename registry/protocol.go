@@ -307,9 +307,18 @@ func (p *Protocol) claim(ctx context.Context, maxNode int64, h *Hold) error {
 		}
 	}
 	last, ok, err := p.b.New(ctx, maxNode, h)
-	if err != nil || ok {
-		h.Saved = last
+	switch {
+	case err != nil:
 		return err
+	case ok && last != 0:
+		// An ID nobody should have held has a time: someone did (a counter
+		// reset or nodes deleted by hand), and may have issued past it from
+		// a local record. Leave it to be recycled and take the next one.
+		p.o.Logger.Warn("worker registry: a new worker ID already has a last time; leaving it for recycling", "worker", h.ID, "last", time.Unix(0, last).UTC())
+		p.b.End(h)
+		return ErrRace
+	case ok:
+		return nil
 	}
 	all := fmt.Sprintf("all %d worker IDs (0..%d) on %s", maxNode+1, maxNode, p.b.Where())
 	if !pol.Recycle {
