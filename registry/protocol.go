@@ -61,7 +61,9 @@ package registry
 //     behind this node's clock: from there. A backend that never recycles
 //     (Policy.Recycle false) waits for it (RecycleLater); others go on.
 //  3. An ID nobody has held: the backend's own allocator (a sequential
-//     node, a counter, an auto-increment row, the lowest unused key).
+//     node, a counter, an auto-increment row, the lowest unused key). One
+//     that turns out to have a time (a counter reset by hand) is left for
+//     recycling.
 //  4. With Policy.Recycle, the ID not held whose last time is the oldest,
 //     once last + RecycleAfter is behind this node's clock, from there;
 //     before that, RecycleLater (retried).
