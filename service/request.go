@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/snowflake"
 )
 
 // More kinds of request, beside KindSegment and KindSnowflake.
@@ -105,6 +107,40 @@ func (s *Service) Check(r *Request) error {
 	}
 	if r.Count < 0 || r.Count > limit {
 		return fmt.Errorf("%w: count %d: must be 1 to %d", frond.ErrInvalidArgument, r.Count, limit)
+	}
+	return nil
+}
+
+// Peek checks r (see Check) and reports whether Take could serve it now,
+// without taking an ID: the answer to HTTP HEAD, which must be the status
+// a GET would get. A segment tag must exist (or have IDs buffered); a
+// snowflake request needs a generator, a clock not behind the worker ID's
+// last time, and time reserved in the registry.
+func (s *Service) Peek(ctx context.Context, r *Request) error {
+	if err := s.Check(r); err != nil {
+		return err
+	}
+	switch r.Kind {
+	case KindSegment:
+		for _, st := range s.seg.Stats() {
+			if st.Tag == r.Name && st.Ready {
+				return nil
+			}
+		}
+		_, err := s.Tag(ctx, r.Name)
+		return err
+	case KindSnowflake:
+		st := s.snow.Load()
+		if st.gen == nil {
+			return st.err
+		}
+		now := time.Unix(0, s.now())
+		if behind := st.notBefore.Sub(now); behind > s.maxBackward() {
+			return &ClockBehindError{Behind: behind, LastIssued: st.notBefore, Worker: st.worker.ID}
+		}
+		if !st.gen.WithinLimit(now) {
+			return fmt.Errorf("%w: the clock is past the time reserved in the worker registry", snowflake.ErrUnreserved)
+		}
 	}
 	return nil
 }

@@ -47,7 +47,7 @@ func TestRejectedRequestsTakeNoIDs(t *testing.T) {
 		{"HEAD", "/v1/segment/order", 200},
 		{"HEAD", "/api/segment/get/order", 200},
 		{"HEAD", "/v1/segment/order?n=500&form=bogus", 400},
-		{"HEAD", "/v1/segment/nope", 200}, // the tag's existence is the store's answer: HEAD does not ask
+		{"HEAD", "/v1/segment/nope", 404}, // the status a GET would get, without taking an ID
 		{"GET", "/v1/snowflake?n=1000&form=bogus", 400},
 		{"GET", "/v1/snowflake?n=0", 400},
 		{"GET", "/v1/snowflake?n=-1", 400},

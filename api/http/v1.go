@@ -114,11 +114,12 @@ type rangeJSON struct {
 const contentJSON = "application/json; charset=utf-8"
 
 // take answers a request for IDs: the service checks the whole request
-// before it takes any ID. HEAD only checks it: it answers the status a GET
-// would, and takes no ID. fail writes an error in the route's shape.
+// before it takes any ID. HEAD only peeks (service.Peek): it answers the
+// status a GET would, and takes no ID. fail writes an error in the route's
+// shape.
 func (s *Server) take(w http.ResponseWriter, r *http.Request, req service.Request, contentType string, fail func(error)) (service.Answer, bool) {
 	if r.Method == http.MethodHead {
-		if err := s.svc.Check(&req); err != nil {
+		if err := s.svc.Peek(r.Context(), &req); err != nil {
 			fail(err)
 			return service.Answer{}, false
 		}
