@@ -1,9 +1,11 @@
 package service
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -775,7 +777,8 @@ func (r unreachableAtRelease) Release(ctx context.Context, last time.Time) error
 func TestService_CloseRegistryUnreachable(t *testing.T) {
 	c := newClock()
 	reg := unreachableAtRelease{&memRegistry{id: 2}}
-	s, err := New(bg, Config{Now: c.Now, Sleep: c.Add, PersistEvery: time.Hour}, memstore.New(nil), reg, nil)
+	var logs bytes.Buffer
+	s, err := New(bg, Config{Now: c.Now, Sleep: c.Add, PersistEvery: time.Hour}, memstore.New(nil), reg, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -785,6 +788,9 @@ func TestService_CloseRegistryUnreachable(t *testing.T) {
 	}
 	if err := s.Close(bg); err != nil {
 		t.Fatalf("Close with the registry unreachable: %v", err)
+	}
+	if strings.Contains(logs.String(), "snowflake time recorded") {
+		t.Fatalf("the log says the time was recorded:\n%s", logs.String())
 	}
 	d, _ := s.Decode(id, "")
 	if reg.last.Before(d.Time) {

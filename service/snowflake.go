@@ -400,6 +400,9 @@ func (s *Service) closeSnowflake(ctx context.Context) error {
 		s.log.Warn("the worker ID was no longer held at shutdown; nothing to record", "last", last, "err", err)
 		return nil
 	}
+	if err == nil {
+		s.log.Info("snowflake time recorded at shutdown", "worker", st.worker.ID, "last", last)
+	}
 	return err
 }
 

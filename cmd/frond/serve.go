@@ -204,9 +204,15 @@ func serve(ctx context.Context, cfg *config.Config, e env) error {
 	case <-ctx.Done():
 		log.Info("shutting down: finishing requests in flight", "grace", cfg.ShutdownTimeout)
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	// Requests in flight get the shutdown budget less a share kept for the
+	// service, so that they cannot use it all up before the worker registry
+	// records the exact last snowflake time.
+	deadline := time.Now().Add(cfg.ShutdownTimeout)
+	hctx, hcancel := context.WithDeadline(context.Background(), deadline.Add(-min(cfg.ShutdownTimeout/4, 2*time.Second)))
+	defer hcancel()
+	sctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	serr := srv.Shutdown(sctx)
+	serr := srv.Shutdown(hctx)
 	cerr := svc.Close(sctx)
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
@@ -214,7 +220,7 @@ func serve(ctx context.Context, cfg *config.Config, e env) error {
 	if err = errors.Join(err, serr, cerr); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
-	log.Info("stopped; snowflake time recorded", "data_dir", cfg.DataDir)
+	log.Info("stopped", "data_dir", cfg.DataDir)
 	return nil
 }
 
