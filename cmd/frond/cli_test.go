@@ -76,6 +76,12 @@ func TestCLI_ConfigCheck(t *testing.T) {
 	if code != exitUsage || out != "" || !strings.Contains(errs, "segment.threshold") || !strings.Contains(errs, "FROND_SEGMENT__THRESHOLD") {
 		t.Fatalf("invalid: exit %d, stdout %q, stderr %s", code, out, errs)
 	}
+	// Store and registry URLs are parsed as opening them would, without
+	// contacting anything.
+	code, _, errs = runCLI(t, []string{"FROND_REGISTRY=etcd://127.0.0.1:1?frond_timeout=soon"}, "config", "--check")
+	if code != exitUsage || !strings.Contains(errs, "registry") || !strings.Contains(errs, "frond_timeout") {
+		t.Fatalf("bad registry URL parameter: exit %d, %s", code, errs)
+	}
 	// Without --check, frond config validates the same way.
 	if code, _, errs := runCLI(t, []string{"FROND_SEGMENT__THRESHOLD=2"}, "config"); code != exitUsage || !strings.Contains(errs, "segment.threshold") {
 		t.Fatalf("frond config: exit %d, %s", code, errs)
@@ -121,6 +127,11 @@ func TestCLI_ServeRefusesInvalidConfig(t *testing.T) {
 		{"static worker beyond the layout", nil, []string{"--registry", "static:70000"}, []string{"registry"}},
 		{"layout", nil, []string{"--layout", "nope"}, []string{"layout"}},
 		{"store scheme", nil, []string{"--store", "bogus://x"}, []string{"store"}},
+		{"store URL parameter", nil, []string{"--store", "mysql://u:secret@127.0.0.1:1/ids?frond_timeout=abc"}, []string{"store"}},
+		{"unknown store URL parameter", nil, []string{"--store", "redis://127.0.0.1:1/0?frond_nope=1"}, []string{"store"}},
+		{"registry URL parameter", nil, []string{"--registry", "etcd://127.0.0.1:1?frond_timeout=-1s"}, []string{"registry"}},
+		{"registry URL mode", nil, []string{"--registry", "redis://127.0.0.1:1/0?frond_mode=sometimes"}, []string{"registry"}},
+		{"zookeeper root", nil, []string{"--registry", "zk://127.0.0.1:1/a//b"}, []string{"registry"}},
 		{"log level", nil, []string{"--log-level", "loud"}, []string{"log.level"}},
 	} {
 		for _, store := range []string{"", "mysql://u:p@127.0.0.1:1/ids"} {
@@ -154,6 +165,9 @@ func TestCLI_ServeRefusesInvalidConfig(t *testing.T) {
 				}
 				if d := time.Since(start); d > 2*time.Second {
 					t.Errorf("took %v: something was dialled", d)
+				}
+				if strings.Contains(errs, "secret") {
+					t.Errorf("stderr shows a password:\n%s", errs)
 				}
 			})
 		}

@@ -26,6 +26,9 @@ With --check it prints only "configuration OK" (exit 0) or the error (exit 2).`,
 			if err != nil {
 				return usageError{err}
 			}
+			if err := checkBackends(cfg); err != nil {
+				return err
+			}
 			if check {
 				_, err = fmt.Fprintln(e.stdout, "configuration OK")
 				return err

@@ -22,6 +22,9 @@ import (
 	"github.com/frond-id/frond/registry/static"
 	"github.com/frond-id/frond/registry/zkregistry"
 	"github.com/frond-id/frond/snowflake"
+	"github.com/frond-id/frond/store/etcdstore"
+	"github.com/frond-id/frond/store/redisstore"
+	"github.com/frond-id/frond/store/sqlstore"
 )
 
 // clockOffsetEnv shifts the process clock: a test seam for end-to-end tests
@@ -78,6 +81,49 @@ func testClock(ctx context.Context, log *slog.Logger) (*snowflake.SystemClock, f
 		}
 	}()
 	return clock, cancel, nil
+}
+
+// checkBackends parses every store and registry URL of cfg as opening them
+// would, without contacting anything: a bad URL parameter is a usage error
+// (exit 2) before any store, registry or port is touched.
+func checkBackends(cfg *config.Config) error {
+	for _, raw := range strings.Fields(cfg.Store) {
+		scheme, _, _ := strings.Cut(raw, "://")
+		var err error
+		switch scheme {
+		case "mysql", "postgres", "postgresql", "sqlite":
+			err = sqlstore.Check(raw)
+		case "redis", "rediss":
+			err = redisstore.Check(raw)
+		case "etcd":
+			err = etcdstore.Check(raw)
+		}
+		if err != nil {
+			return badKey("store", storeName(raw), err)
+		}
+	}
+	raw := cfg.Registry
+	scheme, _, _ := strings.Cut(raw, "://")
+	var err error
+	switch scheme {
+	case "etcd":
+		err = etcdregistry.Check(raw)
+	case "zk":
+		err = zkregistry.Check(raw)
+	case "redis", "rediss":
+		err = redisregistry.Check(raw)
+	case "mysql", "postgres", "postgresql", "sqlite":
+		err = sqlregistry.Check(raw)
+	}
+	if err != nil {
+		return badKey("registry", storeName(raw), err)
+	}
+	return nil
+}
+
+// badKey is the usage error of key's value url.
+func badKey(key, url string, err error) error {
+	return usageError{fmt.Errorf("%w: %w", config.ErrInvalid, &config.KeyError{Keys: []string{key}, Err: fmt.Errorf("%s: %w", url, err)})}
 }
 
 // openRegistry opens the worker registry cfg names. Network registries are

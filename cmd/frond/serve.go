@@ -48,6 +48,9 @@ over the file. See docs/configuration.md.`,
 			if err != nil {
 				return usageError{err}
 			}
+			if err := checkBackends(cfg); err != nil {
+				return err
+			}
 			return serve(c.Context(), cfg, e)
 		},
 	}

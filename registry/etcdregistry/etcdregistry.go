@@ -82,6 +82,15 @@ type rev struct {
 	lease clientv3.LeaseID
 }
 
+// Check parses rawURL as Open does, without contacting anything.
+func Check(rawURL string) error {
+	u, err := etcdconn.Parse(rawURL, "frond_prefix", "frond_timeout")
+	if err == nil && u.Params["frond_timeout"] != "" {
+		_, err = etcdconn.Duration("frond_timeout", u.Params["frond_timeout"])
+	}
+	return err
+}
+
 // Open parses rawURL and makes a client; it does not wait for the cluster
 // (Acquire does).
 func Open(ctx context.Context, rawURL string, o registry.Options) (*registry.Protocol, error) {

@@ -121,6 +121,15 @@ type Backend struct {
 	warnings []string
 }
 
+// Check parses rawURL as Open does, without contacting the server.
+func Check(rawURL string) error {
+	p, err := Open(rawURL, registry.Options{})
+	if err == nil {
+		p.Close()
+	}
+	return err
+}
+
 // Open parses rawURL and makes a client. It does not contact the server:
 // Acquire does.
 func Open(rawURL string, o registry.Options) (*registry.Protocol, error) {

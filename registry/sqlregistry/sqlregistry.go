@@ -119,6 +119,15 @@ type Backend struct {
 	ready bool // the tables exist
 }
 
+// Check parses rawURL as Open does, without contacting the database.
+func Check(rawURL string) error {
+	p, err := Open(rawURL, registry.Options{})
+	if err == nil {
+		p.Close()
+	}
+	return err
+}
+
 // Open parses rawURL and opens a connection pool. It does not contact the
 // database.
 func Open(rawURL string, o registry.Options) (*registry.Protocol, error) {

@@ -227,6 +227,12 @@ func (z zkLogger) Printf(format string, a ...any) {
 	z.l.Debug("zookeeper client: " + fmt.Sprintf(format, a...))
 }
 
+// Check parses rawURL as Open does, without contacting the servers.
+func Check(rawURL string) error {
+	_, err := ParseURL(rawURL)
+	return err
+}
+
 // Open parses rawURL and starts connecting; it does not wait for the
 // server (Acquire does).
 func Open(rawURL string, o registry.Options) (*registry.Protocol, error) {

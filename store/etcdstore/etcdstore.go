@@ -46,7 +46,27 @@ type value struct {
 }
 
 // Open connects to the etcd cluster of rawURL.
+// Check parses rawURL as Open does, without contacting anything.
+func Check(rawURL string) error {
+	_, err := parse(rawURL)
+	return err
+}
+
+// Open parses rawURL and makes a client.
 func Open(ctx context.Context, rawURL string) (*Store, error) {
+	s, err := parse(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	c, err := etcdconn.Client(ctx, s.endpoints, s.timeout)
+	if err != nil {
+		return nil, err
+	}
+	s.c = c
+	return s, nil
+}
+
+func parse(rawURL string) (*Store, error) {
 	u, err := etcdconn.Parse(rawURL, "frond_prefix", "frond_timeout", "frond_retries")
 	if err != nil {
 		return nil, err
@@ -67,11 +87,6 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 			}
 		}
 	}
-	c, err := etcdconn.Client(ctx, s.endpoints, s.timeout)
-	if err != nil {
-		return nil, err
-	}
-	s.c = c
 	return s, nil
 }
 

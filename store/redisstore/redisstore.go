@@ -55,6 +55,12 @@ var storeRisk = redisutil.Risk{
 	URL:     "store",
 }
 
+// Check parses rawURL as Open does, without contacting the server.
+func Check(rawURL string) error {
+	_, err := redisutil.Parse(rawURL, "frond_prefix")
+	return err
+}
+
 // Open connects to the Redis of rawURL and checks that it persists data. A
 // server that does not answer is an error wrapping frond.ErrStoreUnavailable;
 // one that may lose frond's keys, frond.ErrInvalidArgument.

@@ -67,6 +67,15 @@ type Store struct {
 	warnings []string
 }
 
+// Check parses rawURL as Open does, without contacting the database.
+func Check(rawURL string) error {
+	p, err := sqldb.Parse(rawURL, "frond_timeout", "frond_max_conns", "frond_retries")
+	if err != nil {
+		return fmt.Errorf("store URL: %w", err)
+	}
+	return takeOptions(p.Params, &Options{})
+}
+
 // Open connects to the database of rawURL and creates Leaf's table if it is
 // absent.
 func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
