@@ -817,3 +817,48 @@ func TestService_CloseAfterUnnoticedLoss(t *testing.T) {
 		t.Fatalf("Close after the worker ID was taken back: %v", err)
 	}
 }
+
+// budgetRegistry records how long each Save may take (its context's
+// deadline).
+type budgetRegistry struct {
+	*memRegistry
+	mu      sync.Mutex
+	budgets []time.Duration
+}
+
+func (r *budgetRegistry) Save(ctx context.Context, last time.Time) error {
+	if dl, ok := ctx.Deadline(); ok {
+		r.mu.Lock()
+		r.budgets = append(r.budgets, time.Until(dl))
+		r.mu.Unlock()
+	}
+	return r.memRegistry.Save(ctx, last)
+}
+
+// A save at run time gives up within the tick: the reservation runs two
+// ticks ahead, so a save that hangs (a registry cut off) must give way to
+// the local record before the last reservation runs out. It had 1 s, more
+// than two ticks of 400 ms: snowflake IDs paused in every second of a
+// registry cut (registry_behind in the chaos suite).
+func TestService_SaveWithinTick(t *testing.T) {
+	c := newClock()
+	reg := &budgetRegistry{memRegistry: &memRegistry{id: 2}}
+	const every = 50 * time.Millisecond
+	s, err := New(bg, Config{Now: c.Now, Sleep: c.Add, PersistEvery: every}, memstore.New(nil), reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(bg)
+	waitFor(t, "saves at run time", func() bool {
+		reg.mu.Lock()
+		defer reg.mu.Unlock()
+		return len(reg.budgets) >= 3
+	})
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	for _, b := range reg.budgets[1:] { // the first is New's own
+		if b > every {
+			t.Fatalf("a save may take %v, more than a tick of %v", b, every)
+		}
+	}
+}

@@ -312,7 +312,11 @@ func (s *Service) supervise() {
 			if st.gen == nil {
 				continue
 			}
-			ctx, cancel := context.WithTimeout(s.runCtx, max(s.cfg.PersistEvery, time.Second))
+			// Within three quarters of a tick: the reservation runs two
+			// ticks ahead, so a save that hangs (a registry cut off) gives
+			// way to the local record before the last reservation runs out,
+			// and the next tick comes on time.
+			ctx, cancel := context.WithTimeout(s.runCtx, tickBudget(s.cfg.PersistEvery))
 			err := s.reserveOn(ctx, st)
 			switch {
 			case errors.Is(err, frond.ErrWorkerLost):
@@ -329,6 +333,9 @@ func (s *Service) supervise() {
 		}
 	}
 }
+
+// tickBudget bounds the registry calls of one supervisor tick.
+func tickBudget(every time.Duration) time.Duration { return max(every*3/4, time.Millisecond) }
 
 // backToRegistry tries the registry again while the worker ID comes from
 // the local record; once the registry answers, the node holds its ID there.
