@@ -184,6 +184,16 @@ var (
 	_ frond.Warner         = (*Protocol)(nil)
 )
 
+// CheckByOpen checks rawURL with a backend's Open that only parses (it
+// contacts nothing): it opens and closes.
+func CheckByOpen(rawURL string, open func(string, Options) (*Protocol, error)) error {
+	p, err := open(rawURL, Options{})
+	if err == nil {
+		p.Close()
+	}
+	return err
+}
+
 // NewProtocol runs the protocol on b; o must have its defaults
 // (Options.WithDefaults).
 func NewProtocol(b Backend, o Options) *Protocol { return &Protocol{b: b, o: o, legacy: -1} }

@@ -122,13 +122,7 @@ type Backend struct {
 }
 
 // Check parses rawURL as Open does, without contacting the server.
-func Check(rawURL string) error {
-	p, err := Open(rawURL, registry.Options{})
-	if err == nil {
-		p.Close()
-	}
-	return err
-}
+func Check(rawURL string) error { return registry.CheckByOpen(rawURL, Open) }
 
 // Open parses rawURL and makes a client. It does not contact the server:
 // Acquire does.

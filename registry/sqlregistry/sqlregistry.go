@@ -120,13 +120,7 @@ type Backend struct {
 }
 
 // Check parses rawURL as Open does, without contacting the database.
-func Check(rawURL string) error {
-	p, err := Open(rawURL, registry.Options{})
-	if err == nil {
-		p.Close()
-	}
-	return err
-}
+func Check(rawURL string) error { return registry.CheckByOpen(rawURL, Open) }
 
 // Open parses rawURL and opens a connection pool. It does not contact the
 // database.
