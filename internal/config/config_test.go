@@ -267,7 +267,7 @@ func TestConfig_ServiceConfig(t *testing.T) {
 			!(sc.Segment.FailFast == tc.failFast || sc.Segment.FailFast < 0 && tc.failFast < 0) {
 			t.Errorf("%v: max_backward %v, fail_fast %v; want %v, %v", tc.env, sc.MaxBackward, sc.Segment.FailFast, tc.maxBackward, tc.failFast)
 		}
-		if sc.Layout.Name != "twitter" || sc.Segment.MaxStep != 1_000_000 || sc.PersistEvery != time.Second {
+		if sc.Layout.Name != "twitter" || sc.Segment.MaxStep != 1_000_000 || sc.PersistEvery != 400*time.Millisecond {
 			t.Errorf("%+v", sc)
 		}
 	}
