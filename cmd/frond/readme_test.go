@@ -47,7 +47,7 @@ func tourBlocks(t *testing.T) [][2]string {
 // and the outputs the README states are the outputs.
 func TestREADME_Tour(t *testing.T) {
 	dir := t.TempDir()
-	s := mustStart(t, filepath.Join(dir, "data"))
+	s := mustStart(t, filepath.Join(dir, "data"), "--resp-addr", "127.0.0.1:0")
 	// ./frond in the tour is the binary built in the current directory.
 	if err := os.Symlink(binary, filepath.Join(dir, "frond")); err != nil {
 		t.Fatal(err)
@@ -57,6 +57,10 @@ func TestREADME_Tour(t *testing.T) {
 	for _, l := range tourBlocks(t) {
 		line, comment := l[0], l[1]
 		run := strings.ReplaceAll(line, "localhost:8080", addr)
+		if strings.HasPrefix(run, "redis-cli ") {
+			_, port, _ := strings.Cut(s.respAddr(), ":")
+			run = strings.ReplaceAll(run, "-p 6380", "-p "+port)
+		}
 		if strings.HasPrefix(run, "curl ") {
 			run = "curl -fsS " + strings.TrimPrefix(run, "curl ")
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/frond-id/frond"
 	httpapi "github.com/frond-id/frond/api/http"
+	"github.com/frond-id/frond/api/resp"
 	"github.com/frond-id/frond/internal/config"
 	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/service"
@@ -197,10 +198,22 @@ func serve(ctx context.Context, cfg *config.Config, e env) error {
 	}
 	h := httpapi.New(svc, m, httpapi.Options{AdminToken: cfg.AdminToken, Pprof: cfg.Pprof, Logger: log})
 	srv := httpapi.NewHTTPServer(cfg.HTTPAddr, h, log)
+	errc := make(chan error, 2)
+	var rs *resp.Server
+	if cfg.RESPAddr != "" {
+		rln, err := net.Listen("tcp", cfg.RESPAddr)
+		if err != nil {
+			ln.Close()
+			svc.Close(ctx)
+			return fmt.Errorf("resp_addr: %w", err)
+		}
+		rs = resp.New(svc, resp.Options{AdminToken: cfg.AdminToken, Logger: log})
+		go func() { errc <- rs.Serve(rln) }()
+		log.Info("frond listening for the Redis protocol", "addr", rln.Addr().String())
+	}
 	log.Info("frond listening", "addr", ln.Addr().String(), "store", storeName(cfg.Store), "worker", svc.Worker(),
 		"layout", svc.Layout().Name, "data_dir", cfg.DataDir, "startup", time.Since(start).Round(time.Microsecond).String())
 
-	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err = <-errc:
@@ -216,6 +229,9 @@ func serve(ctx context.Context, cfg *config.Config, e env) error {
 	sctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	serr := srv.Shutdown(hctx)
+	if rs != nil {
+		rs.Close()
+	}
 	cerr := svc.Close(sctx)
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil

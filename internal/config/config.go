@@ -38,6 +38,7 @@ type Config struct {
 	Config          string        `koanf:"config"`           // the YAML file read, if any
 	DataDir         string        `koanf:"data_dir"`         // embedded store and worker state
 	HTTPAddr        string        `koanf:"http_addr"`        // HOST:PORT
+	RESPAddr        string        `koanf:"resp_addr"`        // HOST:PORT of the Redis protocol; empty: off
 	Store           string        `koanf:"store"`            // store URL; empty: sqlite in data_dir
 	Registry        string        `koanf:"registry"`         // worker registry URL; "file": in data_dir (docs/registries.md)
 	Layout          string        `koanf:"layout"`           // snowflake layout preset
@@ -104,7 +105,7 @@ type Segment struct {
 // Defaults are the values when nothing is configured.
 func Defaults() map[string]any {
 	return map[string]any{
-		"config": "", "data_dir": "./data", "http_addr": ":8080", "store": "", "registry": "file",
+		"config": "", "data_dir": "./data", "http_addr": ":8080", "resp_addr": "", "store": "", "registry": "file",
 		"layout": "twitter", "node": 0, "admin_token": "", "admin_token_file": "", "pprof": false,
 		"shutdown_timeout": "15s",
 		"log.format":       "text", "log.level": "info",
@@ -123,6 +124,7 @@ var Flags = []struct{ Name, Key, Usage string }{
 	{"config", "config", "YAML configuration file (env FROND_CONFIG)"},
 	{"data-dir", "data_dir", "data directory: embedded store and worker state (env FROND_DATA_DIR)"},
 	{"http-addr", "http_addr", "HTTP listen address HOST:PORT (env FROND_HTTP_ADDR)"},
+	{"resp-addr", "resp_addr", "Redis protocol (RESP) listen address HOST:PORT, off when empty (env FROND_RESP_ADDR; docs/resp.md)"},
 	{"store", "store", "segment store URL, e.g. sqlite:///var/lib/frond/frond.db (default: sqlite in the data directory) (env FROND_STORE)"},
 	{"registry", "registry", "worker registry: file, static:N, static:ordinal, etcd://, zk://, redis://, mysql://, postgres://, sqlite:// (env FROND_REGISTRY; docs/registries.md)"},
 	{"layout", "layout", "snowflake layout: twitter, sonyflake, uid-generator, javascript (env FROND_LAYOUT)"},
@@ -300,6 +302,11 @@ func (c *Config) finish() error {
 	}
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 		return keyErr(fmt.Errorf("%q: %v", c.HTTPAddr, err), "http_addr")
+	}
+	if c.RESPAddr != "" {
+		if _, _, err := net.SplitHostPort(c.RESPAddr); err != nil {
+			return keyErr(fmt.Errorf("%q: %v", c.RESPAddr, err), "resp_addr")
+		}
 	}
 	if err := checkStores(c.Store); err != nil {
 		return keyErr(err, "store")

@@ -1,0 +1,423 @@
+package resp
+
+import (
+	"crypto/subtle"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidwall/redcon"
+
+	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/service"
+)
+
+// command is one entry of the command table: its arity (with the name;
+// max -1: any), what COMMAND says of it, and what it does.
+type command struct {
+	min, max int
+	flags    []string
+	summary  string
+	run      func(s *Server, c redcon.Conn, args [][]byte)
+}
+
+// table is the command table (docs/resp.md). Names are lower case.
+func table() map[string]command {
+	return map[string]command{
+		"incr":      {2, 2, []string{"write", "fast"}, "the next segment ID of a tag, as an integer", (*Server).incr},
+		"segment":   {2, 6, []string{"write"}, "SEGMENT tag [COUNT n] [FORM f]: segment IDs", (*Server).segment},
+		"ranges":    {3, 3, []string{"write"}, "RANGES tag n: n segment IDs as [start, end, stride] ranges (end exclusive)", (*Server).ranges},
+		"snowflake": {1, 5, []string{"write", "fast"}, "SNOWFLAKE [COUNT n] [FORM f]: snowflake IDs", (*Server).snowflake},
+		"uuid":      {1, 5, []string{"fast"}, "UUID [VERSION 4|7] [COUNT n]: UUIDs", (*Server).uuid},
+		"serial":    {2, 4, []string{"write"}, "SERIAL name [COUNT n]: business serial numbers", (*Server).serial},
+		"decode":    {2, 4, []string{"readonly", "fast"}, "DECODE id [LAYOUT l]: a snowflake ID's time, node and sequence", (*Server).decode},
+		"info":      {1, 2, []string{"readonly"}, "INFO [section]: server, worker, store, tags", (*Server).info},
+		"ping":      {1, 2, []string{"fast"}, "PING [message]", ping},
+		"echo":      {2, 2, []string{"fast"}, "ECHO message", func(_ *Server, c redcon.Conn, a [][]byte) { c.WriteBulk(a[1]) }},
+		"quit":      {1, 1, []string{"fast"}, "QUIT", func(_ *Server, c redcon.Conn, _ [][]byte) { c.WriteString("OK"); c.Close() }},
+		"hello":     {1, -1, []string{"fast"}, "HELLO [2 [AUTH user token] [SETNAME name]]: RESP2 only", (*Server).hello},
+		"auth":      {2, 3, []string{"fast"}, "AUTH [user] token: the admin token", (*Server).auth},
+		"client":    {2, -1, []string{"fast"}, "CLIENT SETNAME|GETNAME|SETINFO|ID", client},
+		"select":    {2, 2, []string{"fast"}, "SELECT 0: frond has one database", selectDB},
+		"command":   {1, -1, []string{"readonly"}, "COMMAND [COUNT|DOCS|INFO]", (*Server).command},
+		"config":    {3, 3, []string{"readonly"}, "CONFIG GET name: name with an empty value (frond has no Redis parameters)", configGet},
+	}
+}
+
+func sess(c redcon.Conn) *session {
+	if s, ok := c.Context().(*session); ok {
+		return s
+	}
+	s := &session{}
+	c.SetContext(s)
+	return s
+}
+
+// write answers the IDs of a: one ID as an integer (numeric forms) or a
+// bulk string, a COUNT as an array.
+func write(c redcon.Conn, a service.Answer) {
+	numeric := a.Nums != nil
+	if a.Request.Count == 0 {
+		if numeric {
+			c.WriteInt64(a.Nums[0])
+		} else {
+			c.WriteBulkString(a.Strs[0])
+		}
+		return
+	}
+	if numeric {
+		c.WriteArray(len(a.Nums))
+		for _, id := range a.Nums {
+			c.WriteInt64(id)
+		}
+		return
+	}
+	c.WriteArray(len(a.Strs))
+	for _, str := range a.Strs {
+		c.WriteBulkString(str)
+	}
+}
+
+func (s *Server) take(c redcon.Conn, r service.Request) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	a, err := s.svc.Take(ctx, r)
+	if err != nil {
+		writeErr(c, err)
+		return
+	}
+	write(c, a)
+}
+
+func (s *Server) incr(c redcon.Conn, args [][]byte) {
+	s.take(c, service.Request{Kind: service.KindSegment, Name: string(args[1]), Form: service.FormNumber})
+}
+
+func (s *Server) segment(c redcon.Conn, args [][]byte) {
+	opts, err := options(args[2:], "COUNT", "FORM")
+	if err != nil {
+		writeErr(c, err)
+		return
+	}
+	n, err := count(opts)
+	if err != nil {
+		writeErr(c, err)
+		return
+	}
+	s.take(c, service.Request{Kind: service.KindSegment, Name: string(args[1]), Count: n, Form: opts["FORM"]})
+}
+
+func (s *Server) ranges(c redcon.Conn, args [][]byte) {
+	n, err := count(map[string]string{"COUNT": string(args[2])})
+	if err != nil {
+		writeErr(c, err)
+		return
+	}
+	ctx, cancel := s.ctx()
+	defer cancel()
+	a, err := s.svc.Take(ctx, service.Request{Kind: service.KindSegment, Name: string(args[1]), Count: n, Ranges: true})
+	if err != nil {
+		writeErr(c, err)
+		return
+	}
+	c.WriteArray(len(a.Ranges))
+	for _, r := range a.Ranges {
+		c.WriteArray(3)
+		c.WriteInt64(r.Start)
+		c.WriteInt64(r.End)
+		c.WriteInt64(r.Stride)
+	}
+}
+
+func (s *Server) snowflake(c redcon.Conn, args [][]byte) {
+	opts, err := options(args[1:], "COUNT", "FORM")
+	if err != nil {
+		writeErr(c, err)
+		return
+	}
+	n, err := count(opts)
+	if err != nil {
+		writeErr(c, err)
+		return
+	}
+	s.take(c, service.Request{Kind: service.KindSnowflake, Count: n, Form: opts["FORM"]})
+}
+
+func (s *Server) uuid(c redcon.Conn, args [][]byte) {
+	opts, err := options(args[1:], "VERSION", "COUNT")
+	if err != nil {
+		writeErr(c, err)
+		return
+	}
+	n, err := count(opts)
+	if err != nil {
+		writeErr(c, err)
+		return
+	}
+	r := service.Request{Kind: service.KindUUID, Count: n}
+	if v, ok := opts["VERSION"]; ok {
+		if r.Version, err = strconv.Atoi(v); err != nil {
+			writeErr(c, fmt.Errorf("%w: VERSION %q: 4 or 7", frond.ErrInvalidArgument, quote([]byte(v))))
+			return
+		}
+	}
+	s.take(c, r)
+}
+
+func (s *Server) serial(c redcon.Conn, args [][]byte) {
+	opts, err := options(args[2:], "COUNT")
+	if err != nil {
+		writeErr(c, err)
+		return
+	}
+	n, err := count(opts)
+	if err != nil {
+		writeErr(c, err)
+		return
+	}
+	s.take(c, service.Request{Kind: service.KindSerial, Name: string(args[1]), Count: n})
+}
+
+func (s *Server) decode(c redcon.Conn, args [][]byte) {
+	opts, err := options(args[2:], "LAYOUT")
+	if err != nil {
+		writeErr(c, err)
+		return
+	}
+	id, perr := strconv.ParseInt(string(args[1]), 10, 64)
+	if perr != nil || id < 0 {
+		writeErr(c, fmt.Errorf("%w: ID %q: a snowflake ID, a whole number from 0", frond.ErrInvalidArgument, quote(args[1])))
+		return
+	}
+	d, err := s.svc.Decode(id, opts["LAYOUT"])
+	if err != nil {
+		writeErr(c, err)
+		return
+	}
+	c.WriteArray(12)
+	c.WriteBulkString("id")
+	c.WriteInt64(d.ID)
+	c.WriteBulkString("layout")
+	c.WriteBulkString(d.Layout)
+	c.WriteBulkString("time")
+	c.WriteBulkString(d.Time.UTC().Format(time.RFC3339Nano))
+	c.WriteBulkString("tick")
+	c.WriteInt64(d.Tick)
+	c.WriteBulkString("node")
+	c.WriteInt64(d.Node)
+	c.WriteBulkString("sequence")
+	c.WriteInt64(d.Seq)
+}
+
+func (s *Server) info(c redcon.Conn, args [][]byte) {
+	want := ""
+	if len(args) > 1 {
+		want = strings.ToLower(string(args[1]))
+	}
+	var b strings.Builder
+	section := func(name string, lines ...string) {
+		if want != "" && want != "all" && want != "everything" && want != name {
+			return
+		}
+		if b.Len() > 0 {
+			b.WriteString("\r\n")
+		}
+		b.WriteString("# " + strings.ToUpper(name[:1]) + name[1:] + "\r\n")
+		for _, l := range lines {
+			b.WriteString(l + "\r\n")
+		}
+	}
+	section("server", "frond_mode:id service", "redis_version:7.0.0", "resp:2",
+		"connected_clients:"+strconv.FormatInt(s.conns.Load(), 10))
+	w := s.svc.WorkerInfo()
+	section("worker", "worker_id:"+strconv.FormatInt(w.ID, 10), "held:"+flag(w.Held), "issuing:"+flag(w.Issuing),
+		"layout:"+s.svc.Layout().Name)
+	ctx, cancel := s.ctx()
+	defer cancel()
+	ready := s.svc.SegmentReady(ctx)
+	store := []string{"ready:" + flag(ready.Ready)}
+	if ready.Detail != "" {
+		store = append(store, "detail:"+oneLine(ready.Detail))
+	}
+	section("store", store...)
+	var tags []string
+	for _, st := range s.svc.SegmentStats() {
+		tags = append(tags, fmt.Sprintf("%s:step=%d,loads=%d,next_ready=%s,horizon_seconds=%d",
+			st.Tag, st.Step, st.Loads, flag(st.NextReady), int64(st.Horizon.Seconds())))
+	}
+	section("tags", tags...)
+	c.WriteBulkString(b.String())
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+func oneLine(s string) string { return strings.NewReplacer("\r", " ", "\n", " ").Replace(s) }
+
+func ping(_ *Server, c redcon.Conn, args [][]byte) {
+	if len(args) > 1 {
+		c.WriteBulk(args[1])
+		return
+	}
+	c.WriteString("PONG")
+}
+
+// hello answers HELLO: RESP2 only (a client asking for 3 gets NOPROTO, as
+// from a Redis that does not speak it, and goes on in RESP2).
+func (s *Server) hello(c redcon.Conn, args [][]byte) {
+	if len(args) > 1 {
+		if v := string(args[1]); v != "2" {
+			c.WriteError("NOPROTO unsupported protocol version: frond speaks RESP2")
+			return
+		}
+	}
+	for i := 2; i < len(args); i++ {
+		switch strings.ToUpper(string(args[i])) {
+		case "AUTH":
+			if i+2 >= len(args) {
+				c.WriteError("ERR syntax error in HELLO option 'AUTH'")
+				return
+			}
+			if !s.checkToken(args[i+2]) {
+				c.WriteError("WRONGPASS invalid admin token")
+				return
+			}
+			sess(c).authed = true
+			i += 2
+		case "SETNAME":
+			if i+1 >= len(args) {
+				c.WriteError("ERR syntax error in HELLO option 'SETNAME'")
+				return
+			}
+			sess(c).name = string(args[i+1])
+			i++
+		default:
+			c.WriteError(fmt.Sprintf("ERR syntax error in HELLO option '%s'", quote(args[i])))
+			return
+		}
+	}
+	c.WriteArray(14)
+	for _, kv := range [][2]string{{"server", "frond"}, {"version", "7.0.0"}, {"mode", "standalone"}, {"role", "master"}} {
+		c.WriteBulkString(kv[0])
+		c.WriteBulkString(kv[1])
+	}
+	c.WriteBulkString("proto")
+	c.WriteInt(2)
+	c.WriteBulkString("id")
+	c.WriteInt64(0)
+	c.WriteBulkString("modules")
+	c.WriteArray(0)
+}
+
+func (s *Server) checkToken(t []byte) bool {
+	return s.o.AdminToken == "" || subtle.ConstantTimeCompare(t, []byte(s.o.AdminToken)) == 1
+}
+
+func (s *Server) auth(c redcon.Conn, args [][]byte) {
+	if !s.checkToken(args[len(args)-1]) {
+		c.WriteError("WRONGPASS invalid admin token")
+		return
+	}
+	sess(c).authed = true
+	c.WriteString("OK")
+}
+
+func client(_ *Server, c redcon.Conn, args [][]byte) {
+	switch strings.ToUpper(string(args[1])) {
+	case "SETNAME":
+		if len(args) != 3 {
+			c.WriteError("ERR wrong number of arguments for 'client|setname' command")
+			return
+		}
+		sess(c).name = string(args[2])
+		c.WriteString("OK")
+	case "GETNAME":
+		if n := sess(c).name; n != "" {
+			c.WriteBulkString(n)
+		} else {
+			c.WriteNull()
+		}
+	case "SETINFO": // client libraries announce themselves
+		c.WriteString("OK")
+	case "ID":
+		c.WriteInt(0)
+	default:
+		c.WriteError(fmt.Sprintf("ERR unknown subcommand '%s'", quote(args[1])))
+	}
+}
+
+func selectDB(_ *Server, c redcon.Conn, args [][]byte) {
+	if string(args[1]) != "0" {
+		c.WriteError("ERR DB index is out of range: frond has one database, 0")
+		return
+	}
+	c.WriteString("OK")
+}
+
+// commandCmd answers COMMAND enough for redis-cli and client libraries:
+// the command table with arities and flags; DOCS with the summaries.
+func (s *Server) command(c redcon.Conn, args [][]byte) {
+	sub := ""
+	if len(args) > 1 {
+		sub = strings.ToUpper(string(args[1]))
+	}
+	switch sub {
+	case "COUNT":
+		c.WriteInt(len(s.cmds))
+	case "DOCS":
+		c.WriteArray(2 * len(s.cmds))
+		for _, name := range s.names() {
+			c.WriteBulkString(name)
+			c.WriteArray(2)
+			c.WriteBulkString("summary")
+			c.WriteBulkString(s.cmds[name].summary)
+		}
+	case "", "INFO":
+		c.WriteArray(len(s.cmds))
+		for _, name := range s.names() {
+			cmd := s.cmds[name]
+			arity := cmd.min
+			if cmd.max != cmd.min {
+				arity = -cmd.min
+			}
+			c.WriteArray(6)
+			c.WriteBulkString(name)
+			c.WriteInt(arity)
+			c.WriteArray(len(cmd.flags))
+			for _, f := range cmd.flags {
+				c.WriteString(f)
+			}
+			first := 0
+			if name == "incr" || name == "segment" || name == "ranges" {
+				first = 1
+			}
+			c.WriteInt(first)
+			c.WriteInt(first)
+			c.WriteInt(first)
+		}
+	default:
+		c.WriteError(fmt.Sprintf("ERR unknown subcommand '%s'", quote(args[1])))
+	}
+}
+
+func (s *Server) names() []string { return slices.Sorted(maps.Keys(s.cmds)) }
+
+// configGet answers CONFIG GET name with name and an empty value: frond
+// has no Redis parameters, and tools such as redis-benchmark ask for some
+// (save, appendonly) before they start.
+func configGet(_ *Server, c redcon.Conn, args [][]byte) {
+	if !strings.EqualFold(string(args[1]), "get") {
+		c.WriteError(fmt.Sprintf("ERR unknown subcommand '%s'", quote(args[1])))
+		return
+	}
+	c.WriteArray(2)
+	c.WriteBulk(args[2])
+	c.WriteBulkString("")
+}

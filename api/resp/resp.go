@@ -1,0 +1,239 @@
+// Package resp serves frond over the Redis protocol (RESP2), through
+// redcon: any Redis client is a frond client. `INCR order` is the next
+// segment ID of tag order; docs/resp.md has the whole command table.
+//
+// Every command that issues IDs builds a service.Request and calls
+// service.Take, which checks the whole request before it takes an ID: a
+// refused command takes none. Errors are RESP errors whose first word is
+// frond's stable error code in capitals (-TAG_NOT_FOUND ...); an unknown
+// command or a wrong number of arguments is Redis's -ERR.
+//
+// Pipelining keeps order (redcon answers the commands of a read in order).
+// A request larger than Options.MaxRequest, or a malformed one, closes that
+// connection only; connections beyond Options.MaxConns are refused with
+// Redis's own message.
+package resp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tidwall/redcon"
+
+	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/service"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxConns   = 10_000
+	DefaultMaxRequest = 1 << 20
+	DefaultTimeout    = 10 * time.Second
+)
+
+// Options configure a Server. The zero value of each field means its
+// default.
+type Options struct {
+	// AdminToken, when set, is what AUTH must give. ID commands need no
+	// authentication, as on HTTP.
+	AdminToken string
+	// MaxConns bounds the open connections (DefaultMaxConns).
+	MaxConns int
+	// MaxRequest bounds the bytes of one command (DefaultMaxRequest).
+	MaxRequest int
+	// Timeout bounds one command that waits for the store (DefaultTimeout).
+	Timeout time.Duration
+	// Logger receives connection errors; nil discards them.
+	Logger *slog.Logger
+}
+
+// Server is the RESP front end.
+type Server struct {
+	svc   *service.Service
+	o     Options
+	cmds  map[string]command
+	rs    *redcon.Server
+	conns atomic.Int64
+	once  sync.Once
+}
+
+// New returns a server of svc.
+func New(svc *service.Service, o Options) *Server {
+	if o.MaxConns <= 0 {
+		o.MaxConns = DefaultMaxConns
+	}
+	if o.MaxRequest <= 0 {
+		o.MaxRequest = DefaultMaxRequest
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{svc: svc, o: o, cmds: table()}
+	s.rs = redcon.NewServerNetwork("tcp", "", s.handle, s.accept, s.closed)
+	return s
+}
+
+// Serve answers the connections of ln until Close.
+func (s *Server) Serve(ln net.Listener) error {
+	return s.rs.Serve(limitListener{ln, s.o.MaxRequest})
+}
+
+// Close stops accepting and closes every connection (a command in progress
+// finishes first).
+func (s *Server) Close() error {
+	var err error
+	s.once.Do(func() { err = s.rs.Close() })
+	return err
+}
+
+// session is a connection's state.
+type session struct {
+	name   string
+	authed bool
+}
+
+func (s *Server) accept(c redcon.Conn) bool {
+	if s.conns.Add(1) > int64(s.o.MaxConns) {
+		s.conns.Add(-1)
+		c.NetConn().Write([]byte("-ERR max number of clients reached\r\n"))
+		return false
+	}
+	c.SetContext(&session{})
+	return true
+}
+
+func (s *Server) closed(c redcon.Conn, err error) {
+	s.conns.Add(-1)
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		s.o.Logger.Debug("resp connection closed", "remote", c.RemoteAddr(), "err", err)
+	}
+}
+
+// limitListener wraps each connection so that one command cannot make the
+// server buffer more than max bytes.
+type limitListener struct {
+	net.Listener
+	max int
+}
+
+func (l limitListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &limitConn{Conn: c, max: l.max}, nil
+}
+
+// errTooLarge ends a connection whose command is too large.
+var errTooLarge = errors.New("request too large")
+
+// limitConn counts the bytes read since the last command was handled.
+type limitConn struct {
+	net.Conn
+	max  int
+	read atomic.Int64
+}
+
+func (c *limitConn) Read(p []byte) (int, error) {
+	if c.read.Load() > int64(c.max) {
+		return 0, errTooLarge
+	}
+	n, err := c.Conn.Read(p)
+	c.read.Add(int64(n))
+	return n, err
+}
+
+// handled resets the count: the bytes read so far made whole commands.
+func (c *limitConn) handled() { c.read.Store(0) }
+
+func (s *Server) handle(c redcon.Conn, cmd redcon.Command) {
+	if lc, ok := c.NetConn().(*limitConn); ok {
+		lc.handled()
+	}
+	name := strings.ToLower(string(cmd.Args[0]))
+	h, ok := s.cmds[name]
+	if !ok {
+		c.WriteError(fmt.Sprintf("ERR unknown command '%s'", quote(cmd.Args[0])))
+		return
+	}
+	if n := len(cmd.Args); n < h.min || h.max >= 0 && n > h.max {
+		c.WriteError(fmt.Sprintf("ERR wrong number of arguments for '%s' command", name))
+		return
+	}
+	h.run(s, c, cmd.Args)
+}
+
+// quote cuts a client's input for an error message.
+func quote(b []byte) string {
+	if len(b) > 40 {
+		b = b[:40]
+	}
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return '?'
+		}
+		return r
+	}, string(b))
+}
+
+// writeErr writes err as a RESP error whose first word is its code.
+func writeErr(c redcon.Conn, err error) {
+	code := service.Code(err)
+	msg := strings.NewReplacer("\r", " ", "\n", " ").Replace(err.Error())
+	c.WriteError(strings.ToUpper(code) + " " + msg)
+}
+
+// ctx bounds one command.
+func (s *Server) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), s.o.Timeout)
+}
+
+// options reads NAME value pairs after the fixed arguments: COUNT n, FORM f,
+// VERSION v, LAYOUT l.
+func options(args [][]byte, allowed ...string) (map[string]string, error) {
+	if len(args)%2 != 0 {
+		return nil, fmt.Errorf("%w: options come in pairs (%s value)", frond.ErrInvalidArgument, strings.Join(allowed, ", "))
+	}
+	out := map[string]string{}
+	for i := 0; i < len(args); i += 2 {
+		k := strings.ToUpper(string(args[i]))
+		if !contains(allowed, k) {
+			return nil, fmt.Errorf("%w: option %q: %s", frond.ErrInvalidArgument, quote(args[i]), strings.Join(allowed, ", "))
+		}
+		out[k] = string(args[i+1])
+	}
+	return out, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// count parses COUNT: a whole number from 1; 0 when absent.
+func count(opts map[string]string) (int64, error) {
+	v, ok := opts["COUNT"]
+	if !ok {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 1 || strconv.FormatInt(n, 10) != v {
+		return 0, fmt.Errorf("%w: COUNT %q: a whole number from 1", frond.ErrInvalidArgument, quote([]byte(v)))
+	}
+	return n, nil
+}

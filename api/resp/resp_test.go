@@ -1,0 +1,272 @@
+package resp
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/registry/file"
+	"github.com/frond-id/frond/segment"
+	"github.com/frond-id/frond/service"
+	"github.com/frond-id/frond/store/memstore"
+)
+
+var bg = context.Background()
+
+// start serves a service with tag "order" (step 1000) over RESP and returns
+// its address.
+func start(t *testing.T, o Options) (string, *service.Service) {
+	t.Helper()
+	reg, err := file.Open(t.TempDir(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := memstore.New(nil)
+	svc, err := service.New(bg, service.Config{PersistEvery: time.Hour, Segment: segment.Settings{FixedStep: true}}, st, reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Close(bg) })
+	if _, err := svc.CreateTag(bg, frond.Tag{Name: "order", MaxID: 1, Step: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(svc, o)
+	go s.Serve(ln)
+	t.Cleanup(func() { s.Close() })
+	return ln.Addr().String(), svc
+}
+
+func dial(t *testing.T, addr string) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// go-redis, as a user would call it, for every command.
+func TestServer_GoRedis(t *testing.T) {
+	addr, _ := start(t, Options{})
+	c := dial(t, addr)
+	for want := int64(1); want <= 3; want++ {
+		if got, err := c.Incr(bg, "order").Result(); err != nil || got != want {
+			t.Fatalf("INCR order = %d, %v; want %d", got, err, want)
+		}
+	}
+	ids, err := c.Do(bg, "SEGMENT", "order", "COUNT", "3").Int64Slice()
+	if err != nil || len(ids) != 3 || ids[0] != 4 || ids[2] != 6 {
+		t.Fatalf("SEGMENT order COUNT 3 = %v, %v", ids, err)
+	}
+	if id, err := c.Do(bg, "SEGMENT", "order").Int64(); err != nil || id != 7 {
+		t.Fatalf("SEGMENT order = %d, %v", id, err)
+	}
+	if s, err := c.Do(bg, "SEGMENT", "order", "FORM", "base62").Text(); err != nil || s == "" {
+		t.Fatalf("SEGMENT order FORM base62 = %q, %v", s, err)
+	}
+	rs, err := c.Do(bg, "RANGES", "order", "1500").Slice()
+	if err != nil || len(rs) < 1 {
+		t.Fatalf("RANGES order 1500 = %v, %v", rs, err)
+	}
+	total := int64(0)
+	for _, r := range rs {
+		f := r.([]any)
+		total += (f[1].(int64) - f[0].(int64)) / f[2].(int64)
+	}
+	if total != 1500 {
+		t.Fatalf("RANGES order 1500 covers %d IDs: %v", total, rs)
+	}
+	sf, err := c.Do(bg, "SNOWFLAKE").Int64()
+	if err != nil || sf <= 0 {
+		t.Fatalf("SNOWFLAKE = %d, %v", sf, err)
+	}
+	sfs, err := c.Do(bg, "SNOWFLAKE", "COUNT", "5").Int64Slice()
+	if err != nil || len(sfs) != 5 || sfs[0] <= sf {
+		t.Fatalf("SNOWFLAKE COUNT 5 = %v, %v", sfs, err)
+	}
+	d, err := c.Do(bg, "DECODE", sfs[0]).Slice()
+	if err != nil || len(d) != 12 || d[8] != "node" || d[9] != int64(3) {
+		t.Fatalf("DECODE = %v, %v", d, err)
+	}
+	if u, err := c.Do(bg, "UUID", "VERSION", "7").Text(); err != nil || len(u) != 36 || u[14] != '7' {
+		t.Fatalf("UUID VERSION 7 = %q, %v", u, err)
+	}
+	if us, err := c.Do(bg, "UUID", "COUNT", "2").StringSlice(); err != nil || len(us) != 2 {
+		t.Fatalf("UUID COUNT 2 = %v, %v", us, err)
+	}
+	if p, err := c.Ping(bg).Result(); err != nil || p != "PONG" {
+		t.Fatalf("PING = %q, %v", p, err)
+	}
+	if e, err := c.Echo(bg, "hi").Result(); err != nil || e != "hi" {
+		t.Fatalf("ECHO = %q, %v", e, err)
+	}
+	info, err := c.Info(bg).Result()
+	if err != nil || !strings.Contains(info, "# Worker") || !strings.Contains(info, "worker_id:3") || !strings.Contains(info, "order:step=") {
+		t.Fatalf("INFO = %q, %v", info, err)
+	}
+	if err := c.Do(bg, "CLIENT", "SETNAME", "app").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.Do(bg, "CLIENT", "GETNAME").Text(); err != nil || n != "app" {
+		t.Fatalf("CLIENT GETNAME = %q, %v", n, err)
+	}
+	if n, err := c.Do(bg, "COMMAND", "COUNT").Int(); err != nil || n < 10 {
+		t.Fatalf("COMMAND COUNT = %d, %v", n, err)
+	}
+}
+
+// Errors: the stable code first; a refused command takes no ID.
+func TestServer_Errors(t *testing.T) {
+	addr, _ := start(t, Options{})
+	c := dial(t, addr)
+	for _, tc := range []struct {
+		args []any
+		code string
+	}{
+		{[]any{"INCR", "nope"}, "TAG_NOT_FOUND "},
+		{[]any{"INCR", "a b"}, "INVALID_ARGUMENT "},
+		{[]any{"SEGMENT", "order", "COUNT", "0"}, "INVALID_ARGUMENT "},
+		{[]any{"SEGMENT", "order", "COUNT", "+5"}, "INVALID_ARGUMENT "},
+		{[]any{"SEGMENT", "order", "COUNT", "500", "FORM", "bogus"}, "INVALID_ARGUMENT "},
+		{[]any{"SEGMENT", "order", "COUNT", "1000001"}, "INVALID_ARGUMENT "},
+		{[]any{"SEGMENT", "order", "COLOR", "red"}, "INVALID_ARGUMENT "},
+		{[]any{"SNOWFLAKE", "COUNT", "1000", "FORM", "bogus"}, "INVALID_ARGUMENT "},
+		{[]any{"UUID", "VERSION", "5"}, "INVALID_ARGUMENT "},
+		{[]any{"SERIAL", "pay"}, "SERIAL_NOT_FOUND "},
+		{[]any{"DECODE", "-1"}, "INVALID_ARGUMENT "},
+		{[]any{"DECODE", "1", "LAYOUT", "nope"}, "INVALID_ARGUMENT "},
+		{[]any{"INCR"}, "ERR wrong number of arguments"},
+		{[]any{"GET", "order"}, "ERR unknown command 'GET'"},
+		{[]any{"SELECT", "1"}, "ERR DB index"},
+		{[]any{"HELLO", "3"}, "NOPROTO "},
+	} {
+		err := c.Do(bg, tc.args...).Err()
+		if err == nil || !strings.HasPrefix(err.Error(), tc.code) {
+			t.Errorf("%v: %v, want an error starting %q", tc.args, err, tc.code)
+		}
+	}
+	if id, err := c.Incr(bg, "order").Result(); err != nil || id != 1 {
+		t.Fatalf("INCR order after the refused commands = %d, %v; want 1 (nothing taken)", id, err)
+	}
+}
+
+// A pipeline keeps order.
+func TestServer_Pipeline(t *testing.T) {
+	addr, _ := start(t, Options{})
+	c := dial(t, addr)
+	p := c.Pipeline()
+	cmds := make([]*redis.IntCmd, 200)
+	for i := range cmds {
+		cmds[i] = p.Incr(bg, "order")
+	}
+	if _, err := p.Exec(bg); err != nil {
+		t.Fatal(err)
+	}
+	for i, cmd := range cmds {
+		if cmd.Val() != int64(i+1) {
+			t.Fatalf("reply %d = %d, want %d", i, cmd.Val(), i+1)
+		}
+	}
+}
+
+// AUTH takes the admin token.
+func TestServer_Auth(t *testing.T) {
+	addr, _ := start(t, Options{AdminToken: "s3cret"})
+	c := dial(t, addr)
+	if err := c.Do(bg, "AUTH", "wrong").Err(); err == nil || !strings.HasPrefix(err.Error(), "WRONGPASS") {
+		t.Fatalf("AUTH wrong: %v", err)
+	}
+	if err := c.Do(bg, "AUTH", "s3cret").Err(); err != nil {
+		t.Fatal(err)
+	}
+	authed := redis.NewClient(&redis.Options{Addr: addr, Password: "s3cret"})
+	defer authed.Close()
+	if _, err := authed.Incr(bg, "order").Result(); err != nil {
+		t.Fatalf("a client configured with the token: %v", err)
+	}
+}
+
+// An oversized or malformed request closes its connection only; the
+// connections beyond MaxConns are refused.
+func TestServer_Limits(t *testing.T) {
+	addr, _ := start(t, Options{MaxRequest: 64 << 10, MaxConns: 3})
+	big, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer big.Close()
+	big.Write([]byte("*2\r\n$4\r\nINCR\r\n$1000000\r\n"))
+	chunk := []byte(strings.Repeat("x", 32<<10))
+	for range 8 {
+		if _, err := big.Write(chunk); err != nil {
+			break
+		}
+	}
+	big.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := bufio.NewReader(big).ReadString('\n'); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("an oversized request: %v; want the connection closed", err)
+	}
+
+	bad, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bad.Close()
+	bad.Write([]byte("*1\r\n$x\r\n"))
+	bad.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if line, err := bufio.NewReader(bad).ReadString('\n'); err != nil || !strings.HasPrefix(line, "-ERR") {
+		t.Fatalf("malformed request: %q, %v", line, err)
+	}
+
+	c := dial(t, addr)
+	if err := c.Ping(bg).Err(); err != nil {
+		t.Fatalf("another connection after the bad ones: %v", err)
+	}
+	var held []net.Conn
+	defer func() {
+		for _, h := range held {
+			h.Close()
+		}
+	}()
+	for range 3 {
+		h, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, h)
+	}
+	last := held[len(held)-1]
+	last.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if line, _ := bufio.NewReader(last).ReadString('\n'); !strings.Contains(line, "max number of clients") {
+		t.Fatalf("a connection beyond MaxConns: %q", line)
+	}
+}
+
+// COUNT is a whole number from 1, written plainly: nothing else is read
+// as one.
+func FuzzCount(f *testing.F) {
+	for _, s := range []string{"1", "10", "0", "-1", "+5", " 5", "05", "1e3", "", "9223372036854775808"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		n, err := count(map[string]string{"COUNT": raw})
+		v, perr := strconv.ParseInt(raw, 10, 64)
+		ok := perr == nil && v >= 1 && strconv.FormatInt(v, 10) == raw
+		if ok != (err == nil) || ok && n != v {
+			t.Fatalf("count(%q) = %d, %v", raw, n, err)
+		}
+		if _, err := options([][]byte{[]byte("COUNT"), []byte(raw)}, "COUNT"); err != nil {
+			t.Fatalf("options(COUNT %q): %v", raw, err)
+		}
+	})
+}
