@@ -97,17 +97,24 @@ func (s *Server) incr(c redcon.Conn, args [][]byte) {
 }
 
 func (s *Server) segment(c redcon.Conn, args [][]byte) {
-	opts, err := options(args[2:], "COUNT", "FORM")
+	if opts, n, ok := countOptions(c, args[2:], "COUNT", "FORM"); ok {
+		s.take(c, service.Request{Kind: service.KindSegment, Name: string(args[1]), Count: n, Form: opts["FORM"]})
+	}
+}
+
+// countOptions reads the options of args (see options) with COUNT among
+// them; it answers the error itself and reports false.
+func countOptions(c redcon.Conn, args [][]byte, allowed ...string) (map[string]string, int64, bool) {
+	opts, err := options(args, allowed...)
+	var n int64
+	if err == nil {
+		n, err = count(opts)
+	}
 	if err != nil {
 		writeErr(c, err)
-		return
+		return nil, 0, false
 	}
-	n, err := count(opts)
-	if err != nil {
-		writeErr(c, err)
-		return
-	}
-	s.take(c, service.Request{Kind: service.KindSegment, Name: string(args[1]), Count: n, Form: opts["FORM"]})
+	return opts, n, true
 }
 
 func (s *Server) ranges(c redcon.Conn, args [][]byte) {
@@ -133,32 +140,19 @@ func (s *Server) ranges(c redcon.Conn, args [][]byte) {
 }
 
 func (s *Server) snowflake(c redcon.Conn, args [][]byte) {
-	opts, err := options(args[1:], "COUNT", "FORM")
-	if err != nil {
-		writeErr(c, err)
-		return
+	if opts, n, ok := countOptions(c, args[1:], "COUNT", "FORM"); ok {
+		s.take(c, service.Request{Kind: service.KindSnowflake, Count: n, Form: opts["FORM"]})
 	}
-	n, err := count(opts)
-	if err != nil {
-		writeErr(c, err)
-		return
-	}
-	s.take(c, service.Request{Kind: service.KindSnowflake, Count: n, Form: opts["FORM"]})
 }
 
 func (s *Server) uuid(c redcon.Conn, args [][]byte) {
-	opts, err := options(args[1:], "VERSION", "COUNT")
-	if err != nil {
-		writeErr(c, err)
-		return
-	}
-	n, err := count(opts)
-	if err != nil {
-		writeErr(c, err)
+	opts, n, ok := countOptions(c, args[1:], "VERSION", "COUNT")
+	if !ok {
 		return
 	}
 	r := service.Request{Kind: service.KindUUID, Count: n}
 	if v, ok := opts["VERSION"]; ok {
+		var err error
 		if r.Version, err = strconv.Atoi(v); err != nil {
 			writeErr(c, fmt.Errorf("%w: VERSION %q: 4 or 7", frond.ErrInvalidArgument, quote([]byte(v))))
 			return
@@ -168,17 +162,9 @@ func (s *Server) uuid(c redcon.Conn, args [][]byte) {
 }
 
 func (s *Server) serial(c redcon.Conn, args [][]byte) {
-	opts, err := options(args[2:], "COUNT")
-	if err != nil {
-		writeErr(c, err)
-		return
+	if _, n, ok := countOptions(c, args[2:], "COUNT"); ok {
+		s.take(c, service.Request{Kind: service.KindSerial, Name: string(args[1]), Count: n})
 	}
-	n, err := count(opts)
-	if err != nil {
-		writeErr(c, err)
-		return
-	}
-	s.take(c, service.Request{Kind: service.KindSerial, Name: string(args[1]), Count: n})
 }
 
 func (s *Server) decode(c redcon.Conn, args [][]byte) {
