@@ -43,7 +43,9 @@ func (f *fake) Save(ctx context.Context, last time.Time) error {
 
 func (f *fake) Close() error { return nil }
 
-func setup(t *testing.T) (*fake, *testclock.Clock, func() *Registry) {
+// setup makes a fake registry, a clock and a function that starts a node
+// on one data directory; wrap, if given, wraps the fake first.
+func setup(t *testing.T, wrap ...func(*fake) frond.WorkerRegistry) (*fake, *testclock.Clock, func() *Registry) {
 	clk := testclock.New(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 	path := filepath.Join(t.TempDir(), File)
 	f := &fake{id: 9}
@@ -56,7 +58,11 @@ func setup(t *testing.T) (*fake, *testclock.Clock, func() *Registry) {
 		if prev != nil {
 			prev.lock.Unlock()
 		}
-		r, err := New(f, path, "etcd://x as 10.0.0.1:8080", o)
+		var inner frond.WorkerRegistry = f
+		for _, w := range wrap {
+			inner = w(f)
+		}
+		r, err := New(inner, path, "etcd://x as 10.0.0.1:8080", o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -259,14 +265,8 @@ func (resuming) Resume(string, int64) {}
 // With such a registry, an outage at run time is ridden out up to the
 // confirmed time + RecycleAfter, as from the record after a restart.
 func TestRegistry_OutageAtRunTimeProtocol(t *testing.T) {
-	clk := testclock.New(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
-	f := &fake{id: 9}
-	o := registry.Options{RecycleAfter: time.Minute, Now: func() time.Time { return time.Unix(0, clk.Now()) }}
-	r, err := New(resuming{f}, filepath.Join(t.TempDir(), File), "etcd://x as 10.0.0.1:8080", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	f, clk, open := setup(t, func(f *fake) frond.WorkerRegistry { return resuming{f} })
+	r := open()
 	now := time.Unix(0, clk.Now())
 	if _, err := r.Acquire(bg, 1023); err != nil {
 		t.Fatal(err)
