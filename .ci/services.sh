@@ -112,3 +112,16 @@ CFG
   export FROND_TEST_ZK_SERVERS="127.0.0.1:2181"
   echo "ZooKeeper: $(zk_srvr | head -1)"
 }
+
+# The clients the end-to-end tests drive and the code generator CI checks:
+# redis-cli and redis-benchmark (Debian's redis-tools), protoc (Debian's
+# protobuf-compiler) and grpcurl (built from the Go module proxy, pinned).
+ensure_tools() {
+  command -v redis-benchmark >/dev/null || apt_install redis-tools
+  command -v protoc >/dev/null || apt_install protobuf-compiler
+  local gobin
+  gobin="$(go env GOPATH)/bin"
+  export PATH="$PATH:$gobin"
+  command -v grpcurl >/dev/null || go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.3
+  echo "tools: $(redis-cli --version), $(protoc --version), grpcurl $(grpcurl -version 2>&1 | awk '{print $2}')"
+}

@@ -145,11 +145,16 @@ func (s *Service) Peek(ctx context.Context, r *Request) error {
 	return nil
 }
 
-// Take checks r (see Check) and only then takes its IDs. IDs of a batch
-// that fails part-way are valid and unique, but are not answered: a client
-// that gets an error does not use them, and they are skipped.
+// Take checks r (see Check) and only then takes its IDs; a request whose
+// ctx has already ended (a caller's deadline passed) takes none. IDs of a
+// batch that fails part-way, or whose caller goes away while it waits for
+// the store, are valid and unique but are not answered: they are skipped,
+// never handed to anyone else.
 func (s *Service) Take(ctx context.Context, r Request) (Answer, error) {
 	if err := s.Check(&r); err != nil {
+		return Answer{}, err
+	}
+	if err := ctx.Err(); err != nil {
 		return Answer{}, err
 	}
 	a, err := s.take(ctx, r)

@@ -23,7 +23,7 @@ func TestToAPIError_WorkerAndClock(t *testing.T) {
 		{fmt.Errorf("%w: lease expired", frond.ErrWorkerLost), service.CodeWorkerLost, 1},
 	} {
 		e := toAPIError(c.err)
-		if e.status != http.StatusServiceUnavailable || e.code != c.code || e.retry != c.retry || e.msg == c.err.Error() {
+		if e.status != http.StatusServiceUnavailable || e.Code != c.code || e.retry != c.retry || e.Message == c.err.Error() {
 			t.Errorf("toAPIError(%v) = %+v, want 503 %s, Retry-After %d and a hint", c.err, e, c.code, c.retry)
 		}
 	}

@@ -49,7 +49,7 @@ func (s *Server) leafError(w http.ResponseWriter, err error) {
 		w.Header().Set("Retry-After", strconv.Itoa(e.retry))
 	}
 	w.WriteHeader(http.StatusInternalServerError)
-	fmt.Fprintf(w, "error: %s: %s\n", e.code, e.msg)
+	fmt.Fprintf(w, "error: %s: %s\n", e.Code, e.Message)
 }
 
 // leafDecode is Leaf's GET /decodeSnowflakeId?snowflakeId=N: a JSON object of
@@ -79,7 +79,7 @@ func (s *Server) leafDecode(w http.ResponseWriter, r *http.Request) {
 	e := toAPIError(err)
 	s.count(e)
 	writeJSON(w, http.StatusOK, map[string]any{
-		"errorMsg": "snowflake ID could not be decoded: " + e.msg,
-		"error":    map[string]string{"code": e.code, "message": e.msg},
+		"errorMsg": "snowflake ID could not be decoded: " + e.Message,
+		"error":    map[string]string{"code": e.Code, "message": e.Message},
 	})
 }

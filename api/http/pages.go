@@ -50,7 +50,7 @@ func (s *Server) dbPage(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		e := toAPIError(err)
 		s.count(e)
-		data["Error"] = e.msg
+		data["Error"] = e.Message
 		w.WriteHeader(e.status)
 	}
 	pageTmpl.Execute(w, data)

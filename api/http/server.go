@@ -6,13 +6,13 @@
 package httpapi
 
 import (
-	"crypto/subtle"
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
 	"strings"
 	"time"
 
+	"github.com/frond-id/frond/api"
 	"github.com/frond-id/frond/service"
 )
 
@@ -33,19 +33,19 @@ type Options struct {
 // Server is the HTTP handler of a service.
 type Server struct {
 	svc     *service.Service
-	m       *Metrics
+	m       *api.Metrics
 	opts    Options
 	mux     *http.ServeMux
 	started time.Time
 }
 
 // New returns the handler. m may be nil (no /metrics).
-func New(svc *service.Service, m *Metrics, opts Options) *Server {
+func New(svc *service.Service, m *api.Metrics, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{svc: svc, m: m, opts: opts, mux: http.NewServeMux(), started: time.Now()}
-	mux := s.mux
+	mux := routes{s.mux, m}
 	// Leaf's API.
 	mux.HandleFunc("GET /api/segment/get/{key}", s.leafSegment)
 	mux.HandleFunc("GET /api/snowflake/get/{key}", s.leafSnowflake)
@@ -75,17 +75,37 @@ func New(svc *service.Service, m *Metrics, opts Options) *Server {
 	mux.HandleFunc("GET /readyz/segment", s.readyKind(func(r *http.Request) service.KindCheck { return svc.SegmentReady(r.Context()) }))
 	mux.HandleFunc("GET /readyz/snowflake", s.readyKind(func(*http.Request) service.KindCheck { return svc.SnowflakeReady() }))
 	if m != nil {
-		mux.Handle("GET /metrics", m.Handler())
+		mux.HandleFunc("GET /metrics", m.Handler().ServeHTTP)
 	}
 	if opts.Pprof {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		s.mux.HandleFunc("/debug/pprof/", pprof.Index)
+		s.mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		s.mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		s.mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		s.mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
 	mux.HandleFunc("/", s.notFound)
 	return s
+}
+
+// routes registers handlers that count their requests and time them under
+// the route's pattern (frond_requests_total{protocol="http"}).
+type routes struct {
+	mux *http.ServeMux
+	m   *api.Metrics
+}
+
+func (r routes) HandleFunc(pattern string, h http.HandlerFunc) {
+	op := r.m.Op(api.HTTP, pattern)
+	if op == nil {
+		r.mux.HandleFunc(pattern, h)
+		return
+	}
+	r.mux.HandleFunc(pattern, func(w http.ResponseWriter, req *http.Request) {
+		start := time.Now()
+		h(w, req)
+		op.Done(start)
+	})
 }
 
 // ServeHTTP implements http.Handler.
@@ -96,13 +116,12 @@ func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 	if s.opts.AdminToken == "" {
 		return h
 	}
-	want := []byte(s.opts.AdminToken)
 	return func(w http.ResponseWriter, r *http.Request) {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(got), want) != 1 {
+		if !ok || !api.TokenOK(s.opts.AdminToken, got) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="frond admin"`)
-			s.writeError(w, r, &apiError{status: http.StatusUnauthorized, code: codeUnauthorized,
-				msg: "tag administration needs the admin token: send Authorization: Bearer <token>"})
+			s.writeError(w, r, &api.Error{Code: api.CodeUnauthorized,
+				Msg: "tag administration needs the admin token: send Authorization: Bearer <token>"})
 			return
 		}
 		h(w, r)

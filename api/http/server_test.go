@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/api"
 	"github.com/frond-id/frond/internal/testclock"
 	"github.com/frond-id/frond/registry/file"
 	"github.com/frond-id/frond/segment"
@@ -67,7 +68,7 @@ func newFixture(t testing.TB, opts Options, configure ...func(*service.Config)) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := NewMetrics()
+	m := api.NewMetrics()
 	cfg := service.Config{
 		Now: c.Now, PersistEvery: time.Hour,
 		Segment: segment.Settings{FixedStep: true, OnLoad: m.OnLoad, OnEvict: m.OnEvict, FailFast: -1},
@@ -272,7 +273,8 @@ func TestHealthReadyMetrics(t *testing.T) {
 	f.want(f.do("GET", "/metrics", ""), 200,
 		`frond_ids_issued_total{kind="segment",tag="order"} 1`,
 		`frond_ids_issued_total{kind="snowflake",tag=""} 0`,
-		`frond_errors_total{code="tag_not_found"} 1`,
+		`frond_errors_total{code="tag_not_found",protocol="http"} 1`,
+		`frond_requests_total{operation="GET /api/segment/get/{key}",protocol="http"} 2`,
 		`frond_segment_loads_total{result="ok",tag="order"} 1`,
 		`frond_segment_buffer_remaining{tag="order"} 999`,
 		`frond_snowflake_clock_backward_steps_total 0`,

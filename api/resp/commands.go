@@ -1,7 +1,6 @@
 package resp
 
 import (
-	"crypto/subtle"
 	"fmt"
 	"maps"
 	"slices"
@@ -12,6 +11,7 @@ import (
 	"github.com/tidwall/redcon"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/api"
 	"github.com/frond-id/frond/service"
 )
 
@@ -34,6 +34,8 @@ func table() map[string]command {
 		"uuid":      {1, 5, []string{"fast"}, "UUID [VERSION 4|7] [COUNT n]: UUIDs", (*Server).uuid},
 		"serial":    {2, 4, []string{"write"}, "SERIAL name [COUNT n]: business serial numbers", (*Server).serial},
 		"decode":    {2, 4, []string{"readonly", "fast"}, "DECODE id [LAYOUT l]: a snowflake ID's time, node and sequence", (*Server).decode},
+		"tag":       {2, 9, []string{"admin", "write"}, "TAG LIST | GET name | CREATE name STEP s [MAXID m] [DESCRIPTION d] | UPDATE name [STEP s] [MAXID m] [DESCRIPTION d] | DELETE name (admin)", (*Server).tag},
+		"reveal":    {4, 4, []string{"admin", "readonly"}, "REVEAL kind form value: the ID behind a formatted one (admin)", (*Server).reveal},
 		"info":      {1, 2, []string{"readonly"}, "INFO [section]: server, worker, store, tags", (*Server).info},
 		"ping":      {1, 2, []string{"fast"}, "PING [message]", ping},
 		"echo":      {2, 2, []string{"fast"}, "ECHO message", func(_ *Server, c redcon.Conn, a [][]byte) { c.WriteBulk(a[1]) }},
@@ -86,7 +88,7 @@ func (s *Server) take(c redcon.Conn, r service.Request) {
 	defer cancel()
 	a, err := s.svc.Take(ctx, r)
 	if err != nil {
-		writeErr(c, err)
+		s.writeErr(c, err)
 		return
 	}
 	write(c, a)
@@ -97,21 +99,21 @@ func (s *Server) incr(c redcon.Conn, args [][]byte) {
 }
 
 func (s *Server) segment(c redcon.Conn, args [][]byte) {
-	if opts, n, ok := countOptions(c, args[2:], "COUNT", "FORM"); ok {
+	if opts, n, ok := s.countOptions(c, args[2:], "COUNT", "FORM"); ok {
 		s.take(c, service.Request{Kind: service.KindSegment, Name: string(args[1]), Count: n, Form: opts["FORM"]})
 	}
 }
 
 // countOptions reads the options of args (see options) with COUNT among
 // them; it answers the error itself and reports false.
-func countOptions(c redcon.Conn, args [][]byte, allowed ...string) (map[string]string, int64, bool) {
+func (s *Server) countOptions(c redcon.Conn, args [][]byte, allowed ...string) (map[string]string, int64, bool) {
 	opts, err := options(args, allowed...)
 	var n int64
 	if err == nil {
 		n, err = count(opts)
 	}
 	if err != nil {
-		writeErr(c, err)
+		s.writeErr(c, err)
 		return nil, 0, false
 	}
 	return opts, n, true
@@ -120,14 +122,14 @@ func countOptions(c redcon.Conn, args [][]byte, allowed ...string) (map[string]s
 func (s *Server) ranges(c redcon.Conn, args [][]byte) {
 	n, err := count(map[string]string{"COUNT": string(args[2])})
 	if err != nil {
-		writeErr(c, err)
+		s.writeErr(c, err)
 		return
 	}
 	ctx, cancel := s.ctx()
 	defer cancel()
 	a, err := s.svc.Take(ctx, service.Request{Kind: service.KindSegment, Name: string(args[1]), Count: n, Ranges: true})
 	if err != nil {
-		writeErr(c, err)
+		s.writeErr(c, err)
 		return
 	}
 	c.WriteArray(len(a.Ranges))
@@ -140,13 +142,13 @@ func (s *Server) ranges(c redcon.Conn, args [][]byte) {
 }
 
 func (s *Server) snowflake(c redcon.Conn, args [][]byte) {
-	if opts, n, ok := countOptions(c, args[1:], "COUNT", "FORM"); ok {
+	if opts, n, ok := s.countOptions(c, args[1:], "COUNT", "FORM"); ok {
 		s.take(c, service.Request{Kind: service.KindSnowflake, Count: n, Form: opts["FORM"]})
 	}
 }
 
 func (s *Server) uuid(c redcon.Conn, args [][]byte) {
-	opts, n, ok := countOptions(c, args[1:], "VERSION", "COUNT")
+	opts, n, ok := s.countOptions(c, args[1:], "VERSION", "COUNT")
 	if !ok {
 		return
 	}
@@ -154,7 +156,7 @@ func (s *Server) uuid(c redcon.Conn, args [][]byte) {
 	if v, ok := opts["VERSION"]; ok {
 		var err error
 		if r.Version, err = strconv.Atoi(v); err != nil {
-			writeErr(c, fmt.Errorf("%w: VERSION %q: 4 or 7", frond.ErrInvalidArgument, quote([]byte(v))))
+			s.writeErr(c, fmt.Errorf("%w: VERSION %q: 4 or 7", frond.ErrInvalidArgument, quote([]byte(v))))
 			return
 		}
 	}
@@ -162,7 +164,7 @@ func (s *Server) uuid(c redcon.Conn, args [][]byte) {
 }
 
 func (s *Server) serial(c redcon.Conn, args [][]byte) {
-	if _, n, ok := countOptions(c, args[2:], "COUNT"); ok {
+	if _, n, ok := s.countOptions(c, args[2:], "COUNT"); ok {
 		s.take(c, service.Request{Kind: service.KindSerial, Name: string(args[1]), Count: n})
 	}
 }
@@ -170,17 +172,17 @@ func (s *Server) serial(c redcon.Conn, args [][]byte) {
 func (s *Server) decode(c redcon.Conn, args [][]byte) {
 	opts, err := options(args[2:], "LAYOUT")
 	if err != nil {
-		writeErr(c, err)
+		s.writeErr(c, err)
 		return
 	}
 	id, perr := strconv.ParseInt(string(args[1]), 10, 64)
 	if perr != nil || id < 0 {
-		writeErr(c, fmt.Errorf("%w: ID %q: a snowflake ID, a whole number from 0", frond.ErrInvalidArgument, quote(args[1])))
+		s.writeErr(c, fmt.Errorf("%w: ID %q: a snowflake ID, a whole number from 0", frond.ErrInvalidArgument, quote(args[1])))
 		return
 	}
 	d, err := s.svc.Decode(id, opts["LAYOUT"])
 	if err != nil {
-		writeErr(c, err)
+		s.writeErr(c, err)
 		return
 	}
 	c.WriteArray(12)
@@ -302,9 +304,7 @@ func (s *Server) hello(c redcon.Conn, args [][]byte) {
 	c.WriteArray(0)
 }
 
-func (s *Server) checkToken(t []byte) bool {
-	return s.o.AdminToken == "" || subtle.ConstantTimeCompare(t, []byte(s.o.AdminToken)) == 1
-}
+func (s *Server) checkToken(t []byte) bool { return api.TokenOK(s.o.AdminToken, string(t)) }
 
 func (s *Server) auth(c redcon.Conn, args [][]byte) {
 	if !s.checkToken(args[len(args)-1]) {

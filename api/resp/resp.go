@@ -29,6 +29,7 @@ import (
 	"github.com/tidwall/redcon"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/api"
 	"github.com/frond-id/frond/service"
 )
 
@@ -51,6 +52,8 @@ type Options struct {
 	MaxRequest int
 	// Timeout bounds one command that waits for the store (DefaultTimeout).
 	Timeout time.Duration
+	// Metrics, when set, count commands and errors per code.
+	Metrics *api.Metrics
 	// Logger receives connection errors; nil discards them.
 	Logger *slog.Logger
 }
@@ -60,6 +63,7 @@ type Server struct {
 	svc   *service.Service
 	o     Options
 	cmds  map[string]command
+	ops   map[string]*api.Op // by command name; "" for unknown commands
 	rs    *redcon.Server
 	conns atomic.Int64
 	once  sync.Once
@@ -79,7 +83,10 @@ func New(svc *service.Service, o Options) *Server {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{svc: svc, o: o, cmds: table()}
+	s := &Server{svc: svc, o: o, cmds: table(), ops: map[string]*api.Op{"": o.Metrics.Op(api.RESP, "unknown")}}
+	for name := range s.cmds {
+		s.ops[name] = o.Metrics.Op(api.RESP, name)
+	}
 	s.rs = redcon.NewServerNetwork("tcp", "", s.handle, s.accept, s.closed)
 	return s
 }
@@ -161,17 +168,22 @@ func (s *Server) handle(c redcon.Conn, cmd redcon.Command) {
 	if lc, ok := c.NetConn().(*limitConn); ok {
 		lc.handled()
 	}
+	start := time.Now()
 	name := strings.ToLower(string(cmd.Args[0]))
 	h, ok := s.cmds[name]
 	if !ok {
+		s.o.Metrics.Failed(api.RESP, api.CodeNotFound)
+		s.ops[""].Done(start)
 		c.WriteError(fmt.Sprintf("ERR unknown command '%s'", quote(cmd.Args[0])))
 		return
 	}
 	if n := len(cmd.Args); n < h.min || h.max >= 0 && n > h.max {
+		s.o.Metrics.Failed(api.RESP, service.CodeInvalidArgument)
 		c.WriteError(fmt.Sprintf("ERR wrong number of arguments for '%s' command", name))
-		return
+	} else {
+		h.run(s, c, cmd.Args)
 	}
-	h.run(s, c, cmd.Args)
+	s.ops[name].Done(start)
 }
 
 // quote cuts a client's input for an error message.
@@ -187,11 +199,12 @@ func quote(b []byte) string {
 	}, string(b))
 }
 
-// writeErr writes err as a RESP error whose first word is its code.
-func writeErr(c redcon.Conn, err error) {
-	code := service.Code(err)
-	msg := strings.NewReplacer("\r", " ", "\n", " ").Replace(err.Error())
-	c.WriteError(strings.ToUpper(code) + " " + msg)
+// writeErr writes err as a RESP error whose first word is its stable code
+// in capitals, followed by the message and its hint (api.Fail).
+func (s *Server) writeErr(c redcon.Conn, err error) {
+	f := api.Fail(err)
+	s.o.Metrics.Failed(api.RESP, f.Code)
+	c.WriteError(strings.ToUpper(f.Code) + " " + oneLine(f.Message))
 }
 
 // ctx bounds one command.

@@ -270,3 +270,68 @@ func FuzzCount(f *testing.F) {
 		}
 	})
 }
+
+// TAG and REVEAL need AUTH with the admin token first; then they
+// administer tags as the JSON API does.
+func TestServer_Admin(t *testing.T) {
+	addr, svc := start(t, Options{AdminToken: "s3cret"})
+	c := dial(t, addr)
+	if err := c.Do(bg, "TAG", "LIST").Err(); err == nil || !strings.HasPrefix(err.Error(), "UNAUTHORIZED ") {
+		t.Fatalf("TAG LIST without AUTH: %v", err)
+	}
+	if err := c.Do(bg, "TAG", "CREATE", "x", "STEP", "10").Err(); err == nil || !strings.HasPrefix(err.Error(), "UNAUTHORIZED ") {
+		t.Fatalf("TAG CREATE without AUTH: %v", err)
+	}
+	if _, err := svc.Tag(bg, "x"); !errors.Is(err, frond.ErrTagNotFound) {
+		t.Fatalf("a refused TAG CREATE created the tag: %v", err)
+	}
+	// AUTH on one connection admits that connection.
+	conn := c.Conn()
+	defer conn.Close()
+	if err := conn.Do(bg, "AUTH", "s3cret").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := conn.Do(bg, "TAG", "LIST").Slice(); err != nil || len(n) != 1 {
+		t.Fatalf("TAG LIST after AUTH: %v, %v", n, err)
+	}
+
+	a := redis.NewClient(&redis.Options{Addr: addr, Password: "s3cret"})
+	defer a.Close()
+	got, err := a.Do(bg, "TAG", "CREATE", "x", "STEP", "10", "MAXID", "500", "DESCRIPTION", "two words").Slice()
+	if err != nil || len(got) != 10 || got[1] != "x" || got[3] != int64(500) || got[5] != int64(10) || got[7] != "two words" {
+		t.Fatalf("TAG CREATE: %v, %v", got, err)
+	}
+	for _, tc := range []struct {
+		args []any
+		want string
+	}{
+		{[]any{"TAG", "CREATE", "x", "STEP", "10"}, "TAG_EXISTS "},
+		{[]any{"TAG", "CREATE", "y"}, "INVALID_ARGUMENT "},
+		{[]any{"TAG", "CREATE", "y", "STEP", "ten"}, "INVALID_ARGUMENT "},
+		{[]any{"TAG", "CREATE", "y", "STEP", "0"}, "INVALID_ARGUMENT "},
+		{[]any{"TAG", "UPDATE", "x", "MAXID", "2"}, "WOULD_REISSUE "},
+		{[]any{"TAG", "GET", "nope"}, "TAG_NOT_FOUND "},
+		{[]any{"TAG", "DROP", "x"}, "ERR unknown subcommand"},
+		{[]any{"TAG", "GET"}, "ERR wrong number of arguments"},
+		{[]any{"REVEAL", "segment", "opaque", "abc"}, "INVALID_ARGUMENT "},
+	} {
+		if err := a.Do(bg, tc.args...).Err(); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %s...", tc.args, err, tc.want)
+		}
+	}
+	if got, err := a.Do(bg, "TAG", "UPDATE", "x", "STEP", "20").Slice(); err != nil || got[5] != int64(20) {
+		t.Fatalf("TAG UPDATE: %v, %v", got, err)
+	}
+	if got, err := a.Do(bg, "TAG", "GET", "x").Slice(); err != nil || got[5] != int64(20) || got[3] != int64(500) {
+		t.Fatalf("TAG GET: %v, %v", got, err)
+	}
+	if id, err := a.Incr(bg, "x").Result(); err != nil || id != 500 {
+		t.Fatalf("INCR x: %d, %v", id, err)
+	}
+	if err := a.Do(bg, "TAG", "DELETE", "x").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Tag(bg, "x"); !errors.Is(err, frond.ErrTagNotFound) {
+		t.Fatalf("after TAG DELETE: %v", err)
+	}
+}

@@ -47,7 +47,7 @@ func tourBlocks(t *testing.T) [][2]string {
 // and the outputs the README states are the outputs.
 func TestREADME_Tour(t *testing.T) {
 	dir := t.TempDir()
-	s := mustStart(t, filepath.Join(dir, "data"), "--resp-addr", "127.0.0.1:0")
+	s := mustStart(t, filepath.Join(dir, "data"), "--resp-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0")
 	// ./frond in the tour is the binary built in the current directory.
 	if err := os.Symlink(binary, filepath.Join(dir, "frond")); err != nil {
 		t.Fatal(err)
@@ -60,6 +60,9 @@ func TestREADME_Tour(t *testing.T) {
 		if strings.HasPrefix(run, "redis-cli ") {
 			_, port, _ := strings.Cut(s.respAddr(), ":")
 			run = strings.ReplaceAll(run, "-p 6380", "-p "+port)
+		}
+		if strings.HasPrefix(run, "grpcurl ") {
+			run = grpcurlPath(t) + strings.ReplaceAll(strings.TrimPrefix(run, "grpcurl"), "localhost:9090", s.listenAddr("gRPC"))
 		}
 		if strings.HasPrefix(run, "curl ") {
 			run = "curl -fsS " + strings.TrimPrefix(run, "curl ")

@@ -9,14 +9,18 @@ import (
 )
 
 // respAddr is the Redis-protocol address s logged at start.
-func (s *server) respAddr() string {
+func (s *server) respAddr() string { return s.listenAddr("Redis protocol") }
+
+// listenAddr is the address of the listener of protocol ("gRPC", "Redis
+// protocol") that s logged at start.
+func (s *server) listenAddr(protocol string) string {
 	for _, line := range strings.Split(s.log(), "\n") {
 		var rec struct{ Msg, Addr string }
-		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "frond listening for the Redis protocol" {
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "frond listening for "+protocol {
 			return rec.Addr
 		}
 	}
-	s.t.Fatalf("no Redis protocol listener in the log:\n%s", s.log())
+	s.t.Fatalf("no %s listener in the log:\n%s", protocol, s.log())
 	return ""
 }
 

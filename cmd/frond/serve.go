@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -14,8 +12,7 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
-	httpapi "github.com/frond-id/frond/api/http"
-	"github.com/frond-id/frond/api/resp"
+	"github.com/frond-id/frond/api"
 	"github.com/frond-id/frond/internal/config"
 	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/service"
@@ -162,27 +159,28 @@ func serve(ctx context.Context, cfg *config.Config, e env) error {
 	}
 	defer stopClock()
 	// Listen first: the registry knows the node by its port.
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	fes, err := listen(cfg)
 	if err != nil {
 		return err
 	}
+	ln := fes[0].ln
 	store, err := openStores(ctx, cfg.Store, log)
 	if err != nil {
-		ln.Close()
+		closeListeners(fes)
 		return err
 	}
 	reg, err := openRegistry(ctx, cfg, listenPort(ln.Addr()), func() time.Time { return time.Unix(0, clock.Now()) }, log)
 	if err != nil {
-		ln.Close()
+		closeListeners(fes)
 		store.Close()
 		return err
 	}
-	m := httpapi.NewMetrics()
+	m := api.NewMetrics()
 	sc := cfg.ServiceConfig() // validated by config.Load
 	sc.Now, sc.Segment.OnLoad, sc.Segment.OnEvict = clock.Now, m.OnLoad, m.OnEvict
 	svc, err := service.New(ctx, sc, store, reg, log)
 	if err != nil {
-		ln.Close()
+		closeListeners(fes)
 		reg.Close()
 		store.Close()
 		if ctx.Err() != nil {
@@ -194,27 +192,13 @@ func serve(ctx context.Context, cfg *config.Config, e env) error {
 	m.Attach(svc)
 
 	if cfg.AdminToken == "" && !cfg.Loopback() {
-		log.Warn("NO ADMIN TOKEN: anyone who can reach " + cfg.HTTPAddr + " can create, change and delete tags; set --admin-token-file or listen on 127.0.0.1")
+		log.Warn("NO ADMIN TOKEN: anyone who can reach this node can create, change and delete tags; set --admin-token-file or listen on 127.0.0.1 only", "http_addr", cfg.HTTPAddr, "grpc_addr", cfg.GRPCAddr, "resp_addr", cfg.RESPAddr)
 	}
-	h := httpapi.New(svc, m, httpapi.Options{AdminToken: cfg.AdminToken, Pprof: cfg.Pprof, Logger: log})
-	srv := httpapi.NewHTTPServer(cfg.HTTPAddr, h, log)
-	errc := make(chan error, 2)
-	var rs *resp.Server
-	if cfg.RESPAddr != "" {
-		rln, err := net.Listen("tcp", cfg.RESPAddr)
-		if err != nil {
-			ln.Close()
-			svc.Close(ctx)
-			return fmt.Errorf("resp_addr: %w", err)
-		}
-		rs = resp.New(svc, resp.Options{AdminToken: cfg.AdminToken, Logger: log})
-		go func() { errc <- rs.Serve(rln) }()
-		log.Info("frond listening for the Redis protocol", "addr", rln.Addr().String())
-	}
+	errc := make(chan error, len(fes))
+	serveAll(fes, svc, m, cfg, log, errc)
 	log.Info("frond listening", "addr", ln.Addr().String(), "store", storeName(cfg.Store), "worker", svc.Worker(),
 		"layout", svc.Layout().Name, "data_dir", cfg.DataDir, "startup", time.Since(start).Round(time.Microsecond).String())
 
-	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err = <-errc:
 	case <-ctx.Done():
@@ -228,14 +212,8 @@ func serve(ctx context.Context, cfg *config.Config, e env) error {
 	defer hcancel()
 	sctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	serr := srv.Shutdown(hctx)
-	if rs != nil {
-		rs.Close()
-	}
+	serr := stopAll(hctx, fes)
 	cerr := svc.Close(sctx)
-	if errors.Is(err, http.ErrServerClosed) {
-		err = nil
-	}
 	if err = errors.Join(err, serr, cerr); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}

@@ -38,6 +38,7 @@ type Config struct {
 	Config          string        `koanf:"config"`           // the YAML file read, if any
 	DataDir         string        `koanf:"data_dir"`         // embedded store and worker state
 	HTTPAddr        string        `koanf:"http_addr"`        // HOST:PORT
+	GRPCAddr        string        `koanf:"grpc_addr"`        // HOST:PORT of gRPC; empty: off
 	RESPAddr        string        `koanf:"resp_addr"`        // HOST:PORT of the Redis protocol; empty: off
 	Store           string        `koanf:"store"`            // store URL; empty: sqlite in data_dir
 	Registry        string        `koanf:"registry"`         // worker registry URL; "file": in data_dir (docs/registries.md)
@@ -105,7 +106,7 @@ type Segment struct {
 // Defaults are the values when nothing is configured.
 func Defaults() map[string]any {
 	return map[string]any{
-		"config": "", "data_dir": "./data", "http_addr": ":8080", "resp_addr": "", "store": "", "registry": "file",
+		"config": "", "data_dir": "./data", "http_addr": ":8080", "grpc_addr": "", "resp_addr": "", "store": "", "registry": "file",
 		"layout": "twitter", "node": 0, "admin_token": "", "admin_token_file": "", "pprof": false,
 		"shutdown_timeout": "15s",
 		"log.format":       "text", "log.level": "info",
@@ -124,6 +125,7 @@ var Flags = []struct{ Name, Key, Usage string }{
 	{"config", "config", "YAML configuration file (env FROND_CONFIG)"},
 	{"data-dir", "data_dir", "data directory: embedded store and worker state (env FROND_DATA_DIR)"},
 	{"http-addr", "http_addr", "HTTP listen address HOST:PORT (env FROND_HTTP_ADDR)"},
+	{"grpc-addr", "grpc_addr", "gRPC listen address HOST:PORT, off when empty (env FROND_GRPC_ADDR; docs/grpc.md)"},
 	{"resp-addr", "resp_addr", "Redis protocol (RESP) listen address HOST:PORT, off when empty (env FROND_RESP_ADDR; docs/resp.md)"},
 	{"store", "store", "segment store URL, e.g. sqlite:///var/lib/frond/frond.db (default: sqlite in the data directory) (env FROND_STORE)"},
 	{"registry", "registry", "worker registry: file, static:N, static:ordinal, etcd://, zk://, redis://, mysql://, postgres://, sqlite:// (env FROND_REGISTRY; docs/registries.md)"},
@@ -303,9 +305,12 @@ func (c *Config) finish() error {
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 		return keyErr(fmt.Errorf("%q: %v", c.HTTPAddr, err), "http_addr")
 	}
-	if c.RESPAddr != "" {
-		if _, _, err := net.SplitHostPort(c.RESPAddr); err != nil {
-			return keyErr(fmt.Errorf("%q: %v", c.RESPAddr, err), "resp_addr")
+	for _, a := range [][2]string{{"grpc_addr", c.GRPCAddr}, {"resp_addr", c.RESPAddr}} {
+		if a[1] == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(a[1]); err != nil {
+			return keyErr(fmt.Errorf("%q: %v", a[1], err), a[0])
 		}
 	}
 	if err := checkStores(c.Store); err != nil {
@@ -534,9 +539,19 @@ func (c *Config) LogLevel() (slog.Level, error) {
 	return l, err
 }
 
-// Loopback reports whether the HTTP address only accepts local connections.
+// Loopback reports whether every listen address (HTTP, gRPC, RESP) only
+// accepts local connections.
 func (c *Config) Loopback() bool {
-	host, _, _ := net.SplitHostPort(c.HTTPAddr)
+	for _, addr := range []string{c.HTTPAddr, c.GRPCAddr, c.RESPAddr} {
+		if addr != "" && !loopback(addr) {
+			return false
+		}
+	}
+	return true
+}
+
+func loopback(addr string) bool {
+	host, _, _ := net.SplitHostPort(addr)
 	if host == "localhost" {
 		return true
 	}

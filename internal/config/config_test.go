@@ -76,6 +76,8 @@ func TestLoad_Errors(t *testing.T) {
 		"bad duration":        {env: []string{"FROND_SNOWFLAKE__MAX_LEAD=soon"}, want: "max_lead"},
 		"bad layout":          {args: []string{"--layout", "nope"}, want: "no preset"},
 		"bad addr":            {args: []string{"--http-addr", "8080"}, want: "http_addr"},
+		"bad grpc addr":       {args: []string{"--grpc-addr", "9090"}, want: "grpc_addr"},
+		"bad resp addr":       {env: []string{"FROND_RESP_ADDR=nope"}, want: "resp_addr"},
 		"bad log format":      {args: []string{"--log-format", "xml"}, want: "log.format"},
 		"bad log level":       {env: []string{"FROND_LOG__LEVEL=loud"}, want: "log.level"},
 		"negative node":       {args: []string{"--node", "-1"}, want: "node"},
@@ -269,6 +271,26 @@ func TestConfig_ServiceConfig(t *testing.T) {
 		}
 		if sc.Layout.Name != "twitter" || sc.Segment.MaxStep != 1_000_000 || sc.PersistEvery != 400*time.Millisecond {
 			t.Errorf("%+v", sc)
+		}
+	}
+}
+
+// The warning about a missing admin token looks at every listener: the
+// admin operations are reachable over gRPC and RESP too.
+func TestLoopback_EveryListener(t *testing.T) {
+	for _, tc := range []struct {
+		http, grpc, resp string
+		want             bool
+	}{
+		{"127.0.0.1:8080", "", "", true},
+		{"127.0.0.1:8080", "localhost:9090", "[::1]:6380", true},
+		{"127.0.0.1:8080", ":9090", "", false},
+		{"127.0.0.1:8080", "", "0.0.0.0:6380", false},
+		{":8080", "127.0.0.1:9090", "", false},
+	} {
+		c := Config{HTTPAddr: tc.http, GRPCAddr: tc.grpc, RESPAddr: tc.resp}
+		if got := c.Loopback(); got != tc.want {
+			t.Errorf("Loopback(%q, %q, %q) = %v, want %v", tc.http, tc.grpc, tc.resp, got, tc.want)
 		}
 	}
 }

@@ -1,8 +1,9 @@
-package httpapi
+package api
 
 import (
 	"errors"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/frond-id/frond"
@@ -16,20 +17,29 @@ import (
 // keep (IDs issued, buffer contents, clock events) are read at scrape time,
 // so the ID hot path pays nothing for them.
 type Metrics struct {
-	reg     *prometheus.Registry
-	errors  *prometheus.CounterVec
-	loads   *prometheus.CounterVec
-	loadDur *prometheus.HistogramVec
-	svc     *service.Service
+	reg      *prometheus.Registry
+	requests *prometheus.CounterVec
+	errors   *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	loads    *prometheus.CounterVec
+	loadDur  *prometheus.HistogramVec
+	svc      *service.Service
 }
 
 // NewMetrics returns the metrics with their own registry (no globals).
 func NewMetrics() *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "frond_requests_total", Help: "Requests answered, by protocol (http, grpc, resp) and operation (route, method or command).",
+		}, []string{"protocol", "operation"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "frond_errors_total", Help: "Requests that failed, by stable error code.",
-		}, []string{"code"}),
+			Name: "frond_errors_total", Help: "Requests that failed, by protocol and stable error code.",
+		}, []string{"protocol", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "frond_request_duration_seconds", Help: "Time to answer a request, by protocol and operation.",
+			Buckets: []float64{.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"protocol", "operation"}),
 		loads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "frond_segment_loads_total", Help: "Segment store calls, by tag and result (ok or error).",
 		}, []string{"tag", "result"}),
@@ -38,9 +48,58 @@ func NewMetrics() *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}, []string{"tag"}),
 	}
-	m.reg.MustRegister(m.errors, m.loads, m.loadDur,
+	m.reg.MustRegister(m.requests, m.errors, m.latency, m.loads, m.loadDur,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// Protocols, the values of the protocol label.
+const (
+	HTTP = "http"
+	GRPC = "grpc"
+	RESP = "resp"
+)
+
+// Op is the request metrics of one operation of one protocol. Its series
+// are made on its first request (a /metrics page does not list every route
+// of every protocol at zero) and then kept, so that a request pays two
+// atomic adds and no label lookup.
+type Op struct {
+	m                   *Metrics
+	protocol, operation string
+	once                sync.Once
+	requests            prometheus.Counter
+	latency             prometheus.Observer
+}
+
+// Op returns the metrics of an operation. Operations are a fixed set per
+// protocol (routes, methods, commands), never a caller's input. A nil
+// Metrics returns a nil Op, which records nothing.
+func (m *Metrics) Op(protocol, operation string) *Op {
+	if m == nil {
+		return nil
+	}
+	return &Op{m: m, protocol: protocol, operation: operation}
+}
+
+// Done records a request that began at start.
+func (o *Op) Done(start time.Time) {
+	if o == nil {
+		return
+	}
+	o.once.Do(func() {
+		o.requests = o.m.requests.WithLabelValues(o.protocol, o.operation)
+		o.latency = o.m.latency.WithLabelValues(o.protocol, o.operation)
+	})
+	o.requests.Inc()
+	o.latency.Observe(time.Since(start).Seconds())
+}
+
+// Failed counts a failed request of protocol by its stable code.
+func (m *Metrics) Failed(protocol, code string) {
+	if m != nil {
+		m.errors.WithLabelValues(protocol, code).Inc()
+	}
 }
 
 // OnLoad is the segment engine's load hook (segment.Settings.OnLoad). Loads

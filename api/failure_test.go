@@ -1,0 +1,53 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/service"
+)
+
+// One classification for every protocol: the code, the message with its
+// hint, and the retry time.
+func TestFail(t *testing.T) {
+	for _, tc := range []struct {
+		err   error
+		code  string
+		hint  string
+		retry time.Duration
+	}{
+		{fmt.Errorf("load: %w", frond.ErrTagNotFound), service.CodeTagNotFound, "create the tag first", 0},
+		{fmt.Errorf("%w: n", frond.ErrInvalidArgument), service.CodeInvalidArgument, "fix the request", 0},
+		{fmt.Errorf("db: %w", frond.ErrStoreUnavailable), service.CodeStoreUnavailable, "check the segment store", time.Second},
+		{&service.ClockBehindError{Behind: 2300 * time.Millisecond}, service.CodeClockBackwards, "check the clock", 2300 * time.Millisecond},
+		{errors.New("boom"), service.CodeInternal, "report this", 0},
+		{&Error{Code: CodeUnauthorized, Msg: "needs the token"}, CodeUnauthorized, "", 0},
+	} {
+		f := Fail(tc.err)
+		if f.Code != tc.code || !strings.HasPrefix(f.Message, tc.err.Error()) || !strings.Contains(f.Message, tc.hint) || f.RetryAfter != tc.retry {
+			t.Errorf("Fail(%v) = %+v, want code %s, hint %q, retry %v", tc.err, f, tc.code, tc.hint, tc.retry)
+		}
+	}
+	if s := (Failure{RetryAfter: 2300 * time.Millisecond}).RetrySeconds(); s != 3 {
+		t.Errorf("RetrySeconds of 2.3 s = %d, want 3", s)
+	}
+	if s := (Failure{RetryAfter: time.Millisecond}).RetrySeconds(); s != 1 {
+		t.Errorf("RetrySeconds of 1 ms = %d, want 1", s)
+	}
+	if s := (Failure{}).RetrySeconds(); s != 0 {
+		t.Errorf("RetrySeconds of none = %d", s)
+	}
+}
+
+func TestTokenOK(t *testing.T) {
+	if !TokenOK("", "") || !TokenOK("", "anything") {
+		t.Error("no token configured must let everyone in")
+	}
+	if !TokenOK("s3cret", "s3cret") || TokenOK("s3cret", "") || TokenOK("s3cret", "s3cre") || TokenOK("s3cret", "s3cret ") {
+		t.Error("a configured token must match exactly")
+	}
+}

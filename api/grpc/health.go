@@ -1,0 +1,115 @@
+package grpcapi
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+
+	frondv1 "github.com/frond-id/frond/proto/frond/v1"
+	"github.com/frond-id/frond/service"
+)
+
+// The health services: "" and frond.v1.IDService are SERVING when some kind
+// of ID can be served (HTTP's /readyz does not answer 503); "segment" and
+// "snowflake" are each kind's readiness (/readyz/segment, /readyz/snowflake).
+const (
+	HealthSegment   = service.KindSegment
+	HealthSnowflake = service.KindSnowflake
+)
+
+// healthPoll is how often Watch looks at readiness again.
+const healthPoll = time.Second
+
+// health answers grpc.health.v1 from the service's readiness at the time
+// of the call, as HTTP's readiness pages do.
+type health struct {
+	healthpb.UnimplementedHealthServer
+	svc     *service.Service
+	stopped atomic.Bool
+	done    chan struct{}
+}
+
+func newHealth(svc *service.Service) *health {
+	return &health{svc: svc, done: make(chan struct{})}
+}
+
+// shutdown makes every service NOT_SERVING: a balancer watching stops
+// sending calls before the server stops.
+func (h *health) shutdown() {
+	if h.stopped.CompareAndSwap(false, true) {
+		close(h.done)
+	}
+}
+
+var healthServices = []string{"", frondv1.IDService_ServiceDesc.ServiceName, HealthSegment, HealthSnowflake}
+
+func (h *health) status(ctx context.Context, name string) (healthpb.HealthCheckResponse_ServingStatus, bool) {
+	if h.stopped.Load() {
+		return healthpb.HealthCheckResponse_NOT_SERVING, true
+	}
+	var ready bool
+	switch name {
+	case "", frondv1.IDService_ServiceDesc.ServiceName:
+		ready = h.svc.SnowflakeReady().Ready || h.svc.SegmentReady(ctx).Ready
+	case HealthSegment:
+		ready = h.svc.SegmentReady(ctx).Ready
+	case HealthSnowflake:
+		ready = h.svc.SnowflakeReady().Ready
+	default:
+		return healthpb.HealthCheckResponse_SERVICE_UNKNOWN, false
+	}
+	if ready {
+		return healthpb.HealthCheckResponse_SERVING, true
+	}
+	return healthpb.HealthCheckResponse_NOT_SERVING, true
+}
+
+func (h *health) Check(ctx context.Context, in *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	st, ok := h.status(ctx, in.GetService())
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "unknown service %q: %q, %q, %q or %q", in.GetService(), healthServices[0], healthServices[1], healthServices[2], healthServices[3])
+	}
+	return &healthpb.HealthCheckResponse{Status: st}, nil
+}
+
+func (h *health) List(ctx context.Context, _ *healthpb.HealthListRequest) (*healthpb.HealthListResponse, error) {
+	out := &healthpb.HealthListResponse{Statuses: map[string]*healthpb.HealthCheckResponse{}}
+	for _, name := range healthServices {
+		st, _ := h.status(ctx, name)
+		out.Statuses[name] = &healthpb.HealthCheckResponse{Status: st}
+	}
+	return out, nil
+}
+
+// Watch sends the status at once and then on every change, looking again
+// every healthPoll; an unknown service is SERVICE_UNKNOWN, as the protocol
+// has it.
+func (h *health) Watch(in *healthpb.HealthCheckRequest, ws healthpb.Health_WatchServer) error {
+	ctx := ws.Context()
+	last := healthpb.HealthCheckResponse_ServingStatus(-1)
+	t := time.NewTicker(healthPoll)
+	defer t.Stop()
+	for {
+		st, _ := h.status(ctx, in.GetService())
+		if st != last {
+			if err := ws.Send(&healthpb.HealthCheckResponse{Status: st}); err != nil {
+				return err
+			}
+			last = st
+		}
+		select {
+		case <-ctx.Done():
+			return status.FromContextError(ctx.Err()).Err()
+		case <-h.done:
+			if last != healthpb.HealthCheckResponse_NOT_SERVING {
+				ws.Send(&healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_NOT_SERVING})
+			}
+			return status.Error(codes.Unavailable, "the server is shutting down")
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,184 @@
+package grpcapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/frond-id/frond"
+	frondv1 "github.com/frond-id/frond/proto/frond/v1"
+	"github.com/frond-id/frond/service"
+)
+
+// ids encodes the IDs of an answer: numbers for the numeric forms, text
+// for every form but number.
+func ids(a service.Answer) *frondv1.IDs {
+	out := &frondv1.IDs{Tag: a.Request.Name, Form: a.Form, Ids: a.Nums}
+	if a.Form != service.FormNumber {
+		out.IdStrs = a.Strs
+	}
+	return out
+}
+
+func (s *Server) NextSegment(ctx context.Context, in *frondv1.NextSegmentRequest) (*frondv1.IDs, error) {
+	a, err := s.svc.Take(ctx, service.Request{Kind: service.KindSegment, Name: in.GetTag(), Count: in.GetN(), Form: in.GetForm()})
+	if err != nil {
+		return nil, err
+	}
+	return ids(a), nil
+}
+
+func (s *Server) NextSnowflake(ctx context.Context, in *frondv1.NextSnowflakeRequest) (*frondv1.IDs, error) {
+	a, err := s.svc.Take(ctx, service.Request{Kind: service.KindSnowflake, Count: in.GetN(), Form: in.GetForm()})
+	if err != nil {
+		return nil, err
+	}
+	return ids(a), nil
+}
+
+func (s *Server) NextSegmentRanges(ctx context.Context, in *frondv1.NextSegmentRangesRequest) (*frondv1.Ranges, error) {
+	a, err := s.svc.Take(ctx, service.Request{Kind: service.KindSegment, Name: in.GetTag(), Count: in.GetN(), Ranges: true})
+	if err != nil {
+		return nil, err
+	}
+	return ranges(a), nil
+}
+
+func ranges(a service.Answer) *frondv1.Ranges {
+	out := &frondv1.Ranges{Tag: a.Request.Name, Count: max(a.Request.Count, 1), Ranges: make([]*frondv1.Range, len(a.Ranges))}
+	for i, r := range a.Ranges {
+		out.Ranges[i] = &frondv1.Range{Start: r.Start, End: r.End, Stride: r.Stride, Count: r.Len()}
+	}
+	return out
+}
+
+// LeaseRanges answers each request of the stream with its ranges, in order,
+// until the client closes its side. A request is only taken once it has
+// arrived: the server never takes ranges ahead of the client.
+func (s *Server) LeaseRanges(st grpc.BidiStreamingServer[frondv1.NextSegmentRangesRequest, frondv1.Ranges]) error {
+	ctx := st.Context()
+	for {
+		in, err := st.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		out, err := s.NextSegmentRanges(ctx, in)
+		if err != nil {
+			return err
+		}
+		if err := st.Send(out); err != nil {
+			return err
+		}
+	}
+}
+
+func (s *Server) NextUUID(ctx context.Context, in *frondv1.NextUUIDRequest) (*frondv1.UUIDs, error) {
+	a, err := s.svc.Take(ctx, service.Request{Kind: service.KindUUID, Count: in.GetN(), Version: int(in.GetVersion())})
+	if err != nil {
+		return nil, err
+	}
+	return &frondv1.UUIDs{Version: int32(a.Request.Version), Uuids: a.Strs}, nil
+}
+
+func (s *Server) NextSerial(ctx context.Context, in *frondv1.NextSerialRequest) (*frondv1.Serials, error) {
+	a, err := s.svc.Take(ctx, service.Request{Kind: service.KindSerial, Name: in.GetName(), Count: in.GetN()})
+	if err != nil {
+		return nil, err
+	}
+	return &frondv1.Serials{Name: a.Request.Name, Serials: a.Strs}, nil
+}
+
+func (s *Server) Decode(_ context.Context, in *frondv1.DecodeRequest) (*frondv1.Decoded, error) {
+	d, err := s.svc.Decode(in.GetId(), in.GetLayout())
+	if err != nil {
+		return nil, err
+	}
+	return &frondv1.Decoded{Id: d.ID, Layout: d.Layout, Time: timestamppb.New(d.Time), Tick: d.Tick, Node: d.Node, Sequence: d.Seq}, nil
+}
+
+func (s *Server) Info(context.Context, *frondv1.InfoRequest) (*frondv1.NodeInfo, error) {
+	w := s.svc.WorkerInfo()
+	l := s.svc.Layout()
+	out := &frondv1.NodeInfo{
+		Held: w.Held, Issuing: w.Issuing, FromLocalRecord: w.FromCache, WorkerError: w.Error,
+		Layout: &frondv1.Layout{Name: l.Name, Unit: l.Unit.String(), TimeBits: int32(l.TimeBits), NodeBits: int32(l.NodeBits),
+			SequenceBits: int32(l.SeqBits), Epoch: timestamppb.New(l.Epoch), Expires: timestamppb.New(l.Expires()), MaxId: l.MaxID()},
+		MaxBatch: service.MaxBatch, MaxRangesBatch: service.MaxRangesBatch, StartedAt: timestamppb.New(s.started),
+	}
+	if w.ID >= 0 {
+		out.WorkerId = &w.ID
+	}
+	return out, nil
+}
+
+func (s *Server) Reveal(_ context.Context, in *frondv1.RevealRequest) (*frondv1.Revealed, error) {
+	id, err := s.svc.Reveal(in.GetKind(), in.GetForm(), in.GetValue())
+	if err != nil {
+		return nil, err
+	}
+	return &frondv1.Revealed{Kind: in.GetKind(), Id: id}, nil
+}
+
+func tag(t frond.Tag) *frondv1.Tag {
+	return &frondv1.Tag{Name: t.Name, MaxId: t.MaxID, Step: t.Step, Description: t.Description, UpdatedAt: timestamppb.New(t.UpdatedAt)}
+}
+
+func (s *Server) ListTags(ctx context.Context, _ *frondv1.ListTagsRequest) (*frondv1.TagList, error) {
+	tags, err := s.svc.Tags(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := &frondv1.TagList{Tags: make([]*frondv1.Tag, len(tags))}
+	for i, t := range tags {
+		out.Tags[i] = tag(t)
+	}
+	return out, nil
+}
+
+func (s *Server) GetTag(ctx context.Context, in *frondv1.GetTagRequest) (*frondv1.Tag, error) {
+	t, err := s.svc.Tag(ctx, in.GetName())
+	if err != nil {
+		return nil, err
+	}
+	return tag(t), nil
+}
+
+func (s *Server) CreateTag(ctx context.Context, in *frondv1.CreateTagRequest) (*frondv1.Tag, error) {
+	if in.Step == nil {
+		return nil, fmt.Errorf("%w: step is required", frond.ErrInvalidArgument)
+	}
+	t := frond.Tag{Name: in.GetName(), MaxID: 1, Step: in.GetStep(), Description: in.GetDescription()}
+	if in.MaxId != nil {
+		t.MaxID = in.GetMaxId()
+	}
+	out, err := s.svc.CreateTag(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	return tag(out), nil
+}
+
+func (s *Server) UpdateTag(ctx context.Context, in *frondv1.UpdateTagRequest) (*frondv1.Tag, error) {
+	t, err := s.svc.UpdateTag(ctx, in.GetName(), frond.TagUpdate{Step: in.Step, MaxID: in.MaxId, Description: in.Description})
+	if err != nil {
+		return nil, err
+	}
+	return tag(t), nil
+}
+
+func (s *Server) DeleteTag(ctx context.Context, in *frondv1.DeleteTagRequest) (*frondv1.DeleteTagResponse, error) {
+	if err := s.svc.DeleteTag(ctx, in.GetName()); err != nil {
+		return nil, err
+	}
+	return &frondv1.DeleteTagResponse{}, nil
+}

@@ -1,0 +1,199 @@
+// Package grpcapi serves frond over gRPC: frond.v1.IDService (the
+// operations of the JSON API, proto/frond/v1/frond.proto), grpc.health.v1
+// with one service per kind of ID, and server reflection, so that grpcurl
+// lists and calls everything without the proto file. docs/grpc.md.
+//
+// Handlers decode a message, call the service and encode its answer: every
+// request for IDs goes through service.Take, which checks the whole request
+// before it takes an ID. Errors are converted in one place (status.go): a
+// canonical code, the message with its hint, and in the details a
+// google.rpc.ErrorInfo whose reason is frond's stable code and, when a retry
+// may succeed, a google.rpc.RetryInfo.
+package grpcapi
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/reflection"
+
+	"github.com/frond-id/frond/api"
+	frondv1 "github.com/frond-id/frond/proto/frond/v1"
+	"github.com/frond-id/frond/service"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxRequest = 64 << 10
+	DefaultMaxStreams = 1000
+)
+
+// Options configure a Server. The zero value of each field means its
+// default.
+type Options struct {
+	// AdminToken, when set, is required on the admin methods as the
+	// metadata "authorization: Bearer <token>", the same token as HTTP's.
+	AdminToken string
+	// MaxRequest bounds a request message's bytes (DefaultMaxRequest).
+	MaxRequest int
+	// MaxStreams bounds the concurrent calls of one connection
+	// (DefaultMaxStreams).
+	MaxStreams uint32
+	// Metrics, when set, count requests per method and errors per code.
+	Metrics *api.Metrics
+	// Logger receives server-side errors; nil discards them.
+	Logger *slog.Logger
+}
+
+// Server is the gRPC front end.
+type Server struct {
+	frondv1.UnimplementedIDServiceServer
+	svc     *service.Service
+	o       Options
+	gs      *grpc.Server
+	health  *health
+	ops     map[string]*api.Op // by full method name
+	started time.Time
+}
+
+// adminMethods need the admin token.
+var adminMethods = map[string]bool{
+	frondv1.IDService_Reveal_FullMethodName:    true,
+	frondv1.IDService_ListTags_FullMethodName:  true,
+	frondv1.IDService_GetTag_FullMethodName:    true,
+	frondv1.IDService_CreateTag_FullMethodName: true,
+	frondv1.IDService_UpdateTag_FullMethodName: true,
+	frondv1.IDService_DeleteTag_FullMethodName: true,
+}
+
+// New returns a server of svc.
+func New(svc *service.Service, o Options) *Server {
+	if o.MaxRequest <= 0 {
+		o.MaxRequest = DefaultMaxRequest
+	}
+	if o.MaxStreams == 0 {
+		o.MaxStreams = DefaultMaxStreams
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{svc: svc, o: o, ops: map[string]*api.Op{}, started: time.Now()}
+	s.health = newHealth(svc)
+	s.gs = grpc.NewServer(
+		grpc.ChainUnaryInterceptor(s.unary),
+		grpc.ChainStreamInterceptor(s.stream),
+		grpc.MaxRecvMsgSize(o.MaxRequest),
+		grpc.MaxConcurrentStreams(o.MaxStreams),
+		// Idle connections are closed; clients may ping an idle connection
+		// every 10 s at most.
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: 5 * time.Minute, Time: time.Minute, Timeout: 20 * time.Second}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+	)
+	frondv1.RegisterIDServiceServer(s.gs, s)
+	healthpb.RegisterHealthServer(s.gs, s.health)
+	reflection.Register(s.gs)
+	for name, info := range s.gs.GetServiceInfo() {
+		for _, m := range info.Methods {
+			full := "/" + name + "/" + m.Name
+			s.ops[full] = o.Metrics.Op(api.GRPC, full)
+		}
+	}
+	return s
+}
+
+// Serve answers the connections of ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	err := s.gs.Serve(ln)
+	if errors.Is(err, grpc.ErrServerStopped) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops accepting calls, marks every health service NOT_SERVING
+// and waits for the calls in progress until ctx ends; then it closes the
+// connections still open.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.health.shutdown()
+	done := make(chan struct{})
+	go func() {
+		s.gs.GracefulStop()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		s.gs.Stop()
+		<-done
+		return ctx.Err()
+	}
+}
+
+// unary is every unary call's way in: the deadline, the admin token,
+// metrics and the conversion of errors.
+func (s *Server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	start := time.Now()
+	var resp any
+	err := s.admit(ctx, info.FullMethod)
+	if err == nil {
+		resp, err = h(ctx, req)
+	}
+	return resp, s.done(ctx, info.FullMethod, start, err)
+}
+
+func (s *Server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	start := time.Now()
+	err := s.admit(ss.Context(), info.FullMethod)
+	if err == nil {
+		err = h(srv, ss)
+	}
+	return s.done(ss.Context(), info.FullMethod, start, err)
+}
+
+// admit refuses a call whose deadline has passed (it takes no ID) and an
+// admin call without the token.
+func (s *Server) admit(ctx context.Context, method string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if adminMethods[method] && !api.TokenOK(s.o.AdminToken, bearer(ctx)) {
+		return &api.Error{Code: api.CodeUnauthorized,
+			Msg: "this method needs the admin token: send the metadata authorization: Bearer <token>"}
+	}
+	return nil
+}
+
+// done records a call and converts its error.
+func (s *Server) done(ctx context.Context, method string, start time.Time, err error) error {
+	s.ops[method].Done(start)
+	if err == nil {
+		return nil
+	}
+	st, code := toStatus(ctx, err)
+	s.o.Metrics.Failed(api.GRPC, code)
+	if st.Code() == codes.Internal {
+		s.o.Logger.Warn("request failed", "method", method, "code", code, "err", err)
+	}
+	return st.Err()
+}
+
+// bearer is the token of the call's authorization metadata.
+func bearer(ctx context.Context) string {
+	md, _ := metadata.FromIncomingContext(ctx)
+	for _, v := range md.Get("authorization") {
+		if t, ok := strings.CutPrefix(v, "Bearer "); ok {
+			return t
+		}
+	}
+	return ""
+}

@@ -1,0 +1,510 @@
+package grpcapi
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
+	"google.golang.org/grpc/status"
+
+	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/api"
+	frondv1 "github.com/frond-id/frond/proto/frond/v1"
+	"github.com/frond-id/frond/registry/file"
+	"github.com/frond-id/frond/segment"
+	"github.com/frond-id/frond/service"
+	"github.com/frond-id/frond/store/memstore"
+)
+
+var bg = context.Background()
+
+// testStore is a memstore that can be taken down, or made to hang until
+// released.
+type testStore struct {
+	*memstore.Store
+	down  atomic.Bool
+	hold  atomic.Pointer[chan struct{}]
+	calls atomic.Int64
+}
+
+func (s *testStore) Allocate(ctx context.Context, tag string, step int64) (frond.Allocation, error) {
+	s.calls.Add(1)
+	if s.down.Load() {
+		return frond.Allocation{}, errors.Join(frond.ErrStoreUnavailable, errors.New("connection refused"))
+	}
+	if h := s.hold.Load(); h != nil {
+		<-*h
+	}
+	return s.Store.Allocate(ctx, tag, step)
+}
+
+func (s *testStore) Tags(ctx context.Context) ([]frond.Tag, error) {
+	if s.down.Load() {
+		return nil, errors.Join(frond.ErrStoreUnavailable, errors.New("connection refused"))
+	}
+	return s.Store.Tags(ctx)
+}
+
+type fixture struct {
+	svc   *service.Service
+	srv   *Server
+	store *testStore
+	m     *api.Metrics
+	conn  *grpc.ClientConn
+	c     frondv1.IDServiceClient
+}
+
+// start serves a service with tag "order" (step 1000) and a serial "pay"
+// over gRPC on a real TCP port.
+func start(t *testing.T, o Options) *fixture {
+	t.Helper()
+	reg, err := file.Open(t.TempDir(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &testStore{Store: memstore.New(nil)}
+	m := api.NewMetrics()
+	cfg := service.Config{PersistEvery: time.Hour, Segment: segment.Settings{FixedStep: true, FailFast: -1},
+		ObfuscationKey: []byte("sixteen bytes at the very least"),
+		Serials:        map[string]service.SerialConfig{"pay": {Template: "P{time:yyyyMMdd}{seq:6}", Source: "segment"}}}
+	svc, err := service.New(bg, cfg, st, reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Close(bg) })
+	m.Attach(svc)
+	for _, tag := range []string{"order", "pay"} {
+		if _, err := svc.CreateTag(bg, frond.Tag{Name: tag, MaxID: 1, Step: 1000}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Metrics = m
+	s := New(svc, o)
+	go s.Serve(ln)
+	t.Cleanup(func() { s.Shutdown(bg) })
+	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return &fixture{svc: svc, srv: s, store: st, m: m, conn: conn, c: frondv1.NewIDServiceClient(conn)}
+}
+
+// wantCode checks err's canonical code and frond's stable code in its
+// ErrorInfo, and returns the RetryInfo's delay (0: none).
+func wantCode(t *testing.T, err error, c codes.Code, code string) time.Duration {
+	t.Helper()
+	st, ok := status.FromError(err)
+	if !ok || st.Code() != c {
+		t.Fatalf("error %v: want code %v", err, c)
+	}
+	var info *errdetails.ErrorInfo
+	var retry time.Duration
+	for _, d := range st.Details() {
+		switch d := d.(type) {
+		case *errdetails.ErrorInfo:
+			info = d
+		case *errdetails.RetryInfo:
+			retry = d.GetRetryDelay().AsDuration()
+		}
+	}
+	if code == "" {
+		return retry
+	}
+	if info == nil || info.GetReason() != strings.ToUpper(code) || info.GetMetadata()["code"] != code || info.GetDomain() != Domain {
+		t.Fatalf("error %v: details %v, want reason %s", err, st.Details(), strings.ToUpper(code))
+	}
+	return retry
+}
+
+func issued(svc *service.Service, tag string) uint64 {
+	for _, st := range svc.SegmentStats() {
+		if st.Tag == tag {
+			return uint64(st.Issued)
+		}
+	}
+	return 0
+}
+
+func TestGRPC_IDs(t *testing.T) {
+	f := start(t, Options{})
+	one, err := f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "order"})
+	if err != nil || len(one.Ids) != 1 || one.Ids[0] != 1 || one.Tag != "order" || one.Form != "number" || len(one.IdStrs) != 0 {
+		t.Fatalf("NextSegment: %v, %v", one, err)
+	}
+	three, err := f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "order", N: 3})
+	if err != nil || len(three.Ids) != 3 || three.Ids[0] != 2 || three.Ids[2] != 4 {
+		t.Fatalf("NextSegment n=3: %v, %v", three, err)
+	}
+	text, err := f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "order", N: 2, Form: "base62"})
+	if err != nil || len(text.Ids) != 0 || len(text.IdStrs) != 2 || text.Form != "base62" {
+		t.Fatalf("NextSegment base62: %v, %v", text, err)
+	}
+	rs, err := f.c.NextSegmentRanges(bg, &frondv1.NextSegmentRangesRequest{Tag: "order", N: 10})
+	if err != nil || rs.Count != 10 || len(rs.Ranges) != 1 || rs.Ranges[0].Start != 7 || rs.Ranges[0].End != 17 || rs.Ranges[0].Count != 10 {
+		t.Fatalf("NextSegmentRanges: %v, %v", rs, err)
+	}
+	sf, err := f.c.NextSnowflake(bg, &frondv1.NextSnowflakeRequest{N: 2})
+	if err != nil || len(sf.Ids) != 2 || sf.Ids[1] <= sf.Ids[0] {
+		t.Fatalf("NextSnowflake: %v, %v", sf, err)
+	}
+	d, err := f.c.Decode(bg, &frondv1.DecodeRequest{Id: sf.Ids[0]})
+	if err != nil || d.Node != 3 || d.Id != sf.Ids[0] || d.Time.AsTime().IsZero() {
+		t.Fatalf("Decode: %v, %v", d, err)
+	}
+	u, err := f.c.NextUUID(bg, &frondv1.NextUUIDRequest{Version: 7, N: 2})
+	if err != nil || u.Version != 7 || len(u.Uuids) != 2 || u.Uuids[0][14] != '7' {
+		t.Fatalf("NextUUID: %v, %v", u, err)
+	}
+	u, err = f.c.NextUUID(bg, &frondv1.NextUUIDRequest{})
+	if err != nil || u.Version != 4 || len(u.Uuids) != 1 {
+		t.Fatalf("NextUUID default: %v, %v", u, err)
+	}
+	sr, err := f.c.NextSerial(bg, &frondv1.NextSerialRequest{Name: "pay", N: 2})
+	if err != nil || len(sr.Serials) != 2 || !strings.HasPrefix(sr.Serials[0], "P") || sr.Serials[0] == sr.Serials[1] {
+		t.Fatalf("NextSerial: %v, %v", sr, err)
+	}
+	info, err := f.c.Info(bg, &frondv1.InfoRequest{})
+	if err != nil || info.GetWorkerId() != 3 || info.WorkerId == nil || !info.Issuing || info.Layout.GetName() == "" || info.MaxBatch != service.MaxBatch {
+		t.Fatalf("Info: %v, %v", info, err)
+	}
+}
+
+// Bad input is refused with INVALID_ARGUMENT or NOT_FOUND and takes no ID.
+func TestGRPC_Errors(t *testing.T) {
+	f := start(t, Options{})
+	f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "order"})
+	before := issued(f.svc, "order")
+	_, err := f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "order", N: -1})
+	wantCode(t, err, codes.InvalidArgument, service.CodeInvalidArgument)
+	_, err = f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "order", N: service.MaxBatch + 1})
+	wantCode(t, err, codes.InvalidArgument, service.CodeInvalidArgument)
+	_, err = f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "order", Form: "bogus"})
+	wantCode(t, err, codes.InvalidArgument, service.CodeInvalidArgument)
+	_, err = f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "no/such tag"})
+	wantCode(t, err, codes.InvalidArgument, service.CodeInvalidArgument)
+	if after := issued(f.svc, "order"); after != before {
+		t.Fatalf("refused requests took IDs: %d then %d", before, after)
+	}
+	_, err = f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "nope"})
+	if retry := wantCode(t, err, codes.NotFound, service.CodeTagNotFound); retry != 0 {
+		t.Fatalf("tag_not_found advises a retry after %v", retry)
+	}
+	if !strings.Contains(status.Convert(err).Message(), "create the tag first") {
+		t.Fatalf("message without hint: %v", err)
+	}
+	_, err = f.c.NextSerial(bg, &frondv1.NextSerialRequest{Name: "nope"})
+	wantCode(t, err, codes.NotFound, service.CodeSerialNotFound)
+	_, err = f.c.NextUUID(bg, &frondv1.NextUUIDRequest{Version: 5})
+	wantCode(t, err, codes.InvalidArgument, service.CodeInvalidArgument)
+	_, err = f.c.Decode(bg, &frondv1.DecodeRequest{Id: -1})
+	wantCode(t, err, codes.InvalidArgument, service.CodeInvalidArgument)
+	_, err = f.c.NextSegmentRanges(bg, &frondv1.NextSegmentRangesRequest{Tag: "order", N: service.MaxRangesBatch + 1})
+	wantCode(t, err, codes.InvalidArgument, service.CodeInvalidArgument)
+
+	// The store down, a tag with no buffer: UNAVAILABLE with a retry time.
+	f.store.down.Store(true)
+	_, err = f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "other"})
+	if retry := wantCode(t, err, codes.Unavailable, service.CodeStoreUnavailable); retry != time.Second {
+		t.Fatalf("store_unavailable: retry %v, want 1s", retry)
+	}
+	f.store.down.Store(false)
+
+	// A request over the size bound: RESOURCE_EXHAUSTED from grpc itself.
+	_, err = f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: strings.Repeat("x", DefaultMaxRequest)})
+	wantCode(t, err, codes.ResourceExhausted, "")
+
+	body := scrape(t, f.m)
+	for _, want := range []string{
+		`frond_errors_total{code="invalid_argument",protocol="grpc"} 7`,
+		`frond_errors_total{code="tag_not_found",protocol="grpc"} 1`,
+		`frond_errors_total{code="store_unavailable",protocol="grpc"} 1`,
+		`frond_requests_total{operation="/frond.v1.IDService/NextSegment",protocol="grpc"} 7`,
+		`frond_request_duration_seconds_count{operation="/frond.v1.IDService/NextSegment",protocol="grpc"} 7`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if t.Failed() {
+		t.Log(body)
+	}
+}
+
+func scrape(t *testing.T, m *api.Metrics) string {
+	w := httptest.NewRecorder()
+	m.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
+	return w.Body.String()
+}
+
+// Every error of the service has a canonical code; none is UNKNOWN.
+func TestGRPC_CodeOf(t *testing.T) {
+	all := []string{service.CodeInvalidArgument, service.CodeTagNotFound, service.CodeSerialNotFound, service.CodeTagExists,
+		service.CodeWouldReissue, service.CodeTagExhausted, service.CodeStoreUnavailable, service.CodeClockBackwards,
+		service.CodeUnreserved, service.CodeLayoutExpired, service.CodeNoWorkerID, service.CodeWorkerLost, service.CodeClockSkew,
+		service.CodeUnavailable, service.CodeSeqOverflow, service.CodeInternal, api.CodeUnauthorized, api.CodeNotFound, api.CodeTooLarge}
+	for _, c := range all {
+		if codeOf(c) == codes.Unknown {
+			t.Errorf("%s has no canonical code", c)
+		}
+	}
+	if codeOf(service.CodeClockBackwards) != codes.FailedPrecondition || codeOf(service.CodeUnreserved) != codes.Unavailable {
+		t.Error("clock behind must be FAILED_PRECONDITION and registry_behind UNAVAILABLE")
+	}
+}
+
+func TestGRPC_Admin(t *testing.T) {
+	f := start(t, Options{AdminToken: "s3cret"})
+	_, err := f.c.ListTags(bg, &frondv1.ListTagsRequest{})
+	wantCode(t, err, codes.Unauthenticated, api.CodeUnauthorized)
+	wrong := metadata.AppendToOutgoingContext(bg, "authorization", "Bearer nope")
+	_, err = f.c.CreateTag(wrong, &frondv1.CreateTagRequest{Name: "x", Step: ptr[int64](10)})
+	wantCode(t, err, codes.Unauthenticated, api.CodeUnauthorized)
+	if _, err := f.svc.Tag(bg, "x"); !errors.Is(err, frond.ErrTagNotFound) {
+		t.Fatalf("a refused CreateTag created the tag: %v", err)
+	}
+	ctx := metadata.AppendToOutgoingContext(bg, "authorization", "Bearer s3cret")
+	_, err = f.c.CreateTag(ctx, &frondv1.CreateTagRequest{Name: "x"})
+	wantCode(t, err, codes.InvalidArgument, service.CodeInvalidArgument)
+	tag, err := f.c.CreateTag(ctx, &frondv1.CreateTagRequest{Name: "x", Step: ptr[int64](10), MaxId: ptr[int64](500), Description: "d"})
+	if err != nil || tag.Name != "x" || tag.MaxId != 500 || tag.Step != 10 || tag.Description != "d" {
+		t.Fatalf("CreateTag: %v, %v", tag, err)
+	}
+	_, err = f.c.CreateTag(ctx, &frondv1.CreateTagRequest{Name: "x", Step: ptr[int64](10)})
+	wantCode(t, err, codes.AlreadyExists, service.CodeTagExists)
+	tag, err = f.c.UpdateTag(ctx, &frondv1.UpdateTagRequest{Name: "x", Step: ptr[int64](20)})
+	if err != nil || tag.Step != 20 || tag.MaxId != 500 {
+		t.Fatalf("UpdateTag: %v, %v", tag, err)
+	}
+	_, err = f.c.UpdateTag(ctx, &frondv1.UpdateTagRequest{Name: "x", MaxId: ptr[int64](2)})
+	wantCode(t, err, codes.FailedPrecondition, service.CodeWouldReissue)
+	list, err := f.c.ListTags(ctx, &frondv1.ListTagsRequest{})
+	if err != nil || len(list.Tags) != 3 {
+		t.Fatalf("ListTags: %v, %v", list, err)
+	}
+	if _, err := f.c.DeleteTag(ctx, &frondv1.DeleteTagRequest{Name: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.c.GetTag(ctx, &frondv1.GetTagRequest{Name: "x"})
+	wantCode(t, err, codes.NotFound, service.CodeTagNotFound)
+	// ID methods need no token.
+	if _, err := f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "order"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestGRPC_Reveal(t *testing.T) {
+	f := start(t, Options{})
+	op, err := f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "order", Form: "opaque"})
+	if err != nil || len(op.Ids) != 1 || len(op.IdStrs) != 1 || op.Ids[0] == 1 {
+		t.Fatalf("opaque: %v, %v", op, err)
+	}
+	r, err := f.c.Reveal(bg, &frondv1.RevealRequest{Kind: "segment", Form: "opaque", Value: op.IdStrs[0]})
+	if err != nil || r.Id != 1 {
+		t.Fatalf("Reveal: %v, %v", r, err)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// A call whose deadline has passed takes no ID; one whose deadline passes
+// while it waits for the store gets DEADLINE_EXCEEDED, and the IDs loaded
+// for it are never handed to anyone twice.
+func TestGRPC_Deadline(t *testing.T) {
+	f := start(t, Options{})
+	f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "order"})
+	before := issued(f.svc, "order")
+	// The server sees the deadline as passed (a deadline of 0 is sent as
+	// 1 ns), so it answers before taking an ID.
+	ctx, cancel := context.WithDeadline(bg, time.Now().Add(time.Nanosecond))
+	_, err := f.c.NextSegment(ctx, &frondv1.NextSegmentRequest{Tag: "order"})
+	cancel()
+	wantCode(t, err, codes.DeadlineExceeded, "")
+	if after := issued(f.svc, "order"); after != before {
+		t.Fatalf("a call past its deadline took IDs: %d then %d", before, after)
+	}
+
+	if _, err := f.svc.CreateTag(bg, frond.Tag{Name: "slow", MaxID: 1, Step: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	hold := make(chan struct{})
+	f.store.hold.Store(&hold)
+	ctx, cancel = context.WithTimeout(bg, 100*time.Millisecond)
+	_, err = f.c.NextSegment(ctx, &frondv1.NextSegmentRequest{Tag: "slow", N: 5})
+	cancel()
+	wantCode(t, err, codes.DeadlineExceeded, "")
+	f.store.hold.Store(nil)
+	close(hold)
+	seen := map[int64]bool{}
+	for range 3 {
+		got, err := f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "slow", N: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range got.Ids {
+			if seen[id] {
+				t.Fatalf("ID %d answered twice", id)
+			}
+			seen[id] = true
+		}
+	}
+}
+
+func TestGRPC_LeaseRanges(t *testing.T) {
+	f := start(t, Options{})
+	st, err := f.c.LeaseRanges(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := int64(1)
+	for _, n := range []int64{10, 500, 2000} {
+		if err := st.Send(&frondv1.NextSegmentRangesRequest{Tag: "order", N: n}); err != nil {
+			t.Fatal(err)
+		}
+		rs, err := st.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got int64
+		for _, r := range rs.Ranges {
+			if r.Start != next {
+				t.Fatalf("range %v: want start %d", r, next)
+			}
+			next = r.End
+			got += r.Count
+		}
+		if got != n || rs.Count != n {
+			t.Fatalf("asked %d, got %d (%v)", n, got, rs)
+		}
+	}
+	st.CloseSend()
+	if _, err := st.Recv(); err != io.EOF {
+		t.Fatalf("after CloseSend: %v, want EOF", err)
+	}
+	// An error ends the stream with its status.
+	st, err = f.c.LeaseRanges(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Send(&frondv1.NextSegmentRangesRequest{Tag: "nope", N: 1})
+	_, err = st.Recv()
+	wantCode(t, err, codes.NotFound, service.CodeTagNotFound)
+}
+
+func TestGRPC_Health(t *testing.T) {
+	f := start(t, Options{})
+	h := healthpb.NewHealthClient(f.conn)
+	for _, name := range []string{"", "frond.v1.IDService", "segment", "snowflake"} {
+		r, err := h.Check(bg, &healthpb.HealthCheckRequest{Service: name})
+		if err != nil || r.Status != healthpb.HealthCheckResponse_SERVING {
+			t.Fatalf("Check(%q): %v, %v", name, r, err)
+		}
+	}
+	_, err := h.Check(bg, &healthpb.HealthCheckRequest{Service: "nope"})
+	wantCode(t, err, codes.NotFound, "")
+	// The store down and nothing buffered: segment is NOT_SERVING, the
+	// node still serves snowflake IDs.
+	f.store.down.Store(true)
+	r, err := h.Check(bg, &healthpb.HealthCheckRequest{Service: "segment"})
+	if err != nil || r.Status != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Fatalf("segment with the store down: %v, %v", r, err)
+	}
+	r, err = h.Check(bg, &healthpb.HealthCheckRequest{})
+	if err != nil || r.Status != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("overall with the store down: %v, %v", r, err)
+	}
+	list, err := h.List(bg, &healthpb.HealthListRequest{})
+	if err != nil || len(list.Statuses) != 4 || list.Statuses["segment"].Status != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Fatalf("List: %v, %v", list, err)
+	}
+	f.store.down.Store(false)
+
+	w, err := h.Watch(bg, &healthpb.HealthCheckRequest{Service: "snowflake"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := w.Recv(); err != nil || r.Status != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("Watch: %v, %v", r, err)
+	}
+	// Shutdown: a watcher hears NOT_SERVING before the server goes.
+	var wg sync.WaitGroup
+	wg.Go(func() { f.srv.Shutdown(bg) })
+	if r, err := w.Recv(); err != nil || r.Status != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Fatalf("Watch at shutdown: %v, %v", r, err)
+	}
+	wg.Wait()
+}
+
+func TestGRPC_Reflection(t *testing.T) {
+	f := start(t, Options{})
+	st, err := reflectionpb.NewServerReflectionClient(f.conn).ServerReflectionInfo(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Send(&reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{}})
+	r, err := st.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range r.GetListServicesResponse().GetService() {
+		names = append(names, s.Name)
+	}
+	got := strings.Join(names, " ")
+	for _, want := range []string{"frond.v1.IDService", "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection"} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("reflection lists %s, lacks %s", got, want)
+		}
+	}
+}
+
+// Shutdown lets a call in progress finish.
+func TestGRPC_GracefulStop(t *testing.T) {
+	f := start(t, Options{})
+	if _, err := f.svc.CreateTag(bg, frond.Tag{Name: "slow", MaxID: 1, Step: 10}); err != nil {
+		t.Fatal(err)
+	}
+	hold := make(chan struct{})
+	f.store.hold.Store(&hold)
+	calls := f.store.calls.Load()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "slow"})
+		errc <- err
+	}()
+	for f.store.calls.Load() == calls {
+		time.Sleep(time.Millisecond)
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- f.srv.Shutdown(bg) }()
+	select {
+	case err := <-stopped:
+		t.Fatalf("Shutdown returned (%v) with a call in progress", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(hold)
+	if err := <-errc; err != nil {
+		t.Fatalf("the call in progress failed: %v", err)
+	}
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+}

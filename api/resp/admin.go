@@ -1,0 +1,160 @@
+package resp
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidwall/redcon"
+
+	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/api"
+)
+
+// admitted reports whether the connection may run an admin command (AUTH
+// gave the admin token, or none is configured); if not, it answers
+// UNAUTHORIZED.
+func (s *Server) admitted(c redcon.Conn) bool {
+	if s.o.AdminToken == "" || sess(c).authed {
+		return true
+	}
+	s.writeErr(c, &api.Error{Code: api.CodeUnauthorized, Msg: "this command needs the admin token: send AUTH <token> first"})
+	return false
+}
+
+// tag runs TAG LIST | GET name | CREATE name STEP s [MAXID m] [DESCRIPTION d]
+// | UPDATE name [STEP s] [MAXID m] [DESCRIPTION d] | DELETE name.
+func (s *Server) tag(c redcon.Conn, args [][]byte) {
+	if !s.admitted(c) {
+		return
+	}
+	ctx, cancel := s.ctx()
+	defer cancel()
+	sub := strings.ToUpper(string(args[1]))
+	if sub == "LIST" {
+		if len(args) != 2 {
+			c.WriteError("ERR wrong number of arguments for 'tag|list' command")
+			return
+		}
+		tags, err := s.svc.Tags(ctx)
+		if err != nil {
+			s.writeErr(c, err)
+			return
+		}
+		c.WriteArray(len(tags))
+		for _, t := range tags {
+			writeTag(c, t)
+		}
+		return
+	}
+	if len(args) < 3 {
+		c.WriteError(fmt.Sprintf("ERR wrong number of arguments for 'tag|%s' command", strings.ToLower(quote(args[1]))))
+		return
+	}
+	name := string(args[2])
+	var t frond.Tag
+	var err error
+	switch sub {
+	case "GET":
+		if len(args) != 3 {
+			c.WriteError("ERR wrong number of arguments for 'tag|get' command")
+			return
+		}
+		t, err = s.svc.Tag(ctx, name)
+	case "CREATE", "UPDATE":
+		var u frond.TagUpdate
+		if u, err = tagOptions(args[3:]); err != nil {
+			break
+		}
+		if sub == "UPDATE" {
+			t, err = s.svc.UpdateTag(ctx, name, u)
+			break
+		}
+		if u.Step == nil {
+			err = fmt.Errorf("%w: STEP is required", frond.ErrInvalidArgument)
+			break
+		}
+		t = frond.Tag{Name: name, MaxID: 1, Step: *u.Step}
+		if u.MaxID != nil {
+			t.MaxID = *u.MaxID
+		}
+		if u.Description != nil {
+			t.Description = *u.Description
+		}
+		t, err = s.svc.CreateTag(ctx, t)
+	case "DELETE":
+		if len(args) != 3 {
+			c.WriteError("ERR wrong number of arguments for 'tag|delete' command")
+			return
+		}
+		if err = s.svc.DeleteTag(ctx, name); err == nil {
+			c.WriteString("OK")
+			return
+		}
+	default:
+		c.WriteError(fmt.Sprintf("ERR unknown subcommand '%s': LIST, GET, CREATE, UPDATE or DELETE", quote(args[1])))
+		return
+	}
+	if err != nil {
+		s.writeErr(c, err)
+		return
+	}
+	writeTag(c, t)
+}
+
+// tagOptions reads STEP, MAXID and DESCRIPTION.
+func tagOptions(args [][]byte) (frond.TagUpdate, error) {
+	var u frond.TagUpdate
+	opts, err := options(args, "STEP", "MAXID", "DESCRIPTION")
+	if err != nil {
+		return u, err
+	}
+	for _, k := range []string{"STEP", "MAXID"} {
+		v, ok := opts[k]
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return u, fmt.Errorf("%w: %s %q: a whole number", frond.ErrInvalidArgument, k, quote([]byte(v)))
+		}
+		if k == "STEP" {
+			u.Step = &n
+		} else {
+			u.MaxID = &n
+		}
+	}
+	if d, ok := opts["DESCRIPTION"]; ok {
+		u.Description = &d
+	}
+	return u, nil
+}
+
+// writeTag answers a tag as field-value pairs, as HGETALL does.
+func writeTag(c redcon.Conn, t frond.Tag) {
+	c.WriteArray(10)
+	c.WriteBulkString("name")
+	c.WriteBulkString(t.Name)
+	c.WriteBulkString("max_id")
+	c.WriteInt64(t.MaxID)
+	c.WriteBulkString("step")
+	c.WriteInt64(t.Step)
+	c.WriteBulkString("description")
+	c.WriteBulkString(t.Description)
+	c.WriteBulkString("updated_at")
+	c.WriteBulkString(t.UpdatedAt.UTC().Format(time.RFC3339Nano))
+}
+
+// reveal runs REVEAL kind form value: the ID behind a formatted one.
+func (s *Server) reveal(c redcon.Conn, args [][]byte) {
+	if !s.admitted(c) {
+		return
+	}
+	id, err := s.svc.Reveal(string(args[1]), string(args[2]), string(args[3]))
+	if err != nil {
+		s.writeErr(c, err)
+		return
+	}
+	c.WriteInt64(id)
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+
+	"github.com/frond-id/frond/api"
+	grpcapi "github.com/frond-id/frond/api/grpc"
+	httpapi "github.com/frond-id/frond/api/http"
+	"github.com/frond-id/frond/api/resp"
+	"github.com/frond-id/frond/internal/config"
+	"github.com/frond-id/frond/service"
+)
+
+// frontEnd is one protocol's listener and server: the one place that
+// builds and starts the listeners from configuration.
+type frontEnd struct {
+	name  string // for logs: "HTTP", "gRPC", "Redis protocol"
+	key   string // the configuration key of its address
+	ln    net.Listener
+	serve func(net.Listener) error
+	stop  func(context.Context) error
+}
+
+// listen opens the listener of every configured protocol before anything
+// else starts, so that a port in use stops the start at once (and the
+// registry knows the node by its HTTP port). The HTTP one comes first.
+func listen(cfg *config.Config) ([]*frontEnd, error) {
+	fes := []*frontEnd{{name: "HTTP", key: "http_addr"}}
+	addrs := []string{cfg.HTTPAddr}
+	if cfg.GRPCAddr != "" {
+		fes = append(fes, &frontEnd{name: "gRPC", key: "grpc_addr"})
+		addrs = append(addrs, cfg.GRPCAddr)
+	}
+	if cfg.RESPAddr != "" {
+		fes = append(fes, &frontEnd{name: "Redis protocol", key: "resp_addr"})
+		addrs = append(addrs, cfg.RESPAddr)
+	}
+	for i, fe := range fes {
+		ln, err := net.Listen("tcp", addrs[i])
+		if err != nil {
+			closeListeners(fes)
+			return nil, fmt.Errorf("%s: %w", fe.key, err)
+		}
+		fe.ln = ln
+	}
+	return fes, nil
+}
+
+func closeListeners(fes []*frontEnd) {
+	for _, fe := range fes {
+		if fe.ln != nil {
+			fe.ln.Close()
+		}
+	}
+}
+
+// serveAll builds each protocol's server over svc and serves it; a server
+// that stops on its own sends its error to errc.
+func serveAll(fes []*frontEnd, svc *service.Service, m *api.Metrics, cfg *config.Config, log *slog.Logger, errc chan<- error) {
+	for _, fe := range fes {
+		switch fe.key {
+		case "http_addr":
+			h := httpapi.New(svc, m, httpapi.Options{AdminToken: cfg.AdminToken, Pprof: cfg.Pprof, Logger: log})
+			srv := httpapi.NewHTTPServer(cfg.HTTPAddr, h, log)
+			fe.serve = func(ln net.Listener) error {
+				if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+					return err
+				}
+				return nil
+			}
+			fe.stop = srv.Shutdown
+		case "grpc_addr":
+			gs := grpcapi.New(svc, grpcapi.Options{AdminToken: cfg.AdminToken, Metrics: m, Logger: log})
+			fe.serve, fe.stop = gs.Serve, gs.Shutdown
+		case "resp_addr":
+			rs := resp.New(svc, resp.Options{AdminToken: cfg.AdminToken, Metrics: m, Logger: log})
+			fe.serve, fe.stop = rs.Serve, func(context.Context) error { return rs.Close() }
+		}
+		if fe.key != "http_addr" {
+			log.Info("frond listening for "+fe.name, "addr", fe.ln.Addr().String())
+		}
+		go func() {
+			if err := fe.serve(fe.ln); err != nil {
+				errc <- fmt.Errorf("%s: %w", fe.name, err)
+			}
+		}()
+	}
+}
+
+// stopAll stops every front end at once: each stops accepting and lets the
+// requests in flight finish until ctx ends.
+func stopAll(ctx context.Context, fes []*frontEnd) error {
+	errs := make([]error, len(fes))
+	var wg sync.WaitGroup
+	for i, fe := range fes {
+		if fe.stop != nil {
+			wg.Go(func() { errs[i] = fe.stop(ctx) })
+		}
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
