@@ -11,7 +11,7 @@ go build -o "$out/frond" ./cmd/frond
 go build -o "$out/trivial" ./bench/trivial
 "$out/frond" serve --data-dir "$out/data" --http-addr 127.0.0.1:18081 --log-level warn 2>"$out/frond.log" &
 frond_pid=$!
-"$out/trivial" -addr 127.0.0.1:18082 &
+"$out/trivial" -proto http -addr 127.0.0.1:18082 &
 trivial_pid=$!
 trap 'kill $frond_pid $trivial_pid 2>/dev/null; wait 2>/dev/null; rm -rf "$out"' EXIT
 for i in $(seq 50); do curl -sf http://127.0.0.1:18081/healthz >/dev/null && curl -sf http://127.0.0.1:18082/ >/dev/null && break; sleep 0.1; done

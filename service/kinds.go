@@ -280,9 +280,16 @@ func Numeric(form string) bool { return form == "" || form == FormNumber || form
 
 // Format renders IDs of a kind in a form. For numeric forms it also
 // returns the numbers (permuted for opaque).
+//
+// For FormNumber the numbers are ids itself and the strings are nil: the
+// protocols that answer numbers never pay for text (Answer.Texts makes it
+// when asked).
 func (s *Service) Format(kind, form string, ids []int64) ([]string, []int64, error) {
 	if err := s.checkForm(form); err != nil {
 		return nil, nil, err
+	}
+	if form == "" || form == FormNumber {
+		return nil, ids, nil
 	}
 	strs := make([]string, len(ids))
 	var nums []int64

@@ -47,10 +47,24 @@ type Answer struct {
 	// Nums are the IDs as numbers, for the numeric forms (FormNumber, and
 	// FormOpaque, whose numbers are permuted); nil for the others.
 	Nums []int64
-	// Strs are the IDs as text in Form: every form, and UUIDs and serials.
+	// Strs are the IDs as text in Form: every form but FormNumber (see
+	// Texts), and UUIDs and serials.
 	Strs []string
 	// Ranges are the segment IDs of a Ranges request.
 	Ranges []frond.Range
+}
+
+// Texts are the IDs as text: Strs, or for plain numbers the numbers in
+// decimal, made when asked.
+func (a Answer) Texts() []string {
+	if a.Strs != nil || a.Nums == nil || a.Form != FormNumber {
+		return a.Strs
+	}
+	out := make([]string, len(a.Nums))
+	for i, id := range a.Nums {
+		out[i] = strconv.FormatInt(id, 10)
+	}
+	return out
 }
 
 // Check validates r completely and fills its defaults (Form, Version),

@@ -70,7 +70,7 @@ type fixture struct {
 
 // start serves a service with tag "order" (step 1000) and a serial "pay"
 // over gRPC on a real TCP port.
-func start(t *testing.T, o Options) *fixture {
+func start(t testing.TB, o Options) *fixture {
 	t.Helper()
 	reg, err := file.Open(t.TempDir(), 3)
 	if err != nil {

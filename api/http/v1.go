@@ -163,9 +163,9 @@ func idsAnswer(a service.Answer) any {
 		out.Form = a.Form
 	}
 	if req.Count > 0 {
-		out.IDs, out.IDStrs = a.Nums, a.Strs
+		out.IDs, out.IDStrs = a.Nums, a.Texts()
 	} else {
-		out.IDStr = a.Strs[0]
+		out.IDStr = a.Texts()[0]
 		if a.Nums != nil {
 			out.ID = &a.Nums[0]
 		}

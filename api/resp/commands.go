@@ -84,9 +84,7 @@ func write(c redcon.Conn, a service.Answer) {
 }
 
 func (s *Server) take(c redcon.Conn, r service.Request) {
-	ctx, cancel := s.ctx()
-	defer cancel()
-	a, err := s.svc.Take(ctx, r)
+	a, err := s.svc.Take(s.base, r)
 	if err != nil {
 		s.writeErr(c, err)
 		return
@@ -95,12 +93,12 @@ func (s *Server) take(c redcon.Conn, r service.Request) {
 }
 
 func (s *Server) incr(c redcon.Conn, args [][]byte) {
-	s.take(c, service.Request{Kind: service.KindSegment, Name: string(args[1]), Form: service.FormNumber})
+	s.take(c, service.Request{Kind: service.KindSegment, Name: sess(c).tag(args[1]), Form: service.FormNumber})
 }
 
 func (s *Server) segment(c redcon.Conn, args [][]byte) {
 	if opts, n, ok := s.countOptions(c, args[2:], "COUNT", "FORM"); ok {
-		s.take(c, service.Request{Kind: service.KindSegment, Name: string(args[1]), Count: n, Form: opts["FORM"]})
+		s.take(c, service.Request{Kind: service.KindSegment, Name: sess(c).tag(args[1]), Count: n, Form: opts["FORM"]})
 	}
 }
 
@@ -125,9 +123,7 @@ func (s *Server) ranges(c redcon.Conn, args [][]byte) {
 		s.writeErr(c, err)
 		return
 	}
-	ctx, cancel := s.ctx()
-	defer cancel()
-	a, err := s.svc.Take(ctx, service.Request{Kind: service.KindSegment, Name: string(args[1]), Count: n, Ranges: true})
+	a, err := s.svc.Take(s.base, service.Request{Kind: service.KindSegment, Name: string(args[1]), Count: n, Ranges: true})
 	if err != nil {
 		s.writeErr(c, err)
 		return
@@ -359,7 +355,7 @@ func (s *Server) command(c redcon.Conn, args [][]byte) {
 		c.WriteInt(len(s.cmds))
 	case "DOCS":
 		c.WriteArray(2 * len(s.cmds))
-		for _, name := range s.names() {
+		for _, name := range s.sortedNames() {
 			c.WriteBulkString(name)
 			c.WriteArray(2)
 			c.WriteBulkString("summary")
@@ -367,7 +363,7 @@ func (s *Server) command(c redcon.Conn, args [][]byte) {
 		}
 	case "", "INFO":
 		c.WriteArray(len(s.cmds))
-		for _, name := range s.names() {
+		for _, name := range s.sortedNames() {
 			cmd := s.cmds[name]
 			arity := cmd.min
 			if cmd.max != cmd.min {
@@ -393,7 +389,7 @@ func (s *Server) command(c redcon.Conn, args [][]byte) {
 	}
 }
 
-func (s *Server) names() []string { return slices.Sorted(maps.Keys(s.cmds)) }
+func (s *Server) sortedNames() []string { return slices.Sorted(maps.Keys(s.cmds)) }
 
 // configGet answers CONFIG GET name with name and an empty value: frond
 // has no Redis parameters, and tools such as redis-benchmark ask for some

@@ -50,7 +50,9 @@ type Options struct {
 	MaxConns int
 	// MaxRequest bounds the bytes of one command (DefaultMaxRequest).
 	MaxRequest int
-	// Timeout bounds one command that waits for the store (DefaultTimeout).
+	// Timeout bounds one admin command or INFO, which call the store
+	// (DefaultTimeout). ID commands need no timer of their own: a wait for
+	// the store is bounded by the segment engine (segment.load_timeout).
 	Timeout time.Duration
 	// Metrics, when set, count commands and errors per code.
 	Metrics *api.Metrics
@@ -60,13 +62,19 @@ type Options struct {
 
 // Server is the RESP front end.
 type Server struct {
-	svc   *service.Service
-	o     Options
-	cmds  map[string]command
-	ops   map[string]*api.Op // by command name; "" for unknown commands
-	rs    *redcon.Server
-	conns atomic.Int64
-	once  sync.Once
+	svc  *service.Service
+	o    Options
+	cmds map[string]command
+	// lookup finds a command by its name in lower or upper case (the cases
+	// clients send) with one map index and no allocation.
+	lookup  map[string]*entry
+	unknown *api.Op
+	rs      *redcon.Server
+	conns   atomic.Int64
+	once    sync.Once
+	// base is the context of ID commands, ended by Close.
+	base context.Context
+	stop context.CancelFunc
 }
 
 // New returns a server of svc.
@@ -83,10 +91,12 @@ func New(svc *service.Service, o Options) *Server {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{svc: svc, o: o, cmds: table(), ops: map[string]*api.Op{"": o.Metrics.Op(api.RESP, "unknown")}}
-	for name := range s.cmds {
-		s.ops[name] = o.Metrics.Op(api.RESP, name)
+	s := &Server{svc: svc, o: o, cmds: table(), lookup: map[string]*entry{}, unknown: o.Metrics.Op(api.RESP, "unknown")}
+	for name, cmd := range s.cmds {
+		e := &entry{command: cmd, name: name, op: o.Metrics.Op(api.RESP, name)}
+		s.lookup[name], s.lookup[strings.ToUpper(name)] = e, e
 	}
+	s.base, s.stop = context.WithCancel(context.Background())
 	s.rs = redcon.NewServerNetwork("tcp", "", s.handle, s.accept, s.closed)
 	return s
 }
@@ -100,7 +110,10 @@ func (s *Server) Serve(ln net.Listener) error {
 // finishes first).
 func (s *Server) Close() error {
 	var err error
-	s.once.Do(func() { err = s.rs.Close() })
+	s.once.Do(func() {
+		s.stop()
+		err = s.rs.Close()
+	})
 	return err
 }
 
@@ -108,6 +121,26 @@ func (s *Server) Close() error {
 type session struct {
 	name   string
 	authed bool
+	tags   map[string]string // interned tag names
+}
+
+// maxInterned bounds the tag names a connection keeps.
+const maxInterned = 64
+
+// tag returns b as a string, without an allocation for a tag the
+// connection has named before: a connection mostly asks for a few tags.
+func (s *session) tag(b []byte) string {
+	if t, ok := s.tags[string(b)]; ok {
+		return t
+	}
+	t := string(b)
+	if s.tags == nil {
+		s.tags = map[string]string{}
+	}
+	if len(s.tags) < maxInterned {
+		s.tags[t] = t
+	}
+	return t
 }
 
 func (s *Server) accept(c redcon.Conn) bool {
@@ -169,21 +202,30 @@ func (s *Server) handle(c redcon.Conn, cmd redcon.Command) {
 		lc.handled()
 	}
 	start := time.Now()
-	name := strings.ToLower(string(cmd.Args[0]))
-	h, ok := s.cmds[name]
+	e, ok := s.lookup[string(cmd.Args[0])]
+	if !ok {
+		e, ok = s.lookup[strings.ToLower(string(cmd.Args[0]))]
+	}
 	if !ok {
 		s.o.Metrics.Failed(api.RESP, api.CodeNotFound)
-		s.ops[""].Done(start)
+		s.unknown.Done(start)
 		c.WriteError(fmt.Sprintf("ERR unknown command '%s'", quote(cmd.Args[0])))
 		return
 	}
-	if n := len(cmd.Args); n < h.min || h.max >= 0 && n > h.max {
+	if n := len(cmd.Args); n < e.min || e.max >= 0 && n > e.max {
 		s.o.Metrics.Failed(api.RESP, service.CodeInvalidArgument)
-		c.WriteError(fmt.Sprintf("ERR wrong number of arguments for '%s' command", name))
+		c.WriteError(fmt.Sprintf("ERR wrong number of arguments for '%s' command", e.name))
 	} else {
-		h.run(s, c, cmd.Args)
+		e.run(s, c, cmd.Args)
 	}
-	s.ops[name].Done(start)
+	e.op.Done(start)
+}
+
+// entry is a command with its name and metrics.
+type entry struct {
+	command
+	name string
+	op   *api.Op
 }
 
 // quote cuts a client's input for an error message.

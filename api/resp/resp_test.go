@@ -24,7 +24,7 @@ var bg = context.Background()
 
 // start serves a service with tag "order" (step 1000) over RESP and returns
 // its address.
-func start(t *testing.T, o Options) (string, *service.Service) {
+func start(t testing.TB, o Options) (string, *service.Service) {
 	t.Helper()
 	reg, err := file.Open(t.TempDir(), 3)
 	if err != nil {
