@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http/httptest"
 	"os"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/api"
 	"github.com/frond-id/frond/registry/file"
 	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/service"
@@ -333,5 +335,32 @@ func TestServer_Admin(t *testing.T) {
 	}
 	if _, err := svc.Tag(bg, "x"); !errors.Is(err, frond.ErrTagNotFound) {
 		t.Fatalf("after TAG DELETE: %v", err)
+	}
+}
+
+// Commands are counted and timed per command, errors per code, under
+// protocol "resp".
+func TestServer_Metrics(t *testing.T) {
+	m := api.NewMetrics()
+	addr, _ := start(t, Options{Metrics: m})
+	c := dial(t, addr)
+	c.Incr(bg, "order")
+	c.Incr(bg, "order")
+	c.Incr(bg, "nope")
+	c.Do(bg, "NOSUCH")
+	c.Do(bg, "SEGMENT", "order", "COUNT", "x")
+	w := httptest.NewRecorder()
+	m.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
+	for _, want := range []string{
+		`frond_requests_total{operation="incr",protocol="resp"} 3`,
+		`frond_request_duration_seconds_count{operation="incr",protocol="resp"} 3`,
+		`frond_requests_total{operation="unknown",protocol="resp"} 1`,
+		`frond_errors_total{code="tag_not_found",protocol="resp"} 1`,
+		`frond_errors_total{code="not_found",protocol="resp"} 1`,
+		`frond_errors_total{code="invalid_argument",protocol="resp"} 1`,
+	} {
+		if !strings.Contains(w.Body.String(), want) {
+			t.Errorf("metrics lack %s", want)
+		}
 	}
 }
