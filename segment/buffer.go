@@ -74,7 +74,9 @@ type Buffer struct {
 	minStep  int64 // the tag's configured step
 	lastLoad time.Time
 	loadDur  time.Duration
-	issued   int64 // IDs of segments already switched out
+	issued   int64  // IDs of segments already switched out
+	waits    uint64 // callers that found both segments empty after the first load
+	hungry   bool   // a caller waited since the last load: the next step doubles
 	rateAt   time.Time
 	rateN    int64
 	rate     float64
@@ -276,6 +278,12 @@ func (b *Buffer) refill(ctx context.Context, s *segment) error {
 			}
 		}
 	}
+	if b.loads > 0 {
+		// The prefetch came too late: callers wait. The next load asks for
+		// a larger step (Settings.nextStep), whatever the time since the last.
+		b.waits++
+		b.hungry = true
+	}
 	b.startFillLocked()
 	if !b.filling { // the engine closed after the check above: no fill will wake us
 		b.mu.Unlock()
@@ -352,8 +360,13 @@ func (b *Buffer) loadOnce() (err error, finished bool) {
 	// load only starts the clock); the adaptive rule applies from the third.
 	step := int64(0)
 	if b.loads > 1 {
-		step = cfg.nextStep(b.step, b.minStep, cfg.Clock.Now().Sub(b.lastLoad))
+		lasted := cfg.Clock.Now().Sub(b.lastLoad)
+		if b.hungry {
+			lasted = 0 // callers waited: grow as for a segment used up at once
+		}
+		step = cfg.nextStep(b.step, b.minStep, lasted)
 	}
+	b.hungry = false
 	first := b.loads == 0
 	b.mu.Unlock()
 
@@ -451,6 +464,9 @@ type Stats struct {
 	LastErrorAt time.Time `json:"last_error_at"`
 	// Issued is how many IDs this buffer has handed out.
 	Issued int64 `json:"issued"`
+	// Waits counts the callers that found both segments empty after the
+	// first load: each makes the next step grow.
+	Waits uint64 `json:"waits"`
 	// Remaining is how many IDs both segments still hold.
 	Remaining int64 `json:"remaining"`
 	// Rate is the consumption in IDs per second, measured between Stats calls
@@ -468,7 +484,7 @@ func (b *Buffer) Stats() Stats {
 	cur := b.cur.Load()
 	st := Stats{
 		Tag: b.tag, Ready: b.loads > 0, Loading: b.filling,
-		Step: b.step, MinStep: b.minStep, Loads: b.loads, Failures: b.failures,
+		Step: b.step, MinStep: b.minStep, Loads: b.loads, Failures: b.failures, Waits: b.waits,
 		LastLoad: b.lastLoad, LastLoadDuration: b.loadDur,
 	}
 	if b.lastErr != nil {

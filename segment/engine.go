@@ -23,7 +23,7 @@ import (
 // load their first segment at once; and buffers idle for IdleAfter are
 // dropped (their unused IDs are skipped, as at a restart).
 type Engine struct {
-	store frond.SegmentStore
+	store Allocator
 	cfg   Settings
 
 	// The buffers whose first segment loaded: read is an immutable map, the
@@ -45,8 +45,15 @@ type Engine struct {
 	wg     sync.WaitGroup
 }
 
+// Allocator is what the engine needs of a store: frond.SegmentStore's
+// Allocate, with its contract. A store is one; so is frond's client, whose
+// allocations are ranges leased from frond servers.
+type Allocator interface {
+	Allocate(ctx context.Context, tag string, step int64) (frond.Allocation, error)
+}
+
 // New returns an engine over store.
-func New(store frond.SegmentStore, s Settings) (*Engine, error) {
+func New(store Allocator, s Settings) (*Engine, error) {
 	cfg, err := s.normalize()
 	if err != nil {
 		return nil, err

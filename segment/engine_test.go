@@ -277,6 +277,42 @@ func TestBuffer_AdaptiveStep(t *testing.T) {
 	}
 }
 
+// Hunger: when callers find both segments empty (the prefetch came too
+// late), the next load asks for twice the step, even when the time since
+// the last load alone would keep it.
+func TestBuffer_HungerGrowsStep(t *testing.T) {
+	clock := newFakeClock()
+	s := newFakeStore(clock)
+	mustCreate(t, s, "t", 0, 100)
+	e := newEngine(t, s, Settings{Clock: clock, MaxStep: 1000, Threshold: 1})
+	b, _ := e.Buffer("t")
+	if _, err := b.NextN(bg, 100); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "load", nextReady(b))
+	clock.Add(20 * time.Minute) // between FastSegment and SlowSegment: the step stays
+	gate := make(chan struct{})
+	s.setGate(gate)
+	if _, err := b.NextN(bg, 100); err != nil { // the second segment; the third load waits at the gate
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() { _, err := b.Next(bg); got <- err }()
+	waitFor(t, "a waiting caller", func() bool { return b.Stats().Waits == 1 })
+	s.setGate(nil)
+	close(gate)
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.NextN(bg, b.Stats().Remaining); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "load", nextReady(b))
+	if got, want := s.stepsAsked(), []int64{0, 0, 100, 200}; !slices.Equal(got, want) {
+		t.Fatalf("steps %v, want %v", got, want)
+	}
+}
+
 func TestBuffer_NextN(t *testing.T) {
 	s := memstore.New(nil)
 	mustCreate(t, s, "t", 5, 10)

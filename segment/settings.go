@@ -32,8 +32,10 @@ type Settings struct {
 	FixedStep bool
 	// FastSegment and SlowSegment drive the adaptive step: when the previous
 	// segment lasted less than FastSegment the step doubles (up to MaxStep),
-	// more than SlowSegment it halves (never below the tag's step). Zero
-	// means 15 and 30 minutes.
+	// more than SlowSegment it halves (never below the tag's step). A load
+	// after callers had to wait (both segments empty: the prefetch came too
+	// late) doubles the step too, whatever the time (CosId's "hunger").
+	// Zero means 15 and 30 minutes.
 	FastSegment, SlowSegment time.Duration
 	// MaxStep caps the adaptive step; a tag whose own step is larger keeps
 	// its own. Zero means 1,000,000.

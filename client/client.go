@@ -1,0 +1,291 @@
+// Package client is frond's Go client. It speaks gRPC to one or more frond
+// servers and hands out segment IDs from ranges it leases, in process, at
+// the speed of an atomic add: a lease is one round trip for thousands of
+// IDs, and the next one is fetched in the background before the current one
+// runs out (frond's segment engine, with the servers as its store).
+//
+//	c, err := client.New(client.Options{Servers: []string{"id-1:9090", "id-2:9090"}})
+//	...
+//	id, err := c.Next(ctx, "order")
+//
+// Snowflake IDs, UUIDs and serial numbers come from a server per call
+// (batched with n). Every call has a deadline per attempt, fails over to
+// the next server when one is down or refuses, and retries with backoff
+// and jitter; a server that answered "unavailable" rests until its backoff
+// (or the retry time it gave) has passed, so it is not hammered. See
+// docs/client.md.
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/frond-id/frond"
+	frondv1 "github.com/frond-id/frond/proto/frond/v1"
+	"github.com/frond-id/frond/segment"
+)
+
+// Defaults of Options.
+const (
+	DefaultTimeout     = 2 * time.Second
+	DefaultBackoffMin  = 100 * time.Millisecond
+	DefaultBackoffMax  = 5 * time.Second
+	DefaultMinLease    = 1000
+	DefaultMaxLease    = 1_000_000 // the server's largest ranges request
+	DefaultLeaseTarget = 10 * time.Second
+)
+
+// Options configure a Client. The zero value of each field means its
+// default.
+type Options struct {
+	// Servers are the gRPC addresses (host:port) of frond servers sharing
+	// one store. Calls go to the first that answers and stay there while it
+	// does; the others are the fail-over.
+	Servers []string
+	// DialOptions are added to every connection; without any, connections
+	// are plaintext (grpc.WithTransportCredentials sets TLS).
+	DialOptions []grpc.DialOption
+	// Timeout bounds one attempt on one server (DefaultTimeout).
+	Timeout time.Duration
+	// Attempts bounds the attempts of one call across all servers; zero
+	// means three per server.
+	Attempts int
+	// BackoffMin and BackoffMax bound how long a server that failed rests
+	// before it is tried again: the rest doubles with each failure in a
+	// row, with jitter, and is at least the retry time the server gave.
+	BackoffMin, BackoffMax time.Duration
+	// MinLease and MaxLease bound the IDs of one lease of a tag; LeaseTarget
+	// is how long a lease should last: one used up in less than half of it
+	// doubles the next lease, one lasting more than twice it halves it, and
+	// a lease that came too late (callers waited) doubles it as well.
+	MinLease, MaxLease int64
+	LeaseTarget        time.Duration
+	// Unordered accepts leases below IDs already handed out. By default a
+	// client's IDs of a tag increase strictly: after a fail-over, ranges
+	// the next server had buffered below them are skipped (a gap, never a
+	// duplicate). Set it when the servers combine several stores by residue
+	// class, whose ranges interleave.
+	Unordered bool
+	// Logger receives fail-overs and lease errors; nil discards them.
+	Logger *slog.Logger
+}
+
+// Client hands out IDs from frond servers. It is safe for concurrent use.
+type Client struct {
+	o       Options
+	servers []*server
+	pref    atomic.Int32 // the server that answered last
+	engine  *segment.Engine
+	lease   *leaser
+	stats   counters
+	closed  atomic.Bool
+}
+
+// server is one frond server and its health as this client sees it.
+type server struct {
+	addr string
+	conn *grpc.ClientConn
+	ids  frondv1.IDServiceClient
+
+	mu        sync.Mutex
+	downUntil time.Time
+	fails     int // failures in a row
+}
+
+// counters are the client's own statistics (Stats).
+type counters struct {
+	calls, failovers, retries, waits atomic.Uint64
+}
+
+// New connects to the servers (lazily: no call is made until the first ID
+// is asked for) and returns the client.
+func New(o Options) (*Client, error) {
+	if len(o.Servers) == 0 {
+		return nil, fmt.Errorf("%w: no servers", frond.ErrInvalidArgument)
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Attempts <= 0 {
+		o.Attempts = 3 * len(o.Servers)
+	}
+	if o.BackoffMin <= 0 {
+		o.BackoffMin = DefaultBackoffMin
+	}
+	if o.BackoffMax <= 0 {
+		o.BackoffMax = DefaultBackoffMax
+	}
+	if o.MinLease <= 0 {
+		o.MinLease = DefaultMinLease
+	}
+	if o.MaxLease <= 0 {
+		o.MaxLease = DefaultMaxLease
+	}
+	if o.MinLease > o.MaxLease {
+		return nil, fmt.Errorf("%w: MinLease %d above MaxLease %d", frond.ErrInvalidArgument, o.MinLease, o.MaxLease)
+	}
+	if o.LeaseTarget <= 0 {
+		o.LeaseTarget = DefaultLeaseTarget
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Client{o: o}
+	dial := o.DialOptions
+	if len(dial) == 0 {
+		dial = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	}
+	for _, addr := range o.Servers {
+		conn, err := grpc.NewClient(addr, dial...)
+		if err != nil {
+			c.closeConns()
+			return nil, fmt.Errorf("%w: server %q: %v", frond.ErrInvalidArgument, addr, err)
+		}
+		c.servers = append(c.servers, &server{addr: addr, conn: conn, ids: frondv1.NewIDServiceClient(conn)})
+	}
+	c.lease = &leaser{c: c, pending: map[string][]frond.Range{}, last: map[string]int64{}}
+	eng, err := segment.New(c.lease, segment.Settings{
+		FastSegment: o.LeaseTarget / 2, SlowSegment: 2 * o.LeaseTarget, MaxStep: o.MaxLease,
+		// A lease waits for at most every server's attempts.
+		LoadTimeout: time.Duration(o.Attempts) * o.Timeout, Logger: o.Logger,
+	})
+	if err != nil {
+		c.closeConns()
+		return nil, err
+	}
+	c.engine = eng
+	return c, nil
+}
+
+// Close ends the leases (their unused IDs are skipped, never reissued) and
+// the connections.
+func (c *Client) Close() error {
+	if !c.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	err := c.engine.Close()
+	return errors.Join(err, c.closeConns())
+}
+
+func (c *Client) closeConns() error {
+	var errs []error
+	for _, s := range c.servers {
+		errs = append(errs, s.conn.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// call runs fn on a server: the one that answered last if it is up, else
+// the next one up; after a failure that another server (or a later try)
+// may not have, the server rests (see Options.BackoffMin) and the next one
+// is tried. When every server rests, the call waits for the first to be
+// due, within ctx. Errors are frond's (see Error).
+func (c *Client) call(ctx context.Context, fn func(ctx context.Context, ids frondv1.IDServiceClient) error) error {
+	if c.closed.Load() {
+		return fmt.Errorf("client: %w", frond.ErrClosed)
+	}
+	c.stats.calls.Add(1)
+	var last error
+	for attempt := 0; attempt < c.o.Attempts; attempt++ {
+		i, wait := c.pick()
+		if wait > 0 {
+			c.stats.waits.Add(1)
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return c.giveUp(ctx, last)
+			}
+		}
+		s := c.servers[i]
+		actx, cancel := context.WithTimeout(ctx, c.o.Timeout)
+		err := fn(actx, s.ids)
+		cancel()
+		if err == nil {
+			s.up()
+			if c.pref.Swap(int32(i)) != int32(i) && attempt > 0 {
+				c.o.Logger.Info("frond client: failed over", "server", s.addr)
+			}
+			return nil
+		}
+		e := fromStatus(err)
+		if ctx.Err() != nil {
+			return c.giveUp(ctx, e)
+		}
+		if !e.retryable() {
+			s.up() // it answered
+			return e
+		}
+		last = e
+		s.down(c.o, e.RetryAfter)
+		c.stats.retries.Add(1)
+		if len(c.servers) > 1 {
+			c.stats.failovers.Add(1)
+		}
+		c.o.Logger.Warn("frond client: server failed; trying the next", "server", s.addr, "err", e)
+	}
+	return last
+}
+
+// giveUp is the error of a call whose ctx ended.
+func (c *Client) giveUp(ctx context.Context, last error) error {
+	if last == nil {
+		last = errors.New("no server answered")
+	}
+	return fmt.Errorf("%w: %w (last error: %v)", frond.ErrStoreUnavailable, ctx.Err(), last)
+}
+
+// pick returns the server to try: the preferred one if it is up, else the
+// next one up in order, else the one due first and how long until it is.
+func (c *Client) pick() (int, time.Duration) {
+	now := time.Now()
+	n := len(c.servers)
+	first := int(c.pref.Load())
+	best, soonest := first, time.Duration(1<<62)
+	for k := range n {
+		i := (first + k) % n
+		wait := c.servers[i].rest(now)
+		if wait <= 0 {
+			return i, 0
+		}
+		if wait < soonest {
+			best, soonest = i, wait
+		}
+	}
+	return best, soonest
+}
+
+func (s *server) rest(now time.Time) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.downUntil.Sub(now)
+}
+
+func (s *server) up() {
+	s.mu.Lock()
+	s.fails, s.downUntil = 0, time.Time{}
+	s.mu.Unlock()
+}
+
+// down rests the server: BackoffMin doubled per failure in a row up to
+// BackoffMax, with jitter of up to half, and at least the retry time it
+// gave.
+func (s *server) down(o Options, retry time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := o.BackoffMin << min(s.fails, 20)
+	d = min(d, o.BackoffMax)
+	d = d/2 + rand.N(d/2+1)
+	s.fails++
+	s.downUntil = time.Now().Add(max(d, retry))
+}

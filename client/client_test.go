@@ -1,0 +1,286 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/client"
+	"github.com/frond-id/frond/client/clienttest"
+	frondv1 "github.com/frond-id/frond/proto/frond/v1"
+)
+
+var bg = context.Background()
+
+func newClient(t testing.TB, o client.Options) *client.Client {
+	t.Helper()
+	c, err := client.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestClient_Kinds(t *testing.T) {
+	srv := clienttest.Start(t)
+	srv.CreateTag(t, "order", 1000)
+	c := newClient(t, client.Options{Servers: []string{srv.Addr}})
+	for want := int64(1); want <= 3; want++ {
+		if id, err := c.Next(bg, "order"); err != nil || id != want {
+			t.Fatalf("Next = %d, %v; want %d", id, err, want)
+		}
+	}
+	ids, err := c.NextN(bg, "order", 5)
+	if err != nil || !slices.Equal(ids, []int64{4, 5, 6, 7, 8}) {
+		t.Fatalf("NextN = %v, %v", ids, err)
+	}
+	tag, err := c.Tag("order")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, err := tag.Next(bg); err != nil || id != 9 {
+		t.Fatalf("Tag.Next = %d, %v", id, err)
+	}
+	sf, err := c.Snowflake(bg, 3)
+	if err != nil || len(sf) != 3 || !(sf[0] < sf[1] && sf[1] < sf[2]) {
+		t.Fatalf("Snowflake = %v, %v", sf, err)
+	}
+	us, err := c.UUIDs(bg, 7, 2)
+	if err != nil || len(us) != 2 || us[0][14] != '7' {
+		t.Fatalf("UUIDs = %v, %v", us, err)
+	}
+	if _, err := c.Next(bg, "nope"); !errors.Is(err, frond.ErrTagNotFound) {
+		t.Fatalf("Next(nope) = %v, want ErrTagNotFound", err)
+	}
+	var ce *client.Error
+	if _, err := c.Serials(bg, "nope", 1); !errors.As(err, &ce) || ce.Code != "serial_not_found" || ce.GRPC != codes.NotFound {
+		t.Fatalf("Serials(nope) = %v", err)
+	}
+	if _, err := c.NextN(bg, "order", 0); !errors.Is(err, frond.ErrInvalidArgument) {
+		t.Fatalf("NextN(0) = %v", err)
+	}
+	st := c.Stats()
+	if len(st.Tags) != 1 || st.Tags[0].Tag != "order" || st.Tags[0].Loads < 1 || st.Calls < 4 || !st.Servers[0].Up {
+		t.Fatalf("Stats = %+v", st)
+	}
+}
+
+// Four clients on two servers sharing a store, one server stopped and
+// started again mid-run: every ID is unique, and each caller's IDs of a
+// tag increase.
+func TestClient_UniqueAcrossClientsAndServers(t *testing.T) {
+	store := clienttest.NewStore()
+	a := clienttest.Start(t, clienttest.WithStore(store), clienttest.WithNode(1))
+	b := clienttest.Start(t, clienttest.WithStore(store), clienttest.WithNode(2))
+	a.CreateTag(t, "order", 100)
+	var clients []*client.Client
+	for i := range 4 {
+		servers := []string{a.Addr, b.Addr}
+		if i%2 == 1 {
+			servers = []string{b.Addr, a.Addr}
+		}
+		clients = append(clients, newClient(t, client.Options{Servers: servers, MinLease: 50, MaxLease: 400,
+			BackoffMin: 10 * time.Millisecond, BackoffMax: 100 * time.Millisecond}))
+	}
+	var (
+		mu   sync.Mutex
+		seen = map[int64]bool{}
+		wg   sync.WaitGroup
+		stop atomic.Bool
+		errs atomic.Int64
+	)
+	for _, c := range clients {
+		for range 2 {
+			wg.Go(func() {
+				var mine []int64
+				for !stop.Load() {
+					id, err := c.Next(bg, "order")
+					if err != nil {
+						if errs.Add(1) <= 3 {
+							t.Logf("Next: %v", err)
+						}
+						continue
+					}
+					if len(mine) > 0 && id <= mine[len(mine)-1] {
+						t.Errorf("a caller got %d after %d", id, mine[len(mine)-1])
+						return
+					}
+					mine = append(mine, id)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				for _, id := range mine {
+					if seen[id] {
+						t.Errorf("ID %d handed out twice", id)
+						return
+					}
+					seen[id] = true
+				}
+			})
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	a.Stop()
+	time.Sleep(200 * time.Millisecond)
+	a.Restart()
+	time.Sleep(200 * time.Millisecond)
+	stop.Store(true)
+	wg.Wait()
+	if len(seen) < 1000 {
+		t.Fatalf("only %d IDs", len(seen))
+	}
+	var failovers uint64
+	for _, c := range clients {
+		failovers += c.Stats().Failovers
+	}
+	t.Logf("%d unique IDs, %d failed calls, %d fail-overs", len(seen), errs.Load(), failovers)
+	if errs.Load() != 0 {
+		t.Errorf("%d calls failed although one server was up throughout", errs.Load())
+	}
+}
+
+// A store outage shorter than the leases last is invisible to callers.
+func TestClient_StoreOutageWithinLease(t *testing.T) {
+	srv := clienttest.Start(t)
+	srv.CreateTag(t, "order", 100)
+	c := newClient(t, client.Options{Servers: []string{srv.Addr}, MinLease: 10_000})
+	tag, err := c.Tag("order")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tag.Next(bg); err != nil {
+		t.Fatal(err)
+	}
+	// The next lease is fetched once a tenth of the current one is used.
+	if _, err := tag.NextRanges(bg, 1000); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	remaining := func() int64 { return c.Stats().Tags[0].Remaining }
+	for remaining() < 18_999 { // the rest of the lease and the next one
+		if time.Now().After(deadline) {
+			t.Fatalf("no prefetch: %+v", c.Stats().Tags)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	srv.Store.SetDown(true)
+	defer srv.Store.SetDown(false)
+	for i := range 18_999 {
+		if _, err := tag.Next(bg); err != nil {
+			t.Fatalf("ID %d during the outage: %v", i, err)
+		}
+	}
+}
+
+// unavailable is a server that answers every call UNAVAILABLE, counting.
+type unavailable struct {
+	frondv1.UnimplementedIDServiceServer
+	calls atomic.Int64
+}
+
+func (u *unavailable) NextSegmentRanges(context.Context, *frondv1.NextSegmentRangesRequest) (*frondv1.Ranges, error) {
+	u.calls.Add(1)
+	return nil, status.Error(codes.Unavailable, "store_unavailable: down")
+}
+
+func (u *unavailable) NextSnowflake(context.Context, *frondv1.NextSnowflakeRequest) (*frondv1.IDs, error) {
+	u.calls.Add(1)
+	return nil, status.Error(codes.Unavailable, "down")
+}
+
+// A server that answers UNAVAILABLE rests while calls fail over to the
+// next one: it is not hammered.
+func TestClient_UnavailableNotHammered(t *testing.T) {
+	bad := &unavailable{}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	frondv1.RegisterIDServiceServer(gs, bad)
+	go gs.Serve(ln)
+	defer gs.Stop()
+	good := clienttest.Start(t)
+	good.CreateTag(t, "order", 10)
+	c := newClient(t, client.Options{Servers: []string{ln.Addr().String(), good.Addr}, MinLease: 10, MaxLease: 10,
+		BackoffMin: 50 * time.Millisecond, BackoffMax: time.Second})
+	start := time.Now()
+	calls := 0
+	for time.Since(start) < time.Second {
+		if _, err := c.Snowflake(bg, 1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Next(bg, "order"); err != nil {
+			t.Fatal(err)
+		}
+		calls++
+	}
+	// Rests of 25-50, 50-100, 100-200, 200-400, 400-800 ms: at most about
+	// six tries in a second, however many calls.
+	if n := bad.calls.Load(); n > 8 || calls < 100 {
+		t.Fatalf("the unavailable server got %d of %d calls", n, calls)
+	}
+	if st := c.Stats(); st.Failovers == 0 || st.Servers[0].Up {
+		t.Fatalf("Stats = %+v", st)
+	}
+}
+
+// Every server down: a call fails within its context, as an outage.
+func TestClient_AllDown(t *testing.T) {
+	srv := clienttest.Start(t)
+	addr := srv.Addr
+	srv.Stop()
+	c := newClient(t, client.Options{Servers: []string{addr}, Timeout: 100 * time.Millisecond, BackoffMin: 10 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(bg, 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := c.Snowflake(ctx, 1)
+	if !errors.Is(err, frond.ErrStoreUnavailable) || time.Since(start) > 2*time.Second {
+		t.Fatalf("Snowflake with no server: %v after %v", err, time.Since(start))
+	}
+}
+
+func BenchmarkAtomicAdd(b *testing.B) {
+	var n atomic.Int64
+	for b.Loop() {
+		n.Add(1)
+	}
+}
+
+// The client's hot path: one goroutine, a tag handle, IDs from the lease.
+func BenchmarkClient_TagNext(b *testing.B) {
+	srv := clienttest.Start(b)
+	srv.CreateTag(b, "bench", 1000)
+	c := newClient(b, client.Options{Servers: []string{srv.Addr}, MinLease: 100_000})
+	tag, err := c.Tag("bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := tag.Next(bg); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkClient_Next(b *testing.B) {
+	srv := clienttest.Start(b)
+	srv.CreateTag(b, "bench", 1000)
+	c := newClient(b, client.Options{Servers: []string{srv.Addr}, MinLease: 100_000})
+	for b.Loop() {
+		if _, err := c.Next(bg, "bench"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,184 @@
+// Package clienttest runs frond servers in process, for tests of code that
+// uses frond's client: the real service and gRPC front end over an
+// in-memory store, on a loopback port, with no files outside the test's
+// temporary directory.
+//
+//	srv := clienttest.Start(t)
+//	srv.CreateTag(t, "order", 1000)
+//	c, _ := client.New(client.Options{Servers: []string{srv.Addr}})
+//
+// Servers started with the same Store share it, as frond servers share a
+// database: their IDs are unique together.
+package clienttest
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/frond-id/frond"
+	grpcapi "github.com/frond-id/frond/api/grpc"
+	"github.com/frond-id/frond/registry/file"
+	"github.com/frond-id/frond/segment"
+	"github.com/frond-id/frond/service"
+	"github.com/frond-id/frond/store/memstore"
+)
+
+// Store is an in-memory segment store that tests can slow down or take
+// down, shared by the servers started on it.
+type Store struct {
+	*memstore.Store
+	delay atomic.Int64 // ns added to every Allocate
+	down  atomic.Bool
+	calls atomic.Int64
+}
+
+// NewStore returns an empty store.
+func NewStore() *Store { return &Store{Store: memstore.New(nil)} }
+
+// SetDelay makes every Allocate take d longer (0: none).
+func (s *Store) SetDelay(d time.Duration) { s.delay.Store(int64(d)) }
+
+// SetDown makes the store unreachable (Allocate and Tags fail with
+// frond.ErrStoreUnavailable) or reachable again.
+func (s *Store) SetDown(down bool) { s.down.Store(down) }
+
+// Allocations counts Allocate calls.
+func (s *Store) Allocations() int64 { return s.calls.Load() }
+
+var errDown = errors.New("clienttest: the store is down")
+
+func (s *Store) Allocate(ctx context.Context, tag string, step int64) (frond.Allocation, error) {
+	s.calls.Add(1)
+	if d := time.Duration(s.delay.Load()); d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return frond.Allocation{}, errors.Join(frond.ErrStoreUnavailable, ctx.Err())
+		}
+	}
+	if s.down.Load() {
+		return frond.Allocation{}, errors.Join(frond.ErrStoreUnavailable, errDown)
+	}
+	return s.Store.Allocate(ctx, tag, step)
+}
+
+func (s *Store) Tags(ctx context.Context) ([]frond.Tag, error) {
+	if s.down.Load() {
+		return nil, errors.Join(frond.ErrStoreUnavailable, errDown)
+	}
+	return s.Store.Tags(ctx)
+}
+
+// shared is a server's view of a Store: closing the server leaves the
+// store open for the others (and for a restart).
+type shared struct{ *Store }
+
+func (shared) Close() error { return nil }
+
+// Server is a frond server in process.
+type Server struct {
+	// Addr is the gRPC address, for client.Options.Servers.
+	Addr string
+	// Service is the server's service layer.
+	Service *service.Service
+	// Store is the store it serves from.
+	Store *Store
+
+	t       testing.TB
+	node    int64
+	dir     string
+	mu      sync.Mutex
+	srv     *grpcapi.Server
+	stopped bool
+}
+
+// Option configures Start.
+type Option func(*Server)
+
+// WithStore serves from st (shared with other servers) instead of a new
+// store.
+func WithStore(st *Store) Option { return func(s *Server) { s.Store = st } }
+
+// WithNode sets the snowflake worker ID (default 1); servers sharing a
+// store need different ones.
+func WithNode(n int64) Option { return func(s *Server) { s.node = n } }
+
+// Start starts a server; it stops with the test.
+func Start(t testing.TB, opts ...Option) *Server {
+	t.Helper()
+	s := &Server{t: t, node: 1, dir: t.TempDir()}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.Store == nil {
+		s.Store = NewStore()
+	}
+	s.start("127.0.0.1:0")
+	t.Cleanup(s.Stop)
+	return s
+}
+
+func (s *Server) start(addr string) {
+	s.t.Helper()
+	reg, err := file.Open(s.dir, s.node)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	svc, err := service.New(context.Background(), service.Config{Segment: segment.Settings{FailFast: -1}}, shared{s.Store}, reg, nil)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	var ln net.Listener
+	for range 100 { // a port just released may take a moment
+		if ln, err = net.Listen("tcp", addr); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		svc.Close(context.Background())
+		s.t.Fatal(err)
+	}
+	srv := grpcapi.New(svc, grpcapi.Options{})
+	go srv.Serve(ln)
+	s.mu.Lock()
+	s.Addr, s.Service, s.srv, s.stopped = ln.Addr().String(), svc, srv, false
+	s.mu.Unlock()
+}
+
+// CreateTag creates a segment tag whose IDs start at 1.
+func (s *Server) CreateTag(t testing.TB, name string, step int64) {
+	t.Helper()
+	if _, err := s.Service.CreateTag(context.Background(), frond.Tag{Name: name, MaxID: 1, Step: step}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Stop stops the server as a crash would: its connections close and the
+// IDs it had buffered are never handed out.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return
+	}
+	s.stopped = true
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // no grace: calls in progress end now
+	s.srv.Shutdown(ctx)
+	s.Service.Close(context.Background())
+}
+
+// Restart starts a stopped server again on the same address and store.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.Stop()
+	s.start(s.Addr)
+}

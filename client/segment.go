@@ -1,0 +1,144 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/frond-id/frond"
+	frondv1 "github.com/frond-id/frond/proto/frond/v1"
+	"github.com/frond-id/frond/segment"
+)
+
+// Next returns the next segment ID of tag from the client's lease. It makes
+// a network call only when both leased ranges are used up (the next lease
+// is fetched in the background before that); see Tag to skip the tag
+// lookup too.
+func (c *Client) Next(ctx context.Context, tag string) (int64, error) {
+	return c.engine.Next(ctx, tag)
+}
+
+// NextN returns n segment IDs of tag, in order.
+func (c *Client) NextN(ctx context.Context, tag string, n int) ([]int64, error) {
+	rs, err := c.NextRanges(ctx, tag, int64(n))
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]int64, 0, n)
+	for _, r := range rs {
+		ids = r.Append(ids)
+	}
+	return ids, nil
+}
+
+// NextRanges returns n segment IDs of tag as ranges.
+func (c *Client) NextRanges(ctx context.Context, tag string, n int64) ([]frond.Range, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("%w: n %d: at least 1", frond.ErrInvalidArgument, n)
+	}
+	return c.engine.NextN(ctx, tag, n)
+}
+
+// Tag is a handle on one tag's lease: its Next skips the tag lookup, for
+// the hottest loops.
+type Tag struct{ b *segment.Buffer }
+
+// Tag returns the handle of tag (no network call).
+func (c *Client) Tag(tag string) (*Tag, error) {
+	b, err := c.engine.Buffer(tag)
+	if err != nil {
+		return nil, err
+	}
+	return &Tag{b}, nil
+}
+
+// Next returns the tag's next ID.
+func (t *Tag) Next(ctx context.Context) (int64, error) { return t.b.Next(ctx) }
+
+// NextRanges returns n IDs of the tag as ranges.
+func (t *Tag) NextRanges(ctx context.Context, n int64) ([]frond.Range, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("%w: n %d: at least 1", frond.ErrInvalidArgument, n)
+	}
+	return t.b.NextN(ctx, n)
+}
+
+// leaser is the segment engine's store: an allocation is a range leased
+// from a server (NextSegmentRanges). A lease that comes as several ranges
+// (the server's segment ended within it) is handed to the engine one range
+// at a time.
+type leaser struct {
+	c       *Client
+	mu      sync.Mutex
+	pending map[string][]frond.Range // leased, not yet given to the engine
+	last    map[string]int64         // per tag, the end of the highest range leased
+}
+
+// maxBehind bounds the leases in a row that lie wholly below the IDs
+// already handed out (Options.Unordered) before Allocate gives up.
+const maxBehind = 16
+
+func (l *leaser) Allocate(ctx context.Context, tag string, step int64) (frond.Allocation, error) {
+	o := l.c.o
+	if step <= 0 {
+		step = o.MinLease
+	}
+	step = min(max(step, o.MinLease), o.MaxLease)
+	if r, ok := l.pop(tag); ok {
+		return frond.Allocation{Range: r, Step: o.MinLease}, nil
+	}
+	for range maxBehind {
+		var out *frondv1.Ranges
+		err := l.c.call(ctx, func(ctx context.Context, ids frondv1.IDServiceClient) error {
+			var err error
+			out, err = ids.NextSegmentRanges(ctx, &frondv1.NextSegmentRangesRequest{Tag: tag, N: step})
+			return err
+		})
+		if err != nil {
+			return frond.Allocation{}, err
+		}
+		if l.push(tag, out.GetRanges()) {
+			r, _ := l.pop(tag)
+			return frond.Allocation{Range: r, Step: o.MinLease}, nil
+		}
+	}
+	return frond.Allocation{}, fmt.Errorf("%w: tag %q: %d leases in a row lay below the IDs already handed out (servers with several stores need Options.Unordered)",
+		frond.ErrStoreUnavailable, tag, maxBehind)
+}
+
+// push queues the ranges of a lease; unless Unordered, ranges below the
+// highest leased are skipped. It reports whether any was queued.
+func (l *leaser) push(tag string, rs []*frondv1.Range) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	queued := false
+	for _, r := range rs {
+		x := frond.Range{Start: r.GetStart(), End: r.GetEnd(), Stride: r.GetStride()}
+		if x.Len() < 1 {
+			continue
+		}
+		if !l.c.o.Unordered && x.Start < l.last[tag] {
+			continue
+		}
+		l.pending[tag] = append(l.pending[tag], x)
+		l.last[tag] = max(l.last[tag], x.End)
+		queued = true
+	}
+	return queued
+}
+
+func (l *leaser) pop(tag string) (frond.Range, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	q := l.pending[tag]
+	if len(q) == 0 {
+		return frond.Range{}, false
+	}
+	r := q[0]
+	if len(q) == 1 {
+		delete(l.pending, tag)
+	} else {
+		l.pending[tag] = q[1:]
+	}
+	return r, true
+}
