@@ -28,6 +28,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	_ "google.golang.org/grpc/health" // client-side health checking (serviceConfig below)
 
 	"github.com/frond-id/frond"
 	frondv1 "github.com/frond-id/frond/proto/frond/v1"
@@ -78,6 +79,10 @@ type Options struct {
 	// Logger receives fail-overs and lease errors; nil discards them.
 	Logger *slog.Logger
 }
+
+// serviceConfig turns on client-side health checking; it needs a balancer
+// that supports it (round_robin, over the one address of a connection).
+const serviceConfig = `{"loadBalancingConfig": [{"round_robin": {}}], "healthCheckConfig": {"serviceName": ""}}`
 
 // Client hands out IDs from frond servers. It is safe for concurrent use.
 type Client struct {
@@ -140,10 +145,14 @@ func New(o Options) (*Client, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Client{o: o}
-	dial := o.DialOptions
-	if len(dial) == 0 {
-		dial = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	// Each connection watches the server's grpc.health.v1 (service ""):
+	// while the server says NOT_SERVING (no kind of ID can be served, or it
+	// is shutting down) calls to it fail at once and go to the next server.
+	dial := []grpc.DialOption{grpc.WithDefaultServiceConfig(serviceConfig)}
+	if len(o.DialOptions) == 0 {
+		dial = append(dial, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	}
+	dial = append(dial, o.DialOptions...)
 	for _, addr := range o.Servers {
 		conn, err := grpc.NewClient(addr, dial...)
 		if err != nil {
