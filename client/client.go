@@ -29,6 +29,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	_ "google.golang.org/grpc/health" // client-side health checking (serviceConfig below)
+	"google.golang.org/grpc/metadata"
 
 	"github.com/frond-id/frond"
 	frondv1 "github.com/frond-id/frond/proto/frond/v1"
@@ -76,6 +77,9 @@ type Options struct {
 	// duplicate). Set it when the servers combine several stores by residue
 	// class, whose ranges interleave.
 	Unordered bool
+	// Token is the tag token sent with every call (metadata x-frond-token),
+	// for servers configured with tokens (docs/tinyid.md).
+	Token string
 	// Logger receives fail-overs and lease errors; nil discards them.
 	Logger *slog.Logger
 }
@@ -203,6 +207,9 @@ func (c *Client) call(ctx context.Context, fn func(ctx context.Context, ids fron
 		return fmt.Errorf("client: %w", frond.ErrClosed)
 	}
 	c.stats.calls.Add(1)
+	if c.o.Token != "" {
+		ctx = metadata.AppendToOutgoingContext(ctx, "x-frond-token", c.o.Token)
+	}
 	var last error
 	for attempt := 0; attempt < c.o.Attempts; attempt++ {
 		i, wait := c.pick()

@@ -354,3 +354,18 @@ func TestClient_HealthChecked(t *testing.T) {
 		t.Fatalf("the NOT_SERVING server got %d calls", n)
 	}
 }
+
+// A client with a tag token gets IDs from servers that require one.
+func TestClient_Token(t *testing.T) {
+	srv := clienttest.Start(t, clienttest.WithTokens(map[string][]string{"t1": {"order"}}))
+	srv.CreateTag(t, "order", 100)
+	without := newClient(t, client.Options{Servers: []string{srv.Addr}})
+	var ce *client.Error
+	if _, err := without.Next(bg, "order"); !errors.As(err, &ce) || ce.Code != "forbidden" {
+		t.Fatalf("without a token: %v", err)
+	}
+	with := newClient(t, client.Options{Servers: []string{srv.Addr}, Token: "t1"})
+	if id, err := with.Next(bg, "order"); err != nil || id != 1 {
+		t.Fatalf("with the token: %d, %v", id, err)
+	}
+}

@@ -167,6 +167,21 @@ func (b *Buffer) nextSlow(ctx context.Context) (int64, error) {
 // returns the ranges it already took together with the error; those IDs are
 // valid and will not be handed out again.
 func (b *Buffer) NextN(ctx context.Context, n int64) ([]frond.Range, error) {
+	return b.nextN(ctx, n, false)
+}
+
+// NextRun takes up to n IDs from one segment: one range, shorter than n
+// when the current segment ends first (TinyID's segments, which its client
+// reads as one run).
+func (b *Buffer) NextRun(ctx context.Context, n int64) (frond.Range, error) {
+	out, err := b.nextN(ctx, n, true)
+	if err != nil || len(out) == 0 {
+		return frond.Range{}, err
+	}
+	return out[0], nil
+}
+
+func (b *Buffer) nextN(ctx context.Context, n int64, oneRun bool) ([]frond.Range, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("%w: count %d: must be at least 1", frond.ErrInvalidArgument, n)
 	}
@@ -193,10 +208,17 @@ func (b *Buffer) NextN(ctx context.Context, n int64) ([]frond.Range, error) {
 			} else {
 				out = append(out, r)
 			}
+			if oneRun {
+				return out, nil
+			}
 			continue
 		}
 		if err := b.refill(ctx, s); err != nil {
 			if errors.Is(err, errDropped) {
+				if oneRun {
+					r, err := b.e.NextRun(ctx, b.tag, n)
+					return []frond.Range{r}, err
+				}
 				more, err := b.e.NextN(ctx, b.tag, n)
 				return append(out, more...), err
 			}

@@ -234,6 +234,15 @@ func (e *Engine) Next(ctx context.Context, tag string) (int64, error) {
 	return b.Next(ctx)
 }
 
+// NextRun returns up to n IDs of tag from one segment; see Buffer.NextRun.
+func (e *Engine) NextRun(ctx context.Context, tag string, n int64) (frond.Range, error) {
+	b, err := e.Buffer(tag)
+	if err != nil {
+		return frond.Range{}, err
+	}
+	return b.NextRun(ctx, n)
+}
+
 // NextN returns n IDs of tag as ranges; see Buffer.NextN.
 func (e *Engine) NextN(ctx context.Context, tag string, n int64) ([]frond.Range, error) {
 	b, err := e.Buffer(tag)

@@ -296,6 +296,8 @@ func TestBuffer_HungerGrowsStep(t *testing.T) {
 	if _, err := b.NextN(bg, 100); err != nil { // the second segment; the third load waits at the gate
 		t.Fatal(err)
 	}
+	// The third load has asked for its step before anyone waits.
+	waitFor(t, "the third load", func() bool { return len(s.stepsAsked()) == 3 })
 	got := make(chan error, 1)
 	go func() { _, err := b.Next(bg); got <- err }()
 	waitFor(t, "a waiting caller", func() bool { return b.Stats().Waits == 1 })
@@ -518,5 +520,28 @@ func TestEngine_Close_WakesWaiters(t *testing.T) {
 	case <-errc:
 	case <-time.After(30 * time.Second):
 		t.Fatal("a waiting caller was not woken by Close")
+	}
+}
+
+// NextRun takes one range from one segment: short at a segment's end, and
+// the next call goes on in the next segment.
+func TestBuffer_NextRun(t *testing.T) {
+	s := newFakeStore(nil)
+	mustCreate(t, s, "t", 0, 100)
+	e := newEngine(t, s, Settings{FixedStep: true})
+	r, err := e.NextRun(bg, "t", 70)
+	if err != nil || r != (frond.Range{Start: 0, End: 70, Stride: 1}) {
+		t.Fatalf("first run %+v, %v", r, err)
+	}
+	r, err = e.NextRun(bg, "t", 70)
+	if err != nil || r != (frond.Range{Start: 70, End: 100, Stride: 1}) {
+		t.Fatalf("run to the segment's end %+v, %v", r, err)
+	}
+	r, err = e.NextRun(bg, "t", 70)
+	if err != nil || r != (frond.Range{Start: 100, End: 170, Stride: 1}) {
+		t.Fatalf("run in the next segment %+v, %v", r, err)
+	}
+	if _, err := e.NextRun(bg, "t", 0); !errors.Is(err, frond.ErrInvalidArgument) {
+		t.Fatalf("NextRun(0): %v", err)
 	}
 }

@@ -27,6 +27,7 @@ const (
 	CodeClockSkew        = "clock_skew"         // the clock is far from the live peers' average
 	CodeUnavailable      = "unavailable"        // shutting down, or a deadline ran out
 	CodeSeqOverflow      = "sequence_overflow"  // a serial's sequence outgrew {seq:W}
+	CodeForbidden        = "forbidden"          // the tag token does not allow the tag (Config.Tokens)
 	CodeInternal         = "internal"
 )
 
@@ -42,6 +43,8 @@ func Code(err error) string {
 	case errors.Is(err, frond.ErrInvalidArgument), errors.Is(err, snowflake.ErrInvalidID), errors.Is(err, snowflake.ErrInvalidLayout),
 		errors.Is(err, idfmt.ErrInvalid):
 		return CodeInvalidArgument
+	case errors.Is(err, ErrForbidden):
+		return CodeForbidden
 	case errors.Is(err, ErrSerialNotFound):
 		return CodeSerialNotFound
 	case errors.Is(err, frond.ErrTagNotFound):

@@ -84,6 +84,20 @@ func (c Config) Validate() error {
 			return configError(err, "ObfuscationWidth")
 		}
 	}
+	for token, tags := range c.Tokens {
+		field := "Tokens[" + token + "]"
+		if strings.TrimSpace(token) == "" {
+			return configError(fmt.Errorf("%w: an empty token", frond.ErrInvalidArgument), field)
+		}
+		if len(tags) == 0 {
+			return configError(fmt.Errorf("%w: a token that allows no tag", frond.ErrInvalidArgument), field)
+		}
+		for _, tag := range tags {
+			if err := frond.ValidateTagName(tag); err != nil {
+				return configError(err, field)
+			}
+		}
+	}
 	s := &Service{cfg: c}
 	return s.initKinds()
 }

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -36,6 +37,12 @@ type Request struct {
 	Ranges bool
 	// Version of UUIDs: 4 or 7; 0 means 4.
 	Version int
+	// Run answers segment IDs as one range from one segment (TinyID's
+	// segments): at most Count IDs, fewer when the segment ends first;
+	// Count 0 means the tag's step. It implies Ranges.
+	Run bool
+	// Token is the caller's tag token, when Config.Tokens is set.
+	Token string
 }
 
 // Answer holds the IDs of a request.
@@ -77,6 +84,12 @@ func (s *Service) Check(r *Request) error {
 		if err := frond.ValidateTagName(r.Name); err != nil {
 			return err
 		}
+		if err := s.checkToken(r.Token, r.Name); err != nil {
+			return err
+		}
+		if r.Run {
+			r.Ranges = true
+		}
 		if r.Form == "" {
 			r.Form = s.cfg.Forms[r.Name]
 		}
@@ -116,7 +129,7 @@ func (s *Service) Check(r *Request) error {
 	if (r.Kind == KindUUID || r.Kind == KindSerial) && r.Form != "" {
 		return fmt.Errorf("%w: %s IDs have no forms (form %s)", frond.ErrInvalidArgument, r.Kind, Quote(r.Form))
 	}
-	if r.Ranges && r.Kind != KindSegment {
+	if (r.Ranges || r.Run) && r.Kind != KindSegment {
 		return fmt.Errorf("%w: only segment IDs come as ranges", frond.ErrInvalidArgument)
 	}
 	if r.Count < 0 || r.Count > limit {
@@ -180,6 +193,19 @@ func (s *Service) take(ctx context.Context, r Request) (Answer, error) {
 	n := max(r.Count, 1)
 	switch r.Kind {
 	case KindSegment:
+		if r.Run {
+			if r.Count == 0 {
+				var err error
+				if n, err = s.tagStep(ctx, r.Name); err != nil {
+					return Answer{}, err
+				}
+			}
+			rg, err := s.seg.NextRun(ctx, r.Name, n)
+			if err != nil {
+				return Answer{}, err
+			}
+			return Answer{Form: FormNumber, Ranges: []frond.Range{rg}}, nil
+		}
 		if r.Ranges {
 			rs, err := s.seg.NextN(ctx, r.Name, n)
 			if err != nil {
@@ -237,6 +263,39 @@ func (s *Service) answer(kind, form string, ids []int64) (Answer, error) {
 		return Answer{}, err
 	}
 	return Answer{Form: form, Nums: nums, Strs: strs}, nil
+}
+
+// ErrForbidden means the request's token does not allow its tag
+// (Config.Tokens).
+var ErrForbidden = errors.New("token does not allow this tag")
+
+// checkToken enforces Config.Tokens.
+func (s *Service) checkToken(token, tag string) error {
+	if len(s.tokens) == 0 {
+		return nil
+	}
+	if token == "" {
+		return fmt.Errorf("%w: tag %s: a token is required (token parameter, x-frond-token)", ErrForbidden, Quote(tag))
+	}
+	if !s.tokens[token][tag] {
+		return fmt.Errorf("%w: tag %s", ErrForbidden, Quote(tag))
+	}
+	return nil
+}
+
+// tagStep is the configured step of tag: from its buffer when loaded, else
+// from the store.
+func (s *Service) tagStep(ctx context.Context, tag string) (int64, error) {
+	for _, st := range s.seg.Stats() {
+		if st.Tag == tag && st.Ready && st.MinStep > 0 {
+			return min(st.MinStep, MaxRangesBatch), nil
+		}
+	}
+	t, err := s.Tag(ctx, tag)
+	if err != nil {
+		return 0, err
+	}
+	return min(t.Step, MaxRangesBatch), nil
 }
 
 // maxQuoted is how much of a caller's input an error message repeats.

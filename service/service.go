@@ -78,6 +78,12 @@ type Config struct {
 	// Forms are default forms of segment tags in the JSON API (and, when
 	// numeric, on Leaf's API).
 	Forms map[string]string
+	// Tokens, when any is configured, are TinyID's access tokens: each
+	// token (the key) allows segment IDs of the tags it lists, and every
+	// request for segment IDs, over every protocol, must carry a token that
+	// allows its tag (Request.Token). Tag administration keeps the admin
+	// token.
+	Tokens map[string][]string
 }
 
 // Service issues IDs of every kind and administers tags.
@@ -90,7 +96,8 @@ type Service struct {
 	now   func() int64
 
 	serials  map[string]*serial
-	segPerm  *idfmt.Permutation // nil without an obfuscation key
+	tokens   map[string]map[string]bool // Config.Tokens: token, then tag
+	segPerm  *idfmt.Permutation         // nil without an obfuscation key
 	snowPerm *idfmt.Permutation
 
 	snow       atomic.Pointer[snowState] // what snowflake calls use; never nil after New
@@ -140,6 +147,13 @@ func New(ctx context.Context, cfg Config, store frond.SegmentStore, reg frond.Wo
 	}
 	s := &Service{cfg: cfg, store: store, reg: reg, log: log, now: cfg.Now, stop: make(chan struct{})}
 	s.runCtx, s.cancelRun = context.WithCancel(context.Background())
+	s.tokens = map[string]map[string]bool{}
+	for token, tags := range cfg.Tokens {
+		s.tokens[token] = map[string]bool{}
+		for _, tag := range tags {
+			s.tokens[token][tag] = true
+		}
+	}
 	if err := s.initKinds(); err != nil {
 		s.cancelRun()
 		return nil, err

@@ -25,7 +25,7 @@ func ids(a service.Answer) *frondv1.IDs {
 }
 
 func (s *Server) NextSegment(ctx context.Context, in *frondv1.NextSegmentRequest) (*frondv1.IDs, error) {
-	a, err := s.svc.Take(ctx, service.Request{Kind: service.KindSegment, Name: in.GetTag(), Count: in.GetN(), Form: in.GetForm()})
+	a, err := s.svc.Take(ctx, service.Request{Kind: service.KindSegment, Name: in.GetTag(), Count: in.GetN(), Form: in.GetForm(), Token: tagToken(ctx)})
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +41,7 @@ func (s *Server) NextSnowflake(ctx context.Context, in *frondv1.NextSnowflakeReq
 }
 
 func (s *Server) NextSegmentRanges(ctx context.Context, in *frondv1.NextSegmentRangesRequest) (*frondv1.Ranges, error) {
-	a, err := s.svc.Take(ctx, service.Request{Kind: service.KindSegment, Name: in.GetTag(), Count: in.GetN(), Ranges: true})
+	a, err := s.svc.Take(ctx, service.Request{Kind: service.KindSegment, Name: in.GetTag(), Count: in.GetN(), Ranges: true, Token: tagToken(ctx)})
 	if err != nil {
 		return nil, err
 	}

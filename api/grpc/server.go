@@ -187,6 +187,18 @@ func (s *Server) done(ctx context.Context, method string, start time.Time, err e
 	return st.Err()
 }
 
+// TokenMetadata is the metadata key of a tag token (service.Config.Tokens).
+const TokenMetadata = "x-frond-token"
+
+// tagToken is the call's tag token.
+func tagToken(ctx context.Context) string {
+	md, _ := metadata.FromIncomingContext(ctx)
+	if v := md.Get(TokenMetadata); len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
 // bearer is the token of the call's authorization metadata.
 func bearer(ctx context.Context) string {
 	md, _ := metadata.FromIncomingContext(ctx)

@@ -70,7 +70,7 @@ type fixture struct {
 
 // start serves a service with tag "order" (step 1000) and a serial "pay"
 // over gRPC on a real TCP port.
-func start(t testing.TB, o Options) *fixture {
+func start(t testing.TB, o Options, configure ...func(*service.Config)) *fixture {
 	t.Helper()
 	reg, err := file.Open(t.TempDir(), 3)
 	if err != nil {
@@ -81,6 +81,9 @@ func start(t testing.TB, o Options) *fixture {
 	cfg := service.Config{PersistEvery: time.Hour, Segment: segment.Settings{FixedStep: true, FailFast: -1},
 		ObfuscationKey: []byte("sixteen bytes at the very least"),
 		Serials:        map[string]service.SerialConfig{"pay": {Template: "P{time:yyyyMMdd}{seq:6}", Source: "segment"}}}
+	for _, f := range configure {
+		f(&cfg)
+	}
 	svc, err := service.New(bg, cfg, st, reg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -260,7 +263,7 @@ func TestGRPC_CodeOf(t *testing.T) {
 	all := []string{service.CodeInvalidArgument, service.CodeTagNotFound, service.CodeSerialNotFound, service.CodeTagExists,
 		service.CodeWouldReissue, service.CodeTagExhausted, service.CodeStoreUnavailable, service.CodeClockBackwards,
 		service.CodeUnreserved, service.CodeLayoutExpired, service.CodeNoWorkerID, service.CodeWorkerLost, service.CodeClockSkew,
-		service.CodeUnavailable, service.CodeSeqOverflow, service.CodeInternal, api.CodeUnauthorized, api.CodeNotFound, api.CodeTooLarge}
+		service.CodeUnavailable, service.CodeSeqOverflow, service.CodeInternal, service.CodeForbidden, api.CodeUnauthorized, api.CodeNotFound, api.CodeTooLarge}
 	for _, c := range all {
 		if codeOf(c) == codes.Unknown {
 			t.Errorf("%s has no canonical code", c)
@@ -507,4 +510,18 @@ func TestGRPC_GracefulStop(t *testing.T) {
 	if err := <-stopped; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// With tokens configured, segment methods need x-frond-token metadata that
+// allows the tag: PERMISSION_DENIED otherwise.
+func TestGRPC_TagTokens(t *testing.T) {
+	f := start(t, Options{}, func(c *service.Config) { c.Tokens = map[string][]string{"t1": {"order"}} })
+	_, err := f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "order"})
+	wantCode(t, err, codes.PermissionDenied, service.CodeForbidden)
+	ctx := metadata.AppendToOutgoingContext(bg, TokenMetadata, "t1")
+	if out, err := f.c.NextSegment(ctx, &frondv1.NextSegmentRequest{Tag: "order"}); err != nil || out.Ids[0] != 1 {
+		t.Fatalf("with the token: %v, %v", out, err)
+	}
+	_, err = f.c.NextSegmentRanges(metadata.AppendToOutgoingContext(bg, TokenMetadata, "nope"), &frondv1.NextSegmentRangesRequest{Tag: "order", N: 5})
+	wantCode(t, err, codes.PermissionDenied, service.CodeForbidden)
 }

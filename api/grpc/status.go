@@ -34,6 +34,8 @@ func codeOf(code string) codes.Code {
 		return codes.FailedPrecondition
 	case api.CodeUnauthorized:
 		return codes.Unauthenticated
+	case service.CodeForbidden:
+		return codes.PermissionDenied
 	case service.CodeInternal:
 		return codes.Internal
 	}

@@ -23,6 +23,8 @@ func statusOf(code string) int {
 		return http.StatusConflict
 	case api.CodeUnauthorized:
 		return http.StatusUnauthorized
+	case service.CodeForbidden:
+		return http.StatusForbidden
 	case api.CodeTooLarge:
 		return http.StatusRequestEntityTooLarge
 	case api.CodeMethodNotAllowed:

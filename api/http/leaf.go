@@ -18,7 +18,19 @@ func (s *Server) leafSegment(w http.ResponseWriter, r *http.Request) {
 	if s.svc.SegmentForm(tag) == service.FormOpaque {
 		form = service.FormOpaque
 	}
-	s.leafTake(w, r, service.Request{Kind: service.KindSegment, Name: tag, Form: form})
+	s.leafTake(w, r, service.Request{Kind: service.KindSegment, Name: tag, Form: form, Token: tagToken(r, r.URL.Query().Get("token"))})
+}
+
+// TokenHeader carries a tag token (service.Config.Tokens) on HTTP; the
+// token query parameter does too (TinyID's way).
+const TokenHeader = "X-Frond-Token"
+
+// tagToken is the request's tag token: the header, else query.
+func tagToken(r *http.Request, query string) string {
+	if t := r.Header.Get(TokenHeader); t != "" {
+		return t
+	}
+	return query
 }
 
 // leafSnowflake is Leaf's GET /api/snowflake/get/{key}; Leaf ignores the key

@@ -52,6 +52,11 @@ func New(svc *service.Service, m *api.Metrics, opts Options) *Server {
 	mux.HandleFunc("GET /decodeSnowflakeId", s.leafDecode)
 	mux.HandleFunc("GET /cache", s.cachePage)
 	mux.HandleFunc("GET /db", s.dbPage)
+	// TinyID's API (any method, as Spring's @RequestMapping).
+	mux.HandleFunc("/tinyid/id/nextId", s.tinyNextID)
+	mux.HandleFunc("/tinyid/id/nextIdSimple", s.tinyNextIDSimple)
+	mux.HandleFunc("/tinyid/id/nextSegmentId", s.tinyNextSegmentID)
+	mux.HandleFunc("/tinyid/id/nextSegmentIdSimple", s.tinyNextSegmentIDSimple)
 	// JSON API.
 	mux.HandleFunc("GET /v1/segment/{tag}", s.v1Segment)
 	mux.HandleFunc("POST /v1/segment/{tag}", s.v1Segment)

@@ -175,7 +175,7 @@ func idsAnswer(a service.Answer) any {
 
 // v1Segment: GET|POST /v1/segment/{tag}[?n=N][&format=ids|ranges][&form=F].
 func (s *Server) v1Segment(w http.ResponseWriter, r *http.Request) {
-	s.v1Take(w, r, []string{"n", "format", "form"}, func(q query, req *service.Request) error {
+	s.v1Take(w, r, []string{"n", "format", "form", "token"}, func(q query, req *service.Request) error {
 		format, _ := q.get("format")
 		if format != "" && format != "ids" && format != "ranges" {
 			return badRequest("format=%s: must be ids or ranges", service.Quote(format))
@@ -186,7 +186,8 @@ func (s *Server) v1Segment(w http.ResponseWriter, r *http.Request) {
 		}
 		form, _ := q.get("form")
 		n, err := parseCount(q, limit)
-		*req = service.Request{Kind: service.KindSegment, Name: r.PathValue("tag"), Count: n, Form: form, Ranges: format == "ranges"}
+		token, _ := q.get("token")
+		*req = service.Request{Kind: service.KindSegment, Name: r.PathValue("tag"), Count: n, Form: form, Ranges: format == "ranges", Token: tagToken(r, token)}
 		return err
 	}, func(a service.Answer) any {
 		req := a.Request

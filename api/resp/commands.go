@@ -42,6 +42,7 @@ func table() map[string]command {
 		"quit":      {1, 1, []string{"fast"}, "QUIT", func(_ *Server, c redcon.Conn, _ [][]byte) { c.WriteString("OK"); c.Close() }},
 		"hello":     {1, -1, []string{"fast"}, "HELLO [2 [AUTH user token] [SETNAME name]]: RESP2 only", (*Server).hello},
 		"auth":      {2, 3, []string{"fast"}, "AUTH [user] token: the admin token", (*Server).auth},
+		"token":     {2, 2, []string{"fast"}, "TOKEN token: the tag token of this connection's segment commands (tokens:)", setToken},
 		"client":    {2, -1, []string{"fast"}, "CLIENT SETNAME|GETNAME|SETINFO|ID", client},
 		"select":    {2, 2, []string{"fast"}, "SELECT 0: frond has one database", selectDB},
 		"command":   {1, -1, []string{"readonly"}, "COMMAND [COUNT|DOCS|INFO]", (*Server).command},
@@ -93,12 +94,14 @@ func (s *Server) take(c redcon.Conn, r service.Request) {
 }
 
 func (s *Server) incr(c redcon.Conn, args [][]byte) {
-	s.take(c, service.Request{Kind: service.KindSegment, Name: sess(c).tag(args[1]), Form: service.FormNumber})
+	ss := sess(c)
+	s.take(c, service.Request{Kind: service.KindSegment, Name: ss.tag(args[1]), Form: service.FormNumber, Token: ss.token})
 }
 
 func (s *Server) segment(c redcon.Conn, args [][]byte) {
 	if opts, n, ok := s.countOptions(c, args[2:], "COUNT", "FORM"); ok {
-		s.take(c, service.Request{Kind: service.KindSegment, Name: sess(c).tag(args[1]), Count: n, Form: opts["FORM"]})
+		ss := sess(c)
+		s.take(c, service.Request{Kind: service.KindSegment, Name: ss.tag(args[1]), Count: n, Form: opts["FORM"], Token: ss.token})
 	}
 }
 
@@ -123,7 +126,7 @@ func (s *Server) ranges(c redcon.Conn, args [][]byte) {
 		s.writeErr(c, err)
 		return
 	}
-	a, err := s.svc.Take(s.base, service.Request{Kind: service.KindSegment, Name: string(args[1]), Count: n, Ranges: true})
+	a, err := s.svc.Take(s.base, service.Request{Kind: service.KindSegment, Name: string(args[1]), Count: n, Ranges: true, Token: sess(c).token})
 	if err != nil {
 		s.writeErr(c, err)
 		return
@@ -308,6 +311,13 @@ func (s *Server) auth(c redcon.Conn, args [][]byte) {
 		return
 	}
 	sess(c).authed = true
+	c.WriteString("OK")
+}
+
+// setToken sets the connection's tag token (service.Config.Tokens); it is
+// checked with each segment command, not here.
+func setToken(_ *Server, c redcon.Conn, args [][]byte) {
+	sess(c).token = string(args[1])
 	c.WriteString("OK")
 }
 

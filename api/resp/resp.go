@@ -121,6 +121,7 @@ func (s *Server) Close() error {
 type session struct {
 	name   string
 	authed bool
+	token  string            // the tag token (TOKEN)
 	tags   map[string]string // interned tag names
 }
 

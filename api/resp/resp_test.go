@@ -364,3 +364,36 @@ func TestServer_Metrics(t *testing.T) {
 		}
 	}
 }
+
+// With tokens configured, TOKEN sets the connection's tag token.
+func TestServer_TagToken(t *testing.T) {
+	reg, err := file.Open(t.TempDir(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := service.New(bg, service.Config{PersistEvery: time.Hour, Tokens: map[string][]string{"t1": {"order"}}}, memstore.New(nil), reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close(bg)
+	svc.CreateTag(bg, frond.Tag{Name: "order", MaxID: 1, Step: 10})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(svc, Options{})
+	go s.Serve(ln)
+	defer s.Close()
+	conn := dial(t, ln.Addr().String()).Conn()
+	defer conn.Close()
+	if err := conn.Incr(bg, "order").Err(); err == nil || !strings.HasPrefix(err.Error(), "FORBIDDEN ") {
+		t.Fatalf("INCR without a token: %v", err)
+	}
+	conn.Do(bg, "TOKEN", "t1")
+	if id, err := conn.Incr(bg, "order").Result(); err != nil || id != 1 {
+		t.Fatalf("INCR with the token: %d, %v", id, err)
+	}
+	if err := conn.Do(bg, "RANGES", "order", "3").Err(); err != nil {
+		t.Fatalf("RANGES with the token: %v", err)
+	}
+}

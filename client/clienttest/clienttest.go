@@ -93,6 +93,7 @@ type Server struct {
 
 	t       testing.TB
 	node    int64
+	tokens  map[string][]string
 	dir     string
 	mu      sync.Mutex
 	srv     *grpcapi.Server
@@ -109,6 +110,9 @@ func WithStore(st *Store) Option { return func(s *Server) { s.Store = st } }
 // WithNode sets the snowflake worker ID (default 1); servers sharing a
 // store need different ones.
 func WithNode(n int64) Option { return func(s *Server) { s.node = n } }
+
+// WithTokens makes the server require tag tokens (service.Config.Tokens).
+func WithTokens(tokens map[string][]string) Option { return func(s *Server) { s.tokens = tokens } }
 
 // Start starts a server; it stops with the test.
 func Start(t testing.TB, opts ...Option) *Server {
@@ -131,7 +135,7 @@ func (s *Server) start(addr string) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	svc, err := service.New(context.Background(), service.Config{Segment: segment.Settings{FailFast: -1}}, shared{s.Store}, reg, nil)
+	svc, err := service.New(context.Background(), service.Config{Segment: segment.Settings{FailFast: -1}, Tokens: s.tokens}, shared{s.Store}, reg, nil)
 	if err != nil {
 		s.t.Fatal(err)
 	}

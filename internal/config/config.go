@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -58,6 +60,10 @@ type Config struct {
 	Obfuscation Obfuscation `koanf:"obfuscation"`
 	// Forms are default forms of segment tags: number, base62, base32, opaque, opaque62.
 	Forms map[string]string `koanf:"forms"`
+	// Tokens are TinyID's access tokens, each with the tags it allows: when
+	// any is set, every request for segment IDs must carry one that allows
+	// its tag (docs/tinyid.md).
+	Tokens map[string][]string `koanf:"tokens"`
 }
 
 // Obfuscation configures the keyed permutation of the opaque forms.
@@ -434,6 +440,7 @@ func (c *Config) ServiceConfig() service.Config {
 		ObfuscationKey:   key,
 		ObfuscationWidth: c.Obfuscation.SegmentWidth,
 		Forms:            c.Forms,
+		Tokens:           c.Tokens,
 	}
 }
 
@@ -479,6 +486,9 @@ func (c *Config) keyOf(field string) string {
 	}
 	if rest, ok := strings.CutPrefix(field, "Forms["); ok {
 		return "forms." + strings.TrimSuffix(rest, "]")
+	}
+	if strings.HasPrefix(field, "Tokens[") {
+		return "tokens" // the key, not the token: errors do not print secrets
 	}
 	if field == "ObfuscationKey" && c.Obfuscation.KeyFile != "" {
 		return "obfuscation.key_file"
@@ -569,6 +579,15 @@ func Masked(k *koanf.Koanf, c *Config) ([]byte, error) {
 	}
 	if c.Obfuscation.Key != "" {
 		m.Set("obfuscation.key", "***")
+	}
+	if len(c.Tokens) > 0 {
+		// The tags stay visible; each token shows as *** and a number.
+		m.Delete("tokens")
+		i := 0
+		for _, token := range slices.Sorted(maps.Keys(c.Tokens)) {
+			i++
+			m.Set("tokens.***"+strconv.Itoa(i), c.Tokens[token])
+		}
 	}
 	m.Set("registry", maskURL(m.String("registry")))
 	stores := strings.Fields(c.Store)

@@ -294,3 +294,34 @@ func TestLoopback_EveryListener(t *testing.T) {
 		}
 	}
 }
+
+// Tokens come from the file as token: [tags]; the service gets them as
+// they are, and the printed configuration hides the tokens.
+func TestTokens(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "frond.yaml")
+	os.WriteFile(path, []byte("tokens:\n  0f673adf80504e2e: [test, test_odd]\n  abc: [order]\n"), 0o644)
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	AddFlags(fs)
+	fs.Parse([]string{"--config", path})
+	c, k, err := Load(fs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := c.ServiceConfig()
+	if len(sc.Tokens) != 2 || strings.Join(sc.Tokens["0f673adf80504e2e"], ",") != "test,test_odd" || sc.Tokens["abc"][0] != "order" {
+		t.Fatalf("service tokens %v", sc.Tokens)
+	}
+	out, err := Masked(k, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(out); strings.Contains(s, "0f673adf80504e2e") || strings.Contains(s, "abc") || !strings.Contains(s, "test_odd") {
+		t.Fatalf("masked config:\n%s", s)
+	}
+	for _, bad := range []string{"tokens:\n  x: order\n", "tokens:\n  x: [\"bad tag\"]\n", "tokens:\n  x: []\n"} {
+		os.WriteFile(path, []byte(bad), 0o644)
+		if _, _, err := Load(fs, nil); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "tokens") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}

@@ -113,6 +113,18 @@ func checkValue(v any, t reflect.Type) error {
 	if v == nil {
 		return nil // an empty value: zero
 	}
+	if t.Kind() == reflect.Slice {
+		list, ok := v.([]any)
+		if !ok {
+			return fmt.Errorf("%q is not a list (write [a, b])", fmt.Sprint(v))
+		}
+		for _, e := range list {
+			if err := checkValue(e, t.Elem()); err != nil {
+				return fmt.Errorf("in the list: %w", err)
+			}
+		}
+		return nil
+	}
 	if k := reflect.TypeOf(v).Kind(); k == reflect.Slice || k == reflect.Map {
 		return fmt.Errorf("a list or section is not %s", article(t))
 	}

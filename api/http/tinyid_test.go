@@ -1,0 +1,159 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/frond-id/frond/service"
+)
+
+type tinyBody struct {
+	Data    json.RawMessage
+	Code    int
+	Message string
+}
+
+func (f *fixture) tiny(method, path string, form url.Values) (tinyBody, resp) {
+	f.t.Helper()
+	var r resp
+	if method == "POST" {
+		req := httptest.NewRequest("POST", path, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		w := httptest.NewRecorder()
+		f.h.ServeHTTP(w, req)
+		r = resp{w.Code, w.Header(), w.Body.String()}
+	} else {
+		r = f.do(method, path+"?"+form.Encode(), "")
+	}
+	var b tinyBody
+	if r.code != 200 {
+		f.t.Fatalf("%s %s: status %d %s", method, path, r.code, r.body)
+	}
+	if strings.HasPrefix(r.hdr.Get("Content-Type"), "application/json") {
+		if err := json.Unmarshal([]byte(r.body), &b); err != nil {
+			f.t.Fatalf("%s: %v in %s", path, err, r.body)
+		}
+	}
+	return b, r
+}
+
+// tinyClient hands out the IDs of a segment as TinyID's client does
+// (SegmentId.init and nextId): from currentId, aligned to remainder modulo
+// delta, in steps of delta up to maxId.
+func tinyClient(t *testing.T, simple string) []int64 {
+	t.Helper()
+	f := strings.Split(simple, ",")
+	if len(f) != 5 {
+		t.Fatalf("simple segment %q", simple)
+	}
+	v := make([]int64, 5)
+	for i := range f {
+		var err error
+		if v[i], err = strconv.ParseInt(f[i], 10, 64); err != nil {
+			t.Fatalf("simple segment %q: %v", simple, err)
+		}
+	}
+	cur, loading, maxID, delta, rem := v[0], v[1], v[2], v[3], v[4]
+	if loading <= cur || loading > maxID {
+		t.Fatalf("loadingId %d outside (%d, %d]", loading, cur, maxID)
+	}
+	if cur%delta != rem {
+		for i := int64(0); i <= delta; i++ {
+			cur++
+			if cur%delta == rem {
+				cur -= delta
+				break
+			}
+		}
+	}
+	var ids []int64
+	for id := cur + delta; id <= maxID; id += delta {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+func TestTinyID(t *testing.T) {
+	f := newFixture(t, Options{})
+	b, _ := f.tiny("GET", "/tinyid/id/nextId", url.Values{"bizType": {"order"}})
+	if b.Code != 200 || string(b.Data) != "[1]" || b.Message != "" {
+		t.Fatalf("nextId: %+v", b)
+	}
+	b, _ = f.tiny("POST", "/tinyid/id/nextId", url.Values{"bizType": {"order"}, "batchSize": {"3"}})
+	if b.Code != 200 || string(b.Data) != "[2,3,4]" {
+		t.Fatalf("nextId batchSize=3 (POST form): %+v", b)
+	}
+	_, r := f.tiny("GET", "/tinyid/id/nextIdSimple", url.Values{"bizType": {"order"}, "batchSize": {"2"}})
+	if r.body != "5,6" {
+		t.Fatalf("nextIdSimple: %q", r.body)
+	}
+	_, r = f.tiny("POST", "/tinyid/id/nextIdSimple?bizType=order", nil)
+	if r.body != "7" {
+		t.Fatalf("nextIdSimple (query on a POST): %q", r.body)
+	}
+	// batchSize beyond TinyID's maximum is cut to it.
+	b, _ = f.tiny("GET", "/tinyid/id/nextId", url.Values{"bizType": {"order"}, "batchSize": {"250000"}})
+	var many []int64
+	if json.Unmarshal(b.Data, &many); len(many) != TinyIDMaxBatch || many[0] != 8 {
+		t.Fatalf("nextId batchSize=250000: %d IDs from %v", len(many), many[:1])
+	}
+
+	// A segment for TinyID's client: the tag's step (1000), one run.
+	_, r = f.tiny("POST", "/tinyid/id/nextSegmentIdSimple", url.Values{"bizType": {"order"}})
+	ids := tinyClient(t, r.body)
+	if len(ids) == 0 || ids[0] != 100_008 || !slices.IsSorted(ids) {
+		t.Fatalf("nextSegmentIdSimple %q: %d IDs from %v", r.body, len(ids), ids[:min(1, len(ids))])
+	}
+	b, _ = f.tiny("GET", "/tinyid/id/nextSegmentId", url.Values{"bizType": {"order"}})
+	var seg tinySegment
+	if json.Unmarshal(b.Data, &seg); b.Code != 200 || seg.Delta != 1 || seg.Remainder != 0 || seg.CurrentID+1 != ids[len(ids)-1]+1 || seg.MaxID-seg.CurrentID != 1000 {
+		t.Fatalf("nextSegmentId after %v: %+v %s", ids[len(ids)-1], b, b.Data)
+	}
+
+	// Errors: TinyID's code 6 with frond's code; the simple routes answer
+	// an empty body and say why in a header.
+	b, _ = f.tiny("GET", "/tinyid/id/nextId", url.Values{"bizType": {"nope"}})
+	if b.Code != 6 || !strings.HasPrefix(b.Message, "tag_not_found: ") || string(b.Data) != "null" {
+		t.Fatalf("nextId nope: %+v", b)
+	}
+	_, r = f.tiny("GET", "/tinyid/id/nextSegmentIdSimple", url.Values{"bizType": {"nope"}})
+	if r.body != "" || r.hdr.Get("X-Frond-Error") != "tag_not_found" {
+		t.Fatalf("nextSegmentIdSimple nope: %q %v", r.body, r.hdr)
+	}
+	for _, bad := range []string{"0", "-1", "many", "1e3"} {
+		b, _ = f.tiny("GET", "/tinyid/id/nextId", url.Values{"bizType": {"order"}, "batchSize": {bad}})
+		if b.Code != 6 || !strings.HasPrefix(b.Message, "invalid_argument: ") {
+			t.Fatalf("batchSize=%s: %+v", bad, b)
+		}
+	}
+}
+
+// With tokens configured, TinyID's token (and frond's header) must allow
+// the tag, on TinyID's routes and on frond's own.
+func TestTinyID_Tokens(t *testing.T) {
+	f := newFixture(t, Options{}, func(c *service.Config) {
+		c.Tokens = map[string][]string{"0f673adf": {"order"}, "other": {"invoice"}}
+	})
+	for _, token := range []string{"", "other", "nope"} {
+		b, _ := f.tiny("GET", "/tinyid/id/nextId", url.Values{"bizType": {"order"}, "token": {token}})
+		if b.Code != 5 || b.Message != "token is error" {
+			t.Fatalf("token %q: %+v", token, b)
+		}
+	}
+	b, _ := f.tiny("GET", "/tinyid/id/nextId", url.Values{"bizType": {"order"}, "token": {"0f673adf"}})
+	if b.Code != 200 || string(b.Data) != "[1]" {
+		t.Fatalf("the right token: %+v", b)
+	}
+	f.want(f.do("GET", "/v1/segment/order", ""), http.StatusForbidden, `"code":"forbidden"`)
+	f.want(f.do("GET", "/v1/segment/order?token=0f673adf", ""), 200, `"id":2`)
+	f.want(f.do("GET", "/v1/segment/order", "", TokenHeader, "0f673adf"), 200, `"id":3`)
+	f.want(f.do("GET", "/api/segment/get/order?token=0f673adf", ""), 200)
+	f.want(f.do("GET", "/api/segment/get/order", ""), 500, "forbidden")
+	f.want(f.do("GET", "/v1/snowflake", ""), 200) // snowflake IDs need no token
+}
