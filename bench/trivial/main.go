@@ -1,13 +1,14 @@
 // Command trivial is the baseline of the bench scripts: a server that does
-// no work, for each protocol frond speaks, so that whatever frond costs
-// above it in the same run is frond's.
+// no work but an atomic add, for each protocol frond speaks, so that
+// whatever frond costs above it in the same run is frond's. Its IDs come
+// from a counter, so frond bench's duplicate check passes against it too.
 //
-//	-proto http: a net/http server whose one handler returns a constant
-//	  19-digit number as text/plain, with the same server timeouts as frond.
-//	-proto resp: a redcon server answering every command with a constant
-//	  integer.
+//	-proto http: a net/http server whose one handler returns the next
+//	  19-digit number as text/plain (Leaf's API), with frond's timeouts.
+//	-proto resp: a redcon server answering every command with the next
+//	  integer (HELLO with Redis 5's unknown command, so clients speak RESP2).
 //	-proto grpc: a grpc-go server of frond.v1.IDService whose NextSegment
-//	  answers constant IDs (as many as asked), with no interceptor.
+//	  answers the next IDs (as many as asked), with no interceptor.
 package main
 
 import (
@@ -16,6 +17,9 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/tidwall/redcon"
@@ -24,7 +28,10 @@ import (
 	frondv1 "github.com/frond-id/frond/proto/frond/v1"
 )
 
-const id = 2124379261987979264
+// next hands out IDs from 2124379261987979264 on.
+var next atomic.Int64
+
+func init() { next.Store(2124379261987979264) }
 
 func main() {
 	proto := flag.String("proto", "http", "http, resp or grpc")
@@ -32,17 +39,23 @@ func main() {
 	flag.Parse()
 	switch *proto {
 	case "http":
-		body := []byte("2124379261987979264")
 		mux := http.NewServeMux()
 		mux.HandleFunc("GET /{path...}", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			w.Write(body)
+			var b [20]byte
+			w.Write(strconv.AppendInt(b[:0], next.Add(1), 10))
 		})
 		srv := &http.Server{Addr: *addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 			WriteTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 16 << 10}
 		log.Fatal(srv.ListenAndServe())
 	case "resp":
-		log.Fatal(redcon.ListenAndServe(*addr, func(c redcon.Conn, _ redcon.Command) { c.WriteInt64(id) }, nil, nil))
+		log.Fatal(redcon.ListenAndServe(*addr, func(c redcon.Conn, cmd redcon.Command) {
+			if strings.EqualFold(string(cmd.Args[0]), "hello") { // as a Redis before 6: clients fall back to RESP2
+				c.WriteError("ERR unknown command 'HELLO'")
+				return
+			}
+			c.WriteInt64(next.Add(1))
+		}, nil, nil))
 	case "grpc":
 		ln, err := net.Listen("tcp", *addr)
 		if err != nil {
@@ -61,9 +74,11 @@ type constant struct {
 }
 
 func (constant) NextSegment(_ context.Context, in *frondv1.NextSegmentRequest) (*frondv1.IDs, error) {
-	ids := make([]int64, max(in.GetN(), 1))
+	n := max(in.GetN(), 1)
+	first := next.Add(n) - n + 1
+	ids := make([]int64, n)
 	for i := range ids {
-		ids[i] = id + int64(i)
+		ids[i] = first + int64(i)
 	}
 	return &frondv1.IDs{Tag: in.GetTag(), Form: "number", Ids: ids}, nil
 }

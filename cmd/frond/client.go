@@ -23,6 +23,9 @@ type serverError struct {
 }
 
 func (e *serverError) Error() string {
+	if e.status == 0 { // not HTTP: gRPC, RESP
+		return fmt.Sprintf("server answered %s: %s", e.code, e.message)
+	}
 	if e.code == "" {
 		return fmt.Sprintf("server answered %d: %s", e.status, e.message)
 	}

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/frond-id/frond/internal/bench"
+)
+
+// defaultBenchServer is each protocol's address when --server is not given.
+var defaultBenchServer = map[string]string{
+	bench.Leaf: defaultServer, bench.HTTP: defaultServer,
+	bench.GRPC: "127.0.0.1:9090", bench.Client: "127.0.0.1:9090", bench.RESP: "127.0.0.1:6380",
+}
+
+func newBenchCmd(e env) *cobra.Command {
+	var o bench.Options
+	var asJSON bool
+	var server string
+	c := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure a running frond: IDs/s, latency, errors, duplicates",
+		Long: `Take IDs from a running frond server as fast as it gives them (closed loop) or
+at a fixed rate (--rate, open loop: latency counts from when each request was
+due, so a stall is not hidden), over one protocol, and report IDs and requests
+per second, latency percentiles from an HDR histogram, errors by frond's code,
+and duplicates among every ID received.
+
+--server is the protocol's address: an http:// URL for leaf and http
+(default http://127.0.0.1:8080), host:port for grpc and client
+(127.0.0.1:9090) and resp (127.0.0.1:6380). The client protocol is frond's
+Go client library, which leases segments and hands IDs out in process.`,
+		Example: `  frond bench --protocol grpc --tag order --duration 10s
+  frond bench --protocol resp --server 127.0.0.1:6380 --concurrency 32 --batch 100
+  frond bench --protocol http --kind snowflake --rate 20000 --duration 30s
+  frond bench --protocol leaf --tag order --count 100000 --json`,
+		Args: args(cobra.NoArgs),
+		RunE: func(c *cobra.Command, _ []string) error {
+			o.Server = server
+			if !c.Flags().Changed("server") {
+				o.Server = defaultBenchServer[o.Protocol]
+				if env := e.get("FROND_SERVER"); env != "" && (o.Protocol == bench.Leaf || o.Protocol == bench.HTTP) {
+					o.Server = env
+				}
+			}
+			if (o.Protocol == bench.GRPC || o.Protocol == bench.RESP || o.Protocol == bench.Client) && strings.Contains(o.Server, "://") {
+				u, err := url.Parse(o.Server)
+				if err != nil || u.Host == "" {
+					return usagef("--server %q: host:port for --protocol %s", o.Server, o.Protocol)
+				}
+				o.Server = u.Host
+			}
+			if err := o.Check(); err != nil {
+				return usageError{err}
+			}
+			bar := progress(e.stderr, o, asJSON)
+			o.Progress = bar
+			res, err := bench.Run(c.Context(), o)
+			if err != nil && res.Requests == 0 {
+				if code := bench.Code(err); code != "connection" && code != "timeout" {
+					return &serverError{code: code, message: err.Error()} // exit 3: the server answered with an error
+				}
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(e.stdout)
+				if err := enc.Encode(res); err != nil {
+					return err
+				}
+			} else {
+				printResult(e.stdout, o, res)
+			}
+			if res.Duplicates > 0 {
+				return fmt.Errorf("%d duplicate IDs among %d received", res.Duplicates, res.Checked)
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&server, "server", "", "the server: http:// URL for leaf and http (default $FROND_SERVER or "+defaultServer+"), host:port for grpc and client (127.0.0.1:9090) and resp (127.0.0.1:6380)")
+	f.StringVar(&o.Protocol, "protocol", bench.GRPC, "leaf, http, grpc, resp or client (the Go client library)")
+	f.StringVar(&o.Kind, "kind", bench.Segment, "segment or snowflake")
+	f.StringVar(&o.Tag, "tag", "bench", "segment tag (it must exist: frond tag create bench --step 10000)")
+	f.StringVar(&o.TagToken, "tag-token", "", "tag token, for servers with tokens: configured")
+	f.IntVar(&o.Concurrency, "concurrency", 32, "workers sending requests at once")
+	f.IntVar(&o.Connections, "connections", 0, "connections the workers share (default: one per worker; 4 for grpc and client)")
+	f.DurationVar(&o.Duration, "duration", 0, "how long to measure (default 10s unless --count)")
+	f.Int64Var(&o.Count, "count", 0, "requests to measure, instead of a duration")
+	f.IntVar(&o.Batch, "batch", 1, "IDs per request (1 to 10,000; Leaf's API: 1)")
+	f.Float64Var(&o.Rate, "rate", 0, "requests per second in all: an open loop (default: closed loop, as fast as answered)")
+	f.DurationVar(&o.Warmup, "warmup", time.Second, "run this long first without counting (its IDs are checked for duplicates too)")
+	f.BoolVar(&asJSON, "json", false, "print one JSON object instead of the summary")
+	return c
+}
+
+// progress shows the run on a terminal as a bar, elsewhere as a line a
+// second (never with --json, whose output is for machines).
+func progress(w io.Writer, o bench.Options, asJSON bool) func(bench.Progress) {
+	if asJSON {
+		return nil
+	}
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return func(p bench.Progress) {
+			phase := "run"
+			if p.Warmup {
+				phase = "warm-up"
+			}
+			fmt.Fprintf(w, "%6.1fs %-7s requests %d  IDs %d  errors %d  %.0f requests/s\n",
+				p.Elapsed.Seconds(), phase, p.Requests, p.IDs, p.Errors, p.RequestsPerSecond)
+		}
+	}
+	max := int64(-1)
+	if o.Count > 0 {
+		max = o.Count
+	} else if o.Duration > 0 {
+		max = int64((o.Warmup + o.Duration) / time.Second)
+	}
+	bar := progressbar.NewOptions64(max, progressbar.OptionSetWriter(w), progressbar.OptionSetWidth(30),
+		progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish(), progressbar.OptionShowElapsedTimeOnFinish())
+	return func(p bench.Progress) {
+		if o.Count > 0 {
+			bar.Set64(p.Requests)
+		} else {
+			bar.Set64(int64(p.Elapsed / time.Second))
+		}
+		desc := fmt.Sprintf("%.0f req/s, %d IDs, %d errors", p.RequestsPerSecond, p.IDs, p.Errors)
+		if p.Warmup {
+			desc = "warm-up"
+		}
+		bar.Describe(desc)
+	}
+}
+
+func printResult(w io.Writer, o bench.Options, r bench.Result) {
+	what := r.Kind
+	if r.Tag != "" {
+		what += " " + r.Tag
+	}
+	loop := "closed loop"
+	if r.Rate > 0 {
+		loop = fmt.Sprintf("open loop at %.0f requests/s", r.Rate)
+	}
+	fmt.Fprintf(w, "frond bench: %s over %s (%s), %d workers, batch %d, %s, %.1fs measured\n",
+		what, r.Protocol, o.Server, r.Concurrency, r.Batch, loop, r.Seconds)
+	fmt.Fprintf(w, "  IDs         %d (%.0f/s)\n", r.IDs, r.IDsPerSecond)
+	fmt.Fprintf(w, "  requests    %d (%.0f/s)\n", r.Requests, r.RequestsPerSecond)
+	fmt.Fprintf(w, "  latency     p50 %s  p90 %s  p99 %s  p99.9 %s  max %s\n",
+		us(r.Latency.P50), us(r.Latency.P90), us(r.Latency.P99), us(r.Latency.P999), us(r.Latency.Max))
+	var errs []string
+	for _, code := range slices.Sorted(maps.Keys(r.Errors)) {
+		errs = append(errs, fmt.Sprintf("%s %d", code, r.Errors[code]))
+	}
+	if len(errs) == 0 {
+		errs = []string{"none"}
+	}
+	fmt.Fprintf(w, "  errors      %s\n", strings.Join(errs, ", "))
+	fmt.Fprintf(w, "  duplicates  %d among %d IDs checked\n", r.Duplicates, r.Checked)
+}
+
+// us prints microseconds readably.
+func us(v float64) string {
+	switch {
+	case v >= 1_000_000:
+		return fmt.Sprintf("%.2fs", v/1e6)
+	case v >= 1000:
+		return fmt.Sprintf("%.2fms", v/1000)
+	}
+	return fmt.Sprintf("%.0fus", v)
+}

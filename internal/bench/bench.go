@@ -1,0 +1,377 @@
+// Package bench is frond bench's load generator: workers take IDs from a
+// running frond over one protocol (Leaf's HTTP API, the /v1 JSON API, gRPC,
+// RESP, or the Go client library), closed loop or open loop at a target
+// rate, and the run reports IDs and requests per second, latency from an
+// HDR histogram, errors by frond's code, and a duplicate check over every
+// ID received.
+//
+// Open loop: each request has a time it should start at (the rate spread
+// over the workers), and its latency is measured from that time, not from
+// when it was sent: a server that stalls makes the requests queued behind
+// it slow too, as they are for users (no coordinated omission).
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Protocols and kinds.
+const (
+	Leaf   = "leaf"
+	HTTP   = "http"
+	GRPC   = "grpc"
+	RESP   = "resp"
+	Client = "client"
+
+	Segment   = "segment"
+	Snowflake = "snowflake"
+)
+
+// Options configure a run.
+type Options struct {
+	// Protocol is Leaf, HTTP, GRPC, RESP or Client.
+	Protocol string
+	// Server is the protocol's address: an http(s) URL for Leaf and HTTP,
+	// host:port for the others.
+	Server string
+	// Kind is Segment or Snowflake; Tag the segment tag.
+	Kind, Tag string
+	// TagToken is sent with segment requests (servers with tokens).
+	TagToken string
+	// Concurrency is the number of workers; Connections the connections
+	// they share (0: one per worker, or 4 for gRPC, whose connections
+	// multiplex).
+	Concurrency, Connections int
+	// Duration of the measured run, or Count requests in all (Count wins
+	// when both are set).
+	Duration time.Duration
+	Count    int64
+	// Batch is the IDs per request.
+	Batch int
+	// Rate, when positive, is the requests per second of an open loop.
+	Rate float64
+	// Warmup runs before the measured run; its IDs are checked for
+	// duplicates too, its requests and latency are not counted.
+	Warmup time.Duration
+	// Progress, when set, is called about every second.
+	Progress func(Progress)
+}
+
+// Progress is a run's state so far.
+type Progress struct {
+	Elapsed           time.Duration
+	Warmup            bool
+	Requests, IDs     int64
+	Errors            int64
+	Total             time.Duration // Duration, or 0 with Count
+	Count             int64
+	RequestsPerSecond float64
+}
+
+// Result is a run's outcome; the JSON is frond bench --json's.
+type Result struct {
+	Protocol          string           `json:"protocol"`
+	Kind              string           `json:"kind"`
+	Tag               string           `json:"tag,omitempty"`
+	Concurrency       int              `json:"concurrency"`
+	Batch             int              `json:"batch"`
+	Rate              float64          `json:"rate,omitempty"`
+	Seconds           float64          `json:"seconds"`
+	IDs               int64            `json:"ids"`
+	Requests          int64            `json:"requests"`
+	Duplicates        int64            `json:"duplicates"`
+	Errors            map[string]int64 `json:"errors"`
+	IDsPerSecond      float64          `json:"ids_per_second"`
+	RequestsPerSecond float64          `json:"requests_per_second"`
+	Latency           Latency          `json:"latency_us"`
+	// Checked counts the IDs the duplicate check covered (warm-up too).
+	Checked int64 `json:"checked"`
+}
+
+// Latency in microseconds.
+type Latency struct {
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
+	P999 float64 `json:"p999"`
+	Max  float64 `json:"max"`
+}
+
+// taker takes one request's IDs, appended to dst. Each worker has its own.
+type taker func(ctx context.Context, dst []int64) ([]int64, error)
+
+// driver is a protocol: it makes takers and closes its connections.
+type driver interface {
+	taker(worker int) taker
+	Close() error
+}
+
+// Check validates o and fills its defaults.
+func (o *Options) Check() error {
+	switch o.Protocol {
+	case Leaf, HTTP, GRPC, RESP, Client:
+	default:
+		return fmt.Errorf("protocol %q: leaf, http, grpc, resp or client", o.Protocol)
+	}
+	switch o.Kind {
+	case Segment, Snowflake:
+	default:
+		return fmt.Errorf("kind %q: segment or snowflake", o.Kind)
+	}
+	if o.Kind == Segment && o.Tag == "" {
+		return errors.New("segment IDs need a tag")
+	}
+	if o.Concurrency < 1 {
+		return fmt.Errorf("concurrency %d: at least 1", o.Concurrency)
+	}
+	if o.Batch < 1 || o.Batch > 10_000 {
+		return fmt.Errorf("batch %d: 1 to 10,000", o.Batch)
+	}
+	if o.Protocol == Leaf && o.Batch != 1 {
+		return errors.New("Leaf's API answers one ID a request: batch must be 1")
+	}
+	if o.Count < 0 || o.Duration < 0 || o.Rate < 0 || o.Warmup < 0 {
+		return errors.New("count, duration, rate and warm-up cannot be negative")
+	}
+	if o.Count == 0 && o.Duration == 0 {
+		o.Duration = 10 * time.Second
+	}
+	if o.Connections <= 0 {
+		o.Connections = o.Concurrency
+		if o.Protocol == GRPC || o.Protocol == Client {
+			o.Connections = min(4, o.Concurrency)
+		}
+	}
+	return nil
+}
+
+// worker is one worker's record.
+type worker struct {
+	hist     *hdrhistogram.Histogram
+	runs     []run
+	ids      []int64 // scratch
+	requests int64
+	idCount  int64
+	errors   map[string]int64
+	checked  int64
+}
+
+// run is IDs start, start+1, ..., start+n-1 (consecutive IDs received in a
+// row are kept as one run: millions of IDs cost a few runs).
+type run struct{ start, n int64 }
+
+func (w *worker) record(ids []int64) {
+	for _, id := range ids {
+		if k := len(w.runs) - 1; k >= 0 && w.runs[k].start+w.runs[k].n == id {
+			w.runs[k].n++
+		} else {
+			w.runs = append(w.runs, run{id, 1})
+		}
+	}
+	w.checked += int64(len(ids))
+}
+
+// Run runs the benchmark.
+func Run(ctx context.Context, o Options) (Result, error) {
+	if err := o.Check(); err != nil {
+		return Result{}, err
+	}
+	d, err := newDriver(ctx, o)
+	if err != nil {
+		return Result{}, err
+	}
+	defer d.Close()
+
+	workers := make([]*worker, o.Concurrency)
+	takers := make([]taker, o.Concurrency)
+	for i := range workers {
+		workers[i] = &worker{hist: hdrhistogram.New(1, int64(time.Minute/time.Microsecond), 3), errors: map[string]int64{}}
+		takers[i] = d.taker(i)
+	}
+	// The first request tells a missing tag or a server that is not there
+	// before the workers start.
+	first, err := takers[0](ctx, nil)
+	if err != nil {
+		return Result{}, fmt.Errorf("first request: %w", err)
+	}
+	workers[0].record(first)
+
+	var (
+		measuring atomic.Bool
+		issued    atomic.Int64 // requests started in the measured run (Count)
+		done      = make(chan struct{})
+		reqs, ids atomic.Int64
+		errs      atomic.Int64
+	)
+	start := time.Now()
+	measureFrom := start.Add(o.Warmup)
+	var deadline time.Time
+	if o.Count == 0 {
+		deadline = measureFrom.Add(o.Duration)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	var wg sync.WaitGroup
+	for i, w := range workers {
+		take := takers[i]
+		wg.Go(func() {
+			// Open loop: worker i's k-th request is due at
+			// start + (k*Concurrency + i) / Rate.
+			var interval time.Duration
+			due := start
+			if o.Rate > 0 {
+				interval = time.Duration(float64(time.Second) * float64(o.Concurrency) / o.Rate)
+				due = start.Add(time.Duration(float64(time.Second) * float64(i) / o.Rate))
+			}
+			for runCtx.Err() == nil {
+				now := time.Now()
+				if !deadline.IsZero() && now.After(deadline) {
+					return
+				}
+				counted := measuring.Load()
+				if counted && o.Count > 0 && issued.Add(1) > o.Count {
+					return
+				}
+				t0 := now
+				if o.Rate > 0 {
+					if wait := due.Sub(now); wait > 0 {
+						select {
+						case <-time.After(wait):
+						case <-runCtx.Done():
+							return
+						}
+					}
+					t0 = due // latency from when the request was due
+					due = due.Add(interval)
+				}
+				var err error
+				w.ids, err = take(runCtx, w.ids[:0])
+				took := time.Since(t0)
+				if runCtx.Err() != nil && err != nil {
+					return // the run ended while this request was in flight
+				}
+				if err == nil {
+					w.record(w.ids)
+				}
+				if !counted {
+					continue
+				}
+				w.requests++
+				reqs.Add(1)
+				w.hist.RecordValue(max(1, took.Microseconds()))
+				if err != nil {
+					w.errors[codeOf(err)]++
+					errs.Add(1)
+					continue
+				}
+				w.idCount += int64(len(w.ids))
+				ids.Add(int64(len(w.ids)))
+			}
+		})
+	}
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var measuredStart time.Time
+	warm := time.NewTimer(o.Warmup)
+	if o.Warmup == 0 {
+		measuring.Store(true)
+		measuredStart = start
+	}
+	for stop := false; !stop; {
+		select {
+		case <-warm.C:
+			if !measuring.Load() {
+				measuredStart = time.Now()
+				measuring.Store(true)
+			}
+		case <-tick.C:
+			if o.Progress != nil {
+				el := time.Since(start)
+				p := Progress{Elapsed: el, Warmup: !measuring.Load(), Requests: reqs.Load(), IDs: ids.Load(), Errors: errs.Load(),
+					Total: o.Duration, Count: o.Count}
+				if !p.Warmup {
+					if s := time.Since(measuredStart).Seconds(); s > 0 {
+						p.RequestsPerSecond = float64(p.Requests) / s
+					}
+				}
+				o.Progress(p)
+			}
+		case <-done:
+			stop = true
+		case <-ctx.Done():
+			cancel()
+			<-done
+			stop = true
+		}
+	}
+	elapsed := time.Since(measuredStart)
+	if measuredStart.IsZero() {
+		elapsed = 0
+	}
+	res := Result{Protocol: o.Protocol, Kind: o.Kind, Concurrency: o.Concurrency, Batch: o.Batch, Rate: o.Rate,
+		Seconds: elapsed.Seconds(), Errors: map[string]int64{}}
+	if o.Kind == Segment {
+		res.Tag = o.Tag
+	}
+	hist := hdrhistogram.New(1, int64(time.Minute/time.Microsecond), 3)
+	var runs []run
+	for _, w := range workers {
+		hist.Merge(w.hist)
+		res.Requests += w.requests
+		res.IDs += w.idCount
+		res.Checked += w.checked
+		for code, n := range w.errors {
+			res.Errors[code] += n
+		}
+		runs = append(runs, w.runs...)
+	}
+	res.Duplicates = duplicates(runs)
+	if s := elapsed.Seconds(); s > 0 {
+		res.IDsPerSecond, res.RequestsPerSecond = float64(res.IDs)/s, float64(res.Requests)/s
+	}
+	if hist.TotalCount() > 0 {
+		res.Latency = Latency{P50: float64(hist.ValueAtQuantile(50)), P90: float64(hist.ValueAtQuantile(90)),
+			P99: float64(hist.ValueAtQuantile(99)), P999: float64(hist.ValueAtQuantile(99.9)), Max: float64(hist.Max())}
+	}
+	return res, ctx.Err()
+}
+
+// duplicates counts the IDs received more than once: the runs sorted by
+// start, every ID a run shares with the runs before it.
+func duplicates(runs []run) int64 {
+	slices.SortFunc(runs, func(a, b run) int {
+		switch {
+		case a.start < b.start:
+			return -1
+		case a.start > b.start:
+			return 1
+		}
+		return 0
+	})
+	var dup int64
+	var end int64 // the end of the IDs seen so far
+	for i, r := range runs {
+		e := r.start + r.n
+		if i > 0 && r.start < end {
+			dup += min(e, end) - r.start
+		}
+		if i == 0 || e > end {
+			end = e
+		}
+	}
+	return dup
+}

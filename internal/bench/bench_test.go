@@ -1,0 +1,134 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/frond-id/frond/client/clienttest"
+)
+
+func TestDuplicates(t *testing.T) {
+	for _, tc := range []struct {
+		runs []run
+		want int64
+	}{
+		{nil, 0},
+		{[]run{{1, 10}, {11, 5}}, 0},
+		{[]run{{11, 5}, {1, 10}}, 0},
+		{[]run{{1, 10}, {5, 3}}, 3},
+		{[]run{{1, 10}, {8, 10}}, 3},
+		{[]run{{1, 1}, {1, 1}, {1, 1}}, 2},
+		{[]run{{1, 100}, {10, 5}, {50, 60}}, 5 + 51},
+	} {
+		if got := duplicates(tc.runs); got != tc.want {
+			t.Errorf("duplicates(%v) = %d, want %d", tc.runs, got, tc.want)
+		}
+	}
+}
+
+// fake hands out IDs from a counter; every 10th request repeats an ID when
+// dup is set, and every 7th fails when fail is set.
+type fake struct {
+	next      atomic.Int64
+	calls     atomic.Int64
+	dup, fail bool
+	delay     time.Duration
+}
+
+func (f *fake) Close() error { return nil }
+
+func (f *fake) taker(int) taker {
+	return func(ctx context.Context, dst []int64) ([]int64, error) {
+		n := f.calls.Add(1)
+		if f.delay > 0 {
+			time.Sleep(f.delay)
+		}
+		if f.fail && n%7 == 0 {
+			return dst, &codedError{"store_unavailable", "down"}
+		}
+		if f.dup && n%10 == 0 {
+			return append(dst, 1), nil
+		}
+		return append(dst, f.next.Add(1)), nil
+	}
+}
+
+func withFake(t *testing.T, f *fake) {
+	old := newDriver
+	newDriver = func(context.Context, Options) (driver, error) { return f, nil }
+	t.Cleanup(func() { newDriver = old })
+}
+
+func TestRun_CountsErrorsAndDuplicates(t *testing.T) {
+	f := &fake{dup: true, fail: true}
+	withFake(t, f)
+	res, err := Run(context.Background(), Options{Protocol: GRPC, Kind: Segment, Tag: "t", Concurrency: 4, Batch: 1, Count: 700})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests != 700 || res.Errors["store_unavailable"] != 100 || res.IDs != 600 || res.Duplicates == 0 {
+		t.Fatalf("%+v", res)
+	}
+	if res.Latency.P50 < 1 || res.Latency.Max < res.Latency.P99 || res.RequestsPerSecond <= 0 {
+		t.Fatalf("latency %+v, %v requests/s", res.Latency, res.RequestsPerSecond)
+	}
+}
+
+// Open loop: the requests go at the rate asked for, and a stall makes the
+// requests due behind it slow too (their latency counts from when they
+// were due).
+func TestRun_OpenLoop(t *testing.T) {
+	f := &fake{delay: 20 * time.Millisecond}
+	withFake(t, f)
+	res, err := Run(context.Background(), Options{Protocol: GRPC, Kind: Snowflake, Concurrency: 2, Batch: 1, Rate: 200, Duration: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two workers of 20 ms each serve at most 100 requests a second; 200
+	// are due, so the queue grows and latency far exceeds the 20 ms.
+	if res.Requests > 130 || res.Latency.P99 < 200_000 {
+		t.Fatalf("open loop over capacity: %d requests, p99 %v us", res.Requests, res.Latency.P99)
+	}
+	f2 := &fake{}
+	withFake(t, f2)
+	res, err = Run(context.Background(), Options{Protocol: GRPC, Kind: Snowflake, Concurrency: 4, Batch: 1, Rate: 500, Duration: time.Second})
+	if err != nil || res.Requests < 400 || res.Requests > 600 {
+		t.Fatalf("open loop at 500/s: %d requests, %v", res.Requests, err)
+	}
+}
+
+func TestRun_Real(t *testing.T) {
+	srv := clienttest.Start(t)
+	srv.CreateTag(t, "bench", 1000)
+	for _, proto := range []string{GRPC, Client} {
+		for _, kind := range []string{Segment, Snowflake} {
+			res, err := Run(context.Background(), Options{Protocol: proto, Server: srv.Addr, Kind: kind, Tag: "bench",
+				Concurrency: 4, Batch: 10, Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond})
+			if err != nil || res.IDs < 100 || res.Duplicates != 0 || len(res.Errors) != 0 || res.Checked < res.IDs {
+				t.Fatalf("%s %s: %+v, %v", proto, kind, res, err)
+			}
+		}
+	}
+	_, err := Run(context.Background(), Options{Protocol: GRPC, Server: srv.Addr, Kind: Segment, Tag: "nope", Concurrency: 1, Batch: 1, Count: 1})
+	if err == nil || codeOf(errors.Unwrap(err)) != "tag_not_found" {
+		t.Fatalf("a missing tag: %v", err)
+	}
+}
+
+func TestOptions_Check(t *testing.T) {
+	for _, o := range []Options{
+		{Protocol: "smtp", Kind: Segment, Tag: "t", Concurrency: 1, Batch: 1},
+		{Protocol: GRPC, Kind: "uuid", Concurrency: 1, Batch: 1},
+		{Protocol: GRPC, Kind: Segment, Concurrency: 1, Batch: 1},
+		{Protocol: GRPC, Kind: Segment, Tag: "t", Concurrency: 0, Batch: 1},
+		{Protocol: Leaf, Kind: Segment, Tag: "t", Concurrency: 1, Batch: 2},
+		{Protocol: GRPC, Kind: Segment, Tag: "t", Concurrency: 1, Batch: 1, Rate: -1},
+	} {
+		if err := o.Check(); err == nil {
+			t.Errorf("%+v passed", o)
+		}
+	}
+}

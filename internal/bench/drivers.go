@@ -1,0 +1,318 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/frond-id/frond/client"
+	frondv1 "github.com/frond-id/frond/proto/frond/v1"
+)
+
+// codedError is an error answer with frond's stable code.
+type codedError struct{ code, msg string }
+
+func (e *codedError) Error() string { return e.code + ": " + e.msg }
+
+// Code is the stable code of an error a request got (tag_not_found), or
+// what kind of failure it was: "connection" or "timeout".
+func Code(err error) string { return codeOf(err) }
+
+// codeOf is the stable code of an error, or what kind of failure it was.
+func codeOf(err error) string {
+	var ce *codedError
+	var cle *client.Error
+	var ne net.Error
+	switch {
+	case errors.As(err, &ce):
+		return ce.code
+	case errors.As(err, &cle):
+		return cle.Code
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	}
+	if st, ok := status.FromError(err); ok {
+		for _, d := range st.Details() {
+			if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetMetadata()["code"] != "" {
+				return info.GetMetadata()["code"]
+			}
+		}
+		return strings.ToLower(st.Code().String())
+	}
+	return "connection"
+}
+
+// newDriver makes the driver of o.Protocol (a variable: tests put in fakes).
+var newDriver = func(ctx context.Context, o Options) (driver, error) {
+	switch o.Protocol {
+	case Leaf, HTTP:
+		return newHTTP(o)
+	case GRPC:
+		return newGRPC(o)
+	case RESP:
+		return newRESP(o)
+	}
+	return newClient(o)
+}
+
+// httpDriver: Leaf's API (one ID as text) or /v1 (JSON).
+type httpDriver struct {
+	o   Options
+	c   *http.Client
+	url string
+}
+
+func newHTTP(o Options) (driver, error) {
+	base, err := url.Parse(o.Server)
+	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
+		return nil, fmt.Errorf("server %q: an http:// or https:// URL", o.Server)
+	}
+	d := &httpDriver{o: o, c: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		MaxIdleConns: o.Connections, MaxIdleConnsPerHost: o.Connections, MaxConnsPerHost: o.Connections, IdleConnTimeout: time.Minute,
+	}}}
+	root := strings.TrimSuffix(o.Server, "/")
+	switch {
+	case o.Protocol == Leaf && o.Kind == Segment:
+		d.url = root + "/api/segment/get/" + url.PathEscape(o.Tag)
+	case o.Protocol == Leaf:
+		d.url = root + "/api/snowflake/get/bench"
+	case o.Kind == Segment:
+		d.url = root + "/v1/segment/" + url.PathEscape(o.Tag)
+	default:
+		d.url = root + "/v1/snowflake"
+	}
+	if o.Protocol == HTTP && o.Batch > 1 {
+		d.url += "?n=" + strconv.Itoa(o.Batch)
+	}
+	return d, nil
+}
+
+func (d *httpDriver) Close() error { d.c.CloseIdleConnections(); return nil }
+
+func (d *httpDriver) taker(int) taker {
+	return func(ctx context.Context, dst []int64) ([]int64, error) {
+		req, err := http.NewRequestWithContext(ctx, "GET", d.url, nil)
+		if err != nil {
+			return dst, err
+		}
+		if d.o.TagToken != "" {
+			req.Header.Set("X-Frond-Token", d.o.TagToken)
+		}
+		resp, err := d.c.Do(req)
+		if err != nil {
+			return dst, err
+		}
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+		resp.Body.Close()
+		if err != nil {
+			return dst, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return dst, httpError(resp.StatusCode, body)
+		}
+		if d.o.Protocol == Leaf {
+			id, err := strconv.ParseInt(string(bytes.TrimSpace(body)), 10, 64)
+			if err != nil {
+				return dst, fmt.Errorf("Leaf's API answered %q", body)
+			}
+			return append(dst, id), nil
+		}
+		var out struct {
+			ID  *int64  `json:"id"`
+			IDs []int64 `json:"ids"`
+		}
+		if err := json.Unmarshal(body, &out); err != nil {
+			return dst, fmt.Errorf("answer %q: %w", body, err)
+		}
+		if out.ID != nil {
+			return append(dst, *out.ID), nil
+		}
+		return append(dst, out.IDs...), nil
+	}
+}
+
+// httpError reads frond's code from an error answer: the JSON error of
+// /v1, or Leaf's "error: code: message".
+func httpError(status int, body []byte) error {
+	var eb struct {
+		Error struct{ Code, Message string }
+	}
+	if json.Unmarshal(body, &eb) == nil && eb.Error.Code != "" {
+		return &codedError{eb.Error.Code, eb.Error.Message}
+	}
+	if rest, ok := strings.CutPrefix(string(body), "error: "); ok {
+		code, msg, _ := strings.Cut(rest, ": ")
+		return &codedError{code, strings.TrimSpace(msg)}
+	}
+	return &codedError{"http_" + strconv.Itoa(status), strings.TrimSpace(string(body))}
+}
+
+type grpcDriver struct {
+	o     Options
+	conns []*grpc.ClientConn
+	ids   []frondv1.IDServiceClient
+}
+
+func newGRPC(o Options) (driver, error) {
+	d := &grpcDriver{o: o}
+	for range o.Connections {
+		// Each connection its own: grpc.NewClient shares nothing between them.
+		cc, err := grpc.NewClient(o.Server, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			d.Close()
+			return nil, fmt.Errorf("server %q: %w", o.Server, err)
+		}
+		d.conns = append(d.conns, cc)
+		d.ids = append(d.ids, frondv1.NewIDServiceClient(cc))
+	}
+	return d, nil
+}
+
+func (d *grpcDriver) Close() error {
+	for _, c := range d.conns {
+		c.Close()
+	}
+	return nil
+}
+
+func (d *grpcDriver) taker(worker int) taker {
+	c := d.ids[worker%len(d.ids)]
+	n := int64(d.o.Batch)
+	return func(ctx context.Context, dst []int64) ([]int64, error) {
+		var out *frondv1.IDs
+		var err error
+		if d.o.Kind == Segment {
+			if d.o.TagToken != "" {
+				ctx = metadata.AppendToOutgoingContext(ctx, "x-frond-token", d.o.TagToken)
+			}
+			out, err = c.NextSegment(ctx, &frondv1.NextSegmentRequest{Tag: d.o.Tag, N: n})
+		} else {
+			out, err = c.NextSnowflake(ctx, &frondv1.NextSnowflakeRequest{N: n})
+		}
+		if err != nil {
+			return dst, err
+		}
+		return append(dst, out.GetIds()...), nil
+	}
+}
+
+type respDriver struct {
+	o Options
+	c *redis.Client
+}
+
+func newRESP(o Options) (driver, error) {
+	if _, _, err := net.SplitHostPort(o.Server); err != nil {
+		return nil, fmt.Errorf("server %q: host:port", o.Server)
+	}
+	opts := &redis.Options{Addr: o.Server, Protocol: 2, PoolSize: o.Connections, MinIdleConns: o.Connections, DisableIdentity: true,
+		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
+	if o.TagToken != "" {
+		token := o.TagToken
+		opts.OnConnect = func(ctx context.Context, cn *redis.Conn) error { return cn.Do(ctx, "TOKEN", token).Err() }
+	}
+	return &respDriver{o: o, c: redis.NewClient(opts)}, nil
+}
+
+func (d *respDriver) Close() error { return d.c.Close() }
+
+func (d *respDriver) taker(int) taker {
+	var args []any
+	switch {
+	case d.o.Kind == Segment && d.o.Batch == 1:
+		args = []any{"INCR", d.o.Tag}
+	case d.o.Kind == Segment:
+		args = []any{"SEGMENT", d.o.Tag, "COUNT", d.o.Batch}
+	case d.o.Batch == 1:
+		args = []any{"SNOWFLAKE"}
+	default:
+		args = []any{"SNOWFLAKE", "COUNT", d.o.Batch}
+	}
+	return func(ctx context.Context, dst []int64) ([]int64, error) {
+		v, err := d.c.Do(ctx, args...).Result()
+		if err != nil {
+			var re redis.Error
+			if errors.As(err, &re) {
+				code, msg, _ := strings.Cut(re.Error(), " ")
+				return dst, &codedError{strings.ToLower(code), msg}
+			}
+			return dst, err
+		}
+		switch v := v.(type) {
+		case int64:
+			return append(dst, v), nil
+		case []any:
+			for _, x := range v {
+				id, ok := x.(int64)
+				if !ok {
+					return dst, fmt.Errorf("a non-integer ID %v", x)
+				}
+				dst = append(dst, id)
+			}
+			return dst, nil
+		}
+		return dst, fmt.Errorf("answer %v", v)
+	}
+}
+
+// clientDriver is the Go client library: segment IDs from its leases.
+type clientDriver struct {
+	o Options
+	c *client.Client
+}
+
+func newClient(o Options) (driver, error) {
+	c, err := client.New(client.Options{Servers: strings.Split(o.Server, ","), Token: o.TagToken})
+	if err != nil {
+		return nil, err
+	}
+	return &clientDriver{o: o, c: c}, nil
+}
+
+func (d *clientDriver) Close() error { return d.c.Close() }
+
+func (d *clientDriver) taker(int) taker {
+	if d.o.Kind == Snowflake {
+		return func(ctx context.Context, dst []int64) ([]int64, error) {
+			ids, err := d.c.Snowflake(ctx, d.o.Batch)
+			return append(dst, ids...), err
+		}
+	}
+	tag, tagErr := d.c.Tag(d.o.Tag)
+	n := int64(d.o.Batch)
+	return func(ctx context.Context, dst []int64) ([]int64, error) {
+		if tagErr != nil {
+			return dst, tagErr
+		}
+		if n == 1 {
+			id, err := tag.Next(ctx)
+			if err != nil {
+				return dst, err
+			}
+			return append(dst, id), nil
+		}
+		rs, err := tag.NextRanges(ctx, n)
+		for _, r := range rs {
+			dst = r.Append(dst)
+		}
+		return dst, err
+	}
+}
