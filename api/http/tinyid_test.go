@@ -157,3 +157,37 @@ func TestTinyID_Tokens(t *testing.T) {
 	f.want(f.do("GET", "/api/segment/get/order", ""), 500, "forbidden")
 	f.want(f.do("GET", "/v1/snowflake", ""), 200) // snowflake IDs need no token
 }
+
+var tinyRoutes = []string{"/tinyid/id/nextId", "/tinyid/id/nextIdSimple", "/tinyid/id/nextSegmentId", "/tinyid/id/nextSegmentIdSimple"}
+
+// TinyID's routes with any query and body: no panic, always TinyID's 200;
+// an answer that is an error (the X-Frond-Error header) took no ID.
+func FuzzTinyID(f *testing.F) {
+	f.Add(uint8(0), "bizType=order&batchSize=3", "")
+	f.Add(uint8(1), "bizType=order&batchSize=0", "")
+	f.Add(uint8(2), "bizType=nope", "")
+	f.Add(uint8(3), "bizType=order&token=x", "")
+	f.Add(uint8(0), "bizType=order&batchSize=1e9", "")
+	f.Add(uint8(1), "%zz", "")
+	f.Add(uint8(3), "", "bizType=order")
+	fx := newFixture(f, Options{})
+	f.Fuzz(func(t *testing.T, route uint8, query, body string) {
+		fx.t = t
+		req := httptest.NewRequest("POST", "http://frond.test/", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.URL.Path = tinyRoutes[int(route)%len(tinyRoutes)]
+		req.URL.RawQuery = query
+		before := fx.snapshot()
+		w := httptest.NewRecorder()
+		fx.h.ServeHTTP(w, req)
+		if w.Code != 200 {
+			t.Fatalf("%s?%s: status %d %s", req.URL.Path, query, w.Code, w.Body.String())
+		}
+		if w.Header().Get("X-Frond-Error") == "" {
+			return
+		}
+		if after := fx.snapshot(); after != before {
+			t.Fatalf("%s?%s failed (%s) and changed the next IDs:\n before %s\n after  %s", req.URL.Path, query, w.Header().Get("X-Frond-Error"), before, after)
+		}
+	})
+}
