@@ -369,3 +369,38 @@ func TestClient_Token(t *testing.T) {
 		t.Fatalf("with the token: %d, %v", id, err)
 	}
 }
+
+// A fail-over to a server whose buffer lies far below the IDs this client
+// already handed out: the client passes the buffered IDs in a few calls
+// and its IDs keep increasing.
+func TestClient_FailoverToServerBehind(t *testing.T) {
+	store := clienttest.NewStore()
+	a := clienttest.Start(t, clienttest.WithStore(store), clienttest.WithNode(1))
+	b := clienttest.Start(t, clienttest.WithStore(store), clienttest.WithNode(2))
+	a.CreateTag(t, "order", 1000)
+	// B buffers IDs from 1 on: 999 of them once one is taken.
+	if _, err := newClient(t, client.Options{Servers: []string{b.Addr}, MinLease: 1, MaxLease: 1}).Next(bg, "order"); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, client.Options{Servers: []string{a.Addr, b.Addr}, MinLease: 10, MaxLease: 10, BackoffMin: time.Millisecond})
+	last := int64(0)
+	take := func(n int) {
+		t.Helper()
+		for range n {
+			id, err := c.Next(bg, "order")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if id <= last {
+				t.Fatalf("%d after %d", id, last)
+			}
+			last = id
+		}
+	}
+	take(1000) // from A, above B's buffer
+	a.Stop()
+	take(100) // from B: its buffered IDs below are passed, not handed out
+	if st := c.Stats(); st.Failovers == 0 {
+		t.Fatalf("no fail-over: %+v", st)
+	}
+}

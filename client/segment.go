@@ -78,6 +78,9 @@ type leaser struct {
 // already handed out (Options.Unordered) before Allocate gives up.
 const maxBehind = 16
 
+// maxRangesRequest is the most IDs the server gives in one ranges request.
+const maxRangesRequest = 1_000_000
+
 func (l *leaser) Allocate(ctx context.Context, tag string, step int64) (frond.Allocation, error) {
 	o := l.c.o
 	if step <= 0 {
@@ -87,36 +90,44 @@ func (l *leaser) Allocate(ctx context.Context, tag string, step int64) (frond.Al
 	if r, ok := l.pop(tag); ok {
 		return frond.Allocation{Range: r, Step: o.MinLease}, nil
 	}
+	n := step
 	for range maxBehind {
 		var out *frondv1.Ranges
 		err := l.c.call(ctx, func(ctx context.Context, ids frondv1.IDServiceClient) error {
 			var err error
-			out, err = ids.NextSegmentRanges(ctx, &frondv1.NextSegmentRangesRequest{Tag: tag, N: step})
+			out, err = ids.NextSegmentRanges(ctx, &frondv1.NextSegmentRangesRequest{Tag: tag, N: n})
 			return err
 		})
 		if err != nil {
 			return frond.Allocation{}, err
 		}
-		if l.push(tag, out.GetRanges()) {
+		queued, behind := l.push(tag, out.GetRanges())
+		if queued {
 			r, _ := l.pop(tag)
 			return frond.Allocation{Range: r, Step: o.MinLease}, nil
 		}
+		// The whole lease lay below the IDs already handed out (this server
+		// had them buffered when another one served us): ask for what lies
+		// between as well, so that a few calls pass it.
+		n = min(step+behind, maxRangesRequest)
 	}
 	return frond.Allocation{}, fmt.Errorf("%w: tag %q: %d leases in a row lay below the IDs already handed out (servers with several stores need Options.Unordered)",
 		frond.ErrStoreUnavailable, tag, maxBehind)
 }
 
 // push queues the ranges of a lease; unless Unordered, ranges below the
-// highest leased are skipped. It reports whether any was queued.
-func (l *leaser) push(tag string, rs []*frondv1.Range) bool {
+// highest leased are skipped. It reports whether any was queued and, when
+// none was, how far below the highest leased the lease ended.
+func (l *leaser) push(tag string, rs []*frondv1.Range) (queued bool, behind int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	queued := false
+	top := int64(0)
 	for _, r := range rs {
 		x := frond.Range{Start: r.GetStart(), End: r.GetEnd(), Stride: r.GetStride()}
 		if x.Len() < 1 {
 			continue
 		}
+		top = max(top, x.End)
 		if !l.c.o.Unordered && x.Start < l.last[tag] {
 			continue
 		}
@@ -124,7 +135,10 @@ func (l *leaser) push(tag string, rs []*frondv1.Range) bool {
 		l.last[tag] = max(l.last[tag], x.End)
 		queued = true
 	}
-	return queued
+	if !queued {
+		behind = max(l.last[tag]-top, 0)
+	}
+	return queued, behind
 }
 
 func (l *leaser) pop(tag string) (frond.Range, bool) {
