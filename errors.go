@@ -39,4 +39,8 @@ var (
 
 	// ErrClosed means the engine or store was closed.
 	ErrClosed = errors.New("closed")
+
+	// ErrForbidden means the caller's tag token does not allow the tag
+	// (servers configured with tokens).
+	ErrForbidden = errors.New("token does not allow this tag")
 )

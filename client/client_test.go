@@ -404,3 +404,20 @@ func TestClient_FailoverToServerBehind(t *testing.T) {
 		t.Fatalf("no fail-over: %+v", st)
 	}
 }
+
+// A tag the client's token does not allow is refused at once and does not
+// hold up other tags (forbidden is an answer, not an outage).
+func TestClient_ForbiddenIsNotAnOutage(t *testing.T) {
+	srv := clienttest.Start(t, clienttest.WithTokens(map[string][]string{"t1": {"order"}}))
+	srv.CreateTag(t, "order", 100)
+	srv.CreateTag(t, "secret", 100)
+	c := newClient(t, client.Options{Servers: []string{srv.Addr}, Token: "t1"})
+	for range 3 {
+		if _, err := c.Next(bg, "secret"); !errors.Is(err, frond.ErrForbidden) {
+			t.Fatalf("secret: %v, want ErrForbidden", err)
+		}
+	}
+	if id, err := c.Next(bg, "order"); err != nil || id != 1 {
+		t.Fatalf("order right after a refusal: %d, %v", id, err)
+	}
+}

@@ -48,6 +48,8 @@ func (e *Error) Unwrap() error {
 		return frond.ErrNoWorkerID
 	case "worker_unavailable":
 		return frond.ErrWorkerLost
+	case "forbidden", "unauthorized", "permission_denied", "unauthenticated":
+		return frond.ErrForbidden
 	}
 	if e.retryable() {
 		// The segment engine retries an outage and fails fast on it.

@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -267,7 +266,7 @@ func (s *Service) answer(kind, form string, ids []int64) (Answer, error) {
 
 // ErrForbidden means the request's token does not allow its tag
 // (Config.Tokens).
-var ErrForbidden = errors.New("token does not allow this tag")
+var ErrForbidden = frond.ErrForbidden
 
 // checkToken enforces Config.Tokens.
 func (s *Service) checkToken(token, tag string) error {

@@ -2,6 +2,7 @@ package grpcapi
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,6 +32,38 @@ type health struct {
 	svc     *service.Service
 	stopped atomic.Bool
 	done    chan struct{}
+
+	// The readiness the Watch streams share: every client connection
+	// watches, and each would otherwise ping the store every healthPoll.
+	mu     sync.Mutex
+	seenAt time.Time
+	seg    bool
+	snow   bool
+}
+
+// healthPing bounds the store ping of a readiness check.
+const healthPing = 2 * time.Second
+
+// readiness is whether segment and snowflake IDs can be served now; with
+// shared, a result younger than healthPoll is reused.
+func (h *health) readiness(ctx context.Context, shared bool) (seg, snow bool) {
+	if shared {
+		h.mu.Lock()
+		if time.Since(h.seenAt) < healthPoll {
+			seg, snow = h.seg, h.snow
+			h.mu.Unlock()
+			return seg, snow
+		}
+		h.mu.Unlock()
+	}
+	snow = h.svc.SnowflakeReady().Ready
+	pctx, cancel := context.WithTimeout(ctx, healthPing)
+	seg = h.svc.SegmentReady(pctx).Ready
+	cancel()
+	h.mu.Lock()
+	h.seenAt, h.seg, h.snow = time.Now(), seg, snow
+	h.mu.Unlock()
+	return seg, snow
 }
 
 func newHealth(svc *service.Service) *health {
@@ -47,18 +80,19 @@ func (h *health) shutdown() {
 
 var healthServices = []string{"", frondv1.IDService_ServiceDesc.ServiceName, HealthSegment, HealthSnowflake}
 
-func (h *health) status(ctx context.Context, name string) (healthpb.HealthCheckResponse_ServingStatus, bool) {
+func (h *health) status(ctx context.Context, name string, shared bool) (healthpb.HealthCheckResponse_ServingStatus, bool) {
 	if h.stopped.Load() {
 		return healthpb.HealthCheckResponse_NOT_SERVING, true
 	}
 	var ready bool
 	switch name {
 	case "", frondv1.IDService_ServiceDesc.ServiceName:
-		ready = h.svc.SnowflakeReady().Ready || h.svc.SegmentReady(ctx).Ready
+		seg, snow := h.readiness(ctx, shared)
+		ready = seg || snow
 	case HealthSegment:
-		ready = h.svc.SegmentReady(ctx).Ready
+		ready, _ = h.readiness(ctx, shared)
 	case HealthSnowflake:
-		ready = h.svc.SnowflakeReady().Ready
+		ready = h.svc.SnowflakeReady().Ready // no network call
 	default:
 		return healthpb.HealthCheckResponse_SERVICE_UNKNOWN, false
 	}
@@ -69,7 +103,7 @@ func (h *health) status(ctx context.Context, name string) (healthpb.HealthCheckR
 }
 
 func (h *health) Check(ctx context.Context, in *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
-	st, ok := h.status(ctx, in.GetService())
+	st, ok := h.status(ctx, in.GetService(), false)
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "unknown service %q: %q, %q, %q or %q", in.GetService(), healthServices[0], healthServices[1], healthServices[2], healthServices[3])
 	}
@@ -79,22 +113,22 @@ func (h *health) Check(ctx context.Context, in *healthpb.HealthCheckRequest) (*h
 func (h *health) List(ctx context.Context, _ *healthpb.HealthListRequest) (*healthpb.HealthListResponse, error) {
 	out := &healthpb.HealthListResponse{Statuses: map[string]*healthpb.HealthCheckResponse{}}
 	for _, name := range healthServices {
-		st, _ := h.status(ctx, name)
+		st, _ := h.status(ctx, name, false)
 		out.Statuses[name] = &healthpb.HealthCheckResponse{Status: st}
 	}
 	return out, nil
 }
 
 // Watch sends the status at once and then on every change, looking again
-// every healthPoll; an unknown service is SERVICE_UNKNOWN, as the protocol
-// has it.
+// every healthPoll (the watchers share one readiness check a healthPoll);
+// an unknown service is SERVICE_UNKNOWN, as the protocol has it.
 func (h *health) Watch(in *healthpb.HealthCheckRequest, ws healthpb.Health_WatchServer) error {
 	ctx := ws.Context()
 	last := healthpb.HealthCheckResponse_ServingStatus(-1)
 	t := time.NewTicker(healthPoll)
 	defer t.Stop()
 	for {
-		st, _ := h.status(ctx, in.GetService())
+		st, _ := h.status(ctx, in.GetService(), true)
 		if st != last {
 			if err := ws.Send(&healthpb.HealthCheckResponse{Status: st}); err != nil {
 				return err

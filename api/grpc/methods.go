@@ -7,6 +7,8 @@ import (
 	"io"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/frond-id/frond"
@@ -58,21 +60,36 @@ func ranges(a service.Answer) *frondv1.Ranges {
 
 // LeaseRanges answers each request of the stream with its ranges, in order,
 // until the client closes its side. A request is only taken once it has
-// arrived: the server never takes ranges ahead of the client.
+// arrived: the server never takes ranges ahead of the client. At shutdown
+// a stream waiting for its client's next request ends with UNAVAILABLE (a
+// request being answered is finished first).
 func (s *Server) LeaseRanges(st grpc.BidiStreamingServer[frondv1.NextSegmentRangesRequest, frondv1.Ranges]) error {
 	ctx := st.Context()
+	type recv struct {
+		in  *frondv1.NextSegmentRangesRequest
+		err error
+	}
+	next := make(chan recv, 1)
 	for {
-		in, err := st.Recv()
-		if errors.Is(err, io.EOF) {
+		go func() {
+			in, err := st.Recv()
+			next <- recv{in, err}
+		}()
+		var r recv
+		select {
+		case r = <-next:
+		case <-s.stopping:
+			return status.Error(codes.Unavailable, "the server is shutting down: open a stream to another server")
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if errors.Is(r.err, io.EOF) {
 			return nil
 		}
-		if err != nil {
-			return err
+		if r.err != nil {
+			return r.err
 		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		out, err := s.NextSegmentRanges(ctx, in)
+		out, err := s.NextSegmentRanges(ctx, r.in)
 		if err != nil {
 			return err
 		}

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -63,6 +64,10 @@ type Server struct {
 	health  *health
 	ops     map[string]*api.Op // by full method name
 	started time.Time
+	// stopping is closed by Shutdown: streams waiting for their client's
+	// next request end, so that GracefulStop does not wait for them.
+	stopping chan struct{}
+	stopOnce sync.Once
 }
 
 // adminMethods need the admin token.
@@ -86,7 +91,7 @@ func New(svc *service.Service, o Options) *Server {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{svc: svc, o: o, ops: map[string]*api.Op{}, started: time.Now()}
+	s := &Server{svc: svc, o: o, ops: map[string]*api.Op{}, started: time.Now(), stopping: make(chan struct{})}
 	s.health = newHealth(svc)
 	s.gs = grpc.NewServer(
 		grpc.ChainUnaryInterceptor(s.unary),
@@ -124,6 +129,7 @@ func (s *Server) Serve(ln net.Listener) error {
 // connections still open.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.health.shutdown()
+	s.stopOnce.Do(func() { close(s.stopping) })
 	done := make(chan struct{})
 	go func() {
 		s.gs.GracefulStop()

@@ -525,3 +525,25 @@ func TestGRPC_TagTokens(t *testing.T) {
 	_, err = f.c.NextSegmentRanges(metadata.AppendToOutgoingContext(bg, TokenMetadata, "nope"), &frondv1.NextSegmentRangesRequest{Tag: "order", N: 5})
 	wantCode(t, err, codes.PermissionDenied, service.CodeForbidden)
 }
+
+// An open LeaseRanges stream, waiting for its client's next request, does
+// not hold up a graceful stop: it ends with UNAVAILABLE.
+func TestGRPC_ShutdownEndsIdleStreams(t *testing.T) {
+	f := start(t, Options{})
+	st, err := f.c.LeaseRanges(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Send(&frondv1.NextSegmentRangesRequest{Tag: "order", N: 10})
+	if _, err := st.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(bg, 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := f.srv.Shutdown(ctx); err != nil || time.Since(start) > 2*time.Second {
+		t.Fatalf("Shutdown with an idle stream: %v after %v", err, time.Since(start))
+	}
+	_, err = st.Recv()
+	wantCode(t, err, codes.Unavailable, "")
+}

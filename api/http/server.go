@@ -52,11 +52,14 @@ func New(svc *service.Service, m *api.Metrics, opts Options) *Server {
 	mux.HandleFunc("GET /decodeSnowflakeId", s.leafDecode)
 	mux.HandleFunc("GET /cache", s.cachePage)
 	mux.HandleFunc("GET /db", s.dbPage)
-	// TinyID's API (any method, as Spring's @RequestMapping).
-	mux.HandleFunc("/tinyid/id/nextId", s.tinyNextID)
-	mux.HandleFunc("/tinyid/id/nextIdSimple", s.tinyNextIDSimple)
-	mux.HandleFunc("/tinyid/id/nextSegmentId", s.tinyNextSegmentID)
-	mux.HandleFunc("/tinyid/id/nextSegmentIdSimple", s.tinyNextSegmentIDSimple)
+	// TinyID's API: GET and POST (its client posts); HEAD takes no ID.
+	for path, h := range map[string]http.HandlerFunc{
+		"/tinyid/id/nextId": s.tinyNextID, "/tinyid/id/nextIdSimple": s.tinyNextIDSimple,
+		"/tinyid/id/nextSegmentId": s.tinyNextSegmentID, "/tinyid/id/nextSegmentIdSimple": s.tinyNextSegmentIDSimple,
+	} {
+		mux.HandleFunc("GET "+path, tinyHead(h))
+		mux.HandleFunc("POST "+path, h)
+	}
 	// JSON API.
 	mux.HandleFunc("GET /v1/segment/{tag}", s.v1Segment)
 	mux.HandleFunc("POST /v1/segment/{tag}", s.v1Segment)

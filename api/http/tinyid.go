@@ -60,6 +60,18 @@ func (s *Server) tinyParams(w http.ResponseWriter, r *http.Request) (tag, token 
 	return r.Form.Get("bizType"), tagToken(r, r.Form.Get("token")), batch, nil
 }
 
+// tinyHead answers HEAD as GET would (TinyID's routes always answer 200)
+// without taking an ID: a probe or a link checker must not consume IDs.
+func tinyHead(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodHead {
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		h(w, r)
+	}
+}
+
 // tinyFail answers an error in TinyID's JSON: code 5 for a token that does
 // not allow the tag, 6 for anything else, with frond's code in the message.
 func (s *Server) tinyFail(w http.ResponseWriter, err error) {

@@ -116,6 +116,18 @@ func TestTinyID(t *testing.T) {
 		t.Fatalf("nextSegmentId after %v: %+v %s", ids[len(ids)-1], b, b.Data)
 	}
 
+	// HEAD takes no ID; methods other than GET and POST are refused.
+	next, _ := f.tiny("GET", "/tinyid/id/nextId", url.Values{"bizType": {"order"}})
+	f.want(f.do("HEAD", "/tinyid/id/nextIdSimple?bizType=order", ""), 200)
+	f.want(f.do("PUT", "/tinyid/id/nextIdSimple?bizType=order", ""), 405)
+	after, _ := f.tiny("GET", "/tinyid/id/nextId", url.Values{"bizType": {"order"}})
+	var a, b2 []int64
+	json.Unmarshal(next.Data, &a)
+	json.Unmarshal(after.Data, &b2)
+	if b2[0] != a[0]+1 {
+		t.Fatalf("HEAD or PUT took IDs: %v then %v", a, b2)
+	}
+
 	// Errors: TinyID's code 6 with frond's code; the simple routes answer
 	// an empty body and say why in a header.
 	b, _ = f.tiny("GET", "/tinyid/id/nextId", url.Values{"bizType": {"nope"}})

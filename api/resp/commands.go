@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -85,7 +86,15 @@ func write(c redcon.Conn, a service.Answer) {
 }
 
 func (s *Server) take(c redcon.Conn, r service.Request) {
-	a, err := s.svc.Take(s.base, r)
+	ctx := s.base
+	if r.Kind == service.KindSerial {
+		// A serial may create its period's tag in the store: bound it as
+		// the admin commands are. Segment waits are bounded by the engine.
+		var cancel context.CancelFunc
+		ctx, cancel = s.ctx()
+		defer cancel()
+	}
+	a, err := s.svc.Take(ctx, r)
 	if err != nil {
 		s.writeErr(c, err)
 		return

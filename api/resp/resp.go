@@ -50,9 +50,10 @@ type Options struct {
 	MaxConns int
 	// MaxRequest bounds the bytes of one command (DefaultMaxRequest).
 	MaxRequest int
-	// Timeout bounds one admin command or INFO, which call the store
-	// (DefaultTimeout). ID commands need no timer of their own: a wait for
-	// the store is bounded by the segment engine (segment.load_timeout).
+	// Timeout bounds one admin command, INFO or SERIAL, which call the
+	// store (DefaultTimeout). Segment commands need no timer of their own: a
+	// wait for the store is bounded by the segment engine
+	// (segment.load_timeout); snowflake and UUID commands never wait.
 	Timeout time.Duration
 	// Metrics, when set, count commands and errors per code.
 	Metrics *api.Metrics
@@ -75,6 +76,10 @@ type Server struct {
 	// base is the context of ID commands, ended by Close.
 	base context.Context
 	stop context.CancelFunc
+	// mu guards ln and shut: Close may come before Serve.
+	mu   sync.Mutex
+	ln   net.Listener
+	shut bool
 }
 
 // New returns a server of svc.
@@ -103,16 +108,36 @@ func New(svc *service.Service, o Options) *Server {
 
 // Serve answers the connections of ln until Close.
 func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.shut {
+		s.mu.Unlock()
+		ln.Close()
+		return nil
+	}
+	s.ln = ln
+	s.mu.Unlock()
 	return s.rs.Serve(limitListener{ln, s.o.MaxRequest})
 }
 
 // Close stops accepting and closes every connection (a command in progress
-// finishes first).
+// finishes first). Called before Serve, it makes Serve return at once.
 func (s *Server) Close() error {
 	var err error
 	s.once.Do(func() {
+		s.mu.Lock()
+		s.shut = true
+		ln := s.ln
+		s.mu.Unlock()
 		s.stop()
+		if ln == nil {
+			return // Serve has not started: it will see shut
+		}
 		err = s.rs.Close()
+		// Serve may not have handed the listener to redcon yet, which then
+		// answers "not serving": close the listener so its Accept ends.
+		if lerr := ln.Close(); err != nil && lerr == nil {
+			err = nil
+		}
 	})
 	return err
 }

@@ -93,8 +93,10 @@ func serveAll(fes []*frontEnd, svc *service.Service, m *api.Metrics, cfg *config
 	}
 }
 
-// stopAll stops every front end at once: each stops accepting and lets the
-// requests in flight finish until ctx ends.
+// stopAll stops every front end at once, each as its protocol allows: HTTP
+// and gRPC stop accepting and let requests in flight finish until ctx ends
+// (gRPC streams idle between requests end at once); RESP closes its
+// connections after the command each is running.
 func stopAll(ctx context.Context, fes []*frontEnd) error {
 	errs := make([]error, len(fes))
 	var wg sync.WaitGroup
