@@ -149,12 +149,13 @@ var (
 	descWorker    = prometheus.NewDesc("frond_snowflake_worker_id", "The worker ID this node holds (-1: none).", nil, nil)
 	descIssuing   = prometheus.NewDesc("frond_snowflake_issuing", "1 when this node can issue snowflake IDs (a worker ID is held and the peers' clock check passed), else 0.", nil, nil)
 	descFromCache = prometheus.NewDesc("frond_snowflake_worker_from_local_record", "1 when the worker ID comes from the local record because the registry is unreachable.", nil, nil)
+	descExpiry    = prometheus.NewDesc("frond_snowflake_layout_expiry_timestamp_seconds", "When the snowflake layout's time field runs out (Unix time).", []string{"layout"}, nil)
 )
 
 type engineCollector struct{ svc *service.Service }
 
 func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descIssued, descRemaining, descHorizon, descStep, descSteps, descRefusals, descBorrows, descLead, descBehind, descWorker, descIssuing, descFromCache} {
+	for _, d := range []*prometheus.Desc{descIssued, descRemaining, descHorizon, descStep, descSteps, descRefusals, descBorrows, descLead, descBehind, descWorker, descIssuing, descFromCache, descExpiry} {
 		ch <- d
 	}
 }
@@ -181,6 +182,8 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descWorker, prometheus.GaugeValue, float64(wi.ID))
 	ch <- prometheus.MustNewConstMetric(descIssuing, prometheus.GaugeValue, b2f(wi.Issuing))
 	ch <- prometheus.MustNewConstMetric(descFromCache, prometheus.GaugeValue, b2f(wi.FromCache))
+	l := c.svc.Layout()
+	ch <- prometheus.MustNewConstMetric(descExpiry, prometheus.GaugeValue, float64(l.Expires().Unix()), l.Name)
 }
 
 func b2f(b bool) float64 {

@@ -84,6 +84,9 @@ func (c Config) Validate() error {
 			return configError(err, "ObfuscationWidth")
 		}
 	}
+	if err := checkLayoutLife(c.Layout, time.Unix(0, now())); err != nil {
+		return configError(err, "Layout")
+	}
 	for token, tags := range c.Tokens {
 		field := "Tokens[" + token + "]"
 		if strings.TrimSpace(token) == "" {
@@ -100,4 +103,47 @@ func (c Config) Validate() error {
 	}
 	s := &Service{cfg: c}
 	return s.initKinds()
+}
+
+// Layout expiry (UidGenerator's default layout ran out in 2024 and handed
+// out negative IDs: a node must say so long before, and refuse at the end).
+const (
+	// DefaultExpiryWarning is Config.ExpiryWarning's default: five years.
+	DefaultExpiryWarning = 5 * 365 * 24 * time.Hour
+	// MinLayoutLife: a layout that runs out within it is refused.
+	MinLayoutLife = 30 * 24 * time.Hour
+)
+
+// checkLayoutLife refuses a layout that runs out within MinLayoutLife.
+func checkLayoutLife(l snowflake.Layout, now time.Time) error {
+	if l.Unit == 0 && l.TimeBits == 0 {
+		l, _ = snowflake.Preset(snowflake.Twitter)
+	}
+	if left := l.Expires().Sub(now); left < MinLayoutLife && left > 0 {
+		return fmt.Errorf("%w: layout %s runs out on %s, in %s: configure a layout with a later epoch or more time bits (docs/configuration.md)",
+			snowflake.ErrLayoutExpired, l.Name, l.Expires().UTC().Format(time.RFC3339), left.Round(time.Hour))
+	}
+	return nil
+}
+
+// layoutCheck is /readyz's "layout" check: failed when the layout runs out
+// within ExpiryWarning.
+func (s *Service) layoutCheck() Check {
+	l := s.cfg.Layout
+	exp := l.Expires().UTC()
+	left := exp.Sub(time.Unix(0, s.now()))
+	c := Check{Name: "layout", OK: true, Detail: fmt.Sprintf("%s runs out on %s", l.Name, exp.Format("2006-01-02"))}
+	if warn := s.expiryWarning(); warn > 0 && left < warn {
+		c.OK = false
+		c.Detail = fmt.Sprintf("the snowflake layout %s runs out on %s, in %d days: plan a layout with a later epoch before then",
+			l.Name, exp.Format("2006-01-02"), int(left.Hours()/24))
+	}
+	return c
+}
+
+func (s *Service) expiryWarning() time.Duration {
+	if s.cfg.ExpiryWarning == 0 {
+		return DefaultExpiryWarning
+	}
+	return s.cfg.ExpiryWarning
 }

@@ -55,6 +55,11 @@ type Config struct {
 	// it acquires a worker ID does not issue snowflake IDs until it is within
 	// it (Leaf's design). Zero means 5 s; negative turns the check off.
 	MaxPeerSkew time.Duration
+	// ExpiryWarning: when the layout's time field runs out within this
+	// long, the node warns at start and /readyz says so (a failed "layout"
+	// check). Zero means DefaultExpiryWarning; negative never warns. A
+	// layout that runs out within MinLayoutLife is refused.
+	ExpiryWarning time.Duration
 	// RetryEvery is how often a node without a usable worker ID (registry
 	// unreachable, lease lost, clock far from its peers) tries again. Zero
 	// means 1 s.
@@ -157,6 +162,9 @@ func New(ctx context.Context, cfg Config, store frond.SegmentStore, reg frond.Wo
 	if err := s.initKinds(); err != nil {
 		s.cancelRun()
 		return nil, err
+	}
+	if c := s.layoutCheck(); !c.OK {
+		log.Warn("SNOWFLAKE LAYOUT RUNS OUT SOON: " + c.Detail)
 	}
 
 	if err := s.startSnowflake(ctx); err != nil {

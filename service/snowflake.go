@@ -542,5 +542,5 @@ func (s *Service) snowflakeChecks() []Check {
 			c.Detail = fmt.Sprintf("%v behind, within the %v that is waited out", behind, s.maxBackward())
 		}
 	}
-	return []Check{w, c}
+	return []Check{w, c, s.layoutCheck()}
 }

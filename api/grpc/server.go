@@ -25,7 +25,9 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
 
 	"github.com/frond-id/frond/api"
 	frondv1 "github.com/frond-id/frond/proto/frond/v1"
@@ -53,6 +55,10 @@ type Options struct {
 	Metrics *api.Metrics
 	// Logger receives server-side errors; nil discards them.
 	Logger *slog.Logger
+	// AccessLog logs one line per call (Logger, level info) with its
+	// request ID (metadata x-request-id: the caller's, or a new one, sent
+	// back in the response header).
+	AccessLog bool
 }
 
 // Server is the gRPC front end.
@@ -149,21 +155,59 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // metrics and the conversion of errors.
 func (s *Server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 	start := time.Now()
+	id := s.requestID(ctx, func(md metadata.MD) { grpc.SetHeader(ctx, md) })
 	var resp any
 	err := s.admit(ctx, info.FullMethod)
 	if err == nil {
 		resp, err = h(ctx, req)
 	}
-	return resp, s.done(ctx, info.FullMethod, start, err)
+	err = s.done(ctx, info.FullMethod, start, err)
+	s.access(ctx, info.FullMethod, start, id, err)
+	return resp, err
 }
 
 func (s *Server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
 	start := time.Now()
+	id := s.requestID(ss.Context(), func(md metadata.MD) { ss.SetHeader(md) })
 	err := s.admit(ss.Context(), info.FullMethod)
 	if err == nil {
 		err = h(srv, ss)
 	}
-	return s.done(ss.Context(), info.FullMethod, start, err)
+	err = s.done(ss.Context(), info.FullMethod, start, err)
+	s.access(ss.Context(), info.FullMethod, start, id, err)
+	return err
+}
+
+// requestMetadata is api.RequestIDHeader as gRPC metadata.
+const requestMetadata = "x-request-id"
+
+// requestID is the call's request ID with the access log on (the caller's
+// or a new one, sent back in the header); "" with it off.
+func (s *Server) requestID(ctx context.Context, setHeader func(metadata.MD)) string {
+	if !s.o.AccessLog {
+		return ""
+	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	caller := ""
+	if v := md.Get(requestMetadata); len(v) > 0 {
+		caller = v[0]
+	}
+	id := api.RequestID(caller, true)
+	setHeader(metadata.Pairs(requestMetadata, id))
+	return id
+}
+
+// access logs a call when the access log is on.
+func (s *Server) access(ctx context.Context, method string, start time.Time, id string, err error) {
+	if !s.o.AccessLog {
+		return
+	}
+	remote := ""
+	if p, ok := peer.FromContext(ctx); ok {
+		remote = p.Addr.String()
+	}
+	s.o.Logger.Info("request", "protocol", api.GRPC, "method", method, "code", status.Code(err).String(),
+		"duration", time.Since(start), "remote", remote, "request_id", id)
 }
 
 // admit refuses a call whose deadline has passed (it takes no ID) and an

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http/httptest"
 	"strings"
@@ -546,4 +547,41 @@ func TestGRPC_ShutdownEndsIdleStreams(t *testing.T) {
 	}
 	_, err = st.Recv()
 	wantCode(t, err, codes.Unavailable, "")
+}
+
+// The access log logs one line per call with its request ID, sent back in
+// the response header.
+func TestGRPC_AccessLog(t *testing.T) {
+	var logs strings.Builder
+	var mu sync.Mutex
+	f := start(t, Options{AccessLog: true, Logger: slog.New(slog.NewJSONHandler(lockedWriter{&mu, &logs}, nil))})
+	var hdr metadata.MD
+	ctx := metadata.AppendToOutgoingContext(bg, "x-request-id", "req-7")
+	if _, err := f.c.NextSegment(ctx, &frondv1.NextSegmentRequest{Tag: "order"}, grpc.Header(&hdr)); err != nil {
+		t.Fatal(err)
+	}
+	if got := hdr.Get("x-request-id"); len(got) != 1 || got[0] != "req-7" {
+		t.Fatalf("x-request-id answered %v", got)
+	}
+	f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "nope"}, grpc.Header(&hdr))
+	if got := hdr.Get("x-request-id"); len(got) != 1 || len(got[0]) != 16 {
+		t.Fatalf("a new request ID: %v", got)
+	}
+	mu.Lock()
+	out := logs.String()
+	mu.Unlock()
+	if !strings.Contains(out, `"request_id":"req-7"`) || !strings.Contains(out, `"code":"NotFound"`) || !strings.Contains(out, `"method":"/frond.v1.IDService/NextSegment"`) {
+		t.Fatalf("access log: %s", out)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }

@@ -28,6 +28,9 @@ type Options struct {
 	Pprof bool
 	// Logger receives server-side errors. Nil discards.
 	Logger *slog.Logger
+	// AccessLog logs one line per request (Logger, level info) with its
+	// request ID (X-Request-ID: the caller's, or a new one).
+	AccessLog bool
 }
 
 // Server is the HTTP handler of a service.
@@ -45,7 +48,7 @@ func New(svc *service.Service, m *api.Metrics, opts Options) *Server {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{svc: svc, m: m, opts: opts, mux: http.NewServeMux(), started: time.Now()}
-	mux := routes{s.mux, m}
+	mux := routes{s.mux, m, opts.Logger, opts.AccessLog}
 	// Leaf's API.
 	mux.HandleFunc("GET /api/segment/get/{key}", s.leafSegment)
 	mux.HandleFunc("GET /api/snowflake/get/{key}", s.leafSnowflake)
@@ -97,23 +100,55 @@ func New(svc *service.Service, m *api.Metrics, opts Options) *Server {
 }
 
 // routes registers handlers that count their requests and time them under
-// the route's pattern (frond_requests_total{protocol="http"}).
+// the route's pattern (frond_requests_total{protocol="http"}), answer the
+// caller's X-Request-ID back, and with the access log on log each request.
 type routes struct {
-	mux *http.ServeMux
-	m   *api.Metrics
+	mux    *http.ServeMux
+	m      *api.Metrics
+	log    *slog.Logger
+	access bool
 }
 
 func (r routes) HandleFunc(pattern string, h http.HandlerFunc) {
 	op := r.m.Op(api.HTTP, pattern)
-	if op == nil {
-		r.mux.HandleFunc(pattern, h)
-		return
-	}
 	r.mux.HandleFunc(pattern, func(w http.ResponseWriter, req *http.Request) {
 		start := time.Now()
-		h(w, req)
+		id := api.RequestID(req.Header.Get(api.RequestIDHeader), r.access)
+		if id != "" {
+			w.Header().Set(api.RequestIDHeader, id)
+		}
+		if !r.access {
+			h(w, req)
+			op.Done(start)
+			return
+		}
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		h(sw, req)
 		op.Done(start)
+		r.log.Info("request", "protocol", api.HTTP, "method", req.Method, "route", pattern, "path", service.Quote(req.URL.Path),
+			"status", sw.status, "bytes", sw.bytes, "duration", time.Since(start), "remote", req.RemoteAddr, "request_id", id)
 	})
+}
+
+// statusWriter records what a handler answered, for the access log.
+type statusWriter struct {
+	http.ResponseWriter
+	status, bytes int
+	wrote         bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.status, w.wrote = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	w.wrote = true
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += n
+	return n, err
 }
 
 // ServeHTTP implements http.Handler.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -278,7 +279,8 @@ func TestHealthReadyMetrics(t *testing.T) {
 		`frond_segment_loads_total{result="ok",tag="order"} 1`,
 		`frond_segment_buffer_remaining{tag="order"} 999`,
 		`frond_snowflake_clock_backward_steps_total 0`,
-		`frond_snowflake_issuing 1`, `frond_snowflake_worker_from_local_record 0`, `frond_snowflake_worker_id `)
+		`frond_snowflake_issuing 1`, `frond_snowflake_worker_from_local_record 0`, `frond_snowflake_worker_id `,
+		`frond_snowflake_layout_expiry_timestamp_seconds{layout="twitter"} 3.4`)
 	f.store.down.Store(true)
 	// The buffer of "order" still holds IDs: degraded, still serving.
 	f.want(f.do("GET", "/readyz", ""), 200, `"status":"degraded"`, `"name":"store","ok":false`, "connection refused", `"remaining":999`)
@@ -293,4 +295,40 @@ func TestHealthReadyMetrics(t *testing.T) {
 	f.want(f.do("GET", "/debug/pprof/", ""), 404)
 	g := newFixture(t, Options{Pprof: true})
 	g.want(g.do("GET", "/debug/pprof/", ""), 200, "goroutine")
+}
+
+// The access log (off by default) logs one line per request with its
+// request ID: the caller's X-Request-ID, answered back, or a new one.
+func TestAccessLog(t *testing.T) {
+	var logs strings.Builder
+	f := newFixture(t, Options{AccessLog: true, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	r := f.do("GET", "/v1/segment/order", "", "X-Request-ID", "req-42")
+	f.want(r, 200)
+	if r.hdr.Get("X-Request-ID") != "req-42" {
+		t.Fatalf("X-Request-ID answered %q", r.hdr.Get("X-Request-ID"))
+	}
+	r = f.do("GET", "/v1/segment/nope", "")
+	if id := r.hdr.Get("X-Request-ID"); len(id) != 16 {
+		t.Fatalf("a new request ID: %q", id)
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	var first, second map[string]any
+	if len(lines) != 2 || json.Unmarshal([]byte(lines[0]), &first) != nil || json.Unmarshal([]byte(lines[1]), &second) != nil {
+		t.Fatalf("access log: %q", logs.String())
+	}
+	if first["request_id"] != "req-42" || first["status"] != 200.0 || first["route"] != "GET /v1/segment/{tag}" || first["protocol"] != "http" {
+		t.Fatalf("first line: %v", first)
+	}
+	if second["status"] != 404.0 || second["request_id"] != r.hdr.Get("X-Request-ID") {
+		t.Fatalf("second line: %v", second)
+	}
+	// Off: no lines, the caller's ID still answered back, none made up.
+	var quiet strings.Builder
+	g := newFixture(t, Options{Logger: slog.New(slog.NewJSONHandler(&quiet, nil))})
+	if r := g.do("GET", "/v1/segment/order", "", "X-Request-ID", "req-43"); r.hdr.Get("X-Request-ID") != "req-43" {
+		t.Fatalf("access log off: X-Request-ID %q", r.hdr.Get("X-Request-ID"))
+	}
+	if r := g.do("GET", "/v1/segment/order", ""); r.hdr.Get("X-Request-ID") != "" || quiet.Len() != 0 {
+		t.Fatalf("access log off: header %q, log %q", r.hdr.Get("X-Request-ID"), quiet.String())
+	}
 }

@@ -66,7 +66,7 @@ func serveAll(fes []*frontEnd, svc *service.Service, m *api.Metrics, cfg *config
 	for _, fe := range fes {
 		switch fe.key {
 		case "http_addr":
-			h := httpapi.New(svc, m, httpapi.Options{AdminToken: cfg.AdminToken, Pprof: cfg.Pprof, Logger: log})
+			h := httpapi.New(svc, m, httpapi.Options{AdminToken: cfg.AdminToken, Pprof: cfg.Pprof, Logger: log, AccessLog: cfg.Log.Access})
 			srv := httpapi.NewHTTPServer(cfg.HTTPAddr, h, log)
 			fe.serve = func(ln net.Listener) error {
 				if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
@@ -76,7 +76,7 @@ func serveAll(fes []*frontEnd, svc *service.Service, m *api.Metrics, cfg *config
 			}
 			fe.stop = srv.Shutdown
 		case "grpc_addr":
-			gs := grpcapi.New(svc, grpcapi.Options{AdminToken: cfg.AdminToken, Metrics: m, Logger: log})
+			gs := grpcapi.New(svc, grpcapi.Options{AdminToken: cfg.AdminToken, Metrics: m, Logger: log, AccessLog: cfg.Log.Access})
 			fe.serve, fe.stop = gs.Serve, gs.Shutdown
 		case "resp_addr":
 			rs := resp.New(svc, resp.Options{AdminToken: cfg.AdminToken, Metrics: m, Logger: log})

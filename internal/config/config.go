@@ -77,6 +77,7 @@ type Obfuscation struct {
 type Log struct {
 	Format string `koanf:"format"` // text or json
 	Level  string `koanf:"level"`  // debug, info, warn, error
+	Access bool   `koanf:"access"` // one line per HTTP request and gRPC call
 }
 
 // Snowflake configures the snowflake clock policy.
@@ -87,6 +88,9 @@ type Snowflake struct {
 	PersistEvery time.Duration `koanf:"persist_every"`
 	StartupWait  time.Duration `koanf:"startup_wait"`  // 0: 2 x persist_every + max_lead + 1s
 	MaxPeerSkew  time.Duration `koanf:"max_peer_skew"` // negative: no peer clock check
+	// ExpiryWarning: warn (at start, in /readyz) when the layout runs out
+	// within it; negative: never.
+	ExpiryWarning time.Duration `koanf:"expiry_warning"`
 }
 
 // Worker configures how the node is known to a worker registry.
@@ -115,9 +119,9 @@ func Defaults() map[string]any {
 		"config": "", "data_dir": "./data", "http_addr": ":8080", "grpc_addr": "", "resp_addr": "", "store": "", "registry": "file",
 		"layout": "twitter", "node": 0, "admin_token": "", "admin_token_file": "", "pprof": false,
 		"shutdown_timeout": "15s",
-		"log.format":       "text", "log.level": "info",
+		"log.format":       "text", "log.level": "info", "log.access": false,
 		"snowflake.max_backward": "5ms", "snowflake.max_lead": "0s", "snowflake.random_start": 0,
-		"snowflake.persist_every": "400ms", "snowflake.startup_wait": "0s", "snowflake.max_peer_skew": "5s",
+		"snowflake.persist_every": "400ms", "snowflake.startup_wait": "0s", "snowflake.max_peer_skew": "5s", "snowflake.expiry_warning": "43800h",
 		"worker.host": "", "worker.port": 0, "worker.recycle_after": "10m", "worker.lease_ttl": "10s",
 		"segment.threshold": 0.1, "segment.fixed_step": false, "segment.fast_segment": "15m",
 		"segment.slow_segment": "30m", "segment.max_step": 1_000_000, "segment.load_timeout": "10s",
@@ -142,6 +146,7 @@ var Flags = []struct{ Name, Key, Usage string }{
 	{"pprof", "pprof", "serve net/http/pprof under /debug/pprof/ (env FROND_PPROF)"},
 	{"log-format", "log.format", "log format: text or json (env FROND_LOG__FORMAT)"},
 	{"log-level", "log.level", "log level: debug, info, warn, error (env FROND_LOG__LEVEL)"},
+	{"access-log", "log.access", "log one line per HTTP request and gRPC call, with its X-Request-ID (env FROND_LOG__ACCESS)"},
 }
 
 // AddFlags defines the flags on fs with the defaults.
@@ -349,6 +354,7 @@ func (c *Config) finish() error {
 		{"worker.recycle_after", c.Worker.RecycleAfter}, {"worker.lease_ttl", c.Worker.LeaseTTL},
 		{"shutdown_timeout", c.ShutdownTimeout}, {"snowflake.persist_every", c.Snowflake.PersistEvery},
 		{"snowflake.max_peer_skew", c.Snowflake.MaxPeerSkew}, // negative: off (the service's meaning)
+		{"snowflake.expiry_warning", c.Snowflake.ExpiryWarning},
 		{"segment.fast_segment", c.Segment.FastSegment}, {"segment.slow_segment", c.Segment.SlowSegment},
 		{"segment.load_timeout", c.Segment.LoadTimeout},
 	}
@@ -429,7 +435,7 @@ func (c *Config) ServiceConfig() service.Config {
 	return service.Config{
 		Layout: layout, MaxBackward: maxBackward, MaxLead: c.Snowflake.MaxLead,
 		RandomStart: c.Snowflake.RandomStart, PersistEvery: c.Snowflake.PersistEvery,
-		StartupWait: c.Snowflake.StartupWait, MaxPeerSkew: c.Snowflake.MaxPeerSkew,
+		StartupWait: c.Snowflake.StartupWait, MaxPeerSkew: c.Snowflake.MaxPeerSkew, ExpiryWarning: c.Snowflake.ExpiryWarning,
 		Segment: segment.Settings{
 			Threshold: c.Segment.Threshold, FixedStep: c.Segment.FixedStep,
 			FastSegment: c.Segment.FastSegment, SlowSegment: c.Segment.SlowSegment,
