@@ -192,3 +192,43 @@ func b2f(b bool) float64 {
 	}
 	return 0
 }
+
+// Counts are the requests and errors counted so far, per protocol (the
+// dashboard's rates are their differences over time).
+type Counts struct {
+	Requests map[string]float64            `json:"requests"` // by protocol
+	Errors   map[string]map[string]float64 `json:"errors"`   // by protocol, then code
+}
+
+// Counts gathers the request and error counters.
+func (m *Metrics) Counts() Counts {
+	c := Counts{Requests: map[string]float64{}, Errors: map[string]map[string]float64{}}
+	if m == nil {
+		return c
+	}
+	families, _ := m.reg.Gather()
+	for _, f := range families {
+		switch f.GetName() {
+		case "frond_requests_total", "frond_errors_total":
+		default:
+			continue
+		}
+		for _, metric := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range metric.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			v := metric.GetCounter().GetValue()
+			if f.GetName() == "frond_requests_total" {
+				c.Requests[labels["protocol"]] += v
+				continue
+			}
+			p := labels["protocol"]
+			if c.Errors[p] == nil {
+				c.Errors[p] = map[string]float64{}
+			}
+			c.Errors[p][labels["code"]] += v
+		}
+	}
+	return c
+}

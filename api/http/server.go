@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/frond-id/frond/api"
@@ -40,6 +41,9 @@ type Server struct {
 	opts    Options
 	mux     *http.ServeMux
 	started time.Time
+	// stopping ends the dashboard's event streams (StopStreams).
+	stopping chan struct{}
+	stopOnce sync.Once
 }
 
 // New returns the handler. m may be nil (no /metrics).
@@ -47,7 +51,7 @@ func New(svc *service.Service, m *api.Metrics, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{svc: svc, m: m, opts: opts, mux: http.NewServeMux(), started: time.Now()}
+	s := &Server{svc: svc, m: m, opts: opts, mux: http.NewServeMux(), started: time.Now(), stopping: make(chan struct{})}
 	mux := routes{s.mux, m, opts.Logger, opts.AccessLog}
 	// Leaf's API.
 	mux.HandleFunc("GET /api/segment/get/{key}", s.leafSegment)
@@ -80,6 +84,10 @@ func New(svc *service.Service, m *api.Metrics, opts Options) *Server {
 	mux.HandleFunc("GET /v1/tags/{tag}", s.admin(s.v1GetTag))
 	mux.HandleFunc("PATCH /v1/tags/{tag}", s.admin(s.v1UpdateTag))
 	mux.HandleFunc("DELETE /v1/tags/{tag}", s.admin(s.v1DeleteTag))
+	// The dashboard.
+	mux.HandleFunc("GET /{$}", uiRoot)
+	mux.HandleFunc("GET /ui/", uiHandler())
+	mux.HandleFunc("GET /ui/events", s.uiEvents)
 	// Operations.
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
@@ -150,6 +158,11 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	w.bytes += n
 	return n, err
 }
+
+// StopStreams ends the dashboard's event streams, which would otherwise
+// keep their connections busy through a graceful shutdown: register it with
+// http.Server.RegisterOnShutdown.
+func (s *Server) StopStreams() { s.stopOnce.Do(func() { close(s.stopping) }) }
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }

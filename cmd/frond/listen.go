@@ -68,6 +68,7 @@ func serveAll(fes []*frontEnd, svc *service.Service, m *api.Metrics, cfg *config
 		case "http_addr":
 			h := httpapi.New(svc, m, httpapi.Options{AdminToken: cfg.AdminToken, Pprof: cfg.Pprof, Logger: log, AccessLog: cfg.Log.Access})
 			srv := httpapi.NewHTTPServer(cfg.HTTPAddr, h, log)
+			srv.RegisterOnShutdown(h.StopStreams)
 			fe.serve = func(ln net.Listener) error {
 				if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 					return err

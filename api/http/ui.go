@@ -1,0 +1,169 @@
+package httpapi
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"time"
+
+	"github.com/frond-id/frond/api"
+	"github.com/frond-id/frond/service"
+)
+
+// The dashboard (docs/dashboard.md): plain HTML, CSS and JavaScript
+// embedded in the binary (no CDN, no build step), fed by server-sent events.
+
+//go:embed ui
+var uiFiles embed.FS
+
+// uiEvery is how often the dashboard's event stream sends a snapshot.
+const uiEvery = time.Second
+
+// uiHeaders keep the dashboard's page to its own origin: scripts and
+// connections only from frond itself, no framing.
+func uiHeaders(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-cache")
+}
+
+// uiHandler serves the embedded files under /ui/.
+func uiHandler() http.HandlerFunc {
+	sub, err := fs.Sub(uiFiles, "ui")
+	if err != nil {
+		panic(err) // the embedded tree is part of the binary
+	}
+	files := http.StripPrefix("/ui/", http.FileServerFS(sub))
+	return func(w http.ResponseWriter, r *http.Request) {
+		uiHeaders(w)
+		files.ServeHTTP(w, r)
+	}
+}
+
+// uiRoot is GET /: the dashboard is frond's front page.
+func uiRoot(w http.ResponseWriter, r *http.Request) {
+	http.Redirect(w, r, "/ui/", http.StatusFound)
+}
+
+// snapshot is what the dashboard shows, sent every uiEvery.
+type snapshot struct {
+	Now       time.Time          `json:"now"`
+	Started   time.Time          `json:"started"`
+	Worker    service.WorkerInfo `json:"worker"`
+	Layout    layoutJSON         `json:"layout"`
+	Readiness service.Readiness  `json:"readiness"`
+	Tags      []tagStats         `json:"tags"`
+	Snowflake snowflakeJSON      `json:"snowflake"`
+	Counts    api.Counts         `json:"counts"`
+}
+
+type layoutJSON struct {
+	Name    string    `json:"name"`
+	Expires time.Time `json:"expires"`
+}
+
+type tagStats struct {
+	Tag          string  `json:"tag"`
+	Start        int64   `json:"start"`
+	Pos          int64   `json:"pos"`
+	End          int64   `json:"end"`
+	NextReady    bool    `json:"next_ready"`
+	NextStart    int64   `json:"next_start"`
+	NextEnd      int64   `json:"next_end"`
+	Step         int64   `json:"step"`
+	MinStep      int64   `json:"min_step"`
+	Loads        uint64  `json:"loads"`
+	Waits        uint64  `json:"waits"`
+	Issued       int64   `json:"issued"`
+	Remaining    int64   `json:"remaining"`
+	Rate         float64 `json:"rate"`
+	Horizon      float64 `json:"horizon_seconds"` // -1: no consumption measured
+	LastLoad     string  `json:"last_load"`
+	LastLoadSecs float64 `json:"last_load_seconds"`
+	LastError    string  `json:"last_error,omitempty"`
+	Loading      bool    `json:"loading"`
+}
+
+type snowflakeJSON struct {
+	Issued    uint64  `json:"issued"`
+	Lead      float64 `json:"lead_seconds"`
+	Behind    float64 `json:"behind_seconds"`
+	Borrows   uint64  `json:"borrows"`
+	Waits     uint64  `json:"waits"`
+	Refusals  uint64  `json:"refusals"`
+	Backwards uint64  `json:"backward_steps"`
+}
+
+func (s *Server) snapshot(ctx context.Context) snapshot {
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	l := s.svc.Layout()
+	st := s.svc.SnowflakeStats()
+	out := snapshot{
+		Now: time.Now().UTC(), Started: s.started.UTC(), Worker: s.svc.WorkerInfo(),
+		Layout:    layoutJSON{Name: l.Name, Expires: l.Expires().UTC()},
+		Readiness: s.svc.Readiness(rctx),
+		Snowflake: snowflakeJSON{Issued: s.svc.SnowflakeIssued(), Lead: st.Lead.Seconds(), Behind: st.Behind.Seconds(),
+			Borrows: st.Borrows, Waits: st.Waits, Refusals: st.Refusals, Backwards: st.BackwardSteps},
+		Counts: s.m.Counts(),
+	}
+	for _, b := range s.svc.SegmentStats() {
+		t := tagStats{Tag: b.Tag, Start: b.Current.Start, Pos: b.Current.Pos, End: b.Current.End, NextReady: b.NextReady,
+			Step: b.Step, MinStep: b.MinStep, Loads: b.Loads, Waits: b.Waits, Issued: b.Issued, Remaining: b.Remaining,
+			Rate: b.Rate, Horizon: -1, LastLoadSecs: b.LastLoadDuration.Seconds(), LastError: b.LastError, Loading: b.Loading}
+		if b.NextReady {
+			t.NextStart, t.NextEnd = b.Next.Start, b.Next.End
+		}
+		if b.Horizon >= 0 {
+			t.Horizon = b.Horizon.Seconds()
+		}
+		if !b.LastLoad.IsZero() {
+			t.LastLoad = b.LastLoad.UTC().Format(time.RFC3339)
+		}
+		out.Tags = append(out.Tags, t)
+	}
+	return out
+}
+
+// uiEvents is GET /ui/events: server-sent events, one snapshot a second. A
+// stream is one connection the server pushes on (no request per update,
+// as polling would need); the browser's EventSource reconnects by itself.
+func (s *Server) uiEvents(w http.ResponseWriter, r *http.Request) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		s.writeError(w, r, fmt.Errorf("streaming is not supported on this connection"))
+		return
+	}
+	// The server's WriteTimeout would end the stream: this one is open for
+	// as long as the page is.
+	http.NewResponseController(w).SetWriteDeadline(time.Time{})
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	t := time.NewTicker(uiEvery)
+	defer t.Stop()
+	for {
+		b, err := json.Marshal(s.snapshot(r.Context()))
+		if err != nil {
+			return
+		}
+		if _, err := fmt.Fprintf(w, "event: snapshot\ndata: %s\n\n", b); err != nil {
+			return
+		}
+		fl.Flush()
+		select {
+		case <-r.Context().Done():
+			return
+		case <-s.stopping:
+			return
+		case <-t.C:
+		}
+	}
+}

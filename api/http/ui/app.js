@@ -1,0 +1,198 @@
+// frond's dashboard: one server-sent event stream (/ui/events) with a
+// snapshot a second; rates are differences between snapshots. Actions call
+// the JSON API with the admin token as an Authorization header, kept in this
+// page only: no cookie, so no other site can make the browser send it.
+"use strict";
+
+const HORIZON_WARN = 300; // seconds: a tag's buffers last less than this with the store down
+const $ = (id) => document.getElementById(id);
+let prev = null;
+const stepHistory = {}; // tag -> steps seen, for the adaptive step's history
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "class") e.className = v; else e.setAttribute(k, v);
+  }
+  for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return e;
+}
+
+function dur(s) {
+  if (s < 0) return "–";
+  if (s < 1) return (s * 1000).toFixed(0) + " ms";
+  if (s < 120) return s.toFixed(0) + " s";
+  if (s < 7200) return (s / 60).toFixed(0) + " min";
+  if (s < 172800) return (s / 3600).toFixed(1) + " h";
+  return (s / 86400).toFixed(0) + " days";
+}
+
+function num(n) { return Number(n).toLocaleString("en-US"); }
+
+function perSecond(cur, old, dt) {
+  if (old === undefined || dt <= 0) return 0;
+  return Math.max(0, (cur - old) / dt);
+}
+
+function setCard(id, state) {
+  $(id).classList.remove("ok", "warn", "bad");
+  $(id).classList.add(state);
+}
+
+function bar(start, pos, end, next) {
+  const b = el("div", { class: next ? "bar next" : "bar" });
+  const u = el("div", { class: "used" });
+  const span = end - start;
+  if (span > 0) u.style.width = (100 * Math.min(1, Math.max(0, (pos - start) / span))) + "%";
+  b.append(u);
+  return b;
+}
+
+function render(s) {
+  const dt = prev ? (Date.parse(s.now) - Date.parse(prev.now)) / 1000 : 0;
+  const alerts = [];
+
+  // The node.
+  const w = s.worker;
+  $("worker-id").textContent = w.held ? w.id : "none";
+  $("worker-detail").textContent = w.issuing ? (w.from_cache ? "from the local record: registry unreachable" : "held, issuing") : (w.error || "not issuing");
+  setCard("card-worker", w.issuing ? (w.from_cache ? "warn" : "ok") : "bad");
+  if (!w.issuing) alerts.push(["bad", "Snowflake IDs are not issued: " + (w.error || "no worker ID")]);
+
+  const sf = s.snowflake;
+  const sfRate = prev ? perSecond(sf.issued, prev.snowflake.issued, dt) : 0;
+  $("snow-rate").textContent = num(Math.round(sfRate)) + "/s";
+  $("snow-detail").textContent = `lead ${dur(sf.lead_seconds)} · clock behind ${dur(sf.behind_seconds)} · borrowed ${num(sf.borrows)} · waits ${num(sf.waits)} · refused ${num(sf.refusals)}`;
+  setCard("card-snowflake", sf.behind_seconds > 0.005 ? "bad" : "ok");
+
+  const left = (Date.parse(s.layout.expires) - Date.parse(s.now)) / 1000;
+  $("layout-name").textContent = s.layout.name;
+  $("layout-detail").textContent = "runs out " + s.layout.expires.slice(0, 10) + " (in " + dur(left) + ")";
+  const layoutCheck = (s.readiness.checks || []).find((c) => c.name === "layout");
+  setCard("card-layout", layoutCheck && !layoutCheck.ok ? "warn" : "ok");
+  if (layoutCheck && !layoutCheck.ok) alerts.push(["warn", layoutCheck.detail]);
+
+  const seg = s.readiness.segment;
+  const store = (s.readiness.checks || []).find((c) => c.name === "store");
+  $("store-state").textContent = store && store.ok ? "up" : "down";
+  $("store-detail").textContent = store && store.ok ? (store.detail || "answers") : (seg.detail || (store && store.detail) || "");
+  setCard("card-store", store && store.ok ? "ok" : (seg.ready ? "warn" : "bad"));
+  if (store && !store.ok) alerts.push([seg.ready ? "warn" : "bad", "The segment store does not answer: tags are served from their buffers until they run dry (see each tag's horizon)."]);
+
+  // Tags.
+  const tbody = $("tags").tBodies[0];
+  tbody.replaceChildren();
+  if (!s.tags || s.tags.length === 0) {
+    tbody.append(el("tr", { class: "empty" }, el("td", { colspan: "8" }, "no tag has been used on this node yet")));
+  }
+  for (const t of s.tags || []) {
+    const hist = (stepHistory[t.tag] = stepHistory[t.tag] || []);
+    if (hist[hist.length - 1] !== t.step) hist.push(t.step);
+    if (hist.length > 8) hist.shift();
+    const h = t.horizon_seconds;
+    const hclass = h < 0 ? "" : h < HORIZON_WARN ? (h < 60 ? "bad" : "warn") : "ok";
+    if (h >= 0 && h < HORIZON_WARN) alerts.push([h < 60 ? "bad" : "warn", `Tag ${t.tag} runs dry in ${dur(h)} if the store stays away.`]);
+    const buffers = el("td", {},
+      bar(t.start, t.pos, t.end, false), el("div", { class: "range" }, `${num(t.start)} · ${num(t.pos)} · ${num(t.end)}`),
+      t.next_ready ? bar(t.next_start, t.next_start, t.next_end, true) : el("div", { class: "range" }, t.loading ? "next segment loading…" : "no next segment"),
+      t.next_ready ? el("div", { class: "range" }, `${num(t.next_start)} – ${num(t.next_end)}`) : "");
+    tbody.append(el("tr", { "data-tag": t.tag },
+      el("td", {}, el("strong", {}, t.tag)),
+      buffers,
+      el("td", { class: "horizon " + hclass }, h < 0 ? "no use measured" : dur(h)),
+      el("td", { class: "num remaining" }, num(t.remaining)),
+      el("td", { class: "num" }, num(Math.round(t.rate)) + "/s"),
+      el("td", { class: "num" }, num(t.step) + (hist.length > 1 ? " (" + hist.map(num).join(" → ") + ")" : "") + (t.waits ? ` · ${num(t.waits)} waits` : "")),
+      el("td", {}, t.last_load ? `${t.last_load.slice(11, 19)} in ${dur(t.last_load_seconds)} · ${num(t.loads)} loads` : "–"),
+      el("td", { class: "err" }, t.last_error || "")));
+  }
+
+  // Checks.
+  const checks = $("checks");
+  checks.replaceChildren();
+  for (const c of s.readiness.checks || []) {
+    checks.append(el("li", { class: c.ok ? "pass" : "fail" }, `${c.ok ? "✓" : "✗"} ${c.name}: ${c.detail || "ok"}`));
+  }
+
+  // Requests per protocol.
+  const pbody = $("protocols").tBodies[0];
+  pbody.replaceChildren();
+  const protos = new Set(Object.keys(s.counts.requests || {}).concat(Object.keys(s.counts.errors || {})));
+  for (const p of [...protos].sort()) {
+    const rate = prev ? perSecond(s.counts.requests[p] || 0, (prev.counts.requests || {})[p], dt) : 0;
+    const errs = [];
+    for (const [code, n] of Object.entries((s.counts.errors || {})[p] || {})) {
+      const r = prev ? perSecond(n, ((prev.counts.errors || {})[p] || {})[code], dt) : 0;
+      errs.push(`${code} ${r.toFixed(1)}`);
+    }
+    pbody.append(el("tr", {}, el("td", {}, p), el("td", { class: "num" }, num(Math.round(rate))), el("td", {}, errs.join(", ") || "–")));
+  }
+
+  const box = $("alerts");
+  box.replaceChildren(...alerts.map(([cls, text]) => el("div", { class: cls }, text)));
+  $("summary").textContent = `up since ${s.started.slice(0, 19).replace("T", " ")} UTC`;
+  prev = s;
+}
+
+function connect() {
+  const es = new EventSource("/ui/events");
+  es.addEventListener("snapshot", (e) => {
+    $("live").textContent = "live";
+    $("live").className = "pill on";
+    render(JSON.parse(e.data));
+  });
+  es.onerror = () => {
+    $("live").textContent = "reconnecting…";
+    $("live").className = "pill off";
+  };
+}
+
+async function call(method, path, body) {
+  const headers = {};
+  const token = $("token").value;
+  if (token) headers["Authorization"] = "Bearer " + token;
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: "omit" });
+  const text = await res.text();
+  let data = text;
+  try { data = JSON.parse(text); } catch (e) { /* plain text */ }
+  if (!res.ok) {
+    const err = data && data.error ? `${data.error.code}: ${data.error.message}` : `${res.status} ${text}`;
+    throw new Error(err);
+  }
+  return data;
+}
+
+function show(data, isError) {
+  const r = $("result");
+  r.className = isError ? "err" : "";
+  r.textContent = typeof data === "string" ? data : JSON.stringify(data, null, 2);
+}
+
+function onSubmit(id, run) {
+  $(id).addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const f = new FormData(e.target);
+    try { show(await run(f)); } catch (err) { show(err.message, true); }
+  });
+}
+
+onSubmit("create-tag", (f) => {
+  const body = { name: f.get("name"), step: Number(f.get("step")) };
+  if (f.get("description")) body.description = f.get("description");
+  return call("POST", "/v1/tags", body);
+});
+onSubmit("update-tag", (f) => {
+  const body = {};
+  if (f.get("step")) body.step = Number(f.get("step"));
+  if (f.get("description")) body.description = f.get("description");
+  return call("PATCH", "/v1/tags/" + encodeURIComponent(f.get("name")), body);
+});
+onSubmit("take", (f) => {
+  const kind = f.get("kind"), name = encodeURIComponent(f.get("name") || ""), n = encodeURIComponent(f.get("n") || "1");
+  const path = kind === "segment" ? `/v1/segment/${name}?n=${n}` : kind === "serial" ? `/v1/serial/${name}?n=${n}` : `/v1/${kind}?n=${n}`;
+  return call("GET", path);
+});
+onSubmit("decode", (f) => call("GET", "/v1/decode/" + encodeURIComponent(f.get("id"))));
+
+connect();

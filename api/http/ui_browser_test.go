@@ -1,0 +1,167 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/frond-id/frond/storetest"
+)
+
+// chromium finds Debian's chromium (installed by .ci/services.sh); without
+// it the test skips, or fails under FROND_TEST_REQUIRE=1.
+func chromium(t *testing.T) string {
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if storetest.Require() {
+		t.Fatal("chromium is not installed (apt-get install chromium)")
+	}
+	t.Skip("chromium is not installed (apt-get install chromium)")
+	return ""
+}
+
+// The dashboard in a real browser (headless Chromium): it loads with no
+// console error, shows a tag created through the API, its numbers move
+// after IDs are taken, and the create-tag form is refused without the
+// admin token and works with it. A screenshot goes to $FROND_TEST_OUTPUT
+// (or the test's temporary directory).
+func TestDashboard_Browser(t *testing.T) {
+	chrome := chromium(t)
+	f := newFixture(t, Options{AdminToken: "s3cret"})
+	srv := httptest.NewServer(f.h)
+	defer srv.Close()
+	defer f.h.(*Server).StopStreams()
+	f.want(f.do("GET", "/api/segment/get/order", ""), 200)
+
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU, chromedp.WindowSize(1280, 1000))...)
+	defer cancelAlloc()
+	ctx, cancel := chromedp.NewContext(alloc)
+	defer cancel()
+	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
+	defer cancelTimeout()
+
+	var mu sync.Mutex
+	var problems []string
+	if err := chromedp.Listen(ctx, func(ev any) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch ev := ev.(type) {
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type == runtime.ConsoleAPICalledTypeError {
+				var args []string
+				for _, a := range ev.Args {
+					args = append(args, string(a.Value))
+				}
+				problems = append(problems, "console.error: "+strings.Join(args, " "))
+			}
+		case *runtime.EventExceptionThrown:
+			problems = append(problems, fmt.Sprintf("exception: %s at %s:%d", ev.ExceptionDetails.Text, ev.ExceptionDetails.URL, ev.ExceptionDetails.LineNumber))
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	row := `tr[data-tag="order"]`
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(srv.URL+"/"), // / leads to the dashboard
+		chromedp.WaitVisible(chromedp.CSS(row)),
+	); err != nil {
+		t.Fatalf("the dashboard did not show tag order: %v", err)
+	}
+	text := func(sel string) string {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		if err != nil {
+			t.Fatalf("text of %s: %v", sel, err)
+		}
+		return v
+	}
+	before := text(row + " td.remaining")
+	// Take IDs through the API: the remaining IDs on the page go down.
+	f.want(f.do("GET", "/v1/segment/order?n=500", ""), 200)
+	deadline := time.Now().Add(10 * time.Second)
+	for text(row+" td.remaining") == before {
+		if time.Now().After(deadline) {
+			t.Fatalf("the remaining IDs stayed at %s after 500 IDs were taken", before)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	// Create a tag from the form: refused without the token, done with it.
+	if err := chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.CSS(`#create-tag input[name=name]`), "web"),
+		chromedp.SetValue(chromedp.CSS(`#create-tag input[name=step]`), "10"),
+		chromedp.Click(chromedp.CSS(`#create-tag button`)),
+		chromedp.WaitVisible(chromedp.CSS(`#result.err`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if result := text(`#result`); !strings.Contains(result, "unauthorized") {
+		t.Fatalf("without the token the form answered %q", result)
+	}
+	if _, err := f.svc.Tag(context.Background(), "web"); err == nil {
+		t.Fatal("a refused create made the tag")
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.CSS(`#token`), "s3cret"),
+		chromedp.Click(chromedp.CSS(`#create-tag button`)),
+		chromedp.WaitNotPresent(chromedp.CSS(`#result.err`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for !strings.Contains(text(`#result`), `"name": "web"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("with the token the form answered %q", text(`#result`))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := f.svc.Tag(context.Background(), "web"); err != nil {
+		t.Fatalf("the form's tag: %v", err)
+	}
+
+	// A store outage: the page says the store is down and which tags are
+	// still served from their buffers.
+	f.store.down.Store(true)
+	deadline = time.Now().Add(10 * time.Second)
+	for text(`#store-state`) != "down" || !strings.Contains(text(`#alerts`), "does not answer") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the page did not show the store down: %q / %q", text(`#store-state`), text(`#alerts`))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := os.Getenv("FROND_TEST_OUTPUT")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	path := filepath.Join(dir, "dashboard.png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s (%d bytes)", path, len(png))
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(problems) > 0 {
+		t.Fatalf("the page logged problems:\n%s", strings.Join(problems, "\n"))
+	}
+}
