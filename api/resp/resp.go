@@ -198,17 +198,19 @@ func (l limitListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &limitConn{Conn: c, max: l.max}, nil
+	return &limitConn{Conn: c, max: l.max, frame: framer{max: int64(l.max)}}, nil
 }
 
 // errTooLarge ends a connection whose command is too large.
 var errTooLarge = errors.New("request too large")
 
-// limitConn counts the bytes read since the last command was handled.
+// limitConn counts the bytes read since the last command was handled, and
+// follows the framing of what it reads (framer).
 type limitConn struct {
 	net.Conn
-	max  int
-	read atomic.Int64
+	max   int
+	read  atomic.Int64
+	frame framer // only redcon's reading goroutine reads
 }
 
 func (c *limitConn) Read(p []byte) (int, error) {
@@ -217,6 +219,9 @@ func (c *limitConn) Read(p []byte) (int, error) {
 	}
 	n, err := c.Conn.Read(p)
 	c.read.Add(int64(n))
+	if ferr := c.frame.feed(p[:n]); ferr != nil {
+		return 0, ferr
+	}
 	return n, err
 }
 
