@@ -47,3 +47,17 @@ func TestLayoutExpiry(t *testing.T) {
 		}
 	}
 }
+
+// WorkerInfo says how far ahead of the clock the registry has recorded a
+// time this node may issue up to.
+func TestWorkerInfo_ReservedAhead(t *testing.T) {
+	c := newClock()
+	s := newKindsService(t, c, Config{})
+	if _, err := s.SnowflakeID(); err != nil {
+		t.Fatal(err)
+	}
+	wi := s.WorkerInfo()
+	if wi.ReservedAhead <= 0 || wi.ReservedAhead > 3*time.Hour {
+		t.Fatalf("reserved ahead %v", wi.ReservedAhead)
+	}
+}

@@ -102,6 +102,7 @@ type Service struct {
 
 	serials  map[string]*serial
 	tokens   map[string]map[string]bool // Config.Tokens: token, then tag
+	peerSkew atomic.Pointer[peerSkew]   // the last clock check against the live peers
 	segPerm  *idfmt.Permutation         // nil without an obfuscation key
 	snowPerm *idfmt.Permutation
 

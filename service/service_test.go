@@ -316,7 +316,7 @@ func TestService_PeerSkew(t *testing.T) {
 	if chk := s.Ready(bg)[2]; chk.Name != "clock" || chk.OK || !strings.Contains(chk.Detail, "10s ahead of") {
 		t.Fatalf("readiness %+v", chk)
 	}
-	if wi := s.WorkerInfo(); !wi.Held || wi.Issuing || wi.ID != 2 {
+	if wi := s.WorkerInfo(); !wi.Held || wi.Issuing || wi.ID != 2 || wi.PeerSkew != 10*time.Second || wi.PeerCount != 2 {
 		t.Fatalf("WorkerInfo %+v", wi)
 	}
 	n := reg.acquires

@@ -203,6 +203,12 @@ func (s *Service) publish(st *snowState) bool {
 }
 
 // checkPeers compares this node's clock with its live peers' average.
+// peerSkew is a measurement of checkPeers.
+type peerSkew struct {
+	skew  time.Duration
+	peers int
+}
+
 func (s *Service) checkPeers(ctx context.Context, pc frond.PeerClock) error {
 	offs, err := pc.PeerOffsets(ctx)
 	if err != nil || len(offs) == 0 {
@@ -213,6 +219,7 @@ func (s *Service) checkPeers(ctx context.Context, pc frond.PeerClock) error {
 		sum += float64(o.Offset)
 	}
 	skew := -time.Duration(math.Round(sum / float64(len(offs))))
+	s.peerSkew.Store(&peerSkew{skew: skew, peers: len(offs)})
 	if skew.Abs() > s.cfg.MaxPeerSkew {
 		return &PeerSkewError{Skew: skew, Peers: len(offs), Max: s.cfg.MaxPeerSkew}
 	}
@@ -476,6 +483,14 @@ type WorkerInfo struct {
 	Issuing   bool   `json:"issuing"`
 	FromCache bool   `json:"from_cache,omitempty"`
 	Error     string `json:"error,omitempty"`
+	// ReservedAhead is how far ahead of the clock the registry has recorded
+	// a time this node may issue up to (negative: behind; snowflake IDs
+	// wait for it).
+	ReservedAhead time.Duration `json:"reserved_ahead_ns,omitempty"`
+	// PeerSkew is this node's clock minus its live peers' average, as last
+	// measured (registries that see their peers), with the peers' count.
+	PeerSkew  time.Duration `json:"peer_skew_ns,omitempty"`
+	PeerCount int           `json:"peers,omitempty"`
 }
 
 // WorkerInfo returns the state of this node's worker ID.
@@ -484,6 +499,14 @@ func (s *Service) WorkerInfo() WorkerInfo {
 	wi := WorkerInfo{ID: -1, Held: st.held, Issuing: st.gen != nil}
 	if st.held {
 		wi.ID, wi.FromCache = st.worker.ID, st.worker.FromCache
+	}
+	if st.gen != nil {
+		if limit, ok := st.gen.Limit(); ok {
+			wi.ReservedAhead = limit.Sub(time.Unix(0, s.now()))
+		}
+	}
+	if p := s.peerSkew.Load(); p != nil {
+		wi.PeerSkew, wi.PeerCount = p.skew, p.peers
 	}
 	if st.err != nil {
 		wi.Error = st.err.Error()

@@ -415,6 +415,16 @@ func (g *Generator) SetLimit(t time.Time) {
 	g.limit.Store(min(g.tickOf(t.UnixNano()), g.maxTick))
 }
 
+// Limit returns the latest time whose tick may be issued (SetLimit), and
+// false when there is no limit or nothing is allowed yet.
+func (g *Generator) Limit() (time.Time, bool) {
+	l := g.limit.Load()
+	if l == noLimit || l < 0 {
+		return time.Time{}, false
+	}
+	return g.layout.TickTime(l), true
+}
+
 // ClearLimit removes the limit of SetLimit: the generator issues up to the
 // clock (and MaxLead).
 func (g *Generator) ClearLimit() { g.limit.Store(noLimit) }

@@ -55,7 +55,10 @@ function render(s) {
   // The node.
   const w = s.worker;
   $("worker-id").textContent = w.held ? w.id : "none";
-  $("worker-detail").textContent = w.issuing ? (w.from_cache ? "from the local record: registry unreachable" : "held, issuing") : (w.error || "not issuing");
+  let wd = w.issuing ? (w.from_cache ? "from the local record: registry unreachable" : "held, issuing") : (w.error || "not issuing");
+  if (w.reserved_ahead_ns) wd += ` · registry has recorded ${dur(w.reserved_ahead_ns / 1e9)} ahead of the clock`;
+  if (w.peers) wd += ` · clock ${w.peer_skew_ns >= 0 ? "+" : "−"}${dur(Math.abs(w.peer_skew_ns) / 1e9)} from ${w.peers} peers`;
+  $("worker-detail").textContent = wd;
   setCard("card-worker", w.issuing ? (w.from_cache ? "warn" : "ok") : "bad");
   if (!w.issuing) alerts.push(["bad", "Snowflake IDs are not issued: " + (w.error || "no worker ID")]);
 
