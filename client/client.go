@@ -18,6 +18,7 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,6 +28,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	_ "google.golang.org/grpc/health" // client-side health checking (serviceConfig below)
 	"google.golang.org/grpc/metadata"
@@ -53,8 +55,11 @@ type Options struct {
 	// one store. Calls go to the first that answers and stay there while it
 	// does; the others are the fail-over.
 	Servers []string
-	// DialOptions are added to every connection; without any, connections
-	// are plaintext (grpc.WithTransportCredentials sets TLS).
+	// TLS, when set, connects over TLS with it (the servers' tls: keys;
+	// RootCAs to trust them, Certificates when they ask for one).
+	TLS *tls.Config
+	// DialOptions are added to every connection; without TLS or any, the
+	// connections are plaintext.
 	DialOptions []grpc.DialOption
 	// Timeout bounds one attempt on one server (DefaultTimeout).
 	Timeout time.Duration
@@ -153,7 +158,10 @@ func New(o Options) (*Client, error) {
 	// while the server says NOT_SERVING (no kind of ID can be served, or it
 	// is shutting down) calls to it fail at once and go to the next server.
 	dial := []grpc.DialOption{grpc.WithDefaultServiceConfig(serviceConfig)}
-	if len(o.DialOptions) == 0 {
+	switch {
+	case o.TLS != nil:
+		dial = append(dial, grpc.WithTransportCredentials(credentials.NewTLS(o.TLS)))
+	case len(o.DialOptions) == 0:
 		dial = append(dial, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	}
 	dial = append(dial, o.DialOptions...)

@@ -13,6 +13,7 @@ package grpcapi
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -22,6 +23,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
@@ -55,6 +57,8 @@ type Options struct {
 	Metrics *api.Metrics
 	// Logger receives server-side errors; nil discards them.
 	Logger *slog.Logger
+	// TLS, when set, serves over TLS (its NextProtos should hold "h2").
+	TLS *tls.Config
 	// AccessLog logs one line per call (Logger, level info) with its
 	// request ID (metadata x-request-id: the caller's, or a new one, sent
 	// back in the response header).
@@ -99,7 +103,11 @@ func New(svc *service.Service, o Options) *Server {
 	}
 	s := &Server{svc: svc, o: o, ops: map[string]*api.Op{}, started: time.Now(), stopping: make(chan struct{})}
 	s.health = newHealth(svc)
-	s.gs = grpc.NewServer(
+	var creds []grpc.ServerOption
+	if o.TLS != nil {
+		creds = append(creds, grpc.Creds(credentials.NewTLS(o.TLS)))
+	}
+	s.gs = grpc.NewServer(append(creds,
 		grpc.ChainUnaryInterceptor(s.unary),
 		grpc.ChainStreamInterceptor(s.stream),
 		grpc.MaxRecvMsgSize(o.MaxRequest),
@@ -108,7 +116,7 @@ func New(svc *service.Service, o Options) *Server {
 		// every 10 s at most.
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: 5 * time.Minute, Time: time.Minute, Timeout: 20 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
-	)
+	)...)
 	frondv1.RegisterIDServiceServer(s.gs, s)
 	healthpb.RegisterHealthServer(s.gs, s.health)
 	reflection.Register(s.gs)

@@ -3,14 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/frond-id/frond/internal/tlsconf"
 )
 
 const defaultServer = "http://127.0.0.1:8080"
@@ -33,21 +37,52 @@ func (e *serverError) Error() string {
 }
 
 type client struct {
-	base  string
-	token string
-	http  *http.Client
+	base                      string
+	token                     string
+	caFile, certFile, keyFile string
+	http                      *http.Client
+	tlsOnce                   sync.Once
+	tlsErr                    error
 }
 
-// addClientFlags adds --server and --token to a client command.
+// addClientFlags adds --server, --token and the TLS files to a client
+// command.
 func addClientFlags(c *cobra.Command, e env) *client {
 	cl := &client{http: &http.Client{Timeout: 30 * time.Second}}
 	server := e.get("FROND_SERVER")
 	if server == "" {
 		server = defaultServer
 	}
-	c.PersistentFlags().StringVar(&cl.base, "server", server, "frond server URL (env FROND_SERVER)")
+	c.PersistentFlags().StringVar(&cl.base, "server", server, "frond server URL, http:// or https:// (env FROND_SERVER)")
 	c.PersistentFlags().StringVar(&cl.token, "token", e.get("FROND_ADMIN_TOKEN"), "admin token for tag commands (env FROND_ADMIN_TOKEN)")
+	c.PersistentFlags().StringVar(&cl.caFile, "ca-file", e.get("FROND_CA_FILE"), "CA certificates (PEM) to trust for an https:// server (env FROND_CA_FILE)")
+	c.PersistentFlags().StringVar(&cl.certFile, "cert-file", e.get("FROND_CERT_FILE"), "client certificate (PEM), for servers that ask for one (env FROND_CERT_FILE)")
+	c.PersistentFlags().StringVar(&cl.keyFile, "key-file", e.get("FROND_KEY_FILE"), "client certificate's key (PEM) (env FROND_KEY_FILE)")
 	return cl
+}
+
+// tlsConfig is the client's TLS configuration from --ca-file, --cert-file
+// and --key-file; nil when none is given.
+func (cl *client) tlsConfig() (*tls.Config, error) {
+	if cl.caFile == "" && cl.certFile == "" && cl.keyFile == "" {
+		return nil, nil
+	}
+	c := &tls.Config{MinVersion: tls.VersionTLS12}
+	if cl.caFile != "" {
+		pool, err := tlsconf.CertPool(cl.caFile)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		c.RootCAs = pool
+	}
+	if cl.certFile != "" || cl.keyFile != "" {
+		cert, err := tls.LoadX509KeyPair(cl.certFile, cl.keyFile)
+		if err != nil {
+			return nil, usagef("--cert-file %q, --key-file %q: %v", cl.certFile, cl.keyFile, err)
+		}
+		c.Certificates = []tls.Certificate{cert}
+	}
+	return c, nil
 }
 
 // do sends a request and decodes a JSON answer into out (if non-nil).
@@ -59,6 +94,15 @@ func (cl *client) do(ctx context.Context, method, path string, in, out any) erro
 			return err
 		}
 		body = bytes.NewReader(b)
+	}
+	cl.tlsOnce.Do(func() {
+		var c *tls.Config
+		if c, cl.tlsErr = cl.tlsConfig(); c != nil {
+			cl.http.Transport = &http.Transport{TLSClientConfig: c, ForceAttemptHTTP2: true}
+		}
+	})
+	if cl.tlsErr != nil {
+		return cl.tlsErr
 	}
 	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(cl.base, "/")+path, body)
 	if err != nil {

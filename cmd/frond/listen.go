@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	httpapi "github.com/frond-id/frond/api/http"
 	"github.com/frond-id/frond/api/resp"
 	"github.com/frond-id/frond/internal/config"
+	"github.com/frond-id/frond/internal/tlsconf"
 	"github.com/frond-id/frond/service"
 )
 
@@ -62,26 +64,57 @@ func closeListeners(fes []*frontEnd) {
 
 // serveAll builds each protocol's server over svc and serves it; a server
 // that stops on its own sends its error to errc.
-func serveAll(fes []*frontEnd, svc *service.Service, m *api.Metrics, cfg *config.Config, log *slog.Logger, errc chan<- error) {
+func serveAll(fes []*frontEnd, svc *service.Service, m *api.Metrics, cfg *config.Config, log *slog.Logger, errc chan<- error) error {
+	// TLS: one certificate, reloaded when its files change, for every
+	// listener, each with its own application protocols (ALPN).
+	var base *tls.Config
+	if cfg.TLS.On() {
+		certs, err := tlsconf.New(tlsconf.Files{Cert: cfg.TLS.CertFile, Key: cfg.TLS.KeyFile, ClientCA: cfg.TLS.ClientCAFile}, log)
+		if err != nil {
+			return err
+		}
+		if base, err = certs.Config(); err != nil {
+			return err
+		}
+		log.Info("TLS on every listener", "cert", cfg.TLS.CertFile, "client_certificates", cfg.TLS.ClientCAFile != "")
+	}
+	tlsFor := func(protos ...string) *tls.Config {
+		if base == nil {
+			return nil
+		}
+		c := base.Clone()
+		c.NextProtos = protos
+		return c
+	}
 	for _, fe := range fes {
 		switch fe.key {
 		case "http_addr":
 			h := httpapi.New(svc, m, httpapi.Options{AdminToken: cfg.AdminToken, Pprof: cfg.Pprof, Logger: log, AccessLog: cfg.Log.Access})
 			srv := httpapi.NewHTTPServer(cfg.HTTPAddr, h, log)
 			srv.RegisterOnShutdown(h.StopStreams)
+			srv.TLSConfig = tlsFor("h2", "http/1.1")
 			fe.serve = func(ln net.Listener) error {
-				if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+				var err error
+				if srv.TLSConfig != nil {
+					err = srv.ServeTLS(ln, "", "")
+				} else {
+					err = srv.Serve(ln)
+				}
+				if !errors.Is(err, http.ErrServerClosed) {
 					return err
 				}
 				return nil
 			}
 			fe.stop = srv.Shutdown
 		case "grpc_addr":
-			gs := grpcapi.New(svc, grpcapi.Options{AdminToken: cfg.AdminToken, Metrics: m, Logger: log, AccessLog: cfg.Log.Access})
+			gs := grpcapi.New(svc, grpcapi.Options{AdminToken: cfg.AdminToken, Metrics: m, Logger: log, AccessLog: cfg.Log.Access, TLS: tlsFor("h2")})
 			fe.serve, fe.stop = gs.Serve, gs.Shutdown
 		case "resp_addr":
 			rs := resp.New(svc, resp.Options{AdminToken: cfg.AdminToken, Metrics: m, Logger: log})
 			fe.serve, fe.stop = rs.Serve, func(context.Context) error { return rs.Close() }
+			if c := tlsFor(); c != nil {
+				fe.serve = func(ln net.Listener) error { return rs.Serve(tls.NewListener(ln, c)) }
+			}
 		}
 		if fe.key != "http_addr" {
 			log.Info("frond listening for "+fe.name, "addr", fe.ln.Addr().String())
@@ -92,6 +125,7 @@ func serveAll(fes []*frontEnd, svc *service.Service, m *api.Metrics, cfg *config
 			}
 		}()
 	}
+	return nil
 }
 
 // stopAll stops every front end at once, each as its protocol allows: HTTP

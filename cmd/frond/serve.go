@@ -195,7 +195,11 @@ func serve(ctx context.Context, cfg *config.Config, e env) error {
 		log.Warn("NO ADMIN TOKEN: anyone who can reach this node can create, change and delete tags; set --admin-token-file or listen on 127.0.0.1 only", "http_addr", cfg.HTTPAddr, "grpc_addr", cfg.GRPCAddr, "resp_addr", cfg.RESPAddr)
 	}
 	errc := make(chan error, len(fes))
-	serveAll(fes, svc, m, cfg, log, errc)
+	if err := serveAll(fes, svc, m, cfg, log, errc); err != nil {
+		closeListeners(fes)
+		svc.Close(ctx)
+		return err
+	}
 	log.Info("frond listening", "addr", ln.Addr().String(), "store", storeName(cfg.Store), "worker", svc.Worker(),
 		"layout", svc.Layout().Name, "data_dir", cfg.DataDir, "startup", time.Since(start).Round(time.Microsecond).String())
 

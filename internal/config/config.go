@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/frond-id/frond/internal/tlsconf"
 	"github.com/frond-id/frond/registry/static"
 	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/service"
@@ -51,6 +52,7 @@ type Config struct {
 	Pprof           bool          `koanf:"pprof"`            // mount /debug/pprof/
 	ShutdownTimeout time.Duration `koanf:"shutdown_timeout"` // grace for requests in flight
 	Log             Log           `koanf:"log"`
+	TLS             TLS           `koanf:"tls"`
 	Snowflake       Snowflake     `koanf:"snowflake"`
 	Worker          Worker        `koanf:"worker"`
 	Segment         Segment       `koanf:"segment"`
@@ -79,6 +81,16 @@ type Log struct {
 	Level  string `koanf:"level"`  // debug, info, warn, error
 	Access bool   `koanf:"access"` // one line per HTTP request and gRPC call
 }
+
+// TLS turns TLS on for every listener (HTTP, gRPC, RESP).
+type TLS struct {
+	CertFile     string `koanf:"cert_file"`      // PEM certificate (chain); reloaded when it changes
+	KeyFile      string `koanf:"key_file"`       // PEM private key
+	ClientCAFile string `koanf:"client_ca_file"` // PEM CAs: clients must present a certificate they signed (mTLS)
+}
+
+// On reports whether TLS is configured.
+func (t TLS) On() bool { return t.CertFile != "" || t.KeyFile != "" }
 
 // Snowflake configures the snowflake clock policy.
 type Snowflake struct {
@@ -120,6 +132,7 @@ func Defaults() map[string]any {
 		"layout": "twitter", "node": 0, "admin_token": "", "admin_token_file": "", "pprof": false,
 		"shutdown_timeout": "15s",
 		"log.format":       "text", "log.level": "info", "log.access": false,
+		"tls.cert_file": "", "tls.key_file": "", "tls.client_ca_file": "",
 		"snowflake.max_backward": "5ms", "snowflake.max_lead": "0s", "snowflake.random_start": 0,
 		"snowflake.persist_every": "400ms", "snowflake.startup_wait": "0s", "snowflake.max_peer_skew": "5s", "snowflake.expiry_warning": "43800h",
 		"worker.host": "", "worker.port": 0, "worker.recycle_after": "10m", "worker.lease_ttl": "10s",
@@ -146,6 +159,9 @@ var Flags = []struct{ Name, Key, Usage string }{
 	{"pprof", "pprof", "serve net/http/pprof under /debug/pprof/ (env FROND_PPROF)"},
 	{"log-format", "log.format", "log format: text or json (env FROND_LOG__FORMAT)"},
 	{"log-level", "log.level", "log level: debug, info, warn, error (env FROND_LOG__LEVEL)"},
+	{"tls-cert-file", "tls.cert_file", "TLS certificate (PEM) for every listener, reloaded when it changes (env FROND_TLS_CERT_FILE)"},
+	{"tls-key-file", "tls.key_file", "TLS private key (PEM) (env FROND_TLS_KEY_FILE)"},
+	{"tls-client-ca-file", "tls.client_ca_file", "CA certificates (PEM): clients must present a certificate they signed (env FROND_TLS_CLIENT_CA_FILE)"},
 	{"access-log", "log.access", "log one line per HTTP request and gRPC call, with its X-Request-ID (env FROND_LOG__ACCESS)"},
 }
 
@@ -175,11 +191,24 @@ func envKey(name string) string {
 	if !ok || envSkip(name) {
 		return ""
 	}
-	return strings.ReplaceAll(strings.ToLower(name), "__", ".")
+	key := strings.ReplaceAll(strings.ToLower(name), "__", ".")
+	for k, alias := range envAliases {
+		if key == alias {
+			return k
+		}
+	}
+	return key
 }
+
+// envAliases are keys whose variable has one underscore where nesting
+// would have two: FROND_TLS_CERT_FILE, as TLS settings are usually named.
+var envAliases = map[string]string{"tls.cert_file": "tls_cert_file", "tls.key_file": "tls_key_file", "tls.client_ca_file": "tls_client_ca_file"}
 
 // EnvName is the environment variable of a key: FROND_SEGMENT__MAX_STEP.
 func EnvName(key string) string {
+	if alias, ok := envAliases[key]; ok {
+		return "FROND_" + strings.ToUpper(alias)
+	}
 	return "FROND_" + strings.ToUpper(strings.ReplaceAll(key, ".", "__"))
 }
 
@@ -323,6 +352,25 @@ func (c *Config) finish() error {
 		if _, _, err := net.SplitHostPort(a[1]); err != nil {
 			return keyErr(fmt.Errorf("%q: %v", a[1], err), a[0])
 		}
+	}
+	if c.TLS.On() {
+		if c.TLS.CertFile == "" || c.TLS.KeyFile == "" {
+			key := "tls.cert_file"
+			if c.TLS.KeyFile == "" {
+				key = "tls.key_file"
+			}
+			return keyErr(tlsconf.ErrIncomplete, key)
+		}
+		if _, err := tlsconf.New(tlsconf.Files{Cert: c.TLS.CertFile, Key: c.TLS.KeyFile}, nil); err != nil {
+			return keyErr(err, "tls.cert_file")
+		}
+		if c.TLS.ClientCAFile != "" {
+			if _, err := tlsconf.CertPool(c.TLS.ClientCAFile); err != nil {
+				return keyErr(err, "tls.client_ca_file")
+			}
+		}
+	} else if c.TLS.ClientCAFile != "" {
+		return keyErr(errors.New("client certificates need TLS: set tls.cert_file and tls.key_file too"), "tls.client_ca_file")
 	}
 	if err := checkStores(c.Store); err != nil {
 		return keyErr(err, "store")

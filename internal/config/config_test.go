@@ -85,6 +85,9 @@ func TestLoad_Errors(t *testing.T) {
 		"empty token file":    {args: []string{"--admin-token-file", empty}, want: "empty"},
 		"missing token file":  {args: []string{"--admin-token-file", filepath.Join(dir, "none")}, want: "admin_token_file"},
 		"token and file both": {args: []string{"--admin-token", "a", "--admin-token-file", empty}, want: "admin_token"},
+		"tls cert, no key":    {args: []string{"--tls-cert-file", empty}, want: "tls.key_file"},
+		"tls files missing":   {env: []string{"FROND_TLS_CERT_FILE=/nope.pem", "FROND_TLS_KEY_FILE=/nope-key.pem"}, want: "tls.cert_file"},
+		"client CA, no TLS":   {env: []string{"FROND_TLS_CLIENT_CA_FILE=" + empty}, want: "tls.client_ca_file"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := load(t, tc.args, tc.env)
