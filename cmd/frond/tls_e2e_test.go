@@ -66,6 +66,14 @@ func TestE2E_TLS(t *testing.T) {
 		t.Fatalf("RESP over TLS: %d, %v", id, err)
 	}
 
+	// The real clients: curl and redis-cli, as docs/security.md shows them.
+	if out, err := exec.Command("curl", "-fsS", "--cacert", f.CA, base+"/v1/segment/order").CombinedOutput(); err != nil || !strings.Contains(string(out), `"id":`) {
+		t.Fatalf("curl over HTTPS: %v %s", err, out)
+	}
+	if out := redisCLI(t, s.respAddr(), "", "--tls", "--cacert", f.CA, "INCR", "order"); strings.TrimSpace(out) == "" || strings.Contains(out, "ERR") {
+		t.Fatalf("redis-cli --tls: %q", out)
+	}
+
 	// Mutual TLS.
 	m := mustStart(t, t.TempDir(), "--tls-cert-file", f.Cert, "--tls-key-file", f.Key, "--tls-client-ca-file", f.CA)
 	mbase := strings.Replace(m.url, "http://", "https://", 1)
