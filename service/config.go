@@ -80,9 +80,12 @@ func (c Config) Validate() error {
 		}
 	}
 	if c.ObfuscationWidth != 0 {
-		if err := idfmt.CheckWidth(c.ObfuscationWidth); err != nil {
+		if err := idfmt.CheckWidth(idfmt.SchemeSplitmix, c.ObfuscationWidth); err != nil {
 			return configError(err, "ObfuscationWidth")
 		}
+	}
+	if _, err := c.obfuscationKeys(); err != nil {
+		return err
 	}
 	if err := checkLayoutLife(c.Layout, time.Unix(0, now())); err != nil {
 		return configError(err, "Layout")

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/idfmt"
+	"github.com/frond-id/frond/snowflake"
 	"github.com/google/uuid"
 )
 
@@ -68,20 +71,19 @@ func (s *Service) initKinds() error {
 		}
 		s.serials[name] = sr
 	}
-	if len(s.cfg.ObfuscationKey) > 0 {
-		w := s.cfg.ObfuscationWidth
-		if w == 0 {
-			w = 63
-		}
-		if err := idfmt.CheckWidth(w); err != nil {
-			return configError(err, "ObfuscationWidth")
-		}
-		var err error
-		if s.segPerm, err = idfmt.NewPermutation(s.cfg.ObfuscationKey, w); err != nil {
+	keys, err := s.cfg.obfuscationKeys()
+	if err != nil {
+		return err
+	}
+	s.perms = map[int]perms{}
+	for i, k := range keys {
+		p, err := k.perms(s.cfg.ObfuscationWidth, s.cfg.Layout)
+		if err != nil {
 			return configError(err, "ObfuscationKey")
 		}
-		if s.snowPerm, err = idfmt.NewPermutation(s.cfg.ObfuscationKey, s.cfg.Layout.Bits()); err != nil {
-			return configError(err, "ObfuscationKey")
+		s.perms[k.Version] = p
+		if i == 0 {
+			s.permCur = p
 		}
 	}
 	for tag, form := range s.cfg.Forms {
@@ -252,11 +254,108 @@ func UUIDs(version, n int) ([]string, error) {
 	return out, nil
 }
 
-func (s *Service) permOf(kind string) *idfmt.Permutation {
+// ObfuscationKey is a key of the opaque forms with its version and scheme.
+type ObfuscationKey struct {
+	Version int
+	Scheme  string // idfmt.SchemeFF1 (empty means it) or idfmt.SchemeSplitmix
+	Key     []byte
+}
+
+// perms are a key's permutations: one per kind, of the kind's width.
+type perms struct {
+	version   int
+	seg, snow *idfmt.Permutation
+}
+
+func (p perms) of(kind string) *idfmt.Permutation {
 	if kind == KindSnowflake {
-		return s.snowPerm
+		return p.snow
 	}
-	return s.segPerm
+	return p.seg
+}
+
+func (k ObfuscationKey) scheme() string {
+	if k.Scheme == "" {
+		return idfmt.SchemeFF1
+	}
+	return k.Scheme
+}
+
+// perms makes the key's permutations; segWidth 0 means 63.
+func (k ObfuscationKey) perms(segWidth uint, layout snowflake.Layout) (perms, error) {
+	if segWidth == 0 {
+		segWidth = 63
+	}
+	seg, err := idfmt.NewPermutation(k.scheme(), k.Key, segWidth)
+	if err != nil {
+		return perms{}, fmt.Errorf("key version %d: %w", k.Version, err)
+	}
+	snow, err := idfmt.NewPermutation(k.scheme(), k.Key, layout.Bits())
+	if err != nil {
+		return perms{}, fmt.Errorf("key version %d, snowflake layout %s: %w", k.Version, layout.Name, err)
+	}
+	return perms{version: k.Version, seg: seg, snow: snow}, nil
+}
+
+// obfuscationKeys are the configured keys, the current one first, checked:
+// versions positive and distinct, schemes known, keys long enough for every
+// width they permute. None without ObfuscationKey.
+func (c Config) obfuscationKeys() ([]ObfuscationKey, error) {
+	if len(c.ObfuscationKey) == 0 {
+		if len(c.ObfuscationPrevious) > 0 {
+			return nil, configError(fmt.Errorf("%w: previous obfuscation keys without a current key", frond.ErrInvalidArgument), "ObfuscationPrevious")
+		}
+		return nil, nil
+	}
+	cur := ObfuscationKey{Version: c.ObfuscationVersion, Scheme: c.ObfuscationScheme, Key: c.ObfuscationKey}
+	if cur.Version == 0 {
+		cur.Version = 1
+	}
+	keys := append([]ObfuscationKey{cur}, c.ObfuscationPrevious...)
+	seen := map[int]bool{}
+	for i, k := range keys {
+		field := "ObfuscationKey"
+		if i > 0 {
+			field = fmt.Sprintf("ObfuscationPrevious[%d]", i-1)
+		}
+		if k.Version < 1 {
+			return nil, configError(fmt.Errorf("%w: obfuscation key version %d: must be 1 or more", frond.ErrInvalidArgument, k.Version), field)
+		}
+		if seen[k.Version] {
+			return nil, configError(fmt.Errorf("%w: two obfuscation keys have version %d", frond.ErrInvalidArgument, k.Version), field)
+		}
+		seen[k.Version] = true
+		if err := idfmt.CheckScheme(k.scheme()); err != nil {
+			if i == 0 {
+				field = "ObfuscationScheme"
+			}
+			return nil, configError(err, field)
+		}
+		if w := c.ObfuscationWidth; w != 0 {
+			if err := idfmt.CheckWidth(k.scheme(), w); err != nil {
+				return nil, configError(fmt.Errorf("key version %d: %w", k.Version, err), "ObfuscationWidth")
+			}
+		}
+		if _, err := k.perms(c.ObfuscationWidth, c.Layout); err != nil {
+			return nil, configError(err, field)
+		}
+	}
+	return keys, nil
+}
+
+func (s *Service) permOf(kind string) *idfmt.Permutation { return s.permCur.of(kind) }
+
+// ObfuscationVersion is the version of the key that gives opaque IDs; 0
+// without one.
+func (s *Service) ObfuscationVersion() int { return s.permCur.version }
+
+func (s *Service) keyVersions() string {
+	vs := make([]int, 0, len(s.perms))
+	for v := range s.perms {
+		vs = append(vs, v)
+	}
+	slices.Sort(vs)
+	return strings.Trim(fmt.Sprint(vs), "[]")
 }
 
 // SegmentForm returns the configured default form of a segment tag ("" if none).
@@ -267,7 +366,7 @@ func (s *Service) checkForm(form string) error {
 	case "", FormNumber, FormBase62, FormBase32:
 		return nil
 	case FormOpaque, FormOpaque62:
-		if s.segPerm == nil {
+		if s.permCur.seg == nil {
 			return fmt.Errorf("%w: form %q needs an obfuscation key (obfuscation.key_file)", frond.ErrInvalidArgument, form)
 		}
 		return nil
@@ -323,8 +422,9 @@ func (s *Service) Format(kind, form string, ids []int64) ([]string, []int64, err
 }
 
 // Reveal maps a formatted ID of a kind back to the ID (the admin decode of
-// opaque forms; base62 and base32 need no key).
-func (s *Service) Reveal(kind, form, value string) (int64, error) {
+// opaque forms; base62 and base32 need no key). keyVersion picks the
+// obfuscation key that gave an opaque ID; 0 means the current key.
+func (s *Service) Reveal(kind, form, value string, keyVersion int) (int64, error) {
 	if kind != KindSegment && kind != KindSnowflake {
 		return 0, fmt.Errorf("%w: kind %s: segment or snowflake", frond.ErrInvalidArgument, Quote(kind))
 	}
@@ -352,7 +452,14 @@ func (s *Service) Reveal(kind, form, value string) (int64, error) {
 		return 0, fmt.Errorf("%w: %s is not a %s ID: %v", frond.ErrInvalidArgument, Quote(value), form, err)
 	}
 	if form == FormOpaque || form == FormOpaque62 {
-		if v, err = s.permOf(kind).Invert(v); err != nil {
+		p := s.permCur
+		if keyVersion != 0 {
+			var ok bool
+			if p, ok = s.perms[keyVersion]; !ok {
+				return 0, fmt.Errorf("%w: no obfuscation key has version %d (the keys: %s)", frond.ErrInvalidArgument, keyVersion, s.keyVersions())
+			}
+		}
+		if v, err = p.of(kind).Invert(v); err != nil {
 			return 0, fmt.Errorf("%w: %w", frond.ErrInvalidArgument, err)
 		}
 	}

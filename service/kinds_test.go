@@ -4,11 +4,13 @@ import (
 	"errors"
 	"github.com/frond-id/frond"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/frond-id/frond/idfmt"
 	"github.com/frond-id/frond/store/memstore"
 )
 
@@ -138,7 +140,7 @@ func TestFormatReveal(t *testing.T) {
 			t.Fatalf("%s: numbers %v", form, nums)
 		}
 		for i, str := range strs {
-			back, err := s.Reveal(KindSegment, form, str)
+			back, err := s.Reveal(KindSegment, form, str, 0)
 			if err != nil || back != ids[i] {
 				t.Fatalf("%s: %d -> %q -> %d, %v", form, ids[i], str, back, err)
 			}
@@ -154,13 +156,81 @@ func TestFormatReveal(t *testing.T) {
 		t.Fatalf("ID beyond 53 bits: %v", err)
 	}
 	for _, bad := range [][3]string{{"segment", "xml", "1"}, {"uuid", "number", "1"}, {"segment", "base62", "!"}, {"segment", "number", "-4"}} {
-		if _, err := s.Reveal(bad[0], bad[1], bad[2]); Code(err) != CodeInvalidArgument {
+		if _, err := s.Reveal(bad[0], bad[1], bad[2], 0); Code(err) != CodeInvalidArgument {
 			t.Errorf("Reveal%v: %v", bad, err)
 		}
 	}
 	plain := newKindsService(t, c, Config{})
 	if _, _, err := plain.Format(KindSegment, FormOpaque62, ids); err == nil || !strings.Contains(err.Error(), "obfuscation key") {
 		t.Fatalf("opaque without a key: %v", err)
+	}
+}
+
+// Keys are versioned: after a rotation the new key gives the opaque IDs,
+// and Reveal still maps the old key's back when asked with its version. A
+// splitmix key gives what frond gave before FF1 (pinned in idfmt).
+func TestReveal_KeyVersions(t *testing.T) {
+	c := newClock()
+	oldKey, newKey := []byte("the key of last year, 16+ bytes"), []byte("the key of this year, 16+ bytes")
+	before := newKindsService(t, c, Config{ObfuscationKey: oldKey, ObfuscationScheme: idfmt.SchemeSplitmix})
+	_, oldNums, err := before.Format(KindSegment, FormOpaque, []int64{1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy, _ := idfmt.NewPermutation(idfmt.SchemeSplitmix, oldKey, 63)
+	if want, _ := legacy.Apply(1000); oldNums[0] != want {
+		t.Fatalf("splitmix key gives %d, the construction %d", oldNums[0], want)
+	}
+	after := newKindsService(t, c, Config{ObfuscationKey: newKey, ObfuscationVersion: 2,
+		ObfuscationPrevious: []ObfuscationKey{{Version: 1, Scheme: idfmt.SchemeSplitmix, Key: oldKey}}})
+	if after.ObfuscationVersion() != 2 {
+		t.Fatalf("current version %d", after.ObfuscationVersion())
+	}
+	strs, newNums, err := after.Format(KindSegment, FormOpaque, []int64{1000})
+	if err != nil || newNums[0] == oldNums[0] {
+		t.Fatalf("the new key gives %v, %v (old %d)", newNums, err, oldNums[0])
+	}
+	ff1, _ := idfmt.NewPermutation(idfmt.SchemeFF1, newKey, 63)
+	if want, _ := ff1.Apply(1000); newNums[0] != want {
+		t.Fatalf("the new key (FF1 by default) gives %d, FF1 %d", newNums[0], want)
+	}
+	for _, c := range []struct {
+		value   string
+		version int
+	}{{strs[0], 0}, {strs[0], 2}, {strconv.FormatInt(oldNums[0], 10), 1}} {
+		if back, err := after.Reveal(KindSegment, FormOpaque, c.value, c.version); err != nil || back != 1000 {
+			t.Errorf("Reveal(%s, version %d) = %d, %v", c.value, c.version, back, err)
+		}
+	}
+	_, err = after.Reveal(KindSegment, FormOpaque, strs[0], 7)
+	if Code(err) != CodeInvalidArgument || !strings.Contains(err.Error(), "the keys: 1 2") {
+		t.Fatalf("unknown version: %v", err)
+	}
+}
+
+func TestObfuscationKeys_Invalid(t *testing.T) {
+	key := []byte("sixteen bytes at the very least")
+	for _, c := range []struct {
+		name  string
+		cfg   Config
+		field string
+	}{
+		{"scheme", Config{ObfuscationKey: key, ObfuscationScheme: "aes"}, "ObfuscationScheme"},
+		{"ff1 too narrow", Config{ObfuscationKey: key, ObfuscationWidth: 19}, "ObfuscationWidth"},
+		{"duplicate version", Config{ObfuscationKey: key, ObfuscationPrevious: []ObfuscationKey{{Version: 1, Key: key}}}, "ObfuscationPrevious[0]"},
+		{"version 0 among previous", Config{ObfuscationKey: key, ObfuscationVersion: 2, ObfuscationPrevious: []ObfuscationKey{{Key: key}}}, "ObfuscationPrevious[0]"},
+		{"short previous key", Config{ObfuscationKey: key, ObfuscationVersion: 2, ObfuscationPrevious: []ObfuscationKey{{Version: 1, Key: []byte("short")}}}, "ObfuscationPrevious[0]"},
+		{"previous without current", Config{ObfuscationPrevious: []ObfuscationKey{{Version: 1, Key: key}}}, "ObfuscationPrevious"},
+	} {
+		err := c.cfg.Validate()
+		var ce *ConfigError
+		if !errors.As(err, &ce) || !slices.Equal(ce.Fields, []string{c.field}) {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+	// A splitmix key may be narrower than FF1 allows.
+	if err := (Config{ObfuscationKey: key, ObfuscationScheme: idfmt.SchemeSplitmix, ObfuscationWidth: 12}).Validate(); err != nil {
+		t.Errorf("12-bit splitmix: %v", err)
 	}
 }
 

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
-	"github.com/frond-id/frond/idfmt"
 	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/snowflake"
 )
@@ -75,8 +74,17 @@ type Config struct {
 	Now func() int64
 	// Serials are the business serial numbers, by name.
 	Serials map[string]SerialConfig
-	// ObfuscationKey (16 bytes or more) enables the opaque forms.
+	// ObfuscationKey (16 bytes or more) enables the opaque forms: the key
+	// that gives opaque IDs.
 	ObfuscationKey []byte
+	// ObfuscationScheme is the key's construction: idfmt.SchemeFF1 (empty
+	// means it) or idfmt.SchemeSplitmix (keys made before FF1).
+	ObfuscationScheme string
+	// ObfuscationVersion numbers the key; 0 means 1. Reveal takes it.
+	ObfuscationVersion int
+	// ObfuscationPrevious are earlier keys: they give no IDs, and Reveal
+	// maps opaque IDs they gave back when asked with their version.
+	ObfuscationPrevious []ObfuscationKey
 	// ObfuscationWidth is the width in bits of opaque segment IDs (default
 	// 63; 53 keeps them safe in JavaScript). Snowflake IDs use the layout's.
 	ObfuscationWidth uint
@@ -103,8 +111,8 @@ type Service struct {
 	serials  map[string]*serial
 	tokens   map[string]map[string]bool // Config.Tokens: token, then tag
 	peerSkew atomic.Pointer[peerSkew]   // the last clock check against the live peers
-	segPerm  *idfmt.Permutation         // nil without an obfuscation key
-	snowPerm *idfmt.Permutation
+	perms    map[int]perms              // by key version; empty without an obfuscation key
+	permCur  perms                      // the current key's (zero without one)
 
 	snow       atomic.Pointer[snowState] // what snowflake calls use; never nil after New
 	prevLast   time.Time                 // latest time a sealed generator of this run used (supervisor only)

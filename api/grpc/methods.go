@@ -139,7 +139,7 @@ func (s *Server) Info(context.Context, *frondv1.InfoRequest) (*frondv1.NodeInfo,
 }
 
 func (s *Server) Reveal(_ context.Context, in *frondv1.RevealRequest) (*frondv1.Revealed, error) {
-	id, err := s.svc.Reveal(in.GetKind(), in.GetForm(), in.GetValue())
+	id, err := s.svc.Reveal(in.GetKind(), in.GetForm(), in.GetValue(), int(in.GetKeyVersion()))
 	if err != nil {
 		return nil, err
 	}

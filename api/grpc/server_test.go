@@ -325,6 +325,13 @@ func TestGRPC_Reveal(t *testing.T) {
 	if err != nil || r.Id != 1 {
 		t.Fatalf("Reveal: %v, %v", r, err)
 	}
+	if r, err := f.c.Reveal(bg, &frondv1.RevealRequest{Kind: "segment", Form: "opaque", Value: op.IdStrs[0], KeyVersion: 1}); err != nil || r.Id != 1 {
+		t.Fatalf("Reveal with the current key's version: %v, %v", r, err)
+	}
+	_, err = f.c.Reveal(bg, &frondv1.RevealRequest{Kind: "segment", Form: "opaque", Value: op.IdStrs[0], KeyVersion: 9})
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), "version 9") {
+		t.Fatalf("Reveal with an unknown key version: %v", err)
+	}
 }
 
 func ptr[T any](v T) *T { return &v }

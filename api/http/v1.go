@@ -253,9 +253,12 @@ type revealJSON struct {
 	Kind  string `json:"kind"`
 	Form  string `json:"form"`
 	Value string `json:"value"`
+	// KeyVersion is the version of the obfuscation key that gave an opaque
+	// value; 0 or absent: the current key.
+	KeyVersion int `json:"key_version"`
 }
 
-// v1Reveal: POST /v1/reveal {"kind": "segment"|"snowflake", "form", "value"}:
+// v1Reveal: POST /v1/reveal {"kind": "segment"|"snowflake", "form", "value", "key_version"}:
 // the ID behind a formatted one (admin: it undoes the opaque forms).
 func (s *Server) v1Reveal(w http.ResponseWriter, r *http.Request) {
 	var in revealJSON
@@ -263,7 +266,7 @@ func (s *Server) v1Reveal(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	id, err := s.svc.Reveal(in.Kind, in.Form, in.Value)
+	id, err := s.svc.Reveal(in.Kind, in.Form, in.Value, in.KeyVersion)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -10,6 +10,7 @@ import (
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/api"
+	"github.com/frond-id/frond/service"
 )
 
 // admitted reports whether the connection may run an admin command (AUTH
@@ -146,12 +147,23 @@ func writeTag(c redcon.Conn, t frond.Tag) {
 	c.WriteBulkString(t.UpdatedAt.UTC().Format(time.RFC3339Nano))
 }
 
-// reveal runs REVEAL kind form value: the ID behind a formatted one.
+// reveal runs REVEAL kind form value [key_version]: the ID behind a
+// formatted one, under the obfuscation key of that version (default: the
+// current key).
 func (s *Server) reveal(c redcon.Conn, args [][]byte) {
 	if !s.admitted(c) {
 		return
 	}
-	id, err := s.svc.Reveal(string(args[1]), string(args[2]), string(args[3]))
+	version := 0
+	if len(args) == 5 {
+		v, err := strconv.Atoi(string(args[4]))
+		if err != nil || v < 0 {
+			s.writeErr(c, fmt.Errorf("%w: key version %s: a whole number, 0 for the current key", frond.ErrInvalidArgument, service.Quote(string(args[4]))))
+			return
+		}
+		version = v
+	}
+	id, err := s.svc.Reveal(string(args[1]), string(args[2]), string(args[3]), version)
 	if err != nil {
 		s.writeErr(c, err)
 		return

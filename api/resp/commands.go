@@ -36,7 +36,7 @@ func table() map[string]command {
 		"serial":    {2, 4, []string{"write"}, "SERIAL name [COUNT n]: business serial numbers", (*Server).serial},
 		"decode":    {2, 4, []string{"readonly", "fast"}, "DECODE id [LAYOUT l]: a snowflake ID's time, node and sequence", (*Server).decode},
 		"tag":       {2, 9, []string{"admin", "write"}, "TAG LIST | GET name | CREATE name STEP s [MAXID m] [DESCRIPTION d] | UPDATE name [STEP s] [MAXID m] [DESCRIPTION d] | DELETE name (admin)", (*Server).tag},
-		"reveal":    {4, 4, []string{"admin", "readonly"}, "REVEAL kind form value: the ID behind a formatted one (admin)", (*Server).reveal},
+		"reveal":    {4, 5, []string{"admin", "readonly"}, "REVEAL kind form value [key_version]: the ID behind a formatted one (admin)", (*Server).reveal},
 		"info":      {1, 2, []string{"readonly"}, "INFO [section]: server, worker, store, tags", (*Server).info},
 		"ping":      {1, 2, []string{"fast"}, "PING [message]", ping},
 		"echo":      {2, 2, []string{"fast"}, "ECHO message", func(_ *Server, c redcon.Conn, a [][]byte) { c.WriteBulk(a[1]) }},

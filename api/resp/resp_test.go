@@ -316,6 +316,8 @@ func TestServer_Admin(t *testing.T) {
 		{[]any{"TAG", "DROP", "x"}, "ERR unknown subcommand"},
 		{[]any{"TAG", "GET"}, "ERR wrong number of arguments"},
 		{[]any{"REVEAL", "segment", "opaque", "abc"}, "INVALID_ARGUMENT "},
+		{[]any{"REVEAL", "segment", "base62", "1", "x"}, "INVALID_ARGUMENT invalid argument: key version"},
+		{[]any{"REVEAL", "segment", "base62", "1", "0", "0"}, "ERR wrong number of arguments"},
 	} {
 		if err := a.Do(bg, tc.args...).Err(); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want %s...", tc.args, err, tc.want)

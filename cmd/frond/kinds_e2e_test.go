@@ -5,8 +5,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/frond-id/frond/idfmt"
 )
 
 // UUIDs, serial numbers and opaque forms through the binary, configured from
@@ -15,9 +18,14 @@ func TestE2E_Kinds(t *testing.T) {
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "key")
 	os.WriteFile(keyFile, []byte("an obfuscation key, long enough\n"), 0o600)
+	oldKey := "last year's key, long enough"
 	cfg := filepath.Join(dir, "frond.yaml")
 	os.WriteFile(cfg, []byte(`obfuscation:
   key_file: `+keyFile+`
+  scheme: ff1
+  key_version: 2
+  previous:
+    1: {scheme: splitmix, key: "`+oldKey+`"}
 serials:
   pay:
     template: "PAY{time:yyyyMMddHHmmssSSS}{seq:6}"
@@ -61,4 +69,29 @@ forms:
 	if b62 := run("id", "segment", "order", "--form", "base62"); len(b62) != 1 || b62[0] != "00000000004" {
 		t.Fatalf("base62 %v", b62)
 	}
+	// Key rotation: an opaque ID the previous key (version 1) gave is
+	// revealed with its version; the current key's with or without it.
+	ff1, _ := idfmt.NewPermutation(idfmt.SchemeFF1, []byte("an obfuscation key, long enough"), 63)
+	old, _ := idfmt.NewPermutation(idfmt.SchemeSplitmix, []byte(oldKey), 63)
+	cur, _ := ff1.Apply(77)
+	prev, _ := old.Apply(77)
+	for _, c := range [][]string{
+		{strconv.FormatInt(cur, 10)}, {strconv.FormatInt(cur, 10), "--key-version", "2"}, {strconv.FormatInt(prev, 10), "--key-version", "1"},
+	} {
+		if got := run(append([]string{"reveal", "--form", "opaque"}, c...)...); len(got) != 1 || got[0] != "77" {
+			t.Fatalf("reveal %v: %v", c, got)
+		}
+	}
+	if got := run("id", "segment", "order", "--form", "opaque"); len(got) != 1 || got[0] != mustApply(t, ff1, 5) {
+		t.Fatalf("opaque ID 5 under the current key: %v", got)
+	}
+}
+
+func mustApply(t *testing.T, p *idfmt.Permutation, x int64) string {
+	t.Helper()
+	y, err := p.Apply(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strconv.FormatInt(y, 10)
 }

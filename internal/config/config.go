@@ -72,7 +72,19 @@ type Config struct {
 type Obfuscation struct {
 	Key          string `koanf:"key"`           // 16 bytes or more; prefer key_file
 	KeyFile      string `koanf:"key_file"`      // file holding the key
+	Scheme       string `koanf:"scheme"`        // ff1, or splitmix for keys from before FF1; required with a key
+	KeyVersion   int    `koanf:"key_version"`   // the key's version (reveal takes it)
 	SegmentWidth uint   `koanf:"segment_width"` // bits of opaque segment IDs (63; 53 for JavaScript)
+	// Previous are earlier keys by version: they give no IDs; reveal maps
+	// opaque IDs they gave back (docs/security.md, key rotation).
+	Previous map[string]PreviousKey `koanf:"previous"`
+}
+
+// PreviousKey is an earlier obfuscation key.
+type PreviousKey struct {
+	Scheme  string `koanf:"scheme"`
+	Key     string `koanf:"key"`
+	KeyFile string `koanf:"key_file"`
 }
 
 // Log configures logging.
@@ -140,6 +152,7 @@ func Defaults() map[string]any {
 		"segment.slow_segment": "30m", "segment.max_step": 1_000_000, "segment.load_timeout": "10s",
 		"segment.fail_fast": "1s", "segment.idle_after": "1h",
 		"obfuscation.key": "", "obfuscation.key_file": "", "obfuscation.segment_width": 63,
+		"obfuscation.scheme": "", "obfuscation.key_version": 1,
 	}
 }
 
@@ -451,6 +464,32 @@ func (c *Config) finish() error {
 		}
 		c.Obfuscation.Key = strings.TrimSpace(string(b))
 	}
+	if c.Obfuscation.Key != "" && c.Obfuscation.Scheme == "" {
+		return keyErr(errors.New("is required with a key: ff1 for a new key, or splitmix for a key that gave opaque IDs before frond had FF1 (it keeps giving the same IDs; docs/security.md)"), "obfuscation.scheme")
+	}
+	for v, pk := range c.Obfuscation.Previous {
+		prefix := "obfuscation.previous." + v + "."
+		if n, err := strconv.Atoi(v); err != nil || n < 1 {
+			return keyErr(fmt.Errorf("%q is not a key version (a whole number from 1)", v), "obfuscation.previous")
+		}
+		if pk.KeyFile != "" {
+			if pk.Key != "" {
+				return keyErr(errors.New("both are set: choose one"), prefix+"key", prefix+"key_file")
+			}
+			b, err := os.ReadFile(pk.KeyFile)
+			if err != nil {
+				return keyErr(err, prefix+"key_file")
+			}
+			pk.Key = strings.TrimSpace(string(b))
+		}
+		if pk.Key == "" {
+			return keyErr(errors.New("has no key: set key_file (or key)"), strings.TrimSuffix(prefix, "."))
+		}
+		if pk.Scheme == "" {
+			return keyErr(errors.New("is required: ff1 or splitmix, the scheme the key was used with"), prefix+"scheme")
+		}
+		c.Obfuscation.Previous[v] = pk
+	}
 	if c.Store == "" {
 		c.Store = "sqlite://" + strings.TrimSuffix(c.DataDir, "/") + "/frond.db"
 	}
@@ -480,6 +519,12 @@ func (c *Config) ServiceConfig() service.Config {
 	if c.Obfuscation.Key != "" {
 		key = []byte(c.Obfuscation.Key)
 	}
+	var previous []service.ObfuscationKey
+	for _, v := range slices.Sorted(maps.Keys(c.Obfuscation.Previous)) {
+		n, _ := strconv.Atoi(v) // finish checked it
+		pk := c.Obfuscation.Previous[v]
+		previous = append(previous, service.ObfuscationKey{Version: n, Scheme: pk.Scheme, Key: []byte(pk.Key)})
+	}
 	return service.Config{
 		Layout: layout, MaxBackward: maxBackward, MaxLead: c.Snowflake.MaxLead,
 		RandomStart: c.Snowflake.RandomStart, PersistEvery: c.Snowflake.PersistEvery,
@@ -491,10 +536,13 @@ func (c *Config) ServiceConfig() service.Config {
 			IdleAfter: idleAfter,
 		},
 		Serials:          c.Serials,
-		ObfuscationKey:   key,
-		ObfuscationWidth: c.Obfuscation.SegmentWidth,
-		Forms:            c.Forms,
-		Tokens:           c.Tokens,
+		ObfuscationKey:      key,
+		ObfuscationScheme:   c.Obfuscation.Scheme,
+		ObfuscationVersion:  c.Obfuscation.KeyVersion,
+		ObfuscationPrevious: previous,
+		ObfuscationWidth:    c.Obfuscation.SegmentWidth,
+		Forms:               c.Forms,
+		Tokens:              c.Tokens,
 	}
 }
 
@@ -547,6 +595,15 @@ func (c *Config) keyOf(field string) string {
 	if field == "ObfuscationKey" && c.Obfuscation.KeyFile != "" {
 		return "obfuscation.key_file"
 	}
+	if rest, ok := strings.CutPrefix(field, "ObfuscationPrevious["); ok {
+		if i, err := strconv.Atoi(strings.TrimSuffix(rest, "]")); err == nil {
+			vs := slices.Sorted(maps.Keys(c.Obfuscation.Previous))
+			if i < len(vs) {
+				return "obfuscation.previous." + vs[i]
+			}
+		}
+		return "obfuscation.previous"
+	}
 	keys := map[string]string{
 		"Layout": "layout", "PersistEvery": "snowflake.persist_every", "MaxBackward": "snowflake.max_backward",
 		"MaxLead": "snowflake.max_lead", "RandomStart": "snowflake.random_start", "StartupWait": "snowflake.startup_wait",
@@ -555,6 +612,7 @@ func (c *Config) keyOf(field string) string {
 		"Segment.MaxStep": "segment.max_step", "Segment.LoadTimeout": "segment.load_timeout",
 		"Segment.FailFast": "segment.fail_fast", "Segment.IdleAfter": "segment.idle_after", "Segment": "segment",
 		"ObfuscationKey": "obfuscation.key", "ObfuscationWidth": "obfuscation.segment_width",
+		"ObfuscationScheme": "obfuscation.scheme", "ObfuscationPrevious": "obfuscation.previous",
 	}
 	if k, ok := keys[field]; ok {
 		return k
@@ -633,6 +691,11 @@ func Masked(k *koanf.Koanf, c *Config) ([]byte, error) {
 	}
 	if c.Obfuscation.Key != "" {
 		m.Set("obfuscation.key", "***")
+	}
+	for v := range c.Obfuscation.Previous {
+		if m.String("obfuscation.previous."+v+".key") != "" {
+			m.Set("obfuscation.previous."+v+".key", "***")
+		}
 	}
 	if len(c.Tokens) > 0 {
 		// The tags stay visible; each token shows as *** and a number.

@@ -101,9 +101,14 @@ func TestLoad_Errors(t *testing.T) {
 func TestLoad_KindsAndObfuscation(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "frond.yaml")
+	os.WriteFile(filepath.Join(dir, "v1.key"), []byte("the key of 2025, sixteen+\n"), 0o600)
 	os.WriteFile(path, []byte(`obfuscation:
   key: "0123456789abcdef0123"
+  scheme: ff1
+  key_version: 2
   segment_width: 53
+  previous:
+    1: {scheme: splitmix, key_file: `+filepath.Join(dir, "v1.key")+`}
 serials:
   pay:
     template: "PAY{time:yyyyMMdd}{seq:6}"
@@ -115,6 +120,11 @@ forms:
 	if err != nil {
 		t.Fatal(err)
 	}
+	sc := c.ServiceConfig()
+	if len(sc.ObfuscationPrevious) != 1 || sc.ObfuscationPrevious[0].Version != 1 || sc.ObfuscationPrevious[0].Scheme != "splitmix" ||
+		string(sc.ObfuscationPrevious[0].Key) != "the key of 2025, sixteen+" || sc.ObfuscationVersion != 2 || sc.ObfuscationScheme != "ff1" {
+		t.Fatalf("service config: %+v", sc)
+	}
 	if c.Obfuscation.Key != "0123456789abcdef0123" || c.Obfuscation.SegmentWidth != 53 || c.Serials["pay"].Reset != "day" ||
 		c.Serials["ord"].Template != "ORD{seq:9}" || c.Forms["order"] != "opaque62" {
 		t.Fatalf("config %+v", c)
@@ -123,8 +133,34 @@ forms:
 	if _, err := load(t, nil, []string{"FROND_CONFIG=" + path}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "templat") {
 		t.Fatalf("unknown serial key: %v", err)
 	}
-	if _, err := load(t, nil, []string{"FROND_OBFUSCATION__KEY=short"}); !errors.Is(err, ErrInvalid) {
+	if _, err := load(t, nil, []string{"FROND_OBFUSCATION__KEY=short", "FROND_OBFUSCATION__SCHEME=ff1"}); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("short key: %v", err)
+	}
+}
+
+// A key without its scheme stops the start: an upgrade never silently
+// changes the opaque IDs a key gives.
+func TestLoad_ObfuscationSchemeRequired(t *testing.T) {
+	_, err := load(t, nil, []string{"FROND_OBFUSCATION__KEY=0123456789abcdef0123"})
+	var ke *KeyError
+	if !errors.As(err, &ke) || !slices.Equal(ke.Keys, []string{"obfuscation.scheme"}) || !strings.Contains(err.Error(), "splitmix") {
+		t.Fatalf("key without a scheme: %v", err)
+	}
+	for _, c := range []struct {
+		env []string
+		key string
+	}{
+		{[]string{"FROND_OBFUSCATION__SCHEME=aes"}, "obfuscation.scheme"},
+		{[]string{"FROND_OBFUSCATION__SCHEME=ff1", "FROND_OBFUSCATION__PREVIOUS__X__KEY=0123456789abcdef0123", "FROND_OBFUSCATION__PREVIOUS__X__SCHEME=ff1"}, "obfuscation.previous"},
+		{[]string{"FROND_OBFUSCATION__SCHEME=ff1", "FROND_OBFUSCATION__PREVIOUS__3__KEY=0123456789abcdef0123"}, "obfuscation.previous.3.scheme"},
+		{[]string{"FROND_OBFUSCATION__SCHEME=ff1", "FROND_OBFUSCATION__PREVIOUS__3__SCHEME=ff1"}, "obfuscation.previous.3"},
+		{[]string{"FROND_OBFUSCATION__SCHEME=ff1", "FROND_OBFUSCATION__PREVIOUS__1__KEY=0123456789abcdef0123", "FROND_OBFUSCATION__PREVIOUS__1__SCHEME=ff1"}, "obfuscation.previous.1"},
+		{[]string{"FROND_OBFUSCATION__SCHEME=ff1", "FROND_OBFUSCATION__SEGMENT_WIDTH=16"}, "obfuscation.segment_width"},
+	} {
+		_, err := load(t, nil, append([]string{"FROND_OBFUSCATION__KEY=0123456789abcdef0123"}, c.env...))
+		if !errors.As(err, &ke) || !slices.Equal(ke.Keys, []string{c.key}) {
+			t.Errorf("%v: %v, want an error on %s", c.env, err, c.key)
+		}
 	}
 }
 
@@ -135,7 +171,8 @@ func TestMasked(t *testing.T) {
 	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 	AddFlags(fs)
 	fs.Parse([]string{"--admin-token-file", tok, "--store", "mysql://root:hunter2@db:3306/ids"})
-	c, k, err := Load(fs, []string{"FROND_OBFUSCATION__KEY=very secret key of sixteen+"})
+	c, k, err := Load(fs, []string{"FROND_OBFUSCATION__KEY=very secret key of sixteen+", "FROND_OBFUSCATION__SCHEME=ff1", "FROND_OBFUSCATION__KEY_VERSION=2",
+		"FROND_OBFUSCATION__PREVIOUS__1__KEY=old secret key of sixteen+", "FROND_OBFUSCATION__PREVIOUS__1__SCHEME=splitmix"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +184,7 @@ func TestMasked(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(out)
-	if strings.Contains(s, "s3cret") || strings.Contains(s, "hunter2") || strings.Contains(s, "very secret") || !strings.Contains(s, "admin_token: '***'") || !strings.Contains(s, "root:***@db") {
+	if strings.Contains(s, "s3cret") || strings.Contains(s, "hunter2") || strings.Contains(s, "very secret") || strings.Contains(s, "old secret") || !strings.Contains(s, "admin_token: '***'") || !strings.Contains(s, "root:***@db") {
 		t.Fatalf("masked config:\n%s", s)
 	}
 	for _, key := range []string{"data_dir:", "max_step:", "max_backward: 5ms", "format: text"} {
@@ -195,7 +232,7 @@ func TestLoad_InvalidValues(t *testing.T) {
 		{"serial step abc", nil, []string{pay, "FROND_SERIALS__PAY__STEP=abc"}, []string{"serials.pay.step"}},
 		{"form", nil, []string{"FROND_FORMS__ORDER=roman"}, []string{"forms.order"}},
 		{"opaque form without key", nil, []string{"FROND_FORMS__ORDER=opaque"}, []string{"forms.order"}},
-		{"short key", nil, []string{"FROND_OBFUSCATION__KEY=short"}, []string{"obfuscation.key"}},
+		{"short key", nil, []string{"FROND_OBFUSCATION__KEY=short", "FROND_OBFUSCATION__SCHEME=ff1"}, []string{"obfuscation.key"}},
 		{"segment_width 64", nil, []string{"FROND_OBFUSCATION__SEGMENT_WIDTH=64"}, []string{"obfuscation.segment_width"}},
 		{"segment_width -1", nil, []string{"FROND_OBFUSCATION__SEGMENT_WIDTH=-1"}, []string{"obfuscation.segment_width"}},
 		{"node beyond the layout", []string{"--node", "1024"}, nil, []string{"node", "layout"}},

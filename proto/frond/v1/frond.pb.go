@@ -1011,8 +1011,11 @@ type RevealRequest struct {
 	// segment or snowflake.
 	Kind string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
 	// The form the value is in.
-	Form          string `protobuf:"bytes,2,opt,name=form,proto3" json:"form,omitempty"`
-	Value         string `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
+	Form  string `protobuf:"bytes,2,opt,name=form,proto3" json:"form,omitempty"`
+	Value string `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
+	// The version of the obfuscation key that gave an opaque value; 0 means
+	// the current key (docs/security.md, key rotation).
+	KeyVersion    int32 `protobuf:"varint,4,opt,name=key_version,json=keyVersion,proto3" json:"key_version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1066,6 +1069,13 @@ func (x *RevealRequest) GetValue() string {
 		return x.Value
 	}
 	return ""
+}
+
+func (x *RevealRequest) GetKeyVersion() int32 {
+	if x != nil {
+		return x.KeyVersion
+	}
+	return 0
 }
 
 type Revealed struct {
@@ -1614,11 +1624,13 @@ const file_frond_v1_frond_proto_rawDesc = "" +
 	"\rsequence_bits\x18\x05 \x01(\x05R\rsequence_bits\x120\n" +
 	"\x05epoch\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x05epoch\x124\n" +
 	"\aexpires\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\aexpires\x12\x16\n" +
-	"\x06max_id\x18\b \x01(\x03R\x06max_id\"M\n" +
+	"\x06max_id\x18\b \x01(\x03R\x06max_id\"n\n" +
 	"\rRevealRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04form\x18\x02 \x01(\tR\x04form\x12\x14\n" +
-	"\x05value\x18\x03 \x01(\tR\x05value\".\n" +
+	"\x05value\x18\x03 \x01(\tR\x05value\x12\x1f\n" +
+	"\vkey_version\x18\x04 \x01(\x05R\n" +
+	"keyVersion\".\n" +
 	"\bRevealed\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\x03R\x02id\"\xa3\x01\n" +
