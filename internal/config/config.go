@@ -535,7 +535,7 @@ func (c *Config) ServiceConfig() service.Config {
 			MaxStep: c.Segment.MaxStep, LoadTimeout: c.Segment.LoadTimeout, FailFast: failFast,
 			IdleAfter: idleAfter,
 		},
-		Serials:          c.Serials,
+		Serials:             c.Serials,
 		ObfuscationKey:      key,
 		ObfuscationScheme:   c.Obfuscation.Scheme,
 		ObfuscationVersion:  c.Obfuscation.KeyVersion,
