@@ -392,7 +392,13 @@ func TestE2E_CLI(t *testing.T) {
 	expect(1, "cannot reach", "id", "snowflake", "--server", "http://127.0.0.1:1")
 	expect(0, "node      491", "decode", "1861083629105360902")
 	expect(2, "no preset", "decode", "1", "--layout", "nope")
-	expect(0, "frond ", "version")
+	expect(0, "commit ", "version")
+	expect(0, `"platform"`, "version", "--json")
+	expect(0, "/healthz: ok", "health", "--server", s.url)
+	expect(0, "/readyz: ok", "health", "--ready", "--server", s.url)
+	expect(0, "/readyz/segment: ok", "health", "--ready=segment", "--server", s.url)
+	expect(1, "cannot reach", "health", "--server", "http://127.0.0.1:1")
+	expect(2, "--ready", "health", "--ready=uuid", "--server", s.url)
 }
 
 // frond config prints the effective configuration with secrets masked and
