@@ -28,6 +28,8 @@ const (
 type Error struct {
 	Code string
 	Msg  string
+	// RetryAfter, when positive, is when a retry may succeed (CodeRateLimited).
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string { return e.Msg }
@@ -47,7 +49,7 @@ type Failure struct {
 func Fail(err error) Failure {
 	var e *Error
 	if errors.As(err, &e) {
-		return Failure{Code: e.Code, Message: e.Msg}
+		return Failure{Code: e.Code, Message: e.Msg, RetryAfter: e.RetryAfter}
 	}
 	code := service.Code(err)
 	f := Failure{Code: code, Message: err.Error()}

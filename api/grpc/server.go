@@ -63,6 +63,9 @@ type Options struct {
 	// request ID (metadata x-request-id: the caller's, or a new one, sent
 	// back in the response header).
 	AccessLog bool
+	// Guard, when set, limits the rate per token or address and the wrong
+	// tokens per address (api.Guard).
+	Guard *api.Guard
 }
 
 // Server is the gRPC front end.
@@ -224,6 +227,15 @@ func (s *Server) admit(ctx context.Context, method string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if s.o.Guard != nil {
+		token := bearer(ctx)
+		if token == "" {
+			token = tagToken(ctx)
+		}
+		if err := s.o.Guard.Admit(token, peerAddr(ctx)); err != nil {
+			return err
+		}
+	}
 	if adminMethods[method] && !api.TokenOK(s.o.AdminToken, bearer(ctx)) {
 		return &api.Error{Code: api.CodeUnauthorized,
 			Msg: "this method needs the admin token: send the metadata authorization: Bearer <token>"}
@@ -239,10 +251,20 @@ func (s *Server) done(ctx context.Context, method string, start time.Time, err e
 	}
 	st, code := toStatus(ctx, err)
 	s.o.Metrics.Failed(api.GRPC, code)
+	if code == api.CodeUnauthorized || code == service.CodeForbidden {
+		s.o.Guard.AuthFailed(peerAddr(ctx))
+	}
 	if st.Code() == codes.Internal {
 		s.o.Logger.Warn("request failed", "method", method, "code", code, "err", err)
 	}
 	return st.Err()
+}
+
+func peerAddr(ctx context.Context) string {
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		return p.Addr.String()
+	}
+	return ""
 }
 
 // TokenMetadata is the metadata key of a tag token (service.Config.Tokens).

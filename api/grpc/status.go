@@ -26,7 +26,7 @@ func codeOf(code string) codes.Code {
 		return codes.NotFound
 	case service.CodeTagExists:
 		return codes.AlreadyExists
-	case service.CodeTagExhausted, service.CodeSeqOverflow, api.CodeTooLarge:
+	case service.CodeTagExhausted, service.CodeSeqOverflow, api.CodeTooLarge, api.CodeRateLimited:
 		return codes.ResourceExhausted
 	case service.CodeWouldReissue, service.CodeClockBackwards, service.CodeClockSkew, service.CodeLayoutExpired:
 		// The system is not in a state to serve the call: the clock is

@@ -29,6 +29,8 @@ func statusOf(code string) int {
 		return http.StatusRequestEntityTooLarge
 	case api.CodeMethodNotAllowed:
 		return http.StatusMethodNotAllowed
+	case api.CodeRateLimited:
+		return http.StatusTooManyRequests
 	}
 	if api.Retryable(code) {
 		return http.StatusServiceUnavailable

@@ -32,6 +32,10 @@ type Options struct {
 	// AccessLog logs one line per request (Logger, level info) with its
 	// request ID (X-Request-ID: the caller's, or a new one).
 	AccessLog bool
+	// Guard, when set, limits the rate per token or address and the wrong
+	// tokens per address (api.Guard). Probes (/healthz, /readyz) and
+	// /metrics are never limited.
+	Guard *api.Guard
 }
 
 // Server is the HTTP handler of a service.
@@ -159,13 +163,52 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
+// Flush passes a flush on: the dashboard's event stream needs it.
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 // StopStreams ends the dashboard's event streams, which would otherwise
 // keep their connections busy through a graceful shutdown: register it with
 // http.Server.RegisterOnShutdown.
 func (s *Server) StopStreams() { s.stopOnce.Do(func() { close(s.stopping) }) }
 
 // ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Guard != nil && !unguarded(r.URL.Path) {
+		token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if token == "" {
+			token = r.Header.Get(TokenHeader)
+		}
+		if token == "" {
+			token = r.URL.Query().Get("token")
+		}
+		if err := s.opts.Guard.Admit(token, r.RemoteAddr); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		// A wrong admin or tag token answers 401 or 403, on every API
+		// (JSON, Leaf's, TinyID's): count it against the address.
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		s.mux.ServeHTTP(sw, r)
+		if sw.status == http.StatusUnauthorized || sw.status == http.StatusForbidden {
+			s.opts.Guard.AuthFailed(r.RemoteAddr)
+		}
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// unguarded paths are the probes and the metrics: an orchestrator or a
+// Prometheus server must never be limited out.
+func unguarded(path string) bool {
+	return path == "/healthz" || path == "/metrics" || path == "/readyz" || strings.HasPrefix(path, "/readyz/")
+}
 
 // admin requires the admin token when one is configured.
 func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {

@@ -227,7 +227,7 @@ func (s *Server) info(c redcon.Conn, args [][]byte) {
 		}
 	}
 	section("server", "frond_mode:id service", "redis_version:7.0.0", "resp:2",
-		"connected_clients:"+strconv.FormatInt(s.conns.Load(), 10))
+		"connected_clients:"+strconv.FormatInt(s.conns.Open(), 10))
 	w := s.svc.WorkerInfo()
 	section("worker", "worker_id:"+strconv.FormatInt(w.ID, 10), "held:"+flag(w.Held), "issuing:"+flag(w.Issuing),
 		"layout:"+s.svc.Layout().Name)
@@ -316,7 +316,9 @@ func (s *Server) checkToken(t []byte) bool { return api.TokenOK(s.o.AdminToken, 
 
 func (s *Server) auth(c redcon.Conn, args [][]byte) {
 	if !s.checkToken(args[len(args)-1]) {
+		s.o.Metrics.Failed(api.RESP, api.CodeUnauthorized)
 		c.WriteError("WRONGPASS invalid admin token")
+		s.authFailed(c)
 		return
 	}
 	sess(c).authed = true

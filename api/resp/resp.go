@@ -35,7 +35,7 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultMaxConns   = 10_000
+	DefaultMaxConns   = api.DefaultMaxConns
 	DefaultMaxRequest = 1 << 20
 	DefaultTimeout    = 10 * time.Second
 )
@@ -59,6 +59,10 @@ type Options struct {
 	Metrics *api.Metrics
 	// Logger receives connection errors; nil discards them.
 	Logger *slog.Logger
+	// Guard, when set, limits the rate per token or address and the wrong
+	// tokens per address (api.Guard); a connection whose address reaches
+	// the limit of wrong tokens is closed.
+	Guard *api.Guard
 }
 
 // Server is the RESP front end.
@@ -71,7 +75,7 @@ type Server struct {
 	lookup  map[string]*entry
 	unknown *api.Op
 	rs      *redcon.Server
-	conns   atomic.Int64
+	conns   *api.ConnLimit
 	once    sync.Once
 	// base is the context of ID commands, ended by Close.
 	base context.Context
@@ -96,7 +100,8 @@ func New(svc *service.Service, o Options) *Server {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{svc: svc, o: o, cmds: table(), lookup: map[string]*entry{}, unknown: o.Metrics.Op(api.RESP, "unknown")}
+	s := &Server{svc: svc, o: o, cmds: table(), lookup: map[string]*entry{}, unknown: o.Metrics.Op(api.RESP, "unknown"),
+		conns: api.NewConnLimit(o.MaxConns)}
 	for name, cmd := range s.cmds {
 		e := &entry{command: cmd, name: name, op: o.Metrics.Op(api.RESP, name)}
 		s.lookup[name], s.lookup[strings.ToUpper(name)] = e, e
@@ -170,8 +175,8 @@ func (s *session) tag(b []byte) string {
 }
 
 func (s *Server) accept(c redcon.Conn) bool {
-	if s.conns.Add(1) > int64(s.o.MaxConns) {
-		s.conns.Add(-1)
+	if !s.conns.Acquire() {
+		c.NetConn().SetWriteDeadline(time.Now().Add(time.Second))
 		c.NetConn().Write([]byte("-ERR max number of clients reached\r\n"))
 		return false
 	}
@@ -180,7 +185,7 @@ func (s *Server) accept(c redcon.Conn) bool {
 }
 
 func (s *Server) closed(c redcon.Conn, err error) {
-	s.conns.Add(-1)
+	s.conns.Release()
 	if err != nil && !errors.Is(err, net.ErrClosed) {
 		s.o.Logger.Debug("resp connection closed", "remote", c.RemoteAddr(), "err", err)
 	}
@@ -243,6 +248,13 @@ func (s *Server) handle(c redcon.Conn, cmd redcon.Command) {
 		c.WriteError(fmt.Sprintf("ERR unknown command '%s'", quote(cmd.Args[0])))
 		return
 	}
+	if s.o.Guard != nil {
+		if err := s.o.Guard.Admit(sess(c).token, c.RemoteAddr()); err != nil {
+			s.writeErr(c, err)
+			e.op.Done(start)
+			return
+		}
+	}
 	if n := len(cmd.Args); n < e.min || e.max >= 0 && n > e.max {
 		s.o.Metrics.Failed(api.RESP, service.CodeInvalidArgument)
 		c.WriteError(fmt.Sprintf("ERR wrong number of arguments for '%s' command", e.name))
@@ -278,6 +290,17 @@ func (s *Server) writeErr(c redcon.Conn, err error) {
 	f := api.Fail(err)
 	s.o.Metrics.Failed(api.RESP, f.Code)
 	c.WriteError(strings.ToUpper(f.Code) + " " + oneLine(f.Message))
+	if f.Code == api.CodeUnauthorized || f.Code == service.CodeForbidden {
+		s.authFailed(c)
+	}
+}
+
+// authFailed counts a wrong token against the connection's address, and
+// closes the connection once the address has reached the limit.
+func (s *Server) authFailed(c redcon.Conn) {
+	if s.o.Guard.AuthFailed(c.RemoteAddr()) {
+		c.Close()
+	}
 }
 
 // ctx bounds one command.

@@ -86,10 +86,21 @@ func serveAll(fes []*frontEnd, svc *service.Service, m *api.Metrics, cfg *config
 		c.NextProtos = protos
 		return c
 	}
+	// The limits: one Guard for every protocol (rate per token or address,
+	// wrong tokens per address), and a bound on each listener's connections.
+	guard := api.NewGuard(api.GuardOptions{Rate: cfg.Limits.Rate, Burst: cfg.Limits.Burst,
+		AuthFailures: cfg.Limits.AuthFailures, AuthWindow: cfg.Limits.AuthWindow})
+	limit := func(ln net.Listener, refuse func(net.Conn)) net.Listener {
+		if base != nil {
+			refuse = nil // no plain text on a TLS port: the connection is closed
+		}
+		return api.LimitListener(ln, api.NewConnLimit(cfg.Limits.MaxConnections), refuse)
+	}
 	for _, fe := range fes {
 		switch fe.key {
 		case "http_addr":
-			h := httpapi.New(svc, m, httpapi.Options{AdminToken: cfg.AdminToken, Pprof: cfg.Pprof, Logger: log, AccessLog: cfg.Log.Access})
+			fe.ln = limit(fe.ln, refuseHTTP)
+			h := httpapi.New(svc, m, httpapi.Options{AdminToken: cfg.AdminToken, Pprof: cfg.Pprof, Logger: log, AccessLog: cfg.Log.Access, Guard: guard})
 			srv := httpapi.NewHTTPServer(cfg.HTTPAddr, h, log)
 			srv.RegisterOnShutdown(h.StopStreams)
 			srv.TLSConfig = tlsFor("h2", "http/1.1")
@@ -107,10 +118,13 @@ func serveAll(fes []*frontEnd, svc *service.Service, m *api.Metrics, cfg *config
 			}
 			fe.stop = srv.Shutdown
 		case "grpc_addr":
-			gs := grpcapi.New(svc, grpcapi.Options{AdminToken: cfg.AdminToken, Metrics: m, Logger: log, AccessLog: cfg.Log.Access, TLS: tlsFor("h2")})
+			fe.ln = limit(fe.ln, nil) // a gRPC client sees the closed connection as UNAVAILABLE and retries
+			gs := grpcapi.New(svc, grpcapi.Options{AdminToken: cfg.AdminToken, Metrics: m, Logger: log, AccessLog: cfg.Log.Access, TLS: tlsFor("h2"), Guard: guard})
 			fe.serve, fe.stop = gs.Serve, gs.Shutdown
 		case "resp_addr":
-			rs := resp.New(svc, resp.Options{AdminToken: cfg.AdminToken, Metrics: m, Logger: log})
+			// RESP counts its connections itself, after TLS, so that it can
+			// refuse one in Redis's words on a TLS port too.
+			rs := resp.New(svc, resp.Options{AdminToken: cfg.AdminToken, Metrics: m, Logger: log, MaxConns: cfg.Limits.MaxConnections, Guard: guard})
 			fe.serve, fe.stop = rs.Serve, func(context.Context) error { return rs.Close() }
 			if c := tlsFor(); c != nil {
 				fe.serve = func(ln net.Listener) error { return rs.Serve(tls.NewListener(ln, c)) }
@@ -126,6 +140,13 @@ func serveAll(fes []*frontEnd, svc *service.Service, m *api.Metrics, cfg *config
 		}()
 	}
 	return nil
+}
+
+// refuseHTTP answers a connection over limits.max_connections on a plain
+// HTTP port: 503 with Retry-After and frond's JSON error.
+func refuseHTTP(c net.Conn) {
+	body := `{"error":{"code":"unavailable","message":"too many connections to this listener (limits.max_connections): retry, or use another node"}}`
+	fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 }
 
 // stopAll stops every front end at once, each as its protocol allows: HTTP

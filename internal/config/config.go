@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"net"
 	"net/url"
 	"os"
@@ -53,6 +54,7 @@ type Config struct {
 	ShutdownTimeout time.Duration `koanf:"shutdown_timeout"` // grace for requests in flight
 	Log             Log           `koanf:"log"`
 	TLS             TLS           `koanf:"tls"`
+	Limits          Limits        `koanf:"limits"`
 	Snowflake       Snowflake     `koanf:"snowflake"`
 	Worker          Worker        `koanf:"worker"`
 	Segment         Segment       `koanf:"segment"`
@@ -101,6 +103,15 @@ type TLS struct {
 	ClientCAFile string `koanf:"client_ca_file"` // PEM CAs: clients must present a certificate they signed (mTLS)
 }
 
+// Limits bound what clients may ask of every listener (docs/security.md).
+type Limits struct {
+	MaxConnections int           `koanf:"max_connections"` // open connections per listener
+	Rate           float64       `koanf:"rate"`            // requests per second per token or address; 0: off
+	Burst          int           `koanf:"burst"`           // requests above the rate at once; 0: the rate, at least 1
+	AuthFailures   int           `koanf:"auth_failures"`   // wrong tokens per address within auth_window; 0: off
+	AuthWindow     time.Duration `koanf:"auth_window"`
+}
+
 // On reports whether TLS is configured.
 func (t TLS) On() bool { return t.CertFile != "" || t.KeyFile != "" }
 
@@ -145,6 +156,7 @@ func Defaults() map[string]any {
 		"shutdown_timeout": "15s",
 		"log.format":       "text", "log.level": "info", "log.access": false,
 		"tls.cert_file": "", "tls.key_file": "", "tls.client_ca_file": "",
+		"limits.max_connections": 10_000, "limits.rate": 0.0, "limits.burst": 0, "limits.auth_failures": 10, "limits.auth_window": "1m",
 		"snowflake.max_backward": "5ms", "snowflake.max_lead": "0s", "snowflake.random_start": 0,
 		"snowflake.persist_every": "400ms", "snowflake.startup_wait": "0s", "snowflake.max_peer_skew": "5s", "snowflake.expiry_warning": "43800h",
 		"worker.host": "", "worker.port": 0, "worker.recycle_after": "10m", "worker.lease_ttl": "10s",
@@ -384,6 +396,21 @@ func (c *Config) finish() error {
 		}
 	} else if c.TLS.ClientCAFile != "" {
 		return keyErr(errors.New("client certificates need TLS: set tls.cert_file and tls.key_file too"), "tls.client_ca_file")
+	}
+	if c.Limits.MaxConnections < 1 {
+		return keyErr(fmt.Errorf("%d: at least 1", c.Limits.MaxConnections), "limits.max_connections")
+	}
+	if c.Limits.Rate < 0 || math.IsNaN(c.Limits.Rate) || math.IsInf(c.Limits.Rate, 0) {
+		return keyErr(fmt.Errorf("%v: 0 (off) or a positive number of requests per second", c.Limits.Rate), "limits.rate")
+	}
+	if c.Limits.Burst < 0 {
+		return keyErr(fmt.Errorf("%d is negative (0: the rate)", c.Limits.Burst), "limits.burst")
+	}
+	if c.Limits.AuthFailures < 0 {
+		return keyErr(fmt.Errorf("%d is negative (0: off)", c.Limits.AuthFailures), "limits.auth_failures")
+	}
+	if c.Limits.AuthWindow <= 0 {
+		return keyErr(fmt.Errorf("%v: it must be positive", c.Limits.AuthWindow), "limits.auth_window")
 	}
 	if err := checkStores(c.Store); err != nil {
 		return keyErr(err, "store")

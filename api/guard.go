@@ -1,0 +1,198 @@
+package api
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// CodeRateLimited is the code of a request refused by the Guard: over the
+// rate of its token or address, or from an address that sent too many wrong
+// tokens. Its Failure carries a RetryAfter.
+const CodeRateLimited = "rate_limited"
+
+// GuardOptions are the limits of a Guard.
+type GuardOptions struct {
+	// Rate is the requests per second allowed per token, or per client
+	// address for requests without one; 0 turns the rate limit off.
+	Rate float64
+	// Burst is how many requests above Rate may come at once (at least 1;
+	// 0 means max(1, Rate)).
+	Burst int
+	// AuthFailures is how many wrong tokens (admin or tag tokens) an
+	// address may send within AuthWindow; the next request from it is
+	// refused until the window has passed. 0 turns the limit off.
+	AuthFailures int
+	// AuthWindow is the window of AuthFailures (default one minute).
+	AuthWindow time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// maxGuardKeys bounds the Guard's memory: when a table holds this many keys
+// it forgets the ones that are idle (their bucket full, their failures
+// past), and if that is not enough, all of them.
+const maxGuardKeys = 1 << 16
+
+// Guard is the abuse limits every front end enforces the same way, whatever
+// the protocol: the rate limit per token or address, and the limit on wrong
+// tokens per address. A nil *Guard allows everything.
+type Guard struct {
+	o       GuardOptions
+	mu      sync.Mutex
+	buckets map[string]*bucket
+	fails   map[netip.Prefix]*failures
+	refused atomic.Uint64
+}
+
+type bucket struct {
+	tokens float64
+	at     time.Time
+}
+
+type failures struct {
+	n     int
+	since time.Time // the window's start
+}
+
+// NewGuard returns a Guard, or nil when both limits are off.
+func NewGuard(o GuardOptions) *Guard {
+	if o.Rate <= 0 && o.AuthFailures <= 0 {
+		return nil
+	}
+	if o.Burst <= 0 {
+		o.Burst = max(1, int(math.Ceil(o.Rate)))
+	}
+	if o.AuthWindow <= 0 {
+		o.AuthWindow = time.Minute
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Guard{o: o, buckets: map[string]*bucket{}, fails: map[netip.Prefix]*failures{}}
+}
+
+// Refused is how many requests the Guard has refused.
+func (g *Guard) Refused() uint64 {
+	if g == nil {
+		return 0
+	}
+	return g.refused.Load()
+}
+
+// Admit is called once per request before it is served, with the token it
+// carries (admin or tag token; empty if none) and the client's address
+// (host:port or host). It returns nil, or an *Error of CodeRateLimited with
+// the time to wait.
+func (g *Guard) Admit(token, addr string) error {
+	if g == nil {
+		return nil
+	}
+	now := g.o.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.o.AuthFailures > 0 {
+		if f := g.fails[prefixOf(addr)]; f != nil && f.n >= g.o.AuthFailures {
+			if wait := f.since.Add(g.o.AuthWindow).Sub(now); wait > 0 {
+				g.refused.Add(1)
+				return &Error{Code: CodeRateLimited, RetryAfter: wait,
+					Msg: fmt.Sprintf("too many wrong tokens from this address (%d within %s): wait %s", f.n, g.o.AuthWindow, wait.Round(time.Second))}
+			}
+		}
+	}
+	if g.o.Rate <= 0 {
+		return nil
+	}
+	key := "a:" + prefixOf(addr).String()
+	if token != "" {
+		key = "t:" + token
+	}
+	b := g.buckets[key]
+	if b == nil {
+		if len(g.buckets) >= maxGuardKeys {
+			g.sweepBuckets(now)
+		}
+		b = &bucket{tokens: float64(g.o.Burst), at: now}
+		g.buckets[key] = b
+	}
+	b.tokens = min(float64(g.o.Burst), b.tokens+now.Sub(b.at).Seconds()*g.o.Rate)
+	b.at = now
+	if b.tokens >= 1 {
+		b.tokens--
+		return nil
+	}
+	g.refused.Add(1)
+	wait := time.Duration((1 - b.tokens) / g.o.Rate * float64(time.Second))
+	return &Error{Code: CodeRateLimited, RetryAfter: wait,
+		Msg: fmt.Sprintf("over the rate limit of %g requests per second (burst %d) for this token or address: retry in %s", g.o.Rate, g.o.Burst, wait.Round(time.Millisecond))}
+}
+
+// AuthFailed records a wrong token (admin or tag token) from addr. It
+// reports whether the address has now reached the limit, so that a
+// connection-oriented protocol can close the connection.
+func (g *Guard) AuthFailed(addr string) bool {
+	if g == nil || g.o.AuthFailures <= 0 {
+		return false
+	}
+	now := g.o.Now()
+	p := prefixOf(addr)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	f := g.fails[p]
+	if f == nil || now.Sub(f.since) >= g.o.AuthWindow {
+		if f == nil && len(g.fails) >= maxGuardKeys {
+			g.sweepFails(now)
+		}
+		f = &failures{since: now}
+		g.fails[p] = f
+	}
+	f.n++
+	return f.n >= g.o.AuthFailures
+}
+
+func (g *Guard) sweepBuckets(now time.Time) {
+	for k, b := range g.buckets {
+		if b.tokens+now.Sub(b.at).Seconds()*g.o.Rate >= float64(g.o.Burst) {
+			delete(g.buckets, k)
+		}
+	}
+	if len(g.buckets) >= maxGuardKeys {
+		clear(g.buckets)
+	}
+}
+
+func (g *Guard) sweepFails(now time.Time) {
+	for k, f := range g.fails {
+		if now.Sub(f.since) >= g.o.AuthWindow {
+			delete(g.fails, k)
+		}
+	}
+	if len(g.fails) >= maxGuardKeys {
+		clear(g.fails)
+	}
+}
+
+// prefixOf is the client a limit applies to: the IPv4 address, or the /64
+// of an IPv6 address (one host usually holds a whole /64). An address that
+// does not parse (a Unix socket, a test's pipe) is one client.
+func prefixOf(addr string) netip.Prefix {
+	host := addr
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		host = h
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.Prefix{}
+	}
+	ip = ip.Unmap()
+	bits := 32
+	if ip.Is6() {
+		bits = 64
+	}
+	p, _ := ip.WithZone("").Prefix(bits)
+	return p
+}

@@ -1,0 +1,61 @@
+package httpapi
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/frond-id/frond/api"
+)
+
+// The guard over HTTP: 429 with Retry-After over the rate; the probes and
+// /metrics are never limited; wrong tokens on any API (JSON, TinyID's)
+// count against the address until even the right token is refused.
+func TestHTTP_Guard(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	g := api.NewGuard(api.GuardOptions{Rate: 1, Burst: 2, AuthFailures: 3, AuthWindow: time.Minute, Now: func() time.Time { return now }})
+	f := newFixture(t, Options{AdminToken: "s3cret", Guard: g})
+	f.want(f.do("GET", "/v1/snowflake", ""), 200)
+	f.want(f.do("GET", "/v1/snowflake", ""), 200)
+	r := f.do("GET", "/v1/snowflake", "")
+	f.want(r, 429, `"code":"rate_limited"`)
+	if r.hdr.Get("Retry-After") != "1" {
+		t.Fatalf("Retry-After %q", r.hdr.Get("Retry-After"))
+	}
+	for _, p := range []string{"/healthz", "/readyz", "/readyz/segment", "/metrics"} {
+		f.want(f.do("GET", p, ""), 200)
+	}
+	now = now.Add(time.Minute)
+	f.want(f.do("GET", "/v1/tags", "", "Authorization", "Bearer nope"), 401)
+	f.want(f.do("GET", "/v1/tags", "", "Authorization", "Bearer nope"), 401)
+	now = now.Add(2 * time.Second)
+	f.want(f.do("GET", "/v1/tags", "", "Authorization", "Bearer still wrong"), 401)
+	r = f.do("GET", "/v1/tags", "", "Authorization", "Bearer s3cret")
+	f.want(r, 429, "too many wrong tokens")
+	if r.hdr.Get("Retry-After") != "58" {
+		t.Fatalf("Retry-After %q", r.hdr.Get("Retry-After"))
+	}
+	now = now.Add(time.Minute)
+	f.want(f.do("GET", "/v1/tags", "", "Authorization", "Bearer s3cret"), 200)
+}
+
+// The dashboard's event stream works through the access log's and the
+// guard's response writers (it needs Flush): it failed with "streaming is
+// not supported" when the access log was on.
+func TestDashboard_EventsThroughWrappers(t *testing.T) {
+	for _, o := range []Options{{AccessLog: true}, {Guard: api.NewGuard(api.GuardOptions{Rate: 100})}} {
+		f := newFixture(t, o)
+		srv := httptest.NewServer(f.h)
+		resp, err := http.Get(srv.URL + "/ui/events")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+			t.Fatalf("%+v: %d %q", o, resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		resp.Body.Close()
+		f.h.(*Server).StopStreams()
+		srv.Close()
+	}
+}

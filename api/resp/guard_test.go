@@ -1,0 +1,61 @@
+package resp
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/frond-id/frond/api"
+)
+
+// The guard over RESP: over the rate, RATE_LIMITED; wrong AUTHs close the
+// connection once the address reaches the limit, and the address is then
+// refused on a new connection too.
+func TestServer_Guard(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	addr, _ := start(t, Options{AdminToken: "s3cret", Guard: api.NewGuard(api.GuardOptions{Rate: 1, Burst: 2, AuthFailures: 2, Now: clock})})
+	raw := func() (net.Conn, *bufio.Reader) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		return c, bufio.NewReader(c)
+	}
+	send := func(c net.Conn, r *bufio.Reader, cmd string) string {
+		t.Helper()
+		io.WriteString(c, cmd+"\r\n")
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return "EOF"
+		}
+		return strings.TrimSpace(line)
+	}
+	c, r := raw()
+	if got := send(c, r, "PING"); got != "+PONG" {
+		t.Fatal(got)
+	}
+	send(c, r, "PING")
+	if got := send(c, r, "PING"); !strings.HasPrefix(got, "-RATE_LIMITED ") {
+		t.Fatalf("over the rate: %q", got)
+	}
+	now = now.Add(time.Minute)
+	if got := send(c, r, "AUTH nope"); !strings.HasPrefix(got, "-WRONGPASS") {
+		t.Fatalf("wrong AUTH: %q", got)
+	}
+	if got := send(c, r, "AUTH nope"); !strings.HasPrefix(got, "-WRONGPASS") {
+		t.Fatalf("second wrong AUTH: %q", got)
+	}
+	if got := send(c, r, "PING"); got != "EOF" {
+		t.Fatalf("the connection stays open after the limit: %q", got)
+	}
+	c2, r2 := raw()
+	if got := send(c2, r2, "AUTH s3cret"); !strings.HasPrefix(got, "-RATE_LIMITED too many wrong tokens") {
+		t.Fatalf("a new connection from the address: %q", got)
+	}
+}
