@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -26,8 +27,9 @@ var defaultBenchServer = map[string]string{
 
 func newBenchCmd(e env) *cobra.Command {
 	var o bench.Options
-	var asJSON bool
+	var asJSON, useTLS bool
 	var server string
+	var tlsFiles client
 	c := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure a running frond: IDs/s, latency, errors, duplicates",
@@ -44,7 +46,8 @@ Go client library, which leases segments and hands IDs out in process.`,
 		Example: `  frond bench --protocol grpc --tag order --duration 10s
   frond bench --protocol resp --server 127.0.0.1:6380 --concurrency 32 --batch 100
   frond bench --protocol http --kind snowflake --rate 20000 --duration 30s
-  frond bench --protocol leaf --tag order --count 100000 --json`,
+  frond bench --protocol leaf --tag order --count 100000 --json
+  frond bench --protocol resp --server id-1:6380 --ca-file ca.pem`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
 			o.Server = server
@@ -64,6 +67,14 @@ Go client library, which leases segments and hands IDs out in process.`,
 			if err := o.Check(); err != nil {
 				return usageError{err}
 			}
+			tc, err := tlsFiles.tlsConfig()
+			if err != nil {
+				return err
+			}
+			if tc == nil && (useTLS || strings.HasPrefix(o.Server, "https://")) {
+				tc = &tls.Config{MinVersion: tls.VersionTLS12} // the system's roots
+			}
+			o.TLS = tc
 			bar := progress(e.stderr, o, asJSON)
 			o.Progress = bar
 			res, err := bench.Run(c.Context(), o)
@@ -101,6 +112,10 @@ Go client library, which leases segments and hands IDs out in process.`,
 	f.Float64Var(&o.Rate, "rate", 0, "requests per second in all: an open loop (default: closed loop, as fast as answered)")
 	f.DurationVar(&o.Warmup, "warmup", time.Second, "run this long first without counting (its IDs are checked for duplicates too)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object instead of the summary")
+	f.BoolVar(&useTLS, "tls", false, "connect over TLS, trusting the system's roots (implied by --ca-file and by an https:// server)")
+	f.StringVar(&tlsFiles.caFile, "ca-file", e.get("FROND_CA_FILE"), "CA certificates (PEM) to trust: TLS on every protocol (env FROND_CA_FILE)")
+	f.StringVar(&tlsFiles.certFile, "cert-file", e.get("FROND_CERT_FILE"), "client certificate (PEM), for servers that ask for one (env FROND_CERT_FILE)")
+	f.StringVar(&tlsFiles.keyFile, "key-file", e.get("FROND_KEY_FILE"), "client certificate's key (PEM) (env FROND_KEY_FILE)")
 	return c
 }
 

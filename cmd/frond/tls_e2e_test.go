@@ -74,6 +74,20 @@ func TestE2E_TLS(t *testing.T) {
 		t.Fatalf("redis-cli --tls: %q", out)
 	}
 
+	// frond bench over TLS, on every protocol.
+	for _, c := range [][]string{
+		{"--protocol", "http", "--server", base}, {"--protocol", "grpc", "--server", s.listenAddr("gRPC")},
+		{"--protocol", "resp", "--server", s.respAddr()}, {"--protocol", "client", "--server", s.listenAddr("gRPC")},
+	} {
+		args := append([]string{"bench", "--tag", "order", "--count", "200", "--concurrency", "2", "--warmup", "0s", "--json", "--ca-file", f.CA}, c...)
+		if out, err := exec.Command(binary, args...).CombinedOutput(); err != nil || !strings.Contains(string(out), `"duplicates":0`) {
+			t.Fatalf("frond %v: %v\n%s", args, err, out)
+		}
+	}
+	if out, err := exec.Command(binary, "bench", "--protocol", "grpc", "--server", s.listenAddr("gRPC"), "--tag", "order", "--count", "10", "--tls").CombinedOutput(); err == nil {
+		t.Fatalf("frond bench trusted an unknown CA: %s", out)
+	}
+
 	// Mutual TLS.
 	m := mustStart(t, t.TempDir(), "--tls-cert-file", f.Cert, "--tls-key-file", f.Key, "--tls-client-ca-file", f.CA)
 	mbase := strings.Replace(m.url, "http://", "https://", 1)

@@ -13,6 +13,7 @@ package bench
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"slices"
@@ -63,6 +64,9 @@ type Options struct {
 	Warmup time.Duration
 	// Progress, when set, is called about every second.
 	Progress func(Progress)
+	// TLS, when set, connects over TLS with it (every protocol; an https://
+	// server URL alone uses the system's roots).
+	TLS *tls.Config
 }
 
 // Progress is a run's state so far.

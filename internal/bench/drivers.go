@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -87,6 +88,7 @@ func newHTTP(o Options) (driver, error) {
 	}
 	d := &httpDriver{o: o, c: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 		MaxIdleConns: o.Connections, MaxIdleConnsPerHost: o.Connections, MaxConnsPerHost: o.Connections, IdleConnTimeout: time.Minute,
+		TLSClientConfig: o.TLS, ForceAttemptHTTP2: o.TLS != nil,
 	}}}
 	root := strings.TrimSuffix(o.Server, "/")
 	switch {
@@ -175,7 +177,11 @@ func newGRPC(o Options) (driver, error) {
 	d := &grpcDriver{o: o}
 	for range o.Connections {
 		// Each connection its own: grpc.NewClient shares nothing between them.
-		cc, err := grpc.NewClient(o.Server, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		creds := insecure.NewCredentials()
+		if o.TLS != nil {
+			creds = credentials.NewTLS(o.TLS)
+		}
+		cc, err := grpc.NewClient(o.Server, grpc.WithTransportCredentials(creds))
 		if err != nil {
 			d.Close()
 			return nil, fmt.Errorf("server %q: %w", o.Server, err)
@@ -224,7 +230,7 @@ func newRESP(o Options) (driver, error) {
 		return nil, fmt.Errorf("server %q: host:port", o.Server)
 	}
 	opts := &redis.Options{Addr: o.Server, Protocol: 2, PoolSize: o.Connections, MinIdleConns: o.Connections, DisableIdentity: true,
-		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
+		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, TLSConfig: o.TLS}
 	if o.TagToken != "" {
 		token := o.TagToken
 		opts.OnConnect = func(ctx context.Context, cn *redis.Conn) error { return cn.Do(ctx, "TOKEN", token).Err() }
@@ -280,7 +286,7 @@ type clientDriver struct {
 }
 
 func newClient(o Options) (driver, error) {
-	c, err := client.New(client.Options{Servers: strings.Split(o.Server, ","), Token: o.TagToken})
+	c, err := client.New(client.Options{Servers: strings.Split(o.Server, ","), Token: o.TagToken, TLS: o.TLS})
 	if err != nil {
 		return nil, err
 	}
