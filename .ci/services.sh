@@ -116,16 +116,20 @@ CFG
 # The clients the end-to-end tests drive and the code generator CI checks:
 # redis-cli and redis-benchmark (Debian's redis-tools), protoc (Debian's
 # protobuf-compiler), promtool (Debian's prometheus), chromium (the
-# dashboard's browser test) and grpcurl (built from the Go module proxy,
-# pinned).
+# dashboard's browser test), grpcurl (built from the Go module proxy,
+# pinned), and the packaging checks' docker-compose (Debian's 1.29, without
+# the Docker daemon it recommends: only "config" runs) and systemd-analyze
+# (Debian's systemd).
 ensure_tools() {
   command -v redis-benchmark >/dev/null || apt_install redis-tools
   command -v protoc >/dev/null || apt_install protobuf-compiler
   command -v promtool >/dev/null || apt_install prometheus
   command -v chromium >/dev/null || apt_install chromium
+  command -v docker-compose >/dev/null || apt_install --no-install-recommends docker-compose
+  command -v systemd-analyze >/dev/null || apt_install --no-install-recommends systemd
   local gobin
   gobin="$(go env GOPATH)/bin"
   export PATH="$PATH:$gobin"
   command -v grpcurl >/dev/null || go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.3
-  echo "tools: $(redis-cli --version), $(protoc --version), $(promtool --version 2>&1 | head -1), $(chromium --version 2>/dev/null), grpcurl $(grpcurl -version 2>&1 | awk '{print $2}')"
+  echo "tools: $(redis-cli --version), $(protoc --version), $(promtool --version 2>&1 | head -1), $(chromium --version 2>/dev/null), grpcurl $(grpcurl -version 2>&1 | awk '{print $2}'), $(docker-compose version --short 2>/dev/null | sed 's/^/docker-compose /'), $(systemd-analyze --version | head -1)"
 }

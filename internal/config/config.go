@@ -205,9 +205,15 @@ func AddFlags(fs *pflag.FlagSet) {
 	}
 }
 
-// envSkip are FROND_ variables that are not configuration keys.
+// envSkip are FROND_ variables that are not configuration keys: the
+// tests', and the client commands' server and TLS files (which a
+// container sets for frond health beside frond serve's own variables).
 func envSkip(name string) bool {
-	return strings.HasPrefix(name, "TEST_") || name == "SERVER"
+	switch name {
+	case "SERVER", "CA_FILE", "CERT_FILE", "KEY_FILE":
+		return true
+	}
+	return strings.HasPrefix(name, "TEST_")
 }
 
 // envKey is the key a FROND_ variable sets ("" if none).

@@ -40,7 +40,8 @@ func TestLoad_Precedence(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "frond.yaml")
 	os.WriteFile(path, []byte("data_dir: /from/file\nhttp_addr: 127.0.0.1:1111\nlayout: sonyflake\nsegment:\n  max_step: 42\n  fast_segment: 1m\nlog:\n  level: debug\n"), 0o644)
-	env := []string{"FROND_CONFIG=" + path, "FROND_HTTP_ADDR=127.0.0.1:2222", "FROND_SEGMENT__MAX_STEP=77", "FROND_TEST_REQUIRE=1", "FROND_SERVER=http://x", "HOME=/root"}
+	env := []string{"FROND_CONFIG=" + path, "FROND_HTTP_ADDR=127.0.0.1:2222", "FROND_SEGMENT__MAX_STEP=77", "FROND_TEST_REQUIRE=1", "FROND_SERVER=http://x", "HOME=/root",
+		"FROND_CA_FILE=/ca.pem", "FROND_CERT_FILE=/c.pem", "FROND_KEY_FILE=/k.pem"} // the client commands' variables
 	c, err := load(t, []string{"--http-addr", "127.0.0.1:3333", "--log-format", "json"}, env)
 	if err != nil {
 		t.Fatal(err)
