@@ -43,4 +43,9 @@ var (
 	// ErrForbidden means the caller's tag token does not allow the tag
 	// (servers configured with tokens).
 	ErrForbidden = errors.New("token does not allow this tag")
+
+	// ErrNotLeasable means the tag is a sequence tag (ModeSequence): every
+	// ID is taken from the store when it is asked for, so no range of it
+	// can be leased to a client to hand out later.
+	ErrNotLeasable = errors.New("IDs cannot be leased")
 )

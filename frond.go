@@ -37,6 +37,49 @@ type Tag struct {
 	Description string
 	// UpdatedAt is the time of the last change, as the store recorded it.
 	UpdatedAt time.Time
+	// Mode is how the tag's IDs are handed out: empty (ModeSegment, Leaf's
+	// buffered segments) or ModeSequence (every ID taken from the store at
+	// request time, linearizable across nodes). It is set when the tag is
+	// created and never changes. Stores keep it beside Leaf's table, so a
+	// Leaf table reads as all segment tags.
+	Mode string
+}
+
+// Modes of a tag (Tag.Mode).
+const (
+	ModeSegment  = "segment"
+	ModeSequence = "sequence"
+)
+
+// CheckMode reports whether mode is a tag mode: empty, ModeSegment or
+// ModeSequence.
+func CheckMode(mode string) error {
+	switch mode {
+	case "", ModeSegment, ModeSequence:
+		return nil
+	}
+	n := len(mode)
+	if n > 40 {
+		mode = mode[:40] + "..."
+	}
+	return fmt.Errorf("%w: tag mode %q: segment or sequence", ErrInvalidArgument, mode)
+}
+
+// StoredMode is the form of a mode stores keep: empty for segment tags,
+// so that a tag without a mode record is a segment tag.
+func StoredMode(mode string) string {
+	if mode == ModeSegment {
+		return ""
+	}
+	return mode
+}
+
+// ModeName is the tag's mode by its name: ModeSegment for an empty Mode.
+func (t Tag) ModeName() string {
+	if t.Mode == "" {
+		return ModeSegment
+	}
+	return t.Mode
 }
 
 // Validate checks a tag before it is created.
@@ -49,6 +92,9 @@ func (t Tag) Validate() error {
 	}
 	if t.MaxID < 0 {
 		return fmt.Errorf("%w: max_id %d of tag %q: must not be negative", ErrInvalidArgument, t.MaxID, t.Name)
+	}
+	if err := CheckMode(t.Mode); err != nil {
+		return err
 	}
 	return validateDescription(t.Description)
 }

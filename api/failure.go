@@ -108,6 +108,7 @@ var hints = map[string]string{
 	service.CodeWorkerLost:       "retry later; check the worker registry (see /readyz); segment IDs are not affected",
 	service.CodeClockSkew:        "fix this node's clock (NTP); it retries by itself (see /readyz)",
 	service.CodeSeqOverflow:      "the serial's sequence outgrew {seq:W} this period: widen it or reset more often",
+	service.CodeNotLeasable:      "take the IDs of a sequence tag request by request (the Go client does this by itself)",
 	service.CodeForbidden:        "send a token that allows the tag (token parameter, X-Frond-Token header, x-frond-token metadata, RESP TOKEN; docs/tinyid.md)",
 	service.CodeInternal:         "report this: it is a bug",
 }

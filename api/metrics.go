@@ -150,17 +150,25 @@ var (
 	descIssuing   = prometheus.NewDesc("frond_snowflake_issuing", "1 when this node can issue snowflake IDs (a worker ID is held and the peers' clock check passed), else 0.", nil, nil)
 	descFromCache = prometheus.NewDesc("frond_snowflake_worker_from_local_record", "1 when the worker ID comes from the local record because the registry is unreachable.", nil, nil)
 	descExpiry    = prometheus.NewDesc("frond_snowflake_layout_expiry_timestamp_seconds", "When the snowflake layout's time field runs out (Unix time).", []string{"layout"}, nil)
+	descSeqCalls  = prometheus.NewDesc("frond_sequence_store_calls_total", "Store calls of a sequence tag on this node: each serves every request that waited for it (group commit).", []string{"tag"}, nil)
+	descSeqGroup  = prometheus.NewDesc("frond_sequence_max_group", "The most requests of a sequence tag one store call has served on this node.", []string{"tag"}, nil)
 )
 
 type engineCollector struct{ svc *service.Service }
 
 func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descIssued, descRemaining, descHorizon, descStep, descSteps, descRefusals, descBorrows, descLead, descBehind, descWorker, descIssuing, descFromCache, descExpiry} {
+	for _, d := range []*prometheus.Desc{descIssued, descRemaining, descHorizon, descStep, descSteps, descRefusals, descBorrows, descLead, descBehind, descWorker, descIssuing, descFromCache, descExpiry,
+		descSeqCalls, descSeqGroup} {
 		ch <- d
 	}
 }
 
 func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, q := range c.svc.SequenceStats() {
+		ch <- prometheus.MustNewConstMetric(descIssued, prometheus.CounterValue, float64(q.IDs), "sequence", q.Tag)
+		ch <- prometheus.MustNewConstMetric(descSeqCalls, prometheus.CounterValue, float64(q.Trips), q.Tag)
+		ch <- prometheus.MustNewConstMetric(descSeqGroup, prometheus.GaugeValue, float64(q.Max), q.Tag)
+	}
 	for _, b := range c.svc.SegmentStats() {
 		ch <- prometheus.MustNewConstMetric(descIssued, prometheus.CounterValue, float64(b.Issued), "segment", b.Tag)
 		ch <- prometheus.MustNewConstMetric(descRemaining, prometheus.GaugeValue, float64(b.Remaining), b.Tag)

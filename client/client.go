@@ -102,6 +102,11 @@ type Client struct {
 	lease   *leaser
 	stats   counters
 	closed  atomic.Bool
+	// The sequence tags met (the server refused to lease them): their IDs
+	// are asked for call by call. seqSeen gates the lookup, so a client that
+	// never met one pays one atomic load.
+	seqSeen atomic.Bool
+	seqTags sync.Map // tag -> struct{}
 }
 
 // server is one frond server and its health as this client sees it.

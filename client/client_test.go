@@ -421,3 +421,50 @@ func TestClient_ForbiddenIsNotAnOutage(t *testing.T) {
 		t.Fatalf("order right after a refusal: %d, %v", id, err)
 	}
 }
+
+// A sequence tag is never leased: the client asks a server for each ID, so
+// IDs from two servers, one call after another, follow each other with no
+// gap; a segment tag of the same client is still leased.
+func TestClient_SequenceTag(t *testing.T) {
+	store := clienttest.NewStore()
+	a := clienttest.Start(t, clienttest.WithStore(store), clienttest.WithNode(1))
+	b := clienttest.Start(t, clienttest.WithStore(store), clienttest.WithNode(2))
+	a.CreateSequenceTag(t, "ticket")
+	a.CreateTag(t, "order", 1000)
+	ca := newClient(t, client.Options{Servers: []string{a.Addr}})
+	cb := newClient(t, client.Options{Servers: []string{b.Addr}})
+	h, err := cb.Tag("ticket")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := int64(1)
+	for i := range 10 {
+		var id int64
+		if i%2 == 0 {
+			id, err = ca.Next(bg, "ticket")
+		} else {
+			id, err = h.Next(bg)
+		}
+		if err != nil || id != want {
+			t.Fatalf("call %d: %d, %v; want %d", i, id, err, want)
+		}
+		want++
+	}
+	ids, err := ca.NextN(bg, "ticket", 3)
+	if err != nil || !slices.Equal(ids, []int64{11, 12, 13}) {
+		t.Fatalf("NextN: %v, %v", ids, err)
+	}
+	rs, err := h.NextRanges(bg, 2)
+	if err != nil || len(rs) != 1 || rs[0].Start != 14 || rs[0].End != 16 {
+		t.Fatalf("NextRanges: %v, %v", rs, err)
+	}
+	before := store.Allocations()
+	for range 5 {
+		if _, err := ca.Next(bg, "order"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := store.Allocations() - before; got > 2 {
+		t.Fatalf("the segment tag took %d store calls for 5 IDs: not leased", got)
+	}
+}

@@ -50,6 +50,8 @@ func (e *Error) Unwrap() error {
 		return frond.ErrWorkerLost
 	case "forbidden", "unauthorized", "permission_denied", "unauthenticated":
 		return frond.ErrForbidden
+	case "not_leasable":
+		return frond.ErrNotLeasable
 	}
 	if e.retryable() {
 		// The segment engine retries an outage and fails fast on it.

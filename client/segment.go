@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -14,8 +15,57 @@ import (
 // a network call only when both leased ranges are used up (the next lease
 // is fetched in the background before that); see Tag to skip the tag
 // lookup too.
+//
+// A sequence tag (its IDs linearizable across nodes) cannot be leased: the
+// server says so at the first lease, and from then on every ID of the tag
+// is one call to a server.
 func (c *Client) Next(ctx context.Context, tag string) (int64, error) {
-	return c.engine.Next(ctx, tag)
+	if !c.isSequence(tag) {
+		id, err := c.engine.Next(ctx, tag)
+		if !errors.Is(err, frond.ErrNotLeasable) {
+			return id, err
+		}
+		c.markSequence(tag)
+	}
+	rs, err := c.direct(ctx, tag, 1)
+	if err != nil {
+		return 0, err
+	}
+	return rs[0].Start, nil
+}
+
+func (c *Client) isSequence(tag string) bool {
+	if !c.seqSeen.Load() {
+		return false
+	}
+	_, ok := c.seqTags.Load(tag)
+	return ok
+}
+
+func (c *Client) markSequence(tag string) {
+	c.seqTags.Store(tag, struct{}{})
+	c.seqSeen.Store(true)
+}
+
+// direct asks a server for n IDs of a sequence tag, now.
+func (c *Client) direct(ctx context.Context, tag string, n int64) ([]frond.Range, error) {
+	var out *frondv1.Ranges
+	err := c.call(ctx, func(ctx context.Context, ids frondv1.IDServiceClient) error {
+		var err error
+		out, err = ids.NextSegmentRanges(ctx, &frondv1.NextSegmentRangesRequest{Tag: tag, N: n})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	rs := make([]frond.Range, 0, len(out.GetRanges()))
+	for _, r := range out.GetRanges() {
+		rs = append(rs, frond.Range{Start: r.GetStart(), End: r.GetEnd(), Stride: r.GetStride()})
+	}
+	if len(rs) == 0 || rs[0].Len() < 1 {
+		return nil, fmt.Errorf("%w: tag %q: the server answered no ID", frond.ErrStoreUnavailable, tag)
+	}
+	return rs, nil
 }
 
 // NextN returns n segment IDs of tag, in order.
@@ -36,12 +86,23 @@ func (c *Client) NextRanges(ctx context.Context, tag string, n int64) ([]frond.R
 	if n < 1 {
 		return nil, fmt.Errorf("%w: n %d: at least 1", frond.ErrInvalidArgument, n)
 	}
-	return c.engine.NextN(ctx, tag, n)
+	if !c.isSequence(tag) {
+		rs, err := c.engine.NextN(ctx, tag, n)
+		if !errors.Is(err, frond.ErrNotLeasable) {
+			return rs, err
+		}
+		c.markSequence(tag)
+	}
+	return c.direct(ctx, tag, n)
 }
 
 // Tag is a handle on one tag's lease: its Next skips the tag lookup, for
-// the hottest loops.
-type Tag struct{ b *segment.Buffer }
+// the hottest loops. Of a sequence tag, it asks a server for every ID.
+type Tag struct {
+	b    *segment.Buffer
+	c    *Client
+	name string
+}
 
 // Tag returns the handle of tag (no network call).
 func (c *Client) Tag(tag string) (*Tag, error) {
@@ -49,18 +110,34 @@ func (c *Client) Tag(tag string) (*Tag, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Tag{b}, nil
+	return &Tag{b: b, c: c, name: tag}, nil
 }
 
 // Next returns the tag's next ID.
-func (t *Tag) Next(ctx context.Context) (int64, error) { return t.b.Next(ctx) }
+func (t *Tag) Next(ctx context.Context) (int64, error) {
+	if !t.c.isSequence(t.name) {
+		id, err := t.b.Next(ctx)
+		if !errors.Is(err, frond.ErrNotLeasable) {
+			return id, err
+		}
+		t.c.markSequence(t.name)
+	}
+	return t.c.Next(ctx, t.name)
+}
 
 // NextRanges returns n IDs of the tag as ranges.
 func (t *Tag) NextRanges(ctx context.Context, n int64) ([]frond.Range, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("%w: n %d: at least 1", frond.ErrInvalidArgument, n)
 	}
-	return t.b.NextN(ctx, n)
+	if !t.c.isSequence(t.name) {
+		rs, err := t.b.NextN(ctx, n)
+		if !errors.Is(err, frond.ErrNotLeasable) {
+			return rs, err
+		}
+		t.c.markSequence(t.name)
+	}
+	return t.c.direct(ctx, t.name, n)
 }
 
 // leaser is the segment engine's store: an allocation is a range leased
@@ -95,7 +172,7 @@ func (l *leaser) Allocate(ctx context.Context, tag string, step int64) (frond.Al
 		var out *frondv1.Ranges
 		err := l.c.call(ctx, func(ctx context.Context, ids frondv1.IDServiceClient) error {
 			var err error
-			out, err = ids.NextSegmentRanges(ctx, &frondv1.NextSegmentRangesRequest{Tag: tag, N: n})
+			out, err = ids.NextSegmentRanges(ctx, &frondv1.NextSegmentRangesRequest{Tag: tag, N: n, Lease: true})
 			return err
 		})
 		if err != nil {

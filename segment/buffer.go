@@ -333,7 +333,8 @@ func (b *Buffer) refill(ctx context.Context, s *segment) error {
 // definitive errors are answers, not outages: retrying at once does not help.
 func definitive(err error) bool {
 	return errors.Is(err, frond.ErrTagNotFound) || errors.Is(err, frond.ErrTagExhausted) ||
-		errors.Is(err, frond.ErrInvalidArgument) || errors.Is(err, frond.ErrClosed) || errors.Is(err, frond.ErrForbidden)
+		errors.Is(err, frond.ErrInvalidArgument) || errors.Is(err, frond.ErrClosed) || errors.Is(err, frond.ErrForbidden) ||
+		errors.Is(err, frond.ErrNotLeasable)
 }
 
 // fill loads the next segment, retrying with backoff until it has one, the

@@ -28,6 +28,7 @@ const (
 	CodeUnavailable      = "unavailable"        // shutting down, or a deadline ran out
 	CodeSeqOverflow      = "sequence_overflow"  // a serial's sequence outgrew {seq:W}
 	CodeForbidden        = "forbidden"          // the tag token does not allow the tag (Config.Tokens)
+	CodeNotLeasable      = "not_leasable"       // a sequence tag's IDs cannot be leased (TinyID segments, client leases)
 	CodeInternal         = "internal"
 )
 
@@ -45,6 +46,8 @@ func Code(err error) string {
 		return CodeInvalidArgument
 	case errors.Is(err, ErrForbidden):
 		return CodeForbidden
+	case errors.Is(err, frond.ErrNotLeasable):
+		return CodeNotLeasable
 	case errors.Is(err, ErrSerialNotFound):
 		return CodeSerialNotFound
 	case errors.Is(err, frond.ErrTagNotFound):

@@ -42,6 +42,10 @@ type Request struct {
 	Run bool
 	// Token is the caller's tag token, when Config.Tokens is set.
 	Token string
+	// Lease says the caller hands the IDs out later (the client library's
+	// leases): refused for a sequence tag (frond.ErrNotLeasable), whose IDs
+	// must come from the store when they are asked for.
+	Lease bool
 }
 
 // Answer holds the IDs of a request.
@@ -148,6 +152,12 @@ func (s *Service) Peek(ctx context.Context, r *Request) error {
 	}
 	switch r.Kind {
 	case KindSegment:
+		if mode, err := s.modeOf(ctx, r.Name); err != nil || mode == frond.ModeSequence {
+			if err == nil && (r.Run || r.Lease) {
+				err = fmt.Errorf("%w: tag %s is a sequence tag", frond.ErrNotLeasable, Quote(r.Name))
+			}
+			return err // a sequence tag is served when its store answers
+		}
 		for _, st := range s.seg.Stats() {
 			if st.Tag == r.Name && st.Ready {
 				return nil
@@ -192,6 +202,13 @@ func (s *Service) take(ctx context.Context, r Request) (Answer, error) {
 	n := max(r.Count, 1)
 	switch r.Kind {
 	case KindSegment:
+		mode, err := s.modeOf(ctx, r.Name)
+		if err != nil {
+			return Answer{}, err
+		}
+		if mode == frond.ModeSequence {
+			return s.takeSequence(ctx, r, n)
+		}
 		if r.Run {
 			if r.Count == 0 {
 				var err error
@@ -254,6 +271,28 @@ func (s *Service) take(ctx context.Context, r Request) (Answer, error) {
 		}
 		return Answer{Strs: strs}, nil
 	}
+}
+
+// takeSequence serves a request for a sequence tag: its IDs come from one
+// group commit (sequencer). A lease (Run: TinyID's segments, the client
+// library) is refused: a leased range would be handed out later, after
+// requests that were answered by the store meanwhile.
+func (s *Service) takeSequence(ctx context.Context, r Request, n int64) (Answer, error) {
+	if r.Run || r.Lease {
+		return Answer{}, fmt.Errorf("%w: tag %s is a sequence tag: its IDs are taken request by request", frond.ErrNotLeasable, Quote(r.Name))
+	}
+	rs, err := s.seq.take(ctx, r.Name, n)
+	if err != nil {
+		return Answer{}, err
+	}
+	if r.Ranges {
+		return Answer{Form: FormNumber, Ranges: rs}, nil
+	}
+	ids := make([]int64, 0, n)
+	for _, x := range rs {
+		ids = x.Append(ids)
+	}
+	return s.answer(KindSegment, r.Form, ids)
 }
 
 func (s *Service) answer(kind, form string, ids []int64) (Answer, error) {

@@ -105,8 +105,14 @@ type Service struct {
 	store frond.SegmentStore
 	reg   frond.WorkerRegistry
 	seg   *segment.Engine
-	log   *slog.Logger
-	now   func() int64
+	seq   sequencer // sequence tags' group commit
+	modes sync.Map  // tag -> *modeEntry
+	// modeFail is when a read of an unknown tag's mode last failed on an
+	// outage (Unix ns; 0: never).
+	modeFail  atomic.Int64
+	modeEpoch atomic.Int64 // raised every modeTTL: cached modes older are read again
+	log       *slog.Logger
+	now       func() int64
 
 	serials  map[string]*serial
 	tokens   map[string]map[string]bool // Config.Tokens: token, then tag
@@ -160,6 +166,7 @@ func New(ctx context.Context, cfg Config, store frond.SegmentStore, reg frond.Wo
 		cfg.Segment.Logger = log
 	}
 	s := &Service{cfg: cfg, store: store, reg: reg, log: log, now: cfg.Now, stop: make(chan struct{})}
+	s.seq.s = s
 	s.runCtx, s.cancelRun = context.WithCancel(context.Background())
 	s.tokens = map[string]map[string]bool{}
 	for token, tags := range cfg.Tokens {
@@ -186,8 +193,9 @@ func New(ctx context.Context, cfg Config, store frond.SegmentStore, reg frond.Wo
 		s.cancelRun()
 		return nil, err
 	}
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go s.supervise()
+	go s.ageModes()
 	return s, nil
 }
 
@@ -290,9 +298,11 @@ func (s *Service) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error)
 	if err := t.Validate(); err != nil {
 		return frond.Tag{}, err
 	}
+	t.Mode = frond.StoredMode(t.Mode)
 	out, err := s.store.CreateTag(ctx, t)
 	if err == nil {
-		s.log.Info("tag created", "tag", t.Name, "max_id", t.MaxID, "step", t.Step)
+		s.setMode(out.Name, out.Mode)
+		s.log.Info("tag created", "tag", t.Name, "max_id", t.MaxID, "step", t.Step, "mode", out.ModeName())
 	}
 	return out, err
 }
@@ -320,6 +330,8 @@ func (s *Service) DeleteTag(ctx context.Context, name string) error {
 	err := s.store.DeleteTag(ctx, name)
 	if err == nil {
 		s.seg.Forget(name)
+		s.modes.Delete(name)
+		s.seq.stats.Delete(name)
 		s.log.Info("tag deleted", "tag", name)
 	}
 	return err

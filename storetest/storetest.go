@@ -108,6 +108,7 @@ func RunSegmentStore(t *testing.T, o Opener) {
 	t.Run("UpdateTag", func(t *testing.T) { testUpdate(t, o) })
 	t.Run("ErrTagExhausted", func(t *testing.T) { testExhausted(t, o) })
 	t.Run("DeleteTag", func(t *testing.T) { testDelete(t, o) })
+	t.Run("Modes", func(t *testing.T) { testModes(t, o) })
 	t.Run("TagNames_CaseSensitive", func(t *testing.T) { testCase(t, o) })
 	t.Run("Concurrent_Disjoint", func(t *testing.T) { testConcurrent(t, o) })
 	t.Run("Reopen_Continues", func(t *testing.T) { testReopen(t, o) })
@@ -244,6 +245,49 @@ func testDelete(t *testing.T, o Opener) {
 	_, err := s.Tag(c, tag)
 	wantErr(t, "Tag after delete", err, frond.ErrTagNotFound)
 	wantErr(t, "second delete", s.DeleteTag(c, tag), frond.ErrTagNotFound)
+}
+
+// A tag's mode is kept from its creation: read back by Tag and Tags, kept by
+// Allocate and UpdateTag, gone with the tag. "segment" is stored as the
+// empty mode, which a tag without a mode record has.
+func testModes(t *testing.T, o Opener) {
+	s, c := open(t, o), ctx(t)
+	seq, seg, plain := uniqueTag(t)+"-seq", uniqueTag(t)+"-seg", uniqueTag(t)+"-plain"
+	created := must(s.CreateTag(c, frond.Tag{Name: seq, MaxID: 5, Step: 10, Mode: frond.ModeSequence}))(t)
+	if created.Mode != frond.ModeSequence {
+		t.Fatalf("created %+v", created)
+	}
+	if got := must(s.CreateTag(c, frond.Tag{Name: seg, Step: 10, Mode: frond.ModeSegment}))(t); got.Mode != "" {
+		t.Fatalf("a segment tag reads back with mode %q", got.Mode)
+	}
+	must(s.CreateTag(c, frond.Tag{Name: plain, Step: 10}))(t)
+	_, err := s.CreateTag(c, frond.Tag{Name: uniqueTag(t) + "-bad", Step: 10, Mode: "stream"})
+	wantErr(t, "unknown mode", err, frond.ErrInvalidArgument)
+	if a := must(s.Allocate(c, seq, 3))(t); a.Start != 5 || a.End != 8 {
+		t.Fatalf("allocate on a sequence tag: %+v", a)
+	}
+	step := int64(20)
+	must(s.UpdateTag(c, seq, frond.TagUpdate{Step: &step}))(t)
+	if got := must(s.Tag(c, seq))(t); got.Mode != frond.ModeSequence || got.MaxID != 8 || got.Step != 20 {
+		t.Fatalf("after allocate and update: %+v", got)
+	}
+	modes := map[string]string{}
+	for _, tg := range must(s.Tags(c))(t) {
+		modes[tg.Name] = tg.Mode
+	}
+	if modes[seq] != frond.ModeSequence || modes[seg] != "" || modes[plain] != "" {
+		t.Fatalf("modes listed: %v", modes)
+	}
+	// Deleted and created again as a segment tag: the mode goes with it.
+	if err := s.DeleteTag(c, seq); err != nil {
+		t.Fatal(err)
+	}
+	if got := must(s.CreateTag(c, frond.Tag{Name: seq, MaxID: 100, Step: 10}))(t); got.Mode != "" {
+		t.Fatalf("re-created as a segment tag: %+v", got)
+	}
+	if got := must(s.Tag(c, seq))(t); got.Mode != "" {
+		t.Fatalf("re-created as a segment tag: %+v", got)
+	}
 }
 
 // Several clients and many goroutines take segments of one tag at once: the

@@ -43,7 +43,7 @@ func (s *Server) NextSnowflake(ctx context.Context, in *frondv1.NextSnowflakeReq
 }
 
 func (s *Server) NextSegmentRanges(ctx context.Context, in *frondv1.NextSegmentRangesRequest) (*frondv1.Ranges, error) {
-	a, err := s.svc.Take(ctx, service.Request{Kind: service.KindSegment, Name: in.GetTag(), Count: in.GetN(), Ranges: true, Token: tagToken(ctx)})
+	a, err := s.svc.Take(ctx, service.Request{Kind: service.KindSegment, Name: in.GetTag(), Count: in.GetN(), Ranges: true, Lease: in.GetLease(), Token: tagToken(ctx)})
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +147,7 @@ func (s *Server) Reveal(_ context.Context, in *frondv1.RevealRequest) (*frondv1.
 }
 
 func tag(t frond.Tag) *frondv1.Tag {
-	return &frondv1.Tag{Name: t.Name, MaxId: t.MaxID, Step: t.Step, Description: t.Description, UpdatedAt: timestamppb.New(t.UpdatedAt)}
+	return &frondv1.Tag{Name: t.Name, MaxId: t.MaxID, Step: t.Step, Description: t.Description, UpdatedAt: timestamppb.New(t.UpdatedAt), Mode: t.ModeName()}
 }
 
 func (s *Server) ListTags(ctx context.Context, _ *frondv1.ListTagsRequest) (*frondv1.TagList, error) {
@@ -174,7 +174,7 @@ func (s *Server) CreateTag(ctx context.Context, in *frondv1.CreateTagRequest) (*
 	if in.Step == nil {
 		return nil, fmt.Errorf("%w: step is required", frond.ErrInvalidArgument)
 	}
-	t := frond.Tag{Name: in.GetName(), MaxID: 1, Step: in.GetStep(), Description: in.GetDescription()}
+	t := frond.Tag{Name: in.GetName(), MaxID: 1, Step: in.GetStep(), Description: in.GetDescription(), Mode: in.GetMode()}
 	if in.MaxId != nil {
 		t.MaxID = in.GetMaxId()
 	}

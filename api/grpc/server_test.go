@@ -53,6 +53,13 @@ func (s *testStore) Allocate(ctx context.Context, tag string, step int64) (frond
 	return s.Store.Allocate(ctx, tag, step)
 }
 
+func (s *testStore) Tag(ctx context.Context, name string) (frond.Tag, error) {
+	if s.down.Load() {
+		return frond.Tag{}, errors.Join(frond.ErrStoreUnavailable, errors.New("connection refused"))
+	}
+	return s.Store.Tag(ctx, name)
+}
+
 func (s *testStore) Tags(ctx context.Context) ([]frond.Tag, error) {
 	if s.down.Load() {
 		return nil, errors.Join(frond.ErrStoreUnavailable, errors.New("connection refused"))

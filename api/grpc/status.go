@@ -28,7 +28,7 @@ func codeOf(code string) codes.Code {
 		return codes.AlreadyExists
 	case service.CodeTagExhausted, service.CodeSeqOverflow, api.CodeTooLarge, api.CodeRateLimited:
 		return codes.ResourceExhausted
-	case service.CodeWouldReissue, service.CodeClockBackwards, service.CodeClockSkew, service.CodeLayoutExpired:
+	case service.CodeWouldReissue, service.CodeClockBackwards, service.CodeClockSkew, service.CodeLayoutExpired, service.CodeNotLeasable:
 		// The system is not in a state to serve the call: the clock is
 		// behind or skewed, max_id cannot go down, the layout has run out.
 		return codes.FailedPrecondition

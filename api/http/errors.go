@@ -19,7 +19,7 @@ func statusOf(code string) int {
 		return http.StatusBadRequest
 	case service.CodeTagNotFound, service.CodeSerialNotFound, api.CodeNotFound:
 		return http.StatusNotFound
-	case service.CodeTagExists, service.CodeWouldReissue, service.CodeTagExhausted, service.CodeSeqOverflow:
+	case service.CodeTagExists, service.CodeWouldReissue, service.CodeTagExhausted, service.CodeSeqOverflow, service.CodeNotLeasable:
 		return http.StatusConflict
 	case api.CodeUnauthorized:
 		return http.StatusUnauthorized

@@ -44,6 +44,13 @@ func (s *downStore) Allocate(ctx context.Context, tag string, step int64) (frond
 	return s.Store.Allocate(ctx, tag, step)
 }
 
+func (s *downStore) Tag(ctx context.Context, name string) (frond.Tag, error) {
+	if err := s.check(); err != nil {
+		return frond.Tag{}, err
+	}
+	return s.Store.Tag(ctx, name)
+}
+
 func (s *downStore) Tags(ctx context.Context) ([]frond.Tag, error) {
 	if err := s.check(); err != nil {
 		return nil, err

@@ -320,10 +320,12 @@ type tagJSON struct {
 	Step        int64     `json:"step"`
 	Description string    `json:"description"`
 	UpdatedAt   time.Time `json:"updated_at"`
+	Mode        string    `json:"mode"` // segment or sequence
 }
 
 func toTagJSON(t frond.Tag) tagJSON {
-	return tagJSON{Name: t.Name, MaxID: t.MaxID, MaxIDStr: strconv.FormatInt(t.MaxID, 10), Step: t.Step, Description: t.Description, UpdatedAt: t.UpdatedAt}
+	return tagJSON{Name: t.Name, MaxID: t.MaxID, MaxIDStr: strconv.FormatInt(t.MaxID, 10), Step: t.Step, Description: t.Description, UpdatedAt: t.UpdatedAt,
+		Mode: t.ModeName()}
 }
 
 func (s *Server) v1ListTags(w http.ResponseWriter, r *http.Request) {
@@ -361,9 +363,10 @@ type createTagJSON struct {
 	MaxID       *int64  `json:"max_id"`
 	Step        *int64  `json:"step"`
 	Description *string `json:"description"`
+	Mode        string  `json:"mode"`
 }
 
-// v1CreateTag: POST /v1/tags {"name", "step", "max_id" (default 1, as Leaf's table), "description"}.
+// v1CreateTag: POST /v1/tags {"name", "step", "max_id" (default 1, as Leaf's table), "description", "mode" (segment or sequence)}.
 func (s *Server) v1CreateTag(w http.ResponseWriter, r *http.Request) {
 	var in createTagJSON
 	if err := decodeBody(w, r, &in); err != nil {
@@ -374,7 +377,7 @@ func (s *Server) v1CreateTag(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, badRequest("step is required"))
 		return
 	}
-	t := frond.Tag{Name: in.Name, MaxID: 1, Step: *in.Step}
+	t := frond.Tag{Name: in.Name, MaxID: 1, Step: *in.Step, Mode: in.Mode}
 	if in.MaxID != nil {
 		t.MaxID = *in.MaxID
 	}

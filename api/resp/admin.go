@@ -24,7 +24,7 @@ func (s *Server) admitted(c redcon.Conn) bool {
 	return false
 }
 
-// tag runs TAG LIST | GET name | CREATE name STEP s [MAXID m] [DESCRIPTION d]
+// tag runs TAG LIST | GET name | CREATE name STEP s [MAXID m] [DESCRIPTION d] [MODE segment|sequence]
 // | UPDATE name [STEP s] [MAXID m] [DESCRIPTION d] | DELETE name.
 func (s *Server) tag(c redcon.Conn, args [][]byte) {
 	if !s.admitted(c) {
@@ -65,7 +65,8 @@ func (s *Server) tag(c redcon.Conn, args [][]byte) {
 		t, err = s.svc.Tag(ctx, name)
 	case "CREATE", "UPDATE":
 		var u frond.TagUpdate
-		if u, err = tagOptions(args[3:]); err != nil {
+		var mode string
+		if u, mode, err = tagOptions(args[3:], sub == "CREATE"); err != nil {
 			break
 		}
 		if sub == "UPDATE" {
@@ -76,7 +77,7 @@ func (s *Server) tag(c redcon.Conn, args [][]byte) {
 			err = fmt.Errorf("%w: STEP is required", frond.ErrInvalidArgument)
 			break
 		}
-		t = frond.Tag{Name: name, MaxID: 1, Step: *u.Step}
+		t = frond.Tag{Name: name, MaxID: 1, Step: *u.Step, Mode: mode}
 		if u.MaxID != nil {
 			t.MaxID = *u.MaxID
 		}
@@ -104,12 +105,17 @@ func (s *Server) tag(c redcon.Conn, args [][]byte) {
 	writeTag(c, t)
 }
 
-// tagOptions reads STEP, MAXID and DESCRIPTION.
-func tagOptions(args [][]byte) (frond.TagUpdate, error) {
+// tagOptions reads STEP, MAXID and DESCRIPTION, and MODE when creating (a
+// tag's mode is fixed for its life).
+func tagOptions(args [][]byte, create bool) (frond.TagUpdate, string, error) {
 	var u frond.TagUpdate
-	opts, err := options(args, "STEP", "MAXID", "DESCRIPTION")
+	allowed := []string{"STEP", "MAXID", "DESCRIPTION"}
+	if create {
+		allowed = append(allowed, "MODE")
+	}
+	opts, err := options(args, allowed...)
 	if err != nil {
-		return u, err
+		return u, "", err
 	}
 	for _, k := range []string{"STEP", "MAXID"} {
 		v, ok := opts[k]
@@ -118,7 +124,7 @@ func tagOptions(args [][]byte) (frond.TagUpdate, error) {
 		}
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			return u, fmt.Errorf("%w: %s %q: a whole number", frond.ErrInvalidArgument, k, quote([]byte(v)))
+			return u, "", fmt.Errorf("%w: %s %q: a whole number", frond.ErrInvalidArgument, k, quote([]byte(v)))
 		}
 		if k == "STEP" {
 			u.Step = &n
@@ -129,12 +135,12 @@ func tagOptions(args [][]byte) (frond.TagUpdate, error) {
 	if d, ok := opts["DESCRIPTION"]; ok {
 		u.Description = &d
 	}
-	return u, nil
+	return u, strings.ToLower(opts["MODE"]), nil
 }
 
 // writeTag answers a tag as field-value pairs, as HGETALL does.
 func writeTag(c redcon.Conn, t frond.Tag) {
-	c.WriteArray(10)
+	c.WriteArray(12)
 	c.WriteBulkString("name")
 	c.WriteBulkString(t.Name)
 	c.WriteBulkString("max_id")
@@ -145,6 +151,8 @@ func writeTag(c redcon.Conn, t frond.Tag) {
 	c.WriteBulkString(t.Description)
 	c.WriteBulkString("updated_at")
 	c.WriteBulkString(t.UpdatedAt.UTC().Format(time.RFC3339Nano))
+	c.WriteBulkString("mode")
+	c.WriteBulkString(t.ModeName())
 }
 
 // reveal runs REVEAL kind form value [key_version]: the ID behind a

@@ -43,7 +43,7 @@ func NewStore() *Store { return &Store{Store: memstore.New(nil)} }
 // SetDelay makes every Allocate take d longer (0: none).
 func (s *Store) SetDelay(d time.Duration) { s.delay.Store(int64(d)) }
 
-// SetDown makes the store unreachable (Allocate and Tags fail with
+// SetDown makes the store unreachable (Allocate, Tag and Tags fail with
 // frond.ErrStoreUnavailable) or reachable again.
 func (s *Store) SetDown(down bool) { s.down.Store(down) }
 
@@ -67,6 +67,13 @@ func (s *Store) Allocate(ctx context.Context, tag string, step int64) (frond.All
 		return frond.Allocation{}, errors.Join(frond.ErrStoreUnavailable, errDown)
 	}
 	return s.Store.Allocate(ctx, tag, step)
+}
+
+func (s *Store) Tag(ctx context.Context, name string) (frond.Tag, error) {
+	if s.down.Load() {
+		return frond.Tag{}, errors.Join(frond.ErrStoreUnavailable, errDown)
+	}
+	return s.Store.Tag(ctx, name)
 }
 
 func (s *Store) Tags(ctx context.Context) ([]frond.Tag, error) {
@@ -161,6 +168,15 @@ func (s *Server) start(addr string) {
 func (s *Server) CreateTag(t testing.TB, name string, step int64) {
 	t.Helper()
 	if _, err := s.Service.CreateTag(context.Background(), frond.Tag{Name: name, MaxID: 1, Step: step}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// CreateSequenceTag creates a sequence tag (frond.ModeSequence) whose IDs
+// start at 1: every ID is taken from the store when asked for.
+func (s *Server) CreateSequenceTag(t testing.TB, name string) {
+	t.Helper()
+	if _, err := s.Service.CreateTag(context.Background(), frond.Tag{Name: name, MaxID: 1, Step: 1, Mode: frond.ModeSequence}); err != nil {
 		t.Fatal(err)
 	}
 }

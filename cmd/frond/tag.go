@@ -16,13 +16,14 @@ type tagOut struct {
 	Step        json.Number `json:"step"`
 	Description string      `json:"description"`
 	UpdatedAt   string      `json:"updated_at"`
+	Mode        string      `json:"mode"`
 }
 
 func printTags(e env, tags ...tagOut) {
 	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "TAG\tMAX_ID\tSTEP\tUPDATED\tDESCRIPTION")
+	fmt.Fprintln(w, "TAG\tMODE\tMAX_ID\tSTEP\tUPDATED\tDESCRIPTION")
 	for _, t := range tags {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", t.Name, t.MaxID, t.Step, t.UpdatedAt, t.Description)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.Mode, t.MaxID, t.Step, t.UpdatedAt, t.Description)
 	}
 	w.Flush()
 }
@@ -72,13 +73,17 @@ func newTagCmd(e env) *cobra.Command {
 	}
 
 	var step, maxID int64
-	var desc string
+	var desc, mode string
 	create := &cobra.Command{
-		Use:   "create TAG --step N [--max-id M] [--description TEXT]",
+		Use:   "create TAG --step N [--max-id M] [--description TEXT] [--mode segment|sequence]",
 		Short: "Create a tag",
-		Long:  "Create a tag. Its first segment starts at --max-id (default 1, as Leaf's table).",
+		Long: `Create a tag. Its first segment starts at --max-id (default 1, as Leaf's table).
+With --mode sequence every ID is taken from the store when it is asked for:
+IDs increase across all nodes in the order they are answered (docs/kinds.md).
+The mode is fixed for the tag's life.`,
 		Example: `  frond tag create order --step 1000
-  frond tag create pay --step 2000 --max-id 100000 --description "payment serial numbers"`,
+  frond tag create pay --step 2000 --max-id 100000 --description "payment serial numbers"
+  frond tag create ticket --step 1 --mode sequence`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
 			tag, err := tagArg(a)
@@ -88,12 +93,12 @@ func newTagCmd(e env) *cobra.Command {
 			if !c.Flags().Changed("step") {
 				return usagef("--step is required: frond tag create %s --step N", tag)
 			}
-			t := frond.Tag{Name: tag, MaxID: maxID, Step: step, Description: desc}
+			t := frond.Tag{Name: tag, MaxID: maxID, Step: step, Description: desc, Mode: mode}
 			if err := t.Validate(); err != nil {
 				return usageError{err}
 			}
 			var out tagOut
-			in := map[string]any{"name": tag, "step": step, "max_id": maxID, "description": desc}
+			in := map[string]any{"name": tag, "step": step, "max_id": maxID, "description": desc, "mode": mode}
 			if err := cl.do(c.Context(), "POST", "/v1/tags", in, &out); err != nil {
 				return err
 			}
@@ -104,6 +109,7 @@ func newTagCmd(e env) *cobra.Command {
 	create.Flags().Int64Var(&step, "step", 0, "segment length (required)")
 	create.Flags().Int64Var(&maxID, "max-id", 1, "first ID to hand out")
 	create.Flags().StringVar(&desc, "description", "", "free text")
+	create.Flags().StringVar(&mode, "mode", frond.ModeSegment, "segment (buffered segments, the fastest) or sequence (IDs increase across nodes in answer order)")
 	// Not MarkFlagRequired: cobra's error for it would not be a usage error (exit 2).
 
 	var sStep, sMax int64

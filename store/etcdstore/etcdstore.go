@@ -43,6 +43,7 @@ type value struct {
 	Step        int64     `json:"step"`
 	Description string    `json:"description,omitempty"`
 	UpdateTime  time.Time `json:"update_time"`
+	Mode        string    `json:"mode,omitempty"` // frond.Tag.Mode: empty for segment tags
 }
 
 // Open connects to the etcd cluster of rawURL.
@@ -188,7 +189,7 @@ func (s *Store) Allocate(ctx context.Context, tag string, step int64) (frond.All
 }
 
 func toTag(name string, v value) frond.Tag {
-	return frond.Tag{Name: name, MaxID: v.MaxID, Step: v.Step, Description: v.Description, UpdatedAt: v.UpdateTime}
+	return frond.Tag{Name: name, MaxID: v.MaxID, Step: v.Step, Description: v.Description, UpdatedAt: v.UpdateTime, Mode: v.Mode}
 }
 
 // Tag implements frond.SegmentStore.
@@ -231,7 +232,8 @@ func (s *Store) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error) {
 	}
 	c, cancel := s.bound(ctx)
 	defer cancel()
-	v := value{MaxID: t.MaxID, Step: t.Step, Description: t.Description, UpdateTime: time.Now().UTC().Truncate(time.Millisecond)}
+	v := value{MaxID: t.MaxID, Step: t.Step, Description: t.Description, UpdateTime: time.Now().UTC().Truncate(time.Millisecond),
+		Mode: frond.StoredMode(t.Mode)}
 	b, _ := json.Marshal(v)
 	r, err := s.c.Txn(c).If(clientv3.Compare(clientv3.CreateRevision(s.key(t.Name)), "=", 0)).
 		Then(clientv3.OpPut(s.key(t.Name), string(b))).Commit()
@@ -253,7 +255,7 @@ func (s *Store) UpdateTag(ctx context.Context, name string, u frond.TagUpdate) (
 	defer cancel()
 	_, next, err := s.cas(c, name, func(v value) (value, error) {
 		t, err := u.Apply(toTag(name, v))
-		return value{MaxID: t.MaxID, Step: t.Step, Description: t.Description}, err
+		return value{MaxID: t.MaxID, Step: t.Step, Description: t.Description, Mode: v.Mode}, err
 	})
 	if err != nil {
 		if isAnswer(err) {

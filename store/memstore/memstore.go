@@ -110,6 +110,7 @@ func (s *Store) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error) {
 		return frond.Tag{}, fmt.Errorf("create %q: %w", t.Name, frond.ErrTagExists)
 	}
 	t.UpdatedAt = s.clock.Now()
+	t.Mode = frond.StoredMode(t.Mode)
 	s.tags[t.Name] = t
 	return t, nil
 }

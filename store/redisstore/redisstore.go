@@ -1,6 +1,7 @@
 // Package redisstore is the frond.SegmentStore on Redis. Each tag is two
 // keys: {prefix}max:{tag}, a counter raised by INCRBY once per segment, and
-// {prefix}tag:{tag}, a hash with step, description and update_time; the set
+// {prefix}tag:{tag}, a hash with step, description, update_time and, for a
+// sequence tag, mode; the set
 // {prefix}tags lists the tags. Every change that touches more than one key
 // runs as one Lua script, so it is atomic.
 //
@@ -161,7 +162,7 @@ func (s *Store) read(ctx context.Context, names []string) ([]frond.Tag, error) {
 	metas := make([]*redis.SliceCmd, len(names))
 	for i, n := range names {
 		maxes[i] = pipe.Get(ctx, s.maxKey(n))
-		metas[i] = pipe.HMGet(ctx, s.metaKey(n), "step", "description", "update_time")
+		metas[i] = pipe.HMGet(ctx, s.metaKey(n), "step", "description", "update_time", "mode")
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, err
@@ -181,6 +182,9 @@ func (s *Store) read(ctx context.Context, names []string) ([]frond.Tag, error) {
 		if ms, ok := m[2].(string); ok {
 			v, _ := strconv.ParseInt(ms, 10, 64)
 			t.UpdatedAt = time.UnixMilli(v).UTC()
+		}
+		if mode, ok := m[3].(string); ok {
+			t.Mode = mode
 		}
 		out = append(out, t)
 	}
@@ -217,11 +221,12 @@ func (s *Store) Tags(ctx context.Context) ([]frond.Tag, error) {
 	return tags, nil
 }
 
-// KEYS: max, meta, index. ARGV: name, max_id, step, description, now.
+// KEYS: max, meta, index. ARGV: name, max_id, step, description, now, mode.
 var createScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
 redis.call('SET', KEYS[1], ARGV[2])
 redis.call('HSET', KEYS[2], 'step', ARGV[3], 'description', ARGV[4], 'update_time', ARGV[5])
+if ARGV[6] ~= '' then redis.call('HSET', KEYS[2], 'mode', ARGV[6]) end
 redis.call('SADD', KEYS[3], ARGV[1])
 return 1
 `)
@@ -234,8 +239,9 @@ func (s *Store) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error) {
 	c, cancel := s.bound(ctx)
 	defer cancel()
 	now := time.Now().UTC().Truncate(time.Millisecond)
+	t.Mode = frond.StoredMode(t.Mode)
 	n, err := createScript.Run(c, s.c, []string{s.maxKey(t.Name), s.metaKey(t.Name), s.indexKey()},
-		t.Name, t.MaxID, t.Step, t.Description, now.UnixMilli()).Int()
+		t.Name, t.MaxID, t.Step, t.Description, now.UnixMilli(), t.Mode).Int()
 	if err != nil {
 		return frond.Tag{}, s.fail(fmt.Sprintf("create tag %q", t.Name), err)
 	}

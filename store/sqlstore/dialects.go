@@ -7,6 +7,7 @@ import "github.com/frond-id/frond/internal/sqldb"
 type dialect struct {
 	kind        sqldb.Kind
 	createTable string
+	createModes string // frond_tag_mode: the mode of each tag that is not a segment tag
 	// allocate raises max_id; with returning set it is one statement with
 	// args (step, step, tag, step, step) returning max_id, step; otherwise it
 	// runs in a transaction followed by selectAlloc.
@@ -40,6 +41,21 @@ const leafMySQLDDL = "CREATE TABLE IF NOT EXISTS `leaf_alloc` (\n" +
 	"  PRIMARY KEY (`biz_tag`)\n" +
 	") ENGINE=InnoDB"
 
+// The modes of tags (frond.Tag.Mode) live beside Leaf's table, which stays as
+// Leaf made it: a row only for a tag that is not a segment tag, so a Leaf
+// table reads as all segment tags.
+const modesMySQLDDL = "CREATE TABLE IF NOT EXISTS `frond_tag_mode` (\n" +
+	"  `biz_tag` varchar(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,\n" +
+	"  `mode` varchar(16) NOT NULL,\n" +
+	"  PRIMARY KEY (`biz_tag`)\n" +
+	") ENGINE=InnoDB"
+
+const modesPortableDDL = `CREATE TABLE IF NOT EXISTS frond_tag_mode (
+  biz_tag VARCHAR(128) NOT NULL,
+  mode VARCHAR(16) NOT NULL,
+  PRIMARY KEY (biz_tag)
+)`
+
 // portableDDL is Leaf's table without MySQL's dialect (backquotes, display
 // widths, ON UPDATE, ENGINE), for PostgreSQL and SQLite; frond sets
 // update_time itself there.
@@ -55,6 +71,7 @@ const portableDDL = `CREATE TABLE IF NOT EXISTS leaf_alloc (
 var mysqlDialect = &dialect{
 	kind:        sqldb.MySQL,
 	createTable: leafMySQLDDL,
+	createModes: modesMySQLDDL,
 	allocate: `UPDATE leaf_alloc SET max_id = max_id + IF(? > 0, ?, step)
 WHERE biz_tag = ? AND max_id <= 9223372036854775807 - IF(? > 0, ?, step)`,
 	selectAlloc: `SELECT max_id, step FROM leaf_alloc WHERE biz_tag = ?`,
@@ -67,6 +84,7 @@ WHERE biz_tag = ? AND max_id <= 9223372036854775807 - IF(? > 0, ?, step)`,
 var postgresDialect = &dialect{
 	kind:        sqldb.Postgres,
 	createTable: portableDDL,
+	createModes: modesPortableDDL,
 	allocate: `UPDATE leaf_alloc SET max_id = max_id + (CASE WHEN ?::bigint > 0 THEN ?::bigint ELSE step END), update_time = now() AT TIME ZONE 'UTC'
 WHERE biz_tag = ? AND max_id <= 9223372036854775807 - (CASE WHEN ?::bigint > 0 THEN ?::bigint ELSE step END)
 RETURNING max_id, step`,
@@ -80,6 +98,7 @@ RETURNING max_id, step`,
 var sqliteDialect = &dialect{
 	kind:        sqldb.SQLite,
 	createTable: portableDDL,
+	createModes: modesPortableDDL,
 	allocate: `UPDATE leaf_alloc SET max_id = max_id + (CASE WHEN ? > 0 THEN ? ELSE step END), update_time = CURRENT_TIMESTAMP
 WHERE biz_tag = ? AND max_id <= 9223372036854775807 - (CASE WHEN ? > 0 THEN ? ELSE step END)
 RETURNING max_id, step`,

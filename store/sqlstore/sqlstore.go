@@ -106,6 +106,10 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		s.db.Close()
 		return nil, s.fail("create table leaf_alloc", err)
 	}
+	if _, err := s.db.ExecContext(c, s.d.createModes); err != nil {
+		s.db.Close()
+		return nil, s.fail("create table frond_tag_mode", err)
+	}
 	if s.d.kind == sqldb.MySQL {
 		var coll sql.NullString
 		err := s.db.QueryRowContext(c, `SELECT COLLATION_NAME FROM information_schema.COLUMNS
@@ -260,6 +264,16 @@ func (s *Store) Tag(ctx context.Context, name string) (frond.Tag, error) {
 	if errors.Is(err, sql.ErrNoRows) {
 		return frond.Tag{}, fmt.Errorf("tag %q: %w", name, frond.ErrTagNotFound)
 	}
+	if err == nil {
+		// A query of its own, not a join: a Leaf table may compare biz_tag
+		// without case, and MySQL refuses to compare two collations.
+		var mode sql.NullString
+		err = s.db.QueryRowContext(c, s.d.q("SELECT mode FROM frond_tag_mode WHERE biz_tag = ?"), name).Scan(&mode)
+		if errors.Is(err, sql.ErrNoRows) {
+			err = nil
+		}
+		t.Mode = mode.String
+	}
 	if err != nil {
 		return frond.Tag{}, s.fail(fmt.Sprintf("read tag %q", name), err)
 	}
@@ -286,10 +300,35 @@ func (s *Store) Tags(ctx context.Context) ([]frond.Tag, error) {
 	if err := rows.Err(); err != nil {
 		return nil, s.fail("list tags", err)
 	}
+	modes, err := s.modes(c)
+	if err != nil {
+		return nil, s.fail("list tags", err)
+	}
+	for i := range out {
+		out[i].Mode = modes[out[i].Name]
+	}
 	// By bytes, as the contract says: the database's collation may ignore
 	// case (MySQL's default) or follow a locale (PostgreSQL).
 	slices.SortFunc(out, func(a, b frond.Tag) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
+}
+
+// modes reads frond_tag_mode: the tags that are not segment tags.
+func (s *Store) modes(ctx context.Context) (map[string]string, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT biz_tag, mode FROM frond_tag_mode")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var tag, mode string
+		if err := rows.Scan(&tag, &mode); err != nil {
+			return nil, err
+		}
+		out[tag] = mode
+	}
+	return out, rows.Err()
 }
 
 // Leaf's step column is an INT.
@@ -314,19 +353,31 @@ func (s *Store) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error) {
 	if t.Description != "" {
 		desc = t.Description
 	}
-	var res sql.Result
-	err := s.retry(c, func(c context.Context) (err error) {
-		res, err = s.db.ExecContext(c, s.d.q(s.d.insert), t.Name, t.MaxID, t.Step, desc)
+	mode := frond.StoredMode(t.Mode)
+	exists := errors.New("exists")
+	// The row and its mode in one transaction. A mode row left by a tag
+	// deleted outside frond (Leaf deletes only its own row) is replaced.
+	err := s.inTx(c, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(c, s.d.q(s.d.insert), t.Name, t.MaxID, t.Step, desc)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err == nil && n == 0 {
+			return exists
+		}
+		if _, err := tx.ExecContext(c, s.d.q("DELETE FROM frond_tag_mode WHERE biz_tag = ?"), t.Name); err != nil {
+			return err
+		}
+		if mode != "" {
+			_, err = tx.ExecContext(c, s.d.q("INSERT INTO frond_tag_mode (biz_tag, mode) VALUES (?, ?)"), t.Name, mode)
+		}
 		return err
 	})
-	if err != nil && s.d.duplicate(err) {
+	if errors.Is(err, exists) || err != nil && s.d.duplicate(err) {
 		return frond.Tag{}, fmt.Errorf("create %q: %w", t.Name, frond.ErrTagExists)
 	}
 	if err != nil {
 		return frond.Tag{}, s.fail(fmt.Sprintf("create tag %q", t.Name), err)
-	}
-	if n, err := res.RowsAffected(); err == nil && n == 0 {
-		return frond.Tag{}, fmt.Errorf("create %q: %w", t.Name, frond.ErrTagExists)
 	}
 	return s.Tag(ctx, t.Name)
 }
@@ -381,15 +432,22 @@ func (s *Store) UpdateTag(ctx context.Context, name string, u frond.TagUpdate) (
 func (s *Store) DeleteTag(ctx context.Context, name string) error {
 	c, cancel := s.db.Bound(ctx)
 	defer cancel()
-	var res sql.Result
-	err := s.retry(c, func(c context.Context) (err error) {
-		res, err = s.db.ExecContext(c, s.d.q("DELETE FROM leaf_alloc WHERE biz_tag = ?"), name)
+	var n int64
+	err := s.inTx(c, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(c, s.d.q("DELETE FROM leaf_alloc WHERE biz_tag = ?"), name)
+		if err != nil {
+			return err
+		}
+		if n, err = res.RowsAffected(); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(c, s.d.q("DELETE FROM frond_tag_mode WHERE biz_tag = ?"), name)
 		return err
 	})
 	if err != nil {
 		return s.fail(fmt.Sprintf("delete tag %q", name), err)
 	}
-	if n, err := res.RowsAffected(); err == nil && n == 0 {
+	if n == 0 {
 		return fmt.Errorf("delete %q: %w", name, frond.ErrTagNotFound)
 	}
 	return nil

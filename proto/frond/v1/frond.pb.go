@@ -227,7 +227,10 @@ type NextSegmentRangesRequest struct {
 	// The business tag.
 	Tag string `protobuf:"bytes,1,opt,name=tag,proto3" json:"tag,omitempty"`
 	// How many IDs: 1 to 1,000,000; 0 means 1.
-	N             int64 `protobuf:"varint,2,opt,name=n,proto3" json:"n,omitempty"`
+	N int64 `protobuf:"varint,2,opt,name=n,proto3" json:"n,omitempty"`
+	// The caller hands these IDs out later (a client library's lease): a
+	// sequence tag refuses it with FAILED_PRECONDITION, code not_leasable.
+	Lease         bool `protobuf:"varint,3,opt,name=lease,proto3" json:"lease,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -274,6 +277,13 @@ func (x *NextSegmentRangesRequest) GetN() int64 {
 		return x.N
 	}
 	return 0
+}
+
+func (x *NextSegmentRangesRequest) GetLease() bool {
+	if x != nil {
+		return x.Lease
+	}
+	return false
 }
 
 // Range holds the IDs start, start+stride, ... below end.
@@ -1134,10 +1144,13 @@ type Tag struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// The first ID the store has not handed out.
-	MaxId         int64                  `protobuf:"varint,2,opt,name=max_id,proto3" json:"max_id,omitempty"`
-	Step          int64                  `protobuf:"varint,3,opt,name=step,proto3" json:"step,omitempty"`
-	Description   string                 `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
-	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=updated_at,proto3" json:"updated_at,omitempty"`
+	MaxId       int64                  `protobuf:"varint,2,opt,name=max_id,proto3" json:"max_id,omitempty"`
+	Step        int64                  `protobuf:"varint,3,opt,name=step,proto3" json:"step,omitempty"`
+	Description string                 `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	UpdatedAt   *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=updated_at,proto3" json:"updated_at,omitempty"`
+	// "segment" (IDs from buffered segments) or "sequence" (every ID taken
+	// from the store when asked: linearizable across nodes).
+	Mode          string `protobuf:"bytes,6,opt,name=mode,proto3" json:"mode,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1205,6 +1218,13 @@ func (x *Tag) GetUpdatedAt() *timestamppb.Timestamp {
 		return x.UpdatedAt
 	}
 	return nil
+}
+
+func (x *Tag) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
 }
 
 type ListTagsRequest struct {
@@ -1337,8 +1357,10 @@ type CreateTagRequest struct {
 	// Required: the segment length.
 	Step *int64 `protobuf:"varint,2,opt,name=step,proto3,oneof" json:"step,omitempty"`
 	// The first ID; 1 when absent, as Leaf's table.
-	MaxId         *int64 `protobuf:"varint,3,opt,name=max_id,proto3,oneof" json:"max_id,omitempty"`
-	Description   string `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	MaxId       *int64 `protobuf:"varint,3,opt,name=max_id,proto3,oneof" json:"max_id,omitempty"`
+	Description string `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	// "segment" (the default) or "sequence"; fixed for the tag's life.
+	Mode          string `protobuf:"bytes,5,opt,name=mode,proto3" json:"mode,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1397,6 +1419,13 @@ func (x *CreateTagRequest) GetMaxId() int64 {
 func (x *CreateTagRequest) GetDescription() string {
 	if x != nil {
 		return x.Description
+	}
+	return ""
+}
+
+func (x *CreateTagRequest) GetMode() string {
+	if x != nil {
+		return x.Mode
 	}
 	return ""
 }
@@ -1566,10 +1595,11 @@ const file_frond_v1_frond_proto_rawDesc = "" +
 	"\x03tag\x18\x01 \x01(\tR\x03tag\x12\x12\n" +
 	"\x04form\x18\x02 \x01(\tR\x04form\x12\x10\n" +
 	"\x03ids\x18\x03 \x03(\x03R\x03ids\x12\x18\n" +
-	"\aid_strs\x18\x04 \x03(\tR\aid_strs\":\n" +
+	"\aid_strs\x18\x04 \x03(\tR\aid_strs\"P\n" +
 	"\x18NextSegmentRangesRequest\x12\x10\n" +
 	"\x03tag\x18\x01 \x01(\tR\x03tag\x12\f\n" +
-	"\x01n\x18\x02 \x01(\x03R\x01n\"]\n" +
+	"\x01n\x18\x02 \x01(\x03R\x01n\x12\x14\n" +
+	"\x05lease\x18\x03 \x01(\bR\x05lease\"]\n" +
 	"\x05Range\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\x03R\x05start\x12\x10\n" +
 	"\x03end\x18\x02 \x01(\x03R\x03end\x12\x16\n" +
@@ -1633,7 +1663,7 @@ const file_frond_v1_frond_proto_rawDesc = "" +
 	"keyVersion\".\n" +
 	"\bRevealed\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x0e\n" +
-	"\x02id\x18\x02 \x01(\x03R\x02id\"\xa3\x01\n" +
+	"\x02id\x18\x02 \x01(\x03R\x02id\"\xb7\x01\n" +
 	"\x03Tag\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06max_id\x18\x02 \x01(\x03R\x06max_id\x12\x12\n" +
@@ -1641,17 +1671,19 @@ const file_frond_v1_frond_proto_rawDesc = "" +
 	"\vdescription\x18\x04 \x01(\tR\vdescription\x12:\n" +
 	"\n" +
 	"updated_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"updated_at\"\x11\n" +
+	"updated_at\x12\x12\n" +
+	"\x04mode\x18\x06 \x01(\tR\x04mode\"\x11\n" +
 	"\x0fListTagsRequest\",\n" +
 	"\aTagList\x12!\n" +
 	"\x04tags\x18\x01 \x03(\v2\r.frond.v1.TagR\x04tags\"#\n" +
 	"\rGetTagRequest\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\x92\x01\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\xa6\x01\n" +
 	"\x10CreateTagRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x17\n" +
 	"\x04step\x18\x02 \x01(\x03H\x00R\x04step\x88\x01\x01\x12\x1b\n" +
 	"\x06max_id\x18\x03 \x01(\x03H\x01R\x06max_id\x88\x01\x01\x12 \n" +
-	"\vdescription\x18\x04 \x01(\tR\vdescriptionB\a\n" +
+	"\vdescription\x18\x04 \x01(\tR\vdescription\x12\x12\n" +
+	"\x04mode\x18\x05 \x01(\tR\x04modeB\a\n" +
 	"\x05_stepB\t\n" +
 	"\a_max_id\"\xa7\x01\n" +
 	"\x10UpdateTagRequest\x12\x12\n" +

@@ -1,0 +1,26 @@
+package httpapi
+
+import (
+	"testing"
+)
+
+// A sequence tag over HTTP: created with "mode", shown with it, served by
+// every ID endpoint one ID after another, and refused where it would be
+// leased (TinyID's segments: 409 not_leasable).
+func TestHTTP_SequenceTag(t *testing.T) {
+	f := newFixture(t, Options{})
+	f.want(f.do("POST", "/v1/tags", `{"name":"ticket","step":1,"mode":"sequence"}`), 201, `"mode":"sequence"`)
+	f.want(f.do("GET", "/v1/tags/ticket", ""), 200, `"mode":"sequence"`)
+	f.want(f.do("GET", "/v1/tags/order", ""), 200, `"mode":"segment"`)
+	f.want(f.do("POST", "/v1/tags", `{"name":"bad","step":1,"mode":"stream"}`), 400, `"code":"invalid_argument"`, "segment or sequence")
+	f.want(f.do("GET", "/v1/segment/ticket", ""), 200, `"id":1,`)
+	f.want(f.do("GET", "/api/segment/get/ticket", ""), 200, "2")
+	f.want(f.do("GET", "/v1/segment/ticket?n=3", ""), 200, `"ids":[3,4,5]`)
+	f.want(f.do("GET", "/v1/segment/ticket?n=2&format=ranges", ""), 200, `"start":6,"end":8`)
+	f.want(f.do("GET", "/tinyid/id/nextId?bizType=ticket", ""), 200, "[8]")
+	f.want(f.do("GET", "/tinyid/id/nextSegmentId?bizType=ticket", ""), 200, `"data":null`, "not_leasable")
+	f.want(f.do("HEAD", "/v1/segment/ticket", ""), 200)
+	f.want(f.do("GET", "/v1/tags/ticket", ""), 200, `"max_id":9,`)
+	f.want(f.do("GET", "/metrics", ""), 200, `frond_ids_issued_total{kind="sequence",tag="ticket"} 8`, `frond_sequence_store_calls_total{tag="ticket"} 5`,
+		`frond_sequence_max_group{tag="ticket"} 1`)
+}

@@ -1,0 +1,293 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/segment"
+)
+
+// Sequence tags (frond.ModeSequence): every ID is taken from the store when
+// it is asked for, so IDs are linearizable across nodes (docs/decisions/006):
+// if one request's answer arrives before another request is sent, to any
+// node, the first ID is smaller.
+//
+// Group commit: the callers of one tag wait in a queue, and at most one store
+// call per tag is in flight on this node. When it returns, the callers that
+// arrived meanwhile are served together by the next call, which takes the
+// sum of their counts and hands the IDs out in arrival order. A caller never
+// joins a call that started before it arrived: such a call may have been
+// ordered in the store before an answer the caller has already seen from
+// another node.
+
+// modeTTL is how long a tag's mode is used before it is read again (in the
+// background): a tag deleted and created again under the other mode by
+// another node is seen within it.
+const modeTTL = 30 * time.Second
+
+type modeEntry struct {
+	mode       string // frond.Tag.Mode as stored: "" or ModeSequence
+	epoch      int64  // Service.modeEpoch when it was read
+	refreshing atomic.Bool
+}
+
+// ageModes makes every cached mode stale once per modeTTL: the hot path
+// compares an epoch instead of reading the clock.
+func (s *Service) ageModes() {
+	defer s.wg.Done()
+	t := time.NewTicker(modeTTL)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			s.modeEpoch.Add(1)
+		case <-s.stop:
+			return
+		}
+	}
+}
+
+// modeOf returns a tag's mode, from the cache or the store. A tag the
+// segment engine holds buffers of is a segment tag; its mode is still read
+// once, so a sequence tag that a stale node served from buffers is found.
+func (s *Service) modeOf(ctx context.Context, tag string) (string, error) {
+	if v, ok := s.modes.Load(tag); ok {
+		e := v.(*modeEntry)
+		if e.epoch != s.modeEpoch.Load() && e.refreshing.CompareAndSwap(false, true) {
+			go s.refreshMode(tag, e)
+		}
+		return e.mode, nil
+	}
+	// As the segment engine does for first loads: for a moment after the
+	// store failed to answer, a tag whose mode is not known yet fails at
+	// once instead of waiting for the store again.
+	if at := s.modeFail.Load(); at != 0 {
+		if since := time.Since(time.Unix(0, at)); since < s.failFast() {
+			return "", fmt.Errorf("%w: tag %s: its mode is not known yet, and a store read failed %v ago", frond.ErrStoreUnavailable, Quote(tag), since.Round(time.Millisecond))
+		}
+	}
+	t, err := s.store.Tag(ctx, tag)
+	if err != nil {
+		if errors.Is(err, frond.ErrStoreUnavailable) && ctx.Err() == nil {
+			s.modeFail.Store(time.Now().UnixNano())
+		}
+		return "", err
+	}
+	s.setMode(tag, t.Mode)
+	return t.Mode, nil
+}
+
+// failFast is Settings.FailFast as the segment engine reads it.
+func (s *Service) failFast() time.Duration {
+	switch d := s.cfg.Segment.FailFast; {
+	case d == 0:
+		return segment.DefaultFailFast
+	case d < 0:
+		return 0
+	default:
+		return d
+	}
+}
+
+func (s *Service) refreshMode(tag string, old *modeEntry) {
+	defer old.refreshing.Store(false)
+	ctx, cancel := context.WithTimeout(s.runCtx, s.loadTimeout())
+	defer cancel()
+	t, err := s.store.Tag(ctx, tag)
+	switch {
+	case err == nil:
+		s.setMode(tag, t.Mode)
+	case errors.Is(err, frond.ErrTagNotFound):
+		s.modes.Delete(tag)
+	}
+}
+
+func (s *Service) setMode(tag, mode string) {
+	mode = frond.StoredMode(mode)
+	s.modes.Store(tag, &modeEntry{mode: mode, epoch: s.modeEpoch.Load()})
+	if mode == frond.ModeSequence {
+		s.seg.Forget(tag) // buffers of a tag that became a sequence tag
+	}
+}
+
+func (s *Service) loadTimeout() time.Duration {
+	if d := s.cfg.Segment.LoadTimeout; d > 0 {
+		return d
+	}
+	return 10 * time.Second
+}
+
+// sequencer is the group commit of the sequence tags of one node.
+type sequencer struct {
+	s    *Service
+	mu   sync.Mutex
+	tags map[string]*seqQueue
+	// trips and ids count store calls and IDs, for metrics and the
+	// dashboard: ids/trips is the mean group.
+	stats sync.Map // tag -> *seqCounters
+}
+
+type seqQueue struct {
+	waiting []*seqWaiter
+	busy    bool // a store call is in flight
+}
+
+type seqWaiter struct {
+	n      int64
+	ranges []frond.Range
+	err    error
+	done   chan struct{}
+}
+
+// SequenceStats are the counters of one sequence tag on this node.
+type SequenceStats struct {
+	Tag   string `json:"tag"`
+	Trips uint64 `json:"trips"`     // store calls
+	IDs   uint64 `json:"ids"`       // IDs taken (handed out, or lost with callers gone)
+	Max   uint64 `json:"max_group"` // the most requests one store call served
+}
+
+type seqCounters struct {
+	tag             string
+	trips, ids, max atomic.Uint64
+}
+
+// take returns n IDs of tag, taken by a store call that started after this
+// call began. If ctx ends first the IDs (if the store call still succeeds)
+// are skipped, never handed to anyone else.
+func (q *sequencer) take(ctx context.Context, tag string, n int64) ([]frond.Range, error) {
+	w := &seqWaiter{n: n, done: make(chan struct{})}
+	q.mu.Lock()
+	if q.tags == nil {
+		q.tags = map[string]*seqQueue{}
+	}
+	tq := q.tags[tag]
+	if tq == nil {
+		tq = &seqQueue{}
+		q.tags[tag] = tq
+	}
+	tq.waiting = append(tq.waiting, w)
+	if !tq.busy {
+		tq.busy = true
+		go q.run(tag, tq)
+	}
+	q.mu.Unlock()
+	select {
+	case <-w.done:
+		return w.ranges, w.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// run serves the queue of tag, one store call at a time, until it is empty.
+func (q *sequencer) run(tag string, tq *seqQueue) {
+	for {
+		q.mu.Lock()
+		batch := tq.waiting
+		tq.waiting = nil
+		if len(batch) == 0 {
+			tq.busy = false
+			delete(q.tags, tag)
+			q.mu.Unlock()
+			return
+		}
+		q.mu.Unlock()
+		var total int64
+		for _, w := range batch {
+			total += w.n
+		}
+		ranges, err := q.allocate(tag, total)
+		st := q.statsOf(tag)
+		st.trips.Add(1)
+		if err == nil {
+			st.ids.Add(uint64(total))
+			for g := uint64(len(batch)); ; {
+				m := st.max.Load()
+				if g <= m || st.max.CompareAndSwap(m, g) {
+					break
+				}
+			}
+		}
+		for _, w := range batch { // arrival order
+			if err != nil {
+				w.err = err
+			} else {
+				w.ranges, ranges = cut(ranges, w.n)
+			}
+			close(w.done)
+		}
+	}
+}
+
+// allocate takes total IDs of tag in one store call; a multi-store hands out
+// one residue of what it is asked for, so it may take more calls (each
+// store's IDs increase, but across stores nothing orders them).
+func (q *sequencer) allocate(tag string, total int64) ([]frond.Range, error) {
+	ctx, cancel := context.WithTimeout(q.s.runCtx, q.s.loadTimeout())
+	defer cancel()
+	var out []frond.Range
+	got, stride := int64(0), int64(1)
+	for got < total {
+		a, err := q.s.store.Allocate(ctx, tag, (total-got)*stride)
+		if err != nil {
+			return nil, err
+		}
+		if a.Stride > 1 {
+			stride = a.Stride
+		}
+		if a.Len() == 0 {
+			return nil, fmt.Errorf("%w: tag %q: the store handed out no ID", frond.ErrStoreUnavailable, tag)
+		}
+		out = append(out, a.Range)
+		got += a.Len()
+	}
+	return out, nil
+}
+
+// cut takes the first n IDs of rs: the ranges holding them, and the rest.
+func cut(rs []frond.Range, n int64) (head, rest []frond.Range) {
+	for n > 0 && len(rs) > 0 {
+		r := rs[0]
+		if l := r.Len(); l <= n {
+			head = append(head, r)
+			n -= l
+			rs = rs[1:]
+			continue
+		}
+		stride := max(r.Stride, 1)
+		split := r.Start + n*stride
+		head = append(head, frond.Range{Start: r.Start, End: split, Stride: r.Stride})
+		rs = append([]frond.Range{{Start: split, End: r.End, Stride: r.Stride}}, rs[1:]...)
+		n = 0
+	}
+	return head, rs
+}
+
+func (q *sequencer) statsOf(tag string) *seqCounters {
+	if v, ok := q.stats.Load(tag); ok {
+		return v.(*seqCounters)
+	}
+	v, _ := q.stats.LoadOrStore(tag, &seqCounters{tag: tag})
+	return v.(*seqCounters)
+}
+
+// SequenceStats returns the counters of the sequence tags served on this
+// node, by tag.
+func (s *Service) SequenceStats() []SequenceStats {
+	var out []SequenceStats
+	s.seq.stats.Range(func(_, v any) bool {
+		st := v.(*seqCounters)
+		out = append(out, SequenceStats{Tag: st.tag, Trips: st.trips.Load(), IDs: st.ids.Load(), Max: st.max.Load()})
+		return true
+	})
+	slices.SortFunc(out, func(a, b SequenceStats) int { return strings.Compare(a.Tag, b.Tag) })
+	return out
+}

@@ -1,0 +1,312 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/segment"
+	"github.com/frond-id/frond/store/memstore"
+)
+
+// sharedStore is one store under several services (nodes): Close leaves it
+// open, and Allocate can be held at a gate.
+type sharedStore struct {
+	frond.SegmentStore
+	mu     sync.Mutex
+	gate   chan struct{} // when set, Allocate waits for it
+	calls  int
+	closed bool
+}
+
+func (s *sharedStore) Close() error { return nil }
+
+func (s *sharedStore) Allocate(ctx context.Context, tag string, step int64) (frond.Allocation, error) {
+	s.mu.Lock()
+	s.calls++
+	g := s.gate
+	s.mu.Unlock()
+	if g != nil {
+		select {
+		case <-g:
+		case <-ctx.Done():
+			return frond.Allocation{}, ctx.Err()
+		}
+	}
+	return s.SegmentStore.Allocate(ctx, tag, step)
+}
+
+func (s *sharedStore) allocs() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls
+}
+
+func seqNodes(t *testing.T, n int) ([]*Service, *sharedStore) {
+	t.Helper()
+	st := &sharedStore{SegmentStore: memstore.New(nil)}
+	var out []*Service
+	for i := range n {
+		s, err := New(bg, Config{PersistEvery: time.Hour, Segment: segment.Settings{FixedStep: true}}, st, &memRegistry{id: int64(i + 1)}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close(bg) })
+		out = append(out, s)
+	}
+	if _, err := out[0].CreateTag(bg, frond.Tag{Name: "ticket", MaxID: 1, Step: 1000, Mode: frond.ModeSequence}); err != nil {
+		t.Fatal(err)
+	}
+	return out, st
+}
+
+// One request after another, to alternating nodes: every ID is the next
+// one, with no gap (nothing is buffered), and the IDs of a batch are
+// consecutive.
+func TestSequence_AcrossNodes(t *testing.T) {
+	nodes, st := seqNodes(t, 2)
+	want := int64(1)
+	for i := range 20 {
+		a, err := nodes[i%2].Take(bg, Request{Kind: KindSegment, Name: "ticket"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Nums[0] != want {
+			t.Fatalf("request %d on node %d: %d, want %d", i, i%2, a.Nums[0], want)
+		}
+		want++
+	}
+	a, err := nodes[1].Take(bg, Request{Kind: KindSegment, Name: "ticket", Count: 5})
+	if err != nil || !slices.Equal(a.Nums, []int64{21, 22, 23, 24, 25}) {
+		t.Fatalf("a batch of 5: %v, %v", a.Nums, err)
+	}
+	r, err := nodes[0].Take(bg, Request{Kind: KindSegment, Name: "ticket", Count: 3, Ranges: true})
+	if err != nil || len(r.Ranges) != 1 || r.Ranges[0] != (frond.Range{Start: 26, End: 29, Stride: 1}) {
+		t.Fatalf("ranges: %v, %v", r.Ranges, err)
+	}
+	if got := st.allocs(); got != 22 {
+		t.Fatalf("%d store calls for 22 requests", got)
+	}
+	if tag, _ := nodes[1].Tag(bg, "ticket"); tag.Mode != frond.ModeSequence || tag.MaxID != 29 {
+		t.Fatalf("tag %+v", tag)
+	}
+	for _, s := range nodes {
+		if len(s.SegmentStats()) != 0 {
+			t.Fatalf("a sequence tag has segment buffers: %+v", s.SegmentStats())
+		}
+	}
+}
+
+// Group commit: callers that arrive while a store call is in flight wait
+// for the next one, which serves them all at once, in arrival order; none
+// joins the call in flight.
+func TestSequence_GroupCommit(t *testing.T) {
+	nodes, st := seqNodes(t, 1)
+	s := nodes[0]
+	gate := make(chan struct{})
+	st.mu.Lock()
+	st.gate = gate
+	st.mu.Unlock()
+	first := make(chan int64, 1)
+	go func() {
+		a, err := s.Take(bg, Request{Kind: KindSegment, Name: "ticket"})
+		if err != nil {
+			t.Error(err)
+		}
+		first <- a.Nums[0]
+	}()
+	waitFor(t, "the first store call", func() bool { return st.allocs() == 1 }) // the first call is in flight
+	const callers = 50
+	var wg sync.WaitGroup
+	got := make([]int64, callers)
+	for i := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a, err := s.Take(bg, Request{Kind: KindSegment, Name: "ticket", Count: 2})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			got[i] = a.Nums[0]
+			if a.Nums[1] != a.Nums[0]+1 {
+				t.Errorf("a batch of 2: %v", a.Nums)
+			}
+		}()
+	}
+	waitFor(t, "the callers queued", func() bool {
+		s.seq.mu.Lock()
+		defer s.seq.mu.Unlock()
+		q := s.seq.tags["ticket"]
+		return q != nil && len(q.waiting) == callers
+	})
+	close(gate)
+	wg.Wait()
+	if f := <-first; f != 1 {
+		t.Fatalf("the first caller got %d", f)
+	}
+	if calls := st.allocs(); calls != 2 {
+		t.Fatalf("%d store calls for 1 + %d callers: want 2 (one group)", calls, callers)
+	}
+	slices.Sort(got)
+	for i, id := range got {
+		if id != int64(2+2*i) {
+			t.Fatalf("IDs of the group: %v", got)
+		}
+	}
+	stats := s.SequenceStats()
+	if len(stats) != 1 || stats[0].Trips != 2 || stats[0].IDs != 1+2*callers || stats[0].Max != callers {
+		t.Fatalf("stats %+v", stats)
+	}
+}
+
+// Under load on two nodes, every pair of requests where one was answered
+// before the other was sent is in order; no ID is given twice.
+func TestSequence_Linearizable(t *testing.T) {
+	nodes, _ := seqNodes(t, 2)
+	type op struct {
+		start, end time.Time
+		id         int64
+	}
+	const workers, per = 8, 60
+	ops := make([][]op, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range per {
+				start := time.Now()
+				a, err := nodes[(w+i)%2].Take(bg, Request{Kind: KindSegment, Name: "ticket"})
+				end := time.Now()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				ops[w] = append(ops[w], op{start, end, a.Nums[0]})
+			}
+		}()
+	}
+	wg.Wait()
+	var all []op
+	for _, o := range ops {
+		all = append(all, o...)
+	}
+	seen := map[int64]bool{}
+	for _, o := range all {
+		if seen[o.id] {
+			t.Fatalf("ID %d twice", o.id)
+		}
+		seen[o.id] = true
+	}
+	// Sweep by start: the largest ID answered before each start.
+	byEnd := slices.Clone(all)
+	sort.Slice(byEnd, func(i, j int) bool { return byEnd[i].end.Before(byEnd[j].end) })
+	sort.Slice(all, func(i, j int) bool { return all[i].start.Before(all[j].start) })
+	j, maxDone := 0, int64(0)
+	for _, o := range all {
+		for j < len(byEnd) && byEnd[j].end.Before(o.start) {
+			maxDone = max(maxDone, byEnd[j].id)
+			j++
+		}
+		if o.id <= maxDone {
+			t.Fatalf("ID %d was answered after %d had been answered before it was asked for", o.id, maxDone)
+		}
+	}
+}
+
+// A sequence tag cannot be leased (TinyID's segments, the Go client's
+// leases); HEAD (Peek) says the same.
+func TestSequence_NotLeasable(t *testing.T) {
+	nodes, _ := seqNodes(t, 1)
+	for _, r := range []Request{
+		{Kind: KindSegment, Name: "ticket", Run: true},
+		{Kind: KindSegment, Name: "ticket", Count: 10, Ranges: true, Lease: true},
+	} {
+		if _, err := nodes[0].Take(bg, r); !errors.Is(err, frond.ErrNotLeasable) || Code(err) != CodeNotLeasable {
+			t.Errorf("%+v: %v", r, err)
+		}
+		if err := nodes[0].Peek(bg, &r); !errors.Is(err, frond.ErrNotLeasable) {
+			t.Errorf("Peek %+v: %v", r, err)
+		}
+	}
+	if err := nodes[0].Peek(bg, &Request{Kind: KindSegment, Name: "ticket"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nodes[0].Take(bg, Request{Kind: KindSegment, Name: "nope"}); Code(err) != CodeTagNotFound {
+		t.Fatalf("unknown tag: %v", err)
+	}
+}
+
+// A tag deleted and created again under the other mode by another node is
+// seen by this node once its cached mode is older than modeTTL, and the
+// segment buffers it held for the tag are dropped.
+func TestSequence_ModeChangeSeen(t *testing.T) {
+	nodes, _ := seqNodes(t, 2)
+	a, b := nodes[0], nodes[1]
+	if _, err := a.CreateTag(bg, frond.Tag{Name: "order", MaxID: 1, Step: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := a.Take(bg, Request{Kind: KindSegment, Name: "order"}); err != nil || r.Nums[0] != 1 {
+		t.Fatalf("segment ID: %v, %v", r.Nums, err)
+	}
+	if err := b.DeleteTag(bg, "order"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.CreateTag(bg, frond.Tag{Name: "order", MaxID: 1000, Step: 100, Mode: frond.ModeSequence}); err != nil {
+		t.Fatal(err)
+	}
+	// Age node a's cached modes, as modeTTL passing does.
+	a.modeEpoch.Add(1)
+	a.Take(bg, Request{Kind: KindSegment, Name: "order"}) // served from the old mode; starts the refresh
+	waitFor(t, "the mode refreshed", func() bool {
+		v, _ := a.modes.Load("order")
+		return v != nil && v.(*modeEntry).mode == frond.ModeSequence
+	})
+	r, err := a.Take(bg, Request{Kind: KindSegment, Name: "order"})
+	if err != nil || r.Nums[0] < 1000 {
+		t.Fatalf("after the change: %v, %v", r.Nums, err)
+	}
+	if len(a.SegmentStats()) != 0 {
+		t.Fatalf("buffers kept: %+v", a.SegmentStats())
+	}
+}
+
+// downTagStore fails Tag as a store that is down does, and counts the calls.
+type downTagStore struct {
+	*sharedStore
+	tagCalls atomic.Int64
+}
+
+func (s *downTagStore) Tag(ctx context.Context, name string) (frond.Tag, error) {
+	s.tagCalls.Add(1)
+	return frond.Tag{}, fmt.Errorf("%w: connection refused", frond.ErrStoreUnavailable)
+}
+
+// While the store is down, a tag whose mode is not known yet fails at once
+// after the first failed read, as the segment engine's first loads do: no
+// request waits for the store again within FailFast.
+func TestSequence_ModeReadFailsFast(t *testing.T) {
+	st := &downTagStore{sharedStore: &sharedStore{SegmentStore: memstore.New(nil)}}
+	s, err := New(bg, Config{PersistEvery: time.Hour, Segment: segment.Settings{FailFast: time.Hour}}, st, &memRegistry{id: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(bg) })
+	for i := range 5 {
+		_, err := s.Take(bg, Request{Kind: KindSegment, Name: fmt.Sprintf("t%d", i)})
+		if Code(err) != CodeStoreUnavailable {
+			t.Fatalf("request %d: %v", i, err)
+		}
+	}
+	if n := st.tagCalls.Load(); n != 1 {
+		t.Fatalf("%d store reads for 5 requests within FailFast", n)
+	}
+}

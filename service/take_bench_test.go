@@ -1,0 +1,26 @@
+package service
+
+import (
+	"testing"
+	"time"
+
+	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/snowflake"
+	"github.com/frond-id/frond/store/memstore"
+)
+
+// BenchmarkTake is a segment ID through Take, what every front end calls:
+// the request's checks, the tag's mode and the engine.
+func BenchmarkTake(b *testing.B) {
+	st := memstore.New(nil)
+	st.CreateTag(bg, frond.Tag{Name: "bench", MaxID: 1, Step: 1_000_000})
+	s, err := New(bg, Config{MaxLead: time.Hour, PersistEvery: time.Hour, Now: snowflake.NewSystemClock(0, 0).Now}, st, &memRegistry{}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close(bg)
+	r := Request{Kind: KindSegment, Name: "bench"}
+	for b.Loop() {
+		s.Take(bg, r)
+	}
+}
