@@ -14,7 +14,10 @@
 //     internal error, no malformed body);
 //   - a node that served a tag keeps serving it from its buffers through a
 //     store cut (a probe tag at 5 requests/s against 1,000-ID segments);
-//   - every node serves both kinds again once the faults end.
+//   - every node serves both kinds again once the faults end;
+//   - a sequence tag's IDs are unique and, on one store (redis-zk),
+//     linearizable: an answer that arrived before another request was sent
+//     has smaller IDs (docs/kinds.md#sequence-tags).
 //
 // The registry runs with lease_ttl 3 s and recycle_after 10 s, and all but
 // three of the javascript layout's 64 worker IDs are reserved (etcd: used
@@ -91,10 +94,19 @@ const (
 // numTags tags take the mixed clients' requests; one more is the probe tag.
 const numTags = 4
 
+// The tags: numTags segment tags, then the horizon's probe tag (index
+// numTags), then a sequence tag (seqTag): its IDs must be unique and, on a
+// single store, linearizable.
+const (
+	probeTag = numTags
+	seqTag   = numTags + 1
+)
+
 // harness is the cluster under test and what it recorded.
 type harness struct {
 	t       *testing.T
 	variant string
+	stores  int // how many stores each node combines
 	binary  string
 	logDir  string
 	dataDir string
@@ -280,6 +292,7 @@ func TestChaos(t *testing.T) {
 		t.Fatalf("-chaos.variant=%q: sql-etcd or redis-zk", h.variant)
 	}
 
+	h.stores = len(storeTargets)
 	if *sabotageFlag {
 		h.registryURL = func(string) string { return "static:1" }
 	}
@@ -322,13 +335,16 @@ func TestChaos(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for i := range numTags + 1 {
-		step := 100
-		if i == numTags {
-			step = 2000 // the probe tag: 1,000 IDs a segment per store
+	for i := range seqTag + 1 {
+		step, mode := 100, "segment"
+		switch i {
+		case probeTag:
+			step = 2000 // 1,000 IDs a segment per store
+		case seqTag:
+			step, mode = 1, "sequence"
 		}
 		h.tags = append(h.tags, fmt.Sprintf("%s-%d", strings.ReplaceAll(h.ns, "_", "-"), i))
-		h.createTag(h.tags[i], step)
+		h.createTag(h.tags[i], step, mode)
 	}
 	t.Cleanup(h.deleteTags)
 	h.logf("nodes up, tags %v; logs in %s", h.tags, h.logDir)
@@ -349,6 +365,9 @@ func TestChaos(t *testing.T) {
 	for _, n := range h.nodes {
 		spawn(func(c *client) { c.sequential(n, stop, maxRequests) })
 		spawn(func(c *client) { c.horizon(n, stop, maxRequests) })
+	}
+	for range 2 {
+		spawn(func(c *client) { c.sequence(stop, maxRequests) })
 	}
 
 	// Faults.
@@ -468,8 +487,8 @@ func (h *harness) liveURL() string {
 	return ""
 }
 
-func (h *harness) createTag(name string, step int) {
-	body := fmt.Sprintf(`{"name":%q,"step":%d}`, name, step)
+func (h *harness) createTag(name string, step int, mode string) {
+	body := fmt.Sprintf(`{"name":%q,"step":%d,"mode":%q}`, name, step, mode)
 	resp, err := h.http.Post(h.liveURL()+"/v1/tags", "application/json", strings.NewReader(body))
 	if err != nil {
 		h.t.Fatal(err)
@@ -752,7 +771,9 @@ func (h *harness) check(seed uint64, results []*result) {
 	var failures []string
 	nFailures, slow, requests := 0, 0, 0
 	probes := map[int][]probe{}
+	var seqOps []seqOp
 	for _, r := range results {
+		seqOps = append(seqOps, r.seqOps...)
 		recs = append(recs, r.recs...)
 		r.recs = nil
 		for c, k := range r.codes {
@@ -821,8 +842,23 @@ func (h *harness) check(seed uint64, results []*result) {
 	for _, c := range slices.Sorted(maps.Keys(codes)) {
 		es = append(es, fmt.Sprintf("%s=%d", c, codes[c]))
 	}
-	summary := fmt.Sprintf("chaos: %d IDs checked (segment %d, snowflake %d), %d duplicates; faults: %s; errors: %s; requests=%d slow_requests=%d failures=%d; horizon: %d probes during store cuts, %d refused; variant=%s seed=%d duration=%v",
-		len(recs), segments, snowflakes, dups, strings.Join(fs, " "), strings.Join(es, " "), requests, slow, nFailures+len(faultErrs), during, refused, h.variant, seed, *durationFlag)
+	// The sequence tag: linearizable on one store (several stores order
+	// nothing across each other: docs/kinds.md), unique always (above).
+	linear := "not checked (several stores)"
+	if h.stores == 1 {
+		bad := linearizability(seqOps)
+		for i, b := range bad {
+			if i == 10 {
+				t.Errorf("... and %d more sequence IDs out of order", len(bad)-10)
+				break
+			}
+			t.Errorf("sequence tag: %s", b)
+		}
+		linear = fmt.Sprintf("%d out of order", len(bad))
+	}
+	summary := fmt.Sprintf("chaos: %d IDs checked (segment %d, snowflake %d), %d duplicates; faults: %s; errors: %s; requests=%d slow_requests=%d failures=%d; horizon: %d probes during store cuts, %d refused; sequence: %d answers, %s; variant=%s seed=%d duration=%v",
+		len(recs), segments, snowflakes, dups, strings.Join(fs, " "), strings.Join(es, " "), requests, slow, nFailures+len(faultErrs), during, refused,
+		len(seqOps), linear, h.variant, seed, *durationFlag)
 	fmt.Println(summary)
 
 	for _, f := range failures {
@@ -834,8 +870,8 @@ func (h *harness) check(seed uint64, results []*result) {
 	for _, f := range faultErrs {
 		t.Error(f)
 	}
-	if len(recs) == 0 || snowflakes == 0 || segments == 0 {
-		t.Errorf("the clients got no IDs of some kind: segment %d, snowflake %d", segments, snowflakes)
+	if len(recs) == 0 || snowflakes == 0 || segments == 0 || len(seqOps) == 0 {
+		t.Errorf("the clients got no IDs of some kind: segment %d, snowflake %d, sequence answers %d", segments, snowflakes, len(seqOps))
 	}
 	switch {
 	case t.Failed():
@@ -848,6 +884,31 @@ func (h *harness) check(seed uint64, results []*result) {
 // duplicates sorts recs and returns every pair of records of one ID of one
 // tag (snowflakeTag: one space across the nodes), and how many segment and
 // snowflake records there are.
+// linearizability checks the answers of the sequence tag: an answer that
+// arrived before another request was sent has smaller IDs. It returns the
+// violations.
+func linearizability(ops []seqOp) []string {
+	byEnd := slices.Clone(ops)
+	slices.SortFunc(byEnd, func(a, b seqOp) int { return a.to.Compare(b.to) })
+	slices.SortFunc(ops, func(a, b seqOp) int { return a.from.Compare(b.from) })
+	var bad []string
+	j := 0
+	var done seqOp // the answer with the largest IDs among those before
+	for _, o := range ops {
+		for j < len(byEnd) && byEnd[j].to.Before(o.from) {
+			if byEnd[j].max > done.max {
+				done = byEnd[j]
+			}
+			j++
+		}
+		if done.max != 0 && o.min <= done.max {
+			bad = append(bad, fmt.Sprintf("node %d answered %d at %s, after node %d had answered %d at %s",
+				o.node, o.min, o.to.Format("15:04:05.000"), done.node, done.max, done.to.Format("15:04:05.000")))
+		}
+	}
+	return bad
+}
+
 func duplicates(recs []rec) (pairs [][2]rec, segments, snowflakes int) {
 	slices.SortFunc(recs, func(a, b rec) int {
 		if a.tag != b.tag {

@@ -2,7 +2,10 @@
 
 package chaos
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // The checker's parts on made-up answers: they must be able to fail.
 
@@ -80,5 +83,24 @@ func TestParseError(t *testing.T) {
 	// internal parses, but is not an honest code for either kind.
 	if honest[false]["internal"] || honest[true]["internal"] || honest[false]["worker_unavailable"] {
 		t.Error("honest codes")
+	}
+}
+
+// The linearizability check on made-up answers: an answer asked for after
+// another was answered must have larger IDs; overlapping ones may not.
+func TestLinearizability(t *testing.T) {
+	at := func(ms int) time.Time { return time.Date(2026, 11, 25, 12, 0, 0, ms*int(time.Millisecond), time.UTC) }
+	ok := []seqOp{
+		{node: 0, from: at(0), to: at(10), min: 1, max: 1},
+		{node: 1, from: at(5), to: at(20), min: 3, max: 4}, // overlaps the first
+		{node: 2, from: at(6), to: at(8), min: 2, max: 2},  // inside the second: either order
+		{node: 0, from: at(21), to: at(30), min: 5, max: 5},
+	}
+	if bad := linearizability(ok); len(bad) != 0 {
+		t.Fatalf("a linearizable history refused: %v", bad)
+	}
+	bad := append(ok, seqOp{node: 1, from: at(31), to: at(40), min: 4, max: 4}) // asked after 5 was answered
+	if got := linearizability(bad); len(got) != 1 {
+		t.Fatalf("an answer below an earlier one passed: %v", got)
 	}
 }

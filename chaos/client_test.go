@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -78,6 +79,15 @@ type result struct {
 	nFailures int
 	slow      int
 	probes    []probe
+	seqOps    []seqOp
+}
+
+// seqOp is one answer of the sequence tag: when it was asked and answered,
+// and its smallest and largest ID.
+type seqOp struct {
+	node     int
+	from, to time.Time
+	min, max int64
 }
 
 func newResult() *result { return &result{codes: map[string]int{}} }
@@ -325,7 +335,7 @@ func (c *client) mixed(stop <-chan struct{}, maxRequests int) {
 		}
 		// A pause between requests leaves CPU to the processes under test
 		// and bounds the IDs held for the check (about 10,000 a second).
-		cl, sent := c.do(n, k, c.rng.IntN(len(c.h.tags)-1), count)
+		cl, sent := c.do(n, k, c.rng.IntN(numTags), count)
 		switch {
 		case !sent:
 			time.Sleep(20 * time.Millisecond)
@@ -368,10 +378,36 @@ func (c *client) sequential(n *node, stop <-chan struct{}, maxRequests int) {
 	}
 }
 
+// sequence asks random nodes for IDs of the sequence tag, one or a few at a
+// time, and keeps every answer for the linearizability check.
+func (c *client) sequence(stop <-chan struct{}, maxRequests int) {
+	for i := 0; i < maxRequests; i++ {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		n := c.h.nodes[c.rng.IntN(len(c.h.nodes))]
+		k, count := v1SegmentOne, 1
+		if i%3 == 2 {
+			k, count = v1SegmentN, 1+c.rng.IntN(5)
+		}
+		cl, sent := c.do(n, k, seqTag, count)
+		switch {
+		case !sent:
+			time.Sleep(20 * time.Millisecond)
+		case cl.outcome == "ok":
+			c.res.seqOps = append(c.res.seqOps, seqOp{node: n.idx, from: cl.from, to: cl.to, min: slices.Min(cl.ids), max: slices.Max(cl.ids)})
+			time.Sleep(2 * time.Millisecond)
+		default:
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
 // horizon takes one ID of the probe tag from n every 200 ms: the checker
 // looks at the answers during store cuts.
 func (c *client) horizon(n *node, stop <-chan struct{}, maxRequests int) {
-	probeTag := len(c.h.tags) - 1
 	for i := 0; i < maxRequests; i++ {
 		select {
 		case <-stop:

@@ -121,6 +121,10 @@ func (m *Multi) Allocate(ctx context.Context, tag string, step int64) (frond.All
 	return out, err
 }
 
+// Residues is how many stores (residue classes) m combines: an Allocate of
+// step s hands out about s/Residues IDs.
+func (m *Multi) Residues() int { return len(m.stores) }
+
 // Tag implements frond.SegmentStore: the tag as the first store that answers has it.
 func (m *Multi) Tag(ctx context.Context, name string) (frond.Tag, error) {
 	var out frond.Tag

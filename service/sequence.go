@@ -129,6 +129,10 @@ type sequencer struct {
 	s    *Service
 	mu   sync.Mutex
 	tags map[string]*seqQueue
+	// fails holds, per tag, the last store call that failed on an outage:
+	// for FailFast after it, callers get its error at once instead of
+	// queueing for the store (as the segment engine's callers do).
+	fails map[string]seqFail
 	// trips and ids count store calls and IDs, for metrics and the
 	// dashboard: ids/trips is the mean group.
 	stats sync.Map // tag -> *seqCounters
@@ -137,6 +141,11 @@ type sequencer struct {
 type seqQueue struct {
 	waiting []*seqWaiter
 	busy    bool // a store call is in flight
+}
+
+type seqFail struct {
+	at  time.Time
+	err error
 }
 
 type seqWaiter struct {
@@ -165,6 +174,10 @@ type seqCounters struct {
 func (q *sequencer) take(ctx context.Context, tag string, n int64) ([]frond.Range, error) {
 	w := &seqWaiter{n: n, done: make(chan struct{})}
 	q.mu.Lock()
+	if err := q.failedLocked(tag); err != nil {
+		q.mu.Unlock()
+		return nil, err
+	}
 	if q.tags == nil {
 		q.tags = map[string]*seqQueue{}
 	}
@@ -199,12 +212,32 @@ func (q *sequencer) run(tag string, tq *seqQueue) {
 			q.mu.Unlock()
 			return
 		}
+		// Callers that queued behind a call that failed on an outage get
+		// its error, not a second wait for the store.
+		if err := q.failedLocked(tag); err != nil {
+			q.mu.Unlock()
+			for _, w := range batch {
+				w.err = err
+				close(w.done)
+			}
+			continue
+		}
 		q.mu.Unlock()
 		var total int64
 		for _, w := range batch {
 			total += w.n
 		}
 		ranges, err := q.allocate(tag, total)
+		q.mu.Lock()
+		if errors.Is(err, frond.ErrStoreUnavailable) && q.s.runCtx.Err() == nil {
+			if q.fails == nil {
+				q.fails = map[string]seqFail{}
+			}
+			q.fails[tag] = seqFail{at: time.Now(), err: err}
+		} else {
+			delete(q.fails, tag)
+		}
+		q.mu.Unlock()
 		st := q.statsOf(tag)
 		st.trips.Add(1)
 		if err == nil {
@@ -227,20 +260,38 @@ func (q *sequencer) run(tag string, tq *seqQueue) {
 	}
 }
 
-// allocate takes total IDs of tag in one store call; a multi-store hands out
-// one residue of what it is asked for, so it may take more calls (each
-// store's IDs increase, but across stores nothing orders them).
+// failedLocked is the error of the tag's last store call when it failed on
+// an outage within FailFast, else nil. q.mu is held.
+func (q *sequencer) failedLocked(tag string) error {
+	f, ok := q.fails[tag]
+	if !ok {
+		return nil
+	}
+	since := time.Since(f.at)
+	if since >= q.s.failFast() {
+		return nil
+	}
+	return fmt.Errorf("%w: sequence tag %s: the last store call failed %v ago: %w", frond.ErrStoreUnavailable, Quote(tag), since.Round(time.Millisecond), f.err)
+}
+
+// allocate takes total IDs of tag in one store call. A multi-store of K
+// stores hands out one residue of what it is asked for, so it is asked for
+// K times as many (each store's IDs increase, but across stores nothing
+// orders them); a call that still falls short is followed by another.
 func (q *sequencer) allocate(tag string, total int64) ([]frond.Range, error) {
 	ctx, cancel := context.WithTimeout(q.s.runCtx, q.s.loadTimeout())
 	defer cancel()
 	var out []frond.Range
 	got, stride := int64(0), int64(1)
+	if m, ok := q.s.store.(interface{ Residues() int }); ok {
+		stride = int64(max(m.Residues(), 1))
+	}
 	for got < total {
 		a, err := q.s.store.Allocate(ctx, tag, (total-got)*stride)
 		if err != nil {
 			return nil, err
 		}
-		if a.Stride > 1 {
+		if a.Stride > stride {
 			stride = a.Stride
 		}
 		if a.Len() == 0 {
