@@ -260,6 +260,12 @@ func (q *sequencer) run(tag string, tq *seqQueue) {
 	}
 }
 
+// idsAllocator is a store that takes n IDs of a tag in one round trip
+// where Allocate would take more (sqlstore on MySQL: LAST_INSERT_ID).
+type idsAllocator interface {
+	AllocateIDs(ctx context.Context, tag string, n int64) (frond.Range, error)
+}
+
 // failedLocked is the error of the tag's last store call when it failed on
 // an outage within FailFast, else nil. q.mu is held.
 func (q *sequencer) failedLocked(tag string) error {
@@ -285,6 +291,13 @@ func (q *sequencer) allocate(tag string, total int64) ([]frond.Range, error) {
 	got, stride := int64(0), int64(1)
 	if m, ok := q.s.store.(interface{ Residues() int }); ok {
 		stride = int64(max(m.Residues(), 1))
+	}
+	if t, ok := q.s.store.(idsAllocator); ok && stride == 1 {
+		r, err := t.AllocateIDs(ctx, tag, total)
+		if err != nil {
+			return nil, err
+		}
+		return []frond.Range{r}, nil
 	}
 	for got < total {
 		a, err := q.s.store.Allocate(ctx, tag, (total-got)*stride)

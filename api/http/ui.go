@@ -52,14 +52,15 @@ func uiRoot(w http.ResponseWriter, r *http.Request) {
 
 // snapshot is what the dashboard shows, sent every uiEvery.
 type snapshot struct {
-	Now       time.Time          `json:"now"`
-	Started   time.Time          `json:"started"`
-	Worker    service.WorkerInfo `json:"worker"`
-	Layout    layoutJSON         `json:"layout"`
-	Readiness service.Readiness  `json:"readiness"`
-	Tags      []tagStats         `json:"tags"`
-	Snowflake snowflakeJSON      `json:"snowflake"`
-	Counts    api.Counts         `json:"counts"`
+	Now       time.Time               `json:"now"`
+	Started   time.Time               `json:"started"`
+	Worker    service.WorkerInfo      `json:"worker"`
+	Layout    layoutJSON              `json:"layout"`
+	Readiness service.Readiness       `json:"readiness"`
+	Tags      []tagStats              `json:"tags"`
+	Sequences []service.SequenceStats `json:"sequences"` // sequence tags served on this node
+	Snowflake snowflakeJSON           `json:"snowflake"`
+	Counts    api.Counts              `json:"counts"`
 }
 
 type layoutJSON struct {
@@ -127,6 +128,7 @@ func (s *Server) snapshot(ctx context.Context) snapshot {
 		}
 		out.Tags = append(out.Tags, t)
 	}
+	out.Sequences = s.svc.SequenceStats()
 	return out
 }
 

@@ -134,6 +134,30 @@ func TestDashboard_Browser(t *testing.T) {
 		t.Fatalf("the form's tag: %v", err)
 	}
 
+	// A sequence tag from the form; once used, its row says what it is.
+	if err := chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.CSS(`#create-tag input[name=name]`), "ticket"),
+		chromedp.SetValue(chromedp.CSS(`#create-tag select[name=mode]`), "sequence"),
+		chromedp.Click(chromedp.CSS(`#create-tag button`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for !strings.Contains(text(`#result`), `"mode": "sequence"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("creating a sequence tag answered %q", text(`#result`))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	f.want(f.do("GET", "/v1/segment/ticket?n=3", ""), 200, `"ids":[1,2,3]`)
+	seqRow := `tr[data-tag="ticket"]`
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(seqRow))); err != nil {
+		t.Fatalf("the dashboard did not show the sequence tag: %v", err)
+	}
+	if got := text(seqRow); !strings.Contains(got, "sequence") || !strings.Contains(got, "1 store calls for 3 IDs") {
+		t.Fatalf("the sequence tag's row: %q", got)
+	}
+
 	// A store outage: the page says the store is down and which tags are
 	// still served from their buffers.
 	f.store.down.Store(true)

@@ -243,6 +243,49 @@ func (s *Store) Allocate(ctx context.Context, tag string, step int64) (frond.All
 	return frond.Allocation{Range: frond.Range{Start: maxID - used, End: maxID, Stride: 1}, Step: tagStep}, nil
 }
 
+// mysqlTake raises max_id by n and hands the new value back through
+// LAST_INSERT_ID(expr), which MySQL and MariaDB return with the UPDATE's
+// answer: Flickr's ticket server in one statement and one round trip, on
+// Leaf's row (Allocate needs a transaction and a SELECT besides, for the
+// tag's step).
+const mysqlTake = `UPDATE leaf_alloc SET max_id = LAST_INSERT_ID(max_id + ?)
+WHERE biz_tag = ? AND max_id <= 9223372036854775807 - ?`
+
+// AllocateIDs takes n IDs of tag as Allocate(tag, n) does, without the
+// tag's step: what a sequence tag needs (service.sequencer). On MySQL and
+// MariaDB it is one statement (mysqlTake); elsewhere Allocate already is.
+func (s *Store) AllocateIDs(ctx context.Context, tag string, n int64) (frond.Range, error) {
+	if n < 1 {
+		return frond.Range{}, fmt.Errorf("%w: %d IDs: at least 1", frond.ErrInvalidArgument, n)
+	}
+	if s.d.kind != sqldb.MySQL {
+		a, err := s.Allocate(ctx, tag, n)
+		return a.Range, err
+	}
+	c, cancel := s.db.Bound(ctx)
+	defer cancel()
+	var res sql.Result
+	err := s.retry(c, func(c context.Context) (err error) {
+		res, err = s.db.ExecContext(c, mysqlTake, n, tag, n)
+		return err
+	})
+	if err != nil {
+		return frond.Range{}, s.fail(fmt.Sprintf("allocate %q", tag), err)
+	}
+	if rows, err := res.RowsAffected(); err == nil && rows == 0 {
+		t, gerr := s.Tag(ctx, tag)
+		if gerr != nil {
+			return frond.Range{}, gerr
+		}
+		return frond.Range{}, fmt.Errorf("allocate %q: max_id %d + %d: %w", tag, t.MaxID, n, frond.ErrTagExhausted)
+	}
+	maxID, err := res.LastInsertId()
+	if err != nil || maxID < n {
+		return frond.Range{}, s.fail(fmt.Sprintf("allocate %q", tag), fmt.Errorf("LAST_INSERT_ID() answered %d: %v", maxID, err))
+	}
+	return frond.Range{Start: maxID - n, End: maxID, Stride: 1}, nil
+}
+
 type scanner interface{ Scan(dest ...any) error }
 
 func scanTag(r scanner) (frond.Tag, error) {

@@ -85,7 +85,7 @@ function render(s) {
   // Tags.
   const tbody = $("tags").tBodies[0];
   tbody.replaceChildren();
-  if (!s.tags || s.tags.length === 0) {
+  if ((!s.tags || s.tags.length === 0) && (!s.sequences || s.sequences.length === 0)) {
     tbody.append(el("tr", { class: "empty" }, el("td", { colspan: "8" }, "no tag has been used on this node yet")));
   }
   for (const t of s.tags || []) {
@@ -108,6 +108,21 @@ function render(s) {
       el("td", { class: "num" }, num(t.step) + (hist.length > 1 ? " (" + hist.map(num).join(" → ") + ")" : "") + (t.waits ? ` · ${num(t.waits)} waits` : "")),
       el("td", {}, t.last_load ? `${t.last_load.slice(11, 19)} in ${dur(t.last_load_seconds)} · ${num(t.loads)} loads` : "–"),
       el("td", { class: "err" }, t.last_error || "")));
+  }
+
+  // Sequence tags: no buffers; every ID from the store, a store call per group.
+  for (const q of s.sequences || []) {
+    const before = prev && (prev.sequences || []).find((p) => p.tag === q.tag);
+    const rate = before ? perSecond(q.ids, before.ids, dt) : 0;
+    tbody.append(el("tr", { "data-tag": q.tag, class: "sequence" },
+      el("td", {}, el("strong", {}, q.tag), el("div", { class: "range" }, "sequence")),
+      el("td", {}, el("div", { class: "range" }, `no buffers: ${num(q.trips)} store calls for ${num(q.ids)} IDs, up to ${num(q.max_group)} requests a call`)),
+      el("td", { class: "horizon" }, "none: the store answers each group"),
+      el("td", { class: "num remaining" }, "–"),
+      el("td", { class: "num" }, num(Math.round(rate)) + "/s"),
+      el("td", { class: "num" }, "–"),
+      el("td", {}, "–"),
+      el("td", { class: "err" }, "")));
   }
 
   // Checks.
@@ -181,7 +196,7 @@ function onSubmit(id, run) {
 }
 
 onSubmit("create-tag", (f) => {
-  const body = { name: f.get("name"), step: Number(f.get("step")) };
+  const body = { name: f.get("name"), step: Number(f.get("step")), mode: f.get("mode") || "segment" };
   if (f.get("description")) body.description = f.get("description");
   return call("POST", "/v1/tags", body);
 });
