@@ -48,4 +48,9 @@ var (
 	// ID is taken from the store when it is asked for, so no range of it
 	// can be leased to a client to hand out later.
 	ErrNotLeasable = errors.New("IDs cannot be leased")
+
+	// ErrNotSequence means a sequence tag's store call was made for a tag
+	// that is not a sequence tag: a node's knowledge of the tag's mode was
+	// out of date (the tag was deleted and created again).
+	ErrNotSequence = errors.New("not a sequence tag")
 )

@@ -270,6 +270,48 @@ type SegmentStore interface {
 	Close() error
 }
 
+// SequenceStore is an optional capability of a SegmentStore: the store call
+// of a sequence tag (ModeSequence), when the store has a mechanism of its own
+// for it (a PostgreSQL or MariaDB sequence, MySQL's LAST_INSERT_ID). A store
+// without it serves sequence tags with Allocate(tag, n).
+//
+// AllocateIDs takes up to n IDs of tag in one atomic operation of the store
+// that starts after the call does, and returns them in increasing order as
+// ranges (several when other callers' values interleave). It returns at
+// least one ID; a multi-store may return fewer than n, and the caller asks
+// again for the rest. Errors are Allocate's, and ErrNotSequence when the tag
+// is not a sequence tag. A store that implements it may refuse Allocate for
+// a sequence tag (ErrNotLeasable): its IDs have one source, this call.
+type SequenceStore interface {
+	AllocateIDs(ctx context.Context, tag string, n int64) ([]Range, error)
+}
+
+// TailReturner is an optional capability of a SegmentStore: giving back the
+// unused end of a segment at a clean shutdown (Leaf #15), so that a restart
+// does not burn a segment per node.
+//
+// ReturnTail sets the max_id of the segment tag tag to from if it is to
+// now, in one atomic compare-and-set, and reports whether it did. The
+// caller guarantees that no ID in [from, to) was handed out and none will
+// be. A sequence tag's max_id is never changed.
+type TailReturner interface {
+	ReturnTail(ctx context.Context, tag string, from, to int64) (bool, error)
+}
+
+// SequenceIDs takes up to n IDs of the sequence tag tag from s: its
+// AllocateIDs where s is a SequenceStore, else Allocate(tag, n), which every
+// store does atomically. Wrappers of stores forward through it.
+func SequenceIDs(ctx context.Context, s SegmentStore, tag string, n int64) ([]Range, error) {
+	if ss, ok := s.(SequenceStore); ok {
+		return ss.AllocateIDs(ctx, tag, n)
+	}
+	a, err := s.Allocate(ctx, tag, n)
+	if err != nil {
+		return nil, err
+	}
+	return []Range{a.Range}, nil
+}
+
 // Clock is the time source of the engines, injected so tests can move time
 // without sleeping.
 type Clock interface {

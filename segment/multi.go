@@ -13,9 +13,10 @@ import (
 )
 
 var (
-	_ frond.SegmentStore = (*Multi)(nil)
-	_ frond.Pinger       = (*Multi)(nil)
-	_ frond.Warner       = (*Multi)(nil)
+	_ frond.SegmentStore  = (*Multi)(nil)
+	_ frond.SequenceStore = (*Multi)(nil)
+	_ frond.Pinger        = (*Multi)(nil)
+	_ frond.Warner        = (*Multi)(nil)
 )
 
 // ErrDegraded is wrapped by Multi.Ping when some of its stores are down and
@@ -81,7 +82,8 @@ func (m *Multi) attempt(ctx context.Context, op func(ctx context.Context, i int)
 			m.pref.Store(i)
 			return nil
 		}
-		if errors.Is(err, frond.ErrTagExhausted) || errors.Is(err, frond.ErrInvalidArgument) {
+		if errors.Is(err, frond.ErrTagExhausted) || errors.Is(err, frond.ErrInvalidArgument) ||
+			errors.Is(err, frond.ErrNotLeasable) || errors.Is(err, frond.ErrNotSequence) {
 			return err
 		}
 		if errors.Is(err, frond.ErrTagNotFound) {
@@ -116,6 +118,36 @@ func (m *Multi) Allocate(ctx context.Context, tag string, step int64) (frond.All
 			return fmt.Errorf("%w: step %d of tag %q holds no ID of residue %d mod %d; use steps of at least %d", frond.ErrInvalidArgument, a.Len(), tag, i, k, k)
 		}
 		out = frond.Allocation{Range: r, Step: a.Step}
+		return nil
+	})
+	return out, err
+}
+
+// AllocateIDs implements frond.SequenceStore: a sequence tag's IDs from
+// one store, those of its residue among the n*K it is asked for (each
+// store's own mechanism: frond.SequenceIDs). Each store's IDs increase, but
+// nothing orders those of two stores: a sequence tag of a multi-store is
+// unique, not linearizable. It may return fewer than n IDs.
+func (m *Multi) AllocateIDs(ctx context.Context, tag string, n int64) ([]frond.Range, error) {
+	k := int64(len(m.stores))
+	var out []frond.Range
+	err := m.attempt(ctx, func(ctx context.Context, i int) error {
+		rs, err := frond.SequenceIDs(ctx, m.stores[i], tag, n*k)
+		if err != nil {
+			return err
+		}
+		out = out[:0]
+		for _, r := range rs {
+			if r.Stride > 1 {
+				return fmt.Errorf("%w: store %d returned a range of stride %d; multi-stores do not nest", frond.ErrInvalidArgument, i, r.Stride)
+			}
+			if r := Residue(r, int64(i), k); r.Len() > 0 {
+				out = append(out, r)
+			}
+		}
+		if len(out) == 0 {
+			return fmt.Errorf("%w: tag %q: store %d handed out no ID of residue %d mod %d", frond.ErrStoreUnavailable, tag, i, i, k)
+		}
 		return nil
 	})
 	return out, err

@@ -197,7 +197,10 @@ func (s *Service) Serials(ctx context.Context, name string, n int) ([]string, er
 		if key := idfmt.PeriodKey(sr.cfg.Reset, at); key != "" {
 			tag += "." + key
 		}
-		rs, err := s.SegmentIDs(ctx, tag, int64(n-len(out)))
+		// By the tag's mode: a sequence tag's serials are taken from the
+		// store request by request, as its IDs are.
+		a, err := s.take(ctx, Request{Kind: KindSegment, Name: tag, Count: int64(n - len(out)), Ranges: true})
+		rs := a.Ranges
 		if errors.Is(err, frond.ErrTagNotFound) && !sr.resets() {
 			// A missing tag may be one that was deleted: creating it again
 			// at 1 would hand out the same serials again.

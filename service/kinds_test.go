@@ -336,3 +336,29 @@ func TestSerials_MissingTagRefused(t *testing.T) {
 		t.Fatalf("the tag was created again: %v", err)
 	}
 }
+
+// A serial whose tag is a sequence tag takes its numbers as the tag's IDs
+// are taken: from the store, request by request (the group commit's
+// counters show it), so no node buffers any and they follow each other.
+func TestSerials_SequenceTag(t *testing.T) {
+	c := newClock()
+	s := newKindsService(t, c, Config{Serials: map[string]SerialConfig{
+		"inv": {Template: "INV{seq:6}", Tag: "invoice", Step: 100},
+	}})
+	if _, err := s.CreateTag(bg, frond.Tag{Name: "invoice", MaxID: 1, Step: 100, Mode: frond.ModeSequence}); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"INV000001", "INV000002", "INV000003"} {
+		out, err := s.Serials(bg, "inv", 1)
+		if err != nil || out[0] != want {
+			t.Fatalf("serial %d: %v, %v (want %s)", i, out, err, want)
+		}
+	}
+	st := s.SequenceStats()
+	if len(st) != 1 || st[0].Tag != "invoice" || st[0].Trips != 3 {
+		t.Fatalf("sequence stats %+v: the serials did not come from the sequence tag's store calls", st)
+	}
+	if len(s.SegmentStats()) != 0 {
+		t.Fatalf("segments buffered for a sequence tag: %+v", s.SegmentStats())
+	}
+}

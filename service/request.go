@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -206,47 +207,19 @@ func (s *Service) take(ctx context.Context, r Request) (Answer, error) {
 		if err != nil {
 			return Answer{}, err
 		}
-		if mode == frond.ModeSequence {
-			return s.takeSequence(ctx, r, n)
+		a, err := s.takeTag(ctx, r, n, mode)
+		// The store knows the mode better than this node: the tag was
+		// deleted and created again with the other mode by another node
+		// within modeTTL. Learn it, and serve the request by it.
+		switch {
+		case mode == frond.ModeSequence && errors.Is(err, frond.ErrNotSequence):
+			s.setMode(r.Name, "")
+			return s.takeTag(ctx, r, n, "")
+		case mode != frond.ModeSequence && errors.Is(err, frond.ErrNotLeasable):
+			s.setMode(r.Name, frond.ModeSequence)
+			return s.takeTag(ctx, r, n, frond.ModeSequence)
 		}
-		if r.Run {
-			if r.Count == 0 {
-				var err error
-				if n, err = s.tagStep(ctx, r.Name); err != nil {
-					return Answer{}, err
-				}
-			}
-			rg, err := s.seg.NextRun(ctx, r.Name, n)
-			if err != nil {
-				return Answer{}, err
-			}
-			return Answer{Form: FormNumber, Ranges: []frond.Range{rg}}, nil
-		}
-		if r.Ranges {
-			rs, err := s.seg.NextN(ctx, r.Name, n)
-			if err != nil {
-				return Answer{}, err
-			}
-			return Answer{Form: FormNumber, Ranges: rs}, nil
-		}
-		var ids []int64
-		if n == 1 {
-			id, err := s.seg.Next(ctx, r.Name)
-			if err != nil {
-				return Answer{}, err
-			}
-			ids = []int64{id}
-		} else {
-			rs, err := s.seg.NextN(ctx, r.Name, n)
-			if err != nil {
-				return Answer{}, err
-			}
-			ids = make([]int64, 0, n)
-			for _, x := range rs {
-				ids = x.Append(ids)
-			}
-		}
-		return s.answer(KindSegment, r.Form, ids)
+		return a, err
 	case KindSnowflake:
 		var ids []int64
 		var err error
@@ -271,6 +244,51 @@ func (s *Service) take(ctx context.Context, r Request) (Answer, error) {
 		}
 		return Answer{Strs: strs}, nil
 	}
+}
+
+// takeTag serves a request for n IDs of a tag of the given mode.
+func (s *Service) takeTag(ctx context.Context, r Request, n int64, mode string) (Answer, error) {
+	if mode == frond.ModeSequence {
+		return s.takeSequence(ctx, r, n)
+	}
+	if r.Run {
+		if r.Count == 0 {
+			var err error
+			if n, err = s.tagStep(ctx, r.Name); err != nil {
+				return Answer{}, err
+			}
+		}
+		rg, err := s.seg.NextRun(ctx, r.Name, n)
+		if err != nil {
+			return Answer{}, err
+		}
+		return Answer{Form: FormNumber, Ranges: []frond.Range{rg}}, nil
+	}
+	if r.Ranges {
+		rs, err := s.seg.NextN(ctx, r.Name, n)
+		if err != nil {
+			return Answer{}, err
+		}
+		return Answer{Form: FormNumber, Ranges: rs}, nil
+	}
+	var ids []int64
+	if n == 1 {
+		id, err := s.seg.Next(ctx, r.Name)
+		if err != nil {
+			return Answer{}, err
+		}
+		ids = []int64{id}
+	} else {
+		rs, err := s.seg.NextN(ctx, r.Name, n)
+		if err != nil {
+			return Answer{}, err
+		}
+		ids = make([]int64, 0, n)
+		for _, x := range rs {
+			ids = x.Append(ids)
+		}
+	}
+	return s.answer(KindSegment, r.Form, ids)
 }
 
 // takeSequence serves a request for a sequence tag: its IDs come from one

@@ -260,12 +260,6 @@ func (q *sequencer) run(tag string, tq *seqQueue) {
 	}
 }
 
-// idsAllocator is a store that takes n IDs of a tag in one round trip
-// where Allocate would take more (sqlstore on MySQL: LAST_INSERT_ID).
-type idsAllocator interface {
-	AllocateIDs(ctx context.Context, tag string, n int64) (frond.Range, error)
-}
-
 // failedLocked is the error of the tag's last store call when it failed on
 // an outage within FailFast, else nil. q.mu is held.
 func (q *sequencer) failedLocked(tag string) error {
@@ -280,38 +274,28 @@ func (q *sequencer) failedLocked(tag string) error {
 	return fmt.Errorf("%w: sequence tag %s: the last store call failed %v ago: %w", frond.ErrStoreUnavailable, Quote(tag), since.Round(time.Millisecond), f.err)
 }
 
-// allocate takes total IDs of tag in one store call. A multi-store of K
-// stores hands out one residue of what it is asked for, so it is asked for
-// K times as many (each store's IDs increase, but across stores nothing
-// orders them); a call that still falls short is followed by another.
+// allocate takes total IDs of tag in one store call (frond.SequenceIDs: a
+// sequence object where the store has one). A multi-store hands out one
+// residue of what it takes, so a call may fall short and is followed by
+// another.
 func (q *sequencer) allocate(tag string, total int64) ([]frond.Range, error) {
 	ctx, cancel := context.WithTimeout(q.s.runCtx, q.s.loadTimeout())
 	defer cancel()
 	var out []frond.Range
-	got, stride := int64(0), int64(1)
-	if m, ok := q.s.store.(interface{ Residues() int }); ok {
-		stride = int64(max(m.Residues(), 1))
-	}
-	if t, ok := q.s.store.(idsAllocator); ok && stride == 1 {
-		r, err := t.AllocateIDs(ctx, tag, total)
+	for got := int64(0); got < total; {
+		rs, err := frond.SequenceIDs(ctx, q.s.store, tag, total-got)
 		if err != nil {
 			return nil, err
 		}
-		return []frond.Range{r}, nil
-	}
-	for got < total {
-		a, err := q.s.store.Allocate(ctx, tag, (total-got)*stride)
-		if err != nil {
-			return nil, err
+		var n int64
+		for _, r := range rs {
+			n += r.Len()
 		}
-		if a.Stride > stride {
-			stride = a.Stride
-		}
-		if a.Len() == 0 {
+		if n == 0 {
 			return nil, fmt.Errorf("%w: tag %q: the store handed out no ID", frond.ErrStoreUnavailable, tag)
 		}
-		out = append(out, a.Range)
-		got += a.Len()
+		out = append(out, rs...)
+		got += n
 	}
 	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sort"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/store/memstore"
+	"github.com/frond-id/frond/store/sqlstore"
 )
 
 // sharedStore is one store under several services (nodes): Close leaves it
@@ -437,5 +439,68 @@ func TestSequence_QueuedBehindAFailure(t *testing.T) {
 	}
 	if n := st.allocs(); n != 1 {
 		t.Fatalf("%d store calls: the queued callers waited for the store again", n)
+	}
+}
+
+// A node whose cached mode of a tag is out of date (another node deleted
+// the tag and created it again with the other mode, within modeTTL) is
+// told so by the store, which refuses the wrong kind of allocation (SQL
+// stores: a sequence tag's IDs may come from a sequence object): the node
+// learns the mode and serves the request by it, with no error and no ID
+// from the wrong source.
+func TestSequence_StaleModeRefusedByStore(t *testing.T) {
+	url := "sqlite://" + filepath.Join(t.TempDir(), "frond.db")
+	var nodes []*Service
+	for i := range 2 {
+		st, err := sqlstore.Open(bg, url, sqlstore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := New(bg, Config{PersistEvery: time.Hour, Segment: segment.Settings{FixedStep: true}}, st, &memRegistry{id: int64(i + 1)}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close(bg) })
+		nodes = append(nodes, s)
+	}
+	a, b := nodes[0], nodes[1]
+	take := func() int64 {
+		t.Helper()
+		r, err := a.Take(bg, Request{Kind: KindSegment, Name: "order"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Nums[0]
+	}
+	// A step of 100, so that one ID starts no preload, which could take a
+	// segment later on (wasted, but the IDs below would not be exact).
+	if _, err := a.CreateTag(bg, frond.Tag{Name: "order", MaxID: 1, Step: 100}); err != nil {
+		t.Fatal(err)
+	}
+	take()
+	a.seg.Forget("order") // as if used up: the next ID needs a segment
+	if err := b.DeleteTag(bg, "order"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.CreateTag(bg, frond.Tag{Name: "order", MaxID: 1000, Step: 100, Mode: frond.ModeSequence}); err != nil {
+		t.Fatal(err)
+	}
+	if id := take(); id != 1000 {
+		t.Fatalf("segment mode cached, sequence tag in the store: ID %d, want 1000", id)
+	}
+	if m, _ := a.modeOf(bg, "order"); m != frond.ModeSequence {
+		t.Fatalf("mode learnt: %q", m)
+	}
+	if err := b.DeleteTag(bg, "order"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.CreateTag(bg, frond.Tag{Name: "order", MaxID: 5000, Step: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if id := take(); id != 5000 {
+		t.Fatalf("sequence mode cached, segment tag in the store: ID %d, want 5000; %+v", id, a.SegmentStats())
+	}
+	if m, _ := a.modeOf(bg, "order"); m != "" {
+		t.Fatalf("mode learnt: %q", m)
 	}
 }

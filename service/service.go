@@ -218,7 +218,16 @@ func (s *Service) Close(ctx context.Context) error {
 		case <-ctx.Done():
 			errs = append(errs, fmt.Errorf("the worker supervisor did not stop in time: %w", ctx.Err()))
 		}
-		errs = append(errs, s.seg.Close(), s.closeSnowflake(ctx), s.reg.Close(), s.store.Close())
+		// The unused tails of the last segments go back to the store
+		// (Leaf #15) where no other node has allocated since.
+		ret, err := s.seg.CloseReturning(ctx)
+		if err != nil {
+			s.log.Warn("unused segment IDs not given back; they are skipped", "err", err.Error())
+		}
+		if ret.Tags > 0 {
+			s.log.Info("unused segment IDs given back to the store", "tags", ret.Tags, "ids", ret.IDs)
+		}
+		errs = append(errs, s.closeSnowflake(ctx), s.reg.Close(), s.store.Close())
 	})
 	return errors.Join(errs...)
 }

@@ -188,6 +188,30 @@ func (s *Store) Allocate(ctx context.Context, tag string, step int64) (frond.All
 	return frond.Allocation{Range: frond.Range{Start: old.MaxID, End: next.MaxID, Stride: 1}, Step: next.Step}, nil
 }
 
+// errKept ends a ReturnTail's compare-and-set without a change.
+var errKept = errors.New("max_id kept")
+
+// ReturnTail implements frond.TailReturner: a compare-and-set on the tag's
+// value, changed only if max_id is still to.
+func (s *Store) ReturnTail(ctx context.Context, tag string, from, to int64) (bool, error) {
+	c, cancel := s.bound(ctx)
+	defer cancel()
+	_, _, err := s.cas(c, tag, func(v value) (value, error) {
+		if v.MaxID != to || from >= to || v.Mode == frond.ModeSequence {
+			return v, errKept
+		}
+		v.MaxID = from
+		return v, nil
+	})
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, errKept), errors.Is(err, frond.ErrTagNotFound):
+		return false, nil
+	}
+	return false, s.fail(fmt.Sprintf("return the unused IDs of %q", tag), err)
+}
+
 func toTag(name string, v value) frond.Tag {
 	return frond.Tag{Name: name, MaxID: v.MaxID, Step: v.Step, Description: v.Description, UpdatedAt: v.UpdateTime, Mode: v.Mode}
 }

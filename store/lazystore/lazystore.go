@@ -219,6 +219,27 @@ func (s *Store) Allocate(ctx context.Context, tag string, step int64) (frond.All
 	return in.Allocate(ctx, tag, step)
 }
 
+// AllocateIDs implements frond.SequenceStore, as the real store does.
+func (s *Store) AllocateIDs(ctx context.Context, tag string, n int64) ([]frond.Range, error) {
+	in, err := s.get()
+	if err != nil {
+		return nil, err
+	}
+	return frond.SequenceIDs(ctx, in, tag, n)
+}
+
+// ReturnTail implements frond.TailReturner where the real store does.
+func (s *Store) ReturnTail(ctx context.Context, tag string, from, to int64) (bool, error) {
+	in, err := s.get()
+	if err != nil {
+		return false, err
+	}
+	if tr, ok := in.(frond.TailReturner); ok {
+		return tr.ReturnTail(ctx, tag, from, to)
+	}
+	return false, nil
+}
+
 // Tag implements frond.SegmentStore.
 func (s *Store) Tag(ctx context.Context, name string) (frond.Tag, error) {
 	in, err := s.get()

@@ -70,6 +70,22 @@ func (s *Store) Allocate(ctx context.Context, tag string, step int64) (frond.All
 	return frond.Allocation{Range: frond.Range{Start: start, End: t.MaxID, Stride: 1}, Step: t.Step}, nil
 }
 
+// ReturnTail implements frond.TailReturner.
+func (s *Store) ReturnTail(ctx context.Context, tag string, from, to int64) (bool, error) {
+	if err := s.lock(ctx); err != nil {
+		return false, err
+	}
+	defer s.mu.Unlock()
+	t, ok := s.tags[tag]
+	if !ok || t.MaxID != to || from >= to || t.Mode == frond.ModeSequence {
+		return false, nil
+	}
+	t.MaxID = from
+	t.UpdatedAt = s.clock.Now()
+	s.tags[tag] = t
+	return true, nil
+}
+
 // Tag implements frond.SegmentStore.
 func (s *Store) Tag(ctx context.Context, name string) (frond.Tag, error) {
 	if err := s.lock(ctx); err != nil {

@@ -155,6 +155,31 @@ func (s *Store) Allocate(ctx context.Context, tag string, step int64) (frond.All
 	return frond.Allocation{Range: frond.Range{Start: maxID - used, End: maxID, Stride: 1}, Step: tagStep}, nil
 }
 
+// KEYS: max, meta. ARGV: from, to, now. Returns 1 if max_id was to and is
+// from now, else 0.
+var returnTailScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
+if redis.call('HGET', KEYS[2], 'mode') == 'sequence' then return 0 end
+if redis.call('GET', KEYS[1]) ~= ARGV[2] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('HSET', KEYS[2], 'update_time', ARGV[3])
+return 1
+`)
+
+// ReturnTail implements frond.TailReturner, in one script.
+func (s *Store) ReturnTail(ctx context.Context, tag string, from, to int64) (bool, error) {
+	if from >= to {
+		return false, nil
+	}
+	c, cancel := s.bound(ctx)
+	defer cancel()
+	n, err := returnTailScript.Run(c, s.c, []string{s.maxKey(tag), s.metaKey(tag)}, from, to, time.Now().UnixMilli()).Int()
+	if err != nil {
+		return false, s.fail(fmt.Sprintf("return the unused IDs of %q", tag), err)
+	}
+	return n == 1, nil
+}
+
 // read fetches tags by name in one round trip; missing ones are skipped.
 func (s *Store) read(ctx context.Context, names []string) ([]frond.Tag, error) {
 	pipe := s.c.Pipeline()

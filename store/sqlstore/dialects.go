@@ -9,8 +9,9 @@ type dialect struct {
 	createTable string
 	createModes string // frond_tag_mode: the mode of each tag that is not a segment tag
 	// allocate raises max_id; with returning set it is one statement with
-	// args (step, step, tag, step, step) returning max_id, step; otherwise it
-	// runs in a transaction followed by selectAlloc.
+	// args (step, step, tag, step, step, tag) returning max_id, step;
+	// otherwise it runs in a transaction followed by selectAlloc. {guard}
+	// stands for segmentGuard or sequenceGuard.
 	allocate    string
 	returning   bool
 	selectAlloc string
@@ -27,6 +28,15 @@ var dialects = map[sqldb.Kind]*dialect{
 }
 
 const cols = "biz_tag, max_id, step, description, update_time"
+
+// The guards of an allocation (args: tag): a segment is taken only of a
+// segment tag, a sequence tag's IDs only of a sequence tag, so that a node
+// that has the mode of a tag wrong is refused rather than served from the
+// wrong source (a sequence tag's IDs may come from a sequence object).
+const (
+	segmentGuard  = "AND NOT EXISTS (SELECT 1 FROM frond_tag_mode WHERE biz_tag = ?)"
+	sequenceGuard = "AND EXISTS (SELECT 1 FROM frond_tag_mode WHERE biz_tag = ? AND mode = 'sequence')"
+)
 
 // Leaf's own script (scripts/leaf_alloc.sql), with one change: biz_tag has a
 // binary collation, so that tags differing only in case (Case and case) are
@@ -73,7 +83,7 @@ var mysqlDialect = &dialect{
 	createTable: leafMySQLDDL,
 	createModes: modesMySQLDDL,
 	allocate: `UPDATE leaf_alloc SET max_id = max_id + IF(? > 0, ?, step)
-WHERE biz_tag = ? AND max_id <= 9223372036854775807 - IF(? > 0, ?, step)`,
+WHERE biz_tag = ? AND max_id <= 9223372036854775807 - IF(? > 0, ?, step) {guard}`,
 	selectAlloc: `SELECT max_id, step FROM leaf_alloc WHERE biz_tag = ?`,
 	forUpdate:   " FOR UPDATE",
 	insert:      `INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES (?, ?, ?, ?)`,
@@ -86,7 +96,7 @@ var postgresDialect = &dialect{
 	createTable: portableDDL,
 	createModes: modesPortableDDL,
 	allocate: `UPDATE leaf_alloc SET max_id = max_id + (CASE WHEN ?::bigint > 0 THEN ?::bigint ELSE step END), update_time = now() AT TIME ZONE 'UTC'
-WHERE biz_tag = ? AND max_id <= 9223372036854775807 - (CASE WHEN ?::bigint > 0 THEN ?::bigint ELSE step END)
+WHERE biz_tag = ? AND max_id <= 9223372036854775807 - (CASE WHEN ?::bigint > 0 THEN ?::bigint ELSE step END) {guard}
 RETURNING max_id, step`,
 	returning: true,
 	forUpdate: " FOR UPDATE",
@@ -100,7 +110,7 @@ var sqliteDialect = &dialect{
 	createTable: portableDDL,
 	createModes: modesPortableDDL,
 	allocate: `UPDATE leaf_alloc SET max_id = max_id + (CASE WHEN ? > 0 THEN ? ELSE step END), update_time = CURRENT_TIMESTAMP
-WHERE biz_tag = ? AND max_id <= 9223372036854775807 - (CASE WHEN ? > 0 THEN ? ELSE step END)
+WHERE biz_tag = ? AND max_id <= 9223372036854775807 - (CASE WHEN ? > 0 THEN ? ELSE step END) {guard}
 RETURNING max_id, step`,
 	returning: true,
 	insert:    `INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES (?, ?, ?, ?) ON CONFLICT (biz_tag) DO NOTHING`,

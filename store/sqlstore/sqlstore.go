@@ -65,6 +65,7 @@ type Store struct {
 	d        *dialect
 	opts     Options
 	warnings []string
+	native   bool // sequence tags use sequence objects (sequence.go)
 }
 
 // Check parses rawURL as Open does, without contacting the database.
@@ -109,6 +110,10 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	if _, err := s.db.ExecContext(c, s.d.createModes); err != nil {
 		s.db.Close()
 		return nil, s.fail("create table frond_tag_mode", err)
+	}
+	if err := s.detectSequences(c); err != nil {
+		s.db.Close()
+		return nil, s.fail("read the server version", err)
 	}
 	if s.d.kind == sqldb.MySQL {
 		var coll sql.NullString
@@ -197,20 +202,32 @@ func (s *Store) inTx(ctx context.Context, op func(tx *sql.Tx) error) error {
 	})
 }
 
-// Allocate implements frond.SegmentStore.
+// Allocate implements frond.SegmentStore. It refuses a sequence tag
+// (frond.ErrNotLeasable): see AllocateIDs.
 func (s *Store) Allocate(ctx context.Context, tag string, step int64) (frond.Allocation, error) {
+	return s.allocate(ctx, tag, step, false)
+}
+
+// allocate raises max_id by step, of a sequence tag if sequence is set,
+// else of a segment tag.
+func (s *Store) allocate(ctx context.Context, tag string, step int64, sequence bool) (frond.Allocation, error) {
 	c, cancel := s.db.Bound(ctx)
 	defer cancel()
 	var maxID, tagStep int64
-	args := []any{step, step, tag, step, step}
+	args := []any{step, step, tag, step, step, tag}
+	guard := segmentGuard
+	if sequence {
+		guard = sequenceGuard
+	}
+	query := s.d.q(strings.Replace(s.d.allocate, "{guard}", guard, 1))
 	var err error
 	if s.d.returning {
 		err = s.retry(c, func(c context.Context) error {
-			return s.db.QueryRowContext(c, s.d.q(s.d.allocate), args...).Scan(&maxID, &tagStep)
+			return s.db.QueryRowContext(c, query, args...).Scan(&maxID, &tagStep)
 		})
 	} else {
 		err = s.inTx(c, func(tx *sql.Tx) error {
-			res, err := tx.ExecContext(c, s.d.q(s.d.allocate), args...)
+			res, err := tx.ExecContext(c, query, args...)
 			if err != nil {
 				return err
 			}
@@ -223,15 +240,7 @@ func (s *Store) Allocate(ctx context.Context, tag string, step int64) (frond.All
 		})
 	}
 	if errors.Is(err, sql.ErrNoRows) {
-		t, gerr := s.Tag(ctx, tag)
-		if gerr != nil {
-			return frond.Allocation{}, gerr
-		}
-		used := step
-		if used <= 0 {
-			used = t.Step
-		}
-		return frond.Allocation{}, fmt.Errorf("allocate %q: max_id %d + step %d: %w", tag, t.MaxID, used, frond.ErrTagExhausted)
+		return frond.Allocation{}, s.refusal(ctx, tag, step, sequence)
 	}
 	if err != nil {
 		return frond.Allocation{}, s.fail(fmt.Sprintf("allocate %q", tag), err)
@@ -243,47 +252,33 @@ func (s *Store) Allocate(ctx context.Context, tag string, step int64) (frond.All
 	return frond.Allocation{Range: frond.Range{Start: maxID - used, End: maxID, Stride: 1}, Step: tagStep}, nil
 }
 
-// mysqlTake raises max_id by n and hands the new value back through
-// LAST_INSERT_ID(expr), which MySQL and MariaDB return with the UPDATE's
+// mysqlTake raises max_id of a sequence tag by n and hands the new value
+// back through LAST_INSERT_ID(expr), which MySQL returns with the UPDATE's
 // answer: Flickr's ticket server in one statement and one round trip, on
 // Leaf's row (Allocate needs a transaction and a SELECT besides, for the
-// tag's step).
+// tag's step). Args: n, tag, n, tag.
 const mysqlTake = `UPDATE leaf_alloc SET max_id = LAST_INSERT_ID(max_id + ?)
-WHERE biz_tag = ? AND max_id <= 9223372036854775807 - ?`
+WHERE biz_tag = ? AND max_id <= 9223372036854775807 - ? ` + sequenceGuard
 
-// AllocateIDs takes n IDs of tag as Allocate(tag, n) does, without the
-// tag's step: what a sequence tag needs (service.sequencer). On MySQL and
-// MariaDB it is one statement (mysqlTake); elsewhere Allocate already is.
-func (s *Store) AllocateIDs(ctx context.Context, tag string, n int64) (frond.Range, error) {
-	if n < 1 {
-		return frond.Range{}, fmt.Errorf("%w: %d IDs: at least 1", frond.ErrInvalidArgument, n)
-	}
-	if s.d.kind != sqldb.MySQL {
-		a, err := s.Allocate(ctx, tag, n)
-		return a.Range, err
+// ReturnTail implements frond.TailReturner: one UPDATE that matches only
+// if max_id is still to (and the tag is a segment tag).
+func (s *Store) ReturnTail(ctx context.Context, tag string, from, to int64) (bool, error) {
+	if from >= to {
+		return false, nil
 	}
 	c, cancel := s.db.Bound(ctx)
 	defer cancel()
 	var res sql.Result
 	err := s.retry(c, func(c context.Context) (err error) {
-		res, err = s.db.ExecContext(c, mysqlTake, n, tag, n)
+		res, err = s.db.ExecContext(c, s.d.q("UPDATE leaf_alloc SET max_id = ?, update_time = CURRENT_TIMESTAMP WHERE biz_tag = ? AND max_id = ? "+segmentGuard),
+			from, tag, to, tag)
 		return err
 	})
 	if err != nil {
-		return frond.Range{}, s.fail(fmt.Sprintf("allocate %q", tag), err)
+		return false, s.fail(fmt.Sprintf("return the unused IDs of %q", tag), err)
 	}
-	if rows, err := res.RowsAffected(); err == nil && rows == 0 {
-		t, gerr := s.Tag(ctx, tag)
-		if gerr != nil {
-			return frond.Range{}, gerr
-		}
-		return frond.Range{}, fmt.Errorf("allocate %q: max_id %d + %d: %w", tag, t.MaxID, n, frond.ErrTagExhausted)
-	}
-	maxID, err := res.LastInsertId()
-	if err != nil || maxID < n {
-		return frond.Range{}, s.fail(fmt.Sprintf("allocate %q", tag), fmt.Errorf("LAST_INSERT_ID() answered %d: %v", maxID, err))
-	}
-	return frond.Range{Start: maxID - n, End: maxID, Stride: 1}, nil
+	n, err := res.RowsAffected()
+	return err == nil && n == 1, nil
 }
 
 type scanner interface{ Scan(dest ...any) error }
@@ -317,6 +312,9 @@ func (s *Store) Tag(ctx context.Context, name string) (frond.Tag, error) {
 		}
 		t.Mode = mode.String
 	}
+	if err == nil {
+		err = s.withSequence(c, s.db, &t)
+	}
 	if err != nil {
 		return frond.Tag{}, s.fail(fmt.Sprintf("read tag %q", name), err)
 	}
@@ -349,6 +347,9 @@ func (s *Store) Tags(ctx context.Context) ([]frond.Tag, error) {
 	}
 	for i := range out {
 		out[i].Mode = modes[out[i].Name]
+		if err := s.withSequence(c, s.db, &out[i]); err != nil {
+			return nil, s.fail("list tags", err)
+		}
 	}
 	// By bytes, as the contract says: the database's collation may ignore
 	// case (MySQL's default) or follow a locale (PostgreSQL).
@@ -439,6 +440,8 @@ func (s *Store) UpdateTag(ctx context.Context, name string, u frond.TagUpdate) (
 	c, cancel := s.db.Bound(ctx)
 	defer cancel()
 	var refused error
+	var sequence bool
+	var maxID int64
 	err := s.inTx(c, func(tx *sql.Tx) error {
 		refused = nil
 		cur, err := scanTag(tx.QueryRowContext(c, s.d.q("SELECT "+cols+" FROM leaf_alloc WHERE biz_tag = ?"+s.d.forUpdate), name))
@@ -449,21 +452,47 @@ func (s *Store) UpdateTag(ctx context.Context, name string, u frond.TagUpdate) (
 		if err != nil {
 			return err
 		}
+		// A native sequence tag's max_id is its sequence's: on PostgreSQL
+		// the sequence is locked against nextval until the transaction
+		// ends, so the raise below is atomic with the check.
+		var mode sql.NullString
+		if err := tx.QueryRowContext(c, s.d.q("SELECT mode FROM frond_tag_mode WHERE biz_tag = ?"), name).Scan(&mode); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		cur.Mode = mode.String
+		if s.native && cur.Mode == frond.ModeSequence && s.d.kind == sqldb.Postgres {
+			if _, err := s.lockSequence(c, tx, name); err != nil {
+				return err
+			}
+		}
+		if err := s.withSequence(c, tx, &cur); err != nil {
+			return err
+		}
 		next, err := u.Apply(cur)
 		if err != nil {
 			refused = err
 			return err
 		}
+		sequence = s.native && next.Mode == frond.ModeSequence
+		maxID = next.MaxID
 		var desc any
 		if next.Description != "" {
 			desc = next.Description
 		}
 		_, err = tx.ExecContext(c, s.d.q("UPDATE leaf_alloc SET max_id = ?, step = ?, description = ?, update_time = CURRENT_TIMESTAMP WHERE biz_tag = ?"),
 			next.MaxID, next.Step, desc, name)
+		if err == nil && sequence && s.d.kind == sqldb.Postgres {
+			err = s.raiseSequence(c, tx, name, next.MaxID)
+		}
 		return err
 	})
 	if refused != nil {
 		return frond.Tag{}, refused
+	}
+	if err == nil && sequence && s.d.kind != sqldb.Postgres {
+		// MariaDB: after the row, so that a sequence made meanwhile
+		// (makeSequence) is raised by one of the two.
+		err = s.raiseSequence(c, s.db, name, maxID)
 	}
 	if err != nil {
 		return frond.Tag{}, s.fail(fmt.Sprintf("update tag %q", name), err)
@@ -485,8 +514,16 @@ func (s *Store) DeleteTag(ctx context.Context, name string) error {
 			return err
 		}
 		_, err = tx.ExecContext(c, s.d.q("DELETE FROM frond_tag_mode WHERE biz_tag = ?"), name)
+		if err == nil && s.native && s.d.kind == sqldb.Postgres {
+			_, err = tx.ExecContext(c, "DROP SEQUENCE IF EXISTS "+seqName(name))
+		}
 		return err
 	})
+	if err == nil && s.native && s.d.kind != sqldb.Postgres {
+		// MariaDB: DDL commits on its own, after the rows are gone, so no
+		// node makes the sequence again (makeSequence finds no tag).
+		_, err = s.db.ExecContext(c, "DROP SEQUENCE IF EXISTS "+seqName(name))
+	}
 	if err != nil {
 		return s.fail(fmt.Sprintf("delete tag %q", name), err)
 	}

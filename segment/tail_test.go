@@ -1,0 +1,131 @@
+package segment
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/store/memstore"
+)
+
+// Leaf #15: at a clean shutdown the unused IDs of the last segments go back
+// to the store, so the next node starts where this one stopped; the
+// prefetched next segment goes back whole with the rest of the current one.
+func TestCloseReturning(t *testing.T) {
+	s := memstore.New(nil)
+	mustCreate(t, s, "a", 1, 100)
+	mustCreate(t, s, "b", 1, 100)
+	mustCreate(t, s, "c", 1, 100)
+	e, err := New(s, Settings{FixedStep: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		e.Next(bg, "a") // 1..5 of [1, 101): no prefetch yet
+	}
+	for range 20 {
+		e.Next(bg, "b") // 1..20: [101, 201) prefetched
+	}
+	bb, _ := e.Buffer("b")
+	waitFor(t, "prefetch", nextReady(bb))
+	e.Next(bg, "c")
+	// Another node takes a segment of c: c's tail is not this node's to
+	// give back any more.
+	if _, err := s.Allocate(bg, "c", 0); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.CloseReturning(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Tags != 2 || got.IDs != 95+180 {
+		t.Fatalf("returned %+v, want 2 tags and %d IDs", got, 95+180)
+	}
+	for tag, want := range map[string]int64{"a": 6, "b": 21, "c": 201} {
+		if tg, _ := s.Tag(bg, tag); tg.MaxID != want {
+			t.Errorf("max_id of %s: %d, want %d", tag, tg.MaxID, want)
+		}
+	}
+	if _, err := e.Next(bg, "a"); err == nil {
+		t.Fatal("an ID after CloseReturning")
+	}
+}
+
+// While callers take IDs as fast as they can, CloseReturning seals the
+// buffers: every ID a caller got is below the max_id given back, so the
+// next node hands none of them out again.
+func TestCloseReturning_UnderLoad(t *testing.T) {
+	for round := range 20 {
+		s := memstore.New(nil)
+		mustCreate(t, s, "t", 1, 1000)
+		e, err := New(s, Settings{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var highest atomic.Int64
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for w := range 4 {
+			wg.Go(func() {
+				<-start
+				for {
+					var id int64
+					if w%2 == 0 {
+						v, err := e.Next(bg, "t")
+						if err != nil {
+							return
+						}
+						id = v
+					} else {
+						rs, err := e.NextN(bg, "t", 7)
+						if len(rs) == 0 {
+							return
+						}
+						id = rs[len(rs)-1].Last()
+						if err != nil {
+							highest.Store(max(highest.Load(), id))
+							return
+						}
+					}
+					for {
+						h := highest.Load()
+						if id <= h || highest.CompareAndSwap(h, id) {
+							break
+						}
+					}
+				}
+			})
+		}
+		close(start)
+		for st := e.Stats(); len(st) == 0 || st[0].Loads < 2; st = e.Stats() {
+			e.Next(bg, "t")
+		}
+		if _, err := e.CloseReturning(bg); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		tg, _ := s.Tag(bg, "t")
+		if h := highest.Load(); h >= tg.MaxID {
+			t.Fatalf("round %d: ID %d was handed out, but max_id went back to %d", round, h, tg.MaxID)
+		}
+	}
+}
+
+// A store that cannot take IDs back (here: a multi-store's residues, whose
+// segments have a stride) keeps max_id as it is.
+func TestCloseReturning_NotForResidues(t *testing.T) {
+	a, b := memstore.New(nil), memstore.New(nil)
+	mustCreate(t, a, "t", 0, 100)
+	mustCreate(t, b, "t", 0, 100)
+	m, _ := NewMulti(a, b)
+	e, err := New(m, Settings{FixedStep: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Next(bg, "t")
+	if got, err := e.CloseReturning(bg); err != nil || got.Tags != 0 {
+		t.Fatalf("returned %+v, %v", got, err)
+	}
+	var _ frond.SegmentStore = m
+}

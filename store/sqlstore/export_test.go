@@ -1,0 +1,9 @@
+package sqlstore
+
+// UseRows makes s serve sequence tags from Leaf's row, as on MySQL, even on
+// a database with sequence objects: the tests cover both paths on one
+// server. A real deployment never mixes them on one database.
+func (s *Store) UseRows() { s.native = false }
+
+// Native reports whether s serves sequence tags from sequence objects.
+func (s *Store) Native() bool { return s.native }
