@@ -152,13 +152,18 @@ var (
 	descExpiry    = prometheus.NewDesc("frond_snowflake_layout_expiry_timestamp_seconds", "When the snowflake layout's time field runs out (Unix time).", []string{"layout"}, nil)
 	descSeqCalls  = prometheus.NewDesc("frond_sequence_store_calls_total", "Store calls of a sequence tag on this node: each serves every request that waited for it (group commit).", []string{"tag"}, nil)
 	descSeqGroup  = prometheus.NewDesc("frond_sequence_max_group", "The most requests of a sequence tag one store call has served on this node.", []string{"tag"}, nil)
+	descIdemKeys  = prometheus.NewDesc("frond_idempotency_keys", "Idempotency keys whose answers this node remembers.", nil, nil)
+	descIdemIDs   = prometheus.NewDesc("frond_idempotency_ids", "IDs (or ranges) held by the remembered answers.", nil, nil)
+	descIdemRepl  = prometheus.NewDesc("frond_idempotency_replays_total", "Answers given again to a request with the same idempotency key.", nil, nil)
+	descIdemEvict = prometheus.NewDesc("frond_idempotency_evicted_total", "Remembered answers forgotten before their window ended (idempotency.max_entries or max_ids reached).", nil, nil)
+	descIdemConfl = prometheus.NewDesc("frond_idempotency_conflicts_total", "Requests refused because their idempotency key came with another request within the window.", nil, nil)
 )
 
 type engineCollector struct{ svc *service.Service }
 
 func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descIssued, descRemaining, descHorizon, descStep, descSteps, descRefusals, descBorrows, descLead, descBehind, descWorker, descIssuing, descFromCache, descExpiry,
-		descSeqCalls, descSeqGroup} {
+		descSeqCalls, descSeqGroup, descIdemKeys, descIdemIDs, descIdemRepl, descIdemEvict, descIdemConfl} {
 		ch <- d
 	}
 }
@@ -169,6 +174,12 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descSeqCalls, prometheus.CounterValue, float64(q.Trips), q.Tag)
 		ch <- prometheus.MustNewConstMetric(descSeqGroup, prometheus.GaugeValue, float64(q.Max), q.Tag)
 	}
+	idem := c.svc.IdempotencyStats()
+	ch <- prometheus.MustNewConstMetric(descIdemKeys, prometheus.GaugeValue, float64(idem.Entries))
+	ch <- prometheus.MustNewConstMetric(descIdemIDs, prometheus.GaugeValue, float64(idem.IDs))
+	ch <- prometheus.MustNewConstMetric(descIdemRepl, prometheus.CounterValue, float64(idem.Replays))
+	ch <- prometheus.MustNewConstMetric(descIdemEvict, prometheus.CounterValue, float64(idem.Evicted))
+	ch <- prometheus.MustNewConstMetric(descIdemConfl, prometheus.CounterValue, float64(idem.Conflict))
 	for _, b := range c.svc.SegmentStats() {
 		ch <- prometheus.MustNewConstMetric(descIssued, prometheus.CounterValue, float64(b.Issued), "segment", b.Tag)
 		ch <- prometheus.MustNewConstMetric(descRemaining, prometheus.GaugeValue, float64(b.Remaining), b.Tag)

@@ -19,6 +19,8 @@ package client
 import (
 	"context"
 	"crypto/tls"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -223,6 +225,10 @@ func (c *Client) call(ctx context.Context, fn func(ctx context.Context, ids fron
 	if c.o.Token != "" {
 		ctx = metadata.AppendToOutgoingContext(ctx, "x-frond-token", c.o.Token)
 	}
+	// One idempotency key for all attempts of this call: a retry that
+	// reaches the server that took IDs for an attempt whose answer was lost
+	// (a timeout) gets those IDs, instead of a gap (docs/api.md).
+	ctx = metadata.AppendToOutgoingContext(ctx, "idempotency-key", idempotencyKey())
 	var last error
 	for attempt := 0; attempt < c.o.Attempts; attempt++ {
 		i, wait := c.pick()
@@ -264,6 +270,14 @@ func (c *Client) call(ctx context.Context, fn func(ctx context.Context, ids fron
 		c.o.Logger.Warn("frond client: server failed; trying the next", "server", s.addr, "err", e)
 	}
 	return last
+}
+
+// idempotencyKey is a fresh key: 128 random bits.
+func idempotencyKey() string {
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], rand.Uint64())
+	binary.LittleEndian.PutUint64(b[8:], rand.Uint64())
+	return "frond-client-" + hex.EncodeToString(b[:])
 }
 
 // giveUp is the error of a call whose ctx ended.

@@ -468,3 +468,29 @@ func TestClient_SequenceTag(t *testing.T) {
 		t.Fatalf("the segment tag took %d store calls for 5 IDs: not leased", got)
 	}
 }
+
+// An attempt that times out while the server takes its IDs leaves no gap:
+// the retry carries the call's idempotency key, and the server answers it
+// with the IDs it took for the first attempt.
+func TestClient_RetryGetsTheSameIDs(t *testing.T) {
+	store := clienttest.NewStore()
+	srv := clienttest.Start(t, clienttest.WithStore(store))
+	srv.CreateSequenceTag(t, "ticket")
+	c := newClient(t, client.Options{Servers: []string{srv.Addr}, Timeout: 100 * time.Millisecond, Attempts: 10,
+		BackoffMin: time.Millisecond, BackoffMax: 5 * time.Millisecond})
+	if id, err := c.Next(bg, "ticket"); err != nil || id != 1 {
+		t.Fatalf("first ID: %d, %v", id, err)
+	}
+	store.SetDelay(300 * time.Millisecond) // three attempts time out while the store answers
+	calls := store.Allocations()
+	id, err := c.Next(bg, "ticket")
+	if err != nil || id != 2 {
+		t.Fatalf("after timeouts: %d, %v; want 2 (no ID lost to the timed-out attempts)", id, err)
+	}
+	if n := store.Allocations() - calls; n != 1 {
+		t.Fatalf("%d store calls for one ID", n)
+	}
+	if st := c.Stats(); st.Retries == 0 {
+		t.Fatalf("no retry happened: %+v", st)
+	}
+}

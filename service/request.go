@@ -47,6 +47,9 @@ type Request struct {
 	// leases): refused for a sequence tag (frond.ErrNotLeasable), whose IDs
 	// must come from the store when they are asked for.
 	Lease bool
+	// IdempotencyKey, chosen by the client, makes a retry within the window
+	// get the first answer again instead of new IDs (idempotency.go).
+	IdempotencyKey string
 }
 
 // Answer holds the IDs of a request.
@@ -63,6 +66,9 @@ type Answer struct {
 	Strs []string
 	// Ranges are the segment IDs of a Ranges request.
 	Ranges []frond.Range
+	// Replayed says the answer was given before, to a request with the
+	// same idempotency key.
+	Replayed bool
 }
 
 // Texts are the IDs as text: Strs, or for plain numbers the numbers in
@@ -139,7 +145,7 @@ func (s *Service) Check(r *Request) error {
 	if r.Count < 0 || r.Count > limit {
 		return fmt.Errorf("%w: count %d: must be 1 to %d", frond.ErrInvalidArgument, r.Count, limit)
 	}
-	return nil
+	return checkIdempotencyKey(r.IdempotencyKey)
 }
 
 // Peek checks r (see Check) and reports whether Take could serve it now,
@@ -194,7 +200,21 @@ func (s *Service) Take(ctx context.Context, r Request) (Answer, error) {
 	if err := ctx.Err(); err != nil {
 		return Answer{}, err
 	}
-	a, err := s.take(ctx, r)
+	var a Answer
+	var err error
+	if r.IdempotencyKey != "" {
+		a, err = s.idem.do(ctx, r, func() (Answer, error) {
+			// Not ended by the caller going away (see idempotency.do), but
+			// by Close, and within the store's load timeout.
+			tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.loadTimeout())
+			defer cancel()
+			stop := context.AfterFunc(s.runCtx, cancel)
+			defer stop()
+			return s.take(tctx, r)
+		})
+	} else {
+		a, err = s.take(ctx, r)
+	}
 	a.Request = r
 	return a, err
 }

@@ -97,6 +97,9 @@ type Config struct {
 	// allows its tag (Request.Token). Tag administration keeps the admin
 	// token.
 	Tokens map[string][]string
+	// Idempotency configures the memory of idempotent requests
+	// (Request.IdempotencyKey).
+	Idempotency Idempotency
 }
 
 // Service issues IDs of every kind and administers tags.
@@ -106,6 +109,7 @@ type Service struct {
 	reg   frond.WorkerRegistry
 	seg   *segment.Engine
 	seq   sequencer // sequence tags' group commit
+	idem  *idempotency
 	modes sync.Map  // tag -> *modeEntry
 	// modeFail is when a read of an unknown tag's mode last failed on an
 	// outage (Unix ns; 0: never).
@@ -167,6 +171,7 @@ func New(ctx context.Context, cfg Config, store frond.SegmentStore, reg frond.Wo
 	}
 	s := &Service{cfg: cfg, store: store, reg: reg, log: log, now: cfg.Now, stop: make(chan struct{})}
 	s.seq.s = s
+	s.idem = newIdempotency(cfg.Idempotency, cfg.Now)
 	s.runCtx, s.cancelRun = context.WithCancel(context.Background())
 	s.tokens = map[string]map[string]bool{}
 	for token, tags := range cfg.Tokens {

@@ -27,7 +27,7 @@ func ids(a service.Answer) *frondv1.IDs {
 }
 
 func (s *Server) NextSegment(ctx context.Context, in *frondv1.NextSegmentRequest) (*frondv1.IDs, error) {
-	a, err := s.svc.Take(ctx, service.Request{Kind: service.KindSegment, Name: in.GetTag(), Count: in.GetN(), Form: in.GetForm(), Token: tagToken(ctx)})
+	a, err := s.take(ctx, service.Request{Kind: service.KindSegment, Name: in.GetTag(), Count: in.GetN(), Form: in.GetForm(), Token: tagToken(ctx)})
 	if err != nil {
 		return nil, err
 	}
@@ -35,7 +35,7 @@ func (s *Server) NextSegment(ctx context.Context, in *frondv1.NextSegmentRequest
 }
 
 func (s *Server) NextSnowflake(ctx context.Context, in *frondv1.NextSnowflakeRequest) (*frondv1.IDs, error) {
-	a, err := s.svc.Take(ctx, service.Request{Kind: service.KindSnowflake, Count: in.GetN(), Form: in.GetForm()})
+	a, err := s.take(ctx, service.Request{Kind: service.KindSnowflake, Count: in.GetN(), Form: in.GetForm()})
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +43,7 @@ func (s *Server) NextSnowflake(ctx context.Context, in *frondv1.NextSnowflakeReq
 }
 
 func (s *Server) NextSegmentRanges(ctx context.Context, in *frondv1.NextSegmentRangesRequest) (*frondv1.Ranges, error) {
-	a, err := s.svc.Take(ctx, service.Request{Kind: service.KindSegment, Name: in.GetTag(), Count: in.GetN(), Ranges: true, Lease: in.GetLease(), Token: tagToken(ctx)})
+	a, err := s.take(ctx, service.Request{Kind: service.KindSegment, Name: in.GetTag(), Count: in.GetN(), Ranges: true, Lease: in.GetLease(), Token: tagToken(ctx)})
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ func (s *Server) LeaseRanges(st grpc.BidiStreamingServer[frondv1.NextSegmentRang
 }
 
 func (s *Server) NextUUID(ctx context.Context, in *frondv1.NextUUIDRequest) (*frondv1.UUIDs, error) {
-	a, err := s.svc.Take(ctx, service.Request{Kind: service.KindUUID, Count: in.GetN(), Version: int(in.GetVersion())})
+	a, err := s.take(ctx, service.Request{Kind: service.KindUUID, Count: in.GetN(), Version: int(in.GetVersion())})
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +108,7 @@ func (s *Server) NextUUID(ctx context.Context, in *frondv1.NextUUIDRequest) (*fr
 }
 
 func (s *Server) NextSerial(ctx context.Context, in *frondv1.NextSerialRequest) (*frondv1.Serials, error) {
-	a, err := s.svc.Take(ctx, service.Request{Kind: service.KindSerial, Name: in.GetName(), Count: in.GetN()})
+	a, err := s.take(ctx, service.Request{Kind: service.KindSerial, Name: in.GetName(), Count: in.GetN()})
 	if err != nil {
 		return nil, err
 	}

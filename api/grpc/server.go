@@ -270,7 +270,29 @@ func peerAddr(ctx context.Context) string {
 // TokenMetadata is the metadata key of a tag token (service.Config.Tokens).
 const TokenMetadata = "x-frond-token"
 
+// IdempotencyMetadata carries a call's idempotency key
+// (service.Request.IdempotencyKey) on the unary ID methods; a response
+// given again carries ReplayedMetadata in its header.
+const (
+	IdempotencyMetadata = "idempotency-key"
+	ReplayedMetadata    = "idempotent-replayed"
+)
+
 // tagToken is the call's tag token.
+// take takes r's IDs with the call's idempotency key (IdempotencyMetadata),
+// and says in the response header when the answer is given again.
+func (s *Server) take(ctx context.Context, r service.Request) (service.Answer, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	if v := md.Get(IdempotencyMetadata); len(v) > 0 {
+		r.IdempotencyKey = v[0]
+	}
+	a, err := s.svc.Take(ctx, r)
+	if err == nil && a.Replayed {
+		grpc.SetHeader(ctx, metadata.Pairs(ReplayedMetadata, "true"))
+	}
+	return a, err
+}
+
 func tagToken(ctx context.Context) string {
 	md, _ := metadata.FromIncomingContext(ctx)
 	if v := md.Get(TokenMetadata); len(v) > 0 {

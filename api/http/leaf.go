@@ -25,6 +25,14 @@ func (s *Server) leafSegment(w http.ResponseWriter, r *http.Request) {
 // token query parameter does too (TinyID's way).
 const TokenHeader = "X-Frond-Token"
 
+// IdempotencyKeyHeader carries a request's idempotency key
+// (service.Request.IdempotencyKey) on every route that issues IDs; an
+// answer given again says so in ReplayedHeader.
+const (
+	IdempotencyKeyHeader = "Idempotency-Key"
+	ReplayedHeader       = "Idempotent-Replayed"
+)
+
 // tagToken is the request's tag token: the header, else query.
 func tagToken(r *http.Request, query string) string {
 	if t := r.Header.Get(TokenHeader); t != "" {

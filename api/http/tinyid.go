@@ -101,7 +101,7 @@ func (s *Server) tinyIDs(w http.ResponseWriter, r *http.Request) ([]int64, error
 	if err != nil {
 		return nil, err
 	}
-	a, err := s.svc.Take(r.Context(), service.Request{Kind: service.KindSegment, Name: tag, Count: batch, Ranges: true, Token: token})
+	a, err := s.takeKeyed(r, service.Request{Kind: service.KindSegment, Name: tag, Count: batch, Ranges: true, Token: token})
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +147,7 @@ func (s *Server) tinyLease(w http.ResponseWriter, r *http.Request) (tinySegment,
 	if err != nil {
 		return tinySegment{}, err
 	}
-	a, err := s.svc.Take(r.Context(), service.Request{Kind: service.KindSegment, Name: tag, Run: true, Token: token})
+	a, err := s.takeKeyed(r, service.Request{Kind: service.KindSegment, Name: tag, Run: true, Token: token})
 	if err != nil {
 		return tinySegment{}, err
 	}

@@ -127,12 +127,21 @@ func (s *Server) take(w http.ResponseWriter, r *http.Request, req service.Reques
 		w.WriteHeader(http.StatusOK)
 		return service.Answer{}, false
 	}
-	a, err := s.svc.Take(r.Context(), req)
+	a, err := s.takeKeyed(r, req)
 	if err != nil {
 		fail(err)
 		return service.Answer{}, false
 	}
+	if a.Replayed {
+		w.Header().Set(ReplayedHeader, "true")
+	}
 	return a, true
+}
+
+// takeKeyed takes req's IDs with the request's idempotency key.
+func (s *Server) takeKeyed(r *http.Request, req service.Request) (service.Answer, error) {
+	req.IdempotencyKey = r.Header.Get(IdempotencyKeyHeader)
+	return s.svc.Take(r.Context(), req)
 }
 
 // v1Take decodes the query of a /v1 ID route with parse and answers with

@@ -29,11 +29,11 @@ type command struct {
 func table() map[string]command {
 	return map[string]command{
 		"incr":      {2, 2, []string{"write", "fast"}, "the next segment ID of a tag, as an integer", (*Server).incr},
-		"segment":   {2, 6, []string{"write"}, "SEGMENT tag [COUNT n] [FORM f]: segment IDs", (*Server).segment},
-		"ranges":    {3, 3, []string{"write"}, "RANGES tag n: n segment IDs as [start, end, stride] ranges (end exclusive)", (*Server).ranges},
-		"snowflake": {1, 5, []string{"write", "fast"}, "SNOWFLAKE [COUNT n] [FORM f]: snowflake IDs", (*Server).snowflake},
-		"uuid":      {1, 5, []string{"fast"}, "UUID [VERSION 4|7] [COUNT n]: UUIDs", (*Server).uuid},
-		"serial":    {2, 4, []string{"write"}, "SERIAL name [COUNT n]: business serial numbers", (*Server).serial},
+		"segment":   {2, 8, []string{"write"}, "SEGMENT tag [COUNT n] [FORM f] [IDEMPOTENCY-KEY k]: segment IDs", (*Server).segment},
+		"ranges":    {3, 5, []string{"write"}, "RANGES tag n [IDEMPOTENCY-KEY k]: n segment IDs as [start, end, stride] ranges (end exclusive)", (*Server).ranges},
+		"snowflake": {1, 7, []string{"write", "fast"}, "SNOWFLAKE [COUNT n] [FORM f] [IDEMPOTENCY-KEY k]: snowflake IDs", (*Server).snowflake},
+		"uuid":      {1, 7, []string{"fast"}, "UUID [VERSION 4|7] [COUNT n] [IDEMPOTENCY-KEY k]: UUIDs", (*Server).uuid},
+		"serial":    {2, 6, []string{"write"}, "SERIAL name [COUNT n] [IDEMPOTENCY-KEY k]: business serial numbers", (*Server).serial},
 		"decode":    {2, 4, []string{"readonly", "fast"}, "DECODE id [LAYOUT l]: a snowflake ID's time, node and sequence", (*Server).decode},
 		"tag":       {2, 9, []string{"admin", "write"}, "TAG LIST | GET name | CREATE name STEP s [MAXID m] [DESCRIPTION d] | UPDATE name [STEP s] [MAXID m] [DESCRIPTION d] | DELETE name (admin)", (*Server).tag},
 		"reveal":    {4, 5, []string{"admin", "readonly"}, "REVEAL kind form value [key_version]: the ID behind a formatted one (admin)", (*Server).reveal},
@@ -50,6 +50,10 @@ func table() map[string]command {
 		"config":    {3, 3, []string{"readonly"}, "CONFIG GET name: name with an empty value (frond has no Redis parameters)", configGet},
 	}
 }
+
+// idemKey is the option of a request's idempotency key
+// (service.Request.IdempotencyKey).
+const idemKey = "IDEMPOTENCY-KEY"
 
 func sess(c redcon.Conn) *session {
 	if s, ok := c.Context().(*session); ok {
@@ -108,9 +112,9 @@ func (s *Server) incr(c redcon.Conn, args [][]byte) {
 }
 
 func (s *Server) segment(c redcon.Conn, args [][]byte) {
-	if opts, n, ok := s.countOptions(c, args[2:], "COUNT", "FORM"); ok {
+	if opts, n, ok := s.countOptions(c, args[2:], "COUNT", "FORM", idemKey); ok {
 		ss := sess(c)
-		s.take(c, service.Request{Kind: service.KindSegment, Name: ss.tag(args[1]), Count: n, Form: opts["FORM"], Token: ss.token})
+		s.take(c, service.Request{Kind: service.KindSegment, Name: ss.tag(args[1]), Count: n, Form: opts["FORM"], Token: ss.token, IdempotencyKey: opts[idemKey]})
 	}
 }
 
@@ -131,11 +135,15 @@ func (s *Server) countOptions(c redcon.Conn, args [][]byte, allowed ...string) (
 
 func (s *Server) ranges(c redcon.Conn, args [][]byte) {
 	n, err := count(map[string]string{"COUNT": string(args[2])})
+	var opts map[string]string
+	if err == nil {
+		opts, err = options(args[3:], idemKey)
+	}
 	if err != nil {
 		s.writeErr(c, err)
 		return
 	}
-	a, err := s.svc.Take(s.base, service.Request{Kind: service.KindSegment, Name: string(args[1]), Count: n, Ranges: true, Token: sess(c).token})
+	a, err := s.svc.Take(s.base, service.Request{Kind: service.KindSegment, Name: string(args[1]), Count: n, Ranges: true, Token: sess(c).token, IdempotencyKey: opts[idemKey]})
 	if err != nil {
 		s.writeErr(c, err)
 		return
@@ -150,17 +158,17 @@ func (s *Server) ranges(c redcon.Conn, args [][]byte) {
 }
 
 func (s *Server) snowflake(c redcon.Conn, args [][]byte) {
-	if opts, n, ok := s.countOptions(c, args[1:], "COUNT", "FORM"); ok {
-		s.take(c, service.Request{Kind: service.KindSnowflake, Count: n, Form: opts["FORM"]})
+	if opts, n, ok := s.countOptions(c, args[1:], "COUNT", "FORM", idemKey); ok {
+		s.take(c, service.Request{Kind: service.KindSnowflake, Count: n, Form: opts["FORM"], IdempotencyKey: opts[idemKey]})
 	}
 }
 
 func (s *Server) uuid(c redcon.Conn, args [][]byte) {
-	opts, n, ok := s.countOptions(c, args[1:], "VERSION", "COUNT")
+	opts, n, ok := s.countOptions(c, args[1:], "VERSION", "COUNT", idemKey)
 	if !ok {
 		return
 	}
-	r := service.Request{Kind: service.KindUUID, Count: n}
+	r := service.Request{Kind: service.KindUUID, Count: n, IdempotencyKey: opts[idemKey]}
 	if v, ok := opts["VERSION"]; ok {
 		var err error
 		if r.Version, err = strconv.Atoi(v); err != nil {
@@ -172,8 +180,8 @@ func (s *Server) uuid(c redcon.Conn, args [][]byte) {
 }
 
 func (s *Server) serial(c redcon.Conn, args [][]byte) {
-	if _, n, ok := s.countOptions(c, args[2:], "COUNT"); ok {
-		s.take(c, service.Request{Kind: service.KindSerial, Name: string(args[1]), Count: n})
+	if opts, n, ok := s.countOptions(c, args[2:], "COUNT", idemKey); ok {
+		s.take(c, service.Request{Kind: service.KindSerial, Name: string(args[1]), Count: n, IdempotencyKey: opts[idemKey]})
 	}
 }
 

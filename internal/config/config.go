@@ -55,6 +55,7 @@ type Config struct {
 	Log             Log           `koanf:"log"`
 	TLS             TLS           `koanf:"tls"`
 	Limits          Limits        `koanf:"limits"`
+	Idempotency     Idempotency   `koanf:"idempotency"`
 	Snowflake       Snowflake     `koanf:"snowflake"`
 	Worker          Worker        `koanf:"worker"`
 	Segment         Segment       `koanf:"segment"`
@@ -112,6 +113,13 @@ type Limits struct {
 	AuthWindow     time.Duration `koanf:"auth_window"`
 }
 
+// Idempotency bounds the memory of idempotent requests (docs/api.md).
+type Idempotency struct {
+	Window     time.Duration `koanf:"window"`      // how long an answer is given again; negative: keys refused
+	MaxEntries int           `koanf:"max_entries"` // keys remembered at most
+	MaxIDs     int64         `koanf:"max_ids"`     // IDs (or ranges) remembered answers hold at most
+}
+
 // On reports whether TLS is configured.
 func (t TLS) On() bool { return t.CertFile != "" || t.KeyFile != "" }
 
@@ -157,6 +165,7 @@ func Defaults() map[string]any {
 		"log.format":       "text", "log.level": "info", "log.access": false,
 		"tls.cert_file": "", "tls.key_file": "", "tls.client_ca_file": "",
 		"limits.max_connections": 10_000, "limits.rate": 0.0, "limits.burst": 0, "limits.auth_failures": 10, "limits.auth_window": "1m",
+		"idempotency.window": "5m", "idempotency.max_entries": 100_000, "idempotency.max_ids": 1_000_000,
 		"snowflake.max_backward": "5ms", "snowflake.max_lead": "0s", "snowflake.random_start": 0,
 		"snowflake.persist_every": "400ms", "snowflake.startup_wait": "0s", "snowflake.max_peer_skew": "5s", "snowflake.expiry_warning": "43800h",
 		"worker.host": "", "worker.port": 0, "worker.recycle_after": "10m", "worker.lease_ttl": "10s",
@@ -418,6 +427,15 @@ func (c *Config) finish() error {
 	if c.Limits.AuthWindow <= 0 {
 		return keyErr(fmt.Errorf("%v: it must be positive", c.Limits.AuthWindow), "limits.auth_window")
 	}
+	if c.Idempotency.Window == 0 {
+		return keyErr(errors.New("0: a duration such as 5m, or negative to refuse idempotency keys"), "idempotency.window")
+	}
+	if c.Idempotency.MaxEntries < 1 {
+		return keyErr(fmt.Errorf("%d: at least 1", c.Idempotency.MaxEntries), "idempotency.max_entries")
+	}
+	if c.Idempotency.MaxIDs < 1 {
+		return keyErr(fmt.Errorf("%d: at least 1", c.Idempotency.MaxIDs), "idempotency.max_ids")
+	}
 	if err := checkStores(c.Store); err != nil {
 		return keyErr(err, "store")
 	}
@@ -576,6 +594,7 @@ func (c *Config) ServiceConfig() service.Config {
 		ObfuscationWidth:    c.Obfuscation.SegmentWidth,
 		Forms:               c.Forms,
 		Tokens:              c.Tokens,
+		Idempotency:         service.Idempotency{Window: c.Idempotency.Window, MaxEntries: c.Idempotency.MaxEntries, MaxIDs: c.Idempotency.MaxIDs},
 	}
 }
 
