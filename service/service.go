@@ -110,7 +110,7 @@ type Service struct {
 	seg   *segment.Engine
 	seq   sequencer // sequence tags' group commit
 	idem  *idempotency
-	modes sync.Map  // tag -> *modeEntry
+	modes sync.Map // tag -> *modeEntry
 	// modeFail is when a read of an unknown tag's mode last failed on an
 	// outage (Unix ns; 0: never).
 	modeFail  atomic.Int64
