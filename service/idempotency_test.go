@@ -225,3 +225,37 @@ func TestIdempotency_CallerGaveUp(t *testing.T) {
 		t.Fatalf("after a lost keyless request: %v, %v (want 4: 3 was skipped)", a.Nums, err)
 	}
 }
+
+// Keys from outside: any bytes. A key is accepted exactly when it is 1 to
+// 255 printable ASCII bytes, and an accepted key replays its answer.
+func FuzzIdempotencyKey(f *testing.F) {
+	for _, k := range []string{"a", "7f1c0e6a-order-42", "has space", "\x00", "é", strings.Repeat("k", 256), "~!{}"} {
+		f.Add(k)
+	}
+	s := newKindsService(f, newClock(), Config{})
+	s.CreateTag(bg, frond.Tag{Name: "order", MaxID: 1, Step: 1000})
+	f.Fuzz(func(t *testing.T, key string) {
+		if key == "" {
+			return // no key: an ordinary request
+		}
+		valid := len(key) <= MaxIdempotencyKey
+		for i := 0; i < len(key); i++ {
+			valid = valid && key[i] >= 0x21 && key[i] <= 0x7e
+		}
+		r := Request{Kind: KindSegment, Name: "order", Count: 2, IdempotencyKey: key}
+		a, err := s.Take(bg, r)
+		if !valid {
+			if Code(err) != CodeInvalidArgument {
+				t.Fatalf("key %q: %v", key, err)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("key %q: %v", key, err)
+		}
+		b, err := s.Take(bg, r)
+		if err != nil || !sameAnswer(a, b) || !b.Replayed {
+			t.Fatalf("key %q: %v then %v, %v", key, a.Nums, b.Nums, err)
+		}
+	})
+}

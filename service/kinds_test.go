@@ -14,7 +14,7 @@ import (
 	"github.com/frond-id/frond/store/memstore"
 )
 
-func newKindsService(t *testing.T, c *clock, cfg Config) *Service {
+func newKindsService(t testing.TB, c *clock, cfg Config) *Service {
 	t.Helper()
 	cfg.Now, cfg.PersistEvery = c.Now, time.Hour
 	s, err := New(bg, cfg, memstore.New(nil), &memRegistry{id: 7}, nil)
