@@ -23,6 +23,11 @@ var (
 // others answer: segment IDs are still served, from the stores that answer.
 var ErrDegraded = errors.New("some stores are down")
 
+// ErrResidueMismatch means a store of a multi-store carries another
+// residue mark than its place in this node's list. It wraps
+// frond.ErrStoreUnavailable: the other stores go on serving.
+var ErrResidueMismatch = fmt.Errorf("%w: residue mark mismatch", frond.ErrStoreUnavailable)
+
 // Multi combines K independent stores for availability (seed 000's "several
 // instances with offset and step", TinyID's delta and remainder). Each store
 // keeps its own max_id per tag in the shared ID space, and store i only ever
@@ -42,6 +47,7 @@ var ErrDegraded = errors.New("some stores are down")
 type Multi struct {
 	stores []frond.SegmentStore
 	pref   atomic.Int64
+	marked []atomic.Bool // store i carries this node's residue mark (checkMark)
 }
 
 // NewMulti returns a store over stores, in residue order.
@@ -49,7 +55,7 @@ func NewMulti(stores ...frond.SegmentStore) (*Multi, error) {
 	if len(stores) < 1 {
 		return nil, fmt.Errorf("%w: multi-store needs at least one store", frond.ErrInvalidArgument)
 	}
-	return &Multi{stores: stores}, nil
+	return &Multi{stores: stores, marked: make([]atomic.Bool, len(stores))}, nil
 }
 
 // Residue returns the IDs of r that are congruent to i modulo k, as a range
@@ -69,7 +75,7 @@ func (m *Multi) attempt(ctx context.Context, op func(ctx context.Context, i int)
 	k := int64(len(m.stores))
 	start := m.pref.Load()
 	var errs []error
-	notFound := 0
+	notFound, misplaced := 0, 0
 	for j := int64(0); j < k; j++ {
 		i := (start + j) % k
 		actx, cancel := ctx, context.CancelFunc(func() {})
@@ -89,10 +95,16 @@ func (m *Multi) attempt(ctx context.Context, op func(ctx context.Context, i int)
 		if errors.Is(err, frond.ErrTagNotFound) {
 			notFound++
 		}
+		if errors.Is(err, ErrResidueMismatch) {
+			misplaced++
+		}
 		errs = append(errs, fmt.Errorf("store %d: %w", i, err))
 	}
 	if notFound == int(k) {
 		return errors.Join(errs...) // wraps ErrTagNotFound
+	}
+	if misplaced == int(k) {
+		return fmt.Errorf("%w: all %d stores: %v", ErrResidueMismatch, k, errors.Join(errs...))
 	}
 	// Some store is down: an outage, even if others do not know the tag
 	// (a partly failed CreateTag). %v, not %w: errors.Is must not find
@@ -106,6 +118,9 @@ func (m *Multi) Allocate(ctx context.Context, tag string, step int64) (frond.All
 	k := int64(len(m.stores))
 	var out frond.Allocation
 	err := m.attempt(ctx, func(ctx context.Context, i int) error {
+		if err := m.checkMark(ctx, i); err != nil {
+			return err
+		}
 		a, err := m.stores[i].Allocate(ctx, tag, step)
 		if err != nil {
 			return err
@@ -132,6 +147,9 @@ func (m *Multi) AllocateIDs(ctx context.Context, tag string, n int64) ([]frond.R
 	k := int64(len(m.stores))
 	var out []frond.Range
 	err := m.attempt(ctx, func(ctx context.Context, i int) error {
+		if err := m.checkMark(ctx, i); err != nil {
+			return err
+		}
 		rs, err := frond.SequenceIDs(ctx, m.stores[i], tag, n*k)
 		if err != nil {
 			return err
@@ -156,6 +174,39 @@ func (m *Multi) AllocateIDs(ctx context.Context, tag string, n int64) ([]frond.R
 // Residues is how many stores (residue classes) m combines: an Allocate of
 // step s hands out about s/Residues IDs.
 func (m *Multi) Residues() int { return len(m.stores) }
+
+// ResidueMark is the name of a store's residue mark (frond.MarkStore).
+const ResidueMark = "residue"
+
+// ResidueOf is the residue mark of store i of k: "i/k".
+func ResidueOf(i, k int) string { return fmt.Sprintf("%d/%d", i, k) }
+
+// checkMark makes sure, once per store, that store i carries the residue
+// mark of its place here (i/K), setting it if it has none: a store marked
+// with another place by another node (the stores listed in another order,
+// or another number of them) hands out no ID here, since the two nodes
+// would hand out the same ones. A store that keeps no marks is not checked.
+func (m *Multi) checkMark(ctx context.Context, i int) error {
+	if m.marked[i].Load() {
+		return nil
+	}
+	mk, ok := m.stores[i].(frond.MarkStore)
+	if !ok {
+		m.marked[i].Store(true)
+		return nil
+	}
+	want := ResidueOf(i, len(m.stores))
+	got, err := mk.Mark(ctx, ResidueMark, want)
+	if err != nil {
+		return err
+	}
+	if got != want {
+		return fmt.Errorf("%w: %s is marked as residue %s by another node, but is residue %s here: "+
+			"every node must list the same stores in the same order (docs/stores.md); this node takes no ID from it", ErrResidueMismatch, m.name(i), got, want)
+	}
+	m.marked[i].Store(true)
+	return nil
+}
 
 // Tag implements frond.SegmentStore: the tag as the first store that answers has it.
 func (m *Multi) Tag(ctx context.Context, name string) (frond.Tag, error) {
@@ -244,6 +295,9 @@ func (m *Multi) Ping(ctx context.Context) error {
 				errs[i] = p.Ping(ctx)
 			} else {
 				_, errs[i] = s.Tags(ctx)
+			}
+			if errs[i] == nil {
+				errs[i] = m.checkMark(ctx, i) // a misplaced store shows in readiness
 			}
 		})
 	}

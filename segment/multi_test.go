@@ -275,3 +275,54 @@ func TestMulti_Warnings(t *testing.T) {
 		t.Fatalf("warnings %q", w)
 	}
 }
+
+// Each store of a multi-store is marked with its place (i/K) the first time
+// a node uses it; a node that lists the stores in another order, or another
+// number of them, takes no ID from a store marked otherwise (and says so
+// in Ping), so two nodes never hand out the same residue from one store.
+func TestMulti_ResidueMarks(t *testing.T) {
+	a, b, c := memstore.New(nil), memstore.New(nil), memstore.New(nil)
+	for _, s := range []*memstore.Store{a, b, c} {
+		mustCreate(t, s, "t", 0, 10)
+	}
+	first, _ := NewMulti(a, b)
+	if _, err := first.Allocate(bg, "t", 0); err != nil { // marks a
+		t.Fatal(err)
+	}
+	if err := first.Ping(bg); err != nil { // marks b too
+		t.Fatal(err)
+	}
+	for s, want := range map[*memstore.Store]string{a: "0/2", b: "1/2"} {
+		if got, _ := s.Mark(bg, ResidueMark, ""); got != want {
+			t.Fatalf("mark %q, want %q", got, want)
+		}
+	}
+	swapped, _ := NewMulti(b, a)
+	_, err := swapped.Allocate(bg, "t", 0)
+	if !errors.Is(err, ErrResidueMismatch) || !errors.Is(err, frond.ErrStoreUnavailable) {
+		t.Fatalf("stores in another order: %v", err)
+	}
+	if _, err := swapped.AllocateIDs(bg, "t", 1); !errors.Is(err, ErrResidueMismatch) {
+		t.Fatalf("sequence IDs from stores in another order: %v", err)
+	}
+	if err := swapped.Ping(bg); err == nil || !strings.Contains(err.Error(), "residue mark mismatch") {
+		t.Fatalf("Ping: %v", err)
+	}
+	// A third store added on one node only: a and b are refused there, c
+	// (unmarked) serves its own residue.
+	more, _ := NewMulti(a, b, c)
+	if r, err := more.Allocate(bg, "t", 0); err != nil || r.Start%3 != 2 {
+		t.Fatalf("three stores, two marked for two: %+v, %v", r, err)
+	}
+	// The operator changes the layout: the marks go, the new order marks.
+	for _, s := range []*memstore.Store{a, b, c} {
+		s.Unmark(bg, ResidueMark)
+	}
+	again, _ := NewMulti(b, a)
+	if _, err := again.Allocate(bg, "t", 0); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := b.Mark(bg, ResidueMark, ""); got != "0/2" {
+		t.Fatalf("new mark %q", got)
+	}
+}

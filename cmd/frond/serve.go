@@ -103,6 +103,30 @@ func openStores(ctx context.Context, raw string, log *slog.Logger) (frond.Segmen
 	return segment.NewMulti(stores...)
 }
 
+// checkAlone refuses a single store that other nodes use as one residue of
+// a multi-store (its residue mark, segment.Multi): alone, this node would
+// hand out IDs of every residue from it, the other stores' too. A store not
+// reachable now is not checked (the multi-store nodes check their stores
+// at every first use; frond audit checks both).
+func checkAlone(ctx context.Context, store frond.SegmentStore, raw string) error {
+	if _, multi := store.(*segment.Multi); multi {
+		return nil
+	}
+	m, ok := store.(frond.MarkStore)
+	if !ok {
+		return nil
+	}
+	c, cancel := context.WithTimeout(ctx, storeStartTimeout)
+	defer cancel()
+	mark, err := m.Mark(c, segment.ResidueMark, "")
+	if err != nil || mark == "" {
+		return nil
+	}
+	return fmt.Errorf("store %s is marked as residue %s of a multi-store by other nodes, but this node lists it alone: it would hand out IDs of every residue, "+
+		"the same as the other stores. List the same stores in the same order as the other nodes (store: \"url1 url2 ...\"); if the store is on its own now, "+
+		"remove the mark: frond audit --unmark-residues", storeName(raw), mark)
+}
+
 // openStore picks the segment backend by URL scheme. A store over the
 // network (MySQL, PostgreSQL, Redis, etcd) that cannot be reached within
 // storeStartTimeout does not stop the start: it is opened in the background
@@ -165,6 +189,12 @@ func serve(ctx context.Context, cfg *config.Config, e env) error {
 	}
 	ln := fes[0].ln
 	store, err := openStores(ctx, cfg.Store, log)
+	if err == nil {
+		err = checkAlone(ctx, store, cfg.Store)
+		if err != nil {
+			store.Close()
+		}
+	}
 	if err != nil {
 		closeListeners(fes)
 		return err

@@ -8,6 +8,8 @@ type dialect struct {
 	kind        sqldb.Kind
 	createTable string
 	createModes string // frond_tag_mode: the mode of each tag that is not a segment tag
+	createMarks string // frond_mark: frond.MarkStore
+	insertMark  string // args: name, value; a mark already set is kept
 	// allocate raises max_id; with returning set it is one statement with
 	// args (step, step, tag, step, step, tag) returning max_id, step;
 	// otherwise it runs in a transaction followed by selectAlloc. {guard}
@@ -60,6 +62,19 @@ const modesMySQLDDL = "CREATE TABLE IF NOT EXISTS `frond_tag_mode` (\n" +
 	"  PRIMARY KEY (`biz_tag`)\n" +
 	") ENGINE=InnoDB"
 
+// The marks of the store (frond.MarkStore: a multi-store's residue).
+const marksMySQLDDL = "CREATE TABLE IF NOT EXISTS `frond_mark` (\n" +
+	"  `name` varchar(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,\n" +
+	"  `value` varchar(255) NOT NULL,\n" +
+	"  PRIMARY KEY (`name`)\n" +
+	") ENGINE=InnoDB"
+
+const marksPortableDDL = `CREATE TABLE IF NOT EXISTS frond_mark (
+  name VARCHAR(64) NOT NULL,
+  value VARCHAR(255) NOT NULL,
+  PRIMARY KEY (name)
+)`
+
 const modesPortableDDL = `CREATE TABLE IF NOT EXISTS frond_tag_mode (
   biz_tag VARCHAR(128) NOT NULL,
   mode VARCHAR(16) NOT NULL,
@@ -82,6 +97,8 @@ var mysqlDialect = &dialect{
 	kind:        sqldb.MySQL,
 	createTable: leafMySQLDDL,
 	createModes: modesMySQLDDL,
+	createMarks: marksMySQLDDL,
+	insertMark:  "INSERT IGNORE INTO frond_mark (name, value) VALUES (?, ?)",
 	allocate: `UPDATE leaf_alloc SET max_id = max_id + IF(? > 0, ?, step)
 WHERE biz_tag = ? AND max_id <= 9223372036854775807 - IF(? > 0, ?, step) {guard}`,
 	selectAlloc: `SELECT max_id, step FROM leaf_alloc WHERE biz_tag = ?`,
@@ -95,6 +112,8 @@ var postgresDialect = &dialect{
 	kind:        sqldb.Postgres,
 	createTable: portableDDL,
 	createModes: modesPortableDDL,
+	createMarks: marksPortableDDL,
+	insertMark:  "INSERT INTO frond_mark (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
 	allocate: `UPDATE leaf_alloc SET max_id = max_id + (CASE WHEN ?::bigint > 0 THEN ?::bigint ELSE step END), update_time = now() AT TIME ZONE 'UTC'
 WHERE biz_tag = ? AND max_id <= 9223372036854775807 - (CASE WHEN ?::bigint > 0 THEN ?::bigint ELSE step END) {guard}
 RETURNING max_id, step`,
@@ -109,6 +128,8 @@ var sqliteDialect = &dialect{
 	kind:        sqldb.SQLite,
 	createTable: portableDDL,
 	createModes: modesPortableDDL,
+	createMarks: marksPortableDDL,
+	insertMark:  "INSERT INTO frond_mark (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
 	allocate: `UPDATE leaf_alloc SET max_id = max_id + (CASE WHEN ? > 0 THEN ? ELSE step END), update_time = CURRENT_TIMESTAMP
 WHERE biz_tag = ? AND max_id <= 9223372036854775807 - (CASE WHEN ? > 0 THEN ? ELSE step END) {guard}
 RETURNING max_id, step`,

@@ -103,13 +103,15 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	s := &Store{db: db, d: dialects[p.Kind], opts: opts}
 	c, cancel := s.db.Bound(ctx)
 	defer cancel()
-	if _, err := s.db.ExecContext(c, s.d.createTable); err != nil {
-		s.db.Close()
-		return nil, s.fail("create table leaf_alloc", err)
-	}
-	if _, err := s.db.ExecContext(c, s.d.createModes); err != nil {
-		s.db.Close()
-		return nil, s.fail("create table frond_tag_mode", err)
+	for _, t := range []struct{ name, ddl string }{{"leaf_alloc", s.d.createTable}, {"frond_tag_mode", s.d.createModes}, {"frond_mark", s.d.createMarks}} {
+		_, err := s.db.ExecContext(c, t.ddl)
+		if err != nil && s.d.kind.CreateRace(err) { // another node created it at the same moment
+			_, err = s.db.ExecContext(c, t.ddl)
+		}
+		if err != nil {
+			s.db.Close()
+			return nil, s.fail("create table "+t.name, err)
+		}
 	}
 	if err := s.detectSequences(c); err != nil {
 		s.db.Close()
@@ -279,6 +281,33 @@ func (s *Store) ReturnTail(ctx context.Context, tag string, from, to int64) (boo
 	}
 	n, err := res.RowsAffected()
 	return err == nil && n == 1, nil
+}
+
+// Mark implements frond.MarkStore, in the table frond_mark.
+func (s *Store) Mark(ctx context.Context, name, value string) (string, error) {
+	c, cancel := s.db.Bound(ctx)
+	defer cancel()
+	if value != "" {
+		if _, err := s.db.ExecContext(c, s.d.q(s.d.insertMark), name, value); err != nil && !s.d.duplicate(err) {
+			return "", s.fail("mark the store", err)
+		}
+	}
+	var got string
+	err := s.db.QueryRowContext(c, s.d.q("SELECT value FROM frond_mark WHERE name = ?"), name).Scan(&got)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return "", s.fail("read the store's mark", err)
+	}
+	return got, nil
+}
+
+// Unmark implements frond.MarkStore.
+func (s *Store) Unmark(ctx context.Context, name string) error {
+	c, cancel := s.db.Bound(ctx)
+	defer cancel()
+	if _, err := s.db.ExecContext(c, s.d.q("DELETE FROM frond_mark WHERE name = ?"), name); err != nil {
+		return s.fail("remove the store's mark", err)
+	}
+	return nil
 }
 
 type scanner interface{ Scan(dest ...any) error }

@@ -1,0 +1,428 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/url"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/config"
+	"github.com/frond-id/frond/segment"
+	"github.com/frond-id/frond/service"
+	"github.com/frond-id/frond/store/memstore"
+	"github.com/frond-id/frond/store/sqlstore"
+	"github.com/spf13/cobra"
+)
+
+// Levels of an audit finding.
+const (
+	auditOK     = "ok"
+	auditWarn   = "warn"
+	auditDanger = "danger" // duplicates possible, or IDs or time run out within a year
+)
+
+// finding is one line of frond audit.
+type finding struct {
+	Level   string `json:"level"`
+	Subject string `json:"subject"`
+	Message string `json:"message"`
+}
+
+// errAuditDanger makes frond audit exit 1 after its report.
+var errAuditDanger = errors.New("the audit found dangers (above)")
+
+const year = 365 * 24 * time.Hour
+
+func newAuditCmd(e env) *cobra.Command {
+	var sample time.Duration
+	var asJSON, unmark bool
+	c := &cobra.Command{
+		Use:   "audit",
+		Short: "Check the configured stores and layout for what could lead to duplicates or exhaustion",
+		Long: `Read the stores of the configuration (as frond serve would: --config, FROND_*,
+flags) and report, without taking an ID:
+
+  - stores of a multi-store marked with another residue than their place in
+    this configuration (nodes listing them in another order), or a store
+    listed alone that other nodes use as one residue;
+  - tags missing from some stores of a multi-store, and sequence tags on
+    several stores (unique, not linearizable);
+  - max_id near the top of the ID space, and at the rate observed while the
+    audit samples (--sample), how long the IDs last;
+  - a step that a load cannot keep up with at that rate;
+  - the snowflake layout running out;
+  - what each store warns about now (Redis persistence, MySQL collation).
+
+Exit 0 when nothing is dangerous (warnings included), 1 when something is,
+2 for a bad configuration. --unmark-residues removes the residue marks of
+the configured stores (after changing the stores of a multi-store; the next
+start marks them again) and exits.`,
+		Example: "  frond audit --config /etc/frond/frond.yaml\n  frond audit --store \"mysql://a/ids postgres://b/ids\" --sample 30s --json",
+		Args:    args(cobra.NoArgs),
+		RunE: func(c *cobra.Command, _ []string) error {
+			cfg, _, err := config.Load(c.Flags(), e.environ)
+			if err != nil {
+				return usageError{err}
+			}
+			if err := checkBackends(cfg); err != nil {
+				return err
+			}
+			if sample < 0 {
+				return usagef("--sample %v: 0 (no rate checks) or a positive duration", sample)
+			}
+			log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+			a := &auditor{cfg: cfg, log: log}
+			if unmark {
+				return a.unmark(c.Context(), e)
+			}
+			found := a.run(c.Context(), sample)
+			if asJSON {
+				enc := json.NewEncoder(e.stdout)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(found); err != nil {
+					return err
+				}
+			} else {
+				tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+				for _, f := range found {
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", strings.ToUpper(f.Level), f.Subject, f.Message)
+				}
+				tw.Flush()
+			}
+			for _, f := range found {
+				if f.Level == auditDanger {
+					return errAuditDanger
+				}
+			}
+			return nil
+		},
+	}
+	config.AddFlags(c.Flags())
+	c.Flags().DurationVar(&sample, "sample", 10*time.Second, "read max_id twice this far apart to measure the rate (0: no rate checks)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the findings as JSON")
+	c.Flags().BoolVar(&unmark, "unmark-residues", false, "remove the residue marks of the configured stores, and exit")
+	return c
+}
+
+type auditor struct {
+	cfg   *config.Config
+	log   *slog.Logger
+	found []finding
+}
+
+func (a *auditor) add(level, subject, format string, args ...any) {
+	a.found = append(a.found, finding{Level: level, Subject: subject, Message: fmt.Sprintf(format, args...)})
+}
+
+// auditStore is one configured store, opened.
+type auditStore struct {
+	i     int
+	name  string
+	store frond.SegmentStore
+	tags  map[string]frond.Tag
+	read  time.Duration // how long listing the tags took
+}
+
+// openNow opens the store of raw at once (no background retries, unlike
+// frond serve): a store that cannot be opened is a finding.
+func openNow(ctx context.Context, raw string, log *slog.Logger) (frond.SegmentStore, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	c, cancel := context.WithTimeout(ctx, storeStartTimeout)
+	defer cancel()
+	switch u.Scheme {
+	case "sqlite":
+		return sqlstore.Open(c, raw, sqlstore.Options{})
+	case "memory":
+		return memstore.New(nil), nil
+	}
+	return openRemote(c, u.Scheme, raw, log)
+}
+
+func (a *auditor) open(ctx context.Context) []*auditStore {
+	urls := strings.Fields(a.cfg.Store)
+	var out []*auditStore
+	for i, raw := range urls {
+		subject := fmt.Sprintf("store %d (%s)", i, storeName(raw))
+		if len(urls) == 1 {
+			subject = "store " + storeName(raw)
+		}
+		s, err := openNow(ctx, raw, a.log)
+		if err != nil {
+			a.add(auditDanger, subject, "cannot be opened, so it was not audited: %v", err)
+			continue
+		}
+		if strings.HasPrefix(raw, "memory:") {
+			a.add(auditDanger, subject, "the memory store keeps nothing: every restart hands out the same IDs again")
+		}
+		if w, ok := s.(frond.Warner); ok {
+			for _, msg := range w.Warnings() {
+				a.add(auditWarn, subject, "%s", msg)
+			}
+		}
+		out = append(out, &auditStore{i: i, name: subject, store: s})
+	}
+	return out
+}
+
+func (a *auditor) unmark(ctx context.Context, e env) error {
+	stores := a.open(ctx)
+	defer closeAll(stores)
+	for _, f := range a.found {
+		if f.Level == auditDanger {
+			return fmt.Errorf("%s: %s", f.Subject, f.Message)
+		}
+	}
+	for _, s := range stores {
+		m, ok := s.store.(frond.MarkStore)
+		if !ok {
+			continue
+		}
+		c, cancel := context.WithTimeout(ctx, storeStartTimeout)
+		old, err := m.Mark(c, segment.ResidueMark, "")
+		if err == nil {
+			err = m.Unmark(c, segment.ResidueMark)
+		}
+		cancel()
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+		if old != "" {
+			fmt.Fprintf(e.stdout, "%s: residue mark %s removed\n", s.name, old)
+		} else {
+			fmt.Fprintf(e.stdout, "%s: no residue mark\n", s.name)
+		}
+	}
+	return nil
+}
+
+func closeAll(stores []*auditStore) {
+	for _, s := range stores {
+		s.store.Close()
+	}
+}
+
+// run makes every check and returns the findings, the most serious first.
+func (a *auditor) run(ctx context.Context, sample time.Duration) []finding {
+	stores := a.open(ctx)
+	defer closeAll(stores)
+	a.residues(ctx, stores)
+	first := a.snapshot(ctx, stores)
+	var rates map[string]float64
+	var elapsed time.Duration
+	if sample > 0 && len(stores) > 0 {
+		t0 := time.Now()
+		select {
+		case <-time.After(sample):
+		case <-ctx.Done():
+		}
+		second := a.snapshot(ctx, stores)
+		elapsed = time.Since(t0)
+		rates = map[string]float64{}
+		for key, v := range second {
+			if w, ok := first[key]; ok && v >= w {
+				rates[key.tag] += float64(v-w) / elapsed.Seconds()
+			}
+		}
+	}
+	a.tags(stores, rates, sample)
+	a.layout()
+	order := map[string]int{auditDanger: 0, auditWarn: 1, auditOK: 2}
+	slices.SortStableFunc(a.found, func(x, y finding) int { return order[x.Level] - order[y.Level] })
+	return a.found
+}
+
+// residues checks each store's residue mark against its place here.
+func (a *auditor) residues(ctx context.Context, stores []*auditStore) {
+	k := len(strings.Fields(a.cfg.Store))
+	for _, s := range stores {
+		m, ok := s.store.(frond.MarkStore)
+		if !ok {
+			continue
+		}
+		c, cancel := context.WithTimeout(ctx, storeStartTimeout)
+		mark, err := m.Mark(c, segment.ResidueMark, "")
+		cancel()
+		want := segment.ResidueOf(s.i, k)
+		switch {
+		case err != nil:
+			a.add(auditWarn, s.name, "its residue mark cannot be read: %v", err)
+		case k == 1 && mark == "":
+			a.add(auditOK, s.name, "one store, not part of a multi-store")
+		case k == 1 && mark != "":
+			a.add(auditDanger, s.name, "other nodes use it as residue %s of a multi-store, but this configuration lists it alone: such a node hands out IDs of every residue (frond serve refuses to start so)", mark)
+		case k > 1 && mark == "":
+			a.add(auditOK, s.name, "residue %s; not marked yet (the first node to use it marks it)", want)
+		case k > 1 && mark != want:
+			a.add(auditDanger, s.name, "marked as residue %s by other nodes, but listed as residue %s here: list the stores in the same order on every node", mark, want)
+		case k > 1:
+			a.add(auditOK, s.name, "residue %s, as marked", want)
+		}
+	}
+}
+
+type storeTag struct {
+	store int
+	tag   string
+}
+
+// snapshot reads every store's tags: their max_id by store and tag.
+func (a *auditor) snapshot(ctx context.Context, stores []*auditStore) map[storeTag]int64 {
+	out := map[storeTag]int64{}
+	for _, s := range stores {
+		c, cancel := context.WithTimeout(ctx, storeStartTimeout)
+		t0 := time.Now()
+		tags, err := s.store.Tags(c)
+		read := time.Since(t0)
+		cancel()
+		if err != nil {
+			a.add(auditWarn, s.name, "its tags cannot be read: %v", err)
+			continue
+		}
+		if s.tags == nil || read < s.read {
+			s.read = read
+		}
+		s.tags = map[string]frond.Tag{}
+		for _, t := range tags {
+			s.tags[t.Name] = t
+			out[storeTag{s.i, t.Name}] = t.MaxID
+		}
+	}
+	return out
+}
+
+// tags checks each tag: in every store, its headroom, and its step against
+// the observed rate.
+func (a *auditor) tags(stores []*auditStore, rates map[string]float64, sample time.Duration) {
+	names := map[string]bool{}
+	for _, s := range stores {
+		for n := range s.tags {
+			names[n] = true
+		}
+	}
+	maxStep := a.cfg.Segment.MaxStep
+	if a.cfg.Segment.FixedStep {
+		maxStep = 0
+	}
+	for _, name := range slices.Sorted(func(yield func(string) bool) {
+		for n := range names {
+			if !yield(n) {
+				return
+			}
+		}
+	}) {
+		subject := "tag " + name
+		var missing []string
+		var t frond.Tag
+		var top int64
+		var slowest time.Duration
+		for _, s := range stores {
+			st, ok := s.tags[name]
+			if !ok {
+				missing = append(missing, s.name)
+				continue
+			}
+			if st.MaxID >= top {
+				t, top = st, st.MaxID
+			}
+			slowest = max(slowest, s.read)
+		}
+		if len(missing) > 0 {
+			a.add(auditWarn, subject, "missing from %s: its residue is not served for this tag (create it there with max_id at least that of the others)", strings.Join(missing, ", "))
+		}
+		if t.Mode == frond.ModeSequence && len(stores) > 1 {
+			a.add(auditWarn, subject, "a sequence tag on %d stores: unique, but not linearizable across the stores (docs/kinds.md)", len(stores))
+		}
+		left := math.MaxInt64 - top
+		rate, measured := rates[name]
+		lasts := math.Inf(1) // seconds
+		if measured && rate > 0 {
+			lasts = float64(left) / rate
+		}
+		switch {
+		case left < 100*max(t.Step, maxStep):
+			a.add(auditDanger, subject, "max_id %d: fewer than 100 segments left below 2^63 (%d IDs)", top, left)
+		case lasts < year.Seconds():
+			a.add(auditDanger, subject, "at %.0f IDs/s the IDs left below 2^63 last %s", rate, humanSeconds(lasts))
+		case lasts < 10*year.Seconds():
+			a.add(auditWarn, subject, "at %.0f IDs/s the IDs left below 2^63 last %s", rate, humanSeconds(lasts))
+		case top > 1<<62:
+			a.add(auditWarn, subject, "max_id %d: more than half of the 63-bit space is used", top)
+		}
+		if !measured || rate <= 0 || t.Mode == frond.ModeSequence {
+			if t.Mode != frond.ModeSequence && sample > 0 && len(missing) < len(stores) {
+				a.add(auditOK, subject, "no IDs taken while sampling (%v); max_id %d, step %d", sample, top, t.Step)
+			}
+			continue
+		}
+		// A node starts loading the next segment when a tenth of the
+		// current one is used: the load must end within the rest of it.
+		// The rate is all nodes' together: each node's is lower.
+		life := time.Duration(float64(t.Step) / rate * float64(time.Second))
+		need := 10 * max(slowest, time.Millisecond)
+		bestLife := time.Duration(float64(max(t.Step, maxStep)) / rate * float64(time.Second))
+		switch {
+		case bestLife*9/10 < need:
+			a.add(auditWarn, subject, "at %.0f IDs/s a segment of %d lasts %s, and even one of the largest step (%d) lasts %s, near the time of a store round trip (%s): callers will wait for loads; raise the step or segment.max_step",
+				rate, t.Step, human(life), max(t.Step, maxStep), human(bestLife), slowest.Round(time.Microsecond))
+		case life*9/10 < need:
+			a.add(auditOK, subject, "at %.0f IDs/s a segment of %d lasts only %s; the adaptive step grows it (up to %d, %s); IDs last %s", rate, t.Step, human(life), maxStep, human(bestLife), humanSeconds(lasts))
+		default:
+			a.add(auditOK, subject, "at %.0f IDs/s a segment of %d lasts %s (a store round trip: %s); IDs last %s", rate, t.Step, human(life), slowest.Round(time.Microsecond), humanSeconds(lasts))
+		}
+	}
+}
+
+// layout checks when the snowflake layout runs out.
+func (a *auditor) layout() {
+	l := a.cfg.ServiceConfig().Layout
+	left := time.Until(l.Expires())
+	warn := a.cfg.Snowflake.ExpiryWarning
+	if warn == 0 {
+		warn = service.DefaultExpiryWarning
+	}
+	subject := "layout " + l.Name
+	switch {
+	case left < year:
+		a.add(auditDanger, subject, "runs out %s (%s): snowflake IDs stop then", l.Expires().UTC().Format(time.DateOnly), human(left))
+	case warn > 0 && left < warn:
+		a.add(auditWarn, subject, "runs out %s, in %s", l.Expires().UTC().Format(time.DateOnly), human(left))
+	default:
+		a.add(auditOK, subject, "runs out %s", l.Expires().UTC().Format(time.DateOnly))
+	}
+}
+
+// humanSeconds is human for spans too long for a time.Duration.
+func humanSeconds(s float64) string {
+	if s >= 100*year.Seconds() {
+		return "more than 100 years"
+	}
+	return human(time.Duration(s * float64(time.Second)))
+}
+
+// human writes d in the largest unit that fits.
+func human(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "already"
+	case d >= year:
+		return fmt.Sprintf("%.1f years", d.Hours()/24/365)
+	case d >= 48*time.Hour:
+		return fmt.Sprintf("%.1f days", d.Hours()/24)
+	case d >= time.Hour:
+		return fmt.Sprintf("%.1f hours", d.Hours())
+	case d >= time.Minute:
+		return fmt.Sprintf("%.1f minutes", d.Minutes())
+	}
+	return d.Round(time.Millisecond).String()
+}

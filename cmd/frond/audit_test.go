@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/config"
+	"github.com/frond-id/frond/segment"
+	"github.com/frond-id/frond/store/sqlstore"
+)
+
+// frond audit on a multi-store of two SQLite files: the residue marks a
+// node wrote are checked against the order of the stores (another order,
+// or one store alone, is a danger: exit 1), a tag missing from one store
+// and a sequence tag on two stores are warnings, and --unmark-residues
+// removes the marks. frond serve refuses a marked store listed alone.
+func TestCLI_Audit(t *testing.T) {
+	dir := t.TempDir()
+	a, b := "sqlite://"+filepath.Join(dir, "a.db"), "sqlite://"+filepath.Join(dir, "b.db")
+	ctx := context.Background()
+	var stores []frond.SegmentStore
+	for _, u := range []string{a, b} {
+		s, err := sqlstore.Open(ctx, u, sqlstore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores = append(stores, s)
+	}
+	m, _ := segment.NewMulti(stores...)
+	stores[0].CreateTag(ctx, frond.Tag{Name: "order", MaxID: 1, Step: 100})
+	stores[1].CreateTag(ctx, frond.Tag{Name: "order", MaxID: 1, Step: 100})
+	stores[0].CreateTag(ctx, frond.Tag{Name: "only-a", MaxID: 1, Step: 100})
+	m.CreateTag(ctx, frond.Tag{Name: "ticket", MaxID: 1, Step: 1, Mode: frond.ModeSequence})
+	if err := m.Ping(ctx); err != nil { // marks both stores: 0/2 and 1/2
+		t.Fatal(err)
+	}
+	m.Close()
+	stores[0].Close()
+	stores[1].Close()
+
+	audit := func(store string, extra ...string) (int, string, string) {
+		return runCLI(t, nil, append([]string{"audit", "--data-dir", dir, "--store", store, "--sample", "0"}, extra...)...)
+	}
+	code, out, errs := audit(a + " " + b)
+	if code != exitOK || !strings.Contains(out, "residue 0/2, as marked") || !strings.Contains(out, "residue 1/2, as marked") ||
+		!strings.Contains(out, "only-a") || !strings.Contains(out, "not linearizable") || !strings.Contains(out, "layout twitter") {
+		t.Fatalf("in order: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, errs = audit(b + " " + a)
+	if code != exitError || !strings.Contains(out, "DANGER") || !strings.Contains(out, "listed as residue 0/2 here") {
+		t.Fatalf("in another order: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, errs = audit(a)
+	if code != exitError || !strings.Contains(out, "lists it alone") {
+		t.Fatalf("alone: exit %d\n%s%s", code, out, errs)
+	}
+	code, _, errs = runCLI(t, nil, "serve", "--data-dir", dir, "--store", a, "--http-addr", "127.0.0.1:0")
+	if code != exitError || !strings.Contains(errs, "marked as residue 0/2") {
+		t.Fatalf("serve with a marked store alone: exit %d, %s", code, errs)
+	}
+	code, out, errs = audit(a+" "+b, "--unmark-residues")
+	if code != exitOK || !strings.Contains(out, "residue mark 0/2 removed") || !strings.Contains(out, "residue mark 1/2 removed") {
+		t.Fatalf("unmark: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs = audit(a, "--json"); code != exitOK || !strings.Contains(out, `"level": "ok"`) {
+		t.Fatalf("alone after unmarking: exit %d\n%s%s", code, out, errs)
+	}
+	if code, _, errs = audit(a, "--sample", "-1s"); code != exitUsage {
+		t.Fatalf("negative sample: exit %d, %s", code, errs)
+	}
+}
+
+// The rate checks: IDs that run out within a year are a danger, within ten
+// years a warning; a step that even the adaptive rule cannot grow past a
+// few store round trips is a warning.
+func TestAudit_RateChecks(t *testing.T) {
+	cfg := loadDefaults(t)
+	a := &auditor{cfg: cfg}
+	const max = int64(9223372036854775807)
+	s := &auditStore{name: "store x", read: time.Millisecond, tags: map[string]frond.Tag{
+		"soon":  {Name: "soon", MaxID: max - 1_000_000_000_000_000, Step: 1000}, // 10^15 IDs at 10^8/s: 116 days
+		"later": {Name: "later", MaxID: max - 10_000_000_000_000_000, Step: 1000},
+		"fine":  {Name: "fine", MaxID: 1000, Step: 1000},
+		"slow":  {Name: "slow", MaxID: 1000, Step: 10},
+	}}
+	a.cfg.Segment.FixedStep = true // no adaptive step: the tag's own must do
+	a.tags([]*auditStore{s}, map[string]float64{"soon": 1e8, "later": 1e8, "fine": 1000, "slow": 1e5}, time.Second)
+	want := map[string]string{"soon": auditDanger, "later": auditWarn, "fine": auditOK, "slow": auditWarn}
+	got := map[string]string{}
+	for _, f := range a.found {
+		tag := strings.TrimPrefix(f.Subject, "tag ")
+		if got[tag] != auditDanger && (got[tag] == "" || f.Level != auditOK) {
+			got[tag] = f.Level
+		}
+	}
+	for tag, level := range want {
+		if got[tag] != level {
+			t.Errorf("tag %s: %s, want %s; findings %+v", tag, got[tag], level, a.found)
+		}
+	}
+}
+
+// loadDefaults is the configuration with nothing set.
+func loadDefaults(t *testing.T) *config.Config {
+	t.Helper()
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	config.AddFlags(fs)
+	cfg, _, err := config.Load(fs, []string{"FROND_DATA_DIR=" + t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
