@@ -66,6 +66,8 @@ import (
 	"github.com/go-zookeeper/zk"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/store/sqlstore"
 	"github.com/frond-id/frond/storetest"
 )
 
@@ -273,6 +275,9 @@ func TestChaos(t *testing.T) {
 			return "etcd://" + addr + "?frond_prefix=/frondtest/" + h.ns + "/&frond_timeout=2s"
 		}
 		reserveEtcdIDs(t, strings.Split(ep, ","), "/frondtest/"+h.ns+"/")
+		storetest.ClearResidueMarks(t, func(ctx context.Context, url string) (frond.SegmentStore, error) {
+			return sqlstore.Open(ctx, url, sqlstore.Options{})
+		}, my, pg)
 	case "redis-zk":
 		rd := storetest.SkipUnlessSet(t, "FROND_TEST_REDIS_URL")
 		zk := storetest.SkipUnlessSet(t, "FROND_TEST_ZK_SERVERS")

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/store/sqlstore"
 	"github.com/frond-id/frond/storetest"
 )
 
@@ -16,6 +19,7 @@ import (
 func TestE2E_MultiStore_TwoNodes(t *testing.T) {
 	my := storetest.SkipUnlessSet(t, "FROND_TEST_MYSQL_URL")
 	pg := storetest.SkipUnlessSet(t, "FROND_TEST_POSTGRES_URL")
+	storetest.ClearResidueMarks(t, openSQL, my, pg)
 	p := storetest.StartProxy(t, storetest.HostOf(t, my, "3306"))
 	stores := storetest.WithHost(t, my, p.Addr()) + "?frond_timeout=1s " + pg
 	t.Setenv("FROND_SEGMENT__FIXED_STEP", "true")
@@ -75,4 +79,9 @@ func TestE2E_MultiStore_TwoNodes(t *testing.T) {
 	if code != 200 || out.IDs[len(out.IDs)-1]%2 != 1 {
 		t.Fatalf("after the cut: %d %s", code, body)
 	}
+}
+
+// openSQL opens a SQL store (storetest.ClearResidueMarks).
+func openSQL(ctx context.Context, url string) (frond.SegmentStore, error) {
+	return sqlstore.Open(ctx, url, sqlstore.Options{})
 }
