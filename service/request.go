@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -145,7 +146,10 @@ func (s *Service) Check(r *Request) error {
 	if r.Count < 0 || r.Count > limit {
 		return fmt.Errorf("%w: count %d: must be 1 to %d", frond.ErrInvalidArgument, r.Count, limit)
 	}
-	return checkIdempotencyKey(r.IdempotencyKey)
+	if r.IdempotencyKey != "" {
+		return checkIdempotencyKey(r.IdempotencyKey)
+	}
+	return nil
 }
 
 // Peek checks r (see Check) and reports whether Take could serve it now,
@@ -200,21 +204,33 @@ func (s *Service) Take(ctx context.Context, r Request) (Answer, error) {
 	if err := ctx.Err(); err != nil {
 		return Answer{}, err
 	}
+	if r.IdempotencyKey != "" {
+		return s.takeKeyed(ctx, r)
+	}
 	var a Answer
 	var err error
-	if r.IdempotencyKey != "" {
-		a, err = s.idem.do(ctx, r, func() (Answer, error) {
-			// Not ended by the caller going away (see idempotency.do), but
-			// by Close, and within the store's load timeout.
-			tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.loadTimeout())
-			defer cancel()
-			stop := context.AfterFunc(s.runCtx, cancel)
-			defer stop()
-			return s.take(tctx, r)
-		})
+	if r.Kind == KindSegment {
+		a, err = s.takeTag(ctx, r, "", true) // the hot path: one call less
 	} else {
 		a, err = s.take(ctx, r)
 	}
+	a.Request = r
+	return a, err
+}
+
+// takeKeyed is Take of a request with an idempotency key: its own function,
+// so that the closure's capture of r does not move every request to the
+// heap.
+func (s *Service) takeKeyed(ctx context.Context, r Request) (Answer, error) {
+	a, err := s.idem.do(ctx, r, func() (Answer, error) {
+		// Not ended by the caller going away (see idempotency.do), but by
+		// Close, and within the store's load timeout.
+		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.loadTimeout())
+		defer cancel()
+		stop := context.AfterFunc(s.runCtx, cancel)
+		defer stop()
+		return s.take(tctx, r)
+	})
 	a.Request = r
 	return a, err
 }
@@ -223,23 +239,7 @@ func (s *Service) take(ctx context.Context, r Request) (Answer, error) {
 	n := max(r.Count, 1)
 	switch r.Kind {
 	case KindSegment:
-		mode, err := s.modeOf(ctx, r.Name)
-		if err != nil {
-			return Answer{}, err
-		}
-		a, err := s.takeTag(ctx, r, n, mode)
-		// The store knows the mode better than this node: the tag was
-		// deleted and created again with the other mode by another node
-		// within modeTTL. Learn it, and serve the request by it.
-		switch {
-		case mode == frond.ModeSequence && errors.Is(err, frond.ErrNotSequence):
-			s.setMode(r.Name, "")
-			return s.takeTag(ctx, r, n, "")
-		case mode != frond.ModeSequence && errors.Is(err, frond.ErrNotLeasable):
-			s.setMode(r.Name, frond.ModeSequence)
-			return s.takeTag(ctx, r, n, frond.ModeSequence)
-		}
-		return a, err
+		return s.takeTag(ctx, r, "", true)
 	case KindSnowflake:
 		var ids []int64
 		var err error
@@ -266,10 +266,25 @@ func (s *Service) take(ctx context.Context, r Request) (Answer, error) {
 	}
 }
 
-// takeTag serves a request for n IDs of a tag of the given mode.
-func (s *Service) takeTag(ctx context.Context, r Request, n int64, mode string) (Answer, error) {
+// takeTag serves a request for IDs of a tag, by its mode (modeOf; or mode,
+// when not empty). With learn, a refusal of the store that says the tag
+// has the other mode (it was deleted and created again with it by another
+// node within modeTTL) is learnt, and the request served by it (misread).
+func (s *Service) takeTag(ctx context.Context, r Request, mode string, learn bool) (Answer, error) {
+	n := max(r.Count, 1)
+	if mode == "" {
+		m, err := s.modeOf(ctx, r.Name)
+		if err != nil {
+			return Answer{}, err
+		}
+		mode = cmp.Or(m, frond.ModeSegment)
+	}
 	if mode == frond.ModeSequence {
-		return s.takeSequence(ctx, r, n)
+		a, err := s.takeSequence(ctx, r, n)
+		if err != nil && learn {
+			return s.misread(ctx, r, mode, a, err)
+		}
+		return a, err
 	}
 	if r.Run {
 		if r.Count == 0 {
@@ -279,6 +294,9 @@ func (s *Service) takeTag(ctx context.Context, r Request, n int64, mode string) 
 			}
 		}
 		rg, err := s.seg.NextRun(ctx, r.Name, n)
+		if err != nil && learn {
+			return s.misread(ctx, r, mode, Answer{}, err)
+		}
 		if err != nil {
 			return Answer{}, err
 		}
@@ -286,6 +304,9 @@ func (s *Service) takeTag(ctx context.Context, r Request, n int64, mode string) 
 	}
 	if r.Ranges {
 		rs, err := s.seg.NextN(ctx, r.Name, n)
+		if err != nil && learn {
+			return s.misread(ctx, r, mode, Answer{}, err)
+		}
 		if err != nil {
 			return Answer{}, err
 		}
@@ -294,12 +315,18 @@ func (s *Service) takeTag(ctx context.Context, r Request, n int64, mode string) 
 	var ids []int64
 	if n == 1 {
 		id, err := s.seg.Next(ctx, r.Name)
+		if err != nil && learn {
+			return s.misread(ctx, r, mode, Answer{}, err)
+		}
 		if err != nil {
 			return Answer{}, err
 		}
 		ids = []int64{id}
 	} else {
 		rs, err := s.seg.NextN(ctx, r.Name, n)
+		if err != nil && learn {
+			return s.misread(ctx, r, mode, Answer{}, err)
+		}
 		if err != nil {
 			return Answer{}, err
 		}
@@ -309,6 +336,21 @@ func (s *Service) takeTag(ctx context.Context, r Request, n int64, mode string) 
 		}
 	}
 	return s.answer(KindSegment, r.Form, ids)
+}
+
+// misread handles a failed takeTag of mode: when the store said the tag
+// has the other mode, this node learns it and serves the request once more
+// by it; any other error is the answer.
+func (s *Service) misread(ctx context.Context, r Request, mode string, a Answer, err error) (Answer, error) {
+	switch {
+	case mode == frond.ModeSequence && errors.Is(err, frond.ErrNotSequence):
+		s.setMode(r.Name, "")
+		return s.takeTag(ctx, r, frond.ModeSegment, false)
+	case mode != frond.ModeSequence && errors.Is(err, frond.ErrNotLeasable):
+		s.setMode(r.Name, frond.ModeSequence)
+		return s.takeTag(ctx, r, frond.ModeSequence, false)
+	}
+	return a, err
 }
 
 // takeSequence serves a request for a sequence tag: its IDs come from one

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -23,4 +24,32 @@ func BenchmarkTake(b *testing.B) {
 	for b.Loop() {
 		s.Take(bg, r)
 	}
+}
+
+// BenchmarkTake_IdempotencyKey is BenchmarkTake with a new key per request
+// (remembered, the oldest forgotten past 100,000), and a retry of one key
+// (answered from memory).
+func BenchmarkTake_IdempotencyKey(b *testing.B) {
+	st := memstore.New(nil)
+	st.CreateTag(bg, frond.Tag{Name: "bench", MaxID: 1, Step: 1_000_000})
+	s, err := New(bg, Config{MaxLead: time.Hour, PersistEvery: time.Hour, Now: snowflake.NewSystemClock(0, 0).Now}, st, &memRegistry{}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close(bg)
+	b.Run("new", func(b *testing.B) {
+		r := Request{Kind: KindSegment, Name: "bench"}
+		i := 0
+		for b.Loop() {
+			i++
+			r.IdempotencyKey = "k" + strconv.Itoa(i)
+			s.Take(bg, r)
+		}
+	})
+	b.Run("retry", func(b *testing.B) {
+		r := Request{Kind: KindSegment, Name: "bench", IdempotencyKey: "same"}
+		for b.Loop() {
+			s.Take(bg, r)
+		}
+	})
 }
