@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,7 +59,6 @@ type idemEntry struct {
 	what string // the request without its key: a reuse for another one is refused
 	done chan struct{}
 	ans  Answer
-	err  error
 	ok   bool  // ans is an answer to replay
 	size int64 // IDs and ranges held
 	at   int64 // when the answer came (Unix ns); 0 while in flight
@@ -100,14 +100,23 @@ func newIdempotency(cfg Idempotency, now func() int64) *idempotency {
 
 // fingerprint is what must match for a key's answer to be given again.
 func fingerprint(r Request) string {
-	return fmt.Sprintf("%s\x00%s\x00%d\x00%s\x00%t\x00%d\x00%t\x00%t", r.Kind, r.Name, r.Count, r.Form, r.Ranges, r.Version, r.Run, r.Lease)
+	b := make([]byte, 0, 64)
+	for _, s := range []string{r.Kind, r.Name, r.Form} {
+		b = append(append(b, s...), 0)
+	}
+	b = strconv.AppendInt(b, r.Count, 10)
+	b = strconv.AppendInt(append(b, 0), int64(r.Version), 10)
+	for _, f := range []bool{r.Ranges, r.Run, r.Lease} {
+		b = strconv.AppendBool(append(b, 0), f)
+	}
+	return string(b)
 }
 
 // do answers r (checked, with a key) from memory, or by take, remembered.
 // A retry that arrives while the first request is still being served waits
-// for its answer. take runs on its own, with a context that the caller's
-// going away does not end (bounded by the service): a client that gave up
-// waiting finds the IDs taken for it when it retries, instead of a gap.
+// for its answer. take runs with a context that the caller's going away
+// does not end (bounded by the service): a client that gave up waiting
+// finds the IDs taken for it when it retries, instead of a gap.
 func (d *idempotency) do(ctx context.Context, r Request, take func() (Answer, error)) (Answer, error) {
 	if d.cfg.Window < 0 {
 		return Answer{}, fmt.Errorf("%w: idempotency keys are turned off on this server (idempotency.window)", frond.ErrInvalidArgument)
@@ -124,16 +133,9 @@ func (d *idempotency) do(ctx context.Context, r Request, take func() (Answer, er
 			e = &idemEntry{key: key, what: what, done: make(chan struct{})}
 			d.m[key] = e
 			d.mu.Unlock()
-			go func() {
-				a, err := take()
-				d.finish(e, a, err)
-			}()
-			select {
-			case <-e.done:
-				return e.ans, e.err
-			case <-ctx.Done():
-				return Answer{}, ctx.Err()
-			}
+			a, err := take()
+			d.finish(e, a, err)
+			return a, err
 		}
 		d.mu.Unlock()
 		if e.what != what {
@@ -161,7 +163,6 @@ func (d *idempotency) finish(e *idemEntry, a Answer, err error) {
 	defer d.mu.Unlock()
 	defer close(e.done)
 	mine := d.m[e.key] == e
-	e.err = err
 	if err != nil {
 		if mine {
 			delete(d.m, e.key)
