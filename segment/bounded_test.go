@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/store/memstore"
 )
 
 // pendingCount is the number of tags loading their first segment.
@@ -227,5 +228,40 @@ func TestEngine_ManyTagsAmortized(t *testing.T) {
 	e.Forget("t7")
 	if _, ok := (*e.read.Load())["t7"]; ok {
 		t.Fatal("a forgotten buffer is still on the fast path")
+	}
+}
+
+// Many buffers going idle together (per-period serial tags at midnight) are
+// taken out of the lookup map with one copy of it, not one copy each (which
+// was quadratic in the number of tags); the busy ones stay.
+func TestEngine_SweepManyIdleOneCopy(t *testing.T) {
+	clock := newFakeClock()
+	s := memstore.New(clock)
+	const n = 2000
+	e := newEngine(t, s, Settings{Clock: clock, FixedStep: true, IdleAfter: time.Minute})
+	for i := range n {
+		tag := fmt.Sprintf("t%d", i)
+		mustCreate(t, s, tag, 0, 10)
+		if _, err := e.Next(bg, tag); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.Buffer("t0") // enough misses fold dirty into read; make sure all are in read
+	e.mu.Lock()
+	e.rebuildLocked("")
+	e.mu.Unlock()
+	e.Sweep() // marks
+	clock.Add(2 * time.Minute)
+	e.Next(bg, "t7") // one stays busy
+	before := e.rebuilds.Load()
+	e.Sweep()
+	if got := e.rebuilds.Load() - before; got > 1 {
+		t.Fatalf("%d copies of the lookup map to drop %d buffers", got, n-1)
+	}
+	if st := e.Stats(); len(st) != 1 || st[0].Tag != "t7" {
+		t.Fatalf("%d buffers left, want t7 only", len(st))
+	}
+	if id, err := e.Next(bg, "t3"); err != nil || id < 10 {
+		t.Fatalf("a dropped tag again: %d, %v", id, err)
 	}
 }

@@ -37,6 +37,7 @@ type Engine struct {
 	misses    int                // lookups found in dirty since read was built
 	pending   map[string]*Buffer // buffers whose first segment has not loaded yet
 	firstFail atomic.Int64       // when a first load last failed on an outage (Clock, ns)
+	rebuilds  atomic.Int64       // copies of the read map made (tests)
 
 	ctx    context.Context // cancelled by Close: ends store calls
 	cancel context.CancelFunc
@@ -132,6 +133,48 @@ func (e *Engine) rebuildLocked(drop string) {
 	e.read.Store(&m)
 	clear(e.dirty)
 	e.misses = 0
+	e.rebuilds.Add(1)
+}
+
+// unmap takes bs out of the lookup maps with one rebuild of the read map.
+// A lookup of their tags afterwards makes a new buffer; calls through a
+// handle still reach them until they are dropped.
+func (e *Engine) unmap(bs []*Buffer) {
+	if len(bs) == 0 {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	inRead := false
+	read := *e.read.Load()
+	for _, b := range bs {
+		if e.dirty[b.tag] == b {
+			delete(e.dirty, b.tag)
+		}
+		if e.pending[b.tag] == b {
+			delete(e.pending, b.tag)
+		}
+		inRead = inRead || read[b.tag] == b
+	}
+	if !inRead {
+		return
+	}
+	m := make(map[string]*Buffer, len(read)+len(e.dirty))
+	for k, v := range read {
+		m[k] = v
+	}
+	for k, v := range e.dirty {
+		m[k] = v
+	}
+	for _, b := range bs {
+		if m[b.tag] == b {
+			delete(m, b.tag)
+		}
+	}
+	e.read.Store(&m)
+	clear(e.dirty)
+	e.misses = 0
+	e.rebuilds.Add(1)
 }
 
 // buffers returns every buffer whose first segment loaded.
@@ -187,12 +230,20 @@ func (e *Engine) Forget(tag string) {
 // it with their clock.
 func (e *Engine) Sweep() {
 	now := e.cfg.Clock.Now()
+	var idle []*Buffer
 	for _, b := range e.buffers() {
 		if b.idle(now) {
-			b.drop()
-			if e.cfg.OnEvict != nil {
-				e.cfg.OnEvict(b.tag)
-			}
+			idle = append(idle, b)
+		}
+	}
+	// Out of the lookup maps all at once (one copy of the read map, not one
+	// per buffer: thousands of per-period serial tags going idle together
+	// would make that quadratic), then dropped, each finding itself gone.
+	e.unmap(idle)
+	for _, b := range idle {
+		b.drop()
+		if e.cfg.OnEvict != nil {
+			e.cfg.OnEvict(b.tag)
 		}
 	}
 	e.mu.Lock()
