@@ -346,6 +346,9 @@ func (s *Service) DeleteTag(ctx context.Context, name string) error {
 		s.seg.Forget(name)
 		s.modes.Delete(name)
 		s.seq.stats.Delete(name)
+		if s.cfg.Segment.OnEvict != nil {
+			s.cfg.Segment.OnEvict(name) // the tag's metric series go with it
+		}
 		s.log.Info("tag deleted", "tag", name)
 	}
 	return err

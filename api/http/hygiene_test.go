@@ -142,3 +142,26 @@ func TestMetrics_MadeUpTagsLeaveNoSeries(t *testing.T) {
 		t.Fatalf("series of made-up tags in /metrics")
 	}
 }
+
+// A deleted tag's series leave /metrics with it, at once (they used to stay
+// until the engine's sweep, an hour later).
+func TestMetrics_DeletedTagLeavesNoSeries(t *testing.T) {
+	f := newFixture(t, Options{})
+	f.want(f.do("POST", "/v1/tags", `{"name":"brief","step":10}`), 201)
+	f.want(f.do("GET", "/v1/segment/brief", ""), 200)
+	f.want(f.do("GET", "/metrics", ""), 200, `tag="brief"`)
+	f.want(f.do("DELETE", "/v1/tags/brief", ""), 204)
+	if r := f.do("GET", "/metrics", ""); strings.Contains(r.body, `tag="brief"`) {
+		t.Fatalf("series of a deleted tag:\n%s", grepLines(r.body, `tag="brief"`))
+	}
+}
+
+func grepLines(text, sub string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
