@@ -121,3 +121,27 @@ func TestOpen_Unreachable(t *testing.T) {
 		t.Fatalf("unreachable: %v", err)
 	}
 }
+
+// The server's persistence is read again by Ping (readiness probes): a
+// Redis that stops persisting after the store was opened (CONFIG SET
+// appendfsync everysec) shows in Warnings, and one that starts persisting
+// clears it. The test Redis keeps nothing; the check is replaced.
+func TestRedis_PersistenceReadAgain(t *testing.T) {
+	s, err := redisstore.Open(context.Background(), url(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if len(s.Warnings()) != 1 {
+		t.Fatalf("the test Redis persists nothing, but no warning: %v", s.Warnings())
+	}
+	why := ""
+	s.SetPersistenceCheck(0, func(context.Context, *goredis.Client) (string, error) { return why, nil })
+	if err := s.Ping(context.Background()); err != nil || len(s.Warnings()) != 0 {
+		t.Fatalf("persisting now: %v, %v", s.Warnings(), err)
+	}
+	why = "syncs its AOF only with appendfsync everysec"
+	if err := s.Ping(context.Background()); err != nil || len(s.Warnings()) != 1 || !strings.Contains(s.Warnings()[0], "everysec") || !strings.Contains(s.Warnings()[0], "changed since") {
+		t.Fatalf("stopped persisting: %v, %v", s.Warnings(), err)
+	}
+}

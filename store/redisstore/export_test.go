@@ -1,0 +1,16 @@
+package redisstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// SetPersistenceCheck replaces the check of the server's persistence that
+// Ping repeats, and how often it repeats it.
+func (s *Store) SetPersistenceCheck(every time.Duration, check func(context.Context, *redis.Client) (string, error)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.recheckEvery, s.volatile, s.allowVolatile = every, check, false
+}
