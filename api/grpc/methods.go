@@ -131,6 +131,7 @@ func (s *Server) Info(context.Context, *frondv1.InfoRequest) (*frondv1.NodeInfo,
 		Layout: &frondv1.Layout{Name: l.Name, Unit: l.Unit.String(), TimeBits: int32(l.TimeBits), NodeBits: int32(l.NodeBits),
 			SequenceBits: int32(l.SeqBits), Epoch: timestamppb.New(l.Epoch), Expires: timestamppb.New(l.Expires()), MaxId: l.MaxID()},
 		MaxBatch: service.MaxBatch, MaxRangesBatch: service.MaxRangesBatch, StartedAt: timestamppb.New(s.started),
+		ReservedAheadNs: int64(w.ReservedAhead), PeerSkewNs: int64(w.PeerSkew), Peers: int32(w.PeerCount),
 	}
 	if w.ID >= 0 {
 		out.WorkerId = &w.ID

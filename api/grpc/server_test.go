@@ -197,6 +197,10 @@ func TestGRPC_IDs(t *testing.T) {
 	if err != nil || info.GetWorkerId() != 3 || info.WorkerId == nil || !info.Issuing || info.Layout.GetName() == "" || info.MaxBatch != service.MaxBatch {
 		t.Fatalf("Info: %v, %v", info, err)
 	}
+	// As /v1/info: the time reserved ahead of the clock in the registry.
+	if w := f.svc.WorkerInfo(); info.ReservedAheadNs == 0 || info.ReservedAheadNs > int64(w.ReservedAhead)+int64(time.Second) {
+		t.Fatalf("Info reserved_ahead_ns %d; the service says %v", info.ReservedAheadNs, w.ReservedAhead)
+	}
 }
 
 // Bad input is refused with INVALID_ARGUMENT or NOT_FOUND and takes no ID.

@@ -818,8 +818,16 @@ type NodeInfo struct {
 	MaxBatch       int64                  `protobuf:"varint,7,opt,name=max_batch,proto3" json:"max_batch,omitempty"`
 	MaxRangesBatch int64                  `protobuf:"varint,8,opt,name=max_ranges_batch,proto3" json:"max_ranges_batch,omitempty"`
 	StartedAt      *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=started_at,proto3" json:"started_at,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// How far ahead of the clock the registry has recorded a time this node
+	// may issue up to, in nanoseconds (negative: behind; snowflake IDs wait).
+	ReservedAheadNs int64 `protobuf:"varint,10,opt,name=reserved_ahead_ns,proto3" json:"reserved_ahead_ns,omitempty"`
+	// This node's clock minus its live peers' average, as last measured, in
+	// nanoseconds, and the peers' count (registries that see their peers:
+	// etcd, ZooKeeper); 0 peers: not measured.
+	PeerSkewNs    int64 `protobuf:"varint,11,opt,name=peer_skew_ns,proto3" json:"peer_skew_ns,omitempty"`
+	Peers         int32 `protobuf:"varint,12,opt,name=peers,proto3" json:"peers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *NodeInfo) Reset() {
@@ -913,6 +921,27 @@ func (x *NodeInfo) GetStartedAt() *timestamppb.Timestamp {
 		return x.StartedAt
 	}
 	return nil
+}
+
+func (x *NodeInfo) GetReservedAheadNs() int64 {
+	if x != nil {
+		return x.ReservedAheadNs
+	}
+	return 0
+}
+
+func (x *NodeInfo) GetPeerSkewNs() int64 {
+	if x != nil {
+		return x.PeerSkewNs
+	}
+	return 0
+}
+
+func (x *NodeInfo) GetPeers() int32 {
+	if x != nil {
+		return x.Peers
+	}
+	return 0
 }
 
 type Layout struct {
@@ -1631,7 +1660,7 @@ const file_frond_v1_frond_proto_rawDesc = "" +
 	"\x04tick\x18\x04 \x01(\x03R\x04tick\x12\x12\n" +
 	"\x04node\x18\x05 \x01(\x03R\x04node\x12\x1a\n" +
 	"\bsequence\x18\x06 \x01(\x03R\bsequence\"\r\n" +
-	"\vInfoRequest\"\xeb\x02\n" +
+	"\vInfoRequest\"\xd3\x03\n" +
 	"\bNodeInfo\x12!\n" +
 	"\tworker_id\x18\x01 \x01(\x03H\x00R\tworker_id\x88\x01\x01\x12\x12\n" +
 	"\x04held\x18\x02 \x01(\bR\x04held\x12\x18\n" +
@@ -1643,7 +1672,11 @@ const file_frond_v1_frond_proto_rawDesc = "" +
 	"\x10max_ranges_batch\x18\b \x01(\x03R\x10max_ranges_batch\x12:\n" +
 	"\n" +
 	"started_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"started_atB\f\n" +
+	"started_at\x12,\n" +
+	"\x11reserved_ahead_ns\x18\n" +
+	" \x01(\x03R\x11reserved_ahead_ns\x12\"\n" +
+	"\fpeer_skew_ns\x18\v \x01(\x03R\fpeer_skew_ns\x12\x14\n" +
+	"\x05peers\x18\f \x01(\x05R\x05peersB\f\n" +
 	"\n" +
 	"_worker_id\"\x92\x02\n" +
 	"\x06Layout\x12\x12\n" +
