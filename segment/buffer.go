@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,9 +75,10 @@ type Buffer struct {
 	minStep  int64 // the tag's configured step
 	lastLoad time.Time
 	loadDur  time.Duration
-	issued   int64  // IDs of segments already switched out
-	waits    uint64 // callers that found both segments empty after the first load
-	hungry   bool   // a caller waited since the last load: the next step doubles
+	issued   int64        // IDs of segments already switched out
+	waits    uint64       // callers that found both segments empty after the first load
+	hungry   bool         // a caller waited since the last load: the next step doubles
+	steps    []StepChange // the last maxStepChanges changes of the step, oldest first
 	rateAt   time.Time
 	rateN    int64
 	rate     float64
@@ -438,6 +440,12 @@ func (b *Buffer) loadOnce() (err error, finished bool) {
 		}
 		b.lastErr = nil
 		b.next = newSegment(a.Range, cfg.Threshold, t1, step)
+		if n := len(b.steps); n == 0 || b.steps[n-1].Step != step {
+			if n == maxStepChanges {
+				b.steps = append(b.steps[:0], b.steps[1:]...)
+			}
+			b.steps = append(b.steps, StepChange{At: t1, Step: step})
+		}
 		b.step, b.minStep = step, a.Step
 		b.lastLoad, b.loadDur = t1, t1.Sub(t0)
 		b.loads++
@@ -452,6 +460,16 @@ func (b *Buffer) loadOnce() (err error, finished bool) {
 	b.mu.Unlock()
 	close(done)
 	return err, finished
+}
+
+// maxStepChanges is how many changes of the step a buffer remembers.
+const maxStepChanges = 8
+
+// StepChange is a load whose step differs from the load before it (the
+// first load counts as one).
+type StepChange struct {
+	At   time.Time `json:"at"`
+	Step int64     `json:"step"`
 }
 
 // BufferStats describe one segment of a buffer.
@@ -497,6 +515,9 @@ type Stats struct {
 	Rate float64 `json:"rate"`
 	// Horizon is how long Remaining lasts at Rate; -1 when Rate is zero.
 	Horizon time.Duration `json:"horizon"`
+	// Steps are the last changes of the step (at most 8), oldest first:
+	// the adaptive step's history since the buffer was made.
+	Steps []StepChange `json:"steps"`
 }
 
 // Stats returns the buffer's statistics.
@@ -508,7 +529,7 @@ func (b *Buffer) Stats() Stats {
 	st := Stats{
 		Tag: b.tag, Ready: b.loads > 0, Loading: b.filling,
 		Step: b.step, MinStep: b.minStep, Loads: b.loads, Failures: b.failures, Waits: b.waits,
-		LastLoad: b.lastLoad, LastLoadDuration: b.loadDur,
+		LastLoad: b.lastLoad, LastLoadDuration: b.loadDur, Steps: slices.Clone(b.steps),
 	}
 	if b.lastErr != nil {
 		st.LastError, st.LastErrorAt = b.lastErr.Error(), b.lastFail

@@ -275,6 +275,14 @@ func TestBuffer_AdaptiveStep(t *testing.T) {
 	if got := s.stepsAsked(); !slices.Equal(got, want) {
 		t.Fatalf("steps %v, want %v", got, want)
 	}
+	// The buffer's history of the step (the dashboard's): each change once.
+	var hist []int64
+	for _, c := range b.Stats().Steps {
+		hist = append(hist, c.Step)
+	}
+	if !slices.Equal(hist, []int64{100, 200, 400, 800, 400, 200, 100}) {
+		t.Fatalf("step history %v", hist)
+	}
 }
 
 // Hunger: when callers find both segments empty (the prefetch came too

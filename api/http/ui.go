@@ -88,6 +88,9 @@ type tagStats struct {
 	LastLoadSecs float64 `json:"last_load_seconds"`
 	LastError    string  `json:"last_error,omitempty"`
 	Loading      bool    `json:"loading"`
+	// StepHistory is the buffer's last steps, oldest first (the engine
+	// keeps 8 changes).
+	StepHistory []int64 `json:"step_history"`
 }
 
 type snowflakeJSON struct {
@@ -119,6 +122,9 @@ func (s *Server) snapshot(ctx context.Context) snapshot {
 			Rate: b.Rate, Horizon: -1, LastLoadSecs: b.LastLoadDuration.Seconds(), LastError: b.LastError, Loading: b.Loading}
 		if b.NextReady {
 			t.NextStart, t.NextEnd = b.Next.Start, b.Next.End
+		}
+		for _, c := range b.Steps {
+			t.StepHistory = append(t.StepHistory, c.Step)
 		}
 		if b.Horizon >= 0 {
 			t.Horizon = b.Horizon.Seconds()

@@ -54,6 +54,11 @@ func TestDashboard_Server(t *testing.T) {
 	if len(snap.Tags) != 1 || snap.Tags[0].Tag != "order" || snap.Tags[0].Pos != 2 || !snap.Worker.Issuing || snap.Layout.Name != "twitter" {
 		t.Fatalf("snapshot %+v", snap)
 	}
+	// The step's history comes from the server (the page used to keep only
+	// what it had seen since it opened).
+	if h := snap.Tags[0].StepHistory; len(h) != 1 || h[0] != snap.Tags[0].Step {
+		t.Fatalf("step history %v (step %d)", h, snap.Tags[0].Step)
+	}
 	done := make(chan struct{})
 	go func() {
 		for {

@@ -89,9 +89,14 @@ function render(s) {
     tbody.append(el("tr", { class: "empty" }, el("td", { colspan: "8" }, "no tag has been used on this node yet")));
   }
   for (const t of s.tags || []) {
-    const hist = (stepHistory[t.tag] = stepHistory[t.tag] || []);
-    if (hist[hist.length - 1] !== t.step) hist.push(t.step);
-    if (hist.length > 8) hist.shift();
+    // The server's history of the step (since the buffer was made); the
+    // page's own, from what it has seen, for a server without one.
+    let hist = t.step_history;
+    if (!hist || !hist.length) {
+      hist = (stepHistory[t.tag] = stepHistory[t.tag] || []);
+      if (hist[hist.length - 1] !== t.step) hist.push(t.step);
+      if (hist.length > 8) hist.shift();
+    }
     const h = t.horizon_seconds;
     const hclass = h < 0 ? "" : h < HORIZON_WARN ? (h < 60 ? "bad" : "warn") : "ok";
     if (h >= 0 && h < HORIZON_WARN) alerts.push([h < 60 ? "bad" : "warn", `Tag ${t.tag} runs dry in ${dur(h)} if the store stays away.`]);
