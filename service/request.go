@@ -167,7 +167,10 @@ func (s *Service) Peek(ctx context.Context, r *Request) error {
 			if err == nil && (r.Run || r.Lease) {
 				err = fmt.Errorf("%w: tag %s is a sequence tag", frond.ErrNotLeasable, Quote(r.Name))
 			}
-			return err // a sequence tag is served when its store answers
+			if err == nil {
+				err = s.seq.peek(ctx, r.Name) // served when its store answers
+			}
+			return err
 		}
 		for _, st := range s.seg.Stats() {
 			if st.Tag == r.Name && st.Ready {

@@ -260,6 +260,26 @@ func (q *sequencer) run(tag string, tq *seqQueue) {
 	}
 }
 
+// peek reports whether a request for tag would be served now, without a
+// store call that takes IDs: not within FailFast of a failed store call,
+// and the store answers a ping (or, without one, a read of the tag).
+func (q *sequencer) peek(ctx context.Context, tag string) error {
+	q.mu.Lock()
+	err := q.failedLocked(tag)
+	q.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if p, ok := q.s.store.(frond.Pinger); ok {
+		if err := p.Ping(ctx); err != nil && !errors.Is(err, segment.ErrDegraded) {
+			return err // some stores of a multi-store down: the others serve
+		}
+		return nil
+	}
+	_, err = q.s.store.Tag(ctx, tag)
+	return err
+}
+
 // failedLocked is the error of the tag's last store call when it failed on
 // an outage within FailFast, else nil. q.mu is held.
 func (q *sequencer) failedLocked(tag string) error {
