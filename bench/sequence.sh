@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sequence tags against segment tags, in the same run: frond bench over gRPC
-# with 1, 8 and 64 callers, on each store in turn (SQLite, and PostgreSQL and
-# MariaDB when FROND_TEST_POSTGRES_URL and FROND_TEST_MYSQL_URL are set, as
+# with 1, 8 and 64 callers, on each store in turn (SQLite, and PostgreSQL,
+# MariaDB, Redis and etcd when FROND_TEST_POSTGRES_URL, FROND_TEST_MYSQL_URL,
+# FROND_TEST_REDIS_URL and FROND_TEST_ETCD_ENDPOINTS are set, as
 # .ci/services.sh exports them). Prints one line per run and the group
 # commit's counters.
 # Usage: bench/sequence.sh [seconds per run]
@@ -15,6 +16,9 @@ trap '[ -n "$pid" ] && kill $pid 2>/dev/null; wait 2>/dev/null; rm -rf "$out"' E
 stores=("sqlite://$out/frond.db")
 [ -n "${FROND_TEST_POSTGRES_URL:-}" ] && stores+=("$FROND_TEST_POSTGRES_URL")
 [ -n "${FROND_TEST_MYSQL_URL:-}" ] && stores+=("$FROND_TEST_MYSQL_URL")
+# The test Redis keeps nothing on disk: accepted here, for a measurement.
+[ -n "${FROND_TEST_REDIS_URL:-}" ] && stores+=("${FROND_TEST_REDIS_URL%%\?*}?frond_allow_volatile=true&frond_prefix=benchseq:")
+[ -n "${FROND_TEST_ETCD_ENDPOINTS:-}" ] && stores+=("etcd://${FROND_TEST_ETCD_ENDPOINTS%%,*}?frond_prefix=/benchseq/")
 for store in "${stores[@]}"; do
   rm -rf "$out/data"
   "$out/frond" serve --data-dir "$out/data" --http-addr 127.0.0.1:18083 --grpc-addr 127.0.0.1:19093 --store "$store" --log-level warn 2>"$out/frond.log" &
