@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -249,13 +250,16 @@ func (s *Store) tagRow(ctx context.Context, q execer, tag string, lock bool) (in
 	if mode.String != frond.ModeSequence {
 		return 0, fmt.Errorf("allocate %q: %w", tag, frond.ErrNotSequence)
 	}
+	if maxID == math.MaxInt64 { // above the sequence's MAXVALUE: no ID left
+		return 0, fmt.Errorf("allocate %q: max_id %d: %w", tag, maxID, frond.ErrTagExhausted)
+	}
 	return maxID, nil
 }
 
 // refused reports whether err is an answer about the tag rather than an
 // outage.
 func refused(err error) bool {
-	return errors.Is(err, frond.ErrTagNotFound) || errors.Is(err, frond.ErrNotSequence)
+	return errors.Is(err, frond.ErrTagNotFound) || errors.Is(err, frond.ErrNotSequence) || errors.Is(err, frond.ErrTagExhausted)
 }
 
 // makeSequence creates tag's sequence, starting at the row's max_id, if it

@@ -97,6 +97,13 @@ func TestAllocateIDs(t *testing.T) {
 			if _, err := s.AllocateIDs(ctx, tag+"-top", 5); !errors.Is(err, frond.ErrTagExhausted) {
 				t.Fatalf("past 2^63: %v", err)
 			}
+			t.Cleanup(func() { s.DeleteTag(ctx, tag+"-full") })
+			if _, err := s.CreateTag(ctx, frond.Tag{Name: tag + "-full", MaxID: math.MaxInt64, Step: 1, Mode: frond.ModeSequence}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.AllocateIDs(ctx, tag+"-full", 1); !errors.Is(err, frond.ErrTagExhausted) {
+				t.Fatalf("max_id 2^63-1: %v", err)
+			}
 			// Deleted and created again lower: the old sequence is gone.
 			if err := s.DeleteTag(ctx, tag); err != nil {
 				t.Fatal(err)
