@@ -102,6 +102,11 @@ func (e *Engine) Buffer(tag string) (*Buffer, error) {
 	if len(e.pending) >= e.cfg.MaxPending {
 		return nil, fmt.Errorf("%w: %d tags are loading their first segment: try again", frond.ErrStoreUnavailable, len(e.pending))
 	}
+	if e.cfg.Admit != nil {
+		if err := e.cfg.Admit(tag); err != nil {
+			return nil, err
+		}
+	}
 	b := newBuffer(e, tag)
 	e.pending[tag] = b
 	return b, nil
@@ -217,6 +222,9 @@ func (e *Engine) Forget(tag string) {
 	if !ok {
 		e.mu.Lock()
 		b, ok = e.dirty[tag]
+		if !ok {
+			b, ok = e.pending[tag] // loading its first segment: not kept either
+		}
 		e.mu.Unlock()
 	}
 	if ok {

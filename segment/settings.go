@@ -73,6 +73,11 @@ type Settings struct {
 	// OnEvict, if set, is called with the tag of a buffer Sweep dropped, so
 	// per-tag metrics can drop its series.
 	OnEvict func(tag string)
+	// Admit, if set, is asked before a buffer is made for a tag (before its
+	// first store call); its error is the caller's. The service refuses the
+	// tags it knows to be sequence tags, so that a request that read a
+	// tag's mode just before it changed cannot load a segment of it.
+	Admit func(tag string) error
 }
 
 // Validate reports whether New would accept s (the rules of the fields'

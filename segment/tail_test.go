@@ -129,3 +129,21 @@ func TestCloseReturning_NotForResidues(t *testing.T) {
 	}
 	var _ frond.SegmentStore = m
 }
+
+// Forget drops a buffer that is still loading its first segment too (it
+// used to stay, and be promoted when its load came back).
+func TestForget_Pending(t *testing.T) {
+	s := memstore.New(nil)
+	mustCreate(t, s, "t", 1, 100)
+	e := newEngine(t, s, Settings{})
+	if _, err := e.Buffer("t"); err != nil { // pending, no load yet
+		t.Fatal(err)
+	}
+	e.Forget("t")
+	e.mu.Lock()
+	n := len(e.pending)
+	e.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d pending buffers after Forget", n)
+	}
+}

@@ -504,3 +504,23 @@ func TestSequence_StaleModeRefusedByStore(t *testing.T) {
 		t.Fatalf("mode learnt: %q", m)
 	}
 }
+
+// A request that read a tag's mode just before this node learnt it is a
+// sequence tag cannot load a segment of it: the engine asks the service
+// before it makes a buffer (TestSequence_ModeChangeSeen failed now and
+// then on this race: a segment of the sequence tag, loaded by such a
+// request, stayed in a buffer).
+func TestSequence_NoBufferForAKnownSequenceTag(t *testing.T) {
+	nodes, _ := seqNodes(t, 1)
+	s := nodes[0]
+	if _, err := s.CreateTag(bg, frond.Tag{Name: "order", MaxID: 1, Step: 100}); err != nil {
+		t.Fatal(err)
+	}
+	s.setMode("order", frond.ModeSequence) // learnt, while a request still holds the old mode
+	if _, err := s.seg.Next(bg, "order"); !errors.Is(err, frond.ErrNotLeasable) {
+		t.Fatalf("a segment of a known sequence tag: %v", err)
+	}
+	if st := s.SegmentStats(); len(st) != 0 {
+		t.Fatalf("buffers: %+v", st)
+	}
+}

@@ -193,7 +193,16 @@ func New(ctx context.Context, cfg Config, store frond.SegmentStore, reg frond.Wo
 		return nil, err
 	}
 	var err error
-	s.seg, err = segment.New(store, cfg.Segment)
+	// A tag this node knows to be a sequence tag gets no segment buffer,
+	// even from a request that read its mode just before it was learnt.
+	segCfg := cfg.Segment
+	segCfg.Admit = func(tag string) error {
+		if v, ok := s.modes.Load(tag); ok && v.(*modeEntry).mode == frond.ModeSequence {
+			return fmt.Errorf("%w: tag %s is a sequence tag", frond.ErrNotLeasable, Quote(tag))
+		}
+		return nil
+	}
+	s.seg, err = segment.New(store, segCfg)
 	if err != nil {
 		s.cancelRun()
 		return nil, err
