@@ -82,9 +82,13 @@ func TestDashboard_Browser(t *testing.T) {
 	); err != nil {
 		t.Fatalf("the dashboard did not show tag order: %v", err)
 	}
+	// The text of sel, read in the page in one step: the table is drawn
+	// again every second, and a node found by one DevTools call can be gone
+	// by the next ("No node with given id found", a flake of chromedp.Text).
 	text := func(sel string) string {
 		t.Helper()
-		v, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		js := fmt.Sprintf(`(document.querySelector(%q) || {}).innerText || ""`, sel)
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
 		if err != nil {
 			t.Fatalf("text of %s: %v", sel, err)
 		}
