@@ -69,6 +69,9 @@ func New(store Allocator, s Settings) (*Engine, error) {
 	return e, nil
 }
 
+// Settings returns the engine's settings, the defaults filled in.
+func (e *Engine) Settings() Settings { return e.cfg }
+
 // Buffer returns the buffer of tag, creating it (without a store call) if
 // needed. Hold on to it to skip the tag lookup on every call; a handle whose
 // buffer was dropped (idle, or the tag deleted) goes through the engine. It

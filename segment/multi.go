@@ -181,6 +181,29 @@ const ResidueMark = "residue"
 // ResidueOf is the residue mark of store i of k: "i/k".
 func ResidueOf(i, k int) string { return fmt.Sprintf("%d/%d", i, k) }
 
+// ResidueMarkOf reads the residue mark of s: "" when it has none, or keeps
+// no marks.
+func ResidueMarkOf(ctx context.Context, s frond.SegmentStore) (string, error) {
+	if m, ok := s.(frond.MarkStore); ok {
+		return m.Mark(ctx, ResidueMark, "")
+	}
+	return "", nil
+}
+
+// ClearResidueMark removes the residue mark of s and returns what it was
+// (an operator changing the stores of a multi-store).
+func ClearResidueMark(ctx context.Context, s frond.SegmentStore) (string, error) {
+	m, ok := s.(frond.MarkStore)
+	if !ok {
+		return "", nil
+	}
+	old, err := m.Mark(ctx, ResidueMark, "")
+	if err == nil {
+		err = m.Unmark(ctx, ResidueMark)
+	}
+	return old, err
+}
+
 // checkMark makes sure, once per store, that store i carries the residue
 // mark of its place here (i/K), setting it if it has none: a store marked
 // with another place by another node (the stores listed in another order,

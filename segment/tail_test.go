@@ -147,3 +147,24 @@ func TestForget_Pending(t *testing.T) {
 		t.Fatalf("%d pending buffers after Forget", n)
 	}
 }
+
+// The seal itself: a caller that loaded the current segment before the
+// seal and takes from it afterwards finds it used up, so nothing it could
+// get lies in the tail given back.
+func TestSeal_LateCaller(t *testing.T) {
+	s := memstore.New(nil)
+	mustCreate(t, s, "t", 1, 100)
+	e := newEngine(t, s, Settings{FixedStep: true})
+	if id, err := e.Next(bg, "t"); err != nil || id != 1 {
+		t.Fatalf("first ID: %d, %v", id, err)
+	}
+	b, _ := e.Buffer("t")
+	cur := b.cur.Load() // what a caller inside Next holds
+	from, to, ok := b.seal()
+	if !ok || from != 2 || to != 101 {
+		t.Fatalf("tail [%d, %d), %v; want [2, 101)", from, to, ok)
+	}
+	if v := cur.pos.Add(cur.stride) - cur.stride; uint64(v-cur.start) < uint64(cur.end-cur.start) {
+		t.Fatalf("a caller that held the segment got %d after the seal", v)
+	}
+}

@@ -84,7 +84,7 @@ func (c Config) Validate() error {
 			return configError(err, "ObfuscationWidth")
 		}
 	}
-	if _, err := c.obfuscationKeys(); err != nil {
+	if _, err := c.obfuscationPerms(); err != nil {
 		return err
 	}
 	if err := checkLayoutLife(c.Layout, time.Unix(0, now())); err != nil {

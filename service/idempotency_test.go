@@ -116,10 +116,7 @@ func TestIdempotency_FailuresAndTokens(t *testing.T) {
 func TestIdempotency_Concurrent(t *testing.T) {
 	nodes, st := seqNodes(t, 1)
 	s := nodes[0]
-	gate := make(chan struct{})
-	st.mu.Lock()
-	st.gate = gate
-	st.mu.Unlock()
+	gate := st.hold()
 	r := Request{Kind: KindSegment, Name: "ticket", Count: 4, IdempotencyKey: "same"}
 	var wg sync.WaitGroup
 	answers := make([]Answer, 8)
@@ -183,10 +180,7 @@ func TestIdempotency_Bounds(t *testing.T) {
 func TestIdempotency_CallerGaveUp(t *testing.T) {
 	nodes, st := seqNodes(t, 1)
 	s := nodes[0]
-	gate := make(chan struct{})
-	st.mu.Lock()
-	st.gate = gate
-	st.mu.Unlock()
+	gate := st.hold()
 	r := Request{Kind: KindSegment, Name: "ticket", Count: 2, IdempotencyKey: "retry-me"}
 	ctx, cancel := context.WithCancel(bg)
 	errc := make(chan error, 1)
@@ -206,10 +200,7 @@ func TestIdempotency_CallerGaveUp(t *testing.T) {
 		t.Fatalf("%d store calls", n)
 	}
 	// Without a key the same story leaves a gap (the documented one).
-	st.mu.Lock()
-	st.gate = make(chan struct{})
-	g2 := st.gate
-	st.mu.Unlock()
+	g2 := st.hold()
 	ctx2, cancel2 := context.WithCancel(bg)
 	go func() {
 		s.Take(ctx2, Request{Kind: KindSegment, Name: "ticket"})
@@ -256,4 +247,25 @@ func FuzzIdempotencyKey(f *testing.F) {
 			t.Fatalf("key %q: %v then %v, %v", key, a.Nums, b.Nums, err)
 		}
 	})
+}
+
+// Requests refused for their key (reused for another request, malformed)
+// take no ID.
+func TestIdempotency_RefusalsTakeNoID(t *testing.T) {
+	s := newKindsService(t, newClock(), Config{})
+	s.CreateTag(bg, frond.Tag{Name: "order", MaxID: 1, Step: 1000})
+	if a, err := s.Take(bg, Request{Kind: KindSegment, Name: "order", Count: 2, IdempotencyKey: "k"}); err != nil || a.Nums[1] != 2 {
+		t.Fatalf("first: %v, %v", a.Nums, err)
+	}
+	for _, r := range []Request{
+		{Kind: KindSegment, Name: "order", Count: 3, IdempotencyKey: "k"},
+		{Kind: KindSegment, Name: "order", Count: 3, IdempotencyKey: "bad key"},
+	} {
+		if _, err := s.Take(bg, r); Code(err) != CodeInvalidArgument {
+			t.Fatalf("%+v: %v", r, err)
+		}
+	}
+	if a, err := s.Take(bg, Request{Kind: KindSegment, Name: "order"}); err != nil || a.Nums[0] != 3 {
+		t.Fatalf("after the refusals: %v, %v (want 3)", a.Nums, err)
+	}
 }

@@ -71,17 +71,13 @@ func (s *Service) initKinds() error {
 		}
 		s.serials[name] = sr
 	}
-	keys, err := s.cfg.obfuscationKeys()
+	ps, err := s.cfg.obfuscationPerms()
 	if err != nil {
 		return err
 	}
 	s.perms = map[int]perms{}
-	for i, k := range keys {
-		p, err := k.perms(s.cfg.ObfuscationWidth, s.cfg.Layout)
-		if err != nil {
-			return configError(err, "ObfuscationKey")
-		}
-		s.perms[k.Version] = p
+	for i, p := range ps {
+		s.perms[p.version] = p
 		if i == 0 {
 			s.permCur = p
 		}
@@ -300,10 +296,11 @@ func (k ObfuscationKey) perms(segWidth uint, layout snowflake.Layout) (perms, er
 	return perms{version: k.Version, seg: seg, snow: snow}, nil
 }
 
-// obfuscationKeys are the configured keys, the current one first, checked:
-// versions positive and distinct, schemes known, keys long enough for every
-// width they permute. None without ObfuscationKey.
-func (c Config) obfuscationKeys() ([]ObfuscationKey, error) {
+// obfuscationPerms are the permutations of the configured keys, the
+// current one first, checked: versions positive and distinct, schemes
+// known, keys long enough for every width they permute. None without
+// ObfuscationKey.
+func (c Config) obfuscationPerms() ([]perms, error) {
 	if len(c.ObfuscationKey) == 0 {
 		if len(c.ObfuscationPrevious) > 0 {
 			return nil, configError(fmt.Errorf("%w: previous obfuscation keys without a current key", frond.ErrInvalidArgument), "ObfuscationPrevious")
@@ -315,6 +312,7 @@ func (c Config) obfuscationKeys() ([]ObfuscationKey, error) {
 		cur.Version = 1
 	}
 	keys := append([]ObfuscationKey{cur}, c.ObfuscationPrevious...)
+	out := make([]perms, 0, len(keys))
 	seen := map[int]bool{}
 	for i, k := range keys {
 		field := "ObfuscationKey"
@@ -339,11 +337,13 @@ func (c Config) obfuscationKeys() ([]ObfuscationKey, error) {
 				return nil, configError(fmt.Errorf("key version %d: %w", k.Version, err), "ObfuscationWidth")
 			}
 		}
-		if _, err := k.perms(c.ObfuscationWidth, c.Layout); err != nil {
+		p, err := k.perms(c.ObfuscationWidth, c.Layout)
+		if err != nil {
 			return nil, configError(err, field)
 		}
+		out = append(out, p)
 	}
-	return keys, nil
+	return out, nil
 }
 
 func (s *Service) permOf(kind string) *idfmt.Permutation { return s.permCur.of(kind) }

@@ -284,10 +284,10 @@ func (s *Service) takeTag(ctx context.Context, r Request, mode string, learn boo
 	}
 	if mode == frond.ModeSequence {
 		a, err := s.takeSequence(ctx, r, n)
-		if err != nil && learn {
-			return s.misread(ctx, r, mode, a, err)
+		if err != nil {
+			return s.misread(ctx, r, mode, learn, err)
 		}
-		return a, err
+		return a, nil
 	}
 	if r.Run {
 		if r.Count == 0 {
@@ -297,41 +297,29 @@ func (s *Service) takeTag(ctx context.Context, r Request, mode string, learn boo
 			}
 		}
 		rg, err := s.seg.NextRun(ctx, r.Name, n)
-		if err != nil && learn {
-			return s.misread(ctx, r, mode, Answer{}, err)
-		}
 		if err != nil {
-			return Answer{}, err
+			return s.misread(ctx, r, mode, learn, err)
 		}
 		return Answer{Form: FormNumber, Ranges: []frond.Range{rg}}, nil
 	}
 	if r.Ranges {
 		rs, err := s.seg.NextN(ctx, r.Name, n)
-		if err != nil && learn {
-			return s.misread(ctx, r, mode, Answer{}, err)
-		}
 		if err != nil {
-			return Answer{}, err
+			return s.misread(ctx, r, mode, learn, err)
 		}
 		return Answer{Form: FormNumber, Ranges: rs}, nil
 	}
 	var ids []int64
 	if n == 1 {
 		id, err := s.seg.Next(ctx, r.Name)
-		if err != nil && learn {
-			return s.misread(ctx, r, mode, Answer{}, err)
-		}
 		if err != nil {
-			return Answer{}, err
+			return s.misread(ctx, r, mode, learn, err)
 		}
 		ids = []int64{id}
 	} else {
 		rs, err := s.seg.NextN(ctx, r.Name, n)
-		if err != nil && learn {
-			return s.misread(ctx, r, mode, Answer{}, err)
-		}
 		if err != nil {
-			return Answer{}, err
+			return s.misread(ctx, r, mode, learn, err)
 		}
 		ids = make([]int64, 0, n)
 		for _, x := range rs {
@@ -341,11 +329,12 @@ func (s *Service) takeTag(ctx context.Context, r Request, mode string, learn boo
 	return s.answer(KindSegment, r.Form, ids)
 }
 
-// misread handles a failed takeTag of mode: when the store said the tag
-// has the other mode, this node learns it and serves the request once more
-// by it; any other error is the answer.
-func (s *Service) misread(ctx context.Context, r Request, mode string, a Answer, err error) (Answer, error) {
+// misread handles a failed takeTag of mode: with learn, when the store
+// said the tag has the other mode, this node learns it and serves the
+// request once more by it; any other error is the answer.
+func (s *Service) misread(ctx context.Context, r Request, mode string, learn bool, err error) (Answer, error) {
 	switch {
+	case !learn:
 	case mode == frond.ModeSequence && errors.Is(err, frond.ErrNotSequence):
 		s.setMode(r.Name, "")
 		return s.takeTag(ctx, r, frond.ModeSegment, false)
@@ -353,7 +342,7 @@ func (s *Service) misread(ctx context.Context, r Request, mode string, a Answer,
 		s.setMode(r.Name, frond.ModeSequence)
 		return s.takeTag(ctx, r, frond.ModeSequence, false)
 	}
-	return a, err
+	return Answer{}, err
 }
 
 // takeSequence serves a request for a sequence tag: its IDs come from one

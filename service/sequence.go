@@ -84,17 +84,8 @@ func (s *Service) modeOf(ctx context.Context, tag string) (string, error) {
 	return t.Mode, nil
 }
 
-// failFast is Settings.FailFast as the segment engine reads it.
-func (s *Service) failFast() time.Duration {
-	switch d := s.cfg.Segment.FailFast; {
-	case d == 0:
-		return segment.DefaultFailFast
-	case d < 0:
-		return 0
-	default:
-		return d
-	}
-}
+// failFast is the segment engine's FailFast: the sequence tags' too.
+func (s *Service) failFast() time.Duration { return s.seg.Settings().FailFast }
 
 func (s *Service) refreshMode(tag string, old *modeEntry) {
 	defer old.refreshing.Store(false)
@@ -117,12 +108,9 @@ func (s *Service) setMode(tag, mode string) {
 	}
 }
 
-func (s *Service) loadTimeout() time.Duration {
-	if d := s.cfg.Segment.LoadTimeout; d > 0 {
-		return d
-	}
-	return 10 * time.Second
-}
+// loadTimeout is the segment engine's LoadTimeout: the bound of a sequence
+// tag's store call too.
+func (s *Service) loadTimeout() time.Duration { return s.seg.Settings().LoadTimeout }
 
 // sequencer is the group commit of the sequence tags of one node.
 type sequencer struct {

@@ -45,6 +45,15 @@ func (s *sharedStore) Allocate(ctx context.Context, tag string, step int64) (fro
 	return s.SegmentStore.Allocate(ctx, tag, step)
 }
 
+// hold makes Allocate wait until the returned channel is closed.
+func (s *sharedStore) hold() chan struct{} {
+	g := make(chan struct{})
+	s.mu.Lock()
+	s.gate = g
+	s.mu.Unlock()
+	return g
+}
+
 func (s *sharedStore) allocs() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -112,10 +121,7 @@ func TestSequence_AcrossNodes(t *testing.T) {
 func TestSequence_GroupCommit(t *testing.T) {
 	nodes, st := seqNodes(t, 1)
 	s := nodes[0]
-	gate := make(chan struct{})
-	st.mu.Lock()
-	st.gate = gate
-	st.mu.Unlock()
+	gate := st.hold()
 	first := make(chan int64, 1)
 	go func() {
 		a, err := s.Take(bg, Request{Kind: KindSegment, Name: "ticket"})
@@ -409,10 +415,7 @@ func TestSequence_QueuedBehindAFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.down.Store(true)
-	gate := make(chan struct{})
-	st.mu.Lock()
-	st.gate = gate
-	st.mu.Unlock()
+	gate := st.hold()
 	errs := make(chan error, 11)
 	go func() {
 		_, err := s.Take(bg, Request{Kind: KindSegment, Name: "ticket"})

@@ -10,16 +10,23 @@ import (
 	"github.com/frond-id/frond/store/memstore"
 )
 
-// BenchmarkTake is a segment ID through Take, what every front end calls:
-// the request's checks, the tag's mode and the engine.
-func BenchmarkTake(b *testing.B) {
+// benchService is a service over a memory store with tag "bench", closed
+// when b ends.
+func benchService(b *testing.B) *Service {
 	st := memstore.New(nil)
 	st.CreateTag(bg, frond.Tag{Name: "bench", MaxID: 1, Step: 1_000_000})
 	s, err := New(bg, Config{MaxLead: time.Hour, PersistEvery: time.Hour, Now: snowflake.NewSystemClock(0, 0).Now}, st, &memRegistry{}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer s.Close(bg)
+	b.Cleanup(func() { s.Close(bg) })
+	return s
+}
+
+// BenchmarkTake is a segment ID through Take, what every front end calls:
+// the request's checks, the tag's mode and the engine.
+func BenchmarkTake(b *testing.B) {
+	s := benchService(b)
 	r := Request{Kind: KindSegment, Name: "bench"}
 	for b.Loop() {
 		s.Take(bg, r)
@@ -30,13 +37,7 @@ func BenchmarkTake(b *testing.B) {
 // (remembered, the oldest forgotten past 100,000), and a retry of one key
 // (answered from memory).
 func BenchmarkTake_IdempotencyKey(b *testing.B) {
-	st := memstore.New(nil)
-	st.CreateTag(bg, frond.Tag{Name: "bench", MaxID: 1, Step: 1_000_000})
-	s, err := New(bg, Config{MaxLead: time.Hour, PersistEvery: time.Hour, Now: snowflake.NewSystemClock(0, 0).Now}, st, &memRegistry{}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close(bg)
+	s := benchService(b)
 	b.Run("new", func(b *testing.B) {
 		r := Request{Kind: KindSegment, Name: "bench"}
 		i := 0

@@ -43,10 +43,8 @@ func UnmarkResidues(open URLOpener, urls ...string) error {
 			errs = append(errs, fmt.Errorf("clear the residue mark of %s: %w", u, err))
 			continue
 		}
-		if m, ok := s.(frond.MarkStore); ok {
-			if err := m.Unmark(context.Background(), segment.ResidueMark); err != nil {
-				errs = append(errs, fmt.Errorf("clear the residue mark of %s: %w", u, err))
-			}
+		if _, err := segment.ClearResidueMark(context.Background(), s); err != nil {
+			errs = append(errs, fmt.Errorf("clear the residue mark of %s: %w", u, err))
 		}
 		s.Close()
 	}

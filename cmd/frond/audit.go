@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"net/url"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -17,8 +16,6 @@ import (
 	"github.com/frond-id/frond/internal/config"
 	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/service"
-	"github.com/frond-id/frond/store/memstore"
-	"github.com/frond-id/frond/store/sqlstore"
 	"github.com/spf13/cobra"
 )
 
@@ -68,11 +65,8 @@ start marks them again) and exits.`,
 		Example: "  frond audit --config /etc/frond/frond.yaml\n  frond audit --store \"mysql://a/ids postgres://b/ids\" --sample 30s --json",
 		Args:    args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
-			cfg, _, err := config.Load(c.Flags(), e.environ)
+			cfg, _, err := loadConfig(c, e)
 			if err != nil {
-				return usageError{err}
-			}
-			if err := checkBackends(cfg); err != nil {
 				return err
 			}
 			if sample < 0 {
@@ -131,24 +125,6 @@ type auditStore struct {
 	read  time.Duration // how long listing the tags took
 }
 
-// openNow opens the store of raw at once (no background retries, unlike
-// frond serve): a store that cannot be opened is a finding.
-func openNow(ctx context.Context, raw string, log *slog.Logger) (frond.SegmentStore, error) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return nil, err
-	}
-	c, cancel := context.WithTimeout(ctx, storeStartTimeout)
-	defer cancel()
-	switch u.Scheme {
-	case "sqlite":
-		return sqlstore.Open(c, raw, sqlstore.Options{})
-	case "memory":
-		return memstore.New(nil), nil
-	}
-	return openRemote(c, u.Scheme, raw, log)
-}
-
 func (a *auditor) open(ctx context.Context) []*auditStore {
 	urls := strings.Fields(a.cfg.Store)
 	var out []*auditStore
@@ -157,7 +133,7 @@ func (a *auditor) open(ctx context.Context) []*auditStore {
 		if len(urls) == 1 {
 			subject = "store " + storeName(raw)
 		}
-		s, err := openNow(ctx, raw, a.log)
+		s, err := openStoreAs(ctx, raw, a.log, false) // no background retries: a store that cannot be opened is a finding
 		if err != nil {
 			a.add(auditDanger, subject, "cannot be opened, so it was not audited: %v", err)
 			continue
@@ -184,15 +160,8 @@ func (a *auditor) unmark(ctx context.Context, e env) error {
 		}
 	}
 	for _, s := range stores {
-		m, ok := s.store.(frond.MarkStore)
-		if !ok {
-			continue
-		}
 		c, cancel := context.WithTimeout(ctx, storeStartTimeout)
-		old, err := m.Mark(c, segment.ResidueMark, "")
-		if err == nil {
-			err = m.Unmark(c, segment.ResidueMark)
-		}
+		old, err := segment.ClearResidueMark(c, s.store)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("%s: %w", s.name, err)
@@ -246,12 +215,8 @@ func (a *auditor) run(ctx context.Context, sample time.Duration) []finding {
 func (a *auditor) residues(ctx context.Context, stores []*auditStore) {
 	k := len(strings.Fields(a.cfg.Store))
 	for _, s := range stores {
-		m, ok := s.store.(frond.MarkStore)
-		if !ok {
-			continue
-		}
 		c, cancel := context.WithTimeout(ctx, storeStartTimeout)
-		mark, err := m.Mark(c, segment.ResidueMark, "")
+		mark, err := segment.ResidueMarkOf(c, s.store)
 		cancel()
 		want := segment.ResidueOf(s.i, k)
 		switch {

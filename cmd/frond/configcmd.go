@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/frond-id/frond/internal/config"
+	"github.com/knadh/koanf/v2"
 	"github.com/spf13/cobra"
 )
 
@@ -22,11 +23,8 @@ With --check it prints only "configuration OK" (exit 0) or the error (exit 2).`,
 		Example: "  frond config\n  FROND_HTTP_ADDR=127.0.0.1:9090 frond config --config /etc/frond.yaml\n  frond config --check --config /etc/frond.yaml",
 		Args:    args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
-			cfg, k, err := config.Load(c.Flags(), e.environ)
+			cfg, k, err := loadConfig(c, e)
 			if err != nil {
-				return usageError{err}
-			}
-			if err := checkBackends(cfg); err != nil {
 				return err
 			}
 			if check {
@@ -44,4 +42,18 @@ With --check it prints only "configuration OK" (exit 0) or the error (exit 2).`,
 	config.AddFlags(c.Flags())
 	c.Flags().BoolVar(&check, "check", false, `validate only: print "configuration OK" or the error`)
 	return c
+}
+
+// loadConfig reads the configuration as frond serve does (defaults, the
+// YAML file, FROND_* variables, flags), validated, with the store and
+// registry URLs checked: what serve, config and audit start from.
+func loadConfig(c *cobra.Command, e env) (*config.Config, *koanf.Koanf, error) {
+	cfg, k, err := config.Load(c.Flags(), e.environ)
+	if err != nil {
+		return nil, nil, usageError{err}
+	}
+	if err := checkBackends(cfg); err != nil {
+		return nil, nil, err
+	}
+	return cfg, k, nil
 }

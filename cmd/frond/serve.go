@@ -42,11 +42,8 @@ over the file. See docs/configuration.md.`,
   frond serve --config /etc/frond/frond.yaml --admin-token-file /etc/frond/token`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
-			cfg, _, err := config.Load(c.Flags(), e.environ)
+			cfg, _, err := loadConfig(c, e)
 			if err != nil {
-				return usageError{err}
-			}
-			if err := checkBackends(cfg); err != nil {
 				return err
 			}
 			return serve(c.Context(), cfg, e)
@@ -112,13 +109,9 @@ func checkAlone(ctx context.Context, store frond.SegmentStore, raw string) error
 	if _, multi := store.(*segment.Multi); multi {
 		return nil
 	}
-	m, ok := store.(frond.MarkStore)
-	if !ok {
-		return nil
-	}
 	c, cancel := context.WithTimeout(ctx, storeStartTimeout)
 	defer cancel()
-	mark, err := m.Mark(c, segment.ResidueMark, "")
+	mark, err := segment.ResidueMarkOf(c, store)
 	if err != nil || mark == "" {
 		return nil
 	}
@@ -134,12 +127,23 @@ func checkAlone(ctx context.Context, store frond.SegmentStore, raw string) error
 // stores are served meanwhile). Any other error (a bad URL, a wrong
 // password, a Redis without persistence) still stops it.
 func openStore(ctx context.Context, raw string, log *slog.Logger) (frond.SegmentStore, error) {
+	return openStoreAs(ctx, raw, log, true)
+}
+
+// openStoreAs is openStore; without background, a store over the network
+// that cannot be opened at once is an error (frond audit).
+func openStoreAs(ctx context.Context, raw string, log *slog.Logger, background bool) (frond.SegmentStore, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return nil, usagef("store URL %q: %v", raw, err)
 	}
 	switch u.Scheme {
 	case "mysql", "postgres", "postgresql", "redis", "rediss", "etcd":
+		if !background {
+			c, cancel := context.WithTimeout(ctx, storeStartTimeout)
+			defer cancel()
+			return openRemote(c, u.Scheme, raw, log)
+		}
 		s, err := lazystore.Open(ctx, func(ctx context.Context) (frond.SegmentStore, error) {
 			return openRemote(ctx, u.Scheme, raw, log)
 		}, lazystore.Options{Name: storeName(raw), Timeout: storeStartTimeout, Logger: log})
