@@ -39,13 +39,26 @@ func newSegment(r frond.Range, threshold float64, loaded time.Time, step int64) 
 	return s
 }
 
-// used returns how many IDs of s have been handed out.
-func (s *segment) used() int64 {
-	p := s.pos.Load()
-	if p >= s.end || p < s.start {
-		return s.count
+// used returns how many IDs of s have been handed out and the first ID
+// not handed out (end when s is used up).
+func (s *segment) used() (n, next int64) {
+	p := s.firstUnused(s.pos.Load())
+	if p == s.end {
+		return s.count, p
 	}
-	return (p - s.start) / s.stride
+	return (p - s.start) / s.stride, p
+}
+
+// firstUnused reads a value p of pos: the first ID of s not handed out, or
+// end when s is used up. pos only grows, by a caller's add, and runs past
+// end once s is used up: near the top of the ID space it wraps negative
+// there, so p is compared as the hot path does, by its unsigned distance
+// from start (a wrapped p is far beyond end, never "nothing handed out").
+func (s *segment) firstUnused(p int64) int64 {
+	if uint64(p-s.start) < uint64(s.end-s.start) {
+		return p
+	}
+	return s.end
 }
 
 // Buffer is the double buffer of one tag: the current segment, served by an
@@ -117,7 +130,8 @@ func (b *Buffer) dropLocked() {
 func (b *Buffer) idle(now time.Time) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	used := b.issued + b.cur.Load().used()
+	n, _ := b.cur.Load().used()
+	used := b.issued + n
 	if used != b.mark || b.markAt.IsZero() {
 		b.mark, b.markAt = used, now
 		return false
@@ -535,8 +549,8 @@ func (b *Buffer) Stats() Stats {
 		st.LastError, st.LastErrorAt = b.lastErr.Error(), b.lastFail
 	}
 	if cur != emptySegment {
-		used := cur.used()
-		st.Current = BufferStats{Start: cur.start, Pos: min(cur.start+used*cur.stride, cur.end), End: cur.end, Stride: cur.stride, Loaded: cur.loaded}
+		used, pos := cur.used()
+		st.Current = BufferStats{Start: cur.start, Pos: pos, End: cur.end, Stride: cur.stride, Loaded: cur.loaded}
 		st.Remaining = cur.count - used
 		st.Issued = b.issued + used
 	}

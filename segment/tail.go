@@ -63,7 +63,7 @@ func (b *Buffer) seal() (from, to int64, ok bool) {
 	// dropLocked and adds to pos afterwards finds it used up.
 	first := int64(0)
 	if cur != nil {
-		first = min(max(cur.pos.Swap(cur.end), cur.start), cur.end)
+		first = cur.firstUnused(cur.pos.Swap(cur.end))
 	}
 	switch {
 	case next != nil && next.stride == 1:

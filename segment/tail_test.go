@@ -1,6 +1,8 @@
 package segment
 
 import (
+	"errors"
+	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -166,5 +168,58 @@ func TestSeal_LateCaller(t *testing.T) {
 	}
 	if v := cur.pos.Add(cur.stride) - cur.stride; uint64(v-cur.start) < uint64(cur.end-cur.start) {
 		t.Fatalf("a caller that held the segment got %d after the seal", v)
+	}
+}
+
+// A tag whose last segment ends at the top of the ID space: callers that
+// keep asking after it is used up move pos past 2^63-1, where it wraps
+// negative. The seal must still read the segment as used up and give
+// nothing back (it read the wrapped pos as "nothing handed out" and gave
+// the whole segment back, to be issued again after a restart).
+func TestCloseReturning_TopOfIDSpace(t *testing.T) {
+	s := memstore.New(nil)
+	mustCreate(t, s, "top", math.MaxInt64-10, 10)
+	e, err := New(s, Settings{FixedStep: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if _, err := e.Next(bg, "top"); err != nil {
+			t.Fatalf("ID %d: %v", i, err)
+		}
+	}
+	for range 3 { // past the end: the store has nothing more
+		if _, err := e.Next(bg, "top"); !errors.Is(err, frond.ErrTagExhausted) {
+			t.Fatalf("after the top: %v, want ErrTagExhausted", err)
+		}
+	}
+	got, err := e.CloseReturning(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Tags != 0 || got.IDs != 0 {
+		t.Fatalf("gave back %+v after handing out the whole last segment", got)
+	}
+	if tg, _ := s.Tag(bg, "top"); tg.MaxID != math.MaxInt64 {
+		t.Fatalf("max_id %d, want %d", tg.MaxID, int64(math.MaxInt64))
+	}
+}
+
+// The seal reads a partly used segment near the top right too.
+func TestCloseReturning_NearTop(t *testing.T) {
+	s := memstore.New(nil)
+	mustCreate(t, s, "top", math.MaxInt64-10, 10)
+	e := newEngine(t, s, Settings{FixedStep: true})
+	for range 4 {
+		if _, err := e.Next(bg, "top"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := e.CloseReturning(bg)
+	if err != nil || got.IDs != 6 {
+		t.Fatalf("gave back %+v, %v; want the 6 unused IDs", got, err)
+	}
+	if tg, _ := s.Tag(bg, "top"); tg.MaxID != math.MaxInt64-6 {
+		t.Fatalf("max_id %d, want %d", tg.MaxID, int64(math.MaxInt64-6))
 	}
 }
