@@ -38,3 +38,36 @@ func TestGRPC_IdempotencyKey(t *testing.T) {
 		t.Fatalf("UUIDs: %v %v, %v %v", u1, err1, u2, err2)
 	}
 }
+
+// A key belongs to one request, and a stream carries many: a LeaseRanges
+// stream whose metadata holds an idempotency key is refused before any
+// message is served (every message read the stream's one key, so a second
+// identical message got the first range again: the same IDs twice).
+func TestGRPC_IdempotencyKeyOnStreamRefused(t *testing.T) {
+	f := start(t, Options{})
+	ctx := metadata.AppendToOutgoingContext(bg, IdempotencyMetadata, "k-stream")
+	st, err := f.c.LeaseRanges(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []*frondv1.Range
+	for range 2 {
+		if err := st.Send(&frondv1.NextSegmentRangesRequest{Tag: "order", N: 3}); err != nil {
+			break
+		}
+		rs, err := st.Recv()
+		if err != nil {
+			wantCode(t, err, codes.InvalidArgument, service.CodeInvalidArgument)
+			break
+		}
+		seen = append(seen, rs.Ranges...)
+	}
+	if len(seen) > 0 {
+		t.Fatalf("a keyed stream was served: %v", seen)
+	}
+	// It took no ID.
+	got, err := f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "order", N: 1})
+	if err != nil || got.Ids[0] != 1 {
+		t.Fatalf("after the refused stream: %v, %v; want ID 1", got, err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -63,8 +64,17 @@ func ranges(a service.Answer) *frondv1.Ranges {
 // arrived: the server never takes ranges ahead of the client. At shutdown
 // a stream waiting for its client's next request ends with UNAVAILABLE (a
 // request being answered is finished first).
+//
+// A stream that carries an idempotency key is refused before any message
+// is read: a key names one request, and every message of a stream would
+// read the stream's one key, so a second identical message would get the
+// first one's IDs again.
 func (s *Server) LeaseRanges(st grpc.BidiStreamingServer[frondv1.NextSegmentRangesRequest, frondv1.Ranges]) error {
 	ctx := st.Context()
+	if md, _ := metadata.FromIncomingContext(ctx); len(md.Get(IdempotencyMetadata)) > 0 {
+		return fmt.Errorf("%w: LeaseRanges takes no %s metadata: a key names one request and a stream carries many; "+
+			"send the stream without it, or call NextSegmentRanges with a key per request", frond.ErrInvalidArgument, IdempotencyMetadata)
+	}
 	type recv struct {
 		in  *frondv1.NextSegmentRangesRequest
 		err error
