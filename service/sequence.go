@@ -131,6 +131,33 @@ type seqQueue struct {
 	busy    bool // a store call is in flight
 }
 
+// MaxSequenceGroup bounds the IDs of one group commit: the waiters that
+// arrived first, in order, up to this many IDs, are served by one store
+// call, and the rest by the next (each arrived before it starts, so the
+// order holds). One request larger than this (up to MaxRangesBatch) is a
+// group of its own: a store call is never larger than the larger of this
+// and one request.
+const MaxSequenceGroup = MaxBatch
+
+// nextGroup takes the next group off the queue: the first waiter, and
+// those after it while the group's IDs stay within MaxSequenceGroup.
+// q.mu is held.
+func (tq *seqQueue) nextGroup() []*seqWaiter {
+	if len(tq.waiting) == 0 {
+		return nil
+	}
+	n, total := 1, tq.waiting[0].n
+	for ; n < len(tq.waiting) && total+tq.waiting[n].n <= MaxSequenceGroup; n++ {
+		total += tq.waiting[n].n
+	}
+	batch := tq.waiting[:n:n]
+	tq.waiting = tq.waiting[n:]
+	if len(tq.waiting) == 0 {
+		tq.waiting = nil
+	}
+	return batch
+}
+
 type seqFail struct {
 	at  time.Time
 	err error
@@ -192,8 +219,7 @@ func (q *sequencer) take(ctx context.Context, tag string, n int64) ([]frond.Rang
 func (q *sequencer) run(tag string, tq *seqQueue) {
 	for {
 		q.mu.Lock()
-		batch := tq.waiting
-		tq.waiting = nil
+		batch := tq.nextGroup()
 		if len(batch) == 0 {
 			tq.busy = false
 			delete(q.tags, tag)

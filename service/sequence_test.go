@@ -25,6 +25,7 @@ type sharedStore struct {
 	mu     sync.Mutex
 	gate   chan struct{} // when set, Allocate waits for it
 	calls  int
+	steps  []int64 // the step of every Allocate call
 	closed bool
 }
 
@@ -33,6 +34,7 @@ func (s *sharedStore) Close() error { return nil }
 func (s *sharedStore) Allocate(ctx context.Context, tag string, step int64) (frond.Allocation, error) {
 	s.mu.Lock()
 	s.calls++
+	s.steps = append(s.steps, step)
 	g := s.gate
 	s.mu.Unlock()
 	if g != nil {
@@ -172,6 +174,75 @@ func TestSequence_GroupCommit(t *testing.T) {
 	stats := s.SequenceStats()
 	if len(stats) != 1 || stats[0].Trips != 2 || stats[0].IDs != 1+2*callers || stats[0].Max != callers {
 		t.Fatalf("stats %+v", stats)
+	}
+}
+
+// A group commit is capped: callers queued behind a store call are served
+// by calls of at most MaxSequenceGroup IDs each, in arrival order (one
+// store call served them all, however many IDs they asked for); a single
+// request larger than the cap is a call of its own.
+func TestSequence_GroupCapped(t *testing.T) {
+	nodes, st := seqNodes(t, 1)
+	s := nodes[0]
+	gate := st.hold()
+	go s.Take(bg, Request{Kind: KindSegment, Name: "ticket"})
+	waitFor(t, "the first store call", func() bool { return st.allocs() == 1 })
+	const callers, each = 25, 1000
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var got []frond.Range
+	take := func(n int64) {
+		defer wg.Done()
+		a, err := s.Take(bg, Request{Kind: KindSegment, Name: "ticket", Count: n, Ranges: true})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		mu.Lock()
+		got = append(got, a.Ranges...)
+		mu.Unlock()
+	}
+	for i := range callers + 1 {
+		wg.Add(1)
+		if i == callers/2 {
+			go take(3 * MaxSequenceGroup) // larger than a group: alone
+		} else {
+			go take(each)
+		}
+		waitFor(t, "the caller queued", func() bool {
+			s.seq.mu.Lock()
+			defer s.seq.mu.Unlock()
+			q := s.seq.tags["ticket"]
+			return q != nil && len(q.waiting) == i+1
+		})
+	}
+	close(gate)
+	wg.Wait()
+	st.mu.Lock()
+	steps := slices.Clone(st.steps[1:])
+	st.mu.Unlock()
+	var total int64
+	for _, n := range steps {
+		if n > MaxSequenceGroup && n != 3*MaxSequenceGroup {
+			t.Errorf("a store call of %d IDs: the cap is %d (calls %v)", n, MaxSequenceGroup, steps)
+		}
+		total += n
+	}
+	want := int64((callers)*each + 3*MaxSequenceGroup)
+	if total != want || len(steps) < 4 {
+		t.Fatalf("store calls %v: %d IDs, want %d in at least 4 calls", steps, total, want)
+	}
+	// Every ID once, all of them from 2 on.
+	slices.SortFunc(got, func(a, b frond.Range) int { return int(a.Start - b.Start) })
+	next := int64(2)
+	for _, r := range got {
+		if r.Start != next {
+			t.Fatalf("ranges %v: a gap or an overlap at %d", got, next)
+		}
+		next = r.End
+	}
+	if next != 2+want {
+		t.Fatalf("IDs up to %d, want %d", next, 2+want)
 	}
 }
 
@@ -328,6 +399,7 @@ type downAllocStore struct {
 func (s *downAllocStore) Allocate(ctx context.Context, tag string, step int64) (frond.Allocation, error) {
 	s.mu.Lock()
 	s.calls++
+	s.steps = append(s.steps, step)
 	g := s.gate
 	s.mu.Unlock()
 	if g != nil {
