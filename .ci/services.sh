@@ -35,7 +35,9 @@ ensure_mariadb() {
     GRANT ALL ON frond_test.* TO 'frond'@'localhost';
     CREATE DATABASE IF NOT EXISTS frond_test_b;
     GRANT ALL ON frond_test_b.* TO 'frond'@'127.0.0.1';
-    GRANT ALL ON frond_test_b.* TO 'frond'@'localhost';"
+    GRANT ALL ON frond_test_b.* TO 'frond'@'localhost';
+    GRANT ALL ON \`frond\\_t\\_%\`.* TO 'frond'@'127.0.0.1';
+    GRANT ALL ON \`frond\\_t\\_%\`.* TO 'frond'@'localhost';"
   export FROND_TEST_MYSQL_URL="mysql://frond:frond@127.0.0.1:3306/frond_test"
   export FROND_TEST_MYSQL_URL_B="mysql://frond:frond@127.0.0.1:3306/frond_test_b"
   echo "MariaDB: $(mariadb -uroot -N -e 'SELECT VERSION()')"
@@ -50,6 +52,9 @@ ensure_postgres() {
   su postgres -c "psql -q -v ON_ERROR_STOP=1" <<'SQL'
 SELECT 'CREATE ROLE frond LOGIN PASSWORD ''frond''' WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'frond') \gexec
 SELECT 'CREATE DATABASE frond_test OWNER frond' WHERE NOT EXISTS (SELECT FROM pg_database WHERE datname = 'frond_test') \gexec
+-- Tests that place a store in a set of stores make databases of their own
+-- (storetest.FreshDatabase).
+ALTER ROLE frond CREATEDB;
 SQL
   export FROND_TEST_POSTGRES_URL="postgres://frond:frond@127.0.0.1:5432/frond_test?sslmode=disable"
   echo "PostgreSQL: $(su postgres -c "psql -qtA -c 'SHOW server_version'")"

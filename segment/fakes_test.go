@@ -49,6 +49,11 @@ func newFakeStore(clock frond.Clock) *fakeStore {
 }
 
 func (s *fakeStore) Allocate(ctx context.Context, tag string, step int64) (frond.Allocation, error) {
+	return s.AllocateAt(ctx, frond.Place{}, tag, step)
+}
+
+// enter records the call, and delays, holds or fails it as set.
+func (s *fakeStore) enter(ctx context.Context, tag string, step int64) error {
 	s.mu.Lock()
 	s.steps = append(s.steps, step)
 	fail, gate, calls, delay := s.fail, s.gate, s.calls, s.delay
@@ -63,13 +68,30 @@ func (s *fakeStore) Allocate(ctx context.Context, tag string, step int64) (frond
 		select {
 		case <-gate:
 		case <-ctx.Done():
-			return frond.Allocation{}, ctx.Err()
+			return ctx.Err()
 		}
 	}
-	if fail != nil {
-		return frond.Allocation{}, fail
+	return fail
+}
+
+// The other allocation calls go through the same gate: memstore's own would
+// be promoted past it.
+func (s *fakeStore) AllocateAt(ctx context.Context, at frond.Place, tag string, step int64) (frond.Allocation, error) {
+	if err := s.enter(ctx, tag, step); err != nil {
+		return frond.Allocation{}, err
 	}
-	return s.Store.Allocate(ctx, tag, step)
+	return s.Store.AllocateAt(ctx, at, tag, step)
+}
+
+func (s *fakeStore) AllocateIDs(ctx context.Context, tag string, n int64) ([]frond.Range, error) {
+	return s.AllocateIDsAt(ctx, frond.Place{}, tag, n)
+}
+
+func (s *fakeStore) AllocateIDsAt(ctx context.Context, at frond.Place, tag string, n int64) ([]frond.Range, error) {
+	if err := s.enter(ctx, tag, n); err != nil {
+		return nil, err
+	}
+	return s.Store.AllocateIDsAt(ctx, at, tag, n)
 }
 
 func (s *fakeStore) setFail(err error) {

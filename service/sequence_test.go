@@ -31,7 +31,24 @@ type sharedStore struct {
 
 func (s *sharedStore) Close() error { return nil }
 
+// AllocateIDs is the store call of a sequence tag, held and counted as
+// Allocate is.
+func (s *sharedStore) AllocateIDs(ctx context.Context, tag string, n int64) ([]frond.Range, error) {
+	if err := s.enter(ctx, n); err != nil {
+		return nil, err
+	}
+	return frond.SequenceIDs(ctx, s.SegmentStore, tag, n)
+}
+
 func (s *sharedStore) Allocate(ctx context.Context, tag string, step int64) (frond.Allocation, error) {
+	if err := s.enter(ctx, step); err != nil {
+		return frond.Allocation{}, err
+	}
+	return s.SegmentStore.Allocate(ctx, tag, step)
+}
+
+// enter counts a store call of step IDs and waits at the gate if one is set.
+func (s *sharedStore) enter(ctx context.Context, step int64) error {
 	s.mu.Lock()
 	s.calls++
 	s.steps = append(s.steps, step)
@@ -41,10 +58,10 @@ func (s *sharedStore) Allocate(ctx context.Context, tag string, step int64) (fro
 		select {
 		case <-g:
 		case <-ctx.Done():
-			return frond.Allocation{}, ctx.Err()
+			return ctx.Err()
 		}
 	}
-	return s.SegmentStore.Allocate(ctx, tag, step)
+	return nil
 }
 
 // hold makes Allocate wait until the returned channel is closed.
@@ -397,18 +414,29 @@ type downAllocStore struct {
 }
 
 func (s *downAllocStore) Allocate(ctx context.Context, tag string, step int64) (frond.Allocation, error) {
-	s.mu.Lock()
-	s.calls++
-	s.steps = append(s.steps, step)
-	g := s.gate
-	s.mu.Unlock()
-	if g != nil {
-		<-g
-	}
-	if s.down.Load() {
-		return frond.Allocation{}, fmt.Errorf("%w: connection refused", frond.ErrStoreUnavailable)
+	if err := s.fail(ctx, step); err != nil {
+		return frond.Allocation{}, err
 	}
 	return s.sharedStore.SegmentStore.Allocate(ctx, tag, step)
+}
+
+func (s *downAllocStore) AllocateIDs(ctx context.Context, tag string, n int64) ([]frond.Range, error) {
+	if err := s.fail(ctx, n); err != nil {
+		return nil, err
+	}
+	return frond.SequenceIDs(ctx, s.sharedStore.SegmentStore, tag, n)
+}
+
+// fail counts and holds a store call as sharedStore does, and fails it
+// while the store is down.
+func (s *downAllocStore) fail(ctx context.Context, n int64) error {
+	if err := s.enter(ctx, n); err != nil {
+		return err
+	}
+	if s.down.Load() {
+		return fmt.Errorf("%w: connection refused", frond.ErrStoreUnavailable)
+	}
+	return nil
 }
 
 // After a store call of a sequence tag fails on an outage, callers get the

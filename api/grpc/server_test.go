@@ -43,14 +43,40 @@ type testStore struct {
 }
 
 func (s *testStore) Allocate(ctx context.Context, tag string, step int64) (frond.Allocation, error) {
+	return s.AllocateAt(ctx, frond.Place{}, tag, step)
+}
+
+// enter counts a store call, fails it while the store is down, and holds
+// it while hold is set.
+func (s *testStore) enter(ctx context.Context, tag string, n int64) error {
 	s.calls.Add(1)
 	if s.down.Load() {
-		return frond.Allocation{}, errors.Join(frond.ErrStoreUnavailable, errors.New("connection refused"))
+		return errors.Join(frond.ErrStoreUnavailable, errors.New("connection refused"))
 	}
 	if h := s.hold.Load(); h != nil {
 		<-*h
 	}
-	return s.Store.Allocate(ctx, tag, step)
+	return nil
+}
+
+// The other allocation calls go through the same gate: memstore's own would
+// be promoted past it.
+func (s *testStore) AllocateAt(ctx context.Context, at frond.Place, tag string, step int64) (frond.Allocation, error) {
+	if err := s.enter(ctx, tag, step); err != nil {
+		return frond.Allocation{}, err
+	}
+	return s.Store.AllocateAt(ctx, at, tag, step)
+}
+
+func (s *testStore) AllocateIDs(ctx context.Context, tag string, n int64) ([]frond.Range, error) {
+	return s.AllocateIDsAt(ctx, frond.Place{}, tag, n)
+}
+
+func (s *testStore) AllocateIDsAt(ctx context.Context, at frond.Place, tag string, n int64) ([]frond.Range, error) {
+	if err := s.enter(ctx, tag, n); err != nil {
+		return nil, err
+	}
+	return s.Store.AllocateIDsAt(ctx, at, tag, n)
 }
 
 func (s *testStore) Tag(ctx context.Context, name string) (frond.Tag, error) {

@@ -53,6 +53,12 @@ func (s *Store) Allocations() int64 { return s.calls.Load() }
 var errDown = errors.New("clienttest: the store is down")
 
 func (s *Store) Allocate(ctx context.Context, tag string, step int64) (frond.Allocation, error) {
+	return s.AllocateAt(ctx, frond.Place{}, tag, step)
+}
+
+// enter counts a store call, delays it, and fails it while the store is
+// down.
+func (s *Store) enter(ctx context.Context, tag string, n int64) error {
 	s.calls.Add(1)
 	if d := time.Duration(s.delay.Load()); d > 0 {
 		t := time.NewTimer(d)
@@ -60,13 +66,33 @@ func (s *Store) Allocate(ctx context.Context, tag string, step int64) (frond.All
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return frond.Allocation{}, errors.Join(frond.ErrStoreUnavailable, ctx.Err())
+			return errors.Join(frond.ErrStoreUnavailable, ctx.Err())
 		}
 	}
 	if s.down.Load() {
-		return frond.Allocation{}, errors.Join(frond.ErrStoreUnavailable, errDown)
+		return errors.Join(frond.ErrStoreUnavailable, errDown)
 	}
-	return s.Store.Allocate(ctx, tag, step)
+	return nil
+}
+
+// AllocateAt, AllocateIDs and AllocateIDsAt: the other allocation calls go through the same gate: memstore's own would
+// be promoted past it.
+func (s *Store) AllocateAt(ctx context.Context, at frond.Place, tag string, step int64) (frond.Allocation, error) {
+	if err := s.enter(ctx, tag, step); err != nil {
+		return frond.Allocation{}, err
+	}
+	return s.Store.AllocateAt(ctx, at, tag, step)
+}
+
+func (s *Store) AllocateIDs(ctx context.Context, tag string, n int64) ([]frond.Range, error) {
+	return s.AllocateIDsAt(ctx, frond.Place{}, tag, n)
+}
+
+func (s *Store) AllocateIDsAt(ctx context.Context, at frond.Place, tag string, n int64) ([]frond.Range, error) {
+	if err := s.enter(ctx, tag, n); err != nil {
+		return nil, err
+	}
+	return s.Store.AllocateIDsAt(ctx, at, tag, n)
 }
 
 func (s *Store) Tag(ctx context.Context, name string) (frond.Tag, error) {

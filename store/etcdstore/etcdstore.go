@@ -25,6 +25,7 @@ import (
 )
 
 var (
+	_ frond.PlacedStore  = (*Store)(nil)
 	_ frond.SegmentStore = (*Store)(nil)
 	_ frond.Pinger       = (*Store)(nil)
 )
@@ -120,13 +121,50 @@ func (s *Store) get(ctx context.Context, tag string) (value, int64, error) {
 	return v, r.Kvs[0].ModRevision, nil
 }
 
+// placeKey holds the store's place (frond.Place.String), absent for a
+// store alone.
+func (s *Store) placeKey() string { return s.prefix + "place" }
+
+// getAt reads a tag's value and its ModRevision (0: absent), and the
+// store's place and its ModRevision, at one revision.
+func (s *Store) getAt(ctx context.Context, tag string) (v value, rev int64, place string, placeRev int64, err error) {
+	r, err := s.c.Txn(ctx).Then(clientv3.OpGet(s.key(tag)), clientv3.OpGet(s.placeKey())).Commit()
+	if err != nil {
+		return value{}, 0, "", 0, err
+	}
+	if kvs := r.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
+		place, placeRev = string(kvs[0].Value), kvs[0].ModRevision
+	}
+	kvs := r.Responses[0].GetResponseRange().Kvs
+	if len(kvs) == 0 {
+		return value{}, 0, place, placeRev, nil
+	}
+	if err := json.Unmarshal(kvs[0].Value, &v); err != nil {
+		return value{}, 0, "", 0, fmt.Errorf("tag %q holds %q, not frond's JSON: %w", tag, kvs[0].Value, err)
+	}
+	return v, kvs[0].ModRevision, place, placeRev, nil
+}
+
 // cas reads the tag, lets change compute the new value, and writes it if
 // nobody wrote in between; it retries on contention.
 func (s *Store) cas(ctx context.Context, tag string, change func(v value) (value, error)) (value, value, error) {
+	return s.casAt(ctx, nil, tag, change)
+}
+
+// casAt is cas, done only if the store is at *at (when at is not nil):
+// the place is read with the tag, at one revision, and the write is
+// conditional on neither having changed since, so a SwapPlace is before
+// it or after it.
+func (s *Store) casAt(ctx context.Context, at *frond.Place, tag string, change func(v value) (value, error)) (value, value, error) {
 	for attempt := 0; ; attempt++ {
-		old, rev, err := s.get(ctx, tag)
+		old, rev, place, placeRev, err := s.getAt(ctx, tag)
 		if err != nil {
 			return value{}, value{}, err
+		}
+		if at != nil {
+			if err := frond.CheckPlace(place, *at); err != nil {
+				return value{}, value{}, fmt.Errorf("tag %q on etcd %v: %w", tag, s.endpoints, err)
+			}
 		}
 		if rev == 0 {
 			return value{}, value{}, fmt.Errorf("tag %q: %w", tag, frond.ErrTagNotFound)
@@ -137,7 +175,11 @@ func (s *Store) cas(ctx context.Context, tag string, change func(v value) (value
 		}
 		next.UpdateTime = time.Now().UTC().Truncate(time.Millisecond)
 		b, _ := json.Marshal(next)
-		r, err := s.c.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(s.key(tag)), "=", rev)).
+		cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(s.key(tag)), "=", rev)}
+		if at != nil {
+			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(s.placeKey()), "=", placeRev))
+		}
+		r, err := s.c.Txn(ctx).If(cmps...).
 			Then(clientv3.OpPut(s.key(tag), string(b))).Commit()
 		if err != nil {
 			return value{}, value{}, err
@@ -161,14 +203,50 @@ func (s *Store) cas(ctx context.Context, tag string, change func(v value) (value
 // isAnswer tells frond's own errors from etcd's.
 func isAnswer(err error) bool {
 	return errors.Is(err, frond.ErrTagNotFound) || errors.Is(err, frond.ErrTagExhausted) ||
-		errors.Is(err, frond.ErrWouldReissue) || errors.Is(err, frond.ErrInvalidArgument) || errors.Is(err, frond.ErrStoreUnavailable)
+		errors.Is(err, frond.ErrWouldReissue) || errors.Is(err, frond.ErrInvalidArgument) || errors.Is(err, frond.ErrStoreUnavailable) ||
+		errors.Is(err, frond.ErrNotLeasable) || errors.Is(err, frond.ErrNotSequence)
 }
 
-// Allocate implements frond.SegmentStore.
+// Allocate implements frond.SegmentStore: AllocateAt a store alone.
 func (s *Store) Allocate(ctx context.Context, tag string, step int64) (frond.Allocation, error) {
+	return s.AllocateAt(ctx, frond.Place{}, tag, step)
+}
+
+// AllocateAt implements frond.PlacedStore: one transaction, conditional on
+// the tag and the store's place as read. It refuses a sequence tag
+// (frond.ErrNotLeasable).
+func (s *Store) AllocateAt(ctx context.Context, at frond.Place, tag string, step int64) (frond.Allocation, error) {
+	return s.allocate(ctx, at, tag, step, false)
+}
+
+// AllocateIDs implements frond.SequenceStore: AllocateIDsAt a store alone.
+func (s *Store) AllocateIDs(ctx context.Context, tag string, n int64) ([]frond.Range, error) {
+	return s.AllocateIDsAt(ctx, frond.Place{}, tag, n)
+}
+
+// AllocateIDsAt implements frond.PlacedStore: n IDs of a sequence tag, in
+// AllocateAt's transaction.
+func (s *Store) AllocateIDsAt(ctx context.Context, at frond.Place, tag string, n int64) ([]frond.Range, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("%w: %d IDs: at least 1", frond.ErrInvalidArgument, n)
+	}
+	a, err := s.allocate(ctx, at, tag, n, true)
+	if err != nil {
+		return nil, err
+	}
+	return []frond.Range{a.Range}, nil
+}
+
+func (s *Store) allocate(ctx context.Context, at frond.Place, tag string, step int64, sequence bool) (frond.Allocation, error) {
 	c, cancel := s.bound(ctx)
 	defer cancel()
-	old, next, err := s.cas(c, tag, func(v value) (value, error) {
+	old, next, err := s.casAt(c, &at, tag, func(v value) (value, error) {
+		switch {
+		case sequence && v.Mode != frond.ModeSequence:
+			return v, fmt.Errorf("allocate %q: %w", tag, frond.ErrNotSequence)
+		case !sequence && v.Mode == frond.ModeSequence:
+			return v, fmt.Errorf("allocate %q: %w: it is a sequence tag, whose IDs are taken one store call at a time", tag, frond.ErrNotLeasable)
+		}
 		used := step
 		if used <= 0 {
 			used = v.Step
@@ -188,6 +266,59 @@ func (s *Store) Allocate(ctx context.Context, tag string, step int64) (frond.All
 	return frond.Allocation{Range: frond.Range{Start: old.MaxID, End: next.MaxID, Stride: 1}, Step: next.Step}, nil
 }
 
+// Place implements frond.PlacedStore.
+func (s *Store) Place(ctx context.Context) (frond.Place, error) {
+	c, cancel := s.bound(ctx)
+	defer cancel()
+	r, err := s.c.Get(c, s.placeKey())
+	if err != nil {
+		return frond.Place{}, s.fail("read the store's place", err)
+	}
+	var got string
+	if len(r.Kvs) > 0 {
+		got = string(r.Kvs[0].Value)
+	}
+	p, err := frond.ParsePlace(got)
+	if err != nil {
+		return frond.Place{}, fmt.Errorf("the place recorded in etcd %v (%s): %w", s.endpoints, s.placeKey(), err)
+	}
+	return p, nil
+}
+
+// SwapPlace implements frond.PlacedStore: a transaction conditional on the
+// place's value (or its absence, for a store alone); every allocation is
+// conditional on the place's revision, so it is before the swap or after.
+func (s *Store) SwapPlace(ctx context.Context, old, p frond.Place) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	c, cancel := s.bound(ctx)
+	defer cancel()
+	cmp := clientv3.Compare(clientv3.Value(s.placeKey()), "=", old.String())
+	if old == (frond.Place{}) {
+		cmp = clientv3.Compare(clientv3.CreateRevision(s.placeKey()), "=", 0)
+	}
+	put := clientv3.OpPut(s.placeKey(), p.String())
+	if p == (frond.Place{}) {
+		put = clientv3.OpDelete(s.placeKey())
+	}
+	r, err := s.c.Txn(c).If(cmp).Then(put).Commit()
+	if err != nil {
+		return s.fail("change the store's place", err)
+	}
+	if r.Succeeded {
+		return nil
+	}
+	now, err := s.Place(ctx)
+	if err != nil {
+		return err
+	}
+	if now == old && old == p {
+		return nil
+	}
+	return fmt.Errorf("%w: etcd %v is %s, not %s", frond.ErrPlaceChanged, s.endpoints, now.Describe(), old.Describe())
+}
+
 // errKept ends a ReturnTail's compare-and-set without a change.
 var errKept = errors.New("max_id kept")
 
@@ -196,7 +327,8 @@ var errKept = errors.New("max_id kept")
 func (s *Store) ReturnTail(ctx context.Context, tag string, from, to int64) (bool, error) {
 	c, cancel := s.bound(ctx)
 	defer cancel()
-	_, _, err := s.cas(c, tag, func(v value) (value, error) {
+	alone := frond.Place{}
+	_, _, err := s.casAt(c, &alone, tag, func(v value) (value, error) {
 		if v.MaxID != to || from >= to || v.Mode == frond.ModeSequence {
 			return v, errKept
 		}
@@ -206,8 +338,8 @@ func (s *Store) ReturnTail(ctx context.Context, tag string, from, to int64) (boo
 	switch {
 	case err == nil:
 		return true, nil
-	case errors.Is(err, errKept), errors.Is(err, frond.ErrTagNotFound):
-		return false, nil
+	case errors.Is(err, errKept), errors.Is(err, frond.ErrTagNotFound), errors.Is(err, frond.ErrWrongPlace):
+		return false, nil // a store in a set: nothing goes back
 	}
 	return false, s.fail(fmt.Sprintf("return the unused IDs of %q", tag), err)
 }

@@ -43,3 +43,19 @@ func TestOpen_BadURL(t *testing.T) {
 		}
 	}
 }
+
+// The place of a store is its key prefix's: each test of the suite gets a
+// prefix of its own.
+func TestEtcd_Placed(t *testing.T) {
+	ep := storetest.SkipUnlessSet(t, "FROND_TEST_ETCD_ENDPOINTS")
+	storetest.RunPlacedStore(t, func(t *testing.T) storetest.Opener {
+		u := fmt.Sprintf("etcd://%s?frond_prefix=/frondtest-place-%d/", ep, time.Now().UnixNano())
+		return func(t *testing.T) frond.SegmentStore {
+			s, err := etcdstore.Open(context.Background(), u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+	})
+}

@@ -34,6 +34,7 @@ import (
 )
 
 var (
+	_ frond.PlacedStore  = (*Store)(nil)
 	_ frond.SegmentStore = (*Store)(nil)
 	_ frond.Pinger       = (*Store)(nil)
 	_ frond.Warner       = (*Store)(nil)
@@ -226,6 +227,46 @@ func (s *Store) AllocateIDs(ctx context.Context, tag string, n int64) ([]frond.R
 		return nil, err
 	}
 	return frond.SequenceIDs(ctx, in, tag, n)
+}
+
+// AllocateAt implements frond.PlacedStore, as the real store does.
+func (s *Store) AllocateAt(ctx context.Context, at frond.Place, tag string, step int64) (frond.Allocation, error) {
+	in, err := s.get()
+	if err != nil {
+		return frond.Allocation{}, err
+	}
+	return frond.AllocateAt(ctx, in, at, tag, step)
+}
+
+// AllocateIDsAt implements frond.PlacedStore, as the real store does.
+func (s *Store) AllocateIDsAt(ctx context.Context, at frond.Place, tag string, n int64) ([]frond.Range, error) {
+	in, err := s.get()
+	if err != nil {
+		return nil, err
+	}
+	return frond.SequenceIDsAt(ctx, in, at, tag, n)
+}
+
+// Place implements frond.PlacedStore, as the real store does.
+func (s *Store) Place(ctx context.Context) (frond.Place, error) {
+	in, err := s.get()
+	if err != nil {
+		return frond.Place{}, err
+	}
+	return frond.PlaceOf(ctx, in)
+}
+
+// SwapPlace implements frond.PlacedStore where the real store does.
+func (s *Store) SwapPlace(ctx context.Context, old, p frond.Place) error {
+	in, err := s.get()
+	if err != nil {
+		return err
+	}
+	ps, ok := in.(frond.PlacedStore)
+	if !ok {
+		return fmt.Errorf("%w: store %s keeps no place: it cannot be part of a set of stores", frond.ErrInvalidArgument, s.o.Name)
+	}
+	return ps.SwapPlace(ctx, old, p)
 }
 
 // ReturnTail implements frond.TailReturner where the real store does.

@@ -18,3 +18,10 @@ func TestConformance(t *testing.T) {
 	shared := memstore.New(nil)
 	storetest.RunSegmentStore(t, func(t *testing.T) frond.SegmentStore { return client{shared} })
 }
+
+func TestPlacedStore(t *testing.T) {
+	storetest.RunPlacedStore(t, func(t *testing.T) storetest.Opener {
+		s := memstore.New(nil)
+		return func(t *testing.T) frond.SegmentStore { return client{s} }
+	})
+}

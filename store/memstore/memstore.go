@@ -15,7 +15,11 @@ import (
 	"github.com/frond-id/frond"
 )
 
-var _ frond.SegmentStore = (*Store)(nil)
+var (
+	_ frond.PlacedStore   = (*Store)(nil)
+	_ frond.SequenceStore = (*Store)(nil)
+	_ frond.TailReturner  = (*Store)(nil)
+)
 
 // Store is an in-memory segment store, safe for concurrent use.
 type Store struct {
@@ -24,6 +28,7 @@ type Store struct {
 	mu     sync.Mutex
 	tags   map[string]frond.Tag
 	marks  map[string]string
+	place  frond.Place
 	closed bool
 }
 
@@ -48,27 +53,91 @@ func (s *Store) lock(ctx context.Context) error {
 	return nil
 }
 
-// Allocate implements frond.SegmentStore.
+// Allocate implements frond.SegmentStore: AllocateAt a store alone.
 func (s *Store) Allocate(ctx context.Context, tag string, step int64) (frond.Allocation, error) {
+	return s.AllocateAt(ctx, frond.Place{}, tag, step)
+}
+
+// AllocateAt implements frond.PlacedStore. It refuses a sequence tag
+// (frond.ErrNotLeasable).
+func (s *Store) AllocateAt(ctx context.Context, at frond.Place, tag string, step int64) (frond.Allocation, error) {
+	r, t, err := s.raise(ctx, at, tag, step, false)
+	return frond.Allocation{Range: r, Step: t.Step}, err
+}
+
+// AllocateIDs implements frond.SequenceStore: AllocateIDsAt a store alone.
+func (s *Store) AllocateIDs(ctx context.Context, tag string, n int64) ([]frond.Range, error) {
+	return s.AllocateIDsAt(ctx, frond.Place{}, tag, n)
+}
+
+// AllocateIDsAt implements frond.PlacedStore: n IDs of a sequence tag
+// (frond.ErrNotSequence for a segment tag).
+func (s *Store) AllocateIDsAt(ctx context.Context, at frond.Place, tag string, n int64) ([]frond.Range, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("%w: %d IDs: at least 1", frond.ErrInvalidArgument, n)
+	}
+	r, _, err := s.raise(ctx, at, tag, n, true)
+	if err != nil {
+		return nil, err
+	}
+	return []frond.Range{r}, nil
+}
+
+// raise raises the max_id of tag by step (the tag's when <= 0) if the
+// store is at at and the tag's mode is the one asked for.
+func (s *Store) raise(ctx context.Context, at frond.Place, tag string, step int64, sequence bool) (frond.Range, frond.Tag, error) {
 	if err := s.lock(ctx); err != nil {
-		return frond.Allocation{}, err
+		return frond.Range{}, frond.Tag{}, err
 	}
 	defer s.mu.Unlock()
+	if err := frond.CheckPlace(s.place.String(), at); err != nil {
+		return frond.Range{}, frond.Tag{}, fmt.Errorf("allocate %q: %w", tag, err)
+	}
 	t, ok := s.tags[tag]
-	if !ok {
-		return frond.Allocation{}, fmt.Errorf("tag %q: %w", tag, frond.ErrTagNotFound)
+	switch {
+	case !ok:
+		return frond.Range{}, frond.Tag{}, fmt.Errorf("tag %q: %w", tag, frond.ErrTagNotFound)
+	case sequence && t.Mode != frond.ModeSequence:
+		return frond.Range{}, frond.Tag{}, fmt.Errorf("allocate %q: %w", tag, frond.ErrNotSequence)
+	case !sequence && t.Mode == frond.ModeSequence:
+		return frond.Range{}, frond.Tag{}, fmt.Errorf("allocate %q: %w: it is a sequence tag, whose IDs are taken one store call at a time", tag, frond.ErrNotLeasable)
 	}
 	if step <= 0 {
 		step = t.Step
 	}
 	if t.MaxID > math.MaxInt64-step {
-		return frond.Allocation{}, fmt.Errorf("allocate %q: max_id %d + step %d: %w", tag, t.MaxID, step, frond.ErrTagExhausted)
+		return frond.Range{}, frond.Tag{}, fmt.Errorf("allocate %q: max_id %d + step %d: %w", tag, t.MaxID, step, frond.ErrTagExhausted)
 	}
 	start := t.MaxID
 	t.MaxID += step
 	t.UpdatedAt = s.clock.Now()
 	s.tags[tag] = t
-	return frond.Allocation{Range: frond.Range{Start: start, End: t.MaxID, Stride: 1}, Step: t.Step}, nil
+	return frond.Range{Start: start, End: t.MaxID, Stride: 1}, t, nil
+}
+
+// Place implements frond.PlacedStore.
+func (s *Store) Place(ctx context.Context) (frond.Place, error) {
+	if err := s.lock(ctx); err != nil {
+		return frond.Place{}, err
+	}
+	defer s.mu.Unlock()
+	return s.place, nil
+}
+
+// SwapPlace implements frond.PlacedStore.
+func (s *Store) SwapPlace(ctx context.Context, old, p frond.Place) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if s.place != old {
+		return fmt.Errorf("%w: it is %s, not %s", frond.ErrPlaceChanged, s.place.Describe(), old.Describe())
+	}
+	s.place = p
+	return nil
 }
 
 // ReturnTail implements frond.TailReturner.
@@ -78,7 +147,7 @@ func (s *Store) ReturnTail(ctx context.Context, tag string, from, to int64) (boo
 	}
 	defer s.mu.Unlock()
 	t, ok := s.tags[tag]
-	if !ok || t.MaxID != to || from >= to || t.Mode == frond.ModeSequence {
+	if !ok || t.MaxID != to || from >= to || t.Mode == frond.ModeSequence || s.place != (frond.Place{}) {
 		return false, nil
 	}
 	t.MaxID = from

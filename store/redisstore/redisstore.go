@@ -36,6 +36,7 @@ import (
 )
 
 var (
+	_ frond.PlacedStore  = (*Store)(nil)
 	_ frond.SegmentStore = (*Store)(nil)
 	_ frond.Pinger       = (*Store)(nil)
 	_ frond.Warner       = (*Store)(nil)
@@ -158,11 +159,19 @@ func (s *Store) fail(op string, err error) error {
 	return fmt.Errorf("%s on %s: %w: %w", op, s.where, frond.ErrStoreUnavailable, err)
 }
 
-// KEYS: max, meta. ARGV: step (<= 0: the tag's), now (unix ms).
-// Returns {status, max_id, step}: status 1 ok, 0 not found, 2 overflow,
-// 3 the counter key is missing while the tag exists.
+// KEYS: max, meta, place. ARGV: step (<= 0: the tag's), now (unix ms),
+// the place asked at (frond.Place.String), "sequence" for a sequence tag's
+// IDs or "" for a segment. Returns {status, max_id, step}: status 1 ok, 0
+// not found, 2 overflow, 3 the counter key is missing while the tag exists;
+// {4, place}: the store is at another place; 5 not a sequence tag; 6 a
+// sequence tag asked for a segment.
 var allocateScript = redis.NewScript(`
+local place = redis.call('GET', KEYS[3]) or ''
+if place ~= ARGV[3] then return {4, place} end
 if redis.call('EXISTS', KEYS[2]) == 0 then return {0} end
+local mode = redis.call('HGET', KEYS[2], 'mode')
+if ARGV[4] == 'sequence' and mode ~= 'sequence' then return {5} end
+if ARGV[4] ~= 'sequence' and mode == 'sequence' then return {6} end
 if redis.call('EXISTS', KEYS[1]) == 0 then return {3} end -- counter lost (evicted?): INCRBY would restart at 0
 local step = ARGV[1]
 if tonumber(step) <= 0 then step = redis.call('HGET', KEYS[2], 'step') end
@@ -172,11 +181,46 @@ redis.call('HSET', KEYS[2], 'update_time', ARGV[2])
 return {1, redis.call('GET', KEYS[1]), redis.call('HGET', KEYS[2], 'step')}
 `)
 
-// Allocate implements frond.SegmentStore.
+// Allocate implements frond.SegmentStore: AllocateAt a store alone.
 func (s *Store) Allocate(ctx context.Context, tag string, step int64) (frond.Allocation, error) {
+	return s.AllocateAt(ctx, frond.Place{}, tag, step)
+}
+
+// AllocateAt implements frond.PlacedStore, in one script. It refuses a
+// sequence tag (frond.ErrNotLeasable).
+func (s *Store) AllocateAt(ctx context.Context, at frond.Place, tag string, step int64) (frond.Allocation, error) {
+	return s.allocate(ctx, at, tag, step, false)
+}
+
+// AllocateIDs implements frond.SequenceStore: AllocateIDsAt a store alone.
+func (s *Store) AllocateIDs(ctx context.Context, tag string, n int64) ([]frond.Range, error) {
+	return s.AllocateIDsAt(ctx, frond.Place{}, tag, n)
+}
+
+// AllocateIDsAt implements frond.PlacedStore: n IDs of a sequence tag by
+// INCRBY, in the script of AllocateAt.
+func (s *Store) AllocateIDsAt(ctx context.Context, at frond.Place, tag string, n int64) ([]frond.Range, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("%w: %d IDs: at least 1", frond.ErrInvalidArgument, n)
+	}
+	a, err := s.allocate(ctx, at, tag, n, true)
+	if err != nil {
+		return nil, err
+	}
+	return []frond.Range{a.Range}, nil
+}
+
+func (s *Store) allocate(ctx context.Context, at frond.Place, tag string, step int64, sequence bool) (frond.Allocation, error) {
+	if err := frond.CheckPlace(at.String(), at); err != nil {
+		return frond.Allocation{}, err
+	}
+	mode := ""
+	if sequence {
+		mode = frond.ModeSequence
+	}
 	c, cancel := s.bound(ctx)
 	defer cancel()
-	res, err := allocateScript.Run(c, s.c, []string{s.maxKey(tag), s.metaKey(tag)}, step, time.Now().UnixMilli()).Slice()
+	res, err := allocateScript.Run(c, s.c, []string{s.maxKey(tag), s.metaKey(tag), s.placeKey()}, step, time.Now().UnixMilli(), at.String(), mode).Slice()
 	if err != nil {
 		return frond.Allocation{}, s.fail(fmt.Sprintf("allocate %q", tag), err)
 	}
@@ -188,6 +232,13 @@ func (s *Store) Allocate(ctx context.Context, tag string, step int64) (frond.All
 	case 3:
 		return frond.Allocation{}, fmt.Errorf("%w: allocate %q: the counter key %s is missing although the tag exists (evicted or deleted?): "+
 			"restore it (SET) above every ID issued before frond can hand out IDs of this tag again", frond.ErrStoreUnavailable, tag, s.maxKey(tag))
+	case 4:
+		got, _ := res[1].(string)
+		return frond.Allocation{}, fmt.Errorf("allocate %q on %s: %w", tag, s.where, frond.CheckPlace(got, at))
+	case 5:
+		return frond.Allocation{}, fmt.Errorf("allocate %q: %w", tag, frond.ErrNotSequence)
+	case 6:
+		return frond.Allocation{}, fmt.Errorf("allocate %q: %w: it is a sequence tag, whose IDs are taken one store call at a time", tag, frond.ErrNotLeasable)
 	}
 	maxID, err1 := strconv.ParseInt(res[1].(string), 10, 64)
 	tagStep, err2 := strconv.ParseInt(res[2].(string), 10, 64)
@@ -201,9 +252,10 @@ func (s *Store) Allocate(ctx context.Context, tag string, step int64) (frond.All
 	return frond.Allocation{Range: frond.Range{Start: maxID - used, End: maxID, Stride: 1}, Step: tagStep}, nil
 }
 
-// KEYS: max, meta. ARGV: from, to, now. Returns 1 if max_id was to and is
-// from now, else 0.
+// KEYS: max, meta, place. ARGV: from, to, now. Returns 1 if max_id was to
+// (and the store stands alone) and is from now, else 0.
 var returnTailScript = redis.NewScript(`
+if (redis.call('GET', KEYS[3]) or '') ~= '' then return 0 end
 if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
 if redis.call('HGET', KEYS[2], 'mode') == 'sequence' then return 0 end
 if redis.call('GET', KEYS[1]) ~= ARGV[2] then return 0 end
@@ -219,11 +271,61 @@ func (s *Store) ReturnTail(ctx context.Context, tag string, from, to int64) (boo
 	}
 	c, cancel := s.bound(ctx)
 	defer cancel()
-	n, err := returnTailScript.Run(c, s.c, []string{s.maxKey(tag), s.metaKey(tag)}, from, to, time.Now().UnixMilli()).Int()
+	n, err := returnTailScript.Run(c, s.c, []string{s.maxKey(tag), s.metaKey(tag), s.placeKey()}, from, to, time.Now().UnixMilli()).Int()
 	if err != nil {
 		return false, s.fail(fmt.Sprintf("return the unused IDs of %q", tag), err)
 	}
 	return n == 1, nil
+}
+
+// placeKey holds the store's place (frond.Place.String), absent for a
+// store alone.
+func (s *Store) placeKey() string { return s.prefix + "place" }
+
+// Place implements frond.PlacedStore.
+func (s *Store) Place(ctx context.Context) (frond.Place, error) {
+	c, cancel := s.bound(ctx)
+	defer cancel()
+	got, err := s.c.Get(c, s.placeKey()).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return frond.Place{}, s.fail("read the store's place", err)
+	}
+	p, err := frond.ParsePlace(got)
+	if err != nil {
+		return frond.Place{}, fmt.Errorf("the place recorded in %s (%s): %w", s.where, s.placeKey(), err)
+	}
+	return p, nil
+}
+
+// KEYS: place. ARGV: old, new. Returns {1} when swapped, else {0, place}.
+var swapPlaceScript = redis.NewScript(`
+local cur = redis.call('GET', KEYS[1]) or ''
+if cur ~= ARGV[1] then return {0, cur} end
+if ARGV[2] == '' then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], ARGV[2]) end
+return {1}
+`)
+
+// SwapPlace implements frond.PlacedStore, in one script: Redis runs one
+// script at a time, so allocations are before it or after it.
+func (s *Store) SwapPlace(ctx context.Context, old, p frond.Place) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	c, cancel := s.bound(ctx)
+	defer cancel()
+	res, err := swapPlaceScript.Run(c, s.c, []string{s.placeKey()}, old.String(), p.String()).Slice()
+	if err != nil {
+		return s.fail("change the store's place", err)
+	}
+	if res[0].(int64) == 1 {
+		return nil
+	}
+	cur, _ := res[1].(string)
+	now, err := frond.ParsePlace(cur)
+	if err != nil {
+		return fmt.Errorf("the place recorded in %s: %w", s.where, err)
+	}
+	return fmt.Errorf("%w: %s is %s, not %s", frond.ErrPlaceChanged, s.where, now.Describe(), old.Describe())
 }
 
 // Mark implements frond.MarkStore: the key {prefix}mark:{name}, set only

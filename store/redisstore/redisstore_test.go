@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -144,4 +145,20 @@ func TestRedis_PersistenceReadAgain(t *testing.T) {
 	if err := s.Ping(context.Background()); err != nil || len(s.Warnings()) != 1 || !strings.Contains(s.Warnings()[0], "everysec") || !strings.Contains(s.Warnings()[0], "changed since") {
 		t.Fatalf("stopped persisting: %v, %v", s.Warnings(), err)
 	}
+}
+
+// The place of a store is its key prefix's: each test of the suite gets a
+// prefix of its own.
+func TestRedis_Placed(t *testing.T) {
+	base := strings.Replace(url(t), "frond_prefix=frondtest:", "frond_prefix=frondtest-place-", 1)
+	storetest.RunPlacedStore(t, func(t *testing.T) storetest.Opener {
+		u := fmt.Sprintf("%s%d:", base, time.Now().UnixNano())
+		return func(t *testing.T) frond.SegmentStore {
+			s, err := redisstore.Open(context.Background(), u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+	})
 }

@@ -18,6 +18,7 @@ type dialect struct {
 	returning   bool
 	selectAlloc string
 	forUpdate   string // suffix that locks the row in a transaction
+	forShare    string // suffix that takes a shared lock on the row in a transaction
 	insert      string // args: tag, max_id, step, description; conflict: 0 rows or duplicate()
 	duplicate   func(error) bool
 	transient   func(error) bool // worth retrying at once: deadlock, serialization failure, busy
@@ -103,6 +104,7 @@ var mysqlDialect = &dialect{
 WHERE biz_tag = ? AND max_id <= 9223372036854775807 - IF(? > 0, ?, step) {guard}`,
 	selectAlloc: `SELECT max_id, step FROM leaf_alloc WHERE biz_tag = ?`,
 	forUpdate:   " FOR UPDATE",
+	forShare:    " LOCK IN SHARE MODE", // MySQL 5.7 and 8, and MariaDB
 	insert:      `INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES (?, ?, ?, ?)`,
 	duplicate:   sqldb.MySQL.Duplicate,
 	transient:   sqldb.MySQL.Transient,
@@ -119,6 +121,7 @@ WHERE biz_tag = ? AND max_id <= 9223372036854775807 - (CASE WHEN ?::bigint > 0 T
 RETURNING max_id, step`,
 	returning: true,
 	forUpdate: " FOR UPDATE",
+	forShare:  " FOR SHARE",
 	insert:    `INSERT INTO leaf_alloc (biz_tag, max_id, step, description, update_time) VALUES (?, ?, ?, ?, now() AT TIME ZONE 'UTC') ON CONFLICT (biz_tag) DO NOTHING`,
 	duplicate: sqldb.Postgres.Duplicate,
 	transient: sqldb.Postgres.Transient,

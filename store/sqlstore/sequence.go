@@ -85,14 +85,20 @@ func (s *Store) detectSequences(ctx context.Context) error {
 	return nil
 }
 
-// AllocateIDs implements frond.SequenceStore: n IDs of a sequence tag, from
-// its sequence object where the database has them, else from Leaf's row.
+// AllocateIDs implements frond.SequenceStore: AllocateIDsAt a store alone.
 func (s *Store) AllocateIDs(ctx context.Context, tag string, n int64) ([]frond.Range, error) {
+	return s.AllocateIDsAt(ctx, frond.Place{}, tag, n)
+}
+
+// AllocateIDsAt implements frond.PlacedStore: n IDs of a sequence tag, from
+// its sequence object where the database has them, else from Leaf's row,
+// in a transaction that holds the store's place (placed).
+func (s *Store) AllocateIDsAt(ctx context.Context, at frond.Place, tag string, n int64) ([]frond.Range, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("%w: %d IDs: at least 1", frond.ErrInvalidArgument, n)
 	}
 	if !s.native {
-		r, err := s.rowIDs(ctx, tag, n)
+		r, err := s.rowIDs(ctx, at, tag, n)
 		if err != nil {
 			return nil, err
 		}
@@ -101,11 +107,17 @@ func (s *Store) AllocateIDs(ctx context.Context, tag string, n int64) ([]frond.R
 	c, cancel := s.db.Bound(ctx)
 	defer cancel()
 	for made := false; ; made = true {
-		vals, err := s.nextvals(c, tag, n)
+		var vals []int64
+		err := s.placed(c, at, func(tx *sql.Tx) (err error) {
+			vals, err = s.nextvals(c, tx, tag, n)
+			return err
+		})
 		if err == nil {
 			return toRanges(vals), nil
 		}
 		switch {
+		case errors.Is(err, frond.ErrWrongPlace), errors.Is(err, frond.ErrInvalidArgument):
+			return nil, fmt.Errorf("allocate %q on %s: %w", tag, s, err)
 		case s.exhausted(err):
 			return nil, fmt.Errorf("allocate %q: %d more IDs: %w", tag, n, frond.ErrTagExhausted)
 		case !s.missing(err, tag) || made:
@@ -118,14 +130,14 @@ func (s *Store) AllocateIDs(ctx context.Context, tag string, n int64) ([]frond.R
 }
 
 // nextvals takes n values of tag's sequence in one statement.
-func (s *Store) nextvals(ctx context.Context, tag string, n int64) ([]int64, error) {
+func (s *Store) nextvals(ctx context.Context, tx *sql.Tx, tag string, n int64) ([]int64, error) {
 	var rows *sql.Rows
 	var err error
 	if s.d.kind == sqldb.Postgres {
-		rows, err = s.db.QueryContext(ctx, "SELECT nextval($1::regclass) FROM generate_series(1, $2::bigint)", seqName(tag), n)
+		rows, err = tx.QueryContext(ctx, "SELECT nextval($1::regclass) FROM generate_series(1, $2::bigint)", seqName(tag), n)
 	} else {
 		// MariaDB's SEQUENCE engine provides seq_1_to_<n>.
-		rows, err = s.db.QueryContext(ctx, fmt.Sprintf("SELECT NEXTVAL(%s) FROM seq_1_to_%d", seqName(tag), n))
+		rows, err = tx.QueryContext(ctx, fmt.Sprintf("SELECT NEXTVAL(%s) FROM seq_1_to_%d", seqName(tag), n))
 	}
 	if err != nil {
 		return nil, err
@@ -184,18 +196,21 @@ func (s *Store) exhausted(err error) bool {
 
 // rowIDs takes n IDs of a sequence tag from Leaf's row: one statement on
 // MySQL (mysqlTake), Allocate's UPDATE elsewhere.
-func (s *Store) rowIDs(ctx context.Context, tag string, n int64) (frond.Range, error) {
+func (s *Store) rowIDs(ctx context.Context, at frond.Place, tag string, n int64) (frond.Range, error) {
 	if s.d.kind != sqldb.MySQL {
-		a, err := s.allocate(ctx, tag, n, true)
+		a, err := s.allocate(ctx, at, tag, n, true)
 		return a.Range, err
 	}
 	c, cancel := s.db.Bound(ctx)
 	defer cancel()
 	var res sql.Result
-	err := s.retry(c, func(c context.Context) (err error) {
-		res, err = s.db.ExecContext(c, mysqlTake, n, tag, n, tag)
+	err := s.placed(c, at, func(tx *sql.Tx) (err error) {
+		res, err = tx.ExecContext(c, mysqlTake, n, tag, n, tag)
 		return err
 	})
+	if errors.Is(err, frond.ErrWrongPlace) || errors.Is(err, frond.ErrInvalidArgument) {
+		return frond.Range{}, fmt.Errorf("allocate %q on %s: %w", tag, s, err)
+	}
 	if err != nil {
 		return frond.Range{}, s.fail(fmt.Sprintf("allocate %q", tag), err)
 	}

@@ -70,3 +70,15 @@ func TestPostgres_Outage(t *testing.T) {
 	raw := storetest.SkipUnlessSet(t, "FROND_TEST_POSTGRES_URL")
 	storetest.RunOutage(t, storetest.HostOf(t, raw, "5432"), outageOpener("FROND_TEST_POSTGRES_URL"))
 }
+
+// The place of a store is the whole database's: each test of the suite
+// gets a database of its own.
+func TestMySQL_Placed(t *testing.T) {
+	raw := storetest.SkipUnlessSet(t, "FROND_TEST_MYSQL_URL")
+	storetest.RunPlacedStore(t, func(t *testing.T) storetest.Opener { return opener(storetest.FreshDatabase(t, raw)) })
+}
+
+func TestPostgres_Placed(t *testing.T) {
+	raw := storetest.SkipUnlessSet(t, "FROND_TEST_POSTGRES_URL")
+	storetest.RunPlacedStore(t, func(t *testing.T) storetest.Opener { return opener(storetest.FreshDatabase(t, raw)) })
+}

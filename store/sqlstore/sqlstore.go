@@ -39,6 +39,7 @@ import (
 )
 
 var (
+	_ frond.PlacedStore  = (*Store)(nil)
 	_ frond.SegmentStore = (*Store)(nil)
 	_ frond.Pinger       = (*Store)(nil)
 	_ frond.Warner       = (*Store)(nil)
@@ -112,6 +113,12 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 			s.db.Close()
 			return nil, s.fail("create table "+t.name, err)
 		}
+	}
+	// The place row, "" (alone) unless a change of the set wrote another
+	// (placeMark: allocations lock it, so it must exist).
+	if _, err := s.db.ExecContext(c, s.d.q(s.d.insertMark), placeMark, ""); err != nil && !s.d.duplicate(err) {
+		s.db.Close()
+		return nil, s.fail("record the store's place", err)
 	}
 	if err := s.detectSequences(c); err != nil {
 		s.db.Close()
@@ -204,15 +211,43 @@ func (s *Store) inTx(ctx context.Context, op func(tx *sql.Tx) error) error {
 	})
 }
 
-// Allocate implements frond.SegmentStore. It refuses a sequence tag
-// (frond.ErrNotLeasable): see AllocateIDs.
+// Allocate implements frond.SegmentStore: AllocateAt a store alone.
 func (s *Store) Allocate(ctx context.Context, tag string, step int64) (frond.Allocation, error) {
-	return s.allocate(ctx, tag, step, false)
+	return s.AllocateAt(ctx, frond.Place{}, tag, step)
+}
+
+// AllocateAt implements frond.PlacedStore. It refuses a sequence tag
+// (frond.ErrNotLeasable): see AllocateIDs.
+func (s *Store) AllocateAt(ctx context.Context, at frond.Place, tag string, step int64) (frond.Allocation, error) {
+	return s.allocate(ctx, at, tag, step, false)
+}
+
+// placeMark is the row of frond_mark that holds the store's place
+// (frond.Place.String; "" for a store alone). Open makes sure it exists,
+// so that every allocation can take a shared lock on it: SwapPlace's
+// UPDATE of it then waits for allocations in flight, and they for it.
+const placeMark = "place"
+
+// placed runs op in a transaction that first reads the store's place with
+// a shared lock (SQLite's transactions are exclusive) and checks it is at.
+// The errors of the check wrap frond.ErrWrongPlace and end the call.
+func (s *Store) placed(ctx context.Context, at frond.Place, op func(tx *sql.Tx) error) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		var got string
+		err := tx.QueryRowContext(ctx, s.d.q("SELECT value FROM frond_mark WHERE name = ?"+s.d.forShare), placeMark).Scan(&got)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if err := frond.CheckPlace(got, at); err != nil {
+			return err
+		}
+		return op(tx)
+	})
 }
 
 // allocate raises max_id by step, of a sequence tag if sequence is set,
-// else of a segment tag.
-func (s *Store) allocate(ctx context.Context, tag string, step int64, sequence bool) (frond.Allocation, error) {
+// else of a segment tag, if the store is at at.
+func (s *Store) allocate(ctx context.Context, at frond.Place, tag string, step int64, sequence bool) (frond.Allocation, error) {
 	c, cancel := s.db.Bound(ctx)
 	defer cancel()
 	var maxID, tagStep int64
@@ -222,27 +257,26 @@ func (s *Store) allocate(ctx context.Context, tag string, step int64, sequence b
 		guard = sequenceGuard
 	}
 	query := s.d.q(strings.Replace(s.d.allocate, "{guard}", guard, 1))
-	var err error
-	if s.d.returning {
-		err = s.retry(c, func(c context.Context) error {
-			return s.db.QueryRowContext(c, query, args...).Scan(&maxID, &tagStep)
-		})
-	} else {
-		err = s.inTx(c, func(tx *sql.Tx) error {
-			res, err := tx.ExecContext(c, query, args...)
-			if err != nil {
-				return err
-			}
-			if n, err := res.RowsAffected(); err != nil {
-				return err
-			} else if n == 0 {
-				return sql.ErrNoRows
-			}
-			return tx.QueryRowContext(c, s.d.q(s.d.selectAlloc), tag).Scan(&maxID, &tagStep)
-		})
-	}
+	err := s.placed(c, at, func(tx *sql.Tx) error {
+		if s.d.returning {
+			return tx.QueryRowContext(c, query, args...).Scan(&maxID, &tagStep)
+		}
+		res, err := tx.ExecContext(c, query, args...)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return sql.ErrNoRows
+		}
+		return tx.QueryRowContext(c, s.d.q(s.d.selectAlloc), tag).Scan(&maxID, &tagStep)
+	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return frond.Allocation{}, s.refusal(ctx, tag, step, sequence)
+	}
+	if errors.Is(err, frond.ErrWrongPlace) || errors.Is(err, frond.ErrInvalidArgument) {
+		return frond.Allocation{}, fmt.Errorf("allocate %q on %s: %w", tag, s, err)
 	}
 	if err != nil {
 		return frond.Allocation{}, s.fail(fmt.Sprintf("allocate %q", tag), err)
@@ -272,8 +306,9 @@ func (s *Store) ReturnTail(ctx context.Context, tag string, from, to int64) (boo
 	defer cancel()
 	var res sql.Result
 	err := s.retry(c, func(c context.Context) (err error) {
-		res, err = s.db.ExecContext(c, s.d.q("UPDATE leaf_alloc SET max_id = ?, update_time = CURRENT_TIMESTAMP WHERE biz_tag = ? AND max_id = ? "+segmentGuard),
-			from, tag, to, tag)
+		res, err = s.db.ExecContext(c, s.d.q("UPDATE leaf_alloc SET max_id = ?, update_time = CURRENT_TIMESTAMP WHERE biz_tag = ? AND max_id = ? "+segmentGuard+
+			" AND NOT EXISTS (SELECT 1 FROM frond_mark WHERE name = ? AND value <> '')"), // a store alone only
+			from, tag, to, tag, placeMark)
 		return err
 	})
 	if err != nil {
@@ -281,6 +316,51 @@ func (s *Store) ReturnTail(ctx context.Context, tag string, from, to int64) (boo
 	}
 	n, err := res.RowsAffected()
 	return err == nil && n == 1, nil
+}
+
+// Place implements frond.PlacedStore: the row placeMark of frond_mark.
+func (s *Store) Place(ctx context.Context) (frond.Place, error) {
+	c, cancel := s.db.Bound(ctx)
+	defer cancel()
+	var got string
+	err := s.db.QueryRowContext(c, s.d.q("SELECT value FROM frond_mark WHERE name = ?"), placeMark).Scan(&got)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return frond.Place{}, s.fail("read the store's place", err)
+	}
+	p, err := frond.ParsePlace(got)
+	if err != nil {
+		return frond.Place{}, fmt.Errorf("the place recorded in %s: %w", s, err)
+	}
+	return p, nil
+}
+
+// SwapPlace implements frond.PlacedStore: one UPDATE of the row placeMark
+// that matches only if it holds old. It waits for the allocations in
+// flight, which hold a shared lock on the row (placed).
+func (s *Store) SwapPlace(ctx context.Context, old, p frond.Place) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	c, cancel := s.db.Bound(ctx)
+	defer cancel()
+	var res sql.Result
+	err := s.retry(c, func(c context.Context) (err error) {
+		res, err = s.db.ExecContext(c, s.d.q("UPDATE frond_mark SET value = ? WHERE name = ? AND value = ?"), p.String(), placeMark, old.String())
+		return err
+	})
+	if err != nil {
+		return s.fail("change the store's place", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return s.fail("change the store's place", err)
+	} else if n == 0 {
+		now, err := s.Place(ctx)
+		if err != nil || now == old && old == p { // MySQL counts changed rows, not matched ones
+			return err
+		}
+		return fmt.Errorf("%w: %s is %s, not %s", frond.ErrPlaceChanged, s, now.Describe(), old.Describe())
+	}
+	return nil
 }
 
 // Mark implements frond.MarkStore, in the table frond_mark.

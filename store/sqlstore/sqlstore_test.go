@@ -49,3 +49,9 @@ func TestSQLite_StepTooLarge(t *testing.T) {
 		t.Fatalf("ping after close: %v", err)
 	}
 }
+
+func TestSQLite_Placed(t *testing.T) {
+	storetest.RunPlacedStore(t, func(t *testing.T) storetest.Opener {
+		return opener("sqlite://" + filepath.Join(t.TempDir(), "frond.db"))
+	})
+}

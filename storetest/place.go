@@ -1,0 +1,199 @@
+package storetest
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/frond-id/frond"
+)
+
+// RunPlacedStore checks a frond.PlacedStore: its place, the compare-and-set
+// that changes it, and the fence: an allocation at any other place takes
+// nothing, and none that was answered ends above the max_id read after a
+// SwapPlace. The place is the whole store's, so fresh returns, for each
+// test, an Opener of a backend of the test's own (a fresh database, key
+// prefix or memstore) where nothing else runs: a test that places a shared
+// database makes every other user of it refuse to allocate, as a node
+// must.
+func RunPlacedStore(t *testing.T, fresh func(t *testing.T) Opener) {
+	t.Run("Place_CompareAndSet", func(t *testing.T) { testPlaceSwap(t, fresh(t)) })
+	t.Run("Place_Fence", func(t *testing.T) { testPlaceFence(t, fresh(t)) })
+	t.Run("Place_FenceUnderLoad", func(t *testing.T) { testPlaceFenceUnderLoad(t, fresh(t)) })
+}
+
+func placed(t *testing.T, o Opener) frond.PlacedStore {
+	t.Helper()
+	s, ok := open(t, o).(frond.PlacedStore)
+	if !ok {
+		t.Fatalf("%T is not a frond.PlacedStore", s)
+	}
+	return s
+}
+
+func testPlaceSwap(t *testing.T, o Opener) {
+	s, c := placed(t, o), ctx(t)
+	if p := must(s.Place(c))(t); p != (frond.Place{}) {
+		t.Fatalf("a fresh store is at %s, want alone", p.Describe())
+	}
+	p1 := frond.Place{Residue: 1, Of: 3, Gen: 1}
+	if err := s.SwapPlace(c, frond.Place{}, p1); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, "a swap from a place the store is not at", s.SwapPlace(c, frond.Place{}, frond.Place{Of: 2, Gen: 1}), frond.ErrPlaceChanged)
+	wantErr(t, "a swap to no place", s.SwapPlace(c, p1, frond.Place{Of: 1}), frond.ErrInvalidArgument)
+	if p := must(placed(t, o).Place(c))(t); p != p1 {
+		t.Fatalf("another client reads %s, want %s", p.Describe(), p1.Describe())
+	}
+	moving := frond.Place{Residue: 1, Of: 3, Gen: 1, Next: 2}
+	if err := s.SwapPlace(c, p1, moving); err != nil {
+		t.Fatal(err)
+	}
+	if p := must(s.Place(c))(t); p != moving {
+		t.Fatalf("read %s, want %s", p.Describe(), moving.Describe())
+	}
+	if err := s.SwapPlace(c, moving, frond.Place{}); err != nil {
+		t.Fatal(err)
+	}
+	if p := must(s.Place(c))(t); p != (frond.Place{}) {
+		t.Fatalf("read %s after going back alone", p.Describe())
+	}
+}
+
+// wantWrongPlace checks that err is a refusal of the place, which a
+// multi-store treats as that store being unavailable.
+func wantWrongPlace(t *testing.T, what string, err error) {
+	t.Helper()
+	if !errors.Is(err, frond.ErrWrongPlace) || !errors.Is(err, frond.ErrStoreUnavailable) {
+		t.Fatalf("%s: %v, want ErrWrongPlace (an ErrStoreUnavailable)", what, err)
+	}
+}
+
+func testPlaceFence(t *testing.T, o Opener) {
+	s, c := placed(t, o), ctx(t)
+	seg, seq := uniqueTag(t)+"-seg", uniqueTag(t)+"-seq"
+	must(s.CreateTag(c, frond.Tag{Name: seg, MaxID: 1, Step: 10}))(t)
+	must(s.CreateTag(c, frond.Tag{Name: seq, MaxID: 1, Step: 10, Mode: frond.ModeSequence}))(t)
+	a := must(s.Allocate(c, seg, 0))(t)
+	if a.Start != 1 || a.End != 11 {
+		t.Fatalf("alone: %+v", a)
+	}
+	at := frond.Place{Residue: 0, Of: 2, Gen: 1}
+	wantWrongPlace(t, "a store alone asked as a member of a set", func() error { _, err := s.AllocateAt(c, at, seg, 0); return err }())
+	if err := s.SwapPlace(c, frond.Place{}, at); err != nil {
+		t.Fatal(err)
+	}
+	// Alone, at another residue, of another set size, of an older or a
+	// newer set: refused, and nothing is taken.
+	for _, p := range []frond.Place{{}, {Residue: 1, Of: 2, Gen: 1}, {Residue: 0, Of: 3, Gen: 1}, {Residue: 0, Of: 2, Gen: 0}, {Residue: 0, Of: 2, Gen: 2}} {
+		_, err := s.AllocateAt(c, p, seg, 0)
+		wantWrongPlace(t, "a segment at "+p.Describe(), err)
+		_, err = s.AllocateIDsAt(c, p, seq, 2)
+		wantWrongPlace(t, "sequence IDs at "+p.Describe(), err)
+	}
+	_, err := s.Allocate(c, seg, 0)
+	wantWrongPlace(t, "Allocate of a store in a set", err)
+	if ss, ok := s.(frond.SequenceStore); ok {
+		_, err = ss.AllocateIDs(c, seq, 1)
+		wantWrongPlace(t, "AllocateIDs of a store in a set", err)
+	}
+	if tr, ok := s.(frond.TailReturner); ok {
+		if done, err := tr.ReturnTail(c, seg, 5, 11); done || err != nil {
+			t.Fatalf("ReturnTail of a store in a set: %v, %v; want nothing given back", done, err)
+		}
+	}
+	if got := must(s.Tag(c, seg))(t); got.MaxID != 11 {
+		t.Fatalf("refused allocations moved max_id to %d", got.MaxID)
+	}
+	// At its place: served.
+	if a := must(s.AllocateAt(c, at, seg, 0))(t); a.Start != 11 || a.End != 21 {
+		t.Fatalf("at its place: %+v", a)
+	}
+	if rs := must(s.AllocateIDsAt(c, at, seq, 2))(t); len(rs) != 1 || rs[0].Len() != 2 || rs[0].Start < 1 {
+		t.Fatalf("sequence IDs at its place: %+v", rs)
+	}
+	// The mode is checked with the place: a segment of a sequence tag is
+	// refused by every store, and sequence IDs of a segment tag.
+	_, err = s.AllocateAt(c, at, seq, 0)
+	wantErr(t, "a segment of a sequence tag", err, frond.ErrNotLeasable)
+	_, err = s.AllocateIDsAt(c, at, seg, 1)
+	wantErr(t, "sequence IDs of a segment tag", err, frond.ErrNotSequence)
+	// While a change is under way: nothing, to anyone.
+	moving := at
+	moving.Next = 2
+	if err := s.SwapPlace(c, at, moving); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []frond.Place{{}, at, {Residue: 0, Of: 2, Gen: 2}} {
+		_, err := s.AllocateAt(c, p, seg, 0)
+		wantWrongPlace(t, "during a change, at "+p.Describe(), err)
+	}
+	_, err = s.AllocateAt(c, moving, seg, 0)
+	wantErr(t, "an allocation at a place being changed", err, frond.ErrInvalidArgument)
+	if err := s.SwapPlace(c, moving, frond.Place{}); err != nil {
+		t.Fatal(err)
+	}
+	if a := must(s.Allocate(c, seg, 0))(t); a.Start != 21 {
+		t.Fatalf("alone again: %+v", a)
+	}
+}
+
+// Clients allocate at the store's place as fast as they can while the
+// place is swapped: every allocation answered ends at or below the max_id
+// read after the swap returned, so a change of the set that reads max_id
+// after fencing the stores sees every ID handed out at the old place.
+func testPlaceFenceUnderLoad(t *testing.T, o Opener) {
+	s, c := placed(t, o), ctx(t)
+	tag := uniqueTag(t)
+	must(s.CreateTag(c, frond.Tag{Name: tag, MaxID: 1, Step: 10}))(t)
+	at := frond.Place{Residue: 1, Of: 2, Gen: 1}
+	if err := s.SwapPlace(c, frond.Place{}, at); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var highest int64
+	var served int
+	var wg sync.WaitGroup
+	for range 4 {
+		cl := placed(t, o)
+		wg.Go(func() {
+			for {
+				a, err := cl.AllocateAt(c, at, tag, 10)
+				if errors.Is(err, frond.ErrWrongPlace) {
+					return
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				highest = max(highest, a.End)
+				served++
+				mu.Unlock()
+			}
+		})
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) { // let the clients run
+		mu.Lock()
+		n := served
+		mu.Unlock()
+		if n >= 50 || time.Now().After(deadline) {
+			break
+		}
+	}
+	moving := at
+	moving.Next = 2
+	if err := s.SwapPlace(c, at, moving); err != nil {
+		t.Fatal(err)
+	}
+	read := must(s.Tag(c, tag))(t).MaxID
+	wg.Wait()
+	if highest > read {
+		t.Fatalf("an allocation answered up to %d, above the max_id %d read after the swap", highest, read)
+	}
+	if served == 0 {
+		t.Fatal("no allocation was served before the swap")
+	}
+	t.Logf("%d allocations before the swap; max_id %d read after it", served, read)
+}
