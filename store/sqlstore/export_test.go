@@ -7,3 +7,10 @@ func (s *Store) UseRows() { s.native = false }
 
 // Native reports whether s serves sequence tags from sequence objects.
 func (s *Store) Native() bool { return s.native }
+
+// Exec runs a statement on s's database, behind the store's back (a tag
+// deleted by Leaf, or a drop that failed).
+func (s *Store) Exec(query string, args ...any) error {
+	_, err := s.db.Exec(s.d.q(query), args...)
+	return err
+}

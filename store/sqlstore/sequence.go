@@ -333,6 +333,21 @@ func (s *Store) makeSequence(ctx context.Context, tag string) error {
 	return nil
 }
 
+// reattach deals with a sequence left by an earlier tag of the name (one
+// deleted outside frond, or whose drop failed after its delete) when a
+// sequence tag is created, in the transaction that inserts its row: the
+// leftover would otherwise serve the new tag as it is, below its max_id.
+// PostgreSQL drops it in the transaction (the next call makes it again
+// from max_id); MariaDB, whose DDL would commit the transaction, raises it
+// to max_id (SETVAL never lowers it).
+func (s *Store) reattach(ctx context.Context, tx *sql.Tx, tag string, maxID int64) error {
+	if s.d.kind == sqldb.Postgres {
+		_, err := tx.ExecContext(ctx, "DROP SEQUENCE IF EXISTS "+seqName(tag))
+		return err
+	}
+	return s.raiseSequence(ctx, tx, tag, maxID)
+}
+
 // execer runs statements: the pool or a transaction.
 type execer interface {
 	ExecContext(context.Context, string, ...any) (sql.Result, error)
@@ -387,7 +402,7 @@ func (s *Store) raiseSequence(ctx context.Context, q execer, tag string, maxID i
 	}
 	_, err := q.ExecContext(ctx, fmt.Sprintf("SELECT SETVAL(%s, %d)", seqName(tag), maxID-1))
 	var me *mysql.MySQLError
-	if errors.As(err, &me) && me.Number == 1146 {
+	if errors.As(err, &me) && (me.Number == 1146 || me.Number == 4091) { // no such table / sequence
 		return nil // not made yet: makeSequence reads the row after creating it
 	}
 	return err

@@ -211,3 +211,44 @@ func TestAllocateIDs_Concurrent(t *testing.T) {
 		})
 	}
 }
+
+// A sequence left behind by a tag deleted outside frond (Leaf deletes only
+// its row), or by a drop that failed after the delete (MariaDB drops
+// outside the delete's transaction), is not served from when a sequence
+// tag of that name is created again: the new tag's max_id holds (the
+// leftover sequence was used as it was, and handed out IDs below it).
+func TestAllocateIDs_LeftoverSequence(t *testing.T) {
+	for name, srv := range sequenceServers(t) {
+		if !srv.native {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s, err := sqlstore.Open(ctx, srv.url, sqlstore.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			tag := fmt.Sprintf("leftover-%d", time.Now().UnixNano())
+			if _, err := s.CreateTag(ctx, frond.Tag{Name: tag, MaxID: 1, Step: 1, Mode: frond.ModeSequence}); err != nil {
+				t.Fatal(err)
+			}
+			if rs, err := s.AllocateIDs(ctx, tag, 3); err != nil || rs[0].Start != 1 {
+				t.Fatalf("first IDs: %v, %v", rs, err)
+			}
+			for _, q := range []string{"DELETE FROM leaf_alloc WHERE biz_tag = ?", "DELETE FROM frond_tag_mode WHERE biz_tag = ?"} {
+				if err := s.Exec(q, tag); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := s.CreateTag(ctx, frond.Tag{Name: tag, MaxID: 5000, Step: 1, Mode: frond.ModeSequence}); err != nil {
+				t.Fatal(err)
+			}
+			rs, err := s.AllocateIDs(ctx, tag, 2)
+			if err != nil || rs[0].Start < 5000 {
+				t.Fatalf("after the tag was created again at max_id 5000: %v, %v", rs, err)
+			}
+			s.DeleteTag(ctx, tag)
+		})
+	}
+}

@@ -524,6 +524,9 @@ func (s *Store) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error) {
 		if mode != "" {
 			_, err = tx.ExecContext(c, s.d.q("INSERT INTO frond_tag_mode (biz_tag, mode) VALUES (?, ?)"), t.Name, mode)
 		}
+		if err == nil && mode == frond.ModeSequence && s.native {
+			err = s.reattach(c, tx, t.Name, t.MaxID)
+		}
 		return err
 	})
 	if errors.Is(err, exists) || err != nil && s.d.duplicate(err) {
