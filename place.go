@@ -20,7 +20,7 @@ import (
 // The zero Place is a store that stands alone: it hands out every ID.
 type Place struct {
 	Residue int64 // the store's IDs are those ≡ Residue (mod Of)
-	Of      int64 // how many stores the set holds; 0 when the store stands alone
+	Of      int64 // how many stores the set holds; 0 when the store stands alone (or is retired)
 	Gen     int64 // the set's generation, raised by every change of the set
 	// Next is the generation a change of the set under way will give the
 	// store, 0 when none is: while it is set the store hands out no ID to
@@ -28,9 +28,14 @@ type Place struct {
 	Next int64
 }
 
-// Alone reports whether p is the place of a store that stands alone and is
-// not being moved into a set.
-func (p Place) Alone() bool { return p.Of == 0 && p.Next == 0 }
+// Alone reports whether p is the place of a store that stands alone: the
+// zero Place.
+func (p Place) Alone() bool { return p == Place{} }
+
+// Retired reports whether p is the place of a store a change of the set
+// retired (Of 0 at a generation above 0): no node asks at it, so the store
+// hands out nothing until a change places it again.
+func (p Place) Retired() bool { return p.Of == 0 && p.Gen > 0 }
 
 // Moving reports whether a change of the set is under way at p.
 func (p Place) Moving() bool { return p.Next != 0 }
@@ -56,7 +61,10 @@ func (p Place) String() string {
 // with what a change under way will do.
 func (p Place) Describe() string {
 	s := "alone"
-	if p.Of > 0 {
+	switch {
+	case p.Retired():
+		s = fmt.Sprintf("retired by the change to generation %d", p.Gen)
+	case p.Of > 0:
 		s = fmt.Sprintf("residue %d of %d (generation %d)", p.Residue, p.Of, p.Gen)
 	}
 	if p.Next != 0 {

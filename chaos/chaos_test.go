@@ -40,7 +40,8 @@
 // failure likely to recur, not certain. Each process's log is written to
 // tmp/chaos-<variant>-<seed>/ in the module root, and kept when the run
 // fails (or with -chaos.keeplogs). -chaos.faults picks the faults
-// (kill9,sigterm,sigstop,store_cut,registry_cut,clock_step,fresh_dir), and
+// (kill9,sigterm,sigstop,store_cut,registry_cut,clock_step,fresh_dir,
+// set_change: frond stores set with the stores in a random order), and
 // -chaos.sabotage gives every node the same worker ID, to see the checker
 // fail.
 package chaos
@@ -77,7 +78,7 @@ var (
 	variantFlag  = flag.String("chaos.variant", "sql-etcd", "sql-etcd: MariaDB + PostgreSQL stores, etcd registry; redis-zk: Redis store, ZooKeeper registry")
 	sabotageFlag = flag.Bool("chaos.sabotage", false, "give every node worker ID 1 (registry static:1): the run must fail with duplicate snowflake IDs, which shows the checker catches them")
 	keepLogsFlag = flag.Bool("chaos.keeplogs", false, "keep the processes' logs of a run that passed (a failed run's are always kept)")
-	faultsFlag   = flag.String("chaos.faults", "kill9,sigterm,sigstop,store_cut,registry_cut,clock_step,fresh_dir", "the faults to inject, comma-separated")
+	faultsFlag   = flag.String("chaos.faults", "kill9,sigterm,sigstop,store_cut,registry_cut,clock_step,fresh_dir,set_change", "the faults to inject, comma-separated")
 )
 
 // The worker registry's timing, short so that leases run out and worker IDs
@@ -120,6 +121,7 @@ type harness struct {
 
 	storeURL    func(i int, addr string) string
 	registryURL func(addr string) string
+	setURLs     []string // the stores, reached directly (set_change); nil: one store
 
 	mu           sync.Mutex
 	counts       map[string]int // faults injected
@@ -130,6 +132,7 @@ type harness struct {
 	storeCuts    map[int][]interval // per node: when any of its stores was cut
 	faultErrs    []string
 	nextIdentity int
+	changing     sync.Mutex // set_change: one at a time
 }
 
 func (h *harness) count(p *int) {
@@ -267,7 +270,13 @@ func TestChaos(t *testing.T) {
 		ep := storetest.SkipUnlessSet(t, "FROND_TEST_ETCD_ENDPOINTS")
 		storeTargets = []string{storetest.HostOf(t, my, "3306"), storetest.HostOf(t, pg, "5432")}
 		registryTarget = strings.Split(ep, ",")[0]
-		raw := []string{my, pg}
+		// Databases of the run's own, placed as one set (frond stores set):
+		// the set changes during the run (set_change), and nodes list the
+		// stores in different orders (node.start): the place is the store's.
+		raw := storetest.PlacedSet(t, func(ctx context.Context, url string) (frond.SegmentStore, error) {
+			return sqlstore.Open(ctx, url, sqlstore.Options{})
+		}, my, pg)
+		h.setURLs = raw
 		h.storeURL = func(i int, addr string) string {
 			return withParams(storetest.WithHost(t, raw[i], addr), "frond_timeout=2s")
 		}
@@ -275,9 +284,6 @@ func TestChaos(t *testing.T) {
 			return "etcd://" + addr + "?frond_prefix=/frondtest/" + h.ns + "/&frond_timeout=2s"
 		}
 		reserveEtcdIDs(t, strings.Split(ep, ","), "/frondtest/"+h.ns+"/")
-		storetest.ClearResidueMarks(t, func(ctx context.Context, url string) (frond.SegmentStore, error) {
-			return sqlstore.Open(ctx, url, sqlstore.Options{})
-		}, my, pg)
 	case "redis-zk":
 		rd := storetest.SkipUnlessSet(t, "FROND_TEST_REDIS_URL")
 		zk := storetest.SkipUnlessSet(t, "FROND_TEST_ZK_SERVERS")
@@ -518,11 +524,37 @@ func (h *harness) deleteTags() {
 	}
 }
 
+// changeSet changes the set of stores while the nodes run, by the
+// documented procedure (frond stores set, docs/stores.md): the stores in a
+// random order, so that each store's residue changes half of the time.
+func (h *harness) changeSet(rng *rand.Rand) {
+	if len(h.setURLs) < 2 {
+		return
+	}
+	order := slices.Clone(h.setURLs)
+	rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	h.changing.Lock() // one change at a time, as an operator would
+	defer h.changing.Unlock()
+	h.tally("set_change")
+	h.logf("changing the set of stores (frond stores set), new order: %d stores", len(order))
+	cmd := exec.Command(h.binary, "stores", "set", "--data-dir", h.dataDir, "--store", strings.Join(order, " "))
+	cmd.Env = append(os.Environ(), "FROND_CONFIG=")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		h.faultErr("frond stores set: %v\n%s", err, out)
+		return
+	}
+	h.logf("the set of stores changed")
+}
+
 // fault injects one random fault among those enabled and heals it.
 func (h *harness) fault(rng *rand.Rand) {
-	kinds := []string{"kill9", "kill9", "sigterm", "sigstop", "sigstop", "store_cut", "store_cut", "store_cut", "registry_cut", "registry_cut", "clock_step", "clock_step"}
+	kinds := []string{"kill9", "kill9", "sigterm", "sigstop", "sigstop", "store_cut", "store_cut", "store_cut", "registry_cut", "registry_cut", "clock_step", "clock_step", "set_change"}
 	k := kinds[rng.IntN(len(kinds))]
 	if !h.faults[k] {
+		return
+	}
+	if k == "set_change" {
+		h.changeSet(rng)
 		return
 	}
 	// Cuts of every node's connections at once need no node to themselves.
@@ -840,7 +872,7 @@ func (h *harness) check(seed uint64, results []*result) {
 	recycled, lost, retries := h.recycled, h.lost, h.startRetries
 	h.mu.Unlock()
 	var fs, es []string
-	for _, k := range []string{"kill9", "sigterm", "sigterm_registry_cut", "sigstop", "store_cut", "registry_cut", "registry_partition", "steal", "steal_hit", "fresh_dir_cut", "clock_step", "restart_behind", "fresh_dir", "new_identity"} {
+	for _, k := range []string{"kill9", "sigterm", "sigterm_registry_cut", "sigstop", "store_cut", "registry_cut", "registry_partition", "steal", "steal_hit", "fresh_dir_cut", "clock_step", "restart_behind", "fresh_dir", "new_identity", "set_change"} {
 		fs = append(fs, fmt.Sprintf("%s=%d", k, counts[k]))
 	}
 	fs = append(fs, fmt.Sprintf("recycled=%d lost=%d start_retries=%d", recycled, lost, retries))

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -103,6 +104,9 @@ func (n *node) start() error {
 	storeURLs := make([]string, len(n.stores))
 	for i, c := range n.stores {
 		storeURLs[i] = h.storeURL(i, c.p.Addr())
+	}
+	if n.idx%2 == 1 {
+		slices.Reverse(storeURLs) // the order of a node's list does not matter: the place is the store's
 	}
 	cmd := exec.Command(h.binary, "serve", "--data-dir", dir, "--http-addr", "127.0.0.1:0", "--log-format", "json",
 		"--store", strings.Join(storeURLs, " "), "--registry", h.registryURL(n.reg.p.Addr()))

@@ -23,21 +23,20 @@ var (
 // others answer: segment IDs are still served, from the stores that answer.
 var ErrDegraded = errors.New("some stores are down")
 
-// ErrResidueMismatch means a store of a multi-store carries another
-// residue mark than its place in this node's list. It wraps
-// frond.ErrStoreUnavailable: the other stores go on serving.
-var ErrResidueMismatch = fmt.Errorf("%w: residue mark mismatch", frond.ErrStoreUnavailable)
-
 // Multi combines K independent stores for availability (seed 000's "several
 // instances with offset and step", TinyID's delta and remainder). Each store
-// keeps its own max_id per tag in the shared ID space, and store i only ever
-// hands out the IDs of its ranges that are congruent to i modulo K. Two
-// stores therefore never issue the same ID, whatever their max_id values,
-// and when one store is down the others carry on.
+// keeps its own max_id per tag in the shared ID space, and a store whose
+// place is residue i of K (frond.Place, recorded in the store by ChangeSet)
+// only ever hands out the IDs of its ranges that are congruent to i modulo
+// K. Two stores therefore never issue the same ID, whatever their max_id
+// values, and when one store is down the others carry on.
 //
-// The order of the stores is part of the ID space: every node must list the
-// same stores in the same order. A segment of step s from one store holds
-// about s/K IDs.
+// A node never decides a residue: it reads each store's place from the
+// store when it first uses it and allocates at that place, and the store
+// checks the place in the same atomic operation that raises max_id, so a
+// node whose view is stale gets nothing (and reads the place again). The
+// order of a node's list does not matter, nor must it hold every store of
+// the set. A segment of step s from a store holds about s/K IDs.
 //
 // Allocate sticks to the store that answered last and fails over to the next
 // one on error. Segment IDs of a node therefore increase while one store
@@ -47,15 +46,15 @@ var ErrResidueMismatch = fmt.Errorf("%w: residue mark mismatch", frond.ErrStoreU
 type Multi struct {
 	stores []frond.SegmentStore
 	pref   atomic.Int64
-	marked []atomic.Bool // store i carries this node's residue mark (checkMark)
+	places []atomic.Pointer[frond.Place] // each store's place as last read; nil: not read yet
 }
 
-// NewMulti returns a store over stores, in residue order.
+// NewMulti returns a store over stores, in any order.
 func NewMulti(stores ...frond.SegmentStore) (*Multi, error) {
 	if len(stores) < 1 {
 		return nil, fmt.Errorf("%w: multi-store needs at least one store", frond.ErrInvalidArgument)
 	}
-	return &Multi{stores: stores, marked: make([]atomic.Bool, len(stores))}, nil
+	return &Multi{stores: stores, places: make([]atomic.Pointer[frond.Place], len(stores))}, nil
 }
 
 // Residue returns the IDs of r that are congruent to i modulo k, as a range
@@ -95,7 +94,7 @@ func (m *Multi) attempt(ctx context.Context, op func(ctx context.Context, i int)
 		if errors.Is(err, frond.ErrTagNotFound) {
 			notFound++
 		}
-		if errors.Is(err, ErrResidueMismatch) {
+		if errors.Is(err, frond.ErrWrongPlace) {
 			misplaced++
 		}
 		errs = append(errs, fmt.Errorf("store %d: %w", i, err))
@@ -104,7 +103,7 @@ func (m *Multi) attempt(ctx context.Context, op func(ctx context.Context, i int)
 		return errors.Join(errs...) // wraps ErrTagNotFound
 	}
 	if misplaced == int(k) {
-		return fmt.Errorf("%w: all %d stores: %v", ErrResidueMismatch, k, errors.Join(errs...))
+		return fmt.Errorf("%w: all %d stores: %v", frond.ErrWrongPlace, k, errors.Join(errs...))
 	}
 	// Some store is down: an outage, even if others do not know the tag
 	// (a partly failed CreateTag). %v, not %w: errors.Is must not find
@@ -113,122 +112,140 @@ func (m *Multi) attempt(ctx context.Context, op func(ctx context.Context, i int)
 }
 
 // Allocate implements frond.SegmentStore: it takes a segment from the
-// preferred store and keeps the IDs of that store's residue class.
+// preferred store, at the store's place, and keeps the IDs of its residue.
 func (m *Multi) Allocate(ctx context.Context, tag string, step int64) (frond.Allocation, error) {
-	k := int64(len(m.stores))
 	var out frond.Allocation
 	err := m.attempt(ctx, func(ctx context.Context, i int) error {
-		if err := m.checkMark(ctx, i); err != nil {
-			return err
-		}
-		a, err := m.stores[i].Allocate(ctx, tag, step)
-		if err != nil {
-			return err
-		}
-		if a.Stride > 1 {
-			return fmt.Errorf("%w: store %d returned a range of stride %d; multi-stores do not nest", frond.ErrInvalidArgument, i, a.Stride)
-		}
-		r := Residue(a.Range, int64(i), k)
-		if r.Len() == 0 {
-			return fmt.Errorf("%w: step %d of tag %q holds no ID of residue %d mod %d; use steps of at least %d", frond.ErrInvalidArgument, a.Len(), tag, i, k, k)
-		}
-		out = frond.Allocation{Range: r, Step: a.Step}
-		return nil
+		return m.atPlace(ctx, i, func(p frond.Place) error {
+			a, err := frond.AllocateAt(ctx, m.stores[i], p, tag, step)
+			if err != nil {
+				return err
+			}
+			if a.Stride > 1 {
+				return fmt.Errorf("%w: store %d returned a range of stride %d; multi-stores do not nest", frond.ErrInvalidArgument, i, a.Stride)
+			}
+			k := max(p.Of, 1)
+			r := Residue(a.Range, p.Residue, k)
+			if r.Len() == 0 {
+				return fmt.Errorf("%w: step %d of tag %q holds no ID of residue %d mod %d; use steps of at least %d", frond.ErrInvalidArgument, a.Len(), tag, p.Residue, k, k)
+			}
+			out = frond.Allocation{Range: r, Step: a.Step}
+			return nil
+		})
 	})
 	return out, err
 }
 
 // AllocateIDs implements frond.SequenceStore: a sequence tag's IDs from
 // one store, those of its residue among the n*K it is asked for (each
-// store's own mechanism: frond.SequenceIDs). Each store's IDs increase, but
-// nothing orders those of two stores: a sequence tag of a multi-store is
-// unique, not linearizable. It may return fewer than n IDs.
+// store's own mechanism: frond.SequenceIDsAt). Each store's IDs increase,
+// but nothing orders those of two stores: a sequence tag of a multi-store
+// is unique, not linearizable. It may return fewer than n IDs.
 func (m *Multi) AllocateIDs(ctx context.Context, tag string, n int64) ([]frond.Range, error) {
-	k := int64(len(m.stores))
 	var out []frond.Range
 	err := m.attempt(ctx, func(ctx context.Context, i int) error {
-		if err := m.checkMark(ctx, i); err != nil {
-			return err
-		}
-		rs, err := frond.SequenceIDs(ctx, m.stores[i], tag, n*k)
-		if err != nil {
-			return err
-		}
-		out = out[:0]
-		for _, r := range rs {
-			if r.Stride > 1 {
-				return fmt.Errorf("%w: store %d returned a range of stride %d; multi-stores do not nest", frond.ErrInvalidArgument, i, r.Stride)
+		return m.atPlace(ctx, i, func(p frond.Place) error {
+			k := max(p.Of, 1)
+			rs, err := frond.SequenceIDsAt(ctx, m.stores[i], p, tag, n*k)
+			if err != nil {
+				return err
 			}
-			if r := Residue(r, int64(i), k); r.Len() > 0 {
-				out = append(out, r)
+			out = out[:0]
+			for _, r := range rs {
+				if r.Stride > 1 {
+					return fmt.Errorf("%w: store %d returned a range of stride %d; multi-stores do not nest", frond.ErrInvalidArgument, i, r.Stride)
+				}
+				if r := Residue(r, p.Residue, k); r.Len() > 0 {
+					out = append(out, r)
+				}
 			}
-		}
-		if len(out) == 0 {
-			return fmt.Errorf("%w: tag %q: store %d handed out no ID of residue %d mod %d", frond.ErrStoreUnavailable, tag, i, i, k)
-		}
-		return nil
+			if len(out) == 0 {
+				return fmt.Errorf("%w: tag %q: store %d handed out no ID of residue %d mod %d", frond.ErrStoreUnavailable, tag, i, p.Residue, k)
+			}
+			return nil
+		})
 	})
 	return out, err
 }
 
-// Residues is how many stores (residue classes) m combines: an Allocate of
-// step s hands out about s/Residues IDs.
-func (m *Multi) Residues() int { return len(m.stores) }
-
-// ResidueMark is the name of a store's residue mark (frond.MarkStore).
-const ResidueMark = "residue"
-
-// ResidueOf is the residue mark of store i of k: "i/k".
-func ResidueOf(i, k int) string { return fmt.Sprintf("%d/%d", i, k) }
-
-// ResidueMarkOf reads the residue mark of s: "" when it has none, or keeps
-// no marks.
-func ResidueMarkOf(ctx context.Context, s frond.SegmentStore) (string, error) {
-	if m, ok := s.(frond.MarkStore); ok {
-		return m.Mark(ctx, ResidueMark, "")
+// atPlace runs op at the place of store i: as last read, or read now. When
+// the store refuses op's place (frond.ErrWrongPlace: the set changed since
+// it was read), the place is read again and op tried once more.
+func (m *Multi) atPlace(ctx context.Context, i int, op func(p frond.Place) error) error {
+	for fresh := false; ; fresh = true {
+		p, err := m.place(ctx, i, fresh)
+		if err != nil {
+			return err
+		}
+		err = op(p)
+		if !errors.Is(err, frond.ErrWrongPlace) || fresh {
+			return err
+		}
 	}
-	return "", nil
 }
 
-// ClearResidueMark removes the residue mark of s and returns what it was
-// (an operator changing the stores of a multi-store).
-func ClearResidueMark(ctx context.Context, s frond.SegmentStore) (string, error) {
-	m, ok := s.(frond.MarkStore)
-	if !ok {
-		return "", nil
+// place returns the place this node allocates at from store i, read from
+// the store if fresh or not read yet, with an error wrapping
+// frond.ErrWrongPlace when this node must not allocate from it.
+func (m *Multi) place(ctx context.Context, i int, fresh bool) (frond.Place, error) {
+	if p := m.places[i].Load(); p != nil && !fresh && m.usable(i, *p) == nil {
+		return *p, nil
 	}
-	old, err := m.Mark(ctx, ResidueMark, "")
-	if err == nil {
-		err = m.Unmark(ctx, ResidueMark)
-	}
-	return old, err
-}
-
-// checkMark makes sure, once per store, that store i carries the residue
-// mark of its place here (i/K), setting it if it has none: a store marked
-// with another place by another node (the stores listed in another order,
-// or another number of them) hands out no ID here, since the two nodes
-// would hand out the same ones. A store that keeps no marks is not checked.
-func (m *Multi) checkMark(ctx context.Context, i int) error {
-	if m.marked[i].Load() {
-		return nil
-	}
-	mk, ok := m.stores[i].(frond.MarkStore)
-	if !ok {
-		m.marked[i].Store(true)
-		return nil
-	}
-	want := ResidueOf(i, len(m.stores))
-	got, err := mk.Mark(ctx, ResidueMark, want)
+	// Not read yet, or not usable as last read: the set may have changed.
+	p, err := frond.PlaceOf(ctx, m.stores[i])
 	if err != nil {
-		return err
+		return frond.Place{}, err
 	}
-	if got != want {
-		return fmt.Errorf("%w: %s is marked as residue %s by another node, but is residue %s here: "+
-			"every node must list the same stores in the same order (docs/stores.md); this node takes no ID from it", ErrResidueMismatch, m.name(i), got, want)
+	if p.Moving() {
+		m.places[i].Store(nil) // read again once the change is done
+	} else {
+		m.places[i].Store(&p)
 	}
-	m.marked[i].Store(true)
+	return p, m.usable(i, p)
+}
+
+// usable says why this node must not allocate from store i at p: a change
+// of the set is under way, the store was retired, it stands alone while
+// this node lists several stores, or it is of an older set than another
+// store of this node's.
+func (m *Multi) usable(i int, p frond.Place) error {
+	switch {
+	case p.Moving():
+		return fmt.Errorf("%w: %s is fenced: a change of the set to generation %d is under way (frond stores set); it serves again once the change is done", frond.ErrWrongPlace, m.name(i), p.Next)
+	case p.Retired():
+		return fmt.Errorf("%w: %s was %s: remove it from this node's list", frond.ErrWrongPlace, m.name(i), p.Describe())
+	case p.Alone() && len(m.stores) > 1:
+		// A store alone is a whole ID space: usable only when every other
+		// store listed here was retired (the set went back to this one).
+		for j := range m.places {
+			if q := m.places[j].Load(); j != i && (q == nil || !q.Retired()) {
+				return fmt.Errorf("%w: %s stands alone, not as a member of a set of stores, and this node lists other stores: "+
+					"run frond stores set with the stores of the set (docs/stores.md) before nodes use them together", frond.ErrWrongPlace, m.name(i))
+			}
+		}
+	}
+	for j := range m.places {
+		if q := m.places[j].Load(); q != nil && q.Of > 0 && q.Gen > p.Gen {
+			return fmt.Errorf("%w: %s is %s, of an older set than %s (%s): it was not part of the latest change of the set", frond.ErrWrongPlace, m.name(i), p.Describe(), m.name(j), q.Describe())
+		}
+	}
 	return nil
+}
+
+// Residues is how many residue classes the stores of m share, as their
+// places say (the number of stores before any is read): an Allocate of
+// step s hands out about s/Residues IDs.
+func (m *Multi) Residues() int {
+	k := int64(0)
+	for i := range m.places {
+		if p := m.places[i].Load(); p != nil {
+			k = max(k, p.Of)
+		}
+	}
+	if k == 0 {
+		return len(m.stores)
+	}
+	return int(k)
 }
 
 // Tag implements frond.SegmentStore: the tag as the first store that answers has it.
@@ -320,7 +337,7 @@ func (m *Multi) Ping(ctx context.Context) error {
 				_, errs[i] = s.Tags(ctx)
 			}
 			if errs[i] == nil {
-				errs[i] = m.checkMark(ctx, i) // a misplaced store shows in readiness
+				_, errs[i] = m.place(ctx, i, true) // a misplaced store shows in readiness
 			}
 		})
 	}

@@ -50,7 +50,19 @@ func TestResidue_NearMax(t *testing.T) {
 	}
 }
 
+// newMulti places stores as a set, in this order (ChangeSet, no margin),
+// and returns a node's multi-store over them.
 func newMulti(t *testing.T, stores ...frond.SegmentStore) *Multi {
+	t.Helper()
+	if _, err := ChangeSet(t.Context(), stores, nil, SetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return listing(t, stores...)
+}
+
+// listing is a node's multi-store over stores placed already, listed in
+// this order.
+func listing(t *testing.T, stores ...frond.SegmentStore) *Multi {
 	t.Helper()
 	m, err := NewMulti(stores...)
 	if err != nil {
@@ -205,8 +217,11 @@ func TestMulti_NextNDoesNotMergeAcrossResidues(t *testing.T) {
 	a, b := newFakeStore(nil), newFakeStore(nil)
 	mustCreate(t, a, "t", 1, 10)
 	mustCreate(t, b, "t", 1, 10)
-	b.Allocate(bg, "t", 0) // another node took store b's first segment: b is at 11
-	e := newEngine(t, newMulti(t, a, b), Settings{FixedStep: true, Threshold: 1})
+	m := newMulti(t, a, b)
+	if _, err := b.AllocateAt(bg, frond.Place{Residue: 1, Of: 2, Gen: 1}, "t", 0); err != nil { // another node took store b's first segment: b is at 11
+		t.Fatal(err)
+	}
+	e := newEngine(t, m, Settings{FixedStep: true, Threshold: 1})
 	if _, err := e.Next(bg, "t"); err != nil { // store a: [1,11) residue 0: 2,4,...,10
 		t.Fatal(err)
 	}
@@ -276,53 +291,51 @@ func TestMulti_Warnings(t *testing.T) {
 	}
 }
 
-// Each store of a multi-store is marked with its place (i/K) the first time
-// a node uses it; a node that lists the stores in another order, or another
-// number of them, takes no ID from a store marked otherwise (and says so
-// in Ping), so two nodes never hand out the same residue from one store.
-func TestMulti_ResidueMarks(t *testing.T) {
+// A store's residue is the store's (its place), not a line of a node's
+// list: nodes listing the stores in another order, or only some of them,
+// hand out the same residue from each store, and never the same IDs (the
+// residue marks gave a store the residue of its line in the first node's
+// list, and nodes listing A B and B A handed out the same even IDs).
+func TestMulti_ResidueIsTheStores(t *testing.T) {
 	a, b, c := memstore.New(nil), memstore.New(nil), memstore.New(nil)
 	for _, s := range []*memstore.Store{a, b, c} {
 		mustCreate(t, s, "t", 0, 10)
 	}
-	first, _ := NewMulti(a, b)
-	if _, err := first.Allocate(bg, "t", 0); err != nil { // marks a
+	if _, err := ChangeSet(bg, []frond.SegmentStore{a, b}, nil, SetOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := first.Ping(bg); err != nil { // marks b too
-		t.Fatal(err)
-	}
-	for s, want := range map[*memstore.Store]string{a: "0/2", b: "1/2"} {
-		if got, _ := s.Mark(bg, ResidueMark, ""); got != want {
-			t.Fatalf("mark %q, want %q", got, want)
+	nodes := []*Multi{listing(t, a, b), listing(t, b, a), listing(t, b), listing(t, a)}
+	seen := map[int64]int{}
+	for round := range 20 {
+		for n, m := range nodes {
+			if n < 2 && round%3 == 2 {
+				m.pref.Store(1 - m.pref.Load()) // fail over now and then
+			}
+			r, err := m.Allocate(bg, "t", 0)
+			if err != nil {
+				t.Fatalf("node %d: %v", n, err)
+			}
+			for _, id := range r.Append(nil) {
+				if seen[id]++; seen[id] > 1 {
+					t.Fatalf("ID %d handed out twice (node %d)", id, n)
+				}
+			}
 		}
 	}
-	swapped, _ := NewMulti(b, a)
-	_, err := swapped.Allocate(bg, "t", 0)
-	if !errors.Is(err, ErrResidueMismatch) || !errors.Is(err, frond.ErrStoreUnavailable) {
-		t.Fatalf("stores in another order: %v", err)
+	// A store that is not part of the set is not used with it, however it
+	// is listed; a node listing it alone is refused by the placed stores.
+	withC := listing(t, c, a, b)
+	withC.pref.Store(0)
+	if r, err := withC.Allocate(bg, "t", 0); err != nil || r.Stride != 2 {
+		t.Fatalf("a set of two listed with a third store: %+v, %v", r, err)
 	}
-	if _, err := swapped.AllocateIDs(bg, "t", 1); !errors.Is(err, ErrResidueMismatch) {
-		t.Fatalf("sequence IDs from stores in another order: %v", err)
+	if err := withC.Ping(bg); !errors.Is(err, ErrDegraded) || !strings.Contains(err.Error(), "stands alone") {
+		t.Fatalf("Ping with a store outside the set: %v", err)
 	}
-	if err := swapped.Ping(bg); err == nil || !strings.Contains(err.Error(), "residue mark mismatch") {
-		t.Fatalf("Ping: %v", err)
+	if _, err := a.Allocate(bg, "t", 0); !errors.Is(err, frond.ErrWrongPlace) {
+		t.Fatalf("a placed store used alone: %v", err)
 	}
-	// A third store added on one node only: a and b are refused there, c
-	// (unmarked) serves its own residue.
-	more, _ := NewMulti(a, b, c)
-	if r, err := more.Allocate(bg, "t", 0); err != nil || r.Start%3 != 2 {
-		t.Fatalf("three stores, two marked for two: %+v, %v", r, err)
-	}
-	// The operator changes the layout: the marks go, the new order marks.
-	for _, s := range []*memstore.Store{a, b, c} {
-		s.Unmark(bg, ResidueMark)
-	}
-	again, _ := NewMulti(b, a)
-	if _, err := again.Allocate(bg, "t", 0); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := b.Mark(bg, ResidueMark, ""); got != "0/2" {
-		t.Fatalf("new mark %q", got)
+	if _, err := listing(t, c, memstore.New(nil)).Allocate(bg, "t", 0); !errors.Is(err, frond.ErrWrongPlace) && !errors.Is(err, frond.ErrStoreUnavailable) {
+		t.Fatalf("two stores never placed: %v", err)
 	}
 }

@@ -473,7 +473,11 @@ func TestSequence_FailsFastOnOutage(t *testing.T) {
 // and none repeats. (Found by the chaos suite: a group of one asked the
 // multi-store for one ID, whose residue held none.)
 func TestSequence_MultiStore(t *testing.T) {
-	m, err := segment.NewMulti(memstore.New(nil), memstore.New(nil))
+	stores := []frond.SegmentStore{memstore.New(nil), memstore.New(nil)}
+	if _, err := segment.ChangeSet(bg, stores, nil, segment.SetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := segment.NewMulti(stores...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,51 +2,36 @@ package storetest
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"testing"
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/segment"
 )
 
-// Opener of a store by URL (ClearResidueMarks).
+// URLOpener opens a store by URL (PlacedSet).
 type URLOpener func(ctx context.Context, url string) (frond.SegmentStore, error)
 
-// ClearResidueMarks removes the residue marks of the stores at urls
-// (segment.Multi marks each store with its place) now and when t ends.
-// Tests share their databases: the marks a multi-store test leaves would
-// make the next test that uses one of them alone refuse it, as a node
-// must.
-func ClearResidueMarks(t testing.TB, open URLOpener, urls ...string) {
+// PlacedSet gives t a set of stores of its own: a fresh database on the
+// server of each SQL URL of urls (FreshDatabase), placed as one set in
+// that order (segment.ChangeSet, as frond stores set does), and returns
+// their URLs. A set's places are the whole database's, so a test that
+// placed the shared test databases would make every other test using them
+// refuse to allocate, as a node must.
+func PlacedSet(t testing.TB, open URLOpener, urls ...string) []string {
 	t.Helper()
-	if err := UnmarkResidues(open, urls...); err != nil {
+	out := make([]string, len(urls))
+	stores := make([]frond.SegmentStore, len(urls))
+	for i, u := range urls {
+		out[i] = FreshDatabase(t, u)
+		s, err := open(context.Background(), out[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		stores[i] = s
+	}
+	if _, err := segment.ChangeSet(context.Background(), stores, nil, segment.SetOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := UnmarkResidues(open, urls...); err != nil {
-			t.Error(err)
-		}
-	})
-}
-
-// UnmarkResidues removes the residue marks of the stores at urls (a test
-// binary's start: a run cut short may have left them).
-func UnmarkResidues(open URLOpener, urls ...string) error {
-	var errs []error
-	for _, u := range urls {
-		if u == "" {
-			continue
-		}
-		s, err := open(context.Background(), u)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("clear the residue mark of %s: %w", u, err))
-			continue
-		}
-		if _, err := segment.ClearResidueMark(context.Background(), s); err != nil {
-			errs = append(errs, fmt.Errorf("clear the residue mark of %s: %w", u, err))
-		}
-		s.Close()
-	}
-	return errors.Join(errs...)
+	return out
 }

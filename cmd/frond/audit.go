@@ -14,7 +14,6 @@ import (
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/internal/config"
-	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/service"
 	"github.com/spf13/cobra"
 )
@@ -40,16 +39,16 @@ const year = 365 * 24 * time.Hour
 
 func newAuditCmd(e env) *cobra.Command {
 	var sample time.Duration
-	var asJSON, unmark bool
+	var asJSON bool
 	c := &cobra.Command{
 		Use:   "audit",
 		Short: "Check the configured stores and layout for what could lead to duplicates or exhaustion",
 		Long: `Read the stores of the configuration (as frond serve would: --config, FROND_*,
 flags) and report, without taking an ID:
 
-  - stores of a multi-store marked with another residue than their place in
-    this configuration (nodes listing them in another order), or a store
-    listed alone that other nodes use as one residue;
+  - each store's place in the set of stores (frond stores): a change of the
+    set interrupted, a store of the set listed alone, a store outside the
+    set or of an older set listed with it;
   - tags missing from some stores of a multi-store, and sequence tags on
     several stores (unique, not linearizable);
   - max_id near the top of the ID space, and at the rate observed while the
@@ -59,9 +58,7 @@ flags) and report, without taking an ID:
   - what each store warns about now (Redis persistence, MySQL collation).
 
 Exit 0 when nothing is dangerous (warnings included), 1 when something is,
-2 for a bad configuration. --unmark-residues removes the residue marks of
-the configured stores (after changing the stores of a multi-store; the next
-start marks them again) and exits.`,
+2 for a bad configuration.`,
 		Example: "  frond audit --config /etc/frond/frond.yaml\n  frond audit --store \"mysql://a/ids postgres://b/ids\" --sample 30s --json",
 		Args:    args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -74,9 +71,6 @@ start marks them again) and exits.`,
 			}
 			log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 			a := &auditor{cfg: cfg, log: log}
-			if unmark {
-				return a.unmark(c.Context(), e)
-			}
 			found := a.run(c.Context(), sample)
 			if asJSON {
 				enc := json.NewEncoder(e.stdout)
@@ -102,7 +96,6 @@ start marks them again) and exits.`,
 	config.AddFlags(c.Flags())
 	c.Flags().DurationVar(&sample, "sample", 10*time.Second, "read max_id twice this far apart to measure the rate (0: no rate checks)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the findings as JSON")
-	c.Flags().BoolVar(&unmark, "unmark-residues", false, "remove the residue marks of the configured stores, and exit")
 	return c
 }
 
@@ -151,30 +144,6 @@ func (a *auditor) open(ctx context.Context) []*auditStore {
 	return out
 }
 
-func (a *auditor) unmark(ctx context.Context, e env) error {
-	stores := a.open(ctx)
-	defer closeAll(stores)
-	for _, f := range a.found {
-		if f.Level == auditDanger {
-			return fmt.Errorf("%s: %s", f.Subject, f.Message)
-		}
-	}
-	for _, s := range stores {
-		c, cancel := context.WithTimeout(ctx, storeStartTimeout)
-		old, err := segment.ClearResidueMark(c, s.store)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("%s: %w", s.name, err)
-		}
-		if old != "" {
-			fmt.Fprintf(e.stdout, "%s: residue mark %s removed\n", s.name, old)
-		} else {
-			fmt.Fprintf(e.stdout, "%s: no residue mark\n", s.name)
-		}
-	}
-	return nil
-}
-
 func closeAll(stores []*auditStore) {
 	for _, s := range stores {
 		s.store.Close()
@@ -185,7 +154,7 @@ func closeAll(stores []*auditStore) {
 func (a *auditor) run(ctx context.Context, sample time.Duration) []finding {
 	stores := a.open(ctx)
 	defer closeAll(stores)
-	a.residues(ctx, stores)
+	a.places(ctx, stores)
 	first := a.snapshot(ctx, stores)
 	var rates map[string]float64
 	var elapsed time.Duration
@@ -211,29 +180,58 @@ func (a *auditor) run(ctx context.Context, sample time.Duration) []finding {
 	return a.found
 }
 
-// residues checks each store's residue mark against its place here.
-func (a *auditor) residues(ctx context.Context, stores []*auditStore) {
-	k := len(strings.Fields(a.cfg.Store))
+// places reports each store's place in the set of stores, and what a node
+// of this configuration would make of it (segment.Multi).
+func (a *auditor) places(ctx context.Context, stores []*auditStore) {
+	multi := len(strings.Fields(a.cfg.Store)) > 1
+	newest := int64(-1)
+	read := map[int]frond.Place{}
 	for _, s := range stores {
 		c, cancel := context.WithTimeout(ctx, storeStartTimeout)
-		mark, err := segment.ResidueMarkOf(c, s.store)
+		p, err := frond.PlaceOf(c, s.store)
 		cancel()
-		want := segment.ResidueOf(s.i, k)
-		switch {
-		case err != nil:
-			a.add(auditWarn, s.name, "its residue mark cannot be read: %v", err)
-		case k == 1 && mark == "":
-			a.add(auditOK, s.name, "one store, not part of a multi-store")
-		case k == 1 && mark != "":
-			a.add(auditDanger, s.name, "other nodes use it as residue %s of a multi-store, but this configuration lists it alone: such a node hands out IDs of every residue (frond serve refuses to start so)", mark)
-		case k > 1 && mark == "":
-			a.add(auditOK, s.name, "residue %s; not marked yet (the first node to use it marks it)", want)
-		case k > 1 && mark != want:
-			a.add(auditDanger, s.name, "marked as residue %s by other nodes, but listed as residue %s here: list the stores in the same order on every node", mark, want)
-		case k > 1:
-			a.add(auditOK, s.name, "residue %s, as marked", want)
+		if err != nil {
+			a.add(auditWarn, s.name, "its place cannot be read: %v", err)
+			continue
+		}
+		read[s.i] = p
+		if p.Of > 0 {
+			newest = max(newest, p.Gen)
 		}
 	}
+	for _, s := range stores {
+		p, ok := read[s.i]
+		switch {
+		case !ok:
+		case p.Moving():
+			a.add(auditDanger, s.name, "%s: no node allocates from it until the change is done; if no change is running, it was interrupted: run frond stores set again with the same stores", p.Describe())
+		case p.Retired():
+			a.add(auditWarn, s.name, "%s: no node allocates from it; remove it from the configuration", p.Describe())
+		case !multi && p.Of > 0:
+			a.add(auditDanger, s.name, "%s, but this configuration lists it alone: the store refuses such a node (frond serve refuses to start); list the stores of the set", p.Describe())
+		case !multi:
+			a.add(auditOK, s.name, "stands alone")
+		case p.Alone() && othersRetired(read, s.i, len(strings.Fields(a.cfg.Store))):
+			a.add(auditOK, s.name, "stands alone; the other stores listed are retired")
+		case p.Alone():
+			a.add(auditDanger, s.name, "stands alone, not as a member of a set: nodes listing it with other stores take no ID from it; run frond stores set with the stores of the set")
+		case p.Gen < newest:
+			a.add(auditDanger, s.name, "%s, of an older set than another store here (generation %d): nodes take no ID from it; it was left out of a change of the set", p.Describe(), newest)
+		default:
+			a.add(auditOK, s.name, "%s", p.Describe())
+		}
+	}
+}
+
+// othersRetired reports whether every store but i of the n listed was read
+// and is retired (segment.Multi then serves a store alone).
+func othersRetired(read map[int]frond.Place, i, n int) bool {
+	for j := range n {
+		if p, ok := read[j]; j != i && (!ok || !p.Retired()) {
+			return false
+		}
+	}
+	return true
 }
 
 type storeTag struct {

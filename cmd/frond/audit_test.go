@@ -11,15 +11,15 @@ import (
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/internal/config"
-	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/store/sqlstore"
 )
 
-// frond audit on a multi-store of two SQLite files: the residue marks a
-// node wrote are checked against the order of the stores (another order,
-// or one store alone, is a danger: exit 1), a tag missing from one store
-// and a sequence tag on two stores are warnings, and --unmark-residues
-// removes the marks. frond serve refuses a marked store listed alone.
+// frond stores set places two SQLite files as a set, frond stores show
+// and frond audit report the places (in either order of the list: the
+// place is the store's), a store of the set listed alone is a danger
+// (exit 1) and frond serve refuses it; going back to one store retires the
+// other. A tag missing from one store and a sequence tag on two stores are
+// warnings.
 func TestCLI_Audit(t *testing.T) {
 	dir := t.TempDir()
 	a, b := "sqlite://"+filepath.Join(dir, "a.db"), "sqlite://"+filepath.Join(dir, "b.db")
@@ -32,44 +32,58 @@ func TestCLI_Audit(t *testing.T) {
 		}
 		stores = append(stores, s)
 	}
-	m, _ := segment.NewMulti(stores...)
 	stores[0].CreateTag(ctx, frond.Tag{Name: "order", MaxID: 1, Step: 100})
 	stores[1].CreateTag(ctx, frond.Tag{Name: "order", MaxID: 1, Step: 100})
-	stores[0].CreateTag(ctx, frond.Tag{Name: "only-a", MaxID: 1, Step: 100})
-	m.CreateTag(ctx, frond.Tag{Name: "ticket", MaxID: 1, Step: 1, Mode: frond.ModeSequence})
-	if err := m.Ping(ctx); err != nil { // marks both stores: 0/2 and 1/2
-		t.Fatal(err)
-	}
-	m.Close()
+	stores[0].CreateTag(ctx, frond.Tag{Name: "ticket", MaxID: 1, Step: 1, Mode: frond.ModeSequence})
+	stores[1].CreateTag(ctx, frond.Tag{Name: "ticket", MaxID: 1, Step: 1, Mode: frond.ModeSequence})
 	stores[0].Close()
 	stores[1].Close()
 
+	code, out, errs := runCLI(t, nil, "stores", "set", "--data-dir", dir, "--store", a+" "+b, "--margin", "0")
+	if code != exitOK || !strings.Contains(out, "done: generation 1, 2 tags") {
+		t.Fatalf("stores set: exit %d\n%s%s", code, out, errs)
+	}
+	// A tag created in one store only, after the change.
+	if s, err := sqlstore.Open(ctx, a, sqlstore.Options{}); err == nil {
+		s.CreateTag(ctx, frond.Tag{Name: "only-a", MaxID: 1, Step: 100})
+		s.Close()
+	}
+	code, out, errs = runCLI(t, nil, "stores", "show", "--data-dir", dir, "--store", b+" "+a)
+	if code != exitOK || !strings.Contains(out, "residue 0 of 2 (generation 1)") || !strings.Contains(out, "residue 1 of 2 (generation 1)") {
+		t.Fatalf("stores show: exit %d\n%s%s", code, out, errs)
+	}
 	audit := func(store string, extra ...string) (int, string, string) {
 		return runCLI(t, nil, append([]string{"audit", "--data-dir", dir, "--store", store, "--sample", "0"}, extra...)...)
 	}
-	code, out, errs := audit(a + " " + b)
-	if code != exitOK || !strings.Contains(out, "residue 0/2, as marked") || !strings.Contains(out, "residue 1/2, as marked") ||
-		!strings.Contains(out, "only-a") || !strings.Contains(out, "not linearizable") || !strings.Contains(out, "layout twitter") {
-		t.Fatalf("in order: exit %d\n%s%s", code, out, errs)
-	}
-	code, out, errs = audit(b + " " + a)
-	if code != exitError || !strings.Contains(out, "DANGER") || !strings.Contains(out, "listed as residue 0/2 here") {
-		t.Fatalf("in another order: exit %d\n%s%s", code, out, errs)
+	for _, list := range []string{a + " " + b, b + " " + a} {
+		code, out, errs = audit(list)
+		if code != exitOK || !strings.Contains(out, "residue 0 of 2 (generation 1)") || !strings.Contains(out, "residue 1 of 2 (generation 1)") ||
+			!strings.Contains(out, "only-a") || !strings.Contains(out, "not linearizable") || !strings.Contains(out, "layout twitter") {
+			t.Fatalf("listed as %q: exit %d\n%s%s", list, code, out, errs)
+		}
 	}
 	code, out, errs = audit(a)
 	if code != exitError || !strings.Contains(out, "lists it alone") {
 		t.Fatalf("alone: exit %d\n%s%s", code, out, errs)
 	}
 	code, _, errs = runCLI(t, nil, "serve", "--data-dir", dir, "--store", a, "--http-addr", "127.0.0.1:0")
-	if code != exitError || !strings.Contains(errs, "marked as residue 0/2") {
-		t.Fatalf("serve with a marked store alone: exit %d, %s", code, errs)
+	if code != exitError || !strings.Contains(errs, "is residue 0 of 2 (generation 1), but this node lists it alone") {
+		t.Fatalf("serve with a store of a set alone: exit %d, %s", code, errs)
 	}
-	code, out, errs = audit(a+" "+b, "--unmark-residues")
-	if code != exitOK || !strings.Contains(out, "residue mark 0/2 removed") || !strings.Contains(out, "residue mark 1/2 removed") {
-		t.Fatalf("unmark: exit %d\n%s%s", code, out, errs)
+	// Leaving b out of a change is refused; retiring it is the way.
+	code, _, errs = runCLI(t, nil, "stores", "set", "--data-dir", dir, "--store", a)
+	if code == exitOK || !strings.Contains(errs, "residue 1 is not among the stores given") {
+		t.Fatalf("b left out: exit %d, %s", code, errs)
 	}
-	if code, out, errs = audit(a, "--json"); code != exitOK || !strings.Contains(out, `"level": "ok"`) {
-		t.Fatalf("alone after unmarking: exit %d\n%s%s", code, out, errs)
+	code, out, errs = runCLI(t, nil, "stores", "set", "--data-dir", dir, "--store", a, "--retire", b)
+	if code != exitOK || !strings.Contains(out, "is now alone") || !strings.Contains(out, "retired by the change to generation 2") {
+		t.Fatalf("back to one store: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs = audit(a, "--json"); code != exitOK || !strings.Contains(out, `"level": "ok"`) || !strings.Contains(out, "stands alone") {
+		t.Fatalf("alone after the change: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs = audit(a + " " + b); code != exitOK || !strings.Contains(out, "retired") {
+		t.Fatalf("a retired store still listed: exit %d\n%s%s", code, out, errs)
 	}
 	if code, _, errs = audit(a, "--sample", "-1s"); code != exitUsage {
 		t.Fatalf("negative sample: exit %d, %s", code, errs)

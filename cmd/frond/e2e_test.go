@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/frond-id/frond/storetest"
 	"io"
 	"net/http"
 	"os"
@@ -38,11 +37,6 @@ func TestMain(m *testing.M) {
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build frond:", err)
 		os.Exit(1)
-	}
-	// Multi-store tests mark the shared test databases and clear the marks
-	// when they end; a run cut short may have left them.
-	if err := storetest.UnmarkResidues(openSQL, os.Getenv("FROND_TEST_MYSQL_URL"), os.Getenv("FROND_TEST_POSTGRES_URL")); err != nil {
-		fmt.Fprintln(os.Stderr, err)
 	}
 	code := m.Run()
 	os.RemoveAll(dir)

@@ -19,7 +19,8 @@ import (
 func TestE2E_MultiStore_TwoNodes(t *testing.T) {
 	my := storetest.SkipUnlessSet(t, "FROND_TEST_MYSQL_URL")
 	pg := storetest.SkipUnlessSet(t, "FROND_TEST_POSTGRES_URL")
-	storetest.ClearResidueMarks(t, openSQL, my, pg)
+	set := storetest.PlacedSet(t, openSQL, my, pg) // databases of the test's own, placed as residues 0 and 1
+	my, pg = set[0], set[1]
 	p := storetest.StartProxy(t, storetest.HostOf(t, my, "3306"))
 	stores := storetest.WithHost(t, my, p.Addr()) + "?frond_timeout=1s " + pg
 	t.Setenv("FROND_SEGMENT__FIXED_STEP", "true")
@@ -81,7 +82,7 @@ func TestE2E_MultiStore_TwoNodes(t *testing.T) {
 	}
 }
 
-// openSQL opens a SQL store (storetest.ClearResidueMarks).
+// openSQL opens a SQL store (storetest.PlacedSet).
 func openSQL(ctx context.Context, url string) (frond.SegmentStore, error) {
 	return sqlstore.Open(ctx, url, sqlstore.Options{})
 }

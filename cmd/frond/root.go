@@ -65,7 +65,7 @@ an error.`,
 	root.SetErr(e.stderr)
 	root.SetContext(ctx)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newServeCmd(e), newConfigCmd(e), newVersionCmd(e), newIDCmd(e), newTagCmd(e), newDecodeCmd(e), newRevealCmd(e), newBenchCmd(e), newHealthCmd(e), newAuditCmd(e))
+	root.AddCommand(newServeCmd(e), newConfigCmd(e), newVersionCmd(e), newIDCmd(e), newTagCmd(e), newDecodeCmd(e), newRevealCmd(e), newBenchCmd(e), newHealthCmd(e), newAuditCmd(e), newStoresCmd(e))
 	requireSubcommand(root, e)
 	return root
 }

@@ -100,24 +100,24 @@ func openStores(ctx context.Context, raw string, log *slog.Logger) (frond.Segmen
 	return segment.NewMulti(stores...)
 }
 
-// checkAlone refuses a single store that other nodes use as one residue of
-// a multi-store (its residue mark, segment.Multi): alone, this node would
-// hand out IDs of every residue from it, the other stores' too. A store not
-// reachable now is not checked (the multi-store nodes check their stores
-// at every first use; frond audit checks both).
+// checkAlone refuses to start on a single store that is part of a set of
+// stores (its place, frond stores): alone, this node would ask for every
+// residue, and the store refuses that on every allocation anyway; saying so
+// at the start is clearer. A store not reachable now is checked by the
+// store itself whenever it is used.
 func checkAlone(ctx context.Context, store frond.SegmentStore, raw string) error {
 	if _, multi := store.(*segment.Multi); multi {
 		return nil
 	}
 	c, cancel := context.WithTimeout(ctx, storeStartTimeout)
 	defer cancel()
-	mark, err := segment.ResidueMarkOf(c, store)
-	if err != nil || mark == "" {
-		return nil
+	p, err := frond.PlaceOf(c, store)
+	if err != nil || p.Alone() || p.Moving() {
+		return nil // not readable now, alone, or a change under way: the store decides at each allocation
 	}
-	return fmt.Errorf("store %s is marked as residue %s of a multi-store by other nodes, but this node lists it alone: it would hand out IDs of every residue, "+
-		"the same as the other stores. List the same stores in the same order as the other nodes (store: \"url1 url2 ...\"); if the store is on its own now, "+
-		"remove the mark: frond audit --unmark-residues", storeName(raw), mark)
+	return fmt.Errorf("store %s is %s, but this node lists it alone: it would get no ID from it. "+
+		"List the stores of the set (store: \"url1 url2 ...\", in any order); to make it stand alone, change the set: frond stores set (docs/stores.md)",
+		storeName(raw), p.Describe())
 }
 
 // openStore picks the segment backend by URL scheme. A store over the

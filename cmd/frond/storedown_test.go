@@ -122,7 +122,8 @@ func TestE2E_StoreDownAtStart(t *testing.T) {
 func TestE2E_MultiStore_OneDownAtStart(t *testing.T) {
 	my := storetest.SkipUnlessSet(t, "FROND_TEST_MYSQL_URL")
 	pg := storetest.SkipUnlessSet(t, "FROND_TEST_POSTGRES_URL")
-	storetest.ClearResidueMarks(t, openSQL, my, pg)
+	set := storetest.PlacedSet(t, openSQL, my, pg) // databases of the test's own, placed as residues 0 and 1
+	my, pg = set[0], set[1]
 	tag := tagName("multi-down")
 	createTagIn(t, my, tag, 1, 40)
 	createTagIn(t, pg, tag, 1, 40)

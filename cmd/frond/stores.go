@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/config"
+	"github.com/frond-id/frond/segment"
+	"github.com/spf13/cobra"
+)
+
+func newStoresCmd(e env) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "stores",
+		Short: "Show or change the set of stores that share one ID space (several stores at once)",
+		Long: `Several stores share one ID space by residue: a store whose place is residue
+i of K hands out only IDs congruent to i modulo K. The place is recorded in
+each store and checked by the store on every allocation, so a node reads it
+from the store: the order of the stores in a node's configuration does not
+matter (docs/stores.md).`,
+		Example: "  frond stores show --config /etc/frond/frond.yaml\n" +
+			"  frond stores set --store \"mysql://frond:pw@db-a:3306/ids postgres://frond:pw@db-b:5432/ids\"",
+		Args: args(cobra.NoArgs),
+	}
+	show := &cobra.Command{
+		Use:     "show",
+		Short:   "Print the place of each configured store",
+		Example: "  frond stores show --store \"mysql://frond:pw@db-a:3306/ids postgres://frond:pw@db-b:5432/ids\"",
+		Args:    args(cobra.NoArgs),
+		RunE: func(c *cobra.Command, _ []string) error {
+			cfg, _, err := loadConfig(c, e)
+			if err != nil {
+				return err
+			}
+			stores, names, err := openAll(c.Context(), strings.Fields(cfg.Store), e)
+			if err != nil {
+				return err
+			}
+			defer closeStores(stores)
+			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "STORE\tPLACE")
+			for i, s := range stores {
+				p, err := frond.PlaceOf(c.Context(), s)
+				if err != nil {
+					fmt.Fprintf(tw, "%s\tcannot be read: %v\n", names[i], err)
+					continue
+				}
+				fmt.Fprintf(tw, "%s\t%s\n", names[i], p.Describe())
+			}
+			return tw.Flush()
+		},
+	}
+	config.AddFlags(show.Flags())
+	var retire string
+	var margin int64
+	set := &cobra.Command{
+		Use:   "set",
+		Short: "Make the configured stores the set, in this order (safe while nodes run)",
+		Long: `Make the stores of --store (or the configuration's store) the set of stores
+that share one ID space, store i of K handing out the IDs congruent to i
+modulo K (one store: it stands alone), and retire the stores of --retire.
+It adds a store, removes one, reorders them, places stores for the first
+time, or goes back to one store, and is safe while nodes run:
+
+  1. every store's place is read; the stores of the current set must all
+     be given (in --store or --retire), since each may hold IDs;
+  2. every store is fenced: no node allocates from it until the change is
+     done (nodes serve what they hold meanwhile);
+  3. every tag's max_id is read in every store, and each store of the new
+     set is raised above the highest plus --margin (tags it lacks are
+     created);
+  4. the new places are written. Nodes read them from the stores.
+
+If it stops midway the stores stay fenced (safe: no store serves); run it
+again with the same stores to finish. Every node must run a frond that
+checks places (this version or later): stop or upgrade older nodes first.`,
+		Example: "  frond stores set --store \"mysql://frond:pw@db-a:3306/ids postgres://frond:pw@db-b:5432/ids\"\n" +
+			"  frond stores set --store \"postgres://frond:pw@db-b:5432/ids\" --retire \"mysql://frond:pw@db-a:3306/ids\"",
+		Args: args(cobra.NoArgs),
+		RunE: func(c *cobra.Command, _ []string) error {
+			cfg, _, err := loadConfig(c, e)
+			if err != nil {
+				return err
+			}
+			if margin < -1 {
+				return usagef("--margin %d: -1 (each tag's step) or at least 0", margin)
+			}
+			in, inNames, err := openAll(c.Context(), strings.Fields(cfg.Store), e)
+			if err != nil {
+				return err
+			}
+			defer closeStores(in)
+			out, outNames, err := openAll(c.Context(), strings.Fields(retire), e)
+			if err != nil {
+				return err
+			}
+			defer closeStores(out)
+			got, err := segment.ChangeSet(c.Context(), in, out, segment.SetOptions{
+				Margin: margin,
+				Names:  append(inNames, outNames...),
+				Log:    func(format string, args ...any) { fmt.Fprintf(e.stdout, format+"\n", args...) },
+			})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "done: generation %d, %d tags, %d raised, %d created", got.Gen, got.Tags, got.Raised, got.Created)
+			if got.Resumed {
+				fmt.Fprint(e.stdout, " (an interrupted change was finished)")
+			}
+			fmt.Fprintln(e.stdout)
+			return nil
+		},
+	}
+	config.AddFlags(set.Flags())
+	set.Flags().StringVar(&retire, "retire", "", "stores leaving the set, separated by spaces (no node allocates from them again)")
+	set.Flags().Int64Var(&margin, "margin", -1, "added to the highest max_id of each tag before the new set is raised to it (-1: the tag's step)")
+	c.AddCommand(show, set)
+	return c
+}
+
+// openAll opens the stores at urls for a command (no background retries:
+// a store that cannot be opened is an error), with their names.
+func openAll(ctx context.Context, urls []string, e env) ([]frond.SegmentStore, []string, error) {
+	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	var stores []frond.SegmentStore
+	var names []string
+	for _, raw := range urls {
+		s, err := openStoreAs(ctx, raw, log, false)
+		if err != nil {
+			closeStores(stores)
+			return nil, nil, fmt.Errorf("store %s: %w", storeName(raw), err)
+		}
+		stores = append(stores, s)
+		names = append(names, storeName(raw))
+	}
+	return stores, names, nil
+}
+
+func closeStores(stores []frond.SegmentStore) {
+	for _, s := range stores {
+		s.Close()
+	}
+}
