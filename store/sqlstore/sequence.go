@@ -92,10 +92,13 @@ func (s *Store) AllocateIDs(ctx context.Context, tag string, n int64) ([]frond.R
 
 // AllocateIDsAt implements frond.PlacedStore: n IDs of a sequence tag, from
 // its sequence object where the database has them, else from Leaf's row,
-// in a transaction that holds the store's place (placed).
+// in one statement guarded by the place check (placeCheck).
 func (s *Store) AllocateIDsAt(ctx context.Context, at frond.Place, tag string, n int64) ([]frond.Range, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("%w: %d IDs: at least 1", frond.ErrInvalidArgument, n)
+	}
+	if err := frond.CheckPlace(at.String(), at); err != nil {
+		return nil, err // a place during a change: never asked at
 	}
 	if !s.native {
 		r, err := s.rowIDs(ctx, at, tag, n)
@@ -107,17 +110,17 @@ func (s *Store) AllocateIDsAt(ctx context.Context, at frond.Place, tag string, n
 	c, cancel := s.db.Bound(ctx)
 	defer cancel()
 	for made := false; ; made = true {
-		var vals []int64
-		err := s.placed(c, at, func(tx *sql.Tx) (err error) {
-			vals, err = s.nextvals(c, tx, tag, n)
-			return err
-		})
+		vals, err := s.nextvals(c, at, tag, n)
+		if err == nil && len(vals) == 0 { // the place check let nothing through
+			if err := s.wrongPlace(ctx, tag, at); err != nil {
+				return nil, err
+			}
+			err = fmt.Errorf("the sequence answered no value of %d", n)
+		}
 		if err == nil {
 			return toRanges(vals), nil
 		}
 		switch {
-		case errors.Is(err, frond.ErrWrongPlace), errors.Is(err, frond.ErrInvalidArgument):
-			return nil, fmt.Errorf("allocate %q on %s: %w", tag, s, err)
 		case s.exhausted(err):
 			return nil, fmt.Errorf("allocate %q: %d more IDs: %w", tag, n, frond.ErrTagExhausted)
 		case !s.missing(err, tag) || made:
@@ -129,15 +132,16 @@ func (s *Store) AllocateIDsAt(ctx context.Context, at frond.Place, tag string, n
 	}
 }
 
-// nextvals takes n values of tag's sequence in one statement.
-func (s *Store) nextvals(ctx context.Context, tx *sql.Tx, tag string, n int64) ([]int64, error) {
+// nextvals takes n values of tag's sequence in one statement, guarded by
+// the place check (placeCheck): none when the store is not at at.
+func (s *Store) nextvals(ctx context.Context, at frond.Place, tag string, n int64) ([]int64, error) {
 	var rows *sql.Rows
 	var err error
 	if s.d.kind == sqldb.Postgres {
-		rows, err = tx.QueryContext(ctx, "SELECT nextval($1::regclass) FROM generate_series(1, $2::bigint)", seqName(tag), n)
+		rows, err = s.db.QueryContext(ctx, s.d.q("SELECT nextval(?::regclass) FROM generate_series(1, ?::bigint) WHERE TRUE"+s.d.placeCheck()), seqName(tag), n, placeMark, at.String())
 	} else {
 		// MariaDB's SEQUENCE engine provides seq_1_to_<n>.
-		rows, err = tx.QueryContext(ctx, fmt.Sprintf("SELECT NEXTVAL(%s) FROM seq_1_to_%d", seqName(tag), n))
+		rows, err = s.db.QueryContext(ctx, fmt.Sprintf("SELECT NEXTVAL(%s) FROM seq_1_to_%d WHERE TRUE", seqName(tag), n)+s.d.placeCheck(), placeMark, at.String())
 	}
 	if err != nil {
 		return nil, err
@@ -154,7 +158,7 @@ func (s *Store) nextvals(ctx context.Context, tx *sql.Tx, tag string, n int64) (
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	if int64(len(vals)) != n {
+	if len(vals) > 0 && int64(len(vals)) != n {
 		return nil, fmt.Errorf("the sequence answered %d values of %d", len(vals), n)
 	}
 	return vals, nil
@@ -204,17 +208,17 @@ func (s *Store) rowIDs(ctx context.Context, at frond.Place, tag string, n int64)
 	c, cancel := s.db.Bound(ctx)
 	defer cancel()
 	var res sql.Result
-	err := s.placed(c, at, func(tx *sql.Tx) (err error) {
-		res, err = tx.ExecContext(c, mysqlTake, n, tag, n, tag)
+	err := s.retry(c, func(c context.Context) (err error) {
+		res, err = s.db.ExecContext(c, mysqlTake+s.d.placeCheck(), n, tag, n, tag, placeMark, at.String())
 		return err
 	})
-	if errors.Is(err, frond.ErrWrongPlace) || errors.Is(err, frond.ErrInvalidArgument) {
-		return frond.Range{}, fmt.Errorf("allocate %q on %s: %w", tag, s, err)
-	}
 	if err != nil {
 		return frond.Range{}, s.fail(fmt.Sprintf("allocate %q", tag), err)
 	}
 	if rows, err := res.RowsAffected(); err == nil && rows == 0 {
+		if err := s.wrongPlace(ctx, tag, at); err != nil {
+			return frond.Range{}, err
+		}
 		return frond.Range{}, s.refusal(ctx, tag, n, true)
 	}
 	maxID, err := res.LastInsertId()

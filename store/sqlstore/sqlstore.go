@@ -223,60 +223,73 @@ func (s *Store) AllocateAt(ctx context.Context, at frond.Place, tag string, step
 }
 
 // placeMark is the row of frond_mark that holds the store's place
-// (frond.Place.String; "" for a store alone). Open makes sure it exists,
-// so that every allocation can take a shared lock on it: SwapPlace's
-// UPDATE of it then waits for allocations in flight, and they for it.
+// (frond.Place.String; "" for a store alone). Open makes sure it exists.
 const placeMark = "place"
 
-// placed runs op in a transaction that first reads the store's place with
-// a shared lock (SQLite's transactions are exclusive) and checks it is at.
-// The errors of the check wrap frond.ErrWrongPlace and end the call.
-func (s *Store) placed(ctx context.Context, at frond.Place, op func(tx *sql.Tx) error) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error {
-		var got string
-		err := tx.QueryRowContext(ctx, s.d.q("SELECT value FROM frond_mark WHERE name = ?"+s.d.forShare), placeMark).Scan(&got)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		if err := frond.CheckPlace(got, at); err != nil {
-			return err
-		}
-		return op(tx)
-	})
+// placeCheck is the condition every allocation statement carries (args:
+// placeMark, the place asked at): the store's place, read with a shared
+// lock (FOR SHARE, LOCK IN SHARE MODE; SQLite's writes are exclusive), is
+// the one asked at. The lock is held until the statement's transaction
+// ends, and SwapPlace's UPDATE of the row waits for it (or it for
+// SwapPlace, and then reads the new place: a locking read sees the latest
+// committed row), so an allocation is before a change of the place or
+// after it. One statement, one round trip: the check costs no more.
+func (d *dialect) placeCheck() string {
+	return " AND (SELECT value FROM frond_mark WHERE name = ?" + d.forShare + ") = ?"
+}
+
+// wrongPlace says why a statement guarded by placeCheck changed nothing, if
+// the place is why: an error wrapping frond.ErrWrongPlace, else nil.
+func (s *Store) wrongPlace(ctx context.Context, tag string, at frond.Place) error {
+	got, err := s.Place(ctx)
+	if err != nil {
+		return err
+	}
+	if err := frond.CheckPlace(got.String(), at); err != nil {
+		return fmt.Errorf("allocate %q on %s: %w", tag, s, err)
+	}
+	return nil
 }
 
 // allocate raises max_id by step, of a sequence tag if sequence is set,
 // else of a segment tag, if the store is at at.
 func (s *Store) allocate(ctx context.Context, at frond.Place, tag string, step int64, sequence bool) (frond.Allocation, error) {
+	if err := frond.CheckPlace(at.String(), at); err != nil {
+		return frond.Allocation{}, err // a place during a change: never asked at
+	}
 	c, cancel := s.db.Bound(ctx)
 	defer cancel()
 	var maxID, tagStep int64
-	args := []any{step, step, tag, step, step, tag}
+	args := []any{step, step, tag, step, step, tag, placeMark, at.String()}
 	guard := segmentGuard
 	if sequence {
 		guard = sequenceGuard
 	}
-	query := s.d.q(strings.Replace(s.d.allocate, "{guard}", guard, 1))
-	err := s.placed(c, at, func(tx *sql.Tx) error {
-		if s.d.returning {
-			return tx.QueryRowContext(c, query, args...).Scan(&maxID, &tagStep)
-		}
-		res, err := tx.ExecContext(c, query, args...)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return sql.ErrNoRows
-		}
-		return tx.QueryRowContext(c, s.d.q(s.d.selectAlloc), tag).Scan(&maxID, &tagStep)
-	})
-	if errors.Is(err, sql.ErrNoRows) {
-		return frond.Allocation{}, s.refusal(ctx, tag, step, sequence)
+	query := s.d.q(strings.Replace(s.d.allocate, "{guard}", guard+s.d.placeCheck(), 1))
+	var err error
+	if s.d.returning {
+		err = s.retry(c, func(c context.Context) error {
+			return s.db.QueryRowContext(c, query, args...).Scan(&maxID, &tagStep)
+		})
+	} else {
+		err = s.inTx(c, func(tx *sql.Tx) error {
+			res, err := tx.ExecContext(c, query, args...)
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil {
+				return err
+			} else if n == 0 {
+				return sql.ErrNoRows
+			}
+			return tx.QueryRowContext(c, s.d.q(s.d.selectAlloc), tag).Scan(&maxID, &tagStep)
+		})
 	}
-	if errors.Is(err, frond.ErrWrongPlace) || errors.Is(err, frond.ErrInvalidArgument) {
-		return frond.Allocation{}, fmt.Errorf("allocate %q on %s: %w", tag, s, err)
+	if errors.Is(err, sql.ErrNoRows) {
+		if err := s.wrongPlace(ctx, tag, at); err != nil {
+			return frond.Allocation{}, err
+		}
+		return frond.Allocation{}, s.refusal(ctx, tag, step, sequence)
 	}
 	if err != nil {
 		return frond.Allocation{}, s.fail(fmt.Sprintf("allocate %q", tag), err)
