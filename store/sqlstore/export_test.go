@@ -14,3 +14,10 @@ func (s *Store) Exec(query string, args ...any) error {
 	_, err := s.db.Exec(s.d.q(query), args...)
 	return err
 }
+
+// QueryInt reads one integer behind the store's back.
+func (s *Store) QueryInt(query string, args ...any) (int64, error) {
+	var v int64
+	err := s.db.QueryRow(s.d.q(query), args...).Scan(&v)
+	return v, err
+}

@@ -269,10 +269,19 @@ func (s *Store) tagRow(ctx context.Context, q execer, tag string, lock bool) (in
 	if mode.String != frond.ModeSequence {
 		return 0, fmt.Errorf("allocate %q: %w", tag, frond.ErrNotSequence)
 	}
-	if maxID == math.MaxInt64 { // above the sequence's MAXVALUE: no ID left
-		return 0, fmt.Errorf("allocate %q: max_id %d: %w", tag, maxID, frond.ErrTagExhausted)
-	}
 	return maxID, nil
+}
+
+// parkedRow says what a row read parked means to makeSequence: nil when
+// tag's sequence exists (another node made it and parked the row), else
+// the tag is exhausted (a row at 2^63-1 with no sequence: no ID left, or
+// the sequence was dropped behind frond's back and its place is unknown).
+func (s *Store) parkedRow(ctx context.Context, q execer, tag string) error {
+	_, ok, err := s.seqNext(ctx, q, tag)
+	if err != nil || ok {
+		return err
+	}
+	return fmt.Errorf("allocate %q: max_id %d and no sequence: %w", tag, int64(parked), frond.ErrTagExhausted)
 }
 
 // refused reports whether err is an answer about the tag rather than an
@@ -298,7 +307,14 @@ func (s *Store) makeSequence(ctx context.Context, tag string) error {
 			if err != nil {
 				return err
 			}
+			if maxID == parked {
+				why = s.parkedRow(ctx, tx, tag)
+				return why
+			}
 			_, err = tx.ExecContext(ctx, fmt.Sprintf("CREATE SEQUENCE IF NOT EXISTS %s AS bigint MINVALUE 0 MAXVALUE 9223372036854775806 START WITH %d CACHE 1", name, maxID))
+			if err == nil {
+				err = s.park(ctx, tx, tag)
+			}
 			return err
 		})
 		if why != nil {
@@ -318,6 +334,9 @@ func (s *Store) makeSequence(ctx context.Context, tag string) error {
 	if refused(err) {
 		return err
 	}
+	if err == nil && maxID == parked {
+		return s.parkedRow(ctx, s.db, tag)
+	}
 	if err == nil {
 		_, err = s.db.ExecContext(ctx, fmt.Sprintf("CREATE SEQUENCE IF NOT EXISTS %s MINVALUE 0 START WITH %d CACHE %d", name, maxID, mariaDBSequenceCache))
 	}
@@ -327,14 +346,37 @@ func (s *Store) makeSequence(ctx context.Context, tag string) error {
 			s.db.ExecContext(ctx, "DROP SEQUENCE IF EXISTS "+name)
 			return err
 		}
+		if err == nil && maxID == parked {
+			return nil // another node made it too, raised it to the row and parked the row
+		}
 	}
 	if err == nil {
 		err = s.raiseSequence(ctx, s.db, tag, maxID)
+	}
+	if err == nil {
+		err = s.park(ctx, s.db, tag)
 	}
 	if err != nil {
 		return s.fail(fmt.Sprintf("create the sequence of %q", tag), err)
 	}
 	return nil
+}
+
+// parked is the max_id of Leaf's row of a sequence tag once its sequence
+// object exists (PostgreSQL, MariaDB): the sequence is the tag's only
+// source of IDs from then on, and the row must not offer the IDs the
+// sequence hands out to anything else that reads Leaf's table (Leaf
+// itself, or an older frond, in the drop-in and rolling-upgrade setups).
+// At 2^63-1, Leaf's UPDATE max_id = max_id + step overflows and fails
+// (PostgreSQL always, MySQL and MariaDB in strict mode, their default),
+// and an older frond finds the tag exhausted. frond reads such a tag's
+// max_id from its sequence.
+const parked = math.MaxInt64
+
+// park sets the row of tag to parked (see there).
+func (s *Store) park(ctx context.Context, q execer, tag string) error {
+	_, err := q.ExecContext(ctx, s.d.q("UPDATE leaf_alloc SET max_id = ? WHERE biz_tag = ?"), int64(parked), tag)
+	return err
 }
 
 // reattach deals with a sequence left by an earlier tag of the name (one
@@ -432,7 +474,11 @@ func (s *Store) withSequence(ctx context.Context, q execer, t *frond.Tag) error 
 	}
 	next, ok, err := s.seqNext(ctx, q, t.Name)
 	if err == nil && ok {
-		t.MaxID = max(t.MaxID, next)
+		if t.MaxID == parked {
+			t.MaxID = next // the row is parked: the sequence holds the tag's max_id
+		} else {
+			t.MaxID = max(t.MaxID, next)
+		}
 	}
 	return err
 }

@@ -252,3 +252,61 @@ func TestAllocateIDs_LeftoverSequence(t *testing.T) {
 		})
 	}
 }
+
+// Once a sequence tag's sequence object exists, Leaf's row is parked at
+// 2^63-1: Leaf's own UPDATE max_id = max_id + step fails on it (it found
+// the row at the tag's creation value and handed out the sequence's IDs
+// again), while frond reads and raises the tag's max_id through its
+// sequence (issue 27 item 6).
+func TestAllocateIDs_LeafRowParked(t *testing.T) {
+	for name, srv := range sequenceServers(t) {
+		if !srv.native {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s, err := sqlstore.Open(ctx, srv.url, sqlstore.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			tag := fmt.Sprintf("parked-%d", time.Now().UnixNano())
+			if _, err := s.CreateTag(ctx, frond.Tag{Name: tag, MaxID: 10, Step: 100, Mode: frond.ModeSequence}); err != nil {
+				t.Fatal(err)
+			}
+			defer s.DeleteTag(ctx, tag)
+			if rs, err := s.AllocateIDs(ctx, tag, 5); err != nil || rs[0].Start != 10 {
+				t.Fatalf("IDs: %v, %v", rs, err)
+			}
+			row, err := s.QueryInt("SELECT max_id FROM leaf_alloc WHERE biz_tag = ?", tag)
+			if err != nil || row != math.MaxInt64 {
+				t.Fatalf("Leaf's row: max_id %d, %v; want parked at 2^63-1", row, err)
+			}
+			if err := s.Exec("UPDATE leaf_alloc SET max_id = max_id + step WHERE biz_tag = ?", tag); err == nil {
+				t.Fatal("Leaf's allocation succeeded on a parked row")
+			}
+			if tg, err := s.Tag(ctx, tag); err != nil || tg.MaxID < 15 || tg.MaxID > 15+1000 {
+				t.Fatalf("Tag: %+v, %v; want the sequence's next value", tg, err)
+			}
+			raised := int64(50_000)
+			if tg, err := s.UpdateTag(ctx, tag, frond.TagUpdate{MaxID: &raised}); err != nil || tg.MaxID != raised {
+				t.Fatalf("raise: %+v, %v", tg, err)
+			}
+			if rs, err := s.AllocateIDs(ctx, tag, 1); err != nil || rs[0].Start < raised {
+				t.Fatalf("after the raise: %v, %v", rs, err)
+			}
+			if row, _ := s.QueryInt("SELECT max_id FROM leaf_alloc WHERE biz_tag = ?", tag); row != math.MaxInt64 {
+				t.Fatalf("the raise unparked the row: %d", row)
+			}
+			tags, err := s.Tags(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tg := range tags {
+				if tg.Name == tag && (tg.MaxID < raised || tg.MaxID == math.MaxInt64) {
+					t.Fatalf("listed: %+v", tg)
+				}
+			}
+		})
+	}
+}

@@ -590,6 +590,7 @@ func (s *Store) UpdateTag(ctx context.Context, name string, u frond.TagUpdate) (
 				return err
 			}
 		}
+		wasParked := cur.MaxID == parked
 		if err := s.withSequence(c, tx, &cur); err != nil {
 			return err
 		}
@@ -604,8 +605,12 @@ func (s *Store) UpdateTag(ctx context.Context, name string, u frond.TagUpdate) (
 		if next.Description != "" {
 			desc = next.Description
 		}
+		rowMax := next.MaxID
+		if wasParked && sequence {
+			rowMax = parked // the row stays parked; the raise goes to the sequence
+		}
 		_, err = tx.ExecContext(c, s.d.q("UPDATE leaf_alloc SET max_id = ?, step = ?, description = ?, update_time = CURRENT_TIMESTAMP WHERE biz_tag = ?"),
-			next.MaxID, next.Step, desc, name)
+			rowMax, next.Step, desc, name)
 		if err == nil && sequence && s.d.kind == sqldb.Postgres {
 			err = s.raiseSequence(c, tx, name, next.MaxID)
 		}
