@@ -298,19 +298,6 @@ type TailReturner interface {
 	ReturnTail(ctx context.Context, tag string, from, to int64) (bool, error)
 }
 
-// MarkStore is an optional capability of a SegmentStore: named values of
-// frond's own kept beside the tags, each set once. A multi-store marks each
-// store with its residue ("i/K"), so that nodes listing the stores in a
-// different order, or a different number of them, are refused instead of
-// handing out the same IDs (segment.Multi, docs/stores.md).
-type MarkStore interface {
-	// Mark sets the mark name to value unless it is set, and returns the
-	// mark as stored. With value "" it only reads ("" when not set).
-	Mark(ctx context.Context, name, value string) (string, error)
-	// Unmark removes the mark name (an operator changing the stores).
-	Unmark(ctx context.Context, name string) error
-}
-
 // SequenceIDs takes up to n IDs of the sequence tag tag from s: its
 // AllocateIDs where s is a SequenceStore, else Allocate(tag, n), which every
 // store does atomically. Wrappers of stores forward through it.

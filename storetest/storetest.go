@@ -110,7 +110,6 @@ func RunSegmentStore(t *testing.T, o Opener) {
 	t.Run("DeleteTag", func(t *testing.T) { testDelete(t, o) })
 	t.Run("Modes", func(t *testing.T) { testModes(t, o) })
 	t.Run("ReturnTail", func(t *testing.T) { testReturnTail(t, o) })
-	t.Run("Marks", func(t *testing.T) { testMarks(t, o) })
 	t.Run("TagNames_CaseSensitive", func(t *testing.T) { testCase(t, o) })
 	t.Run("Concurrent_Disjoint", func(t *testing.T) { testConcurrent(t, o) })
 	t.Run("Reopen_Continues", func(t *testing.T) { testReopen(t, o) })
@@ -304,34 +303,6 @@ func testModes(t *testing.T, o Opener) {
 	}
 	if got := must(s.Tag(c, seq))(t); got.Mode != "" {
 		t.Fatalf("re-created as a segment tag: %+v", got)
-	}
-}
-
-// A mark is set once: a second value does not replace it, until Unmark.
-// Two clients see the same mark.
-func testMarks(t *testing.T, o Opener) {
-	s, c := open(t, o), ctx(t)
-	m, ok := s.(frond.MarkStore)
-	if !ok {
-		t.Skip("the store keeps no marks")
-	}
-	name := "test-" + uniqueTag(t)
-	t.Cleanup(func() { m.Unmark(context.Background(), name) })
-	if got := must(m.Mark(c, name, ""))(t); got != "" {
-		t.Fatalf("an unset mark reads %q", got)
-	}
-	if got := must(m.Mark(c, name, "0/2"))(t); got != "0/2" {
-		t.Fatalf("set: %q", got)
-	}
-	other := open(t, o).(frond.MarkStore)
-	if got := must(other.Mark(c, name, "1/2"))(t); got != "0/2" {
-		t.Fatalf("a second value replaced the mark: %q", got)
-	}
-	if err := other.Unmark(c, name); err != nil {
-		t.Fatal(err)
-	}
-	if got := must(m.Mark(c, name, "1/3"))(t); got != "1/3" {
-		t.Fatalf("after Unmark: %q", got)
 	}
 }
 

@@ -344,37 +344,6 @@ func (s *Store) ReturnTail(ctx context.Context, tag string, from, to int64) (boo
 	return false, s.fail(fmt.Sprintf("return the unused IDs of %q", tag), err)
 }
 
-// Mark implements frond.MarkStore: the key {prefix}marks/{name}, created
-// by a transaction only if absent.
-func (s *Store) Mark(ctx context.Context, name, value string) (string, error) {
-	c, cancel := s.bound(ctx)
-	defer cancel()
-	key := s.prefix + "marks/" + name
-	if value != "" {
-		if _, err := s.c.Txn(c).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).Then(clientv3.OpPut(key, value)).Commit(); err != nil {
-			return "", s.fail("mark the store", err)
-		}
-	}
-	r, err := s.c.Get(c, key)
-	if err != nil {
-		return "", s.fail("read the store's mark", err)
-	}
-	if len(r.Kvs) == 0 {
-		return "", nil
-	}
-	return string(r.Kvs[0].Value), nil
-}
-
-// Unmark implements frond.MarkStore.
-func (s *Store) Unmark(ctx context.Context, name string) error {
-	c, cancel := s.bound(ctx)
-	defer cancel()
-	if _, err := s.c.Delete(c, s.prefix+"marks/"+name); err != nil {
-		return s.fail("remove the store's mark", err)
-	}
-	return nil
-}
-
 func toTag(name string, v value) frond.Tag {
 	return frond.Tag{Name: name, MaxID: v.MaxID, Step: v.Step, Description: v.Description, UpdatedAt: v.UpdateTime, Mode: v.Mode}
 }

@@ -281,31 +281,6 @@ func (s *Store) ReturnTail(ctx context.Context, tag string, from, to int64) (boo
 	return false, nil
 }
 
-// Mark implements frond.MarkStore where the real store does (else it
-// keeps no marks: "").
-func (s *Store) Mark(ctx context.Context, name, value string) (string, error) {
-	in, err := s.get()
-	if err != nil {
-		return "", err
-	}
-	if m, ok := in.(frond.MarkStore); ok {
-		return m.Mark(ctx, name, value)
-	}
-	return "", nil
-}
-
-// Unmark implements frond.MarkStore where the real store does.
-func (s *Store) Unmark(ctx context.Context, name string) error {
-	in, err := s.get()
-	if err != nil {
-		return err
-	}
-	if m, ok := in.(frond.MarkStore); ok {
-		return m.Unmark(ctx, name)
-	}
-	return nil
-}
-
 // Tag implements frond.SegmentStore.
 func (s *Store) Tag(ctx context.Context, name string) (frond.Tag, error) {
 	in, err := s.get()

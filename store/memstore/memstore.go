@@ -27,7 +27,6 @@ type Store struct {
 
 	mu     sync.Mutex
 	tags   map[string]frond.Tag
-	marks  map[string]string
 	place  frond.Place
 	closed bool
 }
@@ -154,31 +153,6 @@ func (s *Store) ReturnTail(ctx context.Context, tag string, from, to int64) (boo
 	t.UpdatedAt = s.clock.Now()
 	s.tags[tag] = t
 	return true, nil
-}
-
-// Mark implements frond.MarkStore.
-func (s *Store) Mark(ctx context.Context, name, value string) (string, error) {
-	if err := s.lock(ctx); err != nil {
-		return "", err
-	}
-	defer s.mu.Unlock()
-	if _, ok := s.marks[name]; !ok && value != "" {
-		if s.marks == nil {
-			s.marks = map[string]string{}
-		}
-		s.marks[name] = value
-	}
-	return s.marks[name], nil
-}
-
-// Unmark implements frond.MarkStore.
-func (s *Store) Unmark(ctx context.Context, name string) error {
-	if err := s.lock(ctx); err != nil {
-		return err
-	}
-	defer s.mu.Unlock()
-	delete(s.marks, name)
-	return nil
 }
 
 // Tag implements frond.SegmentStore.

@@ -328,37 +328,6 @@ func (s *Store) SwapPlace(ctx context.Context, old, p frond.Place) error {
 	return fmt.Errorf("%w: %s is %s, not %s", frond.ErrPlaceChanged, s.where, now.Describe(), old.Describe())
 }
 
-// Mark implements frond.MarkStore: the key {prefix}mark:{name}, set only
-// if absent (SET NX).
-func (s *Store) Mark(ctx context.Context, name, value string) (string, error) {
-	c, cancel := s.bound(ctx)
-	defer cancel()
-	key := s.prefix + "mark:" + name
-	if value != "" {
-		if err := s.c.SetNX(c, key, value, 0).Err(); err != nil {
-			return "", s.fail("mark the store", err)
-		}
-	}
-	got, err := s.c.Get(c, key).Result()
-	if errors.Is(err, redis.Nil) {
-		return "", nil
-	}
-	if err != nil {
-		return "", s.fail("read the store's mark", err)
-	}
-	return got, nil
-}
-
-// Unmark implements frond.MarkStore.
-func (s *Store) Unmark(ctx context.Context, name string) error {
-	c, cancel := s.bound(ctx)
-	defer cancel()
-	if err := s.c.Del(c, s.prefix+"mark:"+name).Err(); err != nil {
-		return s.fail("remove the store's mark", err)
-	}
-	return nil
-}
-
 // read fetches tags by name in one round trip; missing ones are skipped.
 func (s *Store) read(ctx context.Context, names []string) ([]frond.Tag, error) {
 	pipe := s.c.Pipeline()

@@ -8,7 +8,7 @@ type dialect struct {
 	kind        sqldb.Kind
 	createTable string
 	createModes string // frond_tag_mode: the mode of each tag that is not a segment tag
-	createMarks string // frond_mark: frond.MarkStore
+	createMarks string // frond_mark: frond's own values beside the tags (the store's place)
 	insertMark  string // args: name, value; a mark already set is kept
 	// allocate raises max_id; with returning set it is one statement with
 	// args (step, step, tag, step, step, tag) returning max_id, step;
@@ -63,7 +63,8 @@ const modesMySQLDDL = "CREATE TABLE IF NOT EXISTS `frond_tag_mode` (\n" +
 	"  PRIMARY KEY (`biz_tag`)\n" +
 	") ENGINE=InnoDB"
 
-// The marks of the store (frond.MarkStore: a multi-store's residue).
+// frond's own values beside the tags: the row "place" holds the store's
+// place in a set of stores (frond.Place).
 const marksMySQLDDL = "CREATE TABLE IF NOT EXISTS `frond_mark` (\n" +
 	"  `name` varchar(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,\n" +
 	"  `value` varchar(255) NOT NULL,\n" +

@@ -376,33 +376,6 @@ func (s *Store) SwapPlace(ctx context.Context, old, p frond.Place) error {
 	return nil
 }
 
-// Mark implements frond.MarkStore, in the table frond_mark.
-func (s *Store) Mark(ctx context.Context, name, value string) (string, error) {
-	c, cancel := s.db.Bound(ctx)
-	defer cancel()
-	if value != "" {
-		if _, err := s.db.ExecContext(c, s.d.q(s.d.insertMark), name, value); err != nil && !s.d.duplicate(err) {
-			return "", s.fail("mark the store", err)
-		}
-	}
-	var got string
-	err := s.db.QueryRowContext(c, s.d.q("SELECT value FROM frond_mark WHERE name = ?"), name).Scan(&got)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return "", s.fail("read the store's mark", err)
-	}
-	return got, nil
-}
-
-// Unmark implements frond.MarkStore.
-func (s *Store) Unmark(ctx context.Context, name string) error {
-	c, cancel := s.db.Bound(ctx)
-	defer cancel()
-	if _, err := s.db.ExecContext(c, s.d.q("DELETE FROM frond_mark WHERE name = ?"), name); err != nil {
-		return s.fail("remove the store's mark", err)
-	}
-	return nil
-}
-
 type scanner interface{ Scan(dest ...any) error }
 
 func scanTag(r scanner) (frond.Tag, error) {
