@@ -20,7 +20,7 @@ import (
 // The zero Place is a store that stands alone: it hands out every ID.
 type Place struct {
 	Residue int64 // the store's IDs are those ≡ Residue (mod Of)
-	Of      int64 // how many stores the set holds; 0 when the store stands alone (or is retired)
+	Of      int64 // how many stores the set holds (1: the set's only store); 0 when the store stands alone, never placed (or is retired)
 	Gen     int64 // the set's generation, raised by every change of the set
 	// Next is the generation a change of the set under way will give the
 	// store, 0 when none is: while it is set the store hands out no ID to
@@ -64,6 +64,8 @@ func (p Place) Describe() string {
 	switch {
 	case p.Retired():
 		s = fmt.Sprintf("retired by the change to generation %d", p.Gen)
+	case p.Of == 1:
+		s = fmt.Sprintf("the only store of the set (generation %d)", p.Gen)
 	case p.Of > 0:
 		s = fmt.Sprintf("residue %d of %d (generation %d)", p.Residue, p.Of, p.Gen)
 	}
@@ -73,11 +75,12 @@ func (p Place) Describe() string {
 	return s
 }
 
-// Validate checks that p is a place: 0 <= Residue < Of with Of >= 2, or a
-// store alone (Of 0, Residue 0); Gen >= 0; Next 0 or above Gen.
+// Validate checks that p is a place: 0 <= Residue < Of, or a store alone
+// (Of 0, Residue 0); Gen >= 0, and at least 1 in a set; Next 0 or above
+// Gen.
 func (p Place) Validate() error {
 	switch {
-	case p.Of == 0 && p.Residue != 0, p.Of == 1, p.Of < 0, p.Of > 0 && (p.Residue < 0 || p.Residue >= p.Of):
+	case p.Of == 0 && p.Residue != 0, p.Of < 0, p.Of > 0 && (p.Residue < 0 || p.Residue >= p.Of || p.Gen < 1):
 		return fmt.Errorf("%w: place %q: residue %d of %d stores", ErrInvalidArgument, p.String(), p.Residue, p.Of)
 	case p.Gen < 0, p.Next != 0 && p.Next <= p.Gen:
 		return fmt.Errorf("%w: place %q: generation %d, next %d", ErrInvalidArgument, p.String(), p.Gen, p.Next)
@@ -162,7 +165,9 @@ type PlacedStore interface {
 	SwapPlace(ctx context.Context, old, p Place) error
 	// AllocateAt is Allocate, done only if the store's place is at (with
 	// no change under way), checked in the same atomic operation; else an
-	// error wrapping ErrWrongPlace and nothing is taken.
+	// error wrapping ErrWrongPlace and nothing is taken. At the zero Place
+	// (a store alone) it is also done by the only store of a set (Of 1):
+	// CheckPlace is the rule.
 	AllocateAt(ctx context.Context, at Place, tag string, step int64) (Allocation, error)
 	// AllocateIDsAt is SequenceStore.AllocateIDs at a place, as AllocateAt.
 	AllocateIDsAt(ctx context.Context, at Place, tag string, n int64) ([]Range, error)
@@ -180,6 +185,9 @@ func CheckPlace(got string, at Place) error {
 	p, err := ParsePlace(got)
 	if err != nil {
 		return fmt.Errorf("%w: the store's place reads %q: %v", ErrWrongPlace, got, err)
+	}
+	if at.Alone() && p.Of == 1 && !p.Moving() {
+		return nil // the only store of its set: every ID is its, as for a store alone
 	}
 	return WrongPlace(p, at)
 }

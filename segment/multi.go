@@ -215,14 +215,9 @@ func (m *Multi) usable(i int, p frond.Place) error {
 	case p.Retired():
 		return fmt.Errorf("%w: %s was %s: remove it from this node's list", frond.ErrWrongPlace, m.name(i), p.Describe())
 	case p.Alone() && len(m.stores) > 1:
-		// A store alone is a whole ID space: usable only when every other
-		// store listed here was retired (the set went back to this one).
-		for j := range m.places {
-			if q := m.places[j].Load(); j != i && (q == nil || !q.Retired()) {
-				return fmt.Errorf("%w: %s stands alone, not as a member of a set of stores, and this node lists other stores: "+
-					"run frond stores set with the stores of the set (docs/stores.md) before nodes use them together", frond.ErrWrongPlace, m.name(i))
-			}
-		}
+		// A store never placed is a whole ID space of its own.
+		return fmt.Errorf("%w: %s stands alone, not as a member of a set of stores, and this node lists other stores: "+
+			"run frond stores set with the stores of the set (docs/stores.md) before nodes use them together", frond.ErrWrongPlace, m.name(i))
 	}
 	for j := range m.places {
 		if q := m.places[j].Load(); q != nil && q.Of > 0 && q.Gen > p.Gen {

@@ -37,7 +37,7 @@ type SetChange struct {
 }
 
 // ChangeSet makes set the stores that share one ID space, store i handing
-// out the IDs congruent to i modulo len(set) (one store: it stands alone),
+// out the IDs congruent to i modulo len(set) (one store: the set's only store, which serves nodes that list it alone),
 // and retires the stores of retire (no node allocates from them again
 // until a change places them). It is the only safe way to add a store,
 // remove one, reorder them, or go back to one store, and it is safe while
@@ -100,10 +100,8 @@ func ChangeSet(ctx context.Context, set, retire []frond.SegmentStore, o SetOptio
 		out.Gen = max(out.Gen, p.Gen, p.Next)
 	}
 	out.Gen++
-	if !out.Resumed {
-		if err := completeSet(places, name); err != nil {
-			return SetChange{}, err
-		}
+	if err := completeSet(places, name); err != nil {
+		return SetChange{}, err
 	}
 	logf("changing the set of stores to generation %d (%d stores, %d retired)", out.Gen, len(set), len(retire))
 
@@ -181,12 +179,9 @@ func ChangeSet(ctx context.Context, set, retire []frond.SegmentStore, o SetOptio
 	// 4. Write the new places.
 	k := int64(len(set))
 	for i, s := range ps {
-		var p frond.Place // the only store of the set: alone
-		switch {
-		case i >= len(set):
+		p := frond.Place{Residue: int64(i), Of: k, Gen: out.Gen} // Of 1: the set's only store, served to nodes alone too
+		if i >= len(set) {
 			p = frond.Place{Gen: out.Gen} // retired: matches no node's request
-		case k > 1:
-			p = frond.Place{Residue: int64(i), Of: k, Gen: out.Gen}
 		}
 		if err := s.SwapPlace(ctx, fences[i], p); err != nil {
 			return SetChange{}, fmt.Errorf("place %s (is another change running?): %w", name(i), err)
@@ -199,22 +194,52 @@ func ChangeSet(ctx context.Context, set, retire []frond.SegmentStore, o SetOptio
 	return out, nil
 }
 
-// completeSet checks that places hold every residue of the newest set
-// among them: the stores of that set may all hold IDs.
+// completeSet checks that the stores given hold every store that may hand
+// out IDs of the current set, so that this change sees every max_id:
+//
+//   - every residue of the newest set among them (a store fenced by an
+//     interrupted change counts by the place it was fenced at);
+//   - the set of the newest generation that retired a store among them (a
+//     store retired at generation g means the set of generation g exists);
+//   - when an interrupted change had begun writing its new places (a store
+//     is placed at the generation a fence names), its old set was fenced
+//     whole and raised past before any place was written: nothing of it is
+//     needed again, and the newest set is the interrupted change's.
 func completeSet(places []frond.Place, name func(int) string) error {
-	var newest frond.Place
+	writing := map[int64]bool{} // generations an interrupted change was writing
 	for _, p := range places {
-		if p.Of > 0 && p.Gen >= newest.Gen {
+		if p.Moving() {
+			for _, q := range places {
+				if !q.Moving() && q.Of > 0 && q.Gen == p.Next {
+					writing[p.Next] = true
+				}
+			}
+		}
+	}
+	var newest frond.Place
+	retired := int64(0)
+	for _, p := range places {
+		if p.Retired() {
+			retired = max(retired, p.Gen)
+		}
+		if p.Of > 0 && p.Gen >= newest.Gen && (!p.Moving() || len(writing) == 0) {
 			newest = p
 		}
 	}
-	if newest.Of == 0 {
-		return nil // every store stands alone (or is retired)
+	if newest.Of == 0 && retired == 0 {
+		return nil // every store stands alone, never placed
+	}
+	if writing[newest.Gen] {
+		return nil // the interrupted change's own new set: its stores are fenced or placed by it
+	}
+	if retired > newest.Gen {
+		return fmt.Errorf("%w: a store given was retired by the change to generation %d, but no store of that set is given: "+
+			"give every store of the current set (in the new set, or to retire), since each may hold IDs this change must see", frond.ErrInvalidArgument, retired)
 	}
 	got := make([]int, newest.Of)
 	var errs []error
 	for i, p := range places {
-		if p.Gen != newest.Gen || p.Of == 0 {
+		if p.Gen != newest.Gen || p.Of == 0 || p.Moving() && len(writing) > 0 {
 			continue
 		}
 		if p.Of != newest.Of {

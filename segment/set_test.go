@@ -40,8 +40,57 @@ func TestChangeSet_RefusesAnIncompleteSet(t *testing.T) {
 	if _, err := ChangeSet(bg, []frond.SegmentStore{c}, []frond.SegmentStore{a, b}, SetOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if p, _ := c.Place(bg); !p.Alone() {
-		t.Fatalf("c is %s, want alone", p.Describe())
+	if p, _ := c.Place(bg); p != (frond.Place{Residue: 0, Of: 1, Gen: 3}) {
+		t.Fatalf("c is %s, want the only store of the set of generation 3", p.Describe())
+	}
+	// A set of one store is still a set: leaving it out is refused, also
+	// when only stores it retired are given (they handed out IDs long ago,
+	// c since: a change without c would not see them).
+	fresh := memstore.New(nil)
+	_, err = ChangeSet(bg, []frond.SegmentStore{b, fresh}, nil, SetOptions{})
+	if !errors.Is(err, frond.ErrInvalidArgument) || !strings.Contains(err.Error(), "retired by the change to generation 3") {
+		t.Fatalf("c left out, b (retired) given: %v", err)
+	}
+	// A node listing c alone is served, as by a store alone; a node
+	// listing c with a store never placed is refused that one.
+	if _, err := c.Allocate(bg, "t", 0); err != nil && !errors.Is(err, frond.ErrTagNotFound) {
+		t.Fatalf("the only store of a set, asked alone: %v", err)
+	}
+	if err := listing(t, c, fresh).Ping(bg); !errors.Is(err, ErrDegraded) || !strings.Contains(err.Error(), "stands alone") {
+		t.Fatalf("a store never placed listed with c: %v", err)
+	}
+}
+
+// A change cut short while fencing is finished by running it again with
+// the same stores, and refused if a store of the old set is left out on
+// the rerun (the completeness check is not skipped on a resume).
+func TestChangeSet_ResumeStillComplete(t *testing.T) {
+	a, b, c := memstore.New(nil), memstore.New(nil), memstore.New(nil)
+	if _, err := ChangeSet(bg, []frond.SegmentStore{a, b, c}, nil, SetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// {A B} retiring C dies after fencing A.
+	if err := a.SwapPlace(bg, frond.Place{Residue: 0, Of: 3, Gen: 1}, frond.Place{Residue: 0, Of: 3, Gen: 1, Next: 2}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := ChangeSet(bg, []frond.SegmentStore{a, b}, nil, SetOptions{})
+	if !errors.Is(err, frond.ErrInvalidArgument) || !strings.Contains(err.Error(), "residue 2 is not among the stores given") {
+		t.Fatalf("the rerun left C out: %v", err)
+	}
+	got, err := ChangeSet(bg, []frond.SegmentStore{a, b}, []frond.SegmentStore{c}, SetOptions{})
+	if err != nil || !got.Resumed {
+		t.Fatalf("the rerun with C retired: %+v, %v", got, err)
+	}
+	// Cut short again, this time after writing b's new place: the rerun
+	// finishes it (the old set was fenced and raised past in full).
+	if err := a.SwapPlace(bg, frond.Place{Residue: 0, Of: 2, Gen: got.Gen}, frond.Place{Residue: 0, Of: 2, Gen: got.Gen, Next: got.Gen + 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SwapPlace(bg, frond.Place{Residue: 1, Of: 2, Gen: got.Gen}, frond.Place{Residue: 0, Of: 1, Gen: got.Gen + 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ChangeSet(bg, []frond.SegmentStore{b}, []frond.SegmentStore{a}, SetOptions{}); err != nil {
+		t.Fatalf("the rerun after a place was written: %v", err)
 	}
 }
 

@@ -207,12 +207,12 @@ func (a *auditor) places(ctx context.Context, stores []*auditStore) {
 			a.add(auditDanger, s.name, "%s: no node allocates from it until the change is done; if no change is running, it was interrupted: run frond stores set again with the same stores", p.Describe())
 		case p.Retired():
 			a.add(auditWarn, s.name, "%s: no node allocates from it; remove it from the configuration", p.Describe())
-		case !multi && p.Of > 0:
+		case !multi && p.Of > 1:
 			a.add(auditDanger, s.name, "%s, but this configuration lists it alone: the store refuses such a node (frond serve refuses to start); list the stores of the set", p.Describe())
+		case !multi && p.Of == 1:
+			a.add(auditOK, s.name, "%s", p.Describe())
 		case !multi:
 			a.add(auditOK, s.name, "stands alone")
-		case p.Alone() && othersRetired(read, s.i, len(strings.Fields(a.cfg.Store))):
-			a.add(auditOK, s.name, "stands alone; the other stores listed are retired")
 		case p.Alone():
 			a.add(auditDanger, s.name, "stands alone, not as a member of a set: nodes listing it with other stores take no ID from it; run frond stores set with the stores of the set")
 		case p.Gen < newest:
@@ -221,17 +221,6 @@ func (a *auditor) places(ctx context.Context, stores []*auditStore) {
 			a.add(auditOK, s.name, "%s", p.Describe())
 		}
 	}
-}
-
-// othersRetired reports whether every store but i of the n listed was read
-// and is retired (segment.Multi then serves a store alone).
-func othersRetired(read map[int]frond.Place, i, n int) bool {
-	for j := range n {
-		if p, ok := read[j]; j != i && (!ok || !p.Retired()) {
-			return false
-		}
-	}
-	return true
 }
 
 type storeTag struct {

@@ -76,10 +76,10 @@ func TestCLI_Audit(t *testing.T) {
 		t.Fatalf("b left out: exit %d, %s", code, errs)
 	}
 	code, out, errs = runCLI(t, nil, "stores", "set", "--data-dir", dir, "--store", a, "--retire", b)
-	if code != exitOK || !strings.Contains(out, "is now alone") || !strings.Contains(out, "retired by the change to generation 2") {
+	if code != exitOK || !strings.Contains(out, "is now the only store of the set (generation 2)") || !strings.Contains(out, "retired by the change to generation 2") {
 		t.Fatalf("back to one store: exit %d\n%s%s", code, out, errs)
 	}
-	if code, out, errs = audit(a, "--json"); code != exitOK || !strings.Contains(out, `"level": "ok"`) || !strings.Contains(out, "stands alone") {
+	if code, out, errs = audit(a, "--json"); code != exitOK || !strings.Contains(out, `"level": "ok"`) || !strings.Contains(out, "the only store of the set") {
 		t.Fatalf("alone after the change: exit %d\n%s%s", code, out, errs)
 	}
 	if code, out, errs = audit(a + " " + b); code != exitOK || !strings.Contains(out, "retired") {

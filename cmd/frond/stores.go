@@ -62,7 +62,7 @@ matter (docs/stores.md).`,
 		Short: "Make the configured stores the set, in this order (safe while nodes run)",
 		Long: `Make the stores of --store (or the configuration's store) the set of stores
 that share one ID space, store i of K handing out the IDs congruent to i
-modulo K (one store: it stands alone), and retire the stores of --retire.
+modulo K (one store: the set's only store, which serves nodes that list it alone), and retire the stores of --retire.
 It adds a store, removes one, reorders them, places stores for the first
 time, or goes back to one store, and is safe while nodes run:
 

@@ -280,7 +280,7 @@ func (s *Store) Place(ctx context.Context) (frond.Place, error) {
 	}
 	p, err := frond.ParsePlace(got)
 	if err != nil {
-		return frond.Place{}, fmt.Errorf("the place recorded in etcd %v (%s): %w", s.endpoints, s.placeKey(), err)
+		return frond.Place{}, fmt.Errorf("%w: the place recorded in etcd %v (%s): %v", frond.ErrWrongPlace, s.endpoints, s.placeKey(), err)
 	}
 	return p, nil
 }

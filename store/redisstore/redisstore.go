@@ -167,7 +167,7 @@ func (s *Store) fail(op string, err error) error {
 // sequence tag asked for a segment.
 var allocateScript = redis.NewScript(`
 local place = redis.call('GET', KEYS[3]) or ''
-if place ~= ARGV[3] then return {4, place} end
+if place ~= ARGV[3] and not (ARGV[3] == '' and string.match(place, '^0/1@%d+$')) then return {4, place} end -- a set's only store serves a node alone
 if redis.call('EXISTS', KEYS[2]) == 0 then return {0} end
 local mode = redis.call('HGET', KEYS[2], 'mode')
 if ARGV[4] == 'sequence' and mode ~= 'sequence' then return {5} end
@@ -292,7 +292,7 @@ func (s *Store) Place(ctx context.Context) (frond.Place, error) {
 	}
 	p, err := frond.ParsePlace(got)
 	if err != nil {
-		return frond.Place{}, fmt.Errorf("the place recorded in %s (%s): %w", s.where, s.placeKey(), err)
+		return frond.Place{}, fmt.Errorf("%w: the place recorded in %s (%s): %v", frond.ErrWrongPlace, s.where, s.placeKey(), err)
 	}
 	return p, nil
 }

@@ -138,10 +138,10 @@ func (s *Store) nextvals(ctx context.Context, at frond.Place, tag string, n int6
 	var rows *sql.Rows
 	var err error
 	if s.d.kind == sqldb.Postgres {
-		rows, err = s.db.QueryContext(ctx, s.d.q("SELECT nextval(?::regclass) FROM generate_series(1, ?::bigint) WHERE TRUE"+s.d.placeCheck()), seqName(tag), n, placeMark, at.String())
+		rows, err = s.db.QueryContext(ctx, s.d.q("SELECT nextval(?::regclass) FROM generate_series(1, ?::bigint) WHERE TRUE"+s.d.placeCheck()), seqName(tag), n, at.String(), at.String(), placeMark)
 	} else {
 		// MariaDB's SEQUENCE engine provides seq_1_to_<n>.
-		rows, err = s.db.QueryContext(ctx, fmt.Sprintf("SELECT NEXTVAL(%s) FROM seq_1_to_%d WHERE TRUE", seqName(tag), n)+s.d.placeCheck(), placeMark, at.String())
+		rows, err = s.db.QueryContext(ctx, fmt.Sprintf("SELECT NEXTVAL(%s) FROM seq_1_to_%d WHERE TRUE", seqName(tag), n)+s.d.placeCheck(), at.String(), at.String(), placeMark)
 	}
 	if err != nil {
 		return nil, err
@@ -209,7 +209,7 @@ func (s *Store) rowIDs(ctx context.Context, at frond.Place, tag string, n int64)
 	defer cancel()
 	var res sql.Result
 	err := s.retry(c, func(c context.Context) (err error) {
-		res, err = s.db.ExecContext(c, mysqlTake+s.d.placeCheck(), n, tag, n, tag, placeMark, at.String())
+		res, err = s.db.ExecContext(c, mysqlTake+s.d.placeCheck(), n, tag, n, tag, at.String(), at.String(), placeMark)
 		return err
 	})
 	if err != nil {

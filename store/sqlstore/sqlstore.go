@@ -226,16 +226,20 @@ func (s *Store) AllocateAt(ctx context.Context, at frond.Place, tag string, step
 // (frond.Place.String; "" for a store alone). Open makes sure it exists.
 const placeMark = "place"
 
-// placeCheck is the condition every allocation statement carries (args:
-// placeMark, the place asked at): the store's place, read with a shared
+// placeCheck is the condition every allocation statement carries: the
+// store's place, read with a shared
 // lock (FOR SHARE, LOCK IN SHARE MODE; SQLite's writes are exclusive), is
 // the one asked at. The lock is held until the statement's transaction
 // ends, and SwapPlace's UPDATE of the row waits for it (or it for
 // SwapPlace, and then reads the new place: a locking read sees the latest
 // committed row), so an allocation is before a change of the place or
 // after it. One statement, one round trip: the check costs no more.
+//
+// Args: the place asked at, twice, then placeMark (a set's only store, "0/1@g",
+// also serves a node that asks as a store alone: frond.CheckPlace).
 func (d *dialect) placeCheck() string {
-	return " AND (SELECT value FROM frond_mark WHERE name = ?" + d.forShare + ") = ?"
+	return " AND (SELECT CASE WHEN value = ? OR (? = '' AND value LIKE '0/1@%' AND value NOT LIKE '%>%') THEN 1 ELSE 0 END" +
+		" FROM frond_mark WHERE name = ?" + d.forShare + ") = 1"
 }
 
 // wrongPlace says why a statement guarded by placeCheck changed nothing, if
@@ -260,7 +264,7 @@ func (s *Store) allocate(ctx context.Context, at frond.Place, tag string, step i
 	c, cancel := s.db.Bound(ctx)
 	defer cancel()
 	var maxID, tagStep int64
-	args := []any{step, step, tag, step, step, tag, placeMark, at.String()}
+	args := []any{step, step, tag, step, step, tag, at.String(), at.String(), placeMark}
 	guard := segmentGuard
 	if sequence {
 		guard = sequenceGuard
@@ -342,7 +346,7 @@ func (s *Store) Place(ctx context.Context) (frond.Place, error) {
 	}
 	p, err := frond.ParsePlace(got)
 	if err != nil {
-		return frond.Place{}, fmt.Errorf("the place recorded in %s: %w", s, err)
+		return frond.Place{}, fmt.Errorf("%w: the place recorded in %s: %v", frond.ErrWrongPlace, s, err)
 	}
 	return p, nil
 }
