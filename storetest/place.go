@@ -20,7 +20,8 @@ import (
 func RunPlacedStore(t *testing.T, fresh func(t *testing.T) Opener) {
 	t.Run("Place_CompareAndSet", func(t *testing.T) { testPlaceSwap(t, fresh(t)) })
 	t.Run("Place_Fence", func(t *testing.T) { testPlaceFence(t, fresh(t)) })
-	t.Run("Place_FenceUnderLoad", func(t *testing.T) { testPlaceFenceUnderLoad(t, fresh(t)) })
+	t.Run("Place_FenceUnderLoad", func(t *testing.T) { testPlaceFenceUnderLoad(t, fresh(t), false) })
+	t.Run("Place_FenceUnderLoad_Sequence", func(t *testing.T) { testPlaceFenceUnderLoad(t, fresh(t), true) })
 }
 
 func placed(t *testing.T, o Opener) frond.PlacedStore {
@@ -143,10 +144,17 @@ func testPlaceFence(t *testing.T, o Opener) {
 // place is swapped: every allocation answered ends at or below the max_id
 // read after the swap returned, so a change of the set that reads max_id
 // after fencing the stores sees every ID handed out at the old place.
-func testPlaceFenceUnderLoad(t *testing.T, o Opener) {
+//
+// With sequence set, the same for a sequence tag's store calls (a
+// database's own sequence object where it has one).
+func testPlaceFenceUnderLoad(t *testing.T, o Opener, sequence bool) {
 	s, c := placed(t, o), ctx(t)
 	tag := uniqueTag(t)
-	must(s.CreateTag(c, frond.Tag{Name: tag, MaxID: 1, Step: 10}))(t)
+	mode := ""
+	if sequence {
+		mode = frond.ModeSequence
+	}
+	must(s.CreateTag(c, frond.Tag{Name: tag, MaxID: 1, Step: 10, Mode: mode}))(t)
 	at := frond.Place{Residue: 1, Of: 2, Gen: 1}
 	if err := s.SwapPlace(c, frond.Place{}, at); err != nil {
 		t.Fatal(err)
@@ -159,7 +167,18 @@ func testPlaceFenceUnderLoad(t *testing.T, o Opener) {
 		cl := placed(t, o)
 		wg.Go(func() {
 			for {
-				a, err := cl.AllocateAt(c, at, tag, 10)
+				var a frond.Range
+				var err error
+				if sequence {
+					var rs []frond.Range
+					if rs, err = cl.AllocateIDsAt(c, at, tag, 10); err == nil {
+						a = rs[len(rs)-1]
+					}
+				} else {
+					var al frond.Allocation
+					al, err = cl.AllocateAt(c, at, tag, 10)
+					a = al.Range
+				}
 				if errors.Is(err, frond.ErrWrongPlace) {
 					return
 				}
