@@ -391,7 +391,13 @@ func (s *Store) reattach(ctx context.Context, tx *sql.Tx, tag string, maxID int6
 		_, err := tx.ExecContext(ctx, "DROP SEQUENCE IF EXISTS "+seqName(tag))
 		return err
 	}
-	return s.raiseSequence(ctx, tx, tag, maxID)
+	if err := s.raiseSequence(ctx, tx, tag, maxID); err != nil {
+		return err
+	}
+	if _, ok, err := s.seqNext(ctx, tx, tag); err != nil || !ok {
+		return err
+	}
+	return s.park(ctx, tx, tag) // the leftover serves the tag from now on: Leaf's row is parked
 }
 
 // execer runs statements: the pool or a transaction.

@@ -248,6 +248,9 @@ func TestAllocateIDs_LeftoverSequence(t *testing.T) {
 			if err != nil || rs[0].Start < 5000 {
 				t.Fatalf("after the tag was created again at max_id 5000: %v, %v", rs, err)
 			}
+			if row, err := s.QueryInt("SELECT max_id FROM leaf_alloc WHERE biz_tag = ?", tag); err != nil || row != math.MaxInt64 {
+				t.Fatalf("Leaf's row of the tag created again: max_id %d, %v; want parked", row, err)
+			}
 			s.DeleteTag(ctx, tag)
 		})
 	}
