@@ -96,8 +96,9 @@ func runSegmentModel(t *testing.T, seed uint64) (steps, checked, changes int) {
 	nStores := 2 + rng.IntN(3)
 	stores := make([]*lossyStore, nStores)
 	all := make([]frond.SegmentStore, nStores)
+	alone := rng.IntN(3) == 0 // store 0 serves alone, never placed, for the first half of the steps
 	start := int64(1)
-	if rng.IntN(3) == 0 {
+	if rng.IntN(3) == 0 || alone && rng.IntN(2) == 0 {
 		start = math.MaxInt64 - 100 - rng.Int64N(400) // near the top: exhaustion and the wrapped pos
 	}
 	step := 5 + rng.Int64N(60)
@@ -144,10 +145,15 @@ func runSegmentModel(t *testing.T, seed uint64) (steps, checked, changes int) {
 		set = next
 		changes++
 	}
-	changeSet()
+	if !alone {
+		changeSet()
+	}
 	newNode := func() *modelNode {
 		n := &modelNode{}
-		if rng.IntN(3) == 0 && len(set) > 0 { // a node listing one store alone
+		if set == nil { // before any change: store 0 alone is the ID space
+			n.list = []int{0}
+			n.store = all[0]
+		} else if rng.IntN(3) == 0 { // a node listing one store alone
 			n.list = []int{rng.IntN(nStores)}
 			n.store = all[n.list[0]]
 		} else {
@@ -201,7 +207,9 @@ func runSegmentModel(t *testing.T, seed uint64) (steps, checked, changes int) {
 				record("seq", fmt.Sprintf("sequence IDs of a node listing %v", n.list), rs...)
 			}
 		case op < 15:
-			changeSet()
+			if !alone || steps > 125 {
+				changeSet()
+			}
 		case op < 16: // kill -9: nothing given back
 			n.e.Close()
 			*n = *newNode()
