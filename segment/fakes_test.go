@@ -45,11 +45,9 @@ type fakeStore struct {
 }
 
 func newFakeStore(clock frond.Clock) *fakeStore {
-	return &fakeStore{Store: memstore.New(clock)}
-}
-
-func (s *fakeStore) Allocate(ctx context.Context, tag string, step int64) (frond.Allocation, error) {
-	return s.AllocateAt(ctx, frond.Place{}, tag, step)
+	s := &fakeStore{Store: memstore.New(clock)}
+	s.BeforeAllocate(s.enter)
+	return s
 }
 
 // enter records the call, and delays, holds or fails it as set.
@@ -72,26 +70,6 @@ func (s *fakeStore) enter(ctx context.Context, tag string, step int64) error {
 		}
 	}
 	return fail
-}
-
-// The other allocation calls go through the same gate: memstore's own would
-// be promoted past it.
-func (s *fakeStore) AllocateAt(ctx context.Context, at frond.Place, tag string, step int64) (frond.Allocation, error) {
-	if err := s.enter(ctx, tag, step); err != nil {
-		return frond.Allocation{}, err
-	}
-	return s.Store.AllocateAt(ctx, at, tag, step)
-}
-
-func (s *fakeStore) AllocateIDs(ctx context.Context, tag string, n int64) ([]frond.Range, error) {
-	return s.AllocateIDsAt(ctx, frond.Place{}, tag, n)
-}
-
-func (s *fakeStore) AllocateIDsAt(ctx context.Context, at frond.Place, tag string, n int64) ([]frond.Range, error) {
-	if err := s.enter(ctx, tag, n); err != nil {
-		return nil, err
-	}
-	return s.Store.AllocateIDsAt(ctx, at, tag, n)
 }
 
 func (s *fakeStore) setFail(err error) {

@@ -3,6 +3,7 @@ package segment
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -13,6 +14,10 @@ import (
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/store/memstore"
 )
+
+// modelSeeds is how many seeds TestModel_SegmentSafety runs: CI's 200, or
+// more by hand: go test -run TestModel_SegmentSafety ./segment -model.seeds 5000
+var modelSeeds = flag.Int("model.seeds", 200, "seeds of TestModel_SegmentSafety")
 
 // lossyStore is a memstore whose allocations can fail before they apply
 // (the store is down) or after (the answer is lost): IDs may be lost,
@@ -75,7 +80,7 @@ type modelNode struct {
 // allocation applies; tags sit near 2^63 in some seeds; a sequence tag is
 // served beside the segment tag. No ID is ever handed out twice.
 func TestModel_SegmentSafety(t *testing.T) {
-	seeds := 200
+	seeds := *modelSeeds
 	if testing.Short() {
 		seeds = 40
 	}

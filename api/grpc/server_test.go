@@ -42,10 +42,6 @@ type testStore struct {
 	calls atomic.Int64
 }
 
-func (s *testStore) Allocate(ctx context.Context, tag string, step int64) (frond.Allocation, error) {
-	return s.AllocateAt(ctx, frond.Place{}, tag, step)
-}
-
 // enter counts a store call, fails it while the store is down, and holds
 // it while hold is set.
 func (s *testStore) enter(ctx context.Context, tag string, n int64) error {
@@ -57,26 +53,6 @@ func (s *testStore) enter(ctx context.Context, tag string, n int64) error {
 		<-*h
 	}
 	return nil
-}
-
-// The other allocation calls go through the same gate: memstore's own would
-// be promoted past it.
-func (s *testStore) AllocateAt(ctx context.Context, at frond.Place, tag string, step int64) (frond.Allocation, error) {
-	if err := s.enter(ctx, tag, step); err != nil {
-		return frond.Allocation{}, err
-	}
-	return s.Store.AllocateAt(ctx, at, tag, step)
-}
-
-func (s *testStore) AllocateIDs(ctx context.Context, tag string, n int64) ([]frond.Range, error) {
-	return s.AllocateIDsAt(ctx, frond.Place{}, tag, n)
-}
-
-func (s *testStore) AllocateIDsAt(ctx context.Context, at frond.Place, tag string, n int64) ([]frond.Range, error) {
-	if err := s.enter(ctx, tag, n); err != nil {
-		return nil, err
-	}
-	return s.Store.AllocateIDsAt(ctx, at, tag, n)
 }
 
 func (s *testStore) Tag(ctx context.Context, name string) (frond.Tag, error) {
@@ -111,6 +87,7 @@ func start(t testing.TB, o Options, configure ...func(*service.Config)) *fixture
 		t.Fatal(err)
 	}
 	st := &testStore{Store: memstore.New(nil)}
+	st.BeforeAllocate(st.enter)
 	m := api.NewMetrics()
 	cfg := service.Config{PersistEvery: time.Hour, Segment: segment.Settings{FixedStep: true, FailFast: -1},
 		ObfuscationKey: []byte("sixteen bytes at the very least"),

@@ -37,31 +37,7 @@ func (s *downStore) check() error {
 	return nil
 }
 
-func (s *downStore) Allocate(ctx context.Context, tag string, step int64) (frond.Allocation, error) {
-	return s.AllocateAt(ctx, frond.Place{}, tag, step)
-}
-
 func (s *downStore) enter(ctx context.Context, tag string, n int64) error { return s.check() }
-
-// The other allocation calls go through the same gate: memstore's own would
-// be promoted past it.
-func (s *downStore) AllocateAt(ctx context.Context, at frond.Place, tag string, step int64) (frond.Allocation, error) {
-	if err := s.enter(ctx, tag, step); err != nil {
-		return frond.Allocation{}, err
-	}
-	return s.Store.AllocateAt(ctx, at, tag, step)
-}
-
-func (s *downStore) AllocateIDs(ctx context.Context, tag string, n int64) ([]frond.Range, error) {
-	return s.AllocateIDsAt(ctx, frond.Place{}, tag, n)
-}
-
-func (s *downStore) AllocateIDsAt(ctx context.Context, at frond.Place, tag string, n int64) ([]frond.Range, error) {
-	if err := s.enter(ctx, tag, n); err != nil {
-		return nil, err
-	}
-	return s.Store.AllocateIDsAt(ctx, at, tag, n)
-}
 
 func (s *downStore) Tag(ctx context.Context, name string) (frond.Tag, error) {
 	if err := s.check(); err != nil {
@@ -91,6 +67,7 @@ func newFixture(t testing.TB, opts Options, configure ...func(*service.Config)) 
 	t.Helper()
 	c := testclock.New(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 	st := &downStore{Store: memstore.New(nil)}
+	st.BeforeAllocate(st.enter)
 	reg, err := file.Open(t.TempDir(), 3)
 	if err != nil {
 		t.Fatal(err)

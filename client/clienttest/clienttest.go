@@ -38,7 +38,11 @@ type Store struct {
 }
 
 // NewStore returns an empty store.
-func NewStore() *Store { return &Store{Store: memstore.New(nil)} }
+func NewStore() *Store {
+	s := &Store{Store: memstore.New(nil)}
+	s.BeforeAllocate(s.enter)
+	return s
+}
 
 // SetDelay makes every Allocate take d longer (0: none).
 func (s *Store) SetDelay(d time.Duration) { s.delay.Store(int64(d)) }
@@ -51,10 +55,6 @@ func (s *Store) SetDown(down bool) { s.down.Store(down) }
 func (s *Store) Allocations() int64 { return s.calls.Load() }
 
 var errDown = errors.New("clienttest: the store is down")
-
-func (s *Store) Allocate(ctx context.Context, tag string, step int64) (frond.Allocation, error) {
-	return s.AllocateAt(ctx, frond.Place{}, tag, step)
-}
 
 // enter counts a store call, delays it, and fails it while the store is
 // down.
@@ -73,26 +73,6 @@ func (s *Store) enter(ctx context.Context, tag string, n int64) error {
 		return errors.Join(frond.ErrStoreUnavailable, errDown)
 	}
 	return nil
-}
-
-// AllocateAt, AllocateIDs and AllocateIDsAt: the other allocation calls go through the same gate: memstore's own would
-// be promoted past it.
-func (s *Store) AllocateAt(ctx context.Context, at frond.Place, tag string, step int64) (frond.Allocation, error) {
-	if err := s.enter(ctx, tag, step); err != nil {
-		return frond.Allocation{}, err
-	}
-	return s.Store.AllocateAt(ctx, at, tag, step)
-}
-
-func (s *Store) AllocateIDs(ctx context.Context, tag string, n int64) ([]frond.Range, error) {
-	return s.AllocateIDsAt(ctx, frond.Place{}, tag, n)
-}
-
-func (s *Store) AllocateIDsAt(ctx context.Context, at frond.Place, tag string, n int64) ([]frond.Range, error) {
-	if err := s.enter(ctx, tag, n); err != nil {
-		return nil, err
-	}
-	return s.Store.AllocateIDsAt(ctx, at, tag, n)
 }
 
 func (s *Store) Tag(ctx context.Context, name string) (frond.Tag, error) {

@@ -28,6 +28,7 @@ type Store struct {
 	mu     sync.Mutex
 	tags   map[string]frond.Tag
 	place  frond.Place
+	before func(ctx context.Context, tag string, n int64) error // BeforeAllocate
 	closed bool
 }
 
@@ -82,9 +83,29 @@ func (s *Store) AllocateIDsAt(ctx context.Context, at frond.Place, tag string, n
 	return []frond.Range{r}, nil
 }
 
+// BeforeAllocate makes f run before every allocation (Allocate,
+// AllocateAt, AllocateIDs, AllocateIDsAt), with the tag and the step or
+// count asked for; an error from f is the call's, and nothing is taken.
+// Tests slow a store down, hold it or take it down with it: one hook for
+// every allocation call, where a wrapper overriding some of them would let
+// the others through. Set it before the store is used.
+func (s *Store) BeforeAllocate(f func(ctx context.Context, tag string, n int64) error) {
+	s.mu.Lock()
+	s.before = f
+	s.mu.Unlock()
+}
+
 // raise raises the max_id of tag by step (the tag's when <= 0) if the
 // store is at at and the tag's mode is the one asked for.
 func (s *Store) raise(ctx context.Context, at frond.Place, tag string, step int64, sequence bool) (frond.Range, frond.Tag, error) {
+	s.mu.Lock()
+	before := s.before
+	s.mu.Unlock()
+	if before != nil {
+		if err := before(ctx, tag, step); err != nil {
+			return frond.Range{}, frond.Tag{}, err
+		}
+	}
 	if err := s.lock(ctx); err != nil {
 		return frond.Range{}, frond.Tag{}, err
 	}
