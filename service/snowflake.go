@@ -400,10 +400,14 @@ func (s *Service) closeSnowflake(ctx context.Context) error {
 		err = s.reg.Save(ctx, last)
 	}
 	if errors.Is(err, frond.ErrStoreUnavailable) || errors.Is(err, context.DeadlineExceeded) {
-		// The registry holds the last reservation, later than last: no ID
-		// can be issued twice, a restart at most waits for it. A stop is not
-		// a failure because the registry was unreachable.
-		s.log.Warn("the worker registry did not record the exact last time at shutdown; its last reservation stands (safe: the next start may wait up to it)",
+		// The registry holds the last reservation, later than last, or
+		// last itself if it applied the release and its answer was lost;
+		// a local record was lowered to last before the release was sent
+		// (package cache), so it vouches for no more than the registry
+		// holds. No ID can be issued twice; a restart at most waits for the
+		// reservation. A stop is not a failure because the registry was
+		// unreachable.
+		s.log.Warn("the worker registry did not confirm the exact last time at shutdown; it holds that time or the last reservation (safe: the next start may wait up to it)",
 			"last", last, "err", err)
 		return nil
 	}

@@ -14,6 +14,14 @@
 // registry that is not a registry.Protocol, while the ID is held there,
 // only up to Confirmed + LeaseTTL). Past that, Save fails and the service
 // stops snowflake IDs until the registry answers.
+//
+// The record on disk keeps two rules, whatever fails and wherever a process
+// is killed: it never lets a later start issue a time this run may have
+// issued (LastIssued is written before a reservation is used), and it never
+// vouches for a time the registry may no longer hold (at a clean stop it is
+// lowered to the exact last time before the registry is told). A record
+// that cannot be written is removed; when it cannot be removed either, the
+// reservation is refused, or the exact release is not sent.
 package cache
 
 import (
@@ -44,6 +52,12 @@ const LockFile = file.LockFile
 // fallbackAcquireTimeout bounds an Acquire from the registry when a usable
 // record exists, so a start with the registry down does not wait long.
 const fallbackAcquireTimeout = 5 * time.Second
+
+// ErrNotReleased is Release's error when the exact last time was not sent
+// to the registry because the local record could not be lowered to it
+// first: safe (the registry keeps the last reservation), and the next start
+// may wait for that reservation to pass.
+var ErrNotReleased = errors.New("worker cache: not released")
 
 var (
 	_ frond.WorkerRegistry = (*Registry)(nil)
@@ -77,6 +91,7 @@ type Registry struct {
 	lock  *atomicfile.Locked
 	key   string
 	o     registry.Options
+	disk  Disk
 
 	mu        sync.Mutex
 	rec       *Record // nil: none for this key
@@ -98,7 +113,7 @@ func New(inner frond.WorkerRegistry, path, key string, o registry.Options) (*Reg
 	if err != nil {
 		return nil, fmt.Errorf("worker cache: %w", err)
 	}
-	r := &Registry{inner: inner, path: path, key: key, o: o.WithDefaults(), lock: lock}
+	r := &Registry{inner: inner, path: path, key: key, o: o.WithDefaults(), lock: lock, disk: OSDisk{}}
 	b, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -153,7 +168,11 @@ func (r *Registry) Acquire(ctx context.Context, maxNode int64) (frond.Worker, er
 			w.LastIssued = time.Unix(0, r.rec.LastNanos)
 		}
 		r.held, r.fromCache, r.degraded = true, false, nil
-		if werr := r.writeLocked(next); werr != nil {
+		if werr := r.persistLocked(next); werr != nil {
+			// The file still names an earlier claim and its times, which
+			// the registry holds or passed: a later start may fall back on
+			// it within its own bound. This run's record lives in memory,
+			// so later writes carry this worker ID.
 			r.o.Logger.Warn("worker cache: cannot write the local record", "err", werr)
 		}
 		return w, nil
@@ -239,38 +258,50 @@ func (r *Registry) boundLocked() (time.Time, string) {
 	return conf.Add(r.o.RecycleAfter), fmt.Sprintf("confirmed time + recycle_after %v", r.o.RecycleAfter)
 }
 
-// Release implements frond.Releaser.
+// Release implements frond.Releaser: it records last, the time of the
+// node's last ID, exactly, in the record and then in the registry.
+//
+// The order matters. The exact release lowers the registry's time below the
+// reservations it confirmed, and the registry may then give the ID to
+// another node from last + RecycleAfter; a record that still vouched for a
+// reservation would let this node, restarted with the registry unreachable,
+// issue the other node's times. So the record is lowered first (confirmed
+// and last issued to last), durably, and only then is the release sent: if
+// its answer is lost, the record already says what the registry may hold.
+// If the record cannot be written (or dropped, see persistLocked), no exact
+// release is sent: the claim ends when the registry is closed and the last
+// reservation stands, so the next start may wait for it.
 func (r *Registry) Release(ctx context.Context, last time.Time) error {
 	r.mu.Lock()
 	fromCache := r.fromCache
-	r.mu.Unlock()
-	var err error
-	if !fromCache {
-		if rl, ok := r.inner.(frond.Releaser); ok {
-			err = rl.Release(ctx, last)
-		} else {
-			err = r.inner.Save(ctx, last)
-		}
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.held = false
-	if r.rec != nil && (err == nil || fromCache) {
-		// Exact: only this node issues with the record.
+	if r.rec != nil {
 		next := *r.rec
 		next.LastNanos = last.UnixNano()
-		if err == nil && !fromCache {
-			// The registry now holds last, lower than the reservations it
-			// confirmed before, and may give the ID away from last +
-			// RecycleAfter: the record must not vouch for longer.
-			next.ConfNanos = last.UnixNano()
+		if !fromCache {
+			next.ConfNanos = min(next.ConfNanos, next.LastNanos)
 		}
-		if werr := r.writeLocked(next); werr != nil && err == nil {
-			err = fmt.Errorf("worker cache: %w", werr)
+		if err := r.persistLocked(next); err != nil {
+			r.mu.Unlock()
+			r.o.Logger.Warn("worker cache: the local record cannot be lowered to the exact last time, so the registry is not told it; its last reservation stands (the next start may wait for it)",
+				"last", last, "err", err)
+			return fmt.Errorf("%w: the exact last time was not recorded (the local record cannot be written: %w); the last reservation stands", ErrNotReleased, err)
 		}
-	} else if r.rec != nil && err != nil {
-		// The registry did not record the exact time: the reservation stands.
-		r.o.Logger.Warn("worker cache: the registry did not record the last time at shutdown", "err", err)
+	}
+	r.mu.Unlock()
+	if fromCache {
+		return nil // only this node issues with the record
+	}
+	var err error
+	if rl, ok := r.inner.(frond.Releaser); ok {
+		err = rl.Release(ctx, last)
+	} else {
+		err = r.inner.Save(ctx, last)
+	}
+	if err != nil {
+		// Not recorded, or recorded with its answer lost: either way the
+		// record vouches for no more than the registry holds.
+		r.o.Logger.Warn("worker cache: the registry did not confirm the last time at shutdown", "err", err)
 	}
 	return err
 }
@@ -284,25 +315,72 @@ func (r *Registry) recordLocked(last time.Time, confirmed bool) error {
 	if confirmed {
 		next.ConfNanos = max(next.ConfNanos, last.UnixNano())
 	}
-	if err := r.writeLocked(next); err != nil {
-		if confirmed {
-			// The registry holds the time; the record only lags.
-			r.o.Logger.Warn("worker cache: cannot write the local record", "err", err)
-			return nil
-		}
+	if err := r.persistLocked(next); err != nil {
 		return fmt.Errorf("worker cache: %w", err)
 	}
 	return nil
 }
 
-func (r *Registry) writeLocked(rec Record) error {
+// persistLocked makes rec the record, in memory and on disk. The record on
+// disk must never let a later start issue a time this run may have issued
+// (its last issued time lagging behind a reservation in use) or vouch for a
+// time the registry no longer holds: when the write fails (a full or
+// read-only disk), the file is removed instead, so a later start has no
+// record to fall back on (it waits for the registry), and writes go on
+// being tried. Only when neither works does it fail, and the caller must
+// not rely on rec: not issue up to a reservation, not send an exact
+// release.
+func (r *Registry) persistLocked(rec Record) error {
 	rec.Last, rec.Confirmed = time.Unix(0, rec.LastNanos).UTC(), time.Unix(0, rec.ConfNanos).UTC()
+	r.rec = &rec // what is true of this run, whatever the disk holds
 	b, _ := json.MarshalIndent(rec, "", "  ")
-	if err := atomicfile.Write(r.path, append(b, '\n')); err != nil {
-		return err
+	werr := r.disk.Write(r.path, append(b, '\n'))
+	if werr == nil {
+		return nil
 	}
-	r.rec = &rec
-	return nil
+	rerr := r.disk.Remove(r.path)
+	if rerr == nil || errors.Is(rerr, os.ErrNotExist) {
+		if rerr == nil {
+			syncDir(filepath.Dir(r.path))
+		}
+		r.o.Logger.Warn("worker cache: cannot write the local record; removed it (a start with the registry unreachable cannot fall back on it)",
+			"path", r.path, "err", werr)
+		return nil
+	}
+	return fmt.Errorf("cannot write the local record (%w) nor remove it (%v)", werr, rerr)
+}
+
+// syncDir makes a removal in dir durable, best effort.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+}
+
+// Disk is where the record is kept: Write replaces a file atomically and
+// durably, Remove deletes one. OSDisk is the real one; tests inject faults
+// (a full disk, a read-only one) with SetDisk.
+type Disk interface {
+	Write(path string, data []byte) error
+	Remove(path string) error
+}
+
+// OSDisk is the operating system's file system: atomicfile.Write (write,
+// fsync, rename, fsync the directory) and os.Remove.
+type OSDisk struct{}
+
+// Write implements Disk.
+func (OSDisk) Write(path string, data []byte) error { return atomicfile.Write(path, data) }
+
+// Remove implements Disk.
+func (OSDisk) Remove(path string) error { return os.Remove(path) }
+
+// SetDisk replaces OSDisk for this registry's record, before it is used.
+func (r *Registry) SetDisk(d Disk) {
+	r.mu.Lock()
+	r.disk = d
+	r.mu.Unlock()
 }
 
 // PeerOffsets implements frond.PeerClock when the wrapped registry does.

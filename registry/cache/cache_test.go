@@ -282,3 +282,52 @@ func TestRegistry_OutageAtRunTimeProtocol(t *testing.T) {
 		t.Fatalf("Save at confirmed + recycle_after: %v", err)
 	}
 }
+
+// badDisk fails the record's writes, and its removals with readOnly.
+type badDisk struct{ readOnly bool }
+
+func (badDisk) Write(string, []byte) error { return errors.New("no space left on device") }
+
+func (d badDisk) Remove(path string) error {
+	if d.readOnly {
+		return errors.New("read-only file system")
+	}
+	return os.Remove(path)
+}
+
+// The registry confirms a reservation the record cannot hold (its write
+// fails): the record on disk would let a restart with the registry down
+// issue from the older time it holds, the times this run already issued.
+// So the record is removed (no fallback); when even that fails, the
+// reservation is refused, and the node never issues past what the record
+// holds.
+func TestRegistry_RecordCannotFollowTheRegistry(t *testing.T) {
+	for _, readOnly := range []bool{false, true} {
+		t.Run(fmt.Sprint("readOnly=", readOnly), func(t *testing.T) {
+			f, clk, open := setup(t)
+			now := time.Unix(0, clk.Now())
+			r := open()
+			if _, err := r.Acquire(bg, 1023); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Save(bg, now.Add(2*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			r.SetDisk(badDisk{readOnly})
+			err := r.Save(bg, now.Add(4*time.Second))
+			if readOnly != (err != nil) {
+				t.Fatalf("Save with the record unwritable (read-only %v): %v", readOnly, err)
+			}
+			issuedTo := now.Add(2 * time.Second)
+			if err == nil {
+				issuedTo = now.Add(4 * time.Second) // the reservation is in use
+			}
+			f.down = true
+			w, err := open().Acquire(bg, 1023)
+			if err == nil && w.LastIssued.Before(issuedTo) {
+				t.Fatalf("restarted from the record with the registry down: issues after %v, but the run before may have issued up to %v",
+					w.LastIssued, issuedTo)
+			}
+		})
+	}
+}
