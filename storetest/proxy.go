@@ -17,6 +17,7 @@ type Proxy struct {
 
 	mu    sync.Mutex
 	cut   bool
+	drop  bool // answers are dropped (see DropAnswers)
 	conns map[net.Conn]struct{}
 }
 
@@ -51,9 +52,25 @@ func (p *Proxy) Cut() {
 // Restore drops the held connections and forwards again.
 func (p *Proxy) Restore() {
 	p.mu.Lock()
-	p.cut = false
+	p.cut, p.drop = false, false
 	p.mu.Unlock()
 	p.closeAll()
+}
+
+// DropAnswers forwards requests to the server but drops its answers, on
+// the connections open and new ones: the server acts on a request and the
+// client never hears back (a timeout after the server applied a write, a
+// connection cut at the wrong moment). Restore ends it.
+func (p *Proxy) DropAnswers() {
+	p.mu.Lock()
+	p.drop = true
+	p.mu.Unlock()
+}
+
+func (p *Proxy) dropping() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.drop
 }
 
 func (p *Proxy) closeAll() {
@@ -93,7 +110,18 @@ func (p *Proxy) serve() {
 				return
 			}
 			go func() { io.Copy(out, in); out.Close() }()
-			io.Copy(in, out)
+			buf := make([]byte, 32<<10)
+			for {
+				n, err := out.Read(buf)
+				if n > 0 && !p.dropping() {
+					if _, werr := in.Write(buf[:n]); werr != nil {
+						break
+					}
+				}
+				if err != nil {
+					break
+				}
+			}
 			in.Close()
 		}()
 	}

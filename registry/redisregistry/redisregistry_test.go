@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/internal/testclock"
 	"github.com/frond-id/frond/registry"
+	"github.com/frond-id/frond/registry/cache"
 	"github.com/frond-id/frond/registry/registrytest"
 	"github.com/frond-id/frond/storetest"
 	goredis "github.com/redis/go-redis/v9"
@@ -506,5 +508,63 @@ func BenchmarkAcquire(b *testing.B) {
 			b.Fatal(err)
 		}
 		r.Close()
+	}
+}
+
+// A clean stop's exact release that Redis applies and whose answer is lost
+// (a proxy drops it), with every worker ID handed out: the ID goes to
+// another node from the released time + recycle_after, so the local record
+// must not let this node, restarted with Redis unreachable, issue from its
+// earlier reservation with the same ID (issue 28, item 1).
+func TestRelease_AnswerLost(t *testing.T) {
+	u := storetest.SkipUnlessSet(t, "FROND_TEST_REDIS_URL")
+	direct := prefixed(t, u, "frond_allow_volatile=true&frond_mode=lease&frond_timeout=300ms")
+	proxy := storetest.StartProxy(t, storetest.HostOf(t, u, "6379"))
+	viaProxy := storetest.WithHost(t, direct, proxy.Addr())
+	c := raw(t, u)
+	clk := testclock.New(time.Now())
+	oa := registry.Options{Host: "10.6.0.1", RecycleAfter: time.Minute, Now: func() time.Time { return time.Unix(0, clk.Now()) }}
+	ob := oa
+	ob.Host = "10.6.0.2"
+	path := filepath.Join(t.TempDir(), cache.File)
+
+	a, err := cache.New(openT(t, viaProxy, oa), path, "redis as A", oa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := a.Acquire(ctx(t), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Unix(0, clk.Now())
+	if err := a.Save(ctx(t), t0.Add(5*time.Minute)); err != nil { // a reservation; the node then idles
+		t.Fatal(err)
+	}
+	proxy.DropAnswers()
+	if err := a.Release(ctx(t), t0); err == nil {
+		t.Fatal("Release answered though the proxy dropped the answer")
+	}
+	proxy.Restore()
+	if got, _ := c.Get(ctx(t), be(a.Inner().(*registry.Protocol)).lastKey(w.ID)).Result(); got != strconv.FormatInt(t0.UnixNano(), 10) {
+		t.Fatalf("Redis holds %s after the release, want the exact time %d (the proxy should drop only the answer)", got, t0.UnixNano())
+	}
+	a.Close()
+
+	clk.Add(time.Minute + time.Second)
+	wb := acquire(t, openT(t, direct, ob), 0)
+	if wb.ID != w.ID {
+		t.Fatalf("B holds %d, want the recycled %d", wb.ID, w.ID)
+	}
+	proxy.Cut()
+	a2, err := cache.New(openT(t, viaProxy, oa), path, "redis as A", oa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a2.Close()
+	if w2, err := a2.Acquire(ctx(t), 0); err == nil {
+		t.Fatalf("A restarted from its local record with Redis unreachable holds worker ID %d from %v, which B holds from %v",
+			w2.ID, w2.LastIssued.UTC(), wb.LastIssued.UTC())
+	} else if !errors.Is(err, frond.ErrStoreUnavailable) || !strings.Contains(err.Error(), "recycle_after") {
+		t.Fatalf("A restarted with Redis unreachable: %v; want the record refused as older than recycle_after", err)
 	}
 }
