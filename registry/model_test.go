@@ -3,6 +3,7 @@ package registry_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -37,7 +38,12 @@ import (
 // (SIGSTOP) up to twice RecycleAfter, kill -9 and a restart (on its data
 // directory, taking over its own claim; as a new identity on a fresh one;
 // or with a live node's identity on a fresh one, a configuration mistake),
-// a clean stop, clock steps of up to 3 s either way.
+// a clean stop (whose exact release may apply with its answer lost), clock
+// steps of up to 3 s either way, a data directory whose disk fills up (the
+// record's writes fail) or turns read-only (its removals fail too), and
+// idle spells: a node that holds its ID and keeps reserving ahead of the
+// clock but issues nothing, so that its last tick falls far behind its
+// reservation.
 
 const (
 	modelTTL     = 3 * time.Second
@@ -69,9 +75,11 @@ type modelNode struct {
 	dir      string
 	offset   time.Duration // the node's clock minus true time
 	cut      bool
+	idle     bool      // issues nothing (no load); still renews and reserves
 	paused   time.Time // runs again from then
 	lives    int
 	pr       *proc
+	disk     *faultyDisk // the data directory's disk
 }
 
 type faultyBackend struct {
@@ -160,6 +168,7 @@ type span struct {
 
 type model struct {
 	t       *testing.T
+	seed    int
 	rng     *rand.Rand
 	now     time.Time
 	srv     *registry.MemoryServer
@@ -191,6 +200,13 @@ func short(err error) string {
 func (m *model) start(n *modelNode) {
 	n.lives++
 	pr := &proc{life: n.lives}
+	// A new process has its own load; now and then it starts while the
+	// registry is unreachable from it (a restart during a partition), when
+	// its local record carries it.
+	n.idle = false
+	if n.lives > 1 && m.rng.IntN(4) == 0 {
+		n.cut = true
+	}
 	o := registry.Options{Host: "10.0.0.1", Port: n.identity, LeaseTTL: modelTTL, RecycleAfter: modelRecycle,
 		Now: func() time.Time { return m.now.Add(n.offset) }}.WithDefaults()
 	mb := &registry.MemoryBackend{S: m.srv, Identity: o.Identity(), TTL: modelTTL, Pol: registry.Policy{OwnFirst: true, Recycle: true}}
@@ -199,18 +215,27 @@ func (m *model) start(n *modelNode) {
 	if err != nil {
 		m.t.Fatalf("%s: cache: %v", n.name, err)
 	}
+	reg.SetDisk(n.disk)
 	pr.reg = reg
 	n.pr = pr
-	m.logf("%s starts life %d as %s in %s", n.name, pr.life, o.Identity(), filepath.Base(n.dir))
+	m.logf("%s starts life %d as %s in %s (cut %v)", n.name, pr.life, o.Identity(), filepath.Base(n.dir), n.cut)
 }
 
 // stop ends n's process: kill -9 (nothing more reaches the backend; the
 // lock goes with the process) or a clean stop.
 func (m *model) stop(n *modelNode, clean bool) {
 	pr := n.pr
-	if clean {
-		err := pr.reg.Release(context.Background(), time.UnixMilli(pr.lastTick))
-		m.logf("%s: clean stop, last tick %d: %v", n.name, pr.lastTick, err)
+	if clean && pr.holding {
+		// As the service's: the generator's last tick, which is never
+		// before the time it started from.
+		last := pr.lastTick
+		if !pr.w.LastIssued.IsZero() {
+			last = max(last, pr.w.LastIssued.UnixMilli())
+		}
+		err := pr.reg.Release(context.Background(), time.UnixMilli(last))
+		m.logf("%s: clean stop, last tick %d: %v", n.name, last, err)
+	} else if clean {
+		m.logf("%s: clean stop holding no worker ID", n.name)
 	} else {
 		m.logf("%s: kill -9", n.name)
 		pr.dead = true
@@ -307,7 +332,7 @@ func (m *model) run(n *modelNode) {
 			return
 		}
 	}
-	if pr.holding {
+	if pr.holding && !n.idle {
 		// Under load the generator uses every tick from past its floor up to
 		// the clock, within the reservation: the ticks since the last run.
 		from := pr.lastTick
@@ -332,11 +357,11 @@ func (m *model) issue(n *modelNode, id, lo, hi int64) {
 	for _, s := range spans {
 		if s.who != who && lo <= s.hi && s.lo <= hi {
 			m.logf("%s issues with %d at ticks %d..%d: DUPLICATE of %s's %d..%d", who, id, lo, hi, s.who, s.lo, s.hi)
-			m.t.Fatalf("worker ID %d: ticks %d..%d issued by %s and %d..%d by %s\nserver: %v\ntrace:\n%s",
-				id, lo, hi, who, s.lo, s.hi, s.who, m.srv, strings.Join(m.trace, "\n"))
+			m.t.Fatalf("seed %d: worker ID %d: ticks %d..%d issued by %s and %d..%d by %s\nserver: %v\ntrace:\n%s",
+				m.seed, id, lo, hi, who, s.lo, s.hi, s.who, m.srv, strings.Join(m.trace, "\n"))
 		}
 	}
-	if k := len(spans) - 1; k >= 0 && spans[k].who == who && spans[k].hi < lo {
+	if k := len(spans) - 1; k >= 0 && spans[k].who == who && spans[k].hi+1 == lo {
 		spans[k].hi = hi
 	} else {
 		spans = append(spans, span{lo, hi, who})
@@ -357,9 +382,9 @@ func (m *model) step() {
 		case k < 6: // the same data directory: takes its claim over
 		case k < 9: // a new identity on a fresh directory
 			m.nextID++
-			n.identity, n.dir = m.nextID, m.dir()
+			n.identity, n.dir, n.disk = m.nextID, m.dir(), &faultyDisk{}
 		default: // another live node's identity on a fresh directory
-			n.identity, n.dir = m.nodes[m.rng.IntN(len(m.nodes))].identity, m.dir()
+			n.identity, n.dir, n.disk = m.nodes[m.rng.IntN(len(m.nodes))].identity, m.dir(), &faultyDisk{}
 		}
 		m.start(n)
 	case m.now.Before(n.paused):
@@ -374,7 +399,15 @@ func (m *model) step() {
 	case r < 40:
 		n.cut = !n.cut
 		m.logf("%s: cut %v", n.name, n.cut)
-	case r < 50:
+	case r < 44:
+		n.idle = !n.idle
+		m.logf("%s: idle %v", n.name, n.idle)
+	case r < 47:
+		full := !n.disk.failWrite.Load()
+		n.disk.failWrite.Store(full)
+		n.disk.failRemove.Store(full && m.rng.IntN(2) == 0)
+		m.logf("%s: disk full %v (read-only %v)", n.name, full, n.disk.failRemove.Load())
+	case r < 55:
 		step := time.Duration(m.rng.IntN(6000)-3000) * time.Millisecond
 		if m.rng.IntN(4) == 0 { // now and then a large step, past RecycleAfter
 			step = time.Duration(m.rng.Int64N(int64(3*modelRecycle))) - 3*modelRecycle/2
@@ -386,19 +419,22 @@ func (m *model) step() {
 	}
 }
 
+var modelSeeds = flag.Int("model.seeds", 100, "seeds of TestProtocol_Model (from -model.first)")
+var modelFirst = flag.Int("model.first", 0, "first seed of TestProtocol_Model")
+
 func TestProtocol_Model(t *testing.T) {
-	seeds := 100
+	seeds := *modelSeeds
 	if testing.Short() {
-		seeds = 20
+		seeds = min(seeds, 20)
 	}
 	total, lives := 0, 0
-	for seed := range seeds {
-		m := &model{t: t, rng: rand.New(rand.NewPCG(uint64(seed), 7)), now: modelBase, srv: registry.NewMemoryServer(),
+	for seed := *modelFirst; seed < *modelFirst+seeds; seed++ {
+		m := &model{t: t, seed: seed, rng: rand.New(rand.NewPCG(uint64(seed), 7)), now: modelBase, srv: registry.NewMemoryServer(),
 			failPct: []int{0, 2, 10}[seed%3], issued: map[int64][]span{}, nextID: 100}
 		m.srv.Now = func() time.Time { return m.now }
 		for i := range 4 {
 			m.nextID++
-			n := &modelNode{name: fmt.Sprintf("node%d", i), identity: m.nextID, dir: m.dir()}
+			n := &modelNode{name: fmt.Sprintf("node%d", i), identity: m.nextID, dir: m.dir(), disk: &faultyDisk{}}
 			m.nodes = append(m.nodes, n)
 			m.start(n)
 		}

@@ -130,17 +130,18 @@ func badKey(key, url string, err error) error {
 // wrapped with the local record (registry/cache) in the data directory.
 func openRegistry(ctx context.Context, cfg *config.Config, httpPort int, now func() time.Time, log *slog.Logger) (frond.WorkerRegistry, error) {
 	raw := cfg.Registry
+	host, _ := os.Hostname()
+	fo := file.Options{Owner: file.Owner{Host: host, Instance: cfg.Worker.Instance}, TakeOver: cfg.Worker.TakeOver, Logger: log}
 	switch {
 	case raw == "" || raw == "file":
-		return file.Open(cfg.DataDir, cfg.Node)
+		return file.OpenWith(cfg.DataDir, cfg.Node, fo)
 	case strings.HasPrefix(raw, "static:"):
-		host, _ := os.Hostname()
 		n, err := static.Node(raw, host)
 		if err != nil {
 			return nil, usageError{err}
 		}
 		log.Info("worker ID from configuration", "registry", raw, "worker", n, "host", host)
-		return file.Open(cfg.DataDir, n)
+		return file.OpenWith(cfg.DataDir, n, fo)
 	}
 	o := registry.Options{
 		Host: cfg.Worker.Host, Port: cfg.Worker.Port, Now: now,

@@ -142,6 +142,12 @@ type Worker struct {
 	Port         int           `koanf:"port"`          // 0: the HTTP port
 	RecycleAfter time.Duration `koanf:"recycle_after"` // see docs/registries.md
 	LeaseTTL     time.Duration `koanf:"lease_ttl"`
+	// Instance tells apart processes with one host name in the record of
+	// the file and static registries: a pod's UID (docs/deploy.md).
+	Instance string `koanf:"instance"`
+	// TakeOver names the owner of a worker record that did not stop
+	// cleanly, which this process may take over (docs/registries.md).
+	TakeOver string `koanf:"takeover"`
 }
 
 // Segment configures the segment engine.
@@ -169,6 +175,7 @@ func Defaults() map[string]any {
 		"snowflake.max_backward": "5ms", "snowflake.max_lead": "0s", "snowflake.random_start": 0,
 		"snowflake.persist_every": "400ms", "snowflake.startup_wait": "0s", "snowflake.max_peer_skew": "5s", "snowflake.expiry_warning": "43800h",
 		"worker.host": "", "worker.port": 0, "worker.recycle_after": "10m", "worker.lease_ttl": "10s",
+		"worker.instance": "", "worker.takeover": "",
 		"segment.threshold": 0.1, "segment.fixed_step": false, "segment.fast_segment": "15m",
 		"segment.slow_segment": "30m", "segment.max_step": 1_000_000, "segment.load_timeout": "10s",
 		"segment.fail_fast": "1s", "segment.idle_after": "1h",

@@ -5,8 +5,20 @@
 // second process from running with the same worker ID: two processes with
 // one worker ID would issue the same IDs.
 //
-// It suits one node, or nodes with hand-assigned worker IDs. Registries that
-// assign IDs among many nodes come with the worker-registry work.
+// The lock fences processes on one machine only. Nothing in a file fences
+// two machines: two processes configured with one worker ID on different
+// data directories issue the same IDs, and so do two pods of one
+// StatefulSet ordinal when the old one still runs (a pod force-deleted from
+// an unreachable node) and the volume does not fence it (NFS or another
+// ReadWriteMany volume, emptyDir, hostPath). What the record can do, it
+// does: it names the process that last wrote it (Owner: the host name and,
+// in Kubernetes, the pod's UID) and whether that process stopped cleanly
+// (released its exact last time); a start on a record of another owner
+// that did not stop cleanly is refused until the operator, having made sure
+// that owner has stopped, names it in Options.TakeOver.
+//
+// It suits one node, or nodes with hand-assigned worker IDs; registries
+// that assign IDs among many nodes fence them with leases.
 package file
 
 import (
@@ -14,6 +26,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -39,6 +52,7 @@ type Registry struct {
 	dir  string
 	node int64
 	lock *atomicfile.Locked
+	o    Options
 
 	mu   sync.Mutex
 	last time.Time
@@ -48,27 +62,112 @@ type record struct {
 	Node       int64     `json:"node"`
 	LastIssued time.Time `json:"last_issued"`
 	LastNanos  int64     `json:"last_issued_unix_nanos"`
-	Host       string    `json:"host,omitempty"`
+	Host       string    `json:"host,omitempty"` // Owner.Host, also in records of earlier versions
+	// Instance is Owner.Instance (a pod's UID).
+	Instance string `json:"instance,omitempty"`
+	// Released: the owner stopped cleanly; nobody issues with the record
+	// until the next start.
+	Released bool `json:"released,omitempty"`
 }
 
-// Open locks dir for this process and reads the recorded state. It returns
-// an error wrapping frond.ErrNoWorkerID when another process holds the lock.
-func Open(dir string, node int64) (*Registry, error) {
+// Owner identifies the process that writes the record.
+type Owner struct {
+	// Host is the machine's (or pod's) host name.
+	Host string
+	// Instance tells apart processes that share a host name: a
+	// Kubernetes pod's UID (worker.instance, set from the downward API),
+	// which a pod created again with the same name does not share.
+	Instance string
+}
+
+// String is how errors name the owner, and how Options.TakeOver names it.
+func (o Owner) String() string {
+	if o.Instance != "" {
+		return o.Host + "/" + o.Instance
+	}
+	return o.Host
+}
+
+// same reports whether o and p are one process's identity. An instance
+// missing on one side (a record of an earlier version, or a start without
+// worker.instance) compares the host names only.
+func (o Owner) same(p Owner) bool {
+	return o.Host == p.Host && (o.Instance == "" || p.Instance == "" || o.Instance == p.Instance)
+}
+
+// Options configure Open.
+type Options struct {
+	// Owner is this process; an empty Host means os.Hostname().
+	Owner Owner
+	// TakeOver names (as Owner.String) the owner of a record that did not
+	// stop cleanly, which this process may take over: the operator's word
+	// that it has stopped.
+	TakeOver string
+	// Logger receives the take-over; nil discards it.
+	Logger *slog.Logger
+}
+
+// OwnerError is Open's error when the record was last written by another
+// process that did not stop cleanly; it wraps frond.ErrNoWorkerID.
+type OwnerError struct {
+	Path     string
+	Node     int64
+	Last     time.Time
+	Previous Owner
+	This     Owner
+}
+
+func (e *OwnerError) Error() string {
+	return fmt.Sprintf("%v: %s was last written by %s, as worker ID %d (last time %s), which did not stop cleanly; this process is %s. "+
+		"If %s may still run (a pod force-deleted from a node that is unreachable, a volume that two machines can write), both would issue "+
+		"the same snowflake IDs as worker ID %d. Make sure it has stopped (the machine is off or cut off from this volume for good), then "+
+		"start once with worker.takeover=%q (env FROND_WORKER__TAKEOVER; docs/deploy.md)",
+		frond.ErrNoWorkerID, e.Path, e.Previous, e.Node, e.Last.UTC().Format(time.RFC3339Nano), e.This, e.Previous, e.Node, e.Previous.String())
+}
+
+// Unwrap returns frond.ErrNoWorkerID.
+func (e *OwnerError) Unwrap() error { return frond.ErrNoWorkerID }
+
+// Open is OpenWith with the default Options: this host, no take-over.
+func Open(dir string, node int64) (*Registry, error) { return OpenWith(dir, node, Options{}) }
+
+// OpenWith locks dir for this process and reads the recorded state. It
+// returns an error wrapping frond.ErrNoWorkerID when another process holds
+// the lock, and an *OwnerError when the record was last written by another
+// owner that did not stop cleanly (unless o.TakeOver names it).
+func OpenWith(dir string, node int64, o Options) (*Registry, error) {
+	if o.Owner.Host == "" {
+		o.Owner.Host, _ = os.Hostname()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("worker registry: %w", err)
 	}
 	lock, err := atomicfile.Lock(filepath.Join(dir, LockFile))
 	if errors.Is(err, atomicfile.ErrLocked) {
-		return nil, fmt.Errorf("%w: another process holds %s: two processes with one worker ID would issue the same snowflake IDs; give each process its own data directory", frond.ErrNoWorkerID, filepath.Join(dir, LockFile))
+		return nil, fmt.Errorf("%w: another process on this machine holds %s, and this one would use the same worker ID: two processes with one worker ID "+
+			"would issue the same snowflake IDs. Each process needs a worker ID of its own (node, or static:...) as well as a data directory of its own",
+			frond.ErrNoWorkerID, filepath.Join(dir, LockFile))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("worker registry: %w", err)
 	}
-	r := &Registry{dir: dir, node: node, lock: lock}
+	r := &Registry{dir: dir, node: node, lock: lock, o: o}
 	rec, err := r.read()
 	if err != nil {
 		r.Close()
 		return nil, err
+	}
+	prev := Owner{Host: rec.Host, Instance: rec.Instance}
+	if rec.Host != "" && !rec.Released && !prev.same(o.Owner) {
+		if o.TakeOver != prev.String() {
+			r.Close()
+			return nil, &OwnerError{Path: filepath.Join(dir, StateFile), Node: rec.Node, Last: rec.LastIssued, Previous: prev, This: o.Owner}
+		}
+		o.Logger.Warn("worker registry: taking over the record of another process that did not stop cleanly, as worker.takeover says",
+			"previous", prev.String(), "this", o.Owner.String(), "worker", node, "last_issued", rec.LastIssued)
 	}
 	r.last = rec.LastIssued
 	return r, nil
@@ -111,19 +210,20 @@ func (r *Registry) Save(ctx context.Context, last time.Time) error {
 	if !last.After(r.last) {
 		return nil
 	}
-	return r.writeLocked(last)
+	return r.writeLocked(last, false)
 }
 
-// Release implements frond.Releaser: it records last exactly.
+// Release implements frond.Releaser: it records last exactly, and that
+// this process stopped cleanly.
 func (r *Registry) Release(ctx context.Context, last time.Time) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.writeLocked(last)
+	return r.writeLocked(last, true)
 }
 
-func (r *Registry) writeLocked(last time.Time) error {
-	host, _ := os.Hostname()
-	b, _ := json.MarshalIndent(record{Node: r.node, LastIssued: last.UTC(), LastNanos: last.UnixNano(), Host: host}, "", "  ")
+func (r *Registry) writeLocked(last time.Time, released bool) error {
+	b, _ := json.MarshalIndent(record{Node: r.node, LastIssued: last.UTC(), LastNanos: last.UnixNano(),
+		Host: r.o.Owner.Host, Instance: r.o.Owner.Instance, Released: released}, "", "  ")
 	if err := atomicfile.Write(filepath.Join(r.dir, StateFile), append(b, '\n')); err != nil {
 		return fmt.Errorf("worker registry: save: %w", err)
 	}

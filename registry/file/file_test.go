@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,4 +93,109 @@ func TestRegistry_Conformance(t *testing.T) {
 			return r
 		},
 	})
+}
+
+// The record names its owner and whether it stopped cleanly. A StatefulSet
+// pod created again on the volume of one that stopped cleanly (a rolling
+// update) starts; one on the volume of a pod that did not (force-deleted
+// from an unreachable node, and maybe still running on a volume both can
+// write) is refused until the operator names the old pod in TakeOver; a
+// restart of the same pod (a container crash) starts (issue 28, item 4).
+func TestRegistry_Owner(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	podA := file.Options{Owner: file.Owner{Host: "frond-3", Instance: "uid-a"}}
+	podB := file.Options{Owner: file.Owner{Host: "frond-3", Instance: "uid-b"}}
+	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+
+	a, err := file.OpenWith(dir, 3, podA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Save(ctx, t0); err != nil {
+		t.Fatal(err)
+	}
+	a.Close() // killed: no release
+
+	// The same pod's container restarts.
+	a2, err := file.OpenWith(dir, 3, podA)
+	if err != nil {
+		t.Fatalf("the same pod again: %v", err)
+	}
+	a2.Close()
+
+	// Another pod on the volume of one that did not stop cleanly.
+	_, err = file.OpenWith(dir, 3, podB)
+	var oe *file.OwnerError
+	if !errors.As(err, &oe) || !errors.Is(err, frond.ErrNoWorkerID) || oe.Previous.String() != "frond-3/uid-a" ||
+		!strings.Contains(err.Error(), `worker.takeover="frond-3/uid-a"`) {
+		t.Fatalf("a new pod on the record of one that did not stop: %v", err)
+	}
+	wrong := podB
+	wrong.TakeOver = "frond-3/uid-x"
+	if _, err := file.OpenWith(dir, 3, wrong); !errors.As(err, &oe) {
+		t.Fatalf("a take-over naming another owner: %v", err)
+	}
+	take := podB
+	take.TakeOver = "frond-3/uid-a"
+	b, err := file.OpenWith(dir, 3, take)
+	if err != nil {
+		t.Fatalf("take-over naming the old pod: %v", err)
+	}
+	if w, _ := b.Acquire(ctx, 1023); !w.LastIssued.Equal(t0) {
+		t.Fatalf("taken over from %v, want the record's %v", w.LastIssued, t0)
+	}
+	if err := b.Save(ctx, t0.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Release(ctx, t0.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+
+	// A rolling update: pod B stopped cleanly, pod C starts on its volume.
+	podC := file.Options{Owner: file.Owner{Host: "frond-3", Instance: "uid-c"}}
+	c, err := file.OpenWith(dir, 3, podC)
+	if err != nil {
+		t.Fatalf("after a clean stop: %v", err)
+	}
+	c.Close()
+
+	// Machines that share a data directory (NFS) differ by host name.
+	m, err := file.OpenWith(dir, 3, file.Options{Owner: file.Owner{Host: "other-machine"}})
+	if err != nil {
+		t.Fatalf("C never saved, so the record is still B's released one: %v", err)
+	}
+	m.Close()
+	if c, err = file.OpenWith(dir, 3, podC); err != nil {
+		t.Fatal(err)
+	}
+	c.Save(ctx, t0.Add(2*time.Second))
+	c.Close()
+	if _, err := file.OpenWith(dir, 3, file.Options{Owner: file.Owner{Host: "other-machine"}}); !errors.As(err, &oe) {
+		t.Fatalf("another machine on a record C did not release: %v", err)
+	}
+	// Without an instance on one side (worker.instance not set), the host
+	// names decide.
+	if r, err := file.OpenWith(dir, 3, file.Options{Owner: file.Owner{Host: "frond-3"}}); err != nil {
+		t.Fatalf("the same host without an instance: %v", err)
+	} else {
+		r.Close()
+	}
+}
+
+// Two processes on one machine and one data directory: the lock refuses
+// the second, and its message does not suggest that a data directory of
+// its own would make one worker ID safe (it would not).
+func TestRegistry_LockMessage(t *testing.T) {
+	dir := t.TempDir()
+	r, err := file.Open(dir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	_, err = file.Open(dir, 1)
+	if !errors.Is(err, frond.ErrNoWorkerID) || !strings.Contains(err.Error(), "worker ID of its own") {
+		t.Fatalf("second process: %v", err)
+	}
 }

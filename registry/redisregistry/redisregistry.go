@@ -8,7 +8,8 @@
 // # Keys
 //
 // Under the prefix p (frond_prefix, default frond:worker:) and datacenter dc
-// (frond_dc, default 0):
+// (frond_dc: only 0, its default, is accepted, since the layouts have no
+// datacenter field; seed 001's other datacenters would reuse its IDs):
 //
 //	{p}{dc}:addr:{host:port}  the worker ID bound to an identity (no TTL)
 //	{p}{dc}:counter           how many IDs were ever handed out: the next new ID (no TTL)
@@ -141,6 +142,13 @@ func Open(rawURL string, o registry.Options) (*registry.Protocol, error) {
 	if v := u.Params["frond_dc"]; v != "" {
 		if dc, err = strconv.ParseInt(v, 10, 64); err != nil || dc < 0 {
 			return nil, fmt.Errorf("%w: frond_dc=%q: a datacenter number, 0 or more", frond.ErrInvalidArgument, v)
+		}
+		if dc != 0 {
+			return nil, fmt.Errorf("%w: frond_dc=%d: the snowflake layouts have no datacenter field, so a datacenter number would "+
+				"only separate key names, not IDs: each datacenter would hand out worker IDs 0, 1, ... of its own, and two "+
+				"datacenters would issue the same snowflake IDs. Let every datacenter's nodes share one registry (drop frond_dc), "+
+				"or give each datacenter a static range of worker IDs (docs/registries.md); frond_prefix separates "+
+				"deployments whose IDs never meet", frond.ErrInvalidArgument, dc)
 		}
 	}
 	if v := u.Params["frond_mode"]; v != "" {

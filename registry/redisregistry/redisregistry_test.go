@@ -120,6 +120,7 @@ func TestRegistry_Conformance(t *testing.T) {
 func TestOpen_URL(t *testing.T) {
 	for _, bad := range []string{
 		"http://x", "redis://a b", "redis://x?frond_mode=sometimes", "redis://x?frond_dc=-1", "redis://x?frond_dc=east",
+		"redis://x?frond_dc=1", // no layout has a datacenter field: a second datacenter would reuse the IDs
 		"redis://x?frond_nope=1", "redis://x?frond_timeout=soon", "redis://x?frond_timeout=-1s",
 		"redis://x?frond_allow_volatile=maybe", "redis://x?pool_size=many", "redis://x?no_such_option=1",
 	} {
@@ -148,13 +149,13 @@ func TestOpen_URL(t *testing.T) {
 		t.Errorf("keys %q", got)
 	}
 
-	p2, err := Open("rediss://h:6380/0?frond_prefix=ids:&frond_dc=3&frond_mode=lease&frond_timeout=250ms&frond_allow_volatile=true&pool_size=4", o)
+	p2, err := Open("rediss://h:6380/0?frond_prefix=ids:&frond_dc=0&frond_mode=lease&frond_timeout=250ms&frond_allow_volatile=true&pool_size=4", o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p2.Close()
 	r2 := be(p2)
-	if r2.mode != ModeLease || r2.base != "ids:3:" || r2.timeout != 250*time.Millisecond || !r2.allowVolatile || r2.c.Options().PoolSize != 4 || r2.c.Options().TLSConfig == nil {
+	if r2.mode != ModeLease || r2.base != "ids:0:" || r2.timeout != 250*time.Millisecond || !r2.allowVolatile || r2.c.Options().PoolSize != 4 || r2.c.Options().TLSConfig == nil {
 		t.Errorf("parsed: mode %q base %q timeout %v allow %v options %+v", r2.mode, r2.base, r2.timeout, r2.allowVolatile, r2.c.Options())
 	}
 	if p3, err := Open("redis://h?frond_prefix=", o); err != nil || be(p3).base != "0:" {
