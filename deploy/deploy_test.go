@@ -1090,6 +1090,8 @@ func TestKubernetesEnvironments(t *testing.T) {
 							t.Errorf("%s: %s from Secret key %v: add an example value to secretExamples", f, name, ref["key"])
 						}
 						env[name] = v
+					} else if ref := asMap(asMap(e["valueFrom"])["fieldRef"]); ref != nil {
+						env[name] = "example-of-" + fmt.Sprint(ref["fieldPath"])
 					} else {
 						env[name] = fmt.Sprint(e["value"])
 					}

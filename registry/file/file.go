@@ -54,8 +54,10 @@ type Registry struct {
 	lock *atomicfile.Locked
 	o    Options
 
-	mu   sync.Mutex
-	last time.Time
+	mu       sync.Mutex
+	last     time.Time
+	wrote    bool // this process wrote the record: it is this owner's
+	released bool // ... and marked it released
 }
 
 type record struct {
@@ -227,11 +229,27 @@ func (r *Registry) writeLocked(last time.Time, released bool) error {
 	if err := atomicfile.Write(filepath.Join(r.dir, StateFile), append(b, '\n')); err != nil {
 		return fmt.Errorf("worker registry: save: %w", err)
 	}
-	r.last = last
+	r.last, r.wrote, r.released = last, true, released
 	return nil
 }
 
-// Close implements frond.WorkerRegistry: it releases the directory lock.
+// Abandon releases the directory lock and nothing else, as a process
+// killed would leave the record. Tests use it to crash a node.
+func (r *Registry) Abandon() error { return r.lock.Unlock() }
+
+// Close implements frond.WorkerRegistry: it marks the record this process
+// wrote as released, if Release did not (a clean stop that issued nothing:
+// the recorded time is its last reservation), and releases the directory
+// lock.
 func (r *Registry) Close() error {
-	return r.lock.Unlock()
+	r.mu.Lock()
+	var err error
+	if r.wrote && !r.released {
+		err = r.writeLocked(r.last, true)
+	}
+	r.mu.Unlock()
+	if uerr := r.lock.Unlock(); err == nil {
+		err = uerr
+	}
+	return err
 }

@@ -115,14 +115,15 @@ func TestRegistry_Owner(t *testing.T) {
 	if err := a.Save(ctx, t0); err != nil {
 		t.Fatal(err)
 	}
-	a.Close() // killed: no release
+	a.Abandon() // killed
 
 	// The same pod's container restarts.
 	a2, err := file.OpenWith(dir, 3, podA)
 	if err != nil {
 		t.Fatalf("the same pod again: %v", err)
 	}
-	a2.Close()
+	a2.Save(ctx, t0)
+	a2.Abandon() // killed again
 
 	// Another pod on the volume of one that did not stop cleanly.
 	_, err = file.OpenWith(dir, 3, podB)
@@ -171,7 +172,7 @@ func TestRegistry_Owner(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Save(ctx, t0.Add(2*time.Second))
-	c.Close()
+	c.Abandon()
 	if _, err := file.OpenWith(dir, 3, file.Options{Owner: file.Owner{Host: "other-machine"}}); !errors.As(err, &oe) {
 		t.Fatalf("another machine on a record C did not release: %v", err)
 	}
@@ -179,6 +180,18 @@ func TestRegistry_Owner(t *testing.T) {
 	// names decide.
 	if r, err := file.OpenWith(dir, 3, file.Options{Owner: file.Owner{Host: "frond-3"}}); err != nil {
 		t.Fatalf("the same host without an instance: %v", err)
+	} else {
+		r.Close()
+	}
+	// A clean stop that issued nothing (Close without Release) releases
+	// the record too.
+	c, _ = file.OpenWith(dir, 3, podC)
+	c.Save(ctx, t0.Add(3*time.Second))
+	c.Close()
+	if r, err := file.OpenWith(dir, 3, podB); err != nil {
+		t.Fatalf("after a clean stop without a release: %v", err)
+	} else if w, _ := r.Acquire(ctx, 1023); !w.LastIssued.Equal(t0.Add(3 * time.Second)) {
+		t.Fatalf("last %v after Close, want the reservation %v", w.LastIssued, t0.Add(3*time.Second))
 	} else {
 		r.Close()
 	}
