@@ -306,3 +306,43 @@ func workerOf(info string) string {
 	}
 	return "?(" + info + ")"
 }
+
+// A pod force-deleted while its node may still run it, as frond sees it:
+// a new instance (FROND_WORKER__INSTANCE, a pod's UID) starts on the
+// worker.json of one that was killed. It is refused, naming the old
+// instance and the override; worker.takeover naming it starts it; a clean
+// stop then lets the next instance start (a rolling update) (issue 28,
+// item 4).
+func TestE2E_FileRegistryOwner(t *testing.T) {
+	dir := t.TempDir()
+	host, _ := os.Hostname()
+	a, err := startServerEnv(t, []string{"FROND_WORKER__INSTANCE=pod-a"}, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.id("/api/snowflake/get/x")
+	a.stop(syscall.SIGKILL)
+
+	b, err := startServerEnv(t, []string{"FROND_WORKER__INSTANCE=pod-b"}, dir)
+	if err == nil {
+		t.Fatal("a new instance started on the record of one that was killed")
+	}
+	b.wait()
+	if log := b.log(); !strings.Contains(log, "did not stop cleanly") || !strings.Contains(log, host+"/pod-a") ||
+		!strings.Contains(log, "worker.takeover") {
+		t.Fatalf("the refusal does not say what happened and what to do:\n%s", log)
+	}
+	b, err = startServerEnv(t, []string{"FROND_WORKER__INSTANCE=pod-b", "FROND_WORKER__TAKEOVER=" + host + "/pod-a"}, dir)
+	if err != nil {
+		t.Fatalf("take-over: %v", err)
+	}
+	b.id("/api/snowflake/get/x")
+	if err := b.stop(syscall.SIGTERM); err != nil {
+		t.Fatalf("clean stop: %v", err)
+	}
+	c, err := startServerEnv(t, []string{"FROND_WORKER__INSTANCE=pod-c"}, dir)
+	if err != nil {
+		t.Fatalf("after a clean stop: %v", err)
+	}
+	c.id("/api/snowflake/get/x")
+}
