@@ -335,7 +335,7 @@ func TestE2E_SecondProcessRefused(t *testing.T) {
 	dir := t.TempDir()
 	mustStart(t, dir)
 	s, err := startServer(t, dir)
-	if err == nil || !strings.Contains(s.log(), "another process holds") {
+	if err == nil || !strings.Contains(s.log(), "another process on this machine holds") {
 		t.Fatalf("second process: %v\n%s", err, s.log())
 	}
 }
