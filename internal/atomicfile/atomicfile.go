@@ -12,7 +12,8 @@ import (
 	"syscall"
 )
 
-// Write replaces path with data.
+// Write replaces path with data, durably: it fails unless the new content
+// and the rename are on disk.
 func Write(path string, data []byte) error {
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
@@ -33,11 +34,17 @@ func Write(path string, data []byte) error {
 		os.Remove(tmp)
 		return err
 	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		d.Sync()
-		d.Close()
+	// The rename is durable only once the directory is: an error here is
+	// a failed write (the old content may come back after a power loss).
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
 	}
-	return nil
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // ErrLocked means another process holds a lock taken with Lock.

@@ -59,6 +59,9 @@ const fallbackAcquireTimeout = 5 * time.Second
 // may wait for that reservation to pass.
 var ErrNotReleased = errors.New("worker cache: not released")
 
+// errReleased answers a save or acquire after Release.
+var errReleased = fmt.Errorf("worker cache: %w: the worker ID was released at shutdown", frond.ErrClosed)
+
 var (
 	_ frond.WorkerRegistry = (*Registry)(nil)
 	_ frond.Releaser       = (*Registry)(nil)
@@ -97,6 +100,7 @@ type Registry struct {
 	rec       *Record // nil: none for this key
 	held      bool
 	fromCache bool
+	released  bool // Release was called: the record is not raised again
 	degraded  error // the registry's last Save error while issuing from the record
 }
 
@@ -157,6 +161,9 @@ func (r *Registry) Acquire(ctx context.Context, maxNode int64) (frond.Worker, er
 	if err == nil {
 		r.mu.Lock()
 		defer r.mu.Unlock()
+		if r.released {
+			return frond.Worker{}, errReleased
+		}
 		next := Record{Key: r.key, Node: w.ID, LastNanos: w.LastIssued.UnixNano(), ConfNanos: w.LastIssued.UnixNano(), Claim: w.Claim}
 		if w.LastIssued.IsZero() {
 			next.LastNanos, next.ConfNanos = 0, 0
@@ -219,6 +226,13 @@ func (r *Registry) Save(ctx context.Context, last time.Time) error {
 		if err == nil {
 			r.mu.Lock()
 			defer r.mu.Unlock()
+			if r.released {
+				// A save that crossed the clean stop's release (the
+				// supervisor did not stop in time): the record was lowered
+				// to the exact time and must stay there, since the release
+				// lowers the registry's too.
+				return errReleased
+			}
 			r.degraded = nil
 			return r.recordLocked(last, true)
 		}
@@ -228,6 +242,9 @@ func (r *Registry) Save(ctx context.Context, last time.Time) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.released {
+		return errReleased
+	}
 	if r.rec == nil {
 		return err
 	}
@@ -274,7 +291,7 @@ func (r *Registry) boundLocked() (time.Time, string) {
 func (r *Registry) Release(ctx context.Context, last time.Time) error {
 	r.mu.Lock()
 	fromCache := r.fromCache
-	r.held = false
+	r.held, r.released = false, true
 	if r.rec != nil {
 		next := *r.rec
 		next.LastNanos = last.UnixNano()
@@ -339,10 +356,10 @@ func (r *Registry) persistLocked(rec Record) error {
 		return nil
 	}
 	rerr := r.disk.Remove(r.path)
+	if rerr == nil {
+		rerr = syncDir(filepath.Dir(r.path)) // the removal must be durable too
+	}
 	if rerr == nil || errors.Is(rerr, os.ErrNotExist) {
-		if rerr == nil {
-			syncDir(filepath.Dir(r.path))
-		}
 		r.o.Logger.Warn("worker cache: cannot write the local record; removed it (a start with the registry unreachable cannot fall back on it)",
 			"path", r.path, "err", werr)
 		return nil
@@ -350,12 +367,17 @@ func (r *Registry) persistLocked(rec Record) error {
 	return fmt.Errorf("cannot write the local record (%w) nor remove it (%v)", werr, rerr)
 }
 
-// syncDir makes a removal in dir durable, best effort.
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
+// syncDir makes a removal in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
 	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Disk is where the record is kept: Write replaces a file atomically and

@@ -2,11 +2,13 @@ package cache
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -329,5 +331,87 @@ func TestRegistry_RecordCannotFollowTheRegistry(t *testing.T) {
 					w.LastIssued, issuedTo)
 			}
 		})
+	}
+}
+
+// slowSave is a registry whose calls are serialised (as registry.Protocol's
+// are) and whose first Save after arm waits for proceed: a supervisor's save
+// in flight when the clean stop's release is sent.
+type slowSave struct {
+	*fake
+	mu        sync.Mutex
+	armed     bool
+	inSave    chan struct{}
+	proceed   chan struct{}
+	releasing chan struct{}
+}
+
+func (s *slowSave) Save(ctx context.Context, last time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.armed {
+		s.armed = false
+		close(s.inSave)
+		<-s.proceed
+	}
+	return s.fake.Save(ctx, last)
+}
+
+func (s *slowSave) Release(ctx context.Context, last time.Time) error {
+	close(s.releasing)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fake.last = last // exact
+	return nil
+}
+
+// A save the registry answers after the clean stop's release has lowered
+// the record (the supervisor did not stop within the shutdown budget) must
+// not raise the record again: the release then lowers the registry to the
+// exact time, and a record confirming the later save would vouch past it
+// (found by review of issue 28's change).
+func TestRegistry_SaveCrossingRelease(t *testing.T) {
+	var s *slowSave
+	f, clk, open := setup(t, func(f *fake) frond.WorkerRegistry {
+		s = &slowSave{fake: f, inSave: make(chan struct{}), proceed: make(chan struct{}), releasing: make(chan struct{})}
+		return s
+	})
+	now := time.Unix(0, clk.Now())
+	r := open()
+	if _, err := r.Acquire(bg, 1023); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Save(bg, now.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	s.armed = true
+	s.mu.Unlock()
+	saved := make(chan error, 1)
+	go func() { saved <- r.Save(bg, now.Add(5*time.Second)) }()
+	<-s.inSave
+	released := make(chan error, 1)
+	go func() { released <- r.Release(bg, now) }()
+	<-s.releasing
+	close(s.proceed)
+	if err := <-saved; err == nil {
+		t.Error("the save that crossed the release was accepted")
+	}
+	if err := <-released; err != nil {
+		t.Fatal(err)
+	}
+	if !f.last.Equal(now) {
+		t.Fatalf("registry holds %v, want the exact %v", f.last, now)
+	}
+	b, err := os.ReadFile(r.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec Record
+	if err := json.Unmarshal(b, &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.ConfNanos > now.UnixNano() || rec.LastNanos != now.UnixNano() {
+		t.Fatalf("record confirmed %v, last %v; the registry holds %v", time.Unix(0, rec.ConfNanos).UTC(), time.Unix(0, rec.LastNanos).UTC(), now.UTC())
 	}
 }

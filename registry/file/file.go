@@ -56,8 +56,9 @@ type Registry struct {
 
 	mu       sync.Mutex
 	last     time.Time
-	wrote    bool // this process wrote the record: it is this owner's
-	released bool // ... and marked it released
+	wrote    bool  // this process wrote the record: it is this owner's
+	released bool  // ... and marked it released
+	expect   Owner // the owner the file names, as last read or written
 }
 
 type record struct {
@@ -90,11 +91,13 @@ func (o Owner) String() string {
 	return o.Host
 }
 
-// same reports whether o and p are one process's identity. An instance
-// missing on one side (a record of an earlier version, or a start without
-// worker.instance) compares the host names only.
-func (o Owner) same(p Owner) bool {
-	return o.Host == p.Host && (o.Instance == "" || p.Instance == "" || o.Instance == p.Instance)
+// continuedBy reports whether this process, p, may take the record of o
+// (the owner that wrote it) as its own: the same host, and the same
+// instance unless o's record names none (written by an earlier version, or
+// without worker.instance). A record that names an instance is another
+// owner's to a start that names none.
+func (o Owner) continuedBy(p Owner) bool {
+	return o.Host == p.Host && (o.Instance == "" || o.Instance == p.Instance)
 }
 
 // Options configure Open.
@@ -163,7 +166,7 @@ func OpenWith(dir string, node int64, o Options) (*Registry, error) {
 		return nil, err
 	}
 	prev := Owner{Host: rec.Host, Instance: rec.Instance}
-	if rec.Host != "" && !rec.Released && !prev.same(o.Owner) {
+	if rec.Host != "" && !rec.Released && !prev.continuedBy(o.Owner) {
 		if o.TakeOver != prev.String() {
 			r.Close()
 			return nil, &OwnerError{Path: filepath.Join(dir, StateFile), Node: rec.Node, Last: rec.LastIssued, Previous: prev, This: o.Owner}
@@ -171,7 +174,7 @@ func OpenWith(dir string, node int64, o Options) (*Registry, error) {
 		o.Logger.Warn("worker registry: taking over the record of another process that did not stop cleanly, as worker.takeover says",
 			"previous", prev.String(), "this", o.Owner.String(), "worker", node, "last_issued", rec.LastIssued)
 	}
-	r.last = rec.LastIssued
+	r.last, r.expect = rec.LastIssued, prev
 	return r, nil
 }
 
@@ -224,12 +227,26 @@ func (r *Registry) Release(ctx context.Context, last time.Time) error {
 }
 
 func (r *Registry) writeLocked(last time.Time, released bool) error {
+	// Another process writing this record (a pod that still runs on a
+	// volume both can write, after a take-over or a check it did not see):
+	// stop issuing rather than overwrite its times, and say so. Best effort:
+	// a file system offers no compare-and-swap, but this catches a second
+	// writer within a reservation.
+	cur, err := r.read()
+	if err != nil {
+		return err
+	}
+	if now := (Owner{Host: cur.Host, Instance: cur.Instance}); cur.LastNanos != 0 && now != r.expect {
+		return fmt.Errorf("worker registry: %w: %s was written by %s since this process (%s) last read or wrote it: another process issues as worker ID %d "+
+			"(a pod that still runs on a volume both can write?); snowflake IDs stop until that is resolved and this process restarts (docs/deploy.md)",
+			frond.ErrWorkerLost, filepath.Join(r.dir, StateFile), now, r.o.Owner, cur.Node)
+	}
 	b, _ := json.MarshalIndent(record{Node: r.node, LastIssued: last.UTC(), LastNanos: last.UnixNano(),
 		Host: r.o.Owner.Host, Instance: r.o.Owner.Instance, Released: released}, "", "  ")
 	if err := atomicfile.Write(filepath.Join(r.dir, StateFile), append(b, '\n')); err != nil {
 		return fmt.Errorf("worker registry: save: %w", err)
 	}
-	r.last, r.wrote, r.released = last, true, released
+	r.last, r.wrote, r.released, r.expect = last, true, released, r.o.Owner
 	return nil
 }
 

@@ -176,12 +176,10 @@ func TestRegistry_Owner(t *testing.T) {
 	if _, err := file.OpenWith(dir, 3, file.Options{Owner: file.Owner{Host: "other-machine"}}); !errors.As(err, &oe) {
 		t.Fatalf("another machine on a record C did not release: %v", err)
 	}
-	// Without an instance on one side (worker.instance not set), the host
-	// names decide.
-	if r, err := file.OpenWith(dir, 3, file.Options{Owner: file.Owner{Host: "frond-3"}}); err != nil {
-		t.Fatalf("the same host without an instance: %v", err)
-	} else {
-		r.Close()
+	// A start without an instance on a record that names one (the setting
+	// dropped from the manifest) is another owner.
+	if _, err := file.OpenWith(dir, 3, file.Options{Owner: file.Owner{Host: "frond-3"}}); !errors.As(err, &oe) {
+		t.Fatalf("the same host without an instance, on a record with one: %v", err)
 	}
 	// A clean stop that issued nothing (Close without Release) releases
 	// the record too.
@@ -194,6 +192,48 @@ func TestRegistry_Owner(t *testing.T) {
 		t.Fatalf("last %v after Close, want the reservation %v", w.LastIssued, t0.Add(3*time.Second))
 	} else {
 		r.Close()
+	}
+}
+
+// A record of an earlier version names a host only: a start of the same
+// host with an instance (the upgrade) takes it.
+func TestRegistry_OwnerUpgrade(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, file.StateFile), []byte(`{"node":3,"last_issued":"2026-11-25T12:00:00Z","last_issued_unix_nanos":1795608000000000000,"host":"frond-3"}`), 0o644)
+	r, err := file.OpenWith(dir, 3, file.Options{Owner: file.Owner{Host: "frond-3", Instance: "uid-a"}})
+	if err != nil {
+		t.Fatalf("upgrade: %v", err)
+	}
+	r.Close()
+}
+
+// Another process writes the record while this one runs (a pod that still
+// runs on a volume both can write, after a take-over): this one's next save
+// refuses, with the worker ID lost, rather than issue on or overwrite the
+// other's times.
+func TestRegistry_SecondWriter(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	r, err := file.OpenWith(dir, 3, file.Options{Owner: file.Owner{Host: "frond-3", Instance: "uid-b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.Save(ctx, t0); err != nil {
+		t.Fatal(err)
+	}
+	// The other process, on another machine (its own lock), writes.
+	os.WriteFile(filepath.Join(dir, file.StateFile), []byte(`{"node":3,"last_issued":"2026-11-25T12:00:09Z","last_issued_unix_nanos":1795608009000000000,"host":"frond-3","instance":"uid-a"}`), 0o644)
+	if err := r.Save(ctx, t0.Add(time.Second)); !errors.Is(err, frond.ErrWorkerLost) || !strings.Contains(err.Error(), "frond-3/uid-a") {
+		t.Fatalf("Save after another process wrote the record: %v", err)
+	}
+	if err := r.Release(ctx, t0); !errors.Is(err, frond.ErrWorkerLost) {
+		t.Fatalf("Release after another process wrote the record: %v", err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, file.StateFile))
+	if !strings.Contains(string(b), "uid-a") {
+		t.Fatalf("the other process's record was overwritten: %s", b)
 	}
 }
 

@@ -146,7 +146,8 @@ func Open(rawURL string, o registry.Options) (*registry.Protocol, error) {
 		if dc != 0 {
 			return nil, fmt.Errorf("%w: frond_dc=%d: the snowflake layouts have no datacenter field, so a datacenter number would "+
 				"only separate key names, not IDs: each datacenter would hand out worker IDs 0, 1, ... of its own, and two "+
-				"datacenters would issue the same snowflake IDs. Let every datacenter's nodes share one registry (drop frond_dc), "+
+				"datacenters would issue the same snowflake IDs. Let every datacenter's nodes share one registry (drop frond_dc; "+
+				"the times recorded under frond_dc=%[2]d are not in it, so start those nodes only recycle_after after they stopped), "+
 				"or give each datacenter a static range of worker IDs (docs/registries.md); frond_prefix separates "+
 				"deployments whose IDs never meet", frond.ErrInvalidArgument, dc)
 		}
