@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/api"
 	"github.com/frond-id/frond/service"
 )
 
@@ -62,31 +63,16 @@ func parseCount(q query, limit int64) (int64, error) {
 	if !ok {
 		return 0, nil
 	}
-	n, ok := parseDigits(raw)
+	n, ok := api.Digits(raw)
 	if !ok || n < 1 || n > limit {
 		return 0, badRequest("n=%s: must be a whole number from 1 to %d", service.Quote(raw), limit)
 	}
 	return n, nil
 }
 
-// parseDigits reads a non-negative decimal number of digits only; leading
-// zeros are allowed and ParseInt refuses anything past int64.
-func parseDigits(raw string) (int64, bool) {
-	if raw == "" {
-		return 0, false
-	}
-	for i := 0; i < len(raw); i++ {
-		if raw[i] < '0' || raw[i] > '9' {
-			return 0, false
-		}
-	}
-	n, err := strconv.ParseInt(raw, 10, 64)
-	return n, err == nil
-}
-
 // parseID reads a decimal, non-negative 64-bit ID.
 func parseID(raw string) (int64, error) {
-	id, ok := parseDigits(raw)
+	id, ok := api.Digits(raw)
 	if !ok {
 		return 0, badRequest("ID %s: must be a decimal number from 0 to %d", service.Quote(raw), int64(1<<63-1))
 	}
@@ -227,7 +213,7 @@ func (s *Server) v1UUID(w http.ResponseWriter, r *http.Request) {
 	s.v1Take(w, r, []string{"n", "version"}, func(q query, req *service.Request) error {
 		*req = service.Request{Kind: service.KindUUID}
 		if v, ok := q.get("version"); ok {
-			n, ok := parseDigits(v)
+			n, ok := api.Digits(v)
 			if !ok || (n != 4 && n != 7) {
 				return badRequest("version=%s: 4 or 7", service.Quote(v))
 			}

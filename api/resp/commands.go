@@ -40,7 +40,7 @@ func table() map[string]command {
 		"info":      {1, 2, []string{"readonly"}, "INFO [section]: server, worker, store, tags", (*Server).info},
 		"ping":      {1, 2, []string{"fast"}, "PING [message]", ping},
 		"echo":      {2, 2, []string{"fast"}, "ECHO message", func(_ *Server, c redcon.Conn, a [][]byte) { c.WriteBulk(a[1]) }},
-		"quit":      {1, 1, []string{"fast"}, "QUIT", func(_ *Server, c redcon.Conn, _ [][]byte) { c.WriteString("OK"); c.Close() }},
+		"quit":      {1, 1, []string{"fast"}, "QUIT", func(_ *Server, c redcon.Conn, _ [][]byte) { c.WriteString("OK"); hangUp(c) }},
 		"hello":     {1, -1, []string{"fast"}, "HELLO [2 [AUTH user token] [SETNAME name]]: RESP2 only", (*Server).hello},
 		"auth":      {2, 3, []string{"fast"}, "AUTH [user] token: the admin token", (*Server).auth},
 		"token":     {2, 2, []string{"fast"}, "TOKEN token: the tag token of this connection's segment commands (tokens:)", setToken},
@@ -170,11 +170,12 @@ func (s *Server) uuid(c redcon.Conn, args [][]byte) {
 	}
 	r := service.Request{Kind: service.KindUUID, Count: n, IdempotencyKey: opts[idemKey]}
 	if v, ok := opts["VERSION"]; ok {
-		var err error
-		if r.Version, err = strconv.Atoi(v); err != nil {
+		n, ok := api.Digits(v)
+		if !ok || n < 1 || n > 9 {
 			s.writeErr(c, fmt.Errorf("%w: VERSION %q: 4 or 7", frond.ErrInvalidArgument, quote([]byte(v))))
 			return
 		}
+		r.Version = int(n)
 	}
 	s.take(c, r)
 }

@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -192,11 +191,18 @@ func (s *Server) closed(c redcon.Conn, err error) {
 }
 
 // limitListener wraps each connection so that one command cannot make the
-// server buffer more than max bytes.
+// server buffer more than max bytes, nor redcon spend unbounded memory or
+// CPU on a malformed one (framer), and so that redcon handles at most
+// maxPipeline whole commands per read: the replies of one read are
+// buffered until they are all written, so this bounds what a client that
+// pipelines commands and never reads its replies holds.
 type limitListener struct {
 	net.Listener
 	max int
 }
+
+// maxPipeline is the most whole commands handed to redcon per read.
+const maxPipeline = 32
 
 func (l limitListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
@@ -209,30 +215,54 @@ func (l limitListener) Accept() (net.Conn, error) {
 // errTooLarge ends a connection whose command is too large.
 var errTooLarge = errors.New("request too large")
 
-// limitConn counts the bytes read since the last command was handled, and
-// follows the framing of what it reads (framer).
+// limitConn counts the bytes read since the last command was handled,
+// follows the framing of what it reads (framer), and keeps the bytes past
+// the maxPipeline-th whole command of a read for the next one.
 type limitConn struct {
 	net.Conn
 	max   int
 	read  atomic.Int64
-	frame framer // only redcon's reading goroutine reads
+	frame framer // only redcon's reading goroutine uses frame, rest and fail
+	rest  []byte // read from the network, not yet handed to redcon
+	fail  error  // the framing error to answer once the commands before it are handled
 }
 
 func (c *limitConn) Read(p []byte) (int, error) {
+	if c.fail != nil {
+		// The commands before the malformed one were handled (and their
+		// replies written): answer the error, as Redis does, and end.
+		c.Conn.SetWriteDeadline(time.Now().Add(time.Second))
+		c.Conn.Write([]byte("-ERR " + oneLine(c.fail.Error()) + "\r\n"))
+		return 0, c.fail
+	}
 	if c.read.Load() > int64(c.max) {
 		return 0, errTooLarge
 	}
-	n, err := c.Conn.Read(p)
-	c.read.Add(int64(n))
-	if ferr := c.frame.feed(p[:n]); ferr != nil {
-		return 0, ferr
+	var n int
+	var err error
+	if len(c.rest) > 0 {
+		n = copy(p, c.rest)
+		c.rest = c.rest[n:]
+	} else {
+		n, err = c.Conn.Read(p)
+	}
+	m, ferr := c.frame.feedCommands(p[:n], maxPipeline)
+	c.read.Add(int64(m))
+	if ferr != nil {
+		c.fail, c.rest = ferr, nil
+		return m, nil
+	}
+	if m < n {
+		// Past the pipeline bound: the rest waits for the next read, ahead
+		// of what remained before.
+		c.rest = append(append([]byte(nil), p[m:n]...), c.rest...)
+		return m, nil
 	}
 	return n, err
 }
 
 // handled resets the count: the bytes read so far made whole commands.
 func (c *limitConn) handled() { c.read.Store(0) }
-
 func (s *Server) handle(c redcon.Conn, cmd redcon.Command) {
 	if lc, ok := c.NetConn().(*limitConn); ok {
 		lc.handled()
@@ -299,8 +329,17 @@ func (s *Server) writeErr(c redcon.Conn, err error) {
 // closes the connection once the address has reached the limit.
 func (s *Server) authFailed(c redcon.Conn) {
 	if s.o.Guard.AuthFailed(c.RemoteAddr()) {
-		c.Close()
+		hangUp(c)
 	}
+}
+
+// hangUp writes what is pending and closes c, and nothing after it runs:
+// the commands a client pipelined behind it (redcon would otherwise go on
+// with the rest of the read: "QUIT\r\nSEGMENT t COUNT 10000\r\n" took
+// 10,000 IDs it never answered; issue 29).
+func hangUp(c redcon.Conn) {
+	c.ReadPipeline()
+	c.Close()
 }
 
 // ctx bounds one command.
@@ -309,7 +348,10 @@ func (s *Server) ctx() (context.Context, context.CancelFunc) {
 }
 
 // options reads NAME value pairs after the fixed arguments: COUNT n, FORM f,
-// VERSION v, LAYOUT l.
+// VERSION v, LAYOUT l, IDEMPOTENCY-KEY k. It reads them strictly, as /v1
+// reads its query: an option given twice is refused (not "the last wins"),
+// and so is an empty IDEMPOTENCY-KEY (a key is 1 to 255 bytes: an empty one
+// would take IDs with no key at all).
 func options(args [][]byte, allowed ...string) (map[string]string, error) {
 	if len(args)%2 != 0 {
 		return nil, fmt.Errorf("%w: options come in pairs (%s value)", frond.ErrInvalidArgument, strings.Join(allowed, ", "))
@@ -319,6 +361,12 @@ func options(args [][]byte, allowed ...string) (map[string]string, error) {
 		k := strings.ToUpper(string(args[i]))
 		if !contains(allowed, k) {
 			return nil, fmt.Errorf("%w: option %q: %s", frond.ErrInvalidArgument, quote(args[i]), strings.Join(allowed, ", "))
+		}
+		if _, twice := out[k]; twice {
+			return nil, fmt.Errorf("%w: option %s given twice", frond.ErrInvalidArgument, k)
+		}
+		if k == idemKey && len(args[i+1]) == 0 {
+			return nil, fmt.Errorf("%w: %s: an empty key (1 to %d bytes)", frond.ErrInvalidArgument, idemKey, service.MaxIdempotencyKey)
 		}
 		out[k] = string(args[i+1])
 	}
@@ -340,8 +388,8 @@ func count(opts map[string]string) (int64, error) {
 	if !ok {
 		return 0, nil
 	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 1 || strconv.FormatInt(n, 10) != v {
+	n, ok := api.Digits(v)
+	if !ok || n < 1 {
 		return 0, fmt.Errorf("%w: COUNT %q: a whole number from 1", frond.ErrInvalidArgument, quote([]byte(v)))
 	}
 	return n, nil

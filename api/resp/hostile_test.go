@@ -1,0 +1,181 @@
+package resp
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The hostile-client tests of the RESP listener (issue 29): each sends
+// what an attacker did and checks what users expect of the node: it stays
+// up and answers others, memory and CPU stay bounded, and a refused or
+// unanswered command takes no ID (the next ID of tag order shows it).
+
+// raw is a plain TCP connection to addr with a deadline.
+func raw(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	return c, bufio.NewReader(c)
+}
+
+// nextOrder takes the next ID of tag order through a fresh connection.
+func nextOrder(t *testing.T, addr string) int64 {
+	t.Helper()
+	id, err := dial(t, addr).Incr(bg, "order").Result()
+	if err != nil {
+		t.Fatalf("INCR order: %v", err)
+	}
+	return id
+}
+
+// closed reports whether the server has closed c (after any replies).
+func closedSoon(r *bufio.Reader) error {
+	for {
+		if _, err := r.ReadString('\n'); err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || strings.Contains(err.Error(), "reset") {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+func totalAlloc() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.TotalAlloc
+}
+
+// An inline command of 64 KiB of words made redcon allocate the rest of
+// the line for every word (+265 MB; 512 KiB: out of memory). It is refused
+// before redcon sees it.
+func TestHostile_InlineFlood(t *testing.T) {
+	addr, _ := start(t, Options{})
+	before := totalAlloc()
+	c, r := raw(t, addr)
+	c.Write([]byte(strings.Repeat("a ", 32<<10) + "\r\n"))
+	line, err := r.ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "-ERR inline command too long") {
+		t.Fatalf("a 64 KiB inline command: %q, %v", line, err)
+	}
+	if err := closedSoon(r); err != nil {
+		t.Fatalf("the connection stays open: %v", err)
+	}
+	if grew := totalAlloc() - before; grew > 32<<20 {
+		t.Fatalf("a 64 KiB inline command allocated %d MB", grew>>20)
+	}
+	if id := nextOrder(t, addr); id != 1 {
+		t.Fatalf("next ID %d", id)
+	}
+}
+
+// A framing byte redcon reads leniently ("*+1", leading zeros) made the
+// framer stop checking, and a huge count after it kept a core busy per
+// read, also after the client left. The connection ends at that byte.
+func TestHostile_FramerSteered(t *testing.T) {
+	addr, _ := start(t, Options{})
+	for _, head := range []string{"*+1\r\n$4\r\nPING\r\n", "*" + strings.Repeat("0", 20) + "1\r\n$4\r\nPING\r\n"} {
+		c, r := raw(t, addr)
+		c.Write([]byte(head + "*1200000000\r\n"))
+		line, err := r.ReadString('\n')
+		if err != nil || !strings.HasPrefix(line, "-ERR Protocol error") {
+			t.Fatalf("%q: %q, %v; want the protocol error", head, line, err)
+		}
+		if err := closedSoon(r); err != nil {
+			t.Fatalf("%q: the connection stays open: %v", head, err)
+		}
+	}
+	// Commands before the malformed one are answered, as Redis does.
+	c, r := raw(t, addr)
+	c.Write([]byte("*1\r\n$4\r\nPING\r\n*1\r\nX"))
+	if line, err := r.ReadString('\n'); err != nil || line != "+PONG\r\n" {
+		t.Fatalf("the command before: %q, %v", line, err)
+	}
+	if line, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(line, "-ERR Protocol error") {
+		t.Fatalf("the malformed one: %q, %v", line, err)
+	}
+}
+
+// Nothing after QUIT runs: "QUIT\r\nSEGMENT probe COUNT 10000\r\n" answered
+// +OK and took 10,001 IDs.
+func TestHostile_CommandsAfterQuit(t *testing.T) {
+	addr, _ := start(t, Options{})
+	first := nextOrder(t, addr)
+	c, r := raw(t, addr)
+	c.Write([]byte("QUIT\r\nSEGMENT order COUNT 10000\r\nINCR order\r\n*2\r\n$4\r\nINCR\r\n$5\r\norder\r\n"))
+	if line, err := r.ReadString('\n'); err != nil || line != "+OK\r\n" {
+		t.Fatalf("QUIT: %q, %v", line, err)
+	}
+	if err := closedSoon(r); err != nil {
+		t.Fatalf("after QUIT: %v", err)
+	}
+	if id := nextOrder(t, addr); id != first+1 {
+		t.Fatalf("next ID %d after %d: the commands after QUIT took %d IDs", id, first, id-first-1)
+	}
+}
+
+// Options are read strictly, as /v1 reads its query: a repeated option and
+// an empty idempotency key are refused, and take no ID.
+func TestHostile_StrictOptions(t *testing.T) {
+	addr, _ := start(t, Options{})
+	first := nextOrder(t, addr)
+	c := dial(t, addr)
+	for _, args := range [][]any{
+		{"SEGMENT", "order", "COUNT", "1", "COUNT", "2"},
+		{"SEGMENT", "order", "IDEMPOTENCY-KEY", ""},
+		{"SEGMENT", "order", "FORM", "base62", "FORM", "number"},
+		{"UUID", "VERSION", "4", "VERSION", "7"},
+		{"UUID", "VERSION", "+4"},
+	} {
+		if err := c.Do(bg, args...).Err(); err == nil || !strings.HasPrefix(err.Error(), "INVALID_ARGUMENT") {
+			t.Errorf("%q: %v, want INVALID_ARGUMENT", args, err)
+		}
+	}
+	// One reading of numbers on every protocol: leading zeros as on /v1.
+	if got, err := c.Do(bg, "SEGMENT", "order", "COUNT", "02").Int64Slice(); err != nil || len(got) != 2 {
+		t.Fatalf("COUNT 02: %v, %v", got, err)
+	}
+	if id := nextOrder(t, addr); id != first+3 {
+		t.Fatalf("next ID %d after %d and a COUNT 02: refused commands took IDs", id, first)
+	}
+}
+
+// Pipelined commands whose replies are never read: redcon buffers the
+// replies of one read until all are written, so a client that sent many
+// "UUID COUNT 10000" (17 bytes in, ~430 KB out) and never read held
+// gigabytes. A read hands redcon at most maxPipeline commands.
+func TestHostile_UnreadReplies(t *testing.T) {
+	addr, _ := start(t, Options{})
+	runtime.GC()
+	var m0 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	cmd := strings.Repeat("UUID COUNT 10000\r\n", 2000)
+	var conns []net.Conn
+	for range 4 {
+		c, _ := raw(t, addr)
+		conns = append(conns, c)
+		go c.Write([]byte(cmd)) // blocks once the server stops reading
+	}
+	time.Sleep(2 * time.Second)
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	if grew := int64(m.HeapInuse) - int64(m0.HeapInuse); grew > 200<<20 {
+		t.Fatalf("4 connections that never read their replies hold %d MB of heap", grew>>20)
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	if id := nextOrder(t, addr); id != 1 {
+		t.Fatalf("next ID %d", id)
+	}
+}
