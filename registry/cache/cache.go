@@ -100,7 +100,7 @@ type Registry struct {
 	rec       *Record // nil: none for this key
 	held      bool
 	fromCache bool
-	released  bool // Release was called: the record is not raised again
+	released  bool  // Release was called: the record is not raised again
 	degraded  error // the registry's last Save error while issuing from the record
 }
 
