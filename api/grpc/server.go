@@ -66,6 +66,10 @@ type Options struct {
 	// Guard, when set, limits the rate per token or address and the wrong
 	// tokens per address (api.Guard).
 	Guard *api.Guard
+	// Conn is the connection policy (api.ConnPolicy): the handshake
+	// deadline, the idle timeout and the bound on a stream's metadata.
+	// The open connections are bounded by the listener.
+	Conn api.ConnPolicy
 }
 
 // Server is the gRPC front end.
@@ -104,6 +108,7 @@ func New(svc *service.Service, o Options) *Server {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	o.Conn = o.Conn.WithDefaults()
 	s := &Server{svc: svc, o: o, ops: map[string]*api.Op{}, started: time.Now(), stopping: make(chan struct{})}
 	s.health = newHealth(svc)
 	var creds []grpc.ServerOption
@@ -115,9 +120,15 @@ func New(svc *service.Service, o Options) *Server {
 		grpc.ChainStreamInterceptor(s.stream),
 		grpc.MaxRecvMsgSize(o.MaxRequest),
 		grpc.MaxConcurrentStreams(o.MaxStreams),
+		// A connection must finish its TLS handshake and HTTP/2 preface
+		// within the handshake deadline (grpc-go's default is 120 s), and a
+		// stream's metadata is bounded as HTTP's headers are (grpc-go
+		// allows 16 MiB: idle streams with that much held 500 MB).
+		grpc.ConnectionTimeout(o.Conn.HandshakeTimeout),
+		grpc.MaxHeaderListSize(uint32(o.Conn.MaxHeaderBytes)),
 		// Idle connections are closed; clients may ping an idle connection
 		// every 10 s at most.
-		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: 5 * time.Minute, Time: time.Minute, Timeout: 20 * time.Second}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: o.Conn.IdleTimeout, Time: time.Minute, Timeout: 20 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 	)...)
 	frondv1.RegisterIDServiceServer(s.gs, s)

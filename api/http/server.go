@@ -227,17 +227,21 @@ func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// NewHTTPServer returns an http.Server with timeouts, so slow clients cannot
-// hold connections forever.
-func NewHTTPServer(addr string, h http.Handler, log *slog.Logger) *http.Server {
+// NewHTTPServer returns an http.Server that keeps the connection policy p
+// (api.ConnPolicy; zero fields are its defaults), so slow clients cannot
+// hold connections forever. net/http bounds a TLS handshake by the least of
+// its read and write timeouts; the headers must arrive within the handshake
+// deadline, the whole request within the read timeout.
+func NewHTTPServer(addr string, h http.Handler, log *slog.Logger, p api.ConnPolicy) *http.Server {
+	p = p.WithDefaults()
 	return &http.Server{
 		Addr:              addr,
 		Handler:           h,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    16 << 10,
+		ReadHeaderTimeout: min(p.HandshakeTimeout, p.ReadTimeout),
+		ReadTimeout:       p.ReadTimeout,
+		WriteTimeout:      p.WriteTimeout,
+		IdleTimeout:       p.IdleTimeout,
+		MaxHeaderBytes:    p.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 }

@@ -2,6 +2,7 @@ package resp
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -9,6 +10,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/frond-id/frond/api"
+	"github.com/frond-id/frond/internal/tlsconf/tlstest"
 )
 
 // The hostile-client tests of the RESP listener (issue 29): each sends
@@ -177,5 +183,116 @@ func TestHostile_UnreadReplies(t *testing.T) {
 	}
 	if id := nextOrder(t, addr); id != 1 {
 		t.Fatalf("next ID %d", id)
+	}
+}
+
+// startTLS serves like start, over TLS, and returns the address.
+func startTLS(t *testing.T, o Options) string {
+	t.Helper()
+	f := tlstest.Write(t, t.TempDir(), 1)
+	cert, err := tls.LoadX509KeyPair(f.Cert, f.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, svc := start(t, o) // a plain listener too; the TLS one is below
+	_ = addr
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(svc, o)
+	go s.Serve(tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}}))
+	t.Cleanup(func() { s.Close() })
+	return ln.Addr().String()
+}
+
+// Connections that idle, send a command a byte at a time, or never finish
+// their TLS handshake held RESP's slots for as long as the attacker wanted
+// (issue 29, item 4): each is closed by its deadline (api.ConnPolicy), and
+// its slot is free again.
+func TestHostile_SlotsFreed(t *testing.T) {
+	p := api.ConnPolicy{MaxConns: 2, IdleTimeout: 300 * time.Millisecond, ReadTimeout: 300 * time.Millisecond,
+		HandshakeTimeout: 300 * time.Millisecond}
+	addr, _ := start(t, Options{Conn: p})
+	tlsAddr := startTLS(t, Options{Conn: p})
+
+	check := func(name, at string, hold func(net.Conn)) {
+		t.Helper()
+		var conns []net.Conn
+		for range 2 {
+			c, err := net.Dial("tcp", at)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			conns = append(conns, c)
+		}
+		done := make(chan struct{})
+		for _, c := range conns {
+			go func() {
+				hold(c)
+				done <- struct{}{}
+			}()
+		}
+		start := time.Now()
+		for range conns {
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				t.Fatalf("%s: a connection still open after 5 s", name)
+			}
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Fatalf("%s: closed after %v", name, d)
+		}
+	}
+	// idle: nothing sent; the server closes the connection.
+	waitEOF := func(c net.Conn) {
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		io.Copy(io.Discard, c)
+	}
+	check("idle", addr, waitEOF)
+	// a command a byte at a time, each within the read timeout.
+	check("slow command", addr, func(c net.Conn) {
+		msg := []byte("*2\r\n$4\r\nINCR\r\n$5\r\norder\r\n")
+		for i := 0; i < len(msg)-1; i++ {
+			if _, err := c.Write(msg[i : i+1]); err != nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		waitEOF(c)
+	})
+	check("TLS handshake never sent", tlsAddr, waitEOF)
+
+	// The slots are free: a client gets in (go-redis through TLS too).
+	if err := dial(t, addr).Ping(bg).Err(); err != nil {
+		t.Fatalf("after the slots were freed: %v", err)
+	}
+	tc := redis.NewClient(&redis.Options{Addr: tlsAddr, TLSConfig: &tls.Config{InsecureSkipVerify: true}})
+	defer tc.Close()
+	if err := tc.Ping(bg).Err(); err != nil {
+		t.Fatalf("TLS after the slots were freed: %v", err)
+	}
+}
+
+// A client that pipelines and never reads is closed by the write timeout,
+// and its slot is free again.
+func TestHostile_WriteTimeout(t *testing.T) {
+	addr, _ := start(t, Options{Conn: api.ConnPolicy{MaxConns: 2, WriteTimeout: 300 * time.Millisecond}})
+	c, _ := raw(t, addr)
+	c.(*net.TCPConn).SetReadBuffer(4 << 10)
+	go c.Write([]byte(strings.Repeat("UUID COUNT 10000\r\n", 200)))
+	other := dial(t, addr)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := other.Info(bg, "server").Result()
+		if err == nil && strings.Contains(info, "connected_clients:1\r\n") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the reader-less connection is still open: %q, %v", info, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

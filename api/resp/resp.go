@@ -10,12 +10,15 @@
 //
 // Pipelining keeps order (redcon answers the commands of a read in order).
 // A request larger than Options.MaxRequest, or a malformed one, closes that
-// connection only; connections beyond Options.MaxConns are refused with
-// Redis's own message.
+// connection only; connections beyond Options.Conn.MaxConns are refused
+// with Redis's own message. Every connection keeps api.ConnPolicy: a TLS
+// handshake, a command from its first byte and a reply each have a
+// deadline, and an idle connection is closed.
 package resp
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -34,7 +37,6 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultMaxConns   = api.DefaultMaxConns
 	DefaultMaxRequest = 1 << 20
 	DefaultTimeout    = 10 * time.Second
 )
@@ -45,8 +47,9 @@ type Options struct {
 	// AdminToken, when set, is what AUTH must give. ID commands need no
 	// authentication, as on HTTP.
 	AdminToken string
-	// MaxConns bounds the open connections (DefaultMaxConns).
-	MaxConns int
+	// Conn is the connection policy: the open connections' bound and the
+	// deadlines (api.ConnPolicy; zero fields are its defaults).
+	Conn api.ConnPolicy
 	// MaxRequest bounds the bytes of one command (DefaultMaxRequest).
 	MaxRequest int
 	// Timeout bounds one admin command, INFO or SERIAL, which call the
@@ -87,9 +90,7 @@ type Server struct {
 
 // New returns a server of svc.
 func New(svc *service.Service, o Options) *Server {
-	if o.MaxConns <= 0 {
-		o.MaxConns = DefaultMaxConns
-	}
+	o.Conn = o.Conn.WithDefaults()
 	if o.MaxRequest <= 0 {
 		o.MaxRequest = DefaultMaxRequest
 	}
@@ -100,7 +101,7 @@ func New(svc *service.Service, o Options) *Server {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{svc: svc, o: o, cmds: table(), lookup: map[string]*entry{}, unknown: o.Metrics.Op(api.RESP, "unknown"),
-		conns: api.NewConnLimit(o.MaxConns)}
+		conns: api.NewConnLimit(o.Conn.MaxConns)}
 	for name, cmd := range s.cmds {
 		e := &entry{command: cmd, name: name, op: o.Metrics.Op(api.RESP, name)}
 		s.lookup[name], s.lookup[strings.ToUpper(name)] = e, e
@@ -120,7 +121,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	s.ln = ln
 	s.mu.Unlock()
-	return s.rs.Serve(limitListener{ln, s.o.MaxRequest})
+	return s.rs.Serve(&limitListener{Listener: ln, max: s.o.MaxRequest, p: s.o.Conn, conns: s.conns})
 }
 
 // Close stops accepting and closes every connection (a command in progress
@@ -174,17 +175,11 @@ func (s *session) tag(b []byte) string {
 }
 
 func (s *Server) accept(c redcon.Conn) bool {
-	if !s.conns.Acquire() {
-		c.NetConn().SetWriteDeadline(time.Now().Add(time.Second))
-		c.NetConn().Write([]byte("-ERR max number of clients reached\r\n"))
-		return false
-	}
 	c.SetContext(&session{})
 	return true
 }
 
 func (s *Server) closed(c redcon.Conn, err error) {
-	s.conns.Release()
 	if err != nil && !errors.Is(err, net.ErrClosed) {
 		s.o.Logger.Debug("resp connection closed", "remote", c.RemoteAddr(), "err", err)
 	}
@@ -198,18 +193,33 @@ func (s *Server) closed(c redcon.Conn, err error) {
 // pipelines commands and never reads its replies holds.
 type limitListener struct {
 	net.Listener
-	max int
+	max   int
+	p     api.ConnPolicy
+	conns *api.ConnLimit
 }
 
 // maxPipeline is the most whole commands handed to redcon per read.
 const maxPipeline = 32
 
-func (l limitListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
+// Accept counts the connection, or refuses it beyond the bound in Redis's
+// words (over TLS, after the handshake) in a goroutine of its own, within a
+// second, so that no client holds up the accept loop.
+func (l *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if !l.conns.Acquire() {
+			go func() {
+				c.SetDeadline(time.Now().Add(time.Second))
+				c.Write([]byte("-ERR max number of clients reached\r\n"))
+				c.Close()
+			}()
+			continue
+		}
+		return &limitConn{Conn: c, max: l.max, p: l.p, conns: l.conns, frame: framer{max: int64(l.max)}}, nil
 	}
-	return &limitConn{Conn: c, max: l.max, frame: framer{max: int64(l.max)}}, nil
 }
 
 // errTooLarge ends a connection whose command is too large.
@@ -221,7 +231,13 @@ var errTooLarge = errors.New("request too large")
 type limitConn struct {
 	net.Conn
 	max   int
+	p     api.ConnPolicy
+	conns *api.ConnLimit
+	once  sync.Once
 	read  atomic.Int64
+	// Only redcon's goroutine of the connection uses the fields below.
+	started  bool      // the TLS handshake, if any, is done
+	cmdStart time.Time // when the command in progress began to arrive
 	frame framer // only redcon's reading goroutine uses frame, rest and fail
 	rest  []byte // read from the network, not yet handed to redcon
 	fail  error  // the framing error to answer once the commands before it are handled
@@ -238,15 +254,38 @@ func (c *limitConn) Read(p []byte) (int, error) {
 	if c.read.Load() > int64(c.max) {
 		return 0, errTooLarge
 	}
+	if !c.started {
+		c.started = true
+		if tc, ok := c.Conn.(*tls.Conn); ok {
+			tc.SetDeadline(time.Now().Add(c.p.HandshakeTimeout))
+			if err := tc.Handshake(); err != nil {
+				return 0, err
+			}
+			tc.SetDeadline(time.Time{})
+		}
+	}
 	var n int
 	var err error
+	idle := c.frame.atCommandStart()
 	if len(c.rest) > 0 {
 		n = copy(p, c.rest)
 		c.rest = c.rest[n:]
 	} else {
+		// Between commands the connection may idle; a command, once it
+		// began to arrive, must arrive whole within the read timeout,
+		// however slowly its bytes come.
+		if idle {
+			c.Conn.SetReadDeadline(time.Now().Add(c.p.IdleTimeout))
+		} else {
+			c.Conn.SetReadDeadline(c.cmdStart.Add(c.p.ReadTimeout))
+		}
 		n, err = c.Conn.Read(p)
 	}
+	before := c.frame.commands
 	m, ferr := c.frame.feedCommands(p[:n], maxPipeline)
+	if !c.frame.atCommandStart() && (idle || c.frame.commands > before) {
+		c.cmdStart = time.Now() // a command began in this read
+	}
 	c.read.Add(int64(m))
 	if ferr != nil {
 		c.fail, c.rest = ferr, nil
@@ -263,6 +302,20 @@ func (c *limitConn) Read(p []byte) (int, error) {
 
 // handled resets the count: the bytes read so far made whole commands.
 func (c *limitConn) handled() { c.read.Store(0) }
+
+// Write writes within the write timeout: a client that does not read its
+// replies is closed.
+func (c *limitConn) Write(p []byte) (int, error) {
+	c.Conn.SetWriteDeadline(time.Now().Add(c.p.WriteTimeout))
+	return c.Conn.Write(p)
+}
+
+// Close closes the connection and frees its place.
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.conns.Release)
+	return err
+}
 func (s *Server) handle(c redcon.Conn, cmd redcon.Command) {
 	if lc, ok := c.NetConn().(*limitConn); ok {
 		lc.handled()

@@ -199,9 +199,9 @@ func TestServer_Auth(t *testing.T) {
 }
 
 // An oversized or malformed request closes its connection only; the
-// connections beyond MaxConns are refused.
+// connections beyond Conn.MaxConns are refused.
 func TestServer_Limits(t *testing.T) {
-	addr, _ := start(t, Options{MaxRequest: 64 << 10, MaxConns: 3})
+	addr, _ := start(t, Options{MaxRequest: 64 << 10, Conn: api.ConnPolicy{MaxConns: 3}})
 	big, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -255,7 +255,7 @@ func TestServer_Limits(t *testing.T) {
 	last := held[len(held)-1]
 	last.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if line, _ := bufio.NewReader(last).ReadString('\n'); !strings.Contains(line, "max number of clients") {
-		t.Fatalf("a connection beyond MaxConns: %q", line)
+		t.Fatalf("a connection beyond Conn.MaxConns: %q", line)
 	}
 }
 

@@ -90,18 +90,20 @@ func serveAll(fes []*frontEnd, svc *service.Service, m *api.Metrics, cfg *config
 	// wrong tokens per address), and a bound on each listener's connections.
 	guard := api.NewGuard(api.GuardOptions{Rate: cfg.Limits.Rate, Burst: cfg.Limits.Burst,
 		AuthFailures: cfg.Limits.AuthFailures, AuthWindow: cfg.Limits.AuthWindow})
+	// One connection policy for every listener (api.ConnPolicy).
+	policy := api.ConnPolicy{MaxConns: cfg.Limits.MaxConnections}.WithDefaults()
 	limit := func(ln net.Listener, refuse func(net.Conn)) net.Listener {
 		if base != nil {
 			refuse = nil // no plain text on a TLS port: the connection is closed
 		}
-		return api.LimitListener(ln, api.NewConnLimit(cfg.Limits.MaxConnections), refuse)
+		return api.LimitListener(ln, api.NewConnLimit(policy.MaxConns), refuse)
 	}
 	for _, fe := range fes {
 		switch fe.key {
 		case "http_addr":
 			fe.ln = limit(fe.ln, refuseHTTP)
 			h := httpapi.New(svc, m, httpapi.Options{AdminToken: cfg.AdminToken, Pprof: cfg.Pprof, Logger: log, AccessLog: cfg.Log.Access, Guard: guard})
-			srv := httpapi.NewHTTPServer(cfg.HTTPAddr, h, log)
+			srv := httpapi.NewHTTPServer(cfg.HTTPAddr, h, log, policy)
 			srv.RegisterOnShutdown(h.StopStreams)
 			srv.TLSConfig = tlsFor("h2", "http/1.1")
 			fe.serve = func(ln net.Listener) error {
@@ -119,12 +121,12 @@ func serveAll(fes []*frontEnd, svc *service.Service, m *api.Metrics, cfg *config
 			fe.stop = srv.Shutdown
 		case "grpc_addr":
 			fe.ln = limit(fe.ln, nil) // a gRPC client sees the closed connection as UNAVAILABLE and retries
-			gs := grpcapi.New(svc, grpcapi.Options{AdminToken: cfg.AdminToken, Metrics: m, Logger: log, AccessLog: cfg.Log.Access, TLS: tlsFor("h2"), Guard: guard})
+			gs := grpcapi.New(svc, grpcapi.Options{AdminToken: cfg.AdminToken, Metrics: m, Logger: log, AccessLog: cfg.Log.Access, TLS: tlsFor("h2"), Guard: guard, Conn: policy})
 			fe.serve, fe.stop = gs.Serve, gs.Shutdown
 		case "resp_addr":
 			// RESP counts its connections itself, after TLS, so that it can
 			// refuse one in Redis's words on a TLS port too.
-			rs := resp.New(svc, resp.Options{AdminToken: cfg.AdminToken, Metrics: m, Logger: log, MaxConns: cfg.Limits.MaxConnections, Guard: guard})
+			rs := resp.New(svc, resp.Options{AdminToken: cfg.AdminToken, Metrics: m, Logger: log, Conn: policy, Guard: guard})
 			fe.serve, fe.stop = rs.Serve, func(context.Context) error { return rs.Close() }
 			if c := tlsFor(); c != nil {
 				fe.serve = func(ln net.Listener) error { return rs.Serve(tls.NewListener(ln, c)) }

@@ -1,0 +1,48 @@
+package grpcapi
+
+import (
+	"context"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/metadata"
+
+	"github.com/frond-id/frond/api"
+	frondv1 "github.com/frond-id/frond/proto/frond/v1"
+)
+
+// A stream's metadata is bounded as HTTP's headers are (16 KiB): grpc-go's
+// own bound is 16 MiB, and idle streams each holding that much took the
+// heap from 18 MB to 543 MB (issue 29, item 12). A call with more is
+// refused and takes no ID.
+func TestHostile_MetadataBounded(t *testing.T) {
+	f := start(t, Options{})
+	ctx := metadata.AppendToOutgoingContext(context.Background(), "x-big", strings.Repeat("a", 64<<10))
+	if _, err := f.c.NextSegment(ctx, &frondv1.NextSegmentRequest{Tag: "order"}); err == nil {
+		t.Fatal("a call with 64 KiB of metadata was served")
+	}
+	out, err := f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "order"})
+	if err != nil || out.GetIds()[0] != 1 {
+		t.Fatalf("next call: %v, %v; want ID 1 (the refused call took none)", out, err)
+	}
+}
+
+// A connection that never sends its HTTP/2 preface (or TLS handshake) is
+// closed by the handshake deadline, not grpc-go's 120 s.
+func TestHostile_HandshakeDeadline(t *testing.T) {
+	f := start(t, Options{Conn: api.ConnPolicy{HandshakeTimeout: 300 * time.Millisecond}})
+	c, err := net.Dial("tcp", f.conn.Target())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	start := time.Now()
+	io.Copy(io.Discard, c)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("closed after %v", d)
+	}
+}
