@@ -238,9 +238,9 @@ type limitConn struct {
 	// Only redcon's goroutine of the connection uses the fields below.
 	started  bool      // the TLS handshake, if any, is done
 	cmdStart time.Time // when the command in progress began to arrive
-	frame framer // only redcon's reading goroutine uses frame, rest and fail
-	rest  []byte // read from the network, not yet handed to redcon
-	fail  error  // the framing error to answer once the commands before it are handled
+	frame    framer    // only redcon's reading goroutine uses frame, rest and fail
+	rest     []byte    // read from the network, not yet handed to redcon
+	fail     error     // the framing error to answer once the commands before it are handled
 }
 
 func (c *limitConn) Read(p []byte) (int, error) {
