@@ -31,6 +31,12 @@ type GuardOptions struct {
 	AuthWindow time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Known reports whether a token is one the server gave out (the admin
+	// token or a tag token): only those get a rate bucket of their own.
+	// Any other token counts as none, so a client cannot escape the
+	// limit of its address by sending a new random token with each
+	// request. Nil: no token is known.
+	Known func(token string) bool
 }
 
 // maxGuardKeys bounds the Guard's memory: when a table holds this many keys
@@ -108,7 +114,7 @@ func (g *Guard) Admit(token, addr string) error {
 		return nil
 	}
 	key := "a:" + prefixOf(addr).String()
-	if token != "" {
+	if token != "" && g.o.Known != nil && g.o.Known(token) {
 		key = "t:" + token
 	}
 	b := g.buckets[key]
@@ -133,7 +139,10 @@ func (g *Guard) Admit(token, addr string) error {
 
 // AuthFailed records a wrong token (admin or tag token) from addr. It
 // reports whether the address has now reached the limit, so that a
-// connection-oriented protocol can close the connection.
+// connection-oriented protocol can close the connection. Only a token that
+// was presented and refused counts: a request with no token at all (a
+// client that does not know one is needed) does not, or anyone sharing an
+// address with the admin (a NAT, a proxy) could lock the admin out.
 func (g *Guard) AuthFailed(addr string) bool {
 	if g == nil || g.o.AuthFailures <= 0 {
 		return false

@@ -35,7 +35,7 @@ func TestGuard_Off(t *testing.T) {
 // refusal says when to retry, and waiting that long is enough.
 func TestGuard_Rate(t *testing.T) {
 	c := newFakeClock()
-	g := NewGuard(GuardOptions{Rate: 10, Burst: 3, Now: c.now})
+	g := NewGuard(GuardOptions{Rate: 10, Burst: 3, Now: c.now, Known: func(tok string) bool { return tok == "tok" }})
 	for i := range 3 {
 		if err := g.Admit("", "10.0.0.1:1000"); err != nil {
 			t.Fatalf("request %d of the burst: %v", i, err)
@@ -51,6 +51,11 @@ func TestGuard_Rate(t *testing.T) {
 	if err := g.Admit("tok", "10.0.0.1:1000"); err != nil {
 		t.Fatalf("a token has its own bucket: %v", err)
 	}
+	// A token the server never gave out has no bucket of its own: a fresh
+	// random token per request did not escape the address's limit.
+	if _, ok := limited(g.Admit("random-1", "10.0.0.1:1000")); !ok {
+		t.Fatal("an unknown token escaped the address's limit")
+	}
 	c.add(wait)
 	if err := g.Admit("", "10.0.0.1:1000"); err != nil {
 		t.Fatalf("after the advised wait: %v", err)
@@ -64,7 +69,7 @@ func TestGuard_Rate(t *testing.T) {
 			t.Fatalf("refilled burst %d: %v", i, err)
 		}
 	}
-	if _, ok := limited(g.Admit("", "10.0.0.1:1000")); !ok || g.Refused() != 3 {
+	if _, ok := limited(g.Admit("", "10.0.0.1:1000")); !ok || g.Refused() != 4 {
 		t.Fatalf("burst above its size; refused %d", g.Refused())
 	}
 	// IPv6: one /64 is one client.

@@ -99,6 +99,11 @@ func (s *Server) LeaseRanges(st grpc.BidiStreamingServer[frondv1.NextSegmentRang
 		if r.err != nil {
 			return r.err
 		}
+		// Every message is a request: the rate limit applies to each, not
+		// only to the stream's opening.
+		if err := s.guard(ctx); err != nil {
+			return err
+		}
 		out, err := s.NextSegmentRanges(ctx, r.in)
 		if err != nil {
 			return err

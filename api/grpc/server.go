@@ -238,20 +238,26 @@ func (s *Server) admit(ctx context.Context, method string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if s.o.Guard != nil {
-		token := bearer(ctx)
-		if token == "" {
-			token = tagToken(ctx)
-		}
-		if err := s.o.Guard.Admit(token, peerAddr(ctx)); err != nil {
-			return err
-		}
+	if err := s.guard(ctx); err != nil {
+		return err
 	}
 	if adminMethods[method] && !api.TokenOK(s.o.AdminToken, bearer(ctx)) {
 		return &api.Error{Code: api.CodeUnauthorized,
 			Msg: "this method needs the admin token: send the metadata authorization: Bearer <token>"}
 	}
 	return nil
+}
+
+// guard admits one request of ctx's call (api.Guard).
+func (s *Server) guard(ctx context.Context) error {
+	if s.o.Guard == nil {
+		return nil
+	}
+	token := bearer(ctx)
+	if token == "" {
+		token = tagToken(ctx)
+	}
+	return s.o.Guard.Admit(token, peerAddr(ctx))
 }
 
 // done records a call and converts its error.
@@ -262,7 +268,8 @@ func (s *Server) done(ctx context.Context, method string, start time.Time, err e
 	}
 	st, code := toStatus(ctx, err)
 	s.o.Metrics.Failed(api.GRPC, code)
-	if code == api.CodeUnauthorized || code == service.CodeForbidden {
+	if (code == api.CodeUnauthorized || code == service.CodeForbidden) && (bearer(ctx) != "" || tagToken(ctx) != "") {
+		// A token sent and refused; a call without one does not count.
 		s.o.Guard.AuthFailed(peerAddr(ctx))
 	}
 	if st.Code() == codes.Internal {

@@ -65,7 +65,7 @@ type errorBody struct {
 // writeError answers with the JSON error body.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	e := toAPIError(err)
-	s.count(e)
+	s.count(w, e)
 	if e.retry > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(e.retry))
 	}
@@ -74,7 +74,22 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, e.status, body)
 }
 
-func (s *Server) count(e *apiError) {
+// count records a failure, and marks the request as refused for a wrong
+// token (admin or tag token), whichever API's shape answers it, so that
+// the Guard counts it.
+func (s *Server) count(w http.ResponseWriter, e *apiError) {
+	if e.Code == api.CodeUnauthorized || e.Code == service.CodeForbidden {
+		for w != nil {
+			if sw, ok := w.(*statusWriter); ok {
+				sw.authFailed = true
+			}
+			u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+			if !ok {
+				break
+			}
+			w = u.Unwrap()
+		}
+	}
 	s.m.Failed(api.HTTP, e.Code)
 	if e.status >= 500 {
 		s.opts.Logger.Warn("request failed", "code", e.Code, "err", e.Message)

@@ -1,12 +1,15 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/frond-id/frond/api"
+	"github.com/frond-id/frond/service"
 )
 
 // The guard over HTTP: 429 with Retry-After over the rate; the probes and
@@ -58,4 +61,47 @@ func TestDashboard_EventsThroughWrappers(t *testing.T) {
 		f.h.(*Server).StopStreams()
 		srv.Close()
 	}
+}
+
+// The hostile-client findings on the Guard (issue 29, items 7 to 9).
+func TestHTTP_GuardHostile(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	tokens := func(c *service.Config) { c.Tokens = map[string][]string{"tag-secret": {"order"}} }
+	known := func(tok string) bool { return tok == "s3cret" || tok == "tag-secret" }
+
+	// 7: a fresh random token per request gets no bucket of its own.
+	g := api.NewGuard(api.GuardOptions{Rate: 1, Burst: 2, Now: clock, Known: known})
+	f := newFixture(t, Options{AdminToken: "s3cret", Guard: g}, tokens)
+	limited := 0
+	for i := range 20 {
+		if r := f.do("GET", "/v1/snowflake", "", TokenHeader, fmt.Sprintf("random-%d", i)); r.code == 429 {
+			limited++
+		}
+	}
+	if limited < 18 {
+		t.Fatalf("20 requests, each with a new random token: %d limited; want all past the burst of 2", limited)
+	}
+
+	// 8: wrong tag tokens on Leaf's and TinyID's routes count too.
+	for _, route := range []string{"/api/segment/get/order?token=wrong", "/tinyid/id/nextIdSimple?bizType=order&token=wrong",
+		"/tinyid/id/nextId?bizType=order&token=wrong"} {
+		g := api.NewGuard(api.GuardOptions{AuthFailures: 3, AuthWindow: time.Minute, Now: clock, Known: known})
+		f := newFixture(t, Options{AdminToken: "s3cret", Guard: g}, tokens)
+		for range 3 {
+			f.do("GET", route, "")
+		}
+		right := strings.Replace(route, "token=wrong", "token=tag-secret", 1)
+		if r := f.do("GET", right, ""); r.code != 429 && !strings.Contains(r.body, "rate_limited") {
+			t.Fatalf("%s: after 3 wrong tag tokens the right one got %d %s; want rate_limited", route, r.code, r.body)
+		}
+	}
+
+	// 9: requests without a token do not lock the admin out.
+	g = api.NewGuard(api.GuardOptions{AuthFailures: 3, AuthWindow: time.Minute, Now: clock, Known: known})
+	f = newFixture(t, Options{AdminToken: "s3cret", Guard: g}, tokens)
+	for range 10 {
+		f.want(f.do("GET", "/v1/tags", ""), 401)
+	}
+	f.want(f.do("GET", "/v1/tags", "", "Authorization", "Bearer s3cret"), 200)
 }

@@ -63,7 +63,7 @@ func writeID(w http.ResponseWriter, id int64) {
 // "error: <code>: <message>".
 func (s *Server) leafError(w http.ResponseWriter, err error) {
 	e := toAPIError(err)
-	s.count(e)
+	s.count(w, e)
 	w.Header()["Content-Type"] = textPlain
 	if e.retry > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(e.retry))
@@ -97,7 +97,7 @@ func (s *Server) leafDecode(w http.ResponseWriter, r *http.Request) {
 	}
 	// Leaf answers 200 with errorMsg; so does frond, adding the error object.
 	e := toAPIError(err)
-	s.count(e)
+	s.count(w, e)
 	writeJSON(w, http.StatusOK, map[string]any{
 		"errorMsg": "snowflake ID could not be decoded: " + e.Message,
 		"error":    map[string]string{"code": e.Code, "message": e.Message},

@@ -49,7 +49,7 @@ func (s *Server) dbPage(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	if err != nil {
 		e := toAPIError(err)
-		s.count(e)
+		s.count(w, e)
 		data["Error"] = e.Message
 		w.WriteHeader(e.status)
 	}

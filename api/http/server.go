@@ -147,6 +147,7 @@ type statusWriter struct {
 	http.ResponseWriter
 	status, bytes int
 	wrote         bool
+	authFailed    bool // refused for a wrong token (Server.count)
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -192,11 +193,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, err)
 			return
 		}
-		// A wrong admin or tag token answers 401 or 403, on every API
-		// (JSON, Leaf's, TinyID's): count it against the address.
+		// A wrong admin or tag token is refused on every API (JSON: 401
+		// or 403; Leaf's: 500; TinyID's: 200 with code 5 or an empty
+		// body): count it against the address, when a token was sent.
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		s.mux.ServeHTTP(sw, r)
-		if sw.status == http.StatusUnauthorized || sw.status == http.StatusForbidden {
+		if sw.authFailed && token != "" {
 			s.opts.Guard.AuthFailed(r.RemoteAddr)
 		}
 		return

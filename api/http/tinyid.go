@@ -77,7 +77,7 @@ func tinyHead(h http.HandlerFunc) http.HandlerFunc {
 // not allow the tag, 6 for anything else, with frond's code in the message.
 func (s *Server) tinyFail(w http.ResponseWriter, err error) {
 	e := toAPIError(err)
-	s.count(e)
+	s.count(w, e)
 	out := tinyResponse{Code: tinySysErr, Message: e.Code + ": " + e.Message}
 	if e.Code == service.CodeForbidden {
 		out.Code, out.Message = tinyTokenErr, "token is error"
@@ -90,7 +90,7 @@ func (s *Server) tinyFail(w http.ResponseWriter, err error) {
 // body; frond adds its code in the X-Frond-Error header.
 func (s *Server) tinySimpleFail(w http.ResponseWriter, err error) {
 	e := toAPIError(err)
-	s.count(e)
+	s.count(w, e)
 	w.Header().Set("X-Frond-Error", e.Code)
 	w.Header()["Content-Type"] = textPlain
 	w.WriteHeader(http.StatusOK)

@@ -373,7 +373,10 @@ func (s *Server) writeErr(c redcon.Conn, err error) {
 	f := api.Fail(err)
 	s.o.Metrics.Failed(api.RESP, f.Code)
 	c.WriteError(strings.ToUpper(f.Code) + " " + oneLine(f.Message))
-	if f.Code == api.CodeUnauthorized || f.Code == service.CodeForbidden {
+	// A tag token sent (TOKEN) and refused counts against the address; an
+	// admin command without AUTH does not (AUTH counts its own wrong
+	// tokens), nor does a segment command without any token.
+	if f.Code == service.CodeForbidden && sess(c).token != "" {
 		s.authFailed(c)
 	}
 }

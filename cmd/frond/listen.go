@@ -88,8 +88,17 @@ func serveAll(fes []*frontEnd, svc *service.Service, m *api.Metrics, cfg *config
 	}
 	// The limits: one Guard for every protocol (rate per token or address,
 	// wrong tokens per address), and a bound on each listener's connections.
+	// Only tokens frond gave out (the admin token, the tag tokens) get a
+	// rate bucket of their own; any other counts as none.
+	known := func(tok string) bool {
+		if cfg.AdminToken != "" && api.TokenOK(cfg.AdminToken, tok) {
+			return true
+		}
+		_, ok := cfg.Tokens[tok]
+		return ok
+	}
 	guard := api.NewGuard(api.GuardOptions{Rate: cfg.Limits.Rate, Burst: cfg.Limits.Burst,
-		AuthFailures: cfg.Limits.AuthFailures, AuthWindow: cfg.Limits.AuthWindow})
+		AuthFailures: cfg.Limits.AuthFailures, AuthWindow: cfg.Limits.AuthWindow, Known: known})
 	// One connection policy for every listener (api.ConnPolicy).
 	policy := api.ConnPolicy{MaxConns: cfg.Limits.MaxConnections}.WithDefaults()
 	limit := func(ln net.Listener, refuse func(net.Conn)) net.Listener {
