@@ -17,7 +17,6 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"strings"
 	"sync"
 	"time"
 
@@ -241,7 +240,13 @@ func (s *Server) admit(ctx context.Context, method string) error {
 	if err := s.guard(ctx); err != nil {
 		return err
 	}
-	if adminMethods[method] && !api.TokenOK(s.o.AdminToken, bearer(ctx)) {
+	if !adminMethods[method] {
+		return nil
+	}
+	if s.o.AdminToken == "" {
+		return api.AdminWithoutToken(peerAddr(ctx))
+	}
+	if !api.TokenOK(s.o.AdminToken, bearer(ctx)) {
 		return &api.Error{Code: api.CodeUnauthorized,
 			Msg: "this method needs the admin token: send the metadata authorization: Bearer <token>"}
 	}
@@ -323,7 +328,7 @@ func tagToken(ctx context.Context) string {
 func bearer(ctx context.Context) string {
 	md, _ := metadata.FromIncomingContext(ctx)
 	for _, v := range md.Get("authorization") {
-		if t, ok := strings.CutPrefix(v, "Bearer "); ok {
+		if t, ok := api.Bearer(v); ok {
 			return t
 		}
 	}

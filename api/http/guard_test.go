@@ -105,3 +105,28 @@ func TestHTTP_GuardHostile(t *testing.T) {
 	}
 	f.want(f.do("GET", "/v1/tags", "", "Authorization", "Bearer s3cret"), 200)
 }
+
+// Tag administration with no admin token (the default) is answered only
+// to this machine, and never to a web page of another origin: a page in an
+// operator's browser created tags with a simple cross-site POST, or through
+// DNS rebinding (issue 29, item 10).
+func TestHTTP_AdminFromWhere(t *testing.T) {
+	f := newFixture(t, Options{})
+	create := func(name string, hdr ...string) resp {
+		return f.do("POST", "/v1/tags", `{"name":"`+name+`","step":10}`, hdr...)
+	}
+	f.want(create("a1", ":remote", "10.1.2.3:5555"), 403, "only from this machine")
+	f.want(create("a2", ":host", "evil.example:8080"), 403, "Host")
+	f.want(create("a3", "Origin", "https://evil.example", "Content-Type", "text/plain"), 403, "cross-site")
+	f.want(create("a4", "Sec-Fetch-Site", "cross-site"), 403, "cross-site")
+	f.want(f.do("GET", "/v1/tags/a1", ""), 404) // nothing was created
+	f.want(create("ok1"), 201)
+	f.want(create("ok2", ":host", "127.0.0.1:8080", "Origin", "http://127.0.0.1:8080"), 201)
+	f.want(create("ok3", ":remote", "[::1]:5555", ":host", "[::1]:8080"), 201)
+
+	// With a token: from anywhere, but not cross-site; the scheme is
+	// case-insensitive.
+	g := newFixture(t, Options{AdminToken: "s3cret"})
+	g.want(g.do("POST", "/v1/tags", `{"name":"b1","step":10}`, ":remote", "10.1.2.3:5555", ":host", "frond.internal", "Authorization", "bearer s3cret"), 201)
+	g.want(g.do("POST", "/v1/tags", `{"name":"b2","step":10}`, "Authorization", "Bearer s3cret", "Origin", "https://evil.example"), 403, "cross-site")
+}

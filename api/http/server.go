@@ -6,9 +6,13 @@
 package httpapi
 
 import (
+	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/netip"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -182,7 +186,7 @@ func (s *Server) StopStreams() { s.stopOnce.Do(func() { close(s.stopping) }) }
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Guard != nil && !unguarded(r.URL.Path) {
-		token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		token, _ := api.Bearer(r.Header.Get("Authorization"))
 		if token == "" {
 			token = r.Header.Get(TokenHeader)
 		}
@@ -212,13 +216,31 @@ func unguarded(path string) bool {
 	return path == "/healthz" || path == "/metrics" || path == "/readyz" || strings.HasPrefix(path, "/readyz/")
 }
 
-// admin requires the admin token when one is configured.
+// admin requires the admin token when one is configured, and otherwise a
+// client on this machine whose Host names this machine (api.AdminWithoutToken:
+// a DNS-rebinding page in an operator's browser connects to 127.0.0.1 with
+// its own name in Host). It refuses cross-site requests in any case: a
+// request from a web page of another origin (Origin, Sec-Fetch-Site), which
+// a browser sends without preflight for "simple" methods and content types.
 func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
-	if s.opts.AdminToken == "" {
-		return h
-	}
 	return func(w http.ResponseWriter, r *http.Request) {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if err := crossSite(r); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if s.opts.AdminToken == "" {
+			err := api.AdminWithoutToken(r.RemoteAddr)
+			if err == nil && !localHost(r.Host) {
+				err = &api.Error{Code: service.CodeForbidden, Msg: fmt.Sprintf("tag administration without admin_token answers only requests for this machine (Host localhost or an IP address), not Host %s", service.Quote(r.Host))}
+			}
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			h(w, r)
+			return
+		}
+		got, ok := api.Bearer(r.Header.Get("Authorization"))
 		if !ok || !api.TokenOK(s.opts.AdminToken, got) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="frond admin"`)
 			s.writeError(w, r, &api.Error{Code: api.CodeUnauthorized,
@@ -227,6 +249,38 @@ func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 		}
 		h(w, r)
 	}
+}
+
+// crossSite refuses a request a web page of another origin made: its
+// Origin names another host than the request's, or the browser says so.
+func crossSite(r *http.Request) error {
+	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+		return &api.Error{Code: service.CodeForbidden, Msg: "a cross-site request: tag administration is not answered to web pages of other origins"}
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return nil
+	}
+	u, err := url.Parse(origin)
+	if err != nil || !strings.EqualFold(u.Host, r.Host) {
+		return &api.Error{Code: service.CodeForbidden, Msg: fmt.Sprintf("a cross-site request (Origin %s, Host %s): tag administration is not answered to web pages of other origins", service.Quote(origin), service.Quote(r.Host))}
+	}
+	return nil
+}
+
+// localHost reports whether a request's Host names this machine or an IP
+// address (a DNS name other than localhost could be an attacker's that
+// resolves to 127.0.0.1: DNS rebinding).
+func localHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	_, err := netip.ParseAddr(host)
+	return err == nil
 }
 
 // NewHTTPServer returns an http.Server that keeps the connection policy p

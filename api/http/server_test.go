@@ -105,8 +105,18 @@ func (f *fixture) do(method, path, body string, hdr ...string) resp {
 		rd = strings.NewReader(body)
 	}
 	req := httptest.NewRequest(method, path, rd)
+	// A client on this machine, as an operator's CLI is; ":remote" and
+	// ":host" set another.
+	req.RemoteAddr, req.Host = "127.0.0.1:40000", "localhost:8080"
 	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
+		switch hdr[i] {
+		case ":remote":
+			req.RemoteAddr = hdr[i+1]
+		case ":host":
+			req.Host = hdr[i+1]
+		default:
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
 	}
 	w := httptest.NewRecorder()
 	f.h.ServeHTTP(w, req)

@@ -14,10 +14,17 @@ import (
 )
 
 // admitted reports whether the connection may run an admin command (AUTH
-// gave the admin token, or none is configured); if not, it answers
-// UNAUTHORIZED.
+// gave the admin token, or none is configured and the client is on this
+// machine); if not, it answers UNAUTHORIZED or FORBIDDEN.
 func (s *Server) admitted(c redcon.Conn) bool {
-	if s.o.AdminToken == "" || sess(c).authed {
+	if s.o.AdminToken == "" {
+		if err := api.AdminWithoutToken(c.RemoteAddr()); err != nil {
+			s.writeErr(c, err)
+			return false
+		}
+		return true
+	}
+	if sess(c).authed {
 		return true
 	}
 	s.writeErr(c, &api.Error{Code: api.CodeUnauthorized, Msg: "this command needs the admin token: send AUTH <token> first"})

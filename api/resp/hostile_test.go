@@ -296,3 +296,22 @@ func TestHostile_WriteTimeout(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// A web page posting to the RESP port (a browser speaks HTTP to any port):
+// its body would run as inline commands, from loopback, where tag
+// administration needs no token by default. The connection ends at "POST"
+// or "Host:", as Redis's does.
+func TestHostile_CrossProtocol(t *testing.T) {
+	addr, svc := start(t, Options{})
+	c, r := raw(t, addr)
+	c.Write([]byte("POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\n\r\nTAG CREATE evil STEP 1\r\nINCR order\r\n"))
+	if err := closedSoon(r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Tag(bg, "evil"); err == nil {
+		t.Fatal("the POST's body created a tag")
+	}
+	if id := nextOrder(t, addr); id != 1 {
+		t.Fatalf("next ID %d: the POST's body took IDs", id)
+	}
+}

@@ -321,6 +321,14 @@ func (s *Server) handle(c redcon.Conn, cmd redcon.Command) {
 		lc.handled()
 	}
 	start := time.Now()
+	if httpLike(cmd.Args[0]) {
+		// An HTTP request sent to the RESP port: a web page (a form's POST
+		// to 127.0.0.1) speaking to frond in another protocol, whose body
+		// would run as commands. Redis closes such connections too.
+		s.o.Metrics.Failed(api.RESP, service.CodeForbidden)
+		hangUp(c)
+		return
+	}
 	e, ok := s.lookup[string(cmd.Args[0])]
 	if !ok {
 		e, ok = s.lookup[strings.ToLower(string(cmd.Args[0]))]
@@ -345,6 +353,12 @@ func (s *Server) handle(c redcon.Conn, cmd redcon.Command) {
 		e.run(s, c, cmd.Args)
 	}
 	e.op.Done(start)
+}
+
+// httpLike reports whether a command's name is the start of an HTTP
+// request: "POST" (its first line) or "Host:" (a header).
+func httpLike(name []byte) bool {
+	return strings.EqualFold(string(name), "POST") || strings.EqualFold(string(name), "HOST:")
 }
 
 // entry is a command with its name and metrics.

@@ -226,7 +226,7 @@ func serve(ctx context.Context, cfg *config.Config, e env) error {
 	m.Attach(svc)
 
 	if cfg.AdminToken == "" && !cfg.Loopback() {
-		log.Warn("NO ADMIN TOKEN: anyone who can reach this node can create, change and delete tags; set --admin-token-file or listen on 127.0.0.1 only", "http_addr", cfg.HTTPAddr, "grpc_addr", cfg.GRPCAddr, "resp_addr", cfg.RESPAddr)
+		log.Warn("NO ADMIN TOKEN: tag administration (create, change, delete, reveal) is answered only to clients on this machine (loopback); set --admin-token-file to administer tags from elsewhere", "http_addr", cfg.HTTPAddr, "grpc_addr", cfg.GRPCAddr, "resp_addr", cfg.RESPAddr)
 	}
 	errc := make(chan error, len(fes))
 	if err := serveAll(fes, svc, m, cfg, log, errc); err != nil {
