@@ -130,3 +130,14 @@ func TestHTTP_AdminFromWhere(t *testing.T) {
 	g.want(g.do("POST", "/v1/tags", `{"name":"b1","step":10}`, ":remote", "10.1.2.3:5555", ":host", "frond.internal", "Authorization", "bearer s3cret"), 201)
 	g.want(g.do("POST", "/v1/tags", `{"name":"b2","step":10}`, "Authorization", "Bearer s3cret", "Origin", "https://evil.example"), 403, "cross-site")
 }
+
+// A body on a route that reads the query only was ignored, and the request
+// took an ID (issue 29, item 13): it is refused, and takes none.
+func TestHTTP_BodyRefused(t *testing.T) {
+	f := newFixture(t, Options{})
+	for _, body := range []string{`{"n":700,"form":"nope"}`, strings.Repeat("x", 70<<10), "{not json"} {
+		f.want(f.do("POST", "/v1/segment/order", body, "Content-Type", "application/json"), 400, "reads no body")
+	}
+	f.want(f.do("POST", "/v1/snowflake", "n=3"), 400, "reads no body")
+	f.want(f.do("POST", "/v1/segment/order?n=2", ""), 200, `"ids":[1,2]`)
+}

@@ -7,6 +7,7 @@ package httpapi
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/api"
 	"github.com/frond-id/frond/service"
 )
@@ -77,15 +79,15 @@ func New(svc *service.Service, m *api.Metrics, opts Options) *Server {
 	}
 	// JSON API.
 	mux.HandleFunc("GET /v1/segment/{tag}", s.v1Segment)
-	mux.HandleFunc("POST /v1/segment/{tag}", s.v1Segment)
+	mux.HandleFunc("POST /v1/segment/{tag}", s.noBody(s.v1Segment))
 	mux.HandleFunc("GET /v1/snowflake", s.v1Snowflake)
-	mux.HandleFunc("POST /v1/snowflake", s.v1Snowflake)
+	mux.HandleFunc("POST /v1/snowflake", s.noBody(s.v1Snowflake))
 	mux.HandleFunc("GET /v1/decode/{id}", s.v1Decode)
 	mux.HandleFunc("GET /v1/info", s.v1Info)
 	mux.HandleFunc("GET /v1/uuid", s.v1UUID)
-	mux.HandleFunc("POST /v1/uuid", s.v1UUID)
+	mux.HandleFunc("POST /v1/uuid", s.noBody(s.v1UUID))
 	mux.HandleFunc("GET /v1/serial/{name}", s.v1Serial)
-	mux.HandleFunc("POST /v1/serial/{name}", s.v1Serial)
+	mux.HandleFunc("POST /v1/serial/{name}", s.noBody(s.v1Serial))
 	mux.HandleFunc("POST /v1/reveal", s.admin(s.v1Reveal))
 	mux.HandleFunc("GET /v1/tags", s.admin(s.v1ListTags))
 	mux.HandleFunc("POST /v1/tags", s.admin(s.v1CreateTag))
@@ -249,6 +251,30 @@ func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 		}
 		h(w, r)
 	}
+}
+
+// noBody refuses a request with a body on a route that reads its
+// parameters from the query only: a body ({"n":700,"form":"nope"}) was
+// ignored, and the request took an ID its sender did not ask for.
+func (s *Server) noBody(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > 0 || r.ContentLength < 0 && hasBody(r) {
+			s.writeError(w, r, fmt.Errorf("%w: this route reads no body: send its parameters in the query string (docs/api.md)", frond.ErrInvalidArgument))
+			return
+		}
+		h(w, r)
+	}
+}
+
+// hasBody reports whether a request of unknown length (chunked) has a byte
+// of body.
+func hasBody(r *http.Request) bool {
+	if r.Body == nil || r.Body == http.NoBody {
+		return false
+	}
+	var b [1]byte
+	n, _ := io.ReadFull(r.Body, b[:])
+	return n > 0
 }
 
 // crossSite refuses a request a web page of another origin made: its
