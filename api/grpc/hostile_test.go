@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/frond-id/frond/api"
 	frondv1 "github.com/frond-id/frond/proto/frond/v1"
@@ -44,5 +47,33 @@ func TestHostile_HandshakeDeadline(t *testing.T) {
 	io.Copy(io.Discard, c)
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("closed after %v", d)
+	}
+}
+
+// rawCodec sends bytes as they are.
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) ([]byte, error) { return v.([]byte), nil }
+func (rawCodec) Unmarshal(data []byte, v any) error {
+	*(v.(*[]byte)) = append([]byte(nil), data...)
+	return nil
+}
+func (rawCodec) Name() string { return "proto" }
+
+// A request that does not decode is the client's fault: INVALID_ARGUMENT,
+// counted in the metrics, not grpc-go's INTERNAL ("a bug: please report")
+// before any interceptor (issue 29, item 13).
+func TestHostile_MalformedMessage(t *testing.T) {
+	f := start(t, Options{})
+	for _, msg := range [][]byte{{0xff, 0xff, 0xff}, {0x0a, 0x02, 0xff, 0xfe}} { // garbage; a tag that is not UTF-8
+		var out []byte
+		err := f.conn.Invoke(bg, frondv1.IDService_NextSegment_FullMethodName, msg, &out, grpc.ForceCodec(rawCodec{}))
+		if status.Code(err) != codes.InvalidArgument {
+			t.Fatalf("%x: %v, want INVALID_ARGUMENT", msg, err)
+		}
+	}
+	out, err := f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "order"})
+	if err != nil || out.GetIds()[0] != 1 {
+		t.Fatalf("next call: %v, %v", out, err)
 	}
 }

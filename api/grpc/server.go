@@ -77,6 +77,7 @@ type Server struct {
 	svc     *service.Service
 	o       Options
 	gs      *grpc.Server
+	codec   *codec
 	health  *health
 	ops     map[string]*api.Op // by full method name
 	started time.Time
@@ -114,7 +115,9 @@ func New(svc *service.Service, o Options) *Server {
 	if o.TLS != nil {
 		creds = append(creds, grpc.Creds(credentials.NewTLS(o.TLS)))
 	}
+	s.codec = newCodec()
 	s.gs = grpc.NewServer(append(creds,
+		grpc.ForceServerCodecV2(s.codec),
 		grpc.ChainUnaryInterceptor(s.unary),
 		grpc.ChainStreamInterceptor(s.stream),
 		grpc.MaxRecvMsgSize(o.MaxRequest),
@@ -178,7 +181,10 @@ func (s *Server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 	start := time.Now()
 	id := s.requestID(ctx, func(md metadata.MD) { grpc.SetHeader(ctx, md) })
 	var resp any
-	err := s.admit(ctx, info.FullMethod)
+	err := s.codec.malformed(req)
+	if err == nil {
+		err = s.admit(ctx, info.FullMethod)
+	}
 	if err == nil {
 		resp, err = h(ctx, req)
 	}
@@ -192,7 +198,7 @@ func (s *Server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerIn
 	id := s.requestID(ss.Context(), func(md metadata.MD) { ss.SetHeader(md) })
 	err := s.admit(ss.Context(), info.FullMethod)
 	if err == nil {
-		err = h(srv, ss)
+		err = h(srv, checkedStream{ss, s.codec})
 	}
 	err = s.done(ss.Context(), info.FullMethod, start, err)
 	s.access(ss.Context(), info.FullMethod, start, id, err)
