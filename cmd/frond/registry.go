@@ -13,6 +13,7 @@ import (
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/internal/config"
+	"github.com/frond-id/frond/internal/secret"
 	"github.com/frond-id/frond/registry"
 	"github.com/frond-id/frond/registry/cache"
 	"github.com/frond-id/frond/registry/etcdregistry"
@@ -99,7 +100,7 @@ func checkBackends(cfg *config.Config) error {
 			err = etcdstore.Check(raw)
 		}
 		if err != nil {
-			return badKey("store", storeName(raw), err)
+			return badKey("store", raw, err)
 		}
 	}
 	raw := cfg.Registry
@@ -116,14 +117,16 @@ func checkBackends(cfg *config.Config) error {
 		err = sqlregistry.Check(raw)
 	}
 	if err != nil {
-		return badKey("registry", storeName(raw), err)
+		return badKey("registry", raw, err)
 	}
 	return nil
 }
 
-// badKey is the usage error of key's value url.
-func badKey(key, url string, err error) error {
-	return usageError{fmt.Errorf("%w: %w", config.ErrInvalid, &config.KeyError{Keys: []string{key}, Err: fmt.Errorf("%s: %w", url, err)})}
+// badKey is the usage error of key's value raw, a URL: its secrets are
+// masked in the message, which the parsers' errors may quote whole.
+func badKey(key, raw string, err error) error {
+	err = secret.ScrubError(fmt.Errorf("%s: %w", storeName(raw), err), secret.Passwords(raw)...)
+	return usageError{fmt.Errorf("%w: %w", config.ErrInvalid, &config.KeyError{Keys: []string{key}, Err: err})}
 }
 
 // openRegistry opens the worker registry cfg names. Network registries are

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/frond-id/frond/internal/config"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -345,4 +346,24 @@ func TestE2E_FileRegistryOwner(t *testing.T) {
 		t.Fatalf("after a clean stop: %v", err)
 	}
 	c.id("/api/snowflake/get/x")
+}
+
+// A store or registry URL that its parser refuses is printed without its
+// password, whatever the parser quotes (issue 29, item 11).
+func TestCheckBackends_MasksSecrets(t *testing.T) {
+	for _, c := range []config.Config{
+		{Registry: "redis://u:se%cret@h:99999/0"},
+		{Registry: "mysql://u:hunter22@h:3306/db?frond_mode=nope"},
+		{Store: "redis://u:hunter22@h:6379/0?frond_nope=1"},
+		{Store: "postgres://u:hunter22@h/db?frond_table=x;y"},
+	} {
+		err := checkBackends(&c)
+		if err == nil {
+			t.Errorf("%+v: accepted", c)
+			continue
+		}
+		if msg := err.Error(); strings.Contains(msg, "se%cret") || strings.Contains(msg, "hunter22") {
+			t.Errorf("the error shows the password: %s", msg)
+		}
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/api"
 	"github.com/frond-id/frond/internal/config"
+	"github.com/frond-id/frond/internal/secret"
 	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/service"
 	"github.com/frond-id/frond/store/etcdstore"
@@ -268,8 +269,12 @@ func storeName(raw string) string {
 		return strings.Join(f, " ")
 	}
 	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		// (The local worker record's key is built from this form: keep it.)
 		u.User = url.User(u.User.Username())
-		return u.String()
+		return secret.URL(u.String())
+	}
+	if strings.Contains(raw, "@") || strings.Contains(raw, "?") {
+		return secret.URL(raw) // a URL that does not parse: mask what looks secret
 	}
 	if strings.HasPrefix(raw, "sqlite://") {
 		p := strings.TrimPrefix(raw, "sqlite://")

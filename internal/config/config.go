@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/frond-id/frond/internal/secret"
 	"github.com/frond-id/frond/internal/tlsconf"
 	"github.com/frond-id/frond/registry/static"
 	"github.com/frond-id/frond/segment"
@@ -277,14 +278,20 @@ type KeyError struct {
 }
 
 func (e *KeyError) Error() string {
+	keys := make([]string, len(e.Keys))
 	where := make([]string, len(e.Keys))
 	for i, k := range e.Keys {
-		where[i] = EnvName(k)
+		keys[i], where[i] = k, EnvName(k)
+		if _, token, ok := strings.Cut(k, "tokens."); ok && strings.HasPrefix(k, "tokens.") {
+			// The key names a secret: a tag token.
+			keys[i] = "tokens." + secret.Mask
+			where[i] = strings.TrimSuffix(where[i], strings.ToUpper(token)) + secret.Mask
+		}
 		if f := FlagName(k); f != "" {
 			where[i] += ", flag --" + f
 		}
 	}
-	return fmt.Sprintf("%s: %v (env %s)", strings.Join(e.Keys, " and "), e.Err, strings.Join(where, "; "))
+	return fmt.Sprintf("%s: %v (env %s)", strings.Join(keys, " and "), e.Err, strings.Join(where, "; "))
 }
 
 // Unwrap returns the cause.
@@ -330,7 +337,20 @@ func Load(fs *pflag.FlagSet, environ []string) (*Config, *koanf.Koanf, error) {
 		Prefix:      "FROND_",
 		EnvironFunc: func() []string { return environ },
 		TransformFunc: func(name, v string) (string, any) {
-			if key := envKey(name); key != "" {
+			key := envKey(name)
+			if token, ok := strings.CutPrefix(name, "FROND_TOKENS__"); ok && key != "" {
+				// A tag token keeps its case (the variable's name is the
+				// token), and its tags are a comma-separated list:
+				// FROND_TOKENS__0f673adf=test,order.
+				var tags []any
+				for _, t := range strings.Split(v, ",") {
+					if t = strings.TrimSpace(t); t != "" {
+						tags = append(tags, t)
+					}
+				}
+				return "tokens." + token, tags
+			}
+			if key != "" {
 				return key, v
 			}
 			return "", nil
@@ -686,7 +706,8 @@ func checkStores(raw string) error {
 	for _, u := range strings.Fields(raw) {
 		p, err := url.Parse(u)
 		if err != nil {
-			return fmt.Errorf("%q: %v", maskURL(u), err)
+			// url.Parse's error quotes the URL whole, password included.
+			return secret.ScrubError(fmt.Errorf("%q: %v", maskURL(u), err), secret.Passwords(u)...)
 		}
 		if !slices.Contains(StoreSchemes, p.Scheme) {
 			return fmt.Errorf("%q: scheme %q is not supported (%s)", maskURL(u), p.Scheme, strings.Join(StoreSchemes, ", "))
@@ -774,13 +795,4 @@ func Masked(k *koanf.Koanf, c *Config) ([]byte, error) {
 	return m.Marshal(yaml.Parser())
 }
 
-func maskURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return raw
-	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "***")
-	}
-	return strings.Replace(u.String(), "%2A%2A%2A", "***", 1)
-}
+func maskURL(raw string) string { return secret.URL(raw) }

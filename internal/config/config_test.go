@@ -366,3 +366,30 @@ func TestTokens(t *testing.T) {
 		}
 	}
 }
+
+// Tag tokens can be set from the environment, keeping their case, with
+// their tags as a comma-separated list; an error about one does not print
+// it; a URL that does not parse is printed without its password (issue
+// 29, item 11).
+func TestLoad_SecretsFromTheEnvironment(t *testing.T) {
+	c, err := load(t, nil, []string{"FROND_TOKENS__AbC123=order, pay", "FROND_TOKENS__x9=test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Tokens["AbC123"]; len(got) != 2 || got[0] != "order" || got[1] != "pay" || len(c.Tokens["x9"]) != 1 {
+		t.Fatalf("tokens %v", c.Tokens)
+	}
+	_, err = load(t, nil, []string{"FROND_TOKENS__Secret9="})
+	if err == nil || strings.Contains(strings.ToLower(err.Error()), "secret9") {
+		t.Fatalf("a token with no tag: %v", err)
+	}
+	for _, raw := range []string{"mysql://u:pa%ss@h:3306/db", "postgres://u:pa%zzword@h/db", "mysql://u:hunter2@h:99x/db"} {
+		_, err := load(t, []string{"--store", raw}, nil)
+		if err == nil {
+			continue // a URL the config check lets through is checked by the store (cmd/frond)
+		}
+		if strings.Contains(err.Error(), "pa%ss") || strings.Contains(err.Error(), "zzword") || strings.Contains(err.Error(), "hunter2") {
+			t.Fatalf("%s: the error shows the password: %v", raw, err)
+		}
+	}
+}

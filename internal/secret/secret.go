@@ -1,0 +1,106 @@
+// Package secret keeps secrets out of what frond prints: the passwords of
+// store and registry URLs (also of URLs that do not parse), in errors, log
+// lines and `frond config`. One place, used by every printer.
+package secret
+
+import (
+	"net/url"
+	"regexp"
+	"strings"
+)
+
+// Mask is what a secret is printed as.
+const Mask = "***"
+
+// userinfo finds "scheme://user:password@" in a URL that may not parse:
+// the password runs to the last "@" before the path.
+var userinfo = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://[^/?#@:]*:)([^/?#]*)@`)
+
+// passwordParams are query parameters that carry a secret (database
+// drivers accept a password there).
+var passwordParams = []string{"password", "pass", "passwd", "pwd", "secret", "token", "sslpassword"}
+
+// Passwords returns the secrets of a URL (or of several separated by
+// spaces), as written and percent-decoded, whether or not it parses.
+func Passwords(raw string) []string {
+	var out []string
+	add := func(s string) {
+		if s == "" || s == Mask {
+			return
+		}
+		out = append(out, s)
+		if d, err := url.PathUnescape(s); err == nil && d != s {
+			out = append(out, d)
+		}
+		if e := url.QueryEscape(s); e != s {
+			out = append(out, e)
+		}
+	}
+	for _, f := range strings.Fields(raw) {
+		if m := userinfo.FindStringSubmatch(f); m != nil {
+			add(m[2])
+		}
+		if _, q, ok := strings.Cut(f, "?"); ok {
+			for _, kv := range strings.Split(q, "&") {
+				k, v, _ := strings.Cut(kv, "=")
+				for _, p := range passwordParams {
+					if strings.EqualFold(k, p) {
+						add(v)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// URL returns raw with its secrets masked, whether or not it parses.
+func URL(raw string) string { return Scrub(raw, Passwords(raw)...) }
+
+// Scrub returns s with every occurrence of each secret masked, the longest
+// first.
+func Scrub(s string, secrets ...string) string {
+	sorted := append([]string(nil), secrets...)
+	for i := 1; i < len(sorted); i++ { // a handful: insertion sort, longest first
+		for j := i; j > 0 && len(sorted[j]) > len(sorted[j-1]); j-- {
+			sorted[j], sorted[j-1] = sorted[j-1], sorted[j]
+		}
+	}
+	for _, sec := range sorted {
+		if len(sec) >= 4 {
+			s = strings.ReplaceAll(s, sec, Mask)
+			continue
+		}
+		// A short one only where a URL holds it: anywhere, it would mask
+		// the text around it.
+		s = strings.ReplaceAll(s, ":"+sec+"@", ":"+Mask+"@")
+		for _, end := range []string{"&", "\"", " ", ")"} {
+			s = strings.ReplaceAll(s, "="+sec+end, "="+Mask+end)
+		}
+		if strings.HasSuffix(s, "="+sec) {
+			s = strings.TrimSuffix(s, sec) + Mask
+		}
+	}
+	return s
+}
+
+// Error is an error whose message has secrets masked; it unwraps to the
+// original, so errors.Is and errors.As see through it.
+type Error struct {
+	err     error
+	secrets []string
+}
+
+// ScrubError returns err with the given secrets masked in its message (nil
+// for nil).
+func ScrubError(err error, secrets ...string) error {
+	if err == nil || len(secrets) == 0 {
+		return err
+	}
+	return &Error{err: err, secrets: secrets}
+}
+
+func (e *Error) Error() string { return Scrub(e.err.Error(), e.secrets...) }
+
+// Unwrap returns the original error.
+func (e *Error) Unwrap() error { return e.err }
