@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -18,6 +19,13 @@ const MaxDescriptionLen = 256
 func validateDescription(d string) error {
 	if n := utf8.RuneCountInString(d); n > MaxDescriptionLen || !utf8.ValidString(d) {
 		return fmt.Errorf("%w: description of %d characters: at most %d characters of valid UTF-8", ErrInvalidArgument, n, MaxDescriptionLen)
+	}
+	for i, r := range d {
+		// Control characters (NUL, ESC, a newline...) would be printed raw
+		// by frond tag list and log readers: a terminal obeys ESC sequences.
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Bidi_Control, r) {
+			return fmt.Errorf("%w: description: a control character (%U) at byte %d: write it as text", ErrInvalidArgument, r, i)
+		}
 	}
 	return nil
 }

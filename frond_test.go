@@ -96,3 +96,20 @@ func TestRange(t *testing.T) {
 		}
 	}
 }
+
+// A description with control characters (NUL, ESC: a terminal obeys ESC
+// sequences when frond tag list prints it; bidi overrides that reorder
+// what a reader sees) is refused (issue 29, item 15).
+func TestTag_DescriptionControlCharacters(t *testing.T) {
+	for _, d := range []string{"a\x00b", "\x1b[2Jcleared", "line\nbreak", "tab\there", "\u202eevil", "x\u2028y"} {
+		if err := (frond.Tag{Name: "t", Step: 1, Description: d}).Validate(); !errors.Is(err, frond.ErrInvalidArgument) {
+			t.Errorf("%q: %v", d, err)
+		}
+		if err := (frond.TagUpdate{Description: &d}).Validate(); !errors.Is(err, frond.ErrInvalidArgument) {
+			t.Errorf("update %q: %v", d, err)
+		}
+	}
+	if err := (frond.Tag{Name: "t", Step: 1, Description: "Orders — 订单, été"}).Validate(); err != nil {
+		t.Fatal(err)
+	}
+}

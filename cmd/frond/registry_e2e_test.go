@@ -367,3 +367,12 @@ func TestCheckBackends_MasksSecrets(t *testing.T) {
 		}
 	}
 }
+
+// A description with control characters is printed escaped by tag list.
+func TestPrintable(t *testing.T) {
+	for in, want := range map[string]string{"orders": "orders", "Orders — 订单": "Orders — 订单", "\x1b[2J": `"\x1b[2J"`, "a\tb": `"a\tb"`, "\u202e": `"\u202e"`} {
+		if got := printable(in); got != want {
+			t.Errorf("printable(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

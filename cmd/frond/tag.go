@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"strconv"
 	"text/tabwriter"
+	"unicode"
 
 	"github.com/frond-id/frond"
 	"github.com/spf13/cobra"
@@ -23,9 +25,22 @@ func printTags(e env, tags ...tagOut) {
 	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "TAG\tMODE\tMAX_ID\tSTEP\tUPDATED\tDESCRIPTION")
 	for _, t := range tags {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.Mode, t.MaxID, t.Step, t.UpdatedAt, t.Description)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", printable(t.Name), printable(t.Mode), t.MaxID, t.Step, printable(t.UpdatedAt), printable(t.Description))
 	}
 	w.Flush()
+}
+
+// printable is s for a terminal: as it is when every character prints,
+// else quoted with escapes, so that a description stored before control
+// characters were refused (or by another program) cannot send ESC
+// sequences to the operator's terminal.
+func printable(s string) string {
+	for _, r := range s {
+		if !unicode.IsGraphic(r) && r != ' ' || unicode.Is(unicode.Bidi_Control, r) {
+			return strconv.QuoteToGraphic(s)
+		}
+	}
+	return s
 }
 
 func tagArg(a []string) (string, error) {
