@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -140,4 +141,30 @@ func TestHTTP_BodyRefused(t *testing.T) {
 	}
 	f.want(f.do("POST", "/v1/snowflake", "n=3"), 400, "reads no body")
 	f.want(f.do("POST", "/v1/segment/order?n=2", ""), 200, `"ids":[1,2]`)
+}
+
+// A key given twice in a JSON body is refused, not read as the last one
+// (encoding/json also matches keys in any case) (issue 29, item 15).
+func TestHTTP_DuplicateJSONKeys(t *testing.T) {
+	f := newFixture(t, Options{})
+	for _, body := range []string{`{"name":"d1","step":1,"step":1000000}`, `{"name":"d2","step":10,"STEP":5}`, `{"name":"d3","name":"d4","step":1}`} {
+		f.want(f.do("POST", "/v1/tags", body), 400, "given twice")
+	}
+	f.want(f.do("GET", "/v1/tags/d1", ""), 404)
+	f.want(f.do("POST", "/v1/tags", `{"name":"d5","step":10,"description":"{\"step\":1,\"step\":2}"}`), 201)
+	f.want(f.do("PATCH", "/v1/tags/d5", `{"step":20,"step":30}`), 400, "given twice")
+}
+
+func FuzzDuplicateKey(f *testing.F) {
+	f.Add([]byte(`{"a":1,"b":[{"a":1}],"c":{"a":{"a":1}}}`))
+	f.Add([]byte(`{"a":1,"A":2}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		k, dup := duplicateKey(b)
+		var m map[string]any
+		if dup {
+			if err := json.Unmarshal(b, &m); err == nil && k == "" {
+				t.Fatalf("%q: a duplicate with no key", b)
+			}
+		}
+	})
 }

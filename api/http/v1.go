@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -336,9 +337,23 @@ func (s *Server) v1ListTags(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"tags": out})
 }
 
-// decodeBody reads a JSON body into v: bounded, no unknown fields, one value.
+// decodeBody reads a JSON body into v: bounded, no unknown fields, no key
+// given twice, one value.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		return badRequest("request body: %s", brief(err.Error()))
+	}
+	if k, ok := duplicateKey(body); ok {
+		// encoding/json would keep the last (and match keys in any case):
+		// {"step":1,"STEP":1000000} is refused, not read as either.
+		return badRequest("request body: key %s given twice", service.Quote(k))
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var mbe *http.MaxBytesError
@@ -351,6 +366,54 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 		return badRequest("request body: one JSON object expected")
 	}
 	return nil
+}
+
+// duplicateKey finds a key given twice in one object of a JSON text,
+// comparing keys as encoding/json matches them to fields (ignoring case).
+// A text that does not parse has none: Decode reports it.
+func duplicateKey(b []byte) (string, bool) {
+	type level struct {
+		keys   map[string]bool // nil: an array
+		expect bool            // the next string is a key
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	var stack []*level
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		var top *level
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if d, ok := tok.(json.Delim); ok {
+			switch d {
+			case '{':
+				stack = append(stack, &level{keys: map[string]bool{}, expect: true})
+			case '[':
+				stack = append(stack, &level{})
+			default:
+				stack = stack[:len(stack)-1]
+				if len(stack) > 0 && stack[len(stack)-1].keys != nil {
+					stack[len(stack)-1].expect = true
+				}
+			}
+			continue
+		}
+		if top == nil || top.keys == nil {
+			continue
+		}
+		if top.expect {
+			k := strings.ToLower(tok.(string))
+			if top.keys[k] {
+				return tok.(string), true
+			}
+			top.keys[k], top.expect = true, false
+			continue
+		}
+		top.expect = true // a scalar value
+	}
 }
 
 type createTagJSON struct {
