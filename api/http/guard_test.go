@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -167,4 +168,19 @@ func FuzzDuplicateKey(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Failed TLS handshakes are logged at most once per interval, with a count
+// of the others: anyone who can reach the port can fail one (issue 29,
+// item 15).
+func TestServerLog_Handshakes(t *testing.T) {
+	var buf strings.Builder
+	l := &serverLog{log: slog.New(slog.NewTextHandler(&buf, nil)), every: time.Hour}
+	for range 100 {
+		fmt.Fprintf(l, "http: TLS handshake error from 10.0.0.1:5: EOF\n")
+	}
+	fmt.Fprintf(l, "http: something else\n")
+	if n := strings.Count(buf.String(), "TLS handshake error"); n != 1 || !strings.Contains(buf.String(), "something else") {
+		t.Fatalf("%d handshake lines:\n%s", n, buf.String())
+	}
 }

@@ -8,6 +8,7 @@ package httpapi
 import (
 	"fmt"
 	"io"
+	stdlog "log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -324,6 +325,42 @@ func NewHTTPServer(addr string, h http.Handler, log *slog.Logger, p api.ConnPoli
 		WriteTimeout:      p.WriteTimeout,
 		IdleTimeout:       p.IdleTimeout,
 		MaxHeaderBytes:    p.MaxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ErrorLog:          stdlog.New(&serverLog{log: log, every: handshakeLogEvery}, "", 0),
 	}
+}
+
+// handshakeLogEvery is how often a failed TLS handshake is logged: anyone
+// who can reach the port can fail one (a scanner, a plain-text client), and
+// a line for each would flood the log.
+const handshakeLogEvery = 10 * time.Second
+
+// serverLog is net/http's error log: warnings, with the failed TLS
+// handshakes logged at most once per every, with how many were not.
+type serverLog struct {
+	log   *slog.Logger
+	every time.Duration
+
+	mu         sync.Mutex
+	last       time.Time
+	suppressed int
+}
+
+func (l *serverLog) Write(p []byte) (int, error) {
+	msg := strings.TrimSpace(string(p))
+	if strings.Contains(msg, "TLS handshake error") {
+		l.mu.Lock()
+		now := time.Now()
+		if now.Sub(l.last) < l.every {
+			l.suppressed++
+			l.mu.Unlock()
+			return len(p), nil
+		}
+		n := l.suppressed
+		l.last, l.suppressed = now, 0
+		l.mu.Unlock()
+		l.log.Warn(msg, "more_not_logged", n, "logged_at_most_every", l.every.String())
+		return len(p), nil
+	}
+	l.log.Warn(msg)
+	return len(p), nil
 }

@@ -67,7 +67,30 @@ func (r *Reloader) load() error {
 	}
 	r.cert.Store(&c)
 	r.mod = mod
+	r.checkValidity(c.Leaf)
 	return nil
+}
+
+// expiresSoon is how long before its end a certificate is warned about.
+const expiresSoon = 14 * 24 * time.Hour
+
+// checkValidity says in the log when the certificate is expired, not yet
+// valid or about to expire: clients refuse such a certificate, and a node
+// that starts with one would otherwise look healthy.
+func (r *Reloader) checkValidity(leaf *x509.Certificate) {
+	if leaf == nil {
+		return
+	}
+	now := r.now()
+	switch {
+	case now.After(leaf.NotAfter):
+		r.log.Error("TLS CERTIFICATE EXPIRED: clients will refuse it; replace the files (they are reloaded without a restart)",
+			"cert", r.f.Cert, "not_after", leaf.NotAfter.UTC(), "expired_for", now.Sub(leaf.NotAfter).Round(time.Second).String())
+	case now.Before(leaf.NotBefore):
+		r.log.Error("TLS certificate not valid yet: clients will refuse it until then", "cert", r.f.Cert, "not_before", leaf.NotBefore.UTC())
+	case leaf.NotAfter.Sub(now) < expiresSoon:
+		r.log.Warn("TLS certificate expires soon", "cert", r.f.Cert, "not_after", leaf.NotAfter.UTC(), "left", leaf.NotAfter.Sub(now).Round(time.Minute).String())
+	}
 }
 
 // Certificate is tls.Config.GetCertificate.

@@ -1,8 +1,11 @@
 package tlsconf
 
 import (
+	"bytes"
 	"crypto/x509"
+	"log/slog"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,5 +64,32 @@ func TestReloader(t *testing.T) {
 	}
 	if _, err := CertPool(f.Key); err == nil {
 		t.Fatal("a key file made a CA pool")
+	}
+}
+
+// A certificate that is expired, not yet valid or about to expire is said
+// in the log at start and at each reload: an expired one started without a
+// word (issue 29, item 15).
+func TestReloader_Validity(t *testing.T) {
+	f := tlstest.Write(t, t.TempDir(), 300) // valid for 24 hours
+	var logs bytes.Buffer
+	r, err := New(Files{Cert: f.Cert, Key: f.Key}, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "expires soon") {
+		t.Fatalf("a certificate valid for a day: %s", logs.String())
+	}
+	c, _ := r.Certificate(nil)
+	for _, at := range []struct {
+		now  time.Time
+		want string
+	}{{time.Now().Add(48 * time.Hour), "TLS CERTIFICATE EXPIRED"}, {time.Now().Add(-48 * time.Hour), "not valid yet"}} {
+		logs.Reset()
+		r.now = func() time.Time { return at.now }
+		r.checkValidity(c.Leaf)
+		if !strings.Contains(logs.String(), at.want) {
+			t.Errorf("at %v: %q, want %q", at.now, logs.String(), at.want)
+		}
 	}
 }
