@@ -77,3 +77,19 @@ func TestHostile_MalformedMessage(t *testing.T) {
 		t.Fatalf("next call: %v, %v", out, err)
 	}
 }
+
+// A call whose own deadline passed, or that its caller cancelled, is
+// counted as such in the metrics, not as the server being unavailable
+// (issue 29, item 15).
+func TestToStatus_CallersDeadline(t *testing.T) {
+	ctx, cancel := context.WithDeadline(bg, time.Now().Add(-time.Second))
+	defer cancel()
+	if st, code := toStatus(ctx, context.DeadlineExceeded); st.Code() != codes.DeadlineExceeded || code != "deadline_exceeded" {
+		t.Fatalf("deadline: %v, %q", st.Code(), code)
+	}
+	ctx, cancel = context.WithCancel(bg)
+	cancel()
+	if st, code := toStatus(ctx, context.Canceled); st.Code() != codes.Canceled || code != "cancelled" {
+		t.Fatalf("cancelled: %v, %q", st.Code(), code)
+	}
+}

@@ -55,8 +55,13 @@ func toStatus(ctx context.Context, err error) (*status.Status, string) {
 		return st, strings.ToLower(st.Code().String())
 	}
 	if cerr := ctx.Err(); cerr != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
+		// The caller's own deadline or cancellation: counted as such, not
+		// as the server being unavailable.
 		st := status.FromContextError(cerr)
-		return st, service.CodeUnavailable
+		if errors.Is(cerr, context.Canceled) {
+			return st, "cancelled"
+		}
+		return st, "deadline_exceeded"
 	}
 	f := api.Fail(err)
 	st := status.New(codeOf(f.Code), f.Message)
