@@ -6,6 +6,7 @@
 package httpapi
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	stdlog "log"
@@ -68,8 +69,8 @@ func New(svc *service.Service, m *api.Metrics, opts Options) *Server {
 	mux.HandleFunc("GET /api/segment/get/{key}", s.leafSegment)
 	mux.HandleFunc("GET /api/snowflake/get/{key}", s.leafSnowflake)
 	mux.HandleFunc("GET /decodeSnowflakeId", s.leafDecode)
-	mux.HandleFunc("GET /cache", s.cachePage)
-	mux.HandleFunc("GET /db", s.dbPage)
+	mux.HandleFunc("GET /cache", s.admin(s.cachePage))
+	mux.HandleFunc("GET /db", s.admin(s.dbPage))
 	// TinyID's API: GET and POST (its client posts); HEAD takes no ID.
 	for path, h := range map[string]http.HandlerFunc{
 		"/tinyid/id/nextId": s.tinyNextID, "/tinyid/id/nextIdSimple": s.tinyNextIDSimple,
@@ -219,6 +220,29 @@ func unguarded(path string) bool {
 	return path == "/healthz" || path == "/metrics" || path == "/readyz" || strings.HasPrefix(path, "/readyz/")
 }
 
+// mayReadTags is the one rule of who may read tag details (names, steps,
+// max_id, descriptions, buffers): whoever may administer tags (admin), on
+// every page and stream that shows them, as GET /v1/tags. token is the
+// admin token the request carries.
+func (s *Server) mayReadTags(r *http.Request, token string) error {
+	if err := crossSite(r); err != nil {
+		return err
+	}
+	if s.opts.AdminToken == "" {
+		if err := api.AdminWithoutToken(r.RemoteAddr); err != nil {
+			return err
+		}
+		if !localHost(r.Host) {
+			return &api.Error{Code: service.CodeForbidden, Msg: fmt.Sprintf("tag details without admin_token are answered only to requests for this machine (Host localhost or an IP address), not Host %s", service.Quote(r.Host))}
+		}
+		return nil
+	}
+	if !api.TokenOK(s.opts.AdminToken, token) {
+		return &api.Error{Code: api.CodeUnauthorized, Msg: "tag details need the admin token: send Authorization: Bearer <token>"}
+	}
+	return nil
+}
+
 // admin requires the admin token when one is configured, and otherwise a
 // client on this machine whose Host names this machine (api.AdminWithoutToken:
 // a DNS-rebinding page in an operator's browser connects to 127.0.0.1 with
@@ -227,27 +251,14 @@ func unguarded(path string) bool {
 // a browser sends without preflight for "simple" methods and content types.
 func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if err := crossSite(r); err != nil {
+		got, _ := api.Bearer(r.Header.Get("Authorization"))
+		if err := s.mayReadTags(r, got); err != nil {
+			var e *api.Error
+			if errors.As(err, &e) && e.Code == api.CodeUnauthorized {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="frond admin"`)
+				e.Msg = "tag administration needs the admin token: send Authorization: Bearer <token>"
+			}
 			s.writeError(w, r, err)
-			return
-		}
-		if s.opts.AdminToken == "" {
-			err := api.AdminWithoutToken(r.RemoteAddr)
-			if err == nil && !localHost(r.Host) {
-				err = &api.Error{Code: service.CodeForbidden, Msg: fmt.Sprintf("tag administration without admin_token answers only requests for this machine (Host localhost or an IP address), not Host %s", service.Quote(r.Host))}
-			}
-			if err != nil {
-				s.writeError(w, r, err)
-				return
-			}
-			h(w, r)
-			return
-		}
-		got, ok := api.Bearer(r.Header.Get("Authorization"))
-		if !ok || !api.TokenOK(s.opts.AdminToken, got) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="frond admin"`)
-			s.writeError(w, r, &api.Error{Code: api.CodeUnauthorized,
-				Msg: "tag administration needs the admin token: send Authorization: Bearer <token>"})
 			return
 		}
 		h(w, r)

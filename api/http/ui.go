@@ -59,8 +59,11 @@ type snapshot struct {
 	Readiness service.Readiness       `json:"readiness"`
 	Tags      []tagStats              `json:"tags"`
 	Sequences []service.SequenceStats `json:"sequences"` // sequence tags served on this node
-	Snowflake snowflakeJSON           `json:"snowflake"`
-	Counts    api.Counts              `json:"counts"`
+	// TagsHidden: the tags are not shown to this page (tag details are
+	// shown to whoever may list tags: Server.mayReadTags).
+	TagsHidden bool          `json:"tags_hidden,omitempty"`
+	Snowflake  snowflakeJSON `json:"snowflake"`
+	Counts     api.Counts    `json:"counts"`
 }
 
 type layoutJSON struct {
@@ -103,7 +106,7 @@ type snowflakeJSON struct {
 	Backwards uint64  `json:"backward_steps"`
 }
 
-func (s *Server) snapshot(ctx context.Context) snapshot {
+func (s *Server) snapshot(ctx context.Context, tags bool) snapshot {
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	l := s.svc.Layout()
@@ -115,6 +118,10 @@ func (s *Server) snapshot(ctx context.Context) snapshot {
 		Snowflake: snowflakeJSON{Issued: s.svc.SnowflakeIssued(), Lead: st.Lead.Seconds(), Behind: st.Behind.Seconds(),
 			Borrows: st.Borrows, Waits: st.Waits, Refusals: st.Refusals, Backwards: st.BackwardSteps},
 		Counts: s.m.Counts(),
+	}
+	if !tags {
+		out.TagsHidden = true
+		return out
 	}
 	for _, b := range s.svc.SegmentStats() {
 		t := tagStats{Tag: b.Tag, Start: b.Current.Start, Pos: b.Current.Pos, End: b.Current.End, NextReady: b.NextReady,
@@ -147,6 +154,13 @@ func (s *Server) uiEvents(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fmt.Errorf("streaming is not supported on this connection"))
 		return
 	}
+	// Tag details go to whoever may list tags; the page sends the admin
+	// token it was given as ?token= (EventSource cannot set a header).
+	token, _ := api.Bearer(r.Header.Get("Authorization"))
+	if token == "" {
+		token = r.URL.Query().Get("token")
+	}
+	tags := s.mayReadTags(r, token) == nil
 	// The server's WriteTimeout would end the stream: this one is open for
 	// as long as the page is.
 	http.NewResponseController(w).SetWriteDeadline(time.Time{})
@@ -158,7 +172,7 @@ func (s *Server) uiEvents(w http.ResponseWriter, r *http.Request) {
 	t := time.NewTicker(uiEvery)
 	defer t.Stop()
 	for {
-		b, err := json.Marshal(s.snapshot(r.Context()))
+		b, err := json.Marshal(s.snapshot(r.Context(), tags))
 		if err != nil {
 			return
 		}

@@ -76,11 +76,14 @@ func TestDashboard_Browser(t *testing.T) {
 	}
 
 	row := `tr[data-tag="order"]`
+	// Tag details are the admin's: hidden until the token is typed.
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(srv.URL+"/"), // / leads to the dashboard
+		chromedp.WaitVisible(chromedp.CSS(`tr.hidden-tags`)),
+		chromedp.SendKeys(chromedp.CSS(`#token`), "s3cret\t"), // typed, then focus moves on: change
 		chromedp.WaitVisible(chromedp.CSS(row)),
 	); err != nil {
-		t.Fatalf("the dashboard did not show tag order: %v", err)
+		t.Fatalf("the dashboard did not show tag order once the token was typed: %v", err)
 	}
 	// The text of sel, read in the page in one step: the table is drawn
 	// again every second, and a node found by one DevTools call can be gone
@@ -106,6 +109,10 @@ func TestDashboard_Browser(t *testing.T) {
 	}
 
 	// Create a tag from the form: refused without the token, done with it.
+	// The stream keeps its token; the form has none.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("token").value = ""`)); err != nil {
+		t.Fatal(err)
+	}
 	if err := chromedp.Do(ctx,
 		chromedp.SetValue(chromedp.CSS(`#create-tag input[name=name]`), "web"),
 		chromedp.SetValue(chromedp.CSS(`#create-tag input[name=step]`), "10"),

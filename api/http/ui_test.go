@@ -75,3 +75,49 @@ func TestDashboard_Server(t *testing.T) {
 		t.Fatal("StopStreams did not end the event stream")
 	}
 }
+
+// firstSnapshot reads the first snapshot of url's event stream.
+func firstSnapshot(t *testing.T, url string) snapshot {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	rd := bufio.NewReader(resp.Body)
+	for {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if data, ok := strings.CutPrefix(line, "data: "); ok {
+			var snap snapshot
+			if err := json.Unmarshal([]byte(data), &snap); err != nil {
+				t.Fatal(err)
+			}
+			return snap
+		}
+	}
+}
+
+// Tag details (names, steps, max_id, descriptions, buffers) go to whoever
+// may list tags, on every page and stream, as GET /v1/tags: Leaf's /db and
+// /cache and the dashboard's stream listed them to anyone (issue 29, item
+// 14).
+func TestTagDetails_OneRule(t *testing.T) {
+	f := newFixture(t, Options{AdminToken: "s3cret"})
+	f.do("GET", "/api/segment/get/order", "")
+	for _, p := range []string{"/db", "/cache", "/v1/tags"} {
+		f.want(f.do("GET", p, ""), 401)
+		f.want(f.do("GET", p, "", "Authorization", "Bearer s3cret"), 200, "order")
+	}
+	srv := httptest.NewServer(f.h)
+	defer srv.Close()
+	defer f.h.(*Server).StopStreams()
+	if snap := firstSnapshot(t, srv.URL+"/ui/events"); !snap.TagsHidden || len(snap.Tags) != 0 {
+		t.Fatalf("the stream without the token shows tags: %+v", snap.Tags)
+	}
+	if snap := firstSnapshot(t, srv.URL+"/ui/events?token=s3cret"); snap.TagsHidden || len(snap.Tags) != 1 {
+		t.Fatalf("the stream with the token: hidden %v, %d tags", snap.TagsHidden, len(snap.Tags))
+	}
+}

@@ -13,22 +13,27 @@ import (
 	"github.com/frond-id/frond/service"
 )
 
-// admitted reports whether the connection may run an admin command (AUTH
-// gave the admin token, or none is configured and the client is on this
-// machine); if not, it answers UNAUTHORIZED or FORBIDDEN.
+// admitted reports whether the connection may run an admin command (see
+// mayAdmin); if not, it answers UNAUTHORIZED or FORBIDDEN.
 func (s *Server) admitted(c redcon.Conn) bool {
+	if err := s.mayAdmin(c); err != nil {
+		s.writeErr(c, err)
+		return false
+	}
+	return true
+}
+
+// mayAdmin is the rule of who may administer tags and read their details:
+// the connection gave the admin token (AUTH), or none is configured and
+// the client is on this machine.
+func (s *Server) mayAdmin(c redcon.Conn) error {
 	if s.o.AdminToken == "" {
-		if err := api.AdminWithoutToken(c.RemoteAddr()); err != nil {
-			s.writeErr(c, err)
-			return false
-		}
-		return true
+		return api.AdminWithoutToken(c.RemoteAddr())
 	}
 	if sess(c).authed {
-		return true
+		return nil
 	}
-	s.writeErr(c, &api.Error{Code: api.CodeUnauthorized, Msg: "this command needs the admin token: send AUTH <token> first"})
-	return false
+	return &api.Error{Code: api.CodeUnauthorized, Msg: "this command needs the admin token: send AUTH <token> first"}
 }
 
 // tag runs TAG LIST | GET name | CREATE name STEP s [MAXID m] [DESCRIPTION d] [MODE segment|sequence]

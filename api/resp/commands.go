@@ -248,10 +248,14 @@ func (s *Server) info(c redcon.Conn, args [][]byte) {
 		store = append(store, "detail:"+oneLine(ready.Detail))
 	}
 	section("store", store...)
-	var tags []string
-	for _, st := range s.svc.SegmentStats() {
-		tags = append(tags, fmt.Sprintf("%s:step=%d,loads=%d,next_ready=%s,horizon_seconds=%d",
-			st.Tag, st.Step, st.Loads, flag(st.NextReady), int64(st.Horizon.Seconds())))
+	// Tag details are the admin's (mayAdmin), as GET /v1/tags.
+	tags := []string{"hidden:tag details need AUTH with the admin token"}
+	if s.mayAdmin(c) == nil {
+		tags = nil
+		for _, st := range s.svc.SegmentStats() {
+			tags = append(tags, fmt.Sprintf("%s:step=%d,loads=%d,next_ready=%s,horizon_seconds=%d",
+				st.Tag, st.Step, st.Loads, flag(st.NextReady), int64(st.Horizon.Seconds())))
+		}
 	}
 	section("tags", tags...)
 	c.WriteBulkString(b.String())

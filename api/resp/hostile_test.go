@@ -315,3 +315,20 @@ func TestHostile_CrossProtocol(t *testing.T) {
 		t.Fatalf("next ID %d: the POST's body took IDs", id)
 	}
 }
+
+// INFO lists tag details only to a connection that may administer tags,
+// as GET /v1/tags answers (issue 29, item 14).
+func TestHostile_InfoHidesTags(t *testing.T) {
+	addr, _ := start(t, Options{AdminToken: "s3cret"})
+	nextOrder(t, addr)
+	c := dial(t, addr)
+	info, err := c.Info(bg, "tags").Result()
+	if err != nil || strings.Contains(info, "order:") || !strings.Contains(info, "hidden:") {
+		t.Fatalf("INFO tags without AUTH: %q, %v", info, err)
+	}
+	authed := redis.NewClient(&redis.Options{Addr: addr, Password: "s3cret"})
+	defer authed.Close()
+	if info, err := authed.Info(bg, "tags").Result(); err != nil || !strings.Contains(info, "order:step=") {
+		t.Fatalf("INFO tags after AUTH: %q, %v", info, err)
+	}
+}

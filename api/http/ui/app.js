@@ -85,7 +85,10 @@ function render(s) {
   // Tags.
   const tbody = $("tags").tBodies[0];
   tbody.replaceChildren();
-  if ((!s.tags || s.tags.length === 0) && (!s.sequences || s.sequences.length === 0)) {
+  if (s.tags_hidden) {
+    tbody.append(el("tr", { class: "empty hidden-tags" }, el("td", { colspan: "8" },
+      "Tags are shown to the admin: type the server's admin token below (without one, the server shows them to this machine only).")));
+  } else if ((!s.tags || s.tags.length === 0) && (!s.sequences || s.sequences.length === 0)) {
     tbody.append(el("tr", { class: "empty" }, el("td", { colspan: "8" }, "no tag has been used on this node yet")));
   }
   for (const t of s.tags || []) {
@@ -157,8 +160,15 @@ function render(s) {
   prev = s;
 }
 
+let es = null;
+
+// connect opens the stream of snapshots, with the admin token if one was
+// typed (EventSource cannot send a header): tag details are shown to the
+// admin only. A new token reconnects.
 function connect() {
-  const es = new EventSource("/ui/events");
+  if (es) es.close();
+  const token = $("token").value;
+  es = new EventSource("/ui/events" + (token ? "?token=" + encodeURIComponent(token) : ""));
   es.addEventListener("snapshot", (e) => {
     $("live").textContent = "live";
     $("live").className = "pill on";
@@ -219,3 +229,4 @@ onSubmit("take", (f) => {
 onSubmit("decode", (f) => call("GET", "/v1/decode/" + encodeURIComponent(f.get("id"))));
 
 connect();
+$("token").addEventListener("change", connect);
