@@ -238,6 +238,7 @@ type limitConn struct {
 	// Only redcon's goroutine of the connection uses the fields below.
 	started  bool      // the TLS handshake, if any, is done
 	cmdStart time.Time // when the command in progress began to arrive
+	rdl, wdl time.Time // the read and write deadlines last set
 	frame    framer    // only redcon's reading goroutine uses frame, rest and fail
 	rest     []byte    // read from the network, not yet handed to redcon
 	fail     error     // the framing error to answer once the commands before it are handled
@@ -275,9 +276,9 @@ func (c *limitConn) Read(p []byte) (int, error) {
 		// began to arrive, must arrive whole within the read timeout,
 		// however slowly its bytes come.
 		if idle {
-			c.Conn.SetReadDeadline(time.Now().Add(c.p.IdleTimeout))
+			c.readDeadline(time.Now().Add(c.p.IdleTimeout))
 		} else {
-			c.Conn.SetReadDeadline(c.cmdStart.Add(c.p.ReadTimeout))
+			c.readDeadline(c.cmdStart.Add(c.p.ReadTimeout))
 		}
 		n, err = c.Conn.Read(p)
 	}
@@ -303,10 +304,28 @@ func (c *limitConn) Read(p []byte) (int, error) {
 // handled resets the count: the bytes read so far made whole commands.
 func (c *limitConn) handled() { c.read.Store(0) }
 
-// Write writes within the write timeout: a client that does not read its
-// replies is closed.
+// deadlineSlack is how far a deadline set before may fall short of the one
+// the policy asks for now before it is set again (the connection may end
+// up to this much sooner): setting one on every read and write costs the
+// pipelined throughput a timer update each.
+const deadlineSlack = time.Second
+
+// readDeadline sets the read deadline to at, or leaves one at most
+// deadlineSlack before it (an earlier at is always set).
+func (c *limitConn) readDeadline(at time.Time) {
+	if d := at.Sub(c.rdl); d < 0 || d > deadlineSlack {
+		c.rdl = at
+		c.Conn.SetReadDeadline(at)
+	}
+}
+
+// Write writes within the write timeout (less at most deadlineSlack): a
+// client that does not read its replies is closed.
 func (c *limitConn) Write(p []byte) (int, error) {
-	c.Conn.SetWriteDeadline(time.Now().Add(c.p.WriteTimeout))
+	if at := time.Now().Add(c.p.WriteTimeout); at.Sub(c.wdl) > deadlineSlack {
+		c.wdl = at
+		c.Conn.SetWriteDeadline(at)
+	}
 	return c.Conn.Write(p)
 }
 
