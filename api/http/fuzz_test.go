@@ -3,6 +3,9 @@ package httpapi
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -11,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frond-id/frond/api"
 	"github.com/frond-id/frond/segment"
 )
 
@@ -144,3 +148,64 @@ func FuzzHandlers(f *testing.F) {
 }
 
 func redirect(code int) bool { return code == 301 || code == 307 || code == 308 }
+
+// FuzzRawHTTP sends whole byte streams, as a client could, to a running
+// http.Server (the policy's timeouts, the real parser) over TCP: the
+// server never answers 500 for input, stays up, answers a probe after
+// each stream, and takes no ID unless it answered a request with 2xx (or
+// HEAD, which takes none) (issue 29).
+func FuzzRawHTTP(f *testing.F) {
+	for _, seed := range []string{
+		"GET /v1/segment/order?n=3 HTTP/1.1\r\nHost: localhost\r\n\r\n",
+		"POST /v1/segment/order HTTP/1.1\r\nHost: x\r\nContent-Length: 20\r\n\r\n{\"n\":700,\"form\":1}",
+		"POST /v1/tags HTTP/1.1\r\nHost: localhost\r\nOrigin: https://evil.example\r\nContent-Type: text/plain\r\nContent-Length: 24\r\n\r\n{\"name\":\"x\",\"step\":10}",
+		"GET /api/segment/get/order HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffff\r\n",
+		"GET / HTTP/1.1\r\nHost: a\r\n" + strings.Repeat("X-A: b\r\n", 100) + "\r\n",
+		"GET /tinyid/id/nextIdSimple?bizType=order&batchSize=100000 HTTP/1.0\r\n\r\n",
+		"\x16\x03\x01\x00\x05hello",
+		"GET /v1/snowflake HTTP/1.1\r\nHost: a\r\n\r\nGET /v1/uuid HTTP/1.1\r\nHost: a\r\n\r\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	fx := newFixture(f, Options{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		f.Fatal(err)
+	}
+	srv := NewHTTPServer("", fx.h, slog.New(slog.DiscardHandler), api.ConnPolicy{})
+	go srv.Serve(ln)
+	f.Cleanup(func() {
+		fx.h.(*Server).StopStreams()
+		srv.Close()
+	})
+	send := func(t *testing.T, in []byte) string {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc := c.(*net.TCPConn)
+		tc.SetLinger(0) // no TIME_WAIT: a fuzz run opens 100,000 connections
+		defer tc.Close()
+		tc.SetDeadline(time.Now().Add(2 * time.Second)) // an event stream never ends by itself
+		tc.Write(in)
+		tc.CloseWrite()
+		out, _ := io.ReadAll(tc)
+		return string(out)
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		fx.t = t
+		before := fx.snapshot()
+		out := send(t, in)
+		if strings.Contains(out, "HTTP/1.1 500") && !strings.Contains(out, "error: ") {
+			// Leaf's API answers its errors 500 with "error: <code>"; no
+			// other 500 is an answer to input.
+			t.Fatalf("a 500 for %q:\n%s", in, out)
+		}
+		if after := fx.snapshot(); after != before && !strings.Contains(out, "HTTP/1.1 2") && !strings.Contains(out, "HTTP/1.0 2") {
+			t.Fatalf("%q took IDs without a 2xx answer:\n before %s\n after  %s\n%s", in, before, after, out)
+		}
+		if probe := send(t, []byte("GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")); !strings.HasPrefix(probe, "HTTP/1.1 200") {
+			t.Fatalf("after %q the server does not answer: %q", in, probe)
+		}
+	})
+}

@@ -332,3 +332,31 @@ func TestHostile_InfoHidesTags(t *testing.T) {
 		t.Fatalf("INFO tags after AUTH: %q, %v", info, err)
 	}
 }
+
+// The refusal of a connection over the bound is not sent in plain text on
+// a TLS port: it goes through TLS, after the handshake, from a goroutine
+// of its own (issue 29, item 15).
+func TestHostile_TLSRefusal(t *testing.T) {
+	tlsAddr := startTLS(t, Options{Conn: api.ConnPolicy{MaxConns: 1}})
+	held := redis.NewClient(&redis.Options{Addr: tlsAddr, TLSConfig: &tls.Config{InsecureSkipVerify: true}, PoolSize: 1})
+	defer held.Close()
+	if err := held.Ping(bg).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// A client that speaks no TLS reads nothing in plain text.
+	c, r := raw(t, tlsAddr)
+	c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	if b, _ := io.ReadAll(r); strings.Contains(string(b), "max number of clients") {
+		t.Fatalf("the refusal in plain text on a TLS port: %q", b)
+	}
+	// A TLS client reads the refusal.
+	tc, err := tls.Dial("tcp", tlsAddr, &tls.Config{InsecureSkipVerify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	tc.SetReadDeadline(time.Now().Add(3 * time.Second))
+	if line, err := bufio.NewReader(tc).ReadString('\n'); !strings.Contains(line, "max number of clients") {
+		t.Fatalf("over TLS: %q, %v", line, err)
+	}
+}
