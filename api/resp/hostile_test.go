@@ -56,6 +56,17 @@ func closedSoon(r *bufio.Reader) error {
 	}
 }
 
+// settles waits until the goroutines are back near base (the connections'
+// goroutines ended) and fails the test if they do not within 5 s.
+func settles(t *testing.T, base int) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > base+4; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines, %d before the attack: the connections' goroutines did not end", runtime.NumGoroutine(), base)
+		}
+	}
+}
+
 func totalAlloc() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
@@ -67,6 +78,7 @@ func totalAlloc() uint64 {
 // before redcon sees it.
 func TestHostile_InlineFlood(t *testing.T) {
 	addr, _ := start(t, Options{})
+	base := runtime.NumGoroutine()
 	before := totalAlloc()
 	c, r := raw(t, addr)
 	c.Write([]byte(strings.Repeat("a ", 32<<10) + "\r\n"))
@@ -80,6 +92,7 @@ func TestHostile_InlineFlood(t *testing.T) {
 	if grew := totalAlloc() - before; grew > 32<<20 {
 		t.Fatalf("a 64 KiB inline command allocated %d MB", grew>>20)
 	}
+	settles(t, base)
 	if id := nextOrder(t, addr); id != 1 {
 		t.Fatalf("next ID %d", id)
 	}
@@ -162,6 +175,7 @@ func TestHostile_StrictOptions(t *testing.T) {
 // gigabytes. A read hands redcon at most maxPipeline commands.
 func TestHostile_UnreadReplies(t *testing.T) {
 	addr, _ := start(t, Options{})
+	base := runtime.NumGoroutine()
 	runtime.GC()
 	var m0 runtime.MemStats
 	runtime.ReadMemStats(&m0)
@@ -180,6 +194,12 @@ func TestHostile_UnreadReplies(t *testing.T) {
 	}
 	for _, c := range conns {
 		c.Close()
+	}
+	settles(t, base)
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	if held := int64(m.HeapInuse) - int64(m0.HeapInuse); held > 64<<20 {
+		t.Fatalf("after the connections closed the heap holds %d MB more than before", held>>20)
 	}
 	if id := nextOrder(t, addr); id != 1 {
 		t.Fatalf("next ID %d", id)
