@@ -1,11 +1,13 @@
 package grpcapi
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/frond-id/frond/api"
 	frondv1 "github.com/frond-id/frond/proto/frond/v1"
@@ -41,5 +43,43 @@ func TestGRPC_Guard(t *testing.T) {
 	now = now.Add(time.Minute)
 	if _, err := f.c.ListTags(right, &frondv1.ListTagsRequest{}); err != nil {
 		t.Fatalf("after the window: %v", err)
+	}
+}
+
+// A LeaseRanges stream is limited per message, not only when it opens: 500
+// messages went through in 99 ms while unary calls were refused (issue 29,
+// item 7). A random token per call gets no bucket of its own.
+func TestGRPC_GuardStreamsAndRandomTokens(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	f := start(t, Options{Guard: api.NewGuard(api.GuardOptions{Rate: 1, Burst: 3, Now: clock, Known: func(string) bool { return false }})})
+	st, err := f.c.LeaseRanges(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := 0
+	for range 20 {
+		if err := st.Send(&frondv1.NextSegmentRangesRequest{Tag: "order", N: 1}); err != nil {
+			break
+		}
+		if _, err := st.Recv(); err != nil {
+			wantCode(t, err, codes.ResourceExhausted, api.CodeRateLimited)
+			break
+		}
+		served++
+	}
+	if served >= 3 {
+		t.Fatalf("%d messages of a stream served with a burst of 3 (the stream's opening took one)", served)
+	}
+	now = now.Add(time.Minute)
+	limited := 0
+	for i := range 10 {
+		ctx := metadata.AppendToOutgoingContext(bg, "x-frond-token", fmt.Sprintf("random-%d", i))
+		if _, err := f.c.NextSnowflake(ctx, &frondv1.NextSnowflakeRequest{}); status.Code(err) == codes.ResourceExhausted {
+			limited++
+		}
+	}
+	if limited < 7 {
+		t.Fatalf("10 calls with random tokens: %d limited, want all past the burst of 3", limited)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -67,6 +68,13 @@ func settles(t *testing.T, base int) {
 	}
 }
 
+// cpuTime is the CPU time this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 func totalAlloc() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
@@ -113,6 +121,13 @@ func TestHostile_FramerSteered(t *testing.T) {
 		if err := closedSoon(r); err != nil {
 			t.Fatalf("%q: the connection stays open: %v", head, err)
 		}
+	}
+	// No core is kept busy after the clients left (the old code went on
+	// looping over the huge count: 2.7 s of CPU per read).
+	cpu0 := cpuTime()
+	time.Sleep(1500 * time.Millisecond)
+	if used := cpuTime() - cpu0; used > time.Second {
+		t.Fatalf("%v of CPU in the 1.5 s after the attack", used)
 	}
 	// Commands before the malformed one are answered, as Redis does.
 	c, r := raw(t, addr)
