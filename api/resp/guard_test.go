@@ -2,6 +2,7 @@ package resp
 
 import (
 	"bufio"
+	"github.com/redis/go-redis/v9"
 	"io"
 	"net"
 	"strings"
@@ -57,5 +58,23 @@ func TestServer_Guard(t *testing.T) {
 	c2, r2 := raw()
 	if got := send(c2, r2, "AUTH s3cret"); !strings.HasPrefix(got, "-RATE_LIMITED too many wrong tokens") {
 		t.Fatalf("a new connection from the address: %q", got)
+	}
+}
+
+// Admin commands without AUTH are refused but do not count as wrong
+// tokens: clients sharing the admin's address cannot lock the admin out
+// (issue 29, item 9).
+func TestServer_GuardNoTokenNoLockout(t *testing.T) {
+	addr, _ := start(t, Options{AdminToken: "s3cret", Guard: api.NewGuard(api.GuardOptions{AuthFailures: 2})})
+	c := dial(t, addr)
+	for range 5 {
+		if err := c.Do(bg, "TAG", "LIST").Err(); err == nil || !strings.HasPrefix(err.Error(), "UNAUTHORIZED") {
+			t.Fatalf("TAG LIST without AUTH: %v", err)
+		}
+	}
+	admin := redis.NewClient(&redis.Options{Addr: addr, Password: "s3cret"})
+	defer admin.Close()
+	if err := admin.Do(bg, "TAG", "LIST").Err(); err != nil {
+		t.Fatalf("the admin after 5 token-less commands from the address: %v", err)
 	}
 }
