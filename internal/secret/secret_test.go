@@ -39,8 +39,8 @@ func TestScrubError(t *testing.T) {
 func FuzzURL(f *testing.F) {
 	f.Add("mysql://u:p@h/db", "p")
 	f.Fuzz(func(t *testing.T, user, pass string) {
-		if strings.ContainsAny(user, ":@/?# \t\n\r\v\f\u0085\u00a0") || strings.ContainsAny(pass, "/?# \t\n\r\v\f\u0085\u00a0") || len(pass) < 3 || strings.Contains(pass, "@") {
-			return
+		if strings.ContainsAny(user, ":@/?# \t\n\r\v\f\u0085\u00a0") || strings.ContainsAny(pass, "/?# \t\n\r\v\f\u0085\u00a0") || len(pass) < 3 || strings.Contains(pass, "@") || pass == Mask {
+			return // (a password that is the mask itself shows as itself)
 		}
 		raw := "mysql://" + user + ":" + pass + "@h:3306/db"
 		if got := URL(raw); strings.Contains(got, ":"+pass+"@") {
