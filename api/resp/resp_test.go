@@ -239,6 +239,17 @@ func TestServer_Limits(t *testing.T) {
 	if err := c.Ping(bg).Err(); err != nil {
 		t.Fatalf("another connection after the bad ones: %v", err)
 	}
+	// The bad connections' places are freed once the server has closed
+	// them, which may come just after their client read the error.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		info, err := c.Info(bg, "server").Result()
+		if err == nil && strings.Contains(info, "connected_clients:1\r\n") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the bad connections still count: %q, %v", info, err)
+		}
+	}
 	var held []net.Conn
 	defer func() {
 		for _, h := range held {
