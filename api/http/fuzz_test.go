@@ -151,9 +151,10 @@ func redirect(code int) bool { return code == 301 || code == 307 || code == 308 
 
 // FuzzRawHTTP sends whole byte streams, as a client could, to a running
 // http.Server (the policy's timeouts, the real parser) over TCP: the
-// server never answers 500 for input, stays up, answers a probe after
-// each stream, and takes no ID unless it answered a request with 2xx (or
-// HEAD, which takes none) (issue 29).
+// server never answers 500 for input, stays up, and answers a probe after
+// each stream (issue 29). That a refused request takes no ID is
+// FuzzHandlers' check: here the client's half-close ends each request's
+// context, and a request cut short by its client may skip IDs (a gap).
 func FuzzRawHTTP(f *testing.F) {
 	for _, seed := range []string{
 		"GET /v1/segment/order?n=3 HTTP/1.1\r\nHost: localhost\r\n\r\n",
@@ -194,15 +195,11 @@ func FuzzRawHTTP(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		fx.t = t
-		before := fx.snapshot()
 		out := send(t, in)
 		if strings.Contains(out, "HTTP/1.1 500") && !strings.Contains(out, "error: ") {
 			// Leaf's API answers its errors 500 with "error: <code>"; no
 			// other 500 is an answer to input.
 			t.Fatalf("a 500 for %q:\n%s", in, out)
-		}
-		if after := fx.snapshot(); after != before && !strings.Contains(out, "HTTP/1.1 2") && !strings.Contains(out, "HTTP/1.0 2") {
-			t.Fatalf("%q took IDs without a 2xx answer:\n before %s\n after  %s\n%s", in, before, after, out)
 		}
 		if probe := send(t, []byte("GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")); !strings.HasPrefix(probe, "HTTP/1.1 200") {
 			t.Fatalf("after %q the server does not answer: %q", in, probe)
