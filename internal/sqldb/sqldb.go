@@ -333,6 +333,23 @@ func (k Kind) Transient(err error) bool {
 	return false
 }
 
+// ExecDDL runs a CREATE ... IF NOT EXISTS statement, again while it fails
+// with CreateRace (several nodes starting at once on an empty database:
+// each wave of concurrent creators can lose the race once; up to 10 tries,
+// 10 ms apart and more).
+func (d *DB) ExecDDL(ctx context.Context, stmt string) error {
+	_, err := d.ExecContext(ctx, stmt)
+	for try := 1; err != nil && d.Kind.CreateRace(err) && try < 10; try++ {
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(try) * 10 * time.Millisecond):
+		}
+		_, err = d.ExecContext(ctx, stmt)
+	}
+	return err
+}
+
 // CreateRace reports whether err is PostgreSQL's answer to two sessions
 // running CREATE TABLE IF NOT EXISTS at once (a duplicate catalog key or
 // relation): the table exists now and the statement can be run again.

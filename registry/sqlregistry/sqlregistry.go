@@ -255,11 +255,7 @@ func (b *Backend) Prepare(ctx context.Context) error {
 	ctx, cancel := b.db.Bound(ctx)
 	defer cancel()
 	for _, stmt := range b.ddl() {
-		_, err := b.db.ExecContext(ctx, stmt)
-		if err != nil && b.db.Kind.CreateRace(err) { // another node created it at the same moment
-			_, err = b.db.ExecContext(ctx, stmt)
-		}
-		if err != nil {
+		if err := b.db.ExecDDL(ctx, stmt); err != nil { // other nodes may create it at the same moment
 			return b.fail("create the worker tables", err)
 		}
 	}

@@ -105,11 +105,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	c, cancel := s.db.Bound(ctx)
 	defer cancel()
 	for _, t := range []struct{ name, ddl string }{{"leaf_alloc", s.d.createTable}, {"frond_tag_mode", s.d.createModes}, {"frond_mark", s.d.createMarks}} {
-		_, err := s.db.ExecContext(c, t.ddl)
-		if err != nil && s.d.kind.CreateRace(err) { // another node created it at the same moment
-			_, err = s.db.ExecContext(c, t.ddl)
-		}
-		if err != nil {
+		if err := s.db.ExecDDL(c, t.ddl); err != nil { // other nodes may create it at the same moment
 			s.db.Close()
 			return nil, s.fail("create table "+t.name, err)
 		}
