@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -160,13 +159,10 @@ func FuzzDuplicateKey(f *testing.F) {
 	f.Add([]byte(`{"a":1,"b":[{"a":1}],"c":{"a":{"a":1}}}`))
 	f.Add([]byte(`{"a":1,"A":2}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		k, dup := duplicateKey(b)
-		var m map[string]any
-		if dup {
-			if err := json.Unmarshal(b, &m); err == nil && k == "" {
-				t.Fatalf("%q: a duplicate with no key", b)
-			}
-		}
+		// Any text, valid or not, is walked without a panic (the token
+		// walk asserts key types); TestHTTP_DuplicateJSONKeys checks the
+		// answers.
+		duplicateKey(b)
 	})
 }
 
