@@ -36,7 +36,12 @@ func Write(path string, data []byte) error {
 	}
 	// The rename is durable only once the directory is: an error here is
 	// a failed write (the old content may come back after a power loss).
-	d, err := os.Open(filepath.Dir(path))
+	return SyncDir(filepath.Dir(path))
+}
+
+// SyncDir makes the entries of dir (a rename, a removal) durable.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
 	if err != nil {
 		return err
 	}

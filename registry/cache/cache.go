@@ -357,7 +357,7 @@ func (r *Registry) persistLocked(rec Record) error {
 	}
 	rerr := r.disk.Remove(r.path)
 	if rerr == nil {
-		rerr = syncDir(filepath.Dir(r.path)) // the removal must be durable too
+		rerr = atomicfile.SyncDir(filepath.Dir(r.path)) // the removal must be durable too
 	}
 	if rerr == nil || errors.Is(rerr, os.ErrNotExist) {
 		r.o.Logger.Warn("worker cache: cannot write the local record; removed it (a start with the registry unreachable cannot fall back on it)",
@@ -365,19 +365,6 @@ func (r *Registry) persistLocked(rec Record) error {
 		return nil
 	}
 	return fmt.Errorf("cannot write the local record (%w) nor remove it (%v)", werr, rerr)
-}
-
-// syncDir makes a removal in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // Disk is where the record is kept: Write replaces a file atomically and
