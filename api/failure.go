@@ -13,6 +13,7 @@ import (
 
 	"github.com/frond-id/frond/service"
 	"github.com/frond-id/frond/snowflake"
+	"github.com/frond-id/frond/worker"
 )
 
 // Codes of the front ends, beside the service's (service.Code*).
@@ -59,7 +60,7 @@ func Fail(err error) Failure {
 	if Retryable(code) {
 		f.RetryAfter = time.Second
 		var ce *snowflake.ClockError
-		var cbe *service.ClockBehindError
+		var cbe *worker.ClockBehindError
 		switch {
 		case errors.As(err, &cbe):
 			f.RetryAfter = cbe.Behind

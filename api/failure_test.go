@@ -9,6 +9,7 @@ import (
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/service"
+	"github.com/frond-id/frond/worker"
 )
 
 // One classification for every protocol: the code, the message with its
@@ -23,7 +24,7 @@ func TestFail(t *testing.T) {
 		{fmt.Errorf("load: %w", frond.ErrTagNotFound), service.CodeTagNotFound, "create the tag first", 0},
 		{fmt.Errorf("%w: n", frond.ErrInvalidArgument), service.CodeInvalidArgument, "fix the request", 0},
 		{fmt.Errorf("db: %w", frond.ErrStoreUnavailable), service.CodeStoreUnavailable, "check the segment store", time.Second},
-		{&service.ClockBehindError{Behind: 2300 * time.Millisecond}, service.CodeClockBackwards, "check the clock", 2300 * time.Millisecond},
+		{&worker.ClockBehindError{Behind: 2300 * time.Millisecond}, service.CodeClockBackwards, "check the clock", 2300 * time.Millisecond},
 		{errors.New("boom"), service.CodeInternal, "report this", 0},
 		{&Error{Code: CodeUnauthorized, Msg: "needs the token"}, CodeUnauthorized, "", 0},
 	} {

@@ -12,9 +12,8 @@ import (
 	"github.com/frond-id/frond/internal/testclock"
 	"github.com/frond-id/frond/registry"
 	"github.com/frond-id/frond/registry/cache"
-	"github.com/frond-id/frond/service"
 	"github.com/frond-id/frond/snowflake"
-	"github.com/frond-id/frond/store/memstore"
+	"github.com/frond-id/frond/worker"
 )
 
 // flakyBackend is an in-memory backend that can be cut off (every call
@@ -92,7 +91,7 @@ func newReleaseRig(t *testing.T) *releaseRig {
 
 // node starts a node of identity port on data directory dir; the record's
 // writes go through write when it is set.
-func (g *releaseRig) node(port int, dir string, fb **flakyBackend, disk cache.Disk) *service.Service {
+func (g *releaseRig) node(port int, dir string, fb **flakyBackend, disk cache.Disk) *worker.Issuer {
 	t := g.t
 	o := registry.Options{Host: "10.0.0.1", Port: port, RecycleAfter: 10 * time.Minute, LeaseTTL: time.Hour, // leases are not renewed here
 		Now: func() time.Time { return time.Unix(0, g.clock.Now()) }}.WithDefaults()
@@ -111,8 +110,8 @@ func (g *releaseRig) node(port int, dir string, fb **flakyBackend, disk cache.Di
 	if disk != nil {
 		reg.SetDisk(disk)
 	}
-	s, err := service.New(context.Background(), service.Config{Now: g.clock.Now, Sleep: g.clock.Add, Layout: oneWorker,
-		PersistEvery: 5 * time.Millisecond, MaxLead: time.Minute, RetryEvery: time.Hour}, memstore.New(nil), reg, nil)
+	s, err := worker.New(context.Background(), reg, worker.Settings{Now: g.clock.Now, Sleep: g.clock.Add, Layout: oneWorker,
+		PersistEvery: 5 * time.Millisecond, MaxLead: time.Minute, RetryEvery: time.Hour}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,15 +135,15 @@ func (g *releaseRig) idle(id int64, d time.Duration) {
 
 // assertAlone checks that a, restarted from its record while the registry
 // is unreachable to it, issues no ID at the tick b issues at.
-func (g *releaseRig) assertAlone(a, b *service.Service) {
+func (g *releaseRig) assertAlone(a, b *worker.Issuer) {
 	t := g.t
-	idB, err := b.SnowflakeID()
+	idB, err := b.Next()
 	if err != nil {
 		t.Fatalf("B, holding the recycled worker ID: %v", err)
 	}
-	if idA, err := a.SnowflakeID(); err == nil {
+	if idA, err := a.Next(); err == nil {
 		t.Fatalf("A, restarted from its local record with the registry unreachable, issued %d while B holds the worker ID and issued %d (worker %d and %d)",
-			idA, idB, a.Worker(), b.Worker())
+			idA, idB, a.Info().ID, b.Info().ID)
 	} else if !errors.Is(err, frond.ErrWorkerLost) {
 		t.Fatalf("A: %v, want ErrWorkerLost (its record no longer vouches for the ID)", err)
 	}
@@ -160,7 +159,7 @@ func TestRelease_AppliedAnswerLost(t *testing.T) {
 	dir := t.TempDir()
 	var fa *flakyBackend
 	a := g.node(1, dir, &fa, nil)
-	if _, err := a.SnowflakeID(); err != nil {
+	if _, err := a.Next(); err != nil {
 		t.Fatal(err)
 	}
 	g.idle(0, 5*time.Minute)
@@ -170,8 +169,8 @@ func TestRelease_AppliedAnswerLost(t *testing.T) {
 	g.clock.Add(5*time.Minute + 5*time.Second)
 
 	b := g.node(2, t.TempDir(), nil, nil)
-	if b.Worker() != 0 {
-		t.Fatalf("B holds %d; the only worker ID, 0, should have been recycled (registry: %v)", b.Worker(), g.srv)
+	if b.Info().ID != 0 {
+		t.Fatalf("B holds %d; the only worker ID, 0, should have been recycled (registry: %v)", b.Info().ID, g.srv)
 	}
 	fa.down.Store(true)
 	a2 := g.node(1, dir, &fa, nil)
@@ -213,7 +212,7 @@ func TestRelease_RecordWriteFails(t *testing.T) {
 			disk := &faultyDisk{}
 			var fa *flakyBackend
 			a := g.node(1, dir, &fa, disk)
-			if _, err := a.SnowflakeID(); err != nil {
+			if _, err := a.Next(); err != nil {
 				t.Fatal(err)
 			}
 			g.idle(0, 5*time.Minute)
@@ -233,16 +232,16 @@ func TestRelease_RecordWriteFails(t *testing.T) {
 			fa.down.Store(true)
 			a2 := g.node(1, dir, &fa, nil)
 			switch {
-			case b.Worker() == 0:
+			case b.Info().ID == 0:
 				g.assertAlone(a2, b)
 			case readOnly:
 				// The reservation stood: B waits for it; A runs from its
 				// record.
-				if _, err := a2.SnowflakeID(); err != nil {
+				if _, err := a2.Next(); err != nil {
 					t.Fatalf("A from its record, the only holder: %v", err)
 				}
 			default:
-				t.Fatalf("B holds %d: the release was sent, the ID should be B's (registry %v)", b.Worker(), g.srv)
+				t.Fatalf("B holds %d: the release was sent, the ID should be B's (registry %v)", b.Info().ID, g.srv)
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/snowflake"
 	"github.com/frond-id/frond/store/memstore"
+	"github.com/frond-id/frond/worker"
 )
 
 // BenchmarkKinds: ns per ID of every kind next to raw segment and snowflake
@@ -16,7 +17,7 @@ func BenchmarkKinds(b *testing.B) {
 	st := memstore.New(nil)
 	st.CreateTag(bg, frond.Tag{Name: "bench", MaxID: 1, Step: 1_000_000})
 	s, err := New(bg, Config{
-		MaxLead: time.Hour, PersistEvery: time.Hour, Now: snowflake.NewSystemClock(0, 0).Now,
+		Snowflake: worker.Settings{MaxLead: time.Hour, PersistEvery: time.Hour}, Now: snowflake.NewSystemClock(0, 0).Now,
 		ObfuscationKey: []byte("benchmark key, sixteen bytes+"),
 		Serials: map[string]SerialConfig{
 			"seg":  {Template: "PAY{time:yyyyMMddHHmmssSSS}{seq:10}", Tag: "bench"},

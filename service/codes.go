@@ -7,6 +7,7 @@ import (
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/idfmt"
 	"github.com/frond-id/frond/snowflake"
+	"github.com/frond-id/frond/worker"
 )
 
 // Stable error codes, shared by every front end. Each maps to one HTTP
@@ -62,7 +63,7 @@ func Code(err error) string {
 		return CodeStoreUnavailable
 	case errors.Is(err, snowflake.ErrClockBackwards):
 		return CodeClockBackwards
-	case errors.Is(err, ErrClockSkew):
+	case errors.Is(err, worker.ErrClockSkew):
 		return CodeClockSkew
 	case errors.Is(err, snowflake.ErrUnreserved):
 		return CodeUnreserved

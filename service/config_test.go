@@ -10,6 +10,7 @@ import (
 	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/snowflake"
 	"github.com/frond-id/frond/store/memstore"
+	"github.com/frond-id/frond/worker"
 )
 
 func TestConfig_Validate(t *testing.T) {
@@ -23,9 +24,9 @@ func TestConfig_Validate(t *testing.T) {
 		cfg    Config
 		fields []string
 	}{
-		{"PersistEvery", Config{PersistEvery: -time.Second}, []string{"PersistEvery"}},
-		{"MaxLead", Config{MaxLead: -time.Millisecond}, []string{"MaxLead"}},
-		{"RandomStart", Config{Layout: sonyflake, RandomStart: 200}, []string{"RandomStart"}},
+		{"PersistEvery", Config{Snowflake: worker.Settings{PersistEvery: -time.Second}}, []string{"Snowflake.PersistEvery"}},
+		{"MaxLead", Config{Snowflake: worker.Settings{MaxLead: -time.Millisecond}}, []string{"Snowflake.MaxLead"}},
+		{"RandomStart", Config{Snowflake: worker.Settings{Layout: sonyflake, RandomStart: 200}}, []string{"Snowflake.RandomStart"}},
 		{"Threshold", Config{Segment: segment.Settings{Threshold: 2}}, []string{"Segment.Threshold"}},
 		{"MaxStep", Config{Segment: segment.Settings{MaxStep: -1}}, []string{"Segment.MaxStep"}},
 		{"LoadTimeout", Config{Segment: segment.Settings{LoadTimeout: -time.Second}}, []string{"Segment.LoadTimeout"}},

@@ -134,7 +134,7 @@ func (s *Service) newSerial(name string, c SerialConfig) (*serial, error) {
 		if c.Reset != "" && c.Reset != "none" {
 			return nil, bad(fmt.Errorf("%w: reset %q: a snowflake sequence restarts every tick already", frond.ErrInvalidArgument, c.Reset), "Reset")
 		}
-		l := s.cfg.Layout
+		l := s.cfg.Snowflake.Layout
 		if err := tmpl.CheckSnowflake(l.Unit, l.MaxNode(), l.MaxSeq()); err != nil {
 			return nil, bad(err, "Template")
 		}
@@ -178,7 +178,7 @@ func (s *Service) Serials(ctx context.Context, name string, n int) ([]string, er
 	if sr.cfg.Source == "snowflake" {
 		ids, err := s.SnowflakeIDs(n)
 		for _, id := range ids {
-			p, _ := s.cfg.Layout.Decompose(id)
+			p, _ := s.cfg.Snowflake.Layout.Decompose(id)
 			str, ferr := sr.tmpl.Format(p.Time.In(sr.loc), p.Node, p.Seq)
 			if ferr != nil {
 				return out, ferr
@@ -337,7 +337,7 @@ func (c Config) obfuscationPerms() ([]perms, error) {
 				return nil, configError(fmt.Errorf("key version %d: %w", k.Version, err), "ObfuscationWidth")
 			}
 		}
-		p, err := k.perms(c.ObfuscationWidth, c.Layout)
+		p, err := k.perms(c.ObfuscationWidth, c.Snowflake.Layout)
 		if err != nil {
 			return nil, configError(err, field)
 		}

@@ -12,11 +12,12 @@ import (
 
 	"github.com/frond-id/frond/idfmt"
 	"github.com/frond-id/frond/store/memstore"
+	"github.com/frond-id/frond/worker"
 )
 
 func newKindsService(t testing.TB, c *clock, cfg Config) *Service {
 	t.Helper()
-	cfg.Now, cfg.PersistEvery = c.Now, time.Hour
+	cfg.Now, cfg.Snowflake.PersistEvery = c.Now, time.Hour
 	s, err := New(bg, cfg, memstore.New(nil), &memRegistry{id: 7}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -236,7 +237,7 @@ func TestObfuscationKeys_Invalid(t *testing.T) {
 
 // Every kind under 8 goroutines, on the real clock: no value twice.
 func TestKinds_ConcurrentUnique(t *testing.T) {
-	s, err := New(bg, Config{PersistEvery: time.Hour, MaxLead: time.Second,
+	s, err := New(bg, Config{Snowflake: worker.Settings{PersistEvery: time.Hour, MaxLead: time.Second},
 		ObfuscationKey: []byte("sixteen bytes at the very least"),
 		Serials: map[string]SerialConfig{
 			"ord": {Template: "ORD{time:yyyyMMddHHmmssSSS}{node:4}{seq:4}", Source: "snowflake"},

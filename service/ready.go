@@ -6,18 +6,14 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/segment"
+	"github.com/frond-id/frond/worker"
 )
 
 // Check is one part of readiness.
-type Check struct {
-	Name   string `json:"name"`
-	OK     bool   `json:"ok"`
-	Detail string `json:"detail,omitempty"`
-}
+type Check = worker.Check
 
 // KindCheck says whether one kind of ID can be served now, and if not, why.
 // A load balancer probes the kind it sends (GET /readyz/segment,
@@ -41,7 +37,7 @@ func (s *Service) Ready(ctx context.Context) []Check { return s.Readiness(ctx).C
 // Readiness checks the store (one call), the worker ID and the clock.
 func (s *Service) Readiness(ctx context.Context) Readiness {
 	store, err := s.storeCheck(ctx)
-	checks := append([]Check{store}, s.snowflakeChecks()...)
+	checks := append([]Check{store}, s.w.Checks()...)
 	return Readiness{Checks: slices.Clip(checks), Segment: s.segmentReady(store, err), Snowflake: s.SnowflakeReady()}
 }
 
@@ -101,29 +97,6 @@ func (s *Service) segmentReady(store Check, err error) KindCheck {
 // is held, the registry has recorded a time past the clock, and the clock is
 // not behind the last time used. It makes no network call.
 func (s *Service) SnowflakeReady() KindCheck {
-	k := KindCheck{Kind: KindSnowflake}
-	st := s.snow.Load()
-	switch {
-	case st.gen == nil:
-		k.Detail = st.err.Error()
-		return k
-	case !st.gen.WithinLimit(time.Unix(0, s.now())):
-		k.Detail = "the worker registry has not recorded a time past the clock: snowflake IDs wait for it"
-		if perr := s.saveErr.Load(); perr != nil {
-			k.Detail += fmt.Sprintf(" (%v)", *perr)
-		}
-		return k
-	}
-	for _, c := range s.snowflakeChecks() {
-		if c.Name == "clock" && !c.OK {
-			k.Detail = c.Detail
-			return k
-		}
-	}
-	k.Ready = true
-	k.Detail = fmt.Sprintf("worker ID %d", st.worker.ID)
-	if st.worker.FromCache {
-		k.Detail += " from the local record: the registry is unreachable"
-	}
-	return k
+	ready, detail := s.w.Ready()
+	return KindCheck{Kind: KindSnowflake, Ready: ready, Detail: detail}
 }

@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/frond-id/frond"
-	"github.com/frond-id/frond/snowflake"
 )
 
 // More kinds of request, beside KindSegment and KindSnowflake.
@@ -180,17 +178,7 @@ func (s *Service) Peek(ctx context.Context, r *Request) error {
 		_, err := s.Tag(ctx, r.Name)
 		return err
 	case KindSnowflake:
-		st := s.snow.Load()
-		if st.gen == nil {
-			return st.err
-		}
-		now := time.Unix(0, s.now())
-		if behind := st.notBefore.Sub(now); behind > s.maxBackward() {
-			return &ClockBehindError{Behind: behind, LastIssued: st.notBefore, Worker: st.worker.ID}
-		}
-		if !st.gen.WithinLimit(now) {
-			return fmt.Errorf("%w: the clock is past the time reserved in the worker registry", snowflake.ErrUnreserved)
-		}
+		return s.w.Peek()
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/store/memstore"
 	"github.com/frond-id/frond/store/sqlstore"
+	"github.com/frond-id/frond/worker"
 )
 
 // sharedStore is one store under several services (nodes): Close leaves it
@@ -84,7 +85,7 @@ func seqNodes(t *testing.T, n int) ([]*Service, *sharedStore) {
 	st := &sharedStore{SegmentStore: memstore.New(nil)}
 	var out []*Service
 	for i := range n {
-		s, err := New(bg, Config{PersistEvery: time.Hour, Segment: segment.Settings{FixedStep: true}}, st, &memRegistry{id: int64(i + 1)}, nil)
+		s, err := New(bg, Config{Snowflake: worker.Settings{PersistEvery: time.Hour}, Segment: segment.Settings{FixedStep: true}}, st, &memRegistry{id: int64(i + 1)}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -391,7 +392,7 @@ func (s *downTagStore) Tag(ctx context.Context, name string) (frond.Tag, error) 
 // request waits for the store again within FailFast.
 func TestSequence_ModeReadFailsFast(t *testing.T) {
 	st := &downTagStore{sharedStore: &sharedStore{SegmentStore: memstore.New(nil)}}
-	s, err := New(bg, Config{PersistEvery: time.Hour, Segment: segment.Settings{FailFast: time.Hour}}, st, &memRegistry{id: 1}, nil)
+	s, err := New(bg, Config{Snowflake: worker.Settings{PersistEvery: time.Hour}, Segment: segment.Settings{FailFast: time.Hour}}, st, &memRegistry{id: 1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,7 +445,7 @@ func (s *downAllocStore) fail(ctx context.Context, n int64) error {
 // store answers again the tag is served again.
 func TestSequence_FailsFastOnOutage(t *testing.T) {
 	st := &downAllocStore{sharedStore: &sharedStore{SegmentStore: memstore.New(nil)}}
-	s, err := New(bg, Config{PersistEvery: time.Hour, Segment: segment.Settings{FailFast: 50 * time.Millisecond}}, st, &memRegistry{id: 1}, nil)
+	s, err := New(bg, Config{Snowflake: worker.Settings{PersistEvery: time.Hour}, Segment: segment.Settings{FailFast: 50 * time.Millisecond}}, st, &memRegistry{id: 1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -481,7 +482,7 @@ func TestSequence_MultiStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(bg, Config{PersistEvery: time.Hour}, m, &memRegistry{id: 1}, nil)
+	s, err := New(bg, Config{Snowflake: worker.Settings{PersistEvery: time.Hour}}, m, &memRegistry{id: 1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -510,7 +511,7 @@ func TestSequence_MultiStore(t *testing.T) {
 // without a second store call.
 func TestSequence_QueuedBehindAFailure(t *testing.T) {
 	st := &downAllocStore{sharedStore: &sharedStore{SegmentStore: memstore.New(nil)}}
-	s, err := New(bg, Config{PersistEvery: time.Hour, Segment: segment.Settings{FailFast: time.Hour}}, st, &memRegistry{id: 1}, nil)
+	s, err := New(bg, Config{Snowflake: worker.Settings{PersistEvery: time.Hour}, Segment: segment.Settings{FailFast: time.Hour}}, st, &memRegistry{id: 1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -563,7 +564,7 @@ func TestSequence_StaleModeRefusedByStore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := New(bg, Config{PersistEvery: time.Hour, Segment: segment.Settings{FixedStep: true}}, st, &memRegistry{id: int64(i + 1)}, nil)
+		s, err := New(bg, Config{Snowflake: worker.Settings{PersistEvery: time.Hour}, Segment: segment.Settings{FixedStep: true}}, st, &memRegistry{id: int64(i + 1)}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
-// Package service ties the engines to a store and a worker registry: it is
-// what every front end (HTTP, and later gRPC and RESP) calls. It knows no
-// transport and no driver.
+// Package service is what every front end (HTTP, gRPC, RESP) calls: it
+// checks a request once, whatever the protocol, and routes it to the
+// segment engine, the sequence tags, a worker.Issuer (snowflake IDs) or
+// the other kinds. It knows no transport and no driver.
 package service
 
 import (
@@ -15,6 +16,7 @@ import (
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/snowflake"
+	"github.com/frond-id/frond/worker"
 )
 
 // Limits of the batch calls.
@@ -23,54 +25,15 @@ const (
 	MaxRangesBatch = 1_000_000 // segment IDs returned as ranges
 )
 
-// DefaultPersistEvery is Config.PersistEvery's default: the reservation
-// then runs 800 ms ahead, so a restart after kill -9 issues snowflake IDs
-// again within a second, at 2.5 registry writes a second per node.
-const DefaultPersistEvery = 400 * time.Millisecond
-
 // Config configures a Service. The zero value means the defaults.
 type Config struct {
-	// Layout is the snowflake layout; the zero value means twitter.
-	Layout snowflake.Layout
-	// MaxBackward, MaxLead and RandomStart are the snowflake clock policy
-	// (see snowflake.Settings).
-	MaxBackward time.Duration
-	MaxLead     time.Duration
-	RandomStart int64
-	// PersistEvery is how often the worker registry records the time this
-	// node may issue up to. Zero means DefaultPersistEvery. The reservation
-	// runs 2 x PersistEvery (plus MaxLead) ahead of the clock: a restart
-	// after kill -9 waits at most that long for its clock to pass it.
-	PersistEvery time.Duration
-	// StartupWait: when the clock is behind the last time recorded for the
-	// worker ID by at most this much, New (and a re-acquisition) waits for
-	// the clock to pass it; by more, the node serves segment IDs and refuses
-	// snowflake IDs, saying by how much, until the clock passes it. Zero
-	// means 2 x PersistEvery + MaxLead + 1 s (covers a restart after a
-	// crash); negative never waits.
-	StartupWait time.Duration
-	// MaxPeerSkew: with a registry that sees its live peers (frond.PeerClock),
-	// a node whose clock is further than this from the peers' average when
-	// it acquires a worker ID does not issue snowflake IDs until it is within
-	// it (Leaf's design). Zero means 5 s; negative turns the check off.
-	MaxPeerSkew time.Duration
-	// ExpiryWarning: when the layout's time field runs out within this
-	// long, the node warns at start and /readyz says so (a failed "layout"
-	// check). Zero means DefaultExpiryWarning; negative never warns. A
-	// layout that runs out within MinLayoutLife is refused.
-	ExpiryWarning time.Duration
-	// RetryEvery is how often a node without a usable worker ID (registry
-	// unreachable, lease lost, clock far from its peers) tries again. Zero
-	// means 1 s.
-	RetryEvery time.Duration
-	// Sleep waits while the clock catches up at start-up; nil means a timer
-	// that Close (or New's context) interrupts. Tests inject one that moves
-	// their clock.
-	Sleep func(time.Duration)
+	// Snowflake configures the worker ID and snowflake IDs; its Now, when
+	// nil, is Now.
+	Snowflake worker.Settings
 	// Segment configures the segment engine.
 	Segment segment.Settings
-	// Now is the clock of the snowflake generator and of the reservations.
-	// Nil means snowflake.NewSystemClock.
+	// Now is the clock of serials, idempotency and snowflake IDs (unless
+	// Snowflake.Now is set). Nil means snowflake.NewSystemClock.
 	Now func() int64
 	// Serials are the business serial numbers, by name.
 	Serials map[string]SerialConfig
@@ -106,7 +69,6 @@ type Config struct {
 type Service struct {
 	cfg   Config
 	store frond.SegmentStore
-	reg   frond.WorkerRegistry
 	seg   *segment.Engine
 	seq   sequencer // sequence tags' group commit
 	idem  *idempotency
@@ -118,29 +80,23 @@ type Service struct {
 	log       *slog.Logger
 	now       func() int64
 
-	serials  map[string]*serial
-	tokens   map[string]map[string]bool // Config.Tokens: token, then tag
-	peerSkew atomic.Pointer[peerSkew]   // the last clock check against the live peers
-	perms    map[int]perms              // by key version; empty without an obfuscation key
-	permCur  perms                      // the current key's (zero without one)
+	serials map[string]*serial
+	tokens  map[string]map[string]bool // Config.Tokens: token, then tag
+	perms   map[int]perms              // by key version; empty without an obfuscation key
+	permCur perms                      // the current key's (zero without one)
 
-	snow       atomic.Pointer[snowState] // what snowflake calls use; never nil after New
-	prevLast   time.Time                 // latest time a sealed generator of this run used (supervisor only)
-	workerID   atomic.Int64              // the last worker ID held (serial {node:W}), -1 before the first
-	snowIssued atomic.Uint64
-	saveErr    atomic.Pointer[error] // last failed reservation, nil when fine
-	pubMu      sync.Mutex            // orders publish against closeSnowflake
-	closing    bool                  // under pubMu: no state replaces the closed one
-	runCtx     context.Context       // the supervisor's calls; cancelled by Close
-	cancelRun  context.CancelFunc
-	stop       chan struct{}
-	wg         sync.WaitGroup
-	closeOnce  sync.Once
+	w         *worker.Issuer  // the worker ID and snowflake IDs
+	runCtx    context.Context // background calls; cancelled by Close
+	cancelRun context.CancelFunc
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	closeOnce sync.Once
 }
 
-// New acquires a worker ID, reserves time in the registry and starts the
-// engines. It returns a *ClockBehindError when the clock is too far behind
-// the registry's last time.
+// New starts the engines: the segment engine on store, and a worker.Issuer
+// on reg, which it owns from then on (Close closes both). Only errors that
+// retrying cannot fix are returned (see worker.New); on an error, store and
+// reg are the caller's to close.
 func New(ctx context.Context, cfg Config, store frond.SegmentStore, reg frond.WorkerRegistry, log *slog.Logger) (*Service, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -148,28 +104,17 @@ func New(ctx context.Context, cfg Config, store frond.SegmentStore, reg frond.Wo
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.PersistEvery == 0 {
-		cfg.PersistEvery = DefaultPersistEvery
-	}
-	if cfg.RetryEvery == 0 {
-		cfg.RetryEvery = time.Second
-	}
-	if cfg.MaxPeerSkew == 0 {
-		cfg.MaxPeerSkew = 5 * time.Second
-	}
-	if cfg.StartupWait == 0 {
-		cfg.StartupWait = 2*cfg.PersistEvery + cfg.MaxLead + time.Second
-	}
-	if cfg.Layout.Unit == 0 && cfg.Layout.TimeBits == 0 {
-		cfg.Layout, _ = snowflake.Preset(snowflake.Twitter)
-	}
 	if cfg.Now == nil {
 		cfg.Now = snowflake.NewSystemClock(0, 0).Now
 	}
+	if cfg.Snowflake.Now == nil {
+		cfg.Snowflake.Now = cfg.Now
+	}
+	cfg.Snowflake = cfg.Snowflake.WithDefaults()
 	if cfg.Segment.Logger == nil {
 		cfg.Segment.Logger = log
 	}
-	s := &Service{cfg: cfg, store: store, reg: reg, log: log, now: cfg.Now, stop: make(chan struct{})}
+	s := &Service{cfg: cfg, store: store, log: log, now: cfg.Now, stop: make(chan struct{})}
 	s.seq.s = s
 	s.idem = newIdempotency(cfg.Idempotency, cfg.Now)
 	s.runCtx, s.cancelRun = context.WithCancel(context.Background())
@@ -184,15 +129,6 @@ func New(ctx context.Context, cfg Config, store frond.SegmentStore, reg frond.Wo
 		s.cancelRun()
 		return nil, err
 	}
-	if c := s.layoutCheck(); !c.OK {
-		log.Warn("SNOWFLAKE LAYOUT RUNS OUT SOON: " + c.Detail)
-	}
-
-	if err := s.startSnowflake(ctx); err != nil {
-		s.cancelRun()
-		return nil, err
-	}
-	var err error
 	// A tag this node knows to be a sequence tag gets no segment buffer,
 	// even from a request that read its mode just before it was learnt.
 	segCfg := cfg.Segment
@@ -202,21 +138,24 @@ func New(ctx context.Context, cfg Config, store frond.SegmentStore, reg frond.Wo
 		}
 		return nil
 	}
-	s.seg, err = segment.New(store, segCfg)
-	if err != nil {
+	var err error
+	if s.seg, err = segment.New(store, segCfg); err != nil {
 		s.cancelRun()
 		return nil, err
 	}
-	s.wg.Add(2)
-	go s.supervise()
+	if s.w, err = worker.New(ctx, reg, cfg.Snowflake, log); err != nil {
+		s.seg.Close() // nothing buffered yet: the store is not called
+		s.cancelRun()
+		return nil, err
+	}
+	s.wg.Add(1)
 	go s.ageModes()
 	return s, nil
 }
 
-// Close stops the engines, records the exact last snowflake time and
-// closes the registry and the store, within ctx: the supervisor's registry
-// calls and clock waits are cancelled, and if it has not stopped when ctx
-// ends, Close goes on without it (it can no longer publish a generator).
+// Close stops the engines, gives the unused tails of the last segments
+// back, records the exact last snowflake time and closes the registry and
+// the store, within ctx (see worker.Issuer.Close).
 func (s *Service) Close(ctx context.Context) error {
 	var errs []error
 	s.closeOnce.Do(func() {
@@ -230,7 +169,7 @@ func (s *Service) Close(ctx context.Context) error {
 		select {
 		case <-stopped:
 		case <-ctx.Done():
-			errs = append(errs, fmt.Errorf("the worker supervisor did not stop in time: %w", ctx.Err()))
+			errs = append(errs, fmt.Errorf("the background work did not stop in time: %w", ctx.Err()))
 		}
 		// The unused tails of the last segments go back to the store
 		// (Leaf #15) where no other node has allocated since.
@@ -241,13 +180,13 @@ func (s *Service) Close(ctx context.Context) error {
 		if ret.Tags > 0 {
 			s.log.Info("unused segment IDs given back to the store", "tags", ret.Tags, "ids", ret.IDs)
 		}
-		errs = append(errs, s.closeSnowflake(ctx), s.reg.Close(), s.store.Close())
+		errs = append(errs, s.w.Close(ctx), s.store.Close())
 	})
 	return errors.Join(errs...)
 }
 
 // Layout returns the snowflake layout.
-func (s *Service) Layout() snowflake.Layout { return s.cfg.Layout }
+func (s *Service) Layout() snowflake.Layout { return s.cfg.Snowflake.Layout }
 
 // SegmentID returns the next segment ID of tag.
 func (s *Service) SegmentID(ctx context.Context, tag string) (int64, error) {
@@ -262,9 +201,6 @@ func (s *Service) SegmentIDs(ctx context.Context, tag string, n int64) ([]frond.
 	return s.seg.NextN(ctx, tag, n)
 }
 
-// SnowflakeIssued counts snowflake IDs issued since start.
-func (s *Service) SnowflakeIssued() uint64 { return s.snowIssued.Load() }
-
 // Decoded is an ID split by a layout.
 type Decoded struct {
 	ID     int64     `json:"id"`
@@ -277,8 +213,8 @@ type Decoded struct {
 
 // LayoutByName returns the configured layout for "" or its own name, or a preset.
 func (s *Service) LayoutByName(name string) (snowflake.Layout, error) {
-	if name == "" || name == s.cfg.Layout.Name {
-		return s.cfg.Layout, nil
+	if name == "" || name == s.cfg.Snowflake.Layout.Name {
+		return s.cfg.Snowflake.Layout, nil
 	}
 	return snowflake.Preset(name)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/snowflake"
 	"github.com/frond-id/frond/store/memstore"
+	"github.com/frond-id/frond/worker"
 )
 
 // benchService is a service over a memory store with tag "bench", closed
@@ -15,7 +16,7 @@ import (
 func benchService(b *testing.B) *Service {
 	st := memstore.New(nil)
 	st.CreateTag(bg, frond.Tag{Name: "bench", MaxID: 1, Step: 1_000_000})
-	s, err := New(bg, Config{MaxLead: time.Hour, PersistEvery: time.Hour, Now: snowflake.NewSystemClock(0, 0).Now}, st, &memRegistry{}, nil)
+	s, err := New(bg, Config{Snowflake: worker.Settings{MaxLead: time.Hour, PersistEvery: time.Hour}, Now: snowflake.NewSystemClock(0, 0).Now}, st, &memRegistry{}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

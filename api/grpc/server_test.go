@@ -29,6 +29,7 @@ import (
 	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/service"
 	"github.com/frond-id/frond/store/memstore"
+	"github.com/frond-id/frond/worker"
 )
 
 var bg = context.Background()
@@ -89,7 +90,7 @@ func start(t testing.TB, o Options, configure ...func(*service.Config)) *fixture
 	st := &testStore{Store: memstore.New(nil)}
 	st.BeforeAllocate(st.enter)
 	m := api.NewMetrics()
-	cfg := service.Config{PersistEvery: time.Hour, Segment: segment.Settings{FixedStep: true, FailFast: -1},
+	cfg := service.Config{Snowflake: worker.Settings{PersistEvery: time.Hour}, Segment: segment.Settings{FixedStep: true, FailFast: -1},
 		ObfuscationKey: []byte("sixteen bytes at the very least"),
 		Serials:        map[string]service.SerialConfig{"pay": {Template: "P{time:yyyyMMdd}{seq:6}", Source: "segment"}}}
 	for _, f := range configure {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/service"
+	"github.com/frond-id/frond/worker"
 )
 
 // The worker and clock errors: 503 with a hint and a Retry-After that
@@ -18,8 +19,8 @@ func TestToAPIError_WorkerAndClock(t *testing.T) {
 		code  string
 		retry int
 	}{
-		{&service.ClockBehindError{Behind: 4*time.Minute + 59500*time.Millisecond}, service.CodeClockBackwards, 300},
-		{&service.PeerSkewError{Skew: 10 * time.Second, Peers: 2, Max: 5 * time.Second}, service.CodeClockSkew, 1},
+		{&worker.ClockBehindError{Behind: 4*time.Minute + 59500*time.Millisecond}, service.CodeClockBackwards, 300},
+		{&worker.PeerSkewError{Skew: 10 * time.Second, Peers: 2, Max: 5 * time.Second}, service.CodeClockSkew, 1},
 		{fmt.Errorf("%w: lease expired", frond.ErrWorkerLost), service.CodeWorkerLost, 1},
 	} {
 		e := toAPIError(c.err)

@@ -20,6 +20,7 @@ import (
 	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/service"
 	"github.com/frond-id/frond/store/memstore"
+	"github.com/frond-id/frond/worker"
 )
 
 // downStore is a memstore that can be taken down.
@@ -74,7 +75,7 @@ func newFixture(t testing.TB, opts Options, configure ...func(*service.Config)) 
 	}
 	m := api.NewMetrics()
 	cfg := service.Config{
-		Now: c.Now, PersistEvery: time.Hour,
+		Now: c.Now, Snowflake: worker.Settings{PersistEvery: time.Hour},
 		Segment: segment.Settings{FixedStep: true, OnLoad: m.OnLoad, OnEvict: m.OnEvict, FailFast: -1},
 	}
 	for _, f := range configure {

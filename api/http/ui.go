@@ -11,6 +11,7 @@ import (
 
 	"github.com/frond-id/frond/api"
 	"github.com/frond-id/frond/service"
+	"github.com/frond-id/frond/worker"
 )
 
 // The dashboard (docs/dashboard.md): plain HTML, CSS and JavaScript
@@ -54,7 +55,7 @@ func uiRoot(w http.ResponseWriter, r *http.Request) {
 type snapshot struct {
 	Now       time.Time               `json:"now"`
 	Started   time.Time               `json:"started"`
-	Worker    service.WorkerInfo      `json:"worker"`
+	Worker    worker.Info             `json:"worker"`
 	Layout    layoutJSON              `json:"layout"`
 	Readiness service.Readiness       `json:"readiness"`
 	Tags      []tagStats              `json:"tags"`

@@ -20,6 +20,7 @@ import (
 	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/service"
 	"github.com/frond-id/frond/store/memstore"
+	"github.com/frond-id/frond/worker"
 )
 
 var bg = context.Background()
@@ -33,7 +34,7 @@ func start(t testing.TB, o Options) (string, *service.Service) {
 		t.Fatal(err)
 	}
 	st := memstore.New(nil)
-	svc, err := service.New(bg, service.Config{PersistEvery: time.Hour, Segment: segment.Settings{FixedStep: true}}, st, reg, nil)
+	svc, err := service.New(bg, service.Config{Snowflake: worker.Settings{PersistEvery: time.Hour}, Segment: segment.Settings{FixedStep: true}}, st, reg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,7 +390,7 @@ func TestServer_TagToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := service.New(bg, service.Config{PersistEvery: time.Hour, Tokens: map[string][]string{"t1": {"order"}}}, memstore.New(nil), reg, nil)
+	svc, err := service.New(bg, service.Config{Snowflake: worker.Settings{PersistEvery: time.Hour}, Tokens: map[string][]string{"t1": {"order"}}}, memstore.New(nil), reg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/internal/config"
-	"github.com/frond-id/frond/service"
+	"github.com/frond-id/frond/worker"
 	"github.com/spf13/cobra"
 )
 
@@ -337,11 +337,11 @@ func (a *auditor) tags(stores []*auditStore, rates map[string]float64, sample ti
 
 // layout checks when the snowflake layout runs out.
 func (a *auditor) layout() {
-	l := a.cfg.ServiceConfig().Layout
+	l := a.cfg.ServiceConfig().Snowflake.Layout
 	left := time.Until(l.Expires())
 	warn := a.cfg.Snowflake.ExpiryWarning
 	if warn == 0 {
-		warn = service.DefaultExpiryWarning
+		warn = worker.DefaultExpiryWarning
 	}
 	subject := "layout " + l.Name
 	switch {

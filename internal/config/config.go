@@ -23,6 +23,7 @@ import (
 	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/service"
 	"github.com/frond-id/frond/snowflake"
+	"github.com/frond-id/frond/worker"
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/knadh/koanf/parsers/yaml"
 	"github.com/knadh/koanf/providers/confmap"
@@ -604,9 +605,11 @@ func (c *Config) ServiceConfig() service.Config {
 		previous = append(previous, service.ObfuscationKey{Version: n, Scheme: pk.Scheme, Key: []byte(pk.Key)})
 	}
 	return service.Config{
-		Layout: layout, MaxBackward: maxBackward, MaxLead: c.Snowflake.MaxLead,
-		RandomStart: c.Snowflake.RandomStart, PersistEvery: c.Snowflake.PersistEvery,
-		StartupWait: c.Snowflake.StartupWait, MaxPeerSkew: c.Snowflake.MaxPeerSkew, ExpiryWarning: c.Snowflake.ExpiryWarning,
+		Snowflake: worker.Settings{
+			Layout: layout, MaxBackward: maxBackward, MaxLead: c.Snowflake.MaxLead,
+			RandomStart: c.Snowflake.RandomStart, PersistEvery: c.Snowflake.PersistEvery,
+			StartupWait: c.Snowflake.StartupWait, MaxPeerSkew: c.Snowflake.MaxPeerSkew, ExpiryWarning: c.Snowflake.ExpiryWarning,
+		},
 		Segment: segment.Settings{
 			Threshold: c.Segment.Threshold, FixedStep: c.Segment.FixedStep,
 			FastSegment: c.Segment.FastSegment, SlowSegment: c.Segment.SlowSegment,
@@ -651,7 +654,7 @@ func (c *Config) Validate() error {
 		node, key = n, "registry"
 	}
 	if c.Registry == "" || c.Registry == "file" || key == "registry" {
-		_, err := snowflake.New(snowflake.Settings{Layout: sc.Layout, Node: node, Now: func() int64 { return time.Now().UnixNano() }})
+		_, err := snowflake.New(snowflake.Settings{Layout: sc.Snowflake.Layout, Node: node, Now: func() int64 { return time.Now().UnixNano() }})
 		if err != nil {
 			return keyErr(err, key, "layout")
 		}
@@ -684,9 +687,10 @@ func (c *Config) keyOf(field string) string {
 		return "obfuscation.previous"
 	}
 	keys := map[string]string{
-		"Layout": "layout", "PersistEvery": "snowflake.persist_every", "MaxBackward": "snowflake.max_backward",
-		"MaxLead": "snowflake.max_lead", "RandomStart": "snowflake.random_start", "StartupWait": "snowflake.startup_wait",
-		"MaxPeerSkew": "snowflake.max_peer_skew", "Segment.Threshold": "segment.threshold",
+		"Snowflake.Layout": "layout", "Snowflake.PersistEvery": "snowflake.persist_every", "Snowflake.MaxBackward": "snowflake.max_backward",
+		"Snowflake.MaxLead": "snowflake.max_lead", "Snowflake.RandomStart": "snowflake.random_start", "Snowflake.StartupWait": "snowflake.startup_wait",
+		"Snowflake.MaxPeerSkew": "snowflake.max_peer_skew", "Snowflake.ExpiryWarning": "snowflake.expiry_warning",
+		"Segment.Threshold":   "segment.threshold",
 		"Segment.FastSegment": "segment.fast_segment", "Segment.SlowSegment": "segment.slow_segment",
 		"Segment.MaxStep": "segment.max_step", "Segment.LoadTimeout": "segment.load_timeout",
 		"Segment.FailFast": "segment.fail_fast", "Segment.IdleAfter": "segment.idle_after", "Segment": "segment",

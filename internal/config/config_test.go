@@ -306,11 +306,11 @@ func TestConfig_ServiceConfig(t *testing.T) {
 			t.Fatalf("%v: %v", tc.env, err)
 		}
 		sc := c.ServiceConfig()
-		if !(sc.MaxBackward == tc.maxBackward || sc.MaxBackward < 0 && tc.maxBackward < 0) ||
+		if !(sc.Snowflake.MaxBackward == tc.maxBackward || sc.Snowflake.MaxBackward < 0 && tc.maxBackward < 0) ||
 			!(sc.Segment.FailFast == tc.failFast || sc.Segment.FailFast < 0 && tc.failFast < 0) {
-			t.Errorf("%v: max_backward %v, fail_fast %v; want %v, %v", tc.env, sc.MaxBackward, sc.Segment.FailFast, tc.maxBackward, tc.failFast)
+			t.Errorf("%v: max_backward %v, fail_fast %v; want %v, %v", tc.env, sc.Snowflake.MaxBackward, sc.Segment.FailFast, tc.maxBackward, tc.failFast)
 		}
-		if sc.Layout.Name != "twitter" || sc.Segment.MaxStep != 1_000_000 || sc.PersistEvery != 400*time.Millisecond {
+		if sc.Snowflake.Layout.Name != "twitter" || sc.Segment.MaxStep != 1_000_000 || sc.Snowflake.PersistEvery != 400*time.Millisecond {
 			t.Errorf("%+v", sc)
 		}
 	}

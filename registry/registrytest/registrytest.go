@@ -1,7 +1,7 @@
 // Package registrytest is the conformance suite every worker registry runs
 // against its real server: the rules of frond.WorkerRegistry, the local
-// record fallback of package cache, and the clock refusal through the
-// service.
+// record fallback of package cache, and the clock refusal through a
+// worker.Issuer.
 package registrytest
 
 import (
@@ -19,8 +19,7 @@ import (
 	"github.com/frond-id/frond/internal/testclock"
 	"github.com/frond-id/frond/registry"
 	"github.com/frond-id/frond/registry/cache"
-	"github.com/frond-id/frond/service"
-	"github.com/frond-id/frond/store/memstore"
+	"github.com/frond-id/frond/worker"
 )
 
 // Config describes the registry under test and what it promises.
@@ -237,41 +236,36 @@ func testRestart(t *testing.T, c Config) {
 	}
 }
 
-// testClockBehind runs the service: a node issues, stops, and starts again
-// with its clock an hour back: snowflake IDs are refused, segment IDs not.
+// testClockBehind runs an Issuer: a node issues, stops, and starts again
+// with its clock an hour back: snowflake IDs are refused, saying by how
+// much.
 func testClockBehind(t *testing.T, c Config) {
 	ns := Namespace(t)
 	clk := testclock.New(time.Now())
 	dir := t.TempDir()
-	newSvc := func() *service.Service {
+	newIssuer := func() *worker.Issuer {
 		o := opts(7300)
 		o.Now = func() time.Time { return time.Unix(0, clk.Now()) }
-		s, err := service.New(ctx(t), service.Config{Now: clk.Now, Sleep: clk.Add, PersistEvery: time.Second}, memstore.New(nil), withRecord(t, c, ns, o, dir, false), nil)
+		w, err := worker.New(ctx(t), withRecord(t, c, ns, o, dir, false), worker.Settings{Now: clk.Now, Sleep: clk.Add, PersistEvery: time.Second}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return s
+		return w
 	}
-	s := newSvc()
-	if _, err := s.SnowflakeID(); err != nil {
+	w := newIssuer()
+	if _, err := w.Next(); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Close(ctx(t)); err != nil {
+	if err := w.Close(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
 	clk.Add(-time.Hour)
-	s = newSvc()
-	defer s.Close(ctx(t))
-	_, err := s.SnowflakeID()
-	var cbe *service.ClockBehindError
+	w = newIssuer()
+	defer w.Close(ctx(t))
+	_, err := w.Next()
+	var cbe *worker.ClockBehindError
 	if !errors.As(err, &cbe) || cbe.Behind < time.Hour-time.Second {
-		t.Fatalf("SnowflakeID with the clock an hour back: %v", err)
-	}
-	if _, err := s.CreateTag(ctx(t), frond.Tag{Name: "t", Step: 10}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.SegmentID(ctx(t), "t"); err != nil {
-		t.Fatalf("segment ID: %v", err)
+		t.Fatalf("Next with the clock an hour back: %v", err)
 	}
 }
 
