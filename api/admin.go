@@ -5,7 +5,7 @@ import (
 	"net/netip"
 	"strings"
 
-	"github.com/frond-id/frond/service"
+	"github.com/frond-id/frond"
 )
 
 // Bearer returns the token of an Authorization value "Bearer <token>"; the
@@ -34,11 +34,11 @@ func IsLoopback(addr string) bool {
 // token is configured: allowed from this machine only (the client's
 // address is loopback), so that a node started without admin_token is not
 // administered by anyone who can reach its port. It returns nil or an
-// *Error of CodeForbidden.
+// *Error of frond.CodeForbidden.
 func AdminWithoutToken(remote string) error {
 	if IsLoopback(remote) {
 		return nil
 	}
-	return &Error{Code: service.CodeForbidden,
+	return &Error{Code: frond.CodeForbidden,
 		Msg: "tag administration without admin_token is allowed only from this machine (loopback): configure admin_token (docs/security.md) to administer tags from elsewhere"}
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
-	"github.com/frond-id/frond/service"
 	"github.com/frond-id/frond/worker"
 )
 
@@ -21,12 +20,12 @@ func TestFail(t *testing.T) {
 		hint  string
 		retry time.Duration
 	}{
-		{fmt.Errorf("load: %w", frond.ErrTagNotFound), service.CodeTagNotFound, "create the tag first", 0},
-		{fmt.Errorf("%w: n", frond.ErrInvalidArgument), service.CodeInvalidArgument, "fix the request", 0},
-		{fmt.Errorf("db: %w", frond.ErrStoreUnavailable), service.CodeStoreUnavailable, "check the segment store", time.Second},
-		{&worker.ClockBehindError{Behind: 2300 * time.Millisecond}, service.CodeClockBackwards, "check the clock", 2300 * time.Millisecond},
-		{errors.New("boom"), service.CodeInternal, "report this", 0},
-		{&Error{Code: CodeUnauthorized, Msg: "needs the token"}, CodeUnauthorized, "", 0},
+		{fmt.Errorf("load: %w", frond.ErrTagNotFound), frond.CodeTagNotFound, "create the tag first", 0},
+		{fmt.Errorf("%w: n", frond.ErrInvalidArgument), frond.CodeInvalidArgument, "fix the request", 0},
+		{fmt.Errorf("db: %w", frond.ErrStoreUnavailable), frond.CodeStoreUnavailable, "check the segment store", time.Second},
+		{&worker.ClockBehindError{Behind: 2300 * time.Millisecond}, frond.CodeClockBackwards, "check the clock", 2300 * time.Millisecond},
+		{errors.New("boom"), frond.CodeInternal, "report this", 0},
+		{&Error{Code: frond.CodeUnauthorized, Msg: "needs the token"}, frond.CodeUnauthorized, "", 0},
 	} {
 		f := Fail(tc.err)
 		if f.Code != tc.code || !strings.HasPrefix(f.Message, tc.err.Error()) || !strings.Contains(f.Message, tc.hint) || f.RetryAfter != tc.retry {

@@ -8,12 +8,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-)
 
-// CodeRateLimited is the code of a request refused by the Guard: over the
-// rate of its token or address, or from an address that sent too many wrong
-// tokens. Its Failure carries a RetryAfter.
-const CodeRateLimited = "rate_limited"
+	"github.com/frond-id/frond"
+)
 
 // GuardOptions are the limits of a Guard.
 type GuardOptions struct {
@@ -92,7 +89,7 @@ func (g *Guard) Refused() uint64 {
 
 // Admit is called once per request before it is served, with the token it
 // carries (admin or tag token; empty if none) and the client's address
-// (host:port or host). It returns nil, or an *Error of CodeRateLimited with
+// (host:port or host). It returns nil, or an *Error of frond.CodeRateLimited with
 // the time to wait.
 func (g *Guard) Admit(token, addr string) error {
 	if g == nil {
@@ -105,7 +102,7 @@ func (g *Guard) Admit(token, addr string) error {
 		if f := g.fails[prefixOf(addr)]; f != nil && f.n >= g.o.AuthFailures {
 			if wait := f.since.Add(g.o.AuthWindow).Sub(now); wait > 0 {
 				g.refused.Add(1)
-				return &Error{Code: CodeRateLimited, RetryAfter: wait,
+				return &Error{Code: frond.CodeRateLimited, RetryAfter: wait,
 					Msg: fmt.Sprintf("too many wrong tokens from this address (%d within %s): wait %s", f.n, g.o.AuthWindow, wait.Round(time.Second))}
 			}
 		}
@@ -133,7 +130,7 @@ func (g *Guard) Admit(token, addr string) error {
 	}
 	g.refused.Add(1)
 	wait := time.Duration((1 - b.tokens) / g.o.Rate * float64(time.Second))
-	return &Error{Code: CodeRateLimited, RetryAfter: wait,
+	return &Error{Code: frond.CodeRateLimited, RetryAfter: wait,
 		Msg: fmt.Sprintf("over the rate limit of %g requests per second (burst %d) for this token or address: retry in %s", g.o.Rate, g.o.Burst, wait.Round(time.Millisecond))}
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/frond-id/frond"
 )
 
 type fakeClock struct{ t time.Time }
@@ -14,7 +16,7 @@ func (c *fakeClock) add(d time.Duration) { c.t = c.t.Add(d) }
 func newFakeClock() *fakeClock           { return &fakeClock{t: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)} }
 func limited(err error) (time.Duration, bool) {
 	var e *Error
-	ok := errors.As(err, &e) && e.Code == CodeRateLimited
+	ok := errors.As(err, &e) && e.Code == frond.CodeRateLimited
 	if !ok {
 		return 0, false
 	}

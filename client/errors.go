@@ -31,27 +31,16 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
-// Unwrap returns the sentinel of Code.
+// Unwrap returns the sentinel of Code (frond.ErrorCode.Err); for a code
+// without one, or an error without frond's details, ErrForbidden for an
+// access refused and ErrStoreUnavailable for one another server, or the
+// same later, may answer.
 func (e *Error) Unwrap() error {
-	switch e.Code {
-	case "tag_not_found", "serial_not_found":
-		return frond.ErrTagNotFound
-	case "invalid_argument":
-		return frond.ErrInvalidArgument
-	case "tag_exists":
-		return frond.ErrTagExists
-	case "would_reissue":
-		return frond.ErrWouldReissue
-	case "tag_exhausted":
-		return frond.ErrTagExhausted
-	case "no_worker_id":
-		return frond.ErrNoWorkerID
-	case "worker_unavailable":
-		return frond.ErrWorkerLost
-	case "forbidden", "unauthorized", "permission_denied", "unauthenticated":
+	if c, ok := frond.LookupCode(e.Code); ok && c.Err != nil {
+		return c.Err
+	}
+	if e.GRPC == codes.PermissionDenied || e.GRPC == codes.Unauthenticated {
 		return frond.ErrForbidden
-	case "not_leasable":
-		return frond.ErrNotLeasable
 	}
 	if e.retryable() {
 		// The segment engine retries an outage and fails fast on it.
@@ -69,9 +58,9 @@ func (e *Error) retryable() bool {
 	case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted, codes.Canceled:
 		return true
 	case codes.FailedPrecondition:
-		return e.Code == "clock_backwards" || e.Code == "clock_skew"
+		return e.Code == frond.CodeClockBackwards || e.Code == frond.CodeClockSkew
 	case codes.Unknown, codes.Internal:
-		return e.Code != "internal" // a proxy's or transport's error, not frond's answer
+		return e.Code != frond.CodeInternal // a proxy's or transport's error, not frond's answer
 	}
 	return false
 }

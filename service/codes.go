@@ -10,69 +10,47 @@ import (
 	"github.com/frond-id/frond/worker"
 )
 
-// Stable error codes, shared by every front end. Each maps to one HTTP
-// status (see api/http) and, later, one gRPC code and one RESP error.
-const (
-	CodeInvalidArgument  = "invalid_argument"
-	CodeTagNotFound      = "tag_not_found"
-	CodeSerialNotFound   = "serial_not_found" // no serial of that name is configured
-	CodeTagExists        = "tag_exists"
-	CodeWouldReissue     = "would_reissue"
-	CodeTagExhausted     = "tag_exhausted"
-	CodeStoreUnavailable = "store_unavailable"
-	CodeClockBackwards   = "clock_backwards"
-	CodeUnreserved       = "registry_behind"
-	CodeLayoutExpired    = "layout_expired"
-	CodeNoWorkerID       = "no_worker_id"
-	CodeWorkerLost       = "worker_unavailable" // no worker ID held now: registry unreachable, lease lost
-	CodeClockSkew        = "clock_skew"         // the clock is far from the live peers' average
-	CodeUnavailable      = "unavailable"        // shutting down, or a deadline ran out
-	CodeSeqOverflow      = "sequence_overflow"  // a serial's sequence outgrew {seq:W}
-	CodeForbidden        = "forbidden"          // the tag token does not allow the tag (Config.Tokens)
-	CodeNotLeasable      = "not_leasable"       // a sequence tag's IDs cannot be leased (TinyID segments, client leases)
-	CodeInternal         = "internal"
-)
-
-// Code returns the stable code of err.
+// Code returns the stable code of err (frond.ErrorCodes): the engines'
+// errors, classified in this order.
 func Code(err error) string {
 	switch {
 	case err == nil:
 		return ""
 	case errors.Is(err, idfmt.ErrSeqOverflow):
-		return CodeSeqOverflow
+		return frond.CodeSeqOverflow
 	case errors.Is(err, frond.ErrWorkerLost):
-		return CodeWorkerLost
+		return frond.CodeWorkerLost
 	case errors.Is(err, frond.ErrInvalidArgument), errors.Is(err, snowflake.ErrInvalidID), errors.Is(err, snowflake.ErrInvalidLayout),
 		errors.Is(err, idfmt.ErrInvalid):
-		return CodeInvalidArgument
+		return frond.CodeInvalidArgument
 	case errors.Is(err, ErrForbidden):
-		return CodeForbidden
+		return frond.CodeForbidden
 	case errors.Is(err, frond.ErrNotLeasable):
-		return CodeNotLeasable
+		return frond.CodeNotLeasable
 	case errors.Is(err, ErrSerialNotFound):
-		return CodeSerialNotFound
+		return frond.CodeSerialNotFound
 	case errors.Is(err, frond.ErrTagNotFound):
-		return CodeTagNotFound
+		return frond.CodeTagNotFound
 	case errors.Is(err, frond.ErrTagExists):
-		return CodeTagExists
+		return frond.CodeTagExists
 	case errors.Is(err, frond.ErrWouldReissue):
-		return CodeWouldReissue
+		return frond.CodeWouldReissue
 	case errors.Is(err, frond.ErrTagExhausted):
-		return CodeTagExhausted
+		return frond.CodeTagExhausted
 	case errors.Is(err, frond.ErrStoreUnavailable):
-		return CodeStoreUnavailable
+		return frond.CodeStoreUnavailable
 	case errors.Is(err, snowflake.ErrClockBackwards):
-		return CodeClockBackwards
+		return frond.CodeClockBackwards
 	case errors.Is(err, worker.ErrClockSkew):
-		return CodeClockSkew
+		return frond.CodeClockSkew
 	case errors.Is(err, snowflake.ErrUnreserved):
-		return CodeUnreserved
+		return frond.CodeUnreserved
 	case errors.Is(err, snowflake.ErrLayoutExpired):
-		return CodeLayoutExpired
+		return frond.CodeLayoutExpired
 	case errors.Is(err, frond.ErrNoWorkerID):
-		return CodeNoWorkerID
+		return frond.CodeNoWorkerID
 	case errors.Is(err, frond.ErrClosed), errors.Is(err, snowflake.ErrSealed), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return CodeUnavailable
+		return frond.CodeUnavailable
 	}
-	return CodeInternal
+	return frond.CodeInternal
 }

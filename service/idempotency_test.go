@@ -68,7 +68,7 @@ func TestIdempotency_KeyRules(t *testing.T) {
 		{Kind: KindSegment, Name: "order", Count: 3, IdempotencyKey: "abc"},
 		{Kind: KindSegment, Name: "order", Count: 2, Form: FormBase62, IdempotencyKey: "abc"},
 	} {
-		if _, err := s.Take(bg, other); Code(err) != CodeInvalidArgument || !strings.Contains(err.Error(), "different request") {
+		if _, err := s.Take(bg, other); Code(err) != frond.CodeInvalidArgument || !strings.Contains(err.Error(), "different request") {
 			t.Fatalf("%+v: %v", other, err)
 		}
 	}
@@ -82,7 +82,7 @@ func TestIdempotency_KeyRules(t *testing.T) {
 	}
 	for _, bad := range []string{"with space", "tab\t", strings.Repeat("k", MaxIdempotencyKey+1), "é"} {
 		r := Request{Kind: KindSegment, Name: "order", IdempotencyKey: bad}
-		if err := s.Check(&r); Code(err) != CodeInvalidArgument {
+		if err := s.Check(&r); Code(err) != frond.CodeInvalidArgument {
 			t.Errorf("key %q: %v", bad, err)
 		}
 	}
@@ -169,7 +169,7 @@ func TestIdempotency_Bounds(t *testing.T) {
 	}
 	off := newKindsService(t, c, Config{Idempotency: Idempotency{Window: -1}})
 	off.CreateTag(bg, frond.Tag{Name: "order", MaxID: 1, Step: 1000})
-	if _, err := off.Take(bg, Request{Kind: KindSegment, Name: "order", IdempotencyKey: "a"}); Code(err) != CodeInvalidArgument {
+	if _, err := off.Take(bg, Request{Kind: KindSegment, Name: "order", IdempotencyKey: "a"}); Code(err) != frond.CodeInvalidArgument {
 		t.Fatalf("keys turned off: %v", err)
 	}
 }
@@ -234,7 +234,7 @@ func FuzzIdempotencyKey(f *testing.F) {
 		r := Request{Kind: KindSegment, Name: "order", Count: 2, IdempotencyKey: key}
 		a, err := s.Take(bg, r)
 		if !valid {
-			if Code(err) != CodeInvalidArgument {
+			if Code(err) != frond.CodeInvalidArgument {
 				t.Fatalf("key %q: %v", key, err)
 			}
 			return
@@ -261,7 +261,7 @@ func TestIdempotency_RefusalsTakeNoID(t *testing.T) {
 		{Kind: KindSegment, Name: "order", Count: 3, IdempotencyKey: "k"},
 		{Kind: KindSegment, Name: "order", Count: 3, IdempotencyKey: "bad key"},
 	} {
-		if _, err := s.Take(bg, r); Code(err) != CodeInvalidArgument {
+		if _, err := s.Take(bg, r); Code(err) != frond.CodeInvalidArgument {
 			t.Fatalf("%+v: %v", r, err)
 		}
 	}

@@ -2,13 +2,14 @@ package service
 
 import (
 	"errors"
-	"github.com/frond-id/frond"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/frond-id/frond"
 
 	"github.com/frond-id/frond/idfmt"
 	"github.com/frond-id/frond/store/memstore"
@@ -44,7 +45,7 @@ func TestUUIDs(t *testing.T) {
 		}
 	}
 	for _, bad := range [][2]int{{5, 1}, {4, 0}, {7, MaxBatch + 1}} {
-		if _, err := UUIDs(bad[0], bad[1]); Code(err) != CodeInvalidArgument {
+		if _, err := UUIDs(bad[0], bad[1]); Code(err) != frond.CodeInvalidArgument {
 			t.Errorf("UUIDs(%v): %v", bad, err)
 		}
 	}
@@ -73,10 +74,10 @@ func TestSerials_SegmentDailyReset(t *testing.T) {
 	if _, err := s.Serials(bg, "tiny", 99); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Serials(bg, "tiny", 1); Code(err) != CodeSeqOverflow {
+	if _, err := s.Serials(bg, "tiny", 1); Code(err) != frond.CodeSeqOverflow {
 		t.Fatalf("sequence 100 in {seq:2}: %v", err)
 	}
-	if _, err := s.Serials(bg, "nope", 1); !errors.Is(err, ErrSerialNotFound) || Code(err) != CodeSerialNotFound {
+	if _, err := s.Serials(bg, "nope", 1); !errors.Is(err, ErrSerialNotFound) || Code(err) != frond.CodeSerialNotFound {
 		t.Fatalf("unknown serial: %v", err)
 	}
 }
@@ -119,11 +120,11 @@ func TestSerials_ConfigErrors(t *testing.T) {
 		"unknown zone":       {Template: "P{seq:6}", Zone: "Mars/Olympus"},
 	} {
 		_, err := New(bg, Config{Now: c.Now, Serials: map[string]SerialConfig{"x": sc}}, memstore.New(nil), &memRegistry{}, nil)
-		if Code(err) != CodeInvalidArgument {
+		if Code(err) != frond.CodeInvalidArgument {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if _, err := New(bg, Config{Now: c.Now, Forms: map[string]string{"t": FormOpaque}}, memstore.New(nil), &memRegistry{}, nil); Code(err) != CodeInvalidArgument {
+	if _, err := New(bg, Config{Now: c.Now, Forms: map[string]string{"t": FormOpaque}}, memstore.New(nil), &memRegistry{}, nil); Code(err) != frond.CodeInvalidArgument {
 		t.Errorf("opaque form without a key: %v", err)
 	}
 }
@@ -153,11 +154,11 @@ func TestFormatReveal(t *testing.T) {
 			t.Fatalf("%s not sortable: %v", form, strs)
 		}
 	}
-	if _, _, err := s.Format(KindSegment, FormOpaque, []int64{1 << 60}); Code(err) != CodeTagExhausted {
+	if _, _, err := s.Format(KindSegment, FormOpaque, []int64{1 << 60}); Code(err) != frond.CodeTagExhausted {
 		t.Fatalf("ID beyond 53 bits: %v", err)
 	}
 	for _, bad := range [][3]string{{"segment", "xml", "1"}, {"uuid", "number", "1"}, {"segment", "base62", "!"}, {"segment", "number", "-4"}} {
-		if _, err := s.Reveal(bad[0], bad[1], bad[2], 0); Code(err) != CodeInvalidArgument {
+		if _, err := s.Reveal(bad[0], bad[1], bad[2], 0); Code(err) != frond.CodeInvalidArgument {
 			t.Errorf("Reveal%v: %v", bad, err)
 		}
 	}
@@ -204,7 +205,7 @@ func TestReveal_KeyVersions(t *testing.T) {
 		}
 	}
 	_, err = after.Reveal(KindSegment, FormOpaque, strs[0], 7)
-	if Code(err) != CodeInvalidArgument || !strings.Contains(err.Error(), "the keys: 1 2") {
+	if Code(err) != frond.CodeInvalidArgument || !strings.Contains(err.Error(), "the keys: 1 2") {
 		t.Fatalf("unknown version: %v", err)
 	}
 }
@@ -317,7 +318,7 @@ func TestSerials_MissingTagRefused(t *testing.T) {
 		"inv": {Template: "INV{seq:8}", Step: 10},
 	}})
 	_, err := s.Serials(bg, "inv", 1)
-	if Code(err) != CodeTagNotFound || !strings.Contains(err.Error(), "frond tag create inv --step 10") || !strings.Contains(err.Error(), "--max-id") {
+	if Code(err) != frond.CodeTagNotFound || !strings.Contains(err.Error(), "frond tag create inv --step 10") || !strings.Contains(err.Error(), "--max-id") {
 		t.Fatalf("first use without the tag: %v", err)
 	}
 	if _, err := s.CreateTag(bg, frond.Tag{Name: "inv", MaxID: 1, Step: 10}); err != nil {
@@ -330,10 +331,10 @@ func TestSerials_MissingTagRefused(t *testing.T) {
 	if err := s.DeleteTag(bg, "inv"); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := s.Serials(bg, "inv", 1); Code(err) != CodeTagNotFound {
+	if out, err := s.Serials(bg, "inv", 1); Code(err) != frond.CodeTagNotFound {
 		t.Fatalf("after the tag was deleted: %v, %v (serials start over)", out, err)
 	}
-	if _, err := s.Tag(bg, "inv"); Code(err) != CodeTagNotFound {
+	if _, err := s.Tag(bg, "inv"); Code(err) != frond.CodeTagNotFound {
 		t.Fatalf("the tag was created again: %v", err)
 	}
 }

@@ -327,7 +327,7 @@ func TestSequence_NotLeasable(t *testing.T) {
 		{Kind: KindSegment, Name: "ticket", Run: true},
 		{Kind: KindSegment, Name: "ticket", Count: 10, Ranges: true, Lease: true},
 	} {
-		if _, err := nodes[0].Take(bg, r); !errors.Is(err, frond.ErrNotLeasable) || Code(err) != CodeNotLeasable {
+		if _, err := nodes[0].Take(bg, r); !errors.Is(err, frond.ErrNotLeasable) || Code(err) != frond.CodeNotLeasable {
 			t.Errorf("%+v: %v", r, err)
 		}
 		if err := nodes[0].Peek(bg, &r); !errors.Is(err, frond.ErrNotLeasable) {
@@ -337,7 +337,7 @@ func TestSequence_NotLeasable(t *testing.T) {
 	if err := nodes[0].Peek(bg, &Request{Kind: KindSegment, Name: "ticket"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := nodes[0].Take(bg, Request{Kind: KindSegment, Name: "nope"}); Code(err) != CodeTagNotFound {
+	if _, err := nodes[0].Take(bg, Request{Kind: KindSegment, Name: "nope"}); Code(err) != frond.CodeTagNotFound {
 		t.Fatalf("unknown tag: %v", err)
 	}
 }
@@ -399,7 +399,7 @@ func TestSequence_ModeReadFailsFast(t *testing.T) {
 	t.Cleanup(func() { s.Close(bg) })
 	for i := range 5 {
 		_, err := s.Take(bg, Request{Kind: KindSegment, Name: fmt.Sprintf("t%d", i)})
-		if Code(err) != CodeStoreUnavailable {
+		if Code(err) != frond.CodeStoreUnavailable {
 			t.Fatalf("request %d: %v", i, err)
 		}
 	}
@@ -455,7 +455,7 @@ func TestSequence_FailsFastOnOutage(t *testing.T) {
 	}
 	st.down.Store(true)
 	for i := range 5 {
-		if _, err := s.Take(bg, Request{Kind: KindSegment, Name: "ticket"}); Code(err) != CodeStoreUnavailable {
+		if _, err := s.Take(bg, Request{Kind: KindSegment, Name: "ticket"}); Code(err) != frond.CodeStoreUnavailable {
 			t.Fatalf("request %d during the outage: %v", i, err)
 		}
 	}
@@ -541,7 +541,7 @@ func TestSequence_QueuedBehindAFailure(t *testing.T) {
 	})
 	close(gate)
 	for range 11 {
-		if err := <-errs; Code(err) != CodeStoreUnavailable {
+		if err := <-errs; Code(err) != frond.CodeStoreUnavailable {
 			t.Fatalf("during the outage: %v", err)
 		}
 	}

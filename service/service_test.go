@@ -106,29 +106,29 @@ func TestService_IDsAndTags(t *testing.T) {
 	if tag, err := s.UpdateTag(bg, "order", frond.TagUpdate{Step: &step}); err != nil || tag.Step != 500 {
 		t.Fatalf("UpdateTag = %+v, %v", tag, err)
 	}
-	if _, err := s.UpdateTag(bg, "order", frond.TagUpdate{}); Code(err) != CodeInvalidArgument {
+	if _, err := s.UpdateTag(bg, "order", frond.TagUpdate{}); Code(err) != frond.CodeInvalidArgument {
 		t.Fatalf("empty update: %v", err)
 	}
 	if err := s.DeleteTag(bg, "order"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SegmentID(bg, "order"); Code(err) != CodeTagNotFound {
+	if _, err := s.SegmentID(bg, "order"); Code(err) != frond.CodeTagNotFound {
 		t.Fatalf("after delete: %v", err)
 	}
 	for _, n := range []int64{0, MaxRangesBatch + 1} {
-		if _, err := s.SegmentIDs(bg, "order", n); Code(err) != CodeInvalidArgument {
+		if _, err := s.SegmentIDs(bg, "order", n); Code(err) != frond.CodeInvalidArgument {
 			t.Errorf("SegmentIDs(%d): %v", n, err)
 		}
 	}
 	for _, n := range []int{0, MaxBatch + 1} {
-		if _, err := s.SnowflakeIDs(n); Code(err) != CodeInvalidArgument {
+		if _, err := s.SnowflakeIDs(n); Code(err) != frond.CodeInvalidArgument {
 			t.Errorf("SnowflakeIDs(%d): %v", n, err)
 		}
 	}
-	if _, err := s.Decode(-1, ""); Code(err) != CodeInvalidArgument {
+	if _, err := s.Decode(-1, ""); Code(err) != frond.CodeInvalidArgument {
 		t.Errorf("Decode(-1): %v", err)
 	}
-	if _, err := s.Decode(1, "nope"); Code(err) != CodeInvalidArgument {
+	if _, err := s.Decode(1, "nope"); Code(err) != frond.CodeInvalidArgument {
 		t.Errorf("Decode layout nope: %v", err)
 	}
 	if d, err := s.Decode(1<<22, "sonyflake"); err != nil || d.Layout != "sonyflake" {
@@ -150,8 +150,8 @@ func TestService_SegmentIDsWhileSnowflakeDown(t *testing.T) {
 		reg  *memRegistry
 		code string
 	}{
-		{&memRegistry{id: 3, last: time.Unix(0, c.Now()).Add(3 * time.Hour)}, CodeClockBackwards},
-		{&memRegistry{id: 3, acquireErr: fmt.Errorf("%w: connection refused", frond.ErrStoreUnavailable)}, CodeWorkerLost},
+		{&memRegistry{id: 3, last: time.Unix(0, c.Now()).Add(3 * time.Hour)}, frond.CodeClockBackwards},
+		{&memRegistry{id: 3, acquireErr: fmt.Errorf("%w: connection refused", frond.ErrStoreUnavailable)}, frond.CodeWorkerLost},
 	} {
 		s, _ := newService(t, c, tc.reg)
 		if _, err := s.CreateTag(bg, frond.Tag{Name: "t", Step: 10}); err != nil {
@@ -173,27 +173,30 @@ func TestService_SegmentIDsWhileSnowflakeDown(t *testing.T) {
 func TestCode(t *testing.T) {
 	for err, want := range map[error]string{
 		nil:                      "",
-		frond.ErrInvalidArgument: CodeInvalidArgument,
-		fmt.Errorf("x: %w", frond.ErrTagNotFound): CodeTagNotFound,
-		frond.ErrTagExists:                        CodeTagExists,
-		frond.ErrWouldReissue:                     CodeWouldReissue,
-		frond.ErrTagExhausted:                     CodeTagExhausted,
-		frond.ErrStoreUnavailable:                 CodeStoreUnavailable,
-		&snowflake.ClockError{}:                   CodeClockBackwards,
-		snowflake.ErrUnreserved:                   CodeUnreserved,
-		snowflake.ErrLayoutExpired:                CodeLayoutExpired,
-		snowflake.ErrInvalidID:                    CodeInvalidArgument,
-		frond.ErrNoWorkerID:                       CodeNoWorkerID,
-		fmt.Errorf("%w: %w", frond.ErrWorkerLost, frond.ErrStoreUnavailable): CodeWorkerLost,
-		&worker.PeerSkewError{}:    CodeClockSkew,
-		&worker.ClockBehindError{}: CodeClockBackwards,
-		frond.ErrClosed:            CodeUnavailable,
-		context.DeadlineExceeded:   CodeUnavailable,
-		ErrSerialNotFound:          CodeSerialNotFound,
-		errors.New("boom"):         CodeInternal,
+		frond.ErrInvalidArgument: frond.CodeInvalidArgument,
+		fmt.Errorf("x: %w", frond.ErrTagNotFound): frond.CodeTagNotFound,
+		frond.ErrTagExists:                        frond.CodeTagExists,
+		frond.ErrWouldReissue:                     frond.CodeWouldReissue,
+		frond.ErrTagExhausted:                     frond.CodeTagExhausted,
+		frond.ErrStoreUnavailable:                 frond.CodeStoreUnavailable,
+		&snowflake.ClockError{}:                   frond.CodeClockBackwards,
+		snowflake.ErrUnreserved:                   frond.CodeUnreserved,
+		snowflake.ErrLayoutExpired:                frond.CodeLayoutExpired,
+		snowflake.ErrInvalidID:                    frond.CodeInvalidArgument,
+		frond.ErrNoWorkerID:                       frond.CodeNoWorkerID,
+		fmt.Errorf("%w: %w", frond.ErrWorkerLost, frond.ErrStoreUnavailable): frond.CodeWorkerLost,
+		&worker.PeerSkewError{}:    frond.CodeClockSkew,
+		&worker.ClockBehindError{}: frond.CodeClockBackwards,
+		frond.ErrClosed:            frond.CodeUnavailable,
+		context.DeadlineExceeded:   frond.CodeUnavailable,
+		ErrSerialNotFound:          frond.CodeSerialNotFound,
+		errors.New("boom"):         frond.CodeInternal,
 	} {
 		if got := Code(err); got != want {
 			t.Errorf("Code(%v) = %q, want %q", err, got, want)
+		}
+		if _, ok := frond.LookupCode(want); !ok && want != "" {
+			t.Errorf("Code(%v) = %q, which frond.ErrorCodes does not describe", err, want)
 		}
 	}
 }

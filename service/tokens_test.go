@@ -24,7 +24,7 @@ func TestTokens(t *testing.T) {
 		{"", "order", false}, {"t2", "order", false}, {"nope", "order", false}, {"t1", "invoice", false},
 	} {
 		a, err := s.Take(bg, Request{Kind: KindSegment, Name: tc.tag, Token: tc.token})
-		if tc.ok != (err == nil) || (!tc.ok && (!errors.Is(err, ErrForbidden) || Code(err) != CodeForbidden)) {
+		if tc.ok != (err == nil) || (!tc.ok && (!errors.Is(err, ErrForbidden) || Code(err) != frond.CodeForbidden)) {
 			t.Errorf("token %q, tag %q: %v, %v", tc.token, tc.tag, a.Nums, err)
 		}
 	}
@@ -64,7 +64,7 @@ func TestRun(t *testing.T) {
 	if err != nil || len(a.Ranges) != 1 || a.Ranges[0].Len() != 30 {
 		t.Fatalf("a run of 30: %+v, %v", a.Ranges, err)
 	}
-	if _, err := s.Take(bg, Request{Kind: KindSnowflake, Run: true}); Code(err) != CodeInvalidArgument {
+	if _, err := s.Take(bg, Request{Kind: KindSnowflake, Run: true}); Code(err) != frond.CodeInvalidArgument {
 		t.Fatalf("a snowflake run: %v", err)
 	}
 	if _, err := s.Take(bg, Request{Kind: KindSegment, Name: "nope", Run: true}); !errors.Is(err, frond.ErrTagNotFound) {

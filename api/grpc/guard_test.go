@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/api"
 	frondv1 "github.com/frond-id/frond/proto/frond/v1"
 )
@@ -26,7 +27,7 @@ func TestGRPC_Guard(t *testing.T) {
 		}
 	}
 	_, err := f.c.NextSnowflake(bg, &frondv1.NextSnowflakeRequest{})
-	if retry := wantCode(t, err, codes.ResourceExhausted, api.CodeRateLimited); retry <= 0 || retry > time.Second {
+	if retry := wantCode(t, err, codes.ResourceExhausted, frond.CodeRateLimited); retry <= 0 || retry > time.Second {
 		t.Fatalf("retry after %v", retry)
 	}
 	now = now.Add(time.Minute) // refilled
@@ -34,10 +35,10 @@ func TestGRPC_Guard(t *testing.T) {
 	right := metadata.AppendToOutgoingContext(bg, "authorization", "Bearer s3cret")
 	for range 2 {
 		_, err := f.c.ListTags(wrong, &frondv1.ListTagsRequest{})
-		wantCode(t, err, codes.Unauthenticated, api.CodeUnauthorized)
+		wantCode(t, err, codes.Unauthenticated, frond.CodeUnauthorized)
 	}
 	_, err = f.c.ListTags(right, &frondv1.ListTagsRequest{})
-	if retry := wantCode(t, err, codes.ResourceExhausted, api.CodeRateLimited); retry != time.Minute {
+	if retry := wantCode(t, err, codes.ResourceExhausted, frond.CodeRateLimited); retry != time.Minute {
 		t.Fatalf("blocked for %v", retry)
 	}
 	now = now.Add(time.Minute)
@@ -63,7 +64,7 @@ func TestGRPC_GuardStreamsAndRandomTokens(t *testing.T) {
 			break
 		}
 		if _, err := st.Recv(); err != nil {
-			wantCode(t, err, codes.ResourceExhausted, api.CodeRateLimited)
+			wantCode(t, err, codes.ResourceExhausted, frond.CodeRateLimited)
 			break
 		}
 		served++

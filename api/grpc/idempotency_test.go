@@ -7,8 +7,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/frond-id/frond"
 	frondv1 "github.com/frond-id/frond/proto/frond/v1"
-	"github.com/frond-id/frond/service"
 )
 
 // The idempotency-key metadata: a retry gets the first answer again, with
@@ -31,7 +31,7 @@ func TestGRPC_IdempotencyKey(t *testing.T) {
 		t.Fatalf("without a key: %v, %v", other, err)
 	}
 	_, err = f.c.NextSegment(ctx, &frondv1.NextSegmentRequest{Tag: "order", N: 2})
-	wantCode(t, err, codes.InvalidArgument, service.CodeInvalidArgument)
+	wantCode(t, err, codes.InvalidArgument, frond.CodeInvalidArgument)
 	u1, err1 := f.c.NextUUID(metadata.AppendToOutgoingContext(bg, IdempotencyMetadata, "u"), &frondv1.NextUUIDRequest{N: 2})
 	u2, err2 := f.c.NextUUID(metadata.AppendToOutgoingContext(bg, IdempotencyMetadata, "u"), &frondv1.NextUUIDRequest{N: 2})
 	if err1 != nil || err2 != nil || u1.Uuids[0] != u2.Uuids[0] {
@@ -57,7 +57,7 @@ func TestGRPC_IdempotencyKeyOnStreamRefused(t *testing.T) {
 		}
 		rs, err := st.Recv()
 		if err != nil {
-			wantCode(t, err, codes.InvalidArgument, service.CodeInvalidArgument)
+			wantCode(t, err, codes.InvalidArgument, frond.CodeInvalidArgument)
 			break
 		}
 		seen = append(seen, rs.Ranges...)

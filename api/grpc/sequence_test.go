@@ -5,8 +5,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/frond-id/frond"
 	frondv1 "github.com/frond-id/frond/proto/frond/v1"
-	"github.com/frond-id/frond/service"
 )
 
 // A sequence tag over gRPC: CreateTag with mode, IDs one after another,
@@ -29,7 +29,7 @@ func TestGRPC_SequenceTag(t *testing.T) {
 		t.Fatalf("NextSegmentRanges: %v, %v", rs, err)
 	}
 	_, err = f.c.NextSegmentRanges(bg, &frondv1.NextSegmentRangesRequest{Tag: "ticket", N: 5, Lease: true})
-	wantCode(t, err, codes.FailedPrecondition, service.CodeNotLeasable)
+	wantCode(t, err, codes.FailedPrecondition, frond.CodeNotLeasable)
 	if got, err := f.c.GetTag(bg, &frondv1.GetTagRequest{Name: "order"}); err != nil || got.GetMode() != "segment" {
 		t.Fatalf("a segment tag: %v, %v", got, err)
 	}

@@ -30,6 +30,7 @@ import (
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 
+	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/api"
 	frondv1 "github.com/frond-id/frond/proto/frond/v1"
 	"github.com/frond-id/frond/service"
@@ -253,7 +254,7 @@ func (s *Server) admit(ctx context.Context, method string) error {
 		return api.AdminWithoutToken(peerAddr(ctx))
 	}
 	if !api.TokenOK(s.o.AdminToken, bearer(ctx)) {
-		return &api.Error{Code: api.CodeUnauthorized,
+		return &api.Error{Code: frond.CodeUnauthorized,
 			Msg: "this method needs the admin token: send the metadata authorization: Bearer <token>"}
 	}
 	return nil
@@ -279,7 +280,7 @@ func (s *Server) done(ctx context.Context, method string, start time.Time, err e
 	}
 	st, code := toStatus(ctx, err)
 	s.o.Metrics.Failed(api.GRPC, code)
-	if (code == api.CodeUnauthorized || code == service.CodeForbidden) && (bearer(ctx) != "" || tagToken(ctx) != "") {
+	if (code == frond.CodeUnauthorized || code == frond.CodeForbidden) && (bearer(ctx) != "" || tagToken(ctx) != "") {
 		// A token sent and refused; a call without one does not count.
 		s.o.Guard.AuthFailed(peerAddr(ctx))
 	}

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http/httptest"
+	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -213,36 +215,36 @@ func TestGRPC_Errors(t *testing.T) {
 	f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "order"})
 	before := issued(f.svc, "order")
 	_, err := f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "order", N: -1})
-	wantCode(t, err, codes.InvalidArgument, service.CodeInvalidArgument)
+	wantCode(t, err, codes.InvalidArgument, frond.CodeInvalidArgument)
 	_, err = f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "order", N: service.MaxBatch + 1})
-	wantCode(t, err, codes.InvalidArgument, service.CodeInvalidArgument)
+	wantCode(t, err, codes.InvalidArgument, frond.CodeInvalidArgument)
 	_, err = f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "order", Form: "bogus"})
-	wantCode(t, err, codes.InvalidArgument, service.CodeInvalidArgument)
+	wantCode(t, err, codes.InvalidArgument, frond.CodeInvalidArgument)
 	_, err = f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "no/such tag"})
-	wantCode(t, err, codes.InvalidArgument, service.CodeInvalidArgument)
+	wantCode(t, err, codes.InvalidArgument, frond.CodeInvalidArgument)
 	if after := issued(f.svc, "order"); after != before {
 		t.Fatalf("refused requests took IDs: %d then %d", before, after)
 	}
 	_, err = f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "nope"})
-	if retry := wantCode(t, err, codes.NotFound, service.CodeTagNotFound); retry != 0 {
+	if retry := wantCode(t, err, codes.NotFound, frond.CodeTagNotFound); retry != 0 {
 		t.Fatalf("tag_not_found advises a retry after %v", retry)
 	}
 	if !strings.Contains(status.Convert(err).Message(), "create the tag first") {
 		t.Fatalf("message without hint: %v", err)
 	}
 	_, err = f.c.NextSerial(bg, &frondv1.NextSerialRequest{Name: "nope"})
-	wantCode(t, err, codes.NotFound, service.CodeSerialNotFound)
+	wantCode(t, err, codes.NotFound, frond.CodeSerialNotFound)
 	_, err = f.c.NextUUID(bg, &frondv1.NextUUIDRequest{Version: 5})
-	wantCode(t, err, codes.InvalidArgument, service.CodeInvalidArgument)
+	wantCode(t, err, codes.InvalidArgument, frond.CodeInvalidArgument)
 	_, err = f.c.Decode(bg, &frondv1.DecodeRequest{Id: -1})
-	wantCode(t, err, codes.InvalidArgument, service.CodeInvalidArgument)
+	wantCode(t, err, codes.InvalidArgument, frond.CodeInvalidArgument)
 	_, err = f.c.NextSegmentRanges(bg, &frondv1.NextSegmentRangesRequest{Tag: "order", N: service.MaxRangesBatch + 1})
-	wantCode(t, err, codes.InvalidArgument, service.CodeInvalidArgument)
+	wantCode(t, err, codes.InvalidArgument, frond.CodeInvalidArgument)
 
 	// The store down, a tag with no buffer: UNAVAILABLE with a retry time.
 	f.store.down.Store(true)
 	_, err = f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "other"})
-	if retry := wantCode(t, err, codes.Unavailable, service.CodeStoreUnavailable); retry != time.Second {
+	if retry := wantCode(t, err, codes.Unavailable, frond.CodeStoreUnavailable); retry != time.Second {
 		t.Fatalf("store_unavailable: retry %v, want 1s", retry)
 	}
 	f.store.down.Store(false)
@@ -276,16 +278,16 @@ func scrape(t *testing.T, m *api.Metrics) string {
 
 // Every error of the service has a canonical code; none is UNKNOWN.
 func TestGRPC_CodeOf(t *testing.T) {
-	all := []string{service.CodeInvalidArgument, service.CodeTagNotFound, service.CodeSerialNotFound, service.CodeTagExists,
-		service.CodeWouldReissue, service.CodeTagExhausted, service.CodeStoreUnavailable, service.CodeClockBackwards,
-		service.CodeUnreserved, service.CodeLayoutExpired, service.CodeNoWorkerID, service.CodeWorkerLost, service.CodeClockSkew,
-		service.CodeUnavailable, service.CodeSeqOverflow, service.CodeInternal, service.CodeForbidden, api.CodeUnauthorized, api.CodeNotFound, api.CodeTooLarge}
+	all := []string{frond.CodeInvalidArgument, frond.CodeTagNotFound, frond.CodeSerialNotFound, frond.CodeTagExists,
+		frond.CodeWouldReissue, frond.CodeTagExhausted, frond.CodeStoreUnavailable, frond.CodeClockBackwards,
+		frond.CodeUnreserved, frond.CodeLayoutExpired, frond.CodeNoWorkerID, frond.CodeWorkerLost, frond.CodeClockSkew,
+		frond.CodeUnavailable, frond.CodeSeqOverflow, frond.CodeInternal, frond.CodeForbidden, frond.CodeUnauthorized, frond.CodeNotFound, frond.CodeTooLarge}
 	for _, c := range all {
 		if codeOf(c) == codes.Unknown {
 			t.Errorf("%s has no canonical code", c)
 		}
 	}
-	if codeOf(service.CodeClockBackwards) != codes.FailedPrecondition || codeOf(service.CodeUnreserved) != codes.Unavailable {
+	if codeOf(frond.CodeClockBackwards) != codes.FailedPrecondition || codeOf(frond.CodeUnreserved) != codes.Unavailable {
 		t.Error("clock behind must be FAILED_PRECONDITION and registry_behind UNAVAILABLE")
 	}
 }
@@ -293,28 +295,28 @@ func TestGRPC_CodeOf(t *testing.T) {
 func TestGRPC_Admin(t *testing.T) {
 	f := start(t, Options{AdminToken: "s3cret"})
 	_, err := f.c.ListTags(bg, &frondv1.ListTagsRequest{})
-	wantCode(t, err, codes.Unauthenticated, api.CodeUnauthorized)
+	wantCode(t, err, codes.Unauthenticated, frond.CodeUnauthorized)
 	wrong := metadata.AppendToOutgoingContext(bg, "authorization", "Bearer nope")
 	_, err = f.c.CreateTag(wrong, &frondv1.CreateTagRequest{Name: "x", Step: ptr[int64](10)})
-	wantCode(t, err, codes.Unauthenticated, api.CodeUnauthorized)
+	wantCode(t, err, codes.Unauthenticated, frond.CodeUnauthorized)
 	if _, err := f.svc.Tag(bg, "x"); !errors.Is(err, frond.ErrTagNotFound) {
 		t.Fatalf("a refused CreateTag created the tag: %v", err)
 	}
 	ctx := metadata.AppendToOutgoingContext(bg, "authorization", "Bearer s3cret")
 	_, err = f.c.CreateTag(ctx, &frondv1.CreateTagRequest{Name: "x"})
-	wantCode(t, err, codes.InvalidArgument, service.CodeInvalidArgument)
+	wantCode(t, err, codes.InvalidArgument, frond.CodeInvalidArgument)
 	tag, err := f.c.CreateTag(ctx, &frondv1.CreateTagRequest{Name: "x", Step: ptr[int64](10), MaxId: ptr[int64](500), Description: "d"})
 	if err != nil || tag.Name != "x" || tag.MaxId != 500 || tag.Step != 10 || tag.Description != "d" {
 		t.Fatalf("CreateTag: %v, %v", tag, err)
 	}
 	_, err = f.c.CreateTag(ctx, &frondv1.CreateTagRequest{Name: "x", Step: ptr[int64](10)})
-	wantCode(t, err, codes.AlreadyExists, service.CodeTagExists)
+	wantCode(t, err, codes.AlreadyExists, frond.CodeTagExists)
 	tag, err = f.c.UpdateTag(ctx, &frondv1.UpdateTagRequest{Name: "x", Step: ptr[int64](20)})
 	if err != nil || tag.Step != 20 || tag.MaxId != 500 {
 		t.Fatalf("UpdateTag: %v, %v", tag, err)
 	}
 	_, err = f.c.UpdateTag(ctx, &frondv1.UpdateTagRequest{Name: "x", MaxId: ptr[int64](2)})
-	wantCode(t, err, codes.FailedPrecondition, service.CodeWouldReissue)
+	wantCode(t, err, codes.FailedPrecondition, frond.CodeWouldReissue)
 	list, err := f.c.ListTags(ctx, &frondv1.ListTagsRequest{})
 	if err != nil || len(list.Tags) != 3 {
 		t.Fatalf("ListTags: %v, %v", list, err)
@@ -323,7 +325,7 @@ func TestGRPC_Admin(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = f.c.GetTag(ctx, &frondv1.GetTagRequest{Name: "x"})
-	wantCode(t, err, codes.NotFound, service.CodeTagNotFound)
+	wantCode(t, err, codes.NotFound, frond.CodeTagNotFound)
 	// ID methods need no token.
 	if _, err := f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "order"}); err != nil {
 		t.Fatal(err)
@@ -432,7 +434,7 @@ func TestGRPC_LeaseRanges(t *testing.T) {
 	}
 	st.Send(&frondv1.NextSegmentRangesRequest{Tag: "nope", N: 1})
 	_, err = st.Recv()
-	wantCode(t, err, codes.NotFound, service.CodeTagNotFound)
+	wantCode(t, err, codes.NotFound, frond.CodeTagNotFound)
 }
 
 func TestGRPC_Health(t *testing.T) {
@@ -540,13 +542,13 @@ func TestGRPC_GracefulStop(t *testing.T) {
 func TestGRPC_TagTokens(t *testing.T) {
 	f := start(t, Options{}, func(c *service.Config) { c.Tokens = map[string][]string{"t1": {"order"}} })
 	_, err := f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "order"})
-	wantCode(t, err, codes.PermissionDenied, service.CodeForbidden)
+	wantCode(t, err, codes.PermissionDenied, frond.CodeForbidden)
 	ctx := metadata.AppendToOutgoingContext(bg, TokenMetadata, "t1")
 	if out, err := f.c.NextSegment(ctx, &frondv1.NextSegmentRequest{Tag: "order"}); err != nil || out.Ids[0] != 1 {
 		t.Fatalf("with the token: %v, %v", out, err)
 	}
 	_, err = f.c.NextSegmentRanges(metadata.AppendToOutgoingContext(bg, TokenMetadata, "nope"), &frondv1.NextSegmentRangesRequest{Tag: "order", N: 5})
-	wantCode(t, err, codes.PermissionDenied, service.CodeForbidden)
+	wantCode(t, err, codes.PermissionDenied, frond.CodeForbidden)
 }
 
 // An open LeaseRanges stream, waiting for its client's next request, does
@@ -606,4 +608,47 @@ func (l lockedWriter) Write(b []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(b)
+}
+
+// docs/grpc.md's table of error codes gives the gRPC code codeOf answers
+// for every frond code a gRPC call can get.
+func TestErrorCodes_Documented(t *testing.T) {
+	b, err := os.ReadFile("../../docs/grpc.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]bool{}
+	row := regexp.MustCompile("(?m)^\\| (`[a-z_]+`.*?) \\| `([A-Z_]+)` \\|")
+	name := regexp.MustCompile("`([a-z_]+)`")
+	for _, m := range row.FindAllStringSubmatch(string(b), -1) {
+		// The first cell names codes in backquotes before any parenthesis.
+		names, _, _ := strings.Cut(m[1], "(")
+		for _, n := range name.FindAllStringSubmatch(names, -1) {
+			documented[n[1]] = true
+			if got := strings.ToUpper(snakeCase(codeOf(n[1]).String())); got != m[2] {
+				t.Errorf("docs/grpc.md: %s is %s, codeOf gives %s", n[1], m[2], got)
+			}
+		}
+	}
+	for _, c := range frond.ErrorCodes() {
+		switch c.Name {
+		case frond.CodeNotFound, frond.CodeMethodNotAllowed: // HTTP's: gRPC answers UNIMPLEMENTED itself
+			continue
+		}
+		if !documented[c.Name] {
+			t.Errorf("docs/grpc.md has no row for %s", c.Name)
+		}
+	}
+}
+
+// snakeCase writes NotFound as Not_Found.
+func snakeCase(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && r >= 'A' && r <= 'Z' {
+			b.WriteByte('_')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

@@ -10,8 +10,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/api"
-	"github.com/frond-id/frond/service"
 )
 
 // Domain is the domain of the google.rpc.ErrorInfo in frond's errors.
@@ -20,23 +20,23 @@ const Domain = "frond.id"
 // codeOf maps a stable code to its canonical gRPC code.
 func codeOf(code string) codes.Code {
 	switch code {
-	case service.CodeInvalidArgument:
+	case frond.CodeInvalidArgument:
 		return codes.InvalidArgument
-	case service.CodeTagNotFound, service.CodeSerialNotFound, api.CodeNotFound:
+	case frond.CodeTagNotFound, frond.CodeSerialNotFound, frond.CodeNotFound:
 		return codes.NotFound
-	case service.CodeTagExists:
+	case frond.CodeTagExists:
 		return codes.AlreadyExists
-	case service.CodeTagExhausted, service.CodeSeqOverflow, api.CodeTooLarge, api.CodeRateLimited:
+	case frond.CodeTagExhausted, frond.CodeSeqOverflow, frond.CodeTooLarge, frond.CodeRateLimited:
 		return codes.ResourceExhausted
-	case service.CodeWouldReissue, service.CodeClockBackwards, service.CodeClockSkew, service.CodeLayoutExpired, service.CodeNotLeasable:
+	case frond.CodeWouldReissue, frond.CodeClockBackwards, frond.CodeClockSkew, frond.CodeLayoutExpired, frond.CodeNotLeasable:
 		// The system is not in a state to serve the call: the clock is
 		// behind or skewed, max_id cannot go down, the layout has run out.
 		return codes.FailedPrecondition
-	case api.CodeUnauthorized:
+	case frond.CodeUnauthorized:
 		return codes.Unauthenticated
-	case service.CodeForbidden:
+	case frond.CodeForbidden:
 		return codes.PermissionDenied
-	case service.CodeInternal:
+	case frond.CodeInternal:
 		return codes.Internal
 	}
 	if api.Retryable(code) {

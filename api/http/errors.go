@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/api"
 	"github.com/frond-id/frond/service"
 )
@@ -15,21 +16,21 @@ import (
 // statusOf maps a stable code to its HTTP status.
 func statusOf(code string) int {
 	switch code {
-	case service.CodeInvalidArgument:
+	case frond.CodeInvalidArgument:
 		return http.StatusBadRequest
-	case service.CodeTagNotFound, service.CodeSerialNotFound, api.CodeNotFound:
+	case frond.CodeTagNotFound, frond.CodeSerialNotFound, frond.CodeNotFound:
 		return http.StatusNotFound
-	case service.CodeTagExists, service.CodeWouldReissue, service.CodeTagExhausted, service.CodeSeqOverflow, service.CodeNotLeasable:
+	case frond.CodeTagExists, frond.CodeWouldReissue, frond.CodeTagExhausted, frond.CodeSeqOverflow, frond.CodeNotLeasable:
 		return http.StatusConflict
-	case api.CodeUnauthorized:
+	case frond.CodeUnauthorized:
 		return http.StatusUnauthorized
-	case service.CodeForbidden:
+	case frond.CodeForbidden:
 		return http.StatusForbidden
-	case api.CodeTooLarge:
+	case frond.CodeTooLarge:
 		return http.StatusRequestEntityTooLarge
-	case api.CodeMethodNotAllowed:
+	case frond.CodeMethodNotAllowed:
 		return http.StatusMethodNotAllowed
-	case api.CodeRateLimited:
+	case frond.CodeRateLimited:
 		return http.StatusTooManyRequests
 	}
 	if api.Retryable(code) {
@@ -49,7 +50,7 @@ type apiError struct {
 func toAPIError(err error) *apiError {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		err = &api.Error{Code: api.CodeTooLarge, Msg: "request body over " + strconv.Itoa(MaxBody) + " bytes"}
+		err = &api.Error{Code: frond.CodeTooLarge, Msg: "request body over " + strconv.Itoa(MaxBody) + " bytes"}
 	}
 	f := api.Fail(err)
 	return &apiError{Failure: f, status: statusOf(f.Code), retry: f.RetrySeconds()}
@@ -78,7 +79,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 // token (admin or tag token), whichever API's shape answers it, so that
 // the Guard counts it.
 func (s *Server) count(w http.ResponseWriter, e *apiError) {
-	if e.Code == api.CodeUnauthorized || e.Code == service.CodeForbidden {
+	if e.Code == frond.CodeUnauthorized || e.Code == frond.CodeForbidden {
 		for w != nil {
 			if sw, ok := w.(*statusWriter); ok {
 				sw.authFailed = true
@@ -120,11 +121,11 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(allow) > 0 {
 		w.Header().Set("Allow", strings.Join(allow, ", "))
-		s.writeError(w, r, &api.Error{Code: api.CodeMethodNotAllowed,
+		s.writeError(w, r, &api.Error{Code: frond.CodeMethodNotAllowed,
 			Msg: fmt.Sprintf("method %s is not allowed on %s: use %s (see docs/api.md)", service.Quote(r.Method), service.Quote(r.URL.Path), strings.Join(allow, ", "))})
 		return
 	}
-	s.writeError(w, r, &api.Error{Code: api.CodeNotFound,
+	s.writeError(w, r, &api.Error{Code: frond.CodeNotFound,
 		Msg: "no such endpoint: " + service.Quote(r.Method) + " " + service.Quote(r.URL.Path) + " (see docs/api.md)"})
 }
 

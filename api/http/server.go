@@ -233,12 +233,12 @@ func (s *Server) mayReadTags(r *http.Request, token string) error {
 			return err
 		}
 		if !localHost(r.Host) {
-			return &api.Error{Code: service.CodeForbidden, Msg: fmt.Sprintf("tag details without admin_token are answered only to requests for this machine (Host localhost or an IP address), not Host %s", service.Quote(r.Host))}
+			return &api.Error{Code: frond.CodeForbidden, Msg: fmt.Sprintf("tag details without admin_token are answered only to requests for this machine (Host localhost or an IP address), not Host %s", service.Quote(r.Host))}
 		}
 		return nil
 	}
 	if !api.TokenOK(s.opts.AdminToken, token) {
-		return &api.Error{Code: api.CodeUnauthorized, Msg: "tag details need the admin token: send Authorization: Bearer <token>"}
+		return &api.Error{Code: frond.CodeUnauthorized, Msg: "tag details need the admin token: send Authorization: Bearer <token>"}
 	}
 	return nil
 }
@@ -254,7 +254,7 @@ func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 		got, _ := api.Bearer(r.Header.Get("Authorization"))
 		if err := s.mayReadTags(r, got); err != nil {
 			var e *api.Error
-			if errors.As(err, &e) && e.Code == api.CodeUnauthorized {
+			if errors.As(err, &e) && e.Code == frond.CodeUnauthorized {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="frond admin"`)
 				e.Msg = "tag administration needs the admin token: send Authorization: Bearer <token>"
 			}
@@ -293,7 +293,7 @@ func hasBody(r *http.Request) bool {
 // Origin names another host than the request's, or the browser says so.
 func crossSite(r *http.Request) error {
 	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
-		return &api.Error{Code: service.CodeForbidden, Msg: "a cross-site request: tag administration is not answered to web pages of other origins"}
+		return &api.Error{Code: frond.CodeForbidden, Msg: "a cross-site request: tag administration is not answered to web pages of other origins"}
 	}
 	origin := r.Header.Get("Origin")
 	if origin == "" {
@@ -301,7 +301,7 @@ func crossSite(r *http.Request) error {
 	}
 	u, err := url.Parse(origin)
 	if err != nil || !strings.EqualFold(u.Host, r.Host) {
-		return &api.Error{Code: service.CodeForbidden, Msg: fmt.Sprintf("a cross-site request (Origin %s, Host %s): tag administration is not answered to web pages of other origins", service.Quote(origin), service.Quote(r.Host))}
+		return &api.Error{Code: frond.CodeForbidden, Msg: fmt.Sprintf("a cross-site request (Origin %s, Host %s): tag administration is not answered to web pages of other origins", service.Quote(origin), service.Quote(r.Host))}
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/api"
 	"github.com/frond-id/frond/service"
 )
@@ -79,7 +80,7 @@ func (s *Server) tinyFail(w http.ResponseWriter, err error) {
 	e := toAPIError(err)
 	s.count(w, e)
 	out := tinyResponse{Code: tinySysErr, Message: e.Code + ": " + e.Message}
-	if e.Code == service.CodeForbidden {
+	if e.Code == frond.CodeForbidden {
 		out.Code, out.Message = tinyTokenErr, "token is error"
 	}
 	w.Header().Set("X-Frond-Error", e.Code)

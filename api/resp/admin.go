@@ -33,7 +33,7 @@ func (s *Server) mayAdmin(c redcon.Conn) error {
 	if sess(c).authed {
 		return nil
 	}
-	return &api.Error{Code: api.CodeUnauthorized, Msg: "this command needs the admin token: send AUTH <token> first"}
+	return &api.Error{Code: frond.CodeUnauthorized, Msg: "this command needs the admin token: send AUTH <token> first"}
 }
 
 // tag runs TAG LIST | GET name | CREATE name STEP s [MAXID m] [DESCRIPTION d] [MODE segment|sequence]

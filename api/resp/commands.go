@@ -329,7 +329,7 @@ func (s *Server) checkToken(t []byte) bool { return api.TokenOK(s.o.AdminToken, 
 
 func (s *Server) auth(c redcon.Conn, args [][]byte) {
 	if !s.checkToken(args[len(args)-1]) {
-		s.o.Metrics.Failed(api.RESP, api.CodeUnauthorized)
+		s.o.Metrics.Failed(api.RESP, frond.CodeUnauthorized)
 		c.WriteError("WRONGPASS invalid admin token")
 		s.authFailed(c)
 		return

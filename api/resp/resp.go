@@ -344,7 +344,7 @@ func (s *Server) handle(c redcon.Conn, cmd redcon.Command) {
 		// An HTTP request sent to the RESP port: a web page (a form's POST
 		// to 127.0.0.1) speaking to frond in another protocol, whose body
 		// would run as commands. Redis closes such connections too.
-		s.o.Metrics.Failed(api.RESP, service.CodeForbidden)
+		s.o.Metrics.Failed(api.RESP, frond.CodeForbidden)
 		hangUp(c)
 		return
 	}
@@ -353,7 +353,7 @@ func (s *Server) handle(c redcon.Conn, cmd redcon.Command) {
 		e, ok = s.lookup[strings.ToLower(string(cmd.Args[0]))]
 	}
 	if !ok {
-		s.o.Metrics.Failed(api.RESP, api.CodeNotFound)
+		s.o.Metrics.Failed(api.RESP, frond.CodeNotFound)
 		s.unknown.Done(start)
 		c.WriteError(fmt.Sprintf("ERR unknown command '%s'", quote(cmd.Args[0])))
 		return
@@ -366,7 +366,7 @@ func (s *Server) handle(c redcon.Conn, cmd redcon.Command) {
 		}
 	}
 	if n := len(cmd.Args); n < e.min || e.max >= 0 && n > e.max {
-		s.o.Metrics.Failed(api.RESP, service.CodeInvalidArgument)
+		s.o.Metrics.Failed(api.RESP, frond.CodeInvalidArgument)
 		c.WriteError(fmt.Sprintf("ERR wrong number of arguments for '%s' command", e.name))
 	} else {
 		e.run(s, c, cmd.Args)
@@ -409,7 +409,7 @@ func (s *Server) writeErr(c redcon.Conn, err error) {
 	// A tag token sent (TOKEN) and refused counts against the address; an
 	// admin command without AUTH does not (AUTH counts its own wrong
 	// tokens), nor does a segment command without any token.
-	if f.Code == service.CodeForbidden && sess(c).token != "" {
+	if f.Code == frond.CodeForbidden && sess(c).token != "" {
 		s.authFailed(c)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/api"
 	grpcapi "github.com/frond-id/frond/api/grpc"
 	httpapi "github.com/frond-id/frond/api/http"
@@ -156,7 +157,7 @@ func serveAll(fes []*frontEnd, svc *service.Service, m *api.Metrics, cfg *config
 // refuseHTTP answers a connection over limits.max_connections on a plain
 // HTTP port: 503 with Retry-After and frond's JSON error.
 func refuseHTTP(c net.Conn) {
-	body := `{"error":{"code":"unavailable","message":"too many connections to this listener (limits.max_connections): retry, or use another node"}}`
+	body := `{"error":{"code":"` + frond.CodeUnavailable + `","message":"too many connections to this listener (limits.max_connections): retry, or use another node"}}`
 	fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 }
 
