@@ -31,36 +31,36 @@ func BenchmarkKinds(b *testing.B) {
 	one := make([]int64, 1)
 	b.Run("segment-raw", func(b *testing.B) {
 		for b.Loop() {
-			one[0], _ = s.SegmentID(bg, "bench")
+			one[0], _ = s.seg.Next(bg, "bench")
 		}
 	})
 	b.Run("snowflake-raw", func(b *testing.B) {
 		for b.Loop() {
-			one[0], _ = s.SnowflakeID()
+			one[0], _ = s.w.Next()
 		}
 	})
 	for _, form := range []string{FormNumber, FormBase62, FormBase32, FormOpaque, FormOpaque62} {
 		b.Run("segment-"+form, func(b *testing.B) {
 			for b.Loop() {
-				one[0], _ = s.SegmentID(bg, "bench")
+				one[0], _ = s.seg.Next(bg, "bench")
 				s.Format(KindSegment, form, one)
 			}
 		})
 	}
 	b.Run("snowflake-opaque62", func(b *testing.B) {
 		for b.Loop() {
-			one[0], _ = s.SnowflakeID()
+			one[0], _ = s.w.Next()
 			s.Format(KindSnowflake, FormOpaque62, one)
 		}
 	})
 	b.Run("serial-segment", func(b *testing.B) {
 		for b.Loop() {
-			s.Serials(bg, "seg", 1)
+			s.serials(bg, "seg", 1)
 		}
 	})
 	b.Run("serial-snowflake", func(b *testing.B) {
 		for b.Loop() {
-			s.Serials(bg, "snow", 1)
+			s.serials(bg, "snow", 1)
 		}
 	})
 	for _, v := range []int{4, 7} {

@@ -55,6 +55,13 @@ type SerialConfig struct {
 	Step int64 `koanf:"step"`
 }
 
+// kindSet are the configured serials and obfuscation keys.
+type kindSet struct {
+	serials map[string]*serial
+	perms   map[int]perms // by key version; empty without an obfuscation key
+	cur     perms         // the current key's (zero without one)
+}
+
 type serial struct {
 	name string
 	cfg  SerialConfig
@@ -63,23 +70,23 @@ type serial struct {
 }
 
 func (s *Service) initKinds() error {
-	s.serials = map[string]*serial{}
+	s.kinds.serials = map[string]*serial{}
 	for name, c := range s.cfg.Serials {
 		sr, err := s.newSerial(name, c)
 		if err != nil {
 			return err
 		}
-		s.serials[name] = sr
+		s.kinds.serials[name] = sr
 	}
 	ps, err := s.cfg.obfuscationPerms()
 	if err != nil {
 		return err
 	}
-	s.perms = map[int]perms{}
+	s.kinds.perms = map[int]perms{}
 	for i, p := range ps {
-		s.perms[p.version] = p
+		s.kinds.perms[p.version] = p
 		if i == 0 {
-			s.permCur = p
+			s.kinds.cur = p
 		}
 	}
 	for tag, form := range s.cfg.Forms {
@@ -157,17 +164,17 @@ func (sr *serial) resets() bool { return sr.cfg.Reset != "" && sr.cfg.Reset != "
 
 // SerialNames lists the configured serials.
 func (s *Service) SerialNames() []string {
-	out := make([]string, 0, len(s.serials))
-	for n := range s.serials {
+	out := make([]string, 0, len(s.kinds.serials))
+	for n := range s.kinds.serials {
 		out = append(out, n)
 	}
 	return out
 }
 
-// Serials returns n serial numbers of the named serial; ErrSerialNotFound if
+// serials returns n serial numbers of the named serial; ErrSerialNotFound if
 // no serial of that name is configured.
-func (s *Service) Serials(ctx context.Context, name string, n int) ([]string, error) {
-	sr, ok := s.serials[name]
+func (s *Service) serials(ctx context.Context, name string, n int) ([]string, error) {
+	sr, ok := s.kinds.serials[name]
 	if !ok {
 		return nil, serialNotFound(name)
 	}
@@ -176,7 +183,7 @@ func (s *Service) Serials(ctx context.Context, name string, n int) ([]string, er
 	}
 	out := make([]string, 0, n)
 	if sr.cfg.Source == "snowflake" {
-		ids, err := s.SnowflakeIDs(n)
+		ids, err := s.w.NextN(n)
 		for _, id := range ids {
 			p, _ := s.cfg.Snowflake.Layout.Decompose(id)
 			str, ferr := sr.tmpl.Format(p.Time.In(sr.loc), p.Node, p.Seq)
@@ -188,7 +195,7 @@ func (s *Service) Serials(ctx context.Context, name string, n int) ([]string, er
 		return out, err
 	}
 	for len(out) < n {
-		at := time.Unix(0, s.now()).In(sr.loc)
+		at := time.Unix(0, s.cfg.Now()).In(sr.loc)
 		tag := sr.cfg.Tag
 		if key := idfmt.PeriodKey(sr.cfg.Reset, at); key != "" {
 			tag += "." + key
@@ -346,15 +353,15 @@ func (c Config) obfuscationPerms() ([]perms, error) {
 	return out, nil
 }
 
-func (s *Service) permOf(kind string) *idfmt.Permutation { return s.permCur.of(kind) }
+func (s *Service) permOf(kind string) *idfmt.Permutation { return s.kinds.cur.of(kind) }
 
 // ObfuscationVersion is the version of the key that gives opaque IDs; 0
 // without one.
-func (s *Service) ObfuscationVersion() int { return s.permCur.version }
+func (s *Service) ObfuscationVersion() int { return s.kinds.cur.version }
 
 func (s *Service) keyVersions() string {
-	vs := make([]int, 0, len(s.perms))
-	for v := range s.perms {
+	vs := make([]int, 0, len(s.kinds.perms))
+	for v := range s.kinds.perms {
 		vs = append(vs, v)
 	}
 	slices.Sort(vs)
@@ -369,7 +376,7 @@ func (s *Service) checkForm(form string) error {
 	case "", FormNumber, FormBase62, FormBase32:
 		return nil
 	case FormOpaque, FormOpaque62:
-		if s.permCur.seg == nil {
+		if s.kinds.cur.seg == nil {
 			return fmt.Errorf("%w: form %q needs an obfuscation key (obfuscation.key_file)", frond.ErrInvalidArgument, form)
 		}
 		return nil
@@ -455,10 +462,10 @@ func (s *Service) Reveal(kind, form, value string, keyVersion int) (int64, error
 		return 0, fmt.Errorf("%w: %s is not a %s ID: %v", frond.ErrInvalidArgument, Quote(value), form, err)
 	}
 	if form == FormOpaque || form == FormOpaque62 {
-		p := s.permCur
+		p := s.kinds.cur
 		if keyVersion != 0 {
 			var ok bool
-			if p, ok = s.perms[keyVersion]; !ok {
+			if p, ok = s.kinds.perms[keyVersion]; !ok {
 				return 0, fmt.Errorf("%w: no obfuscation key has version %d (the keys: %s)", frond.ErrInvalidArgument, keyVersion, s.keyVersions())
 			}
 		}

@@ -59,7 +59,7 @@ func TestSerials_SegmentDailyReset(t *testing.T) {
 		"pay":  {Template: "PAY{time:yyyyMMddHHmmssSSS}{seq:6}", Reset: "day", Step: 50},
 		"tiny": {Template: "T{time:yyyyMMdd}{seq:2}", Reset: "day", Step: 10},
 	}})
-	seen := collectUnique(t, 8, 40, func(i int) ([]string, error) { return s.Serials(bg, "pay", 1+i%4) })
+	seen := collectUnique(t, 8, 40, func(i int) ([]string, error) { return s.serials(bg, "pay", 1+i%4) })
 	if len(seen) != 8*(10*(1+2+3+4)) {
 		t.Fatalf("%d serials", len(seen))
 	}
@@ -67,17 +67,17 @@ func TestSerials_SegmentDailyReset(t *testing.T) {
 		t.Fatal("the day's sequence does not start at 1")
 	}
 	c.Add(24 * time.Hour)
-	out, err := s.Serials(bg, "pay", 1)
+	out, err := s.serials(bg, "pay", 1)
 	if err != nil || out[0] != "PAY20261123120000000000001" {
 		t.Fatalf("next day: %v, %v", out, err)
 	}
-	if _, err := s.Serials(bg, "tiny", 99); err != nil {
+	if _, err := s.serials(bg, "tiny", 99); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Serials(bg, "tiny", 1); Code(err) != frond.CodeSeqOverflow {
+	if _, err := s.serials(bg, "tiny", 1); Code(err) != frond.CodeSeqOverflow {
 		t.Fatalf("sequence 100 in {seq:2}: %v", err)
 	}
-	if _, err := s.Serials(bg, "nope", 1); !errors.Is(err, ErrSerialNotFound) || Code(err) != frond.CodeSerialNotFound {
+	if _, err := s.serials(bg, "nope", 1); !errors.Is(err, ErrSerialNotFound) || Code(err) != frond.CodeSerialNotFound {
 		t.Fatalf("unknown serial: %v", err)
 	}
 }
@@ -87,7 +87,7 @@ func TestSerials_Snowflake(t *testing.T) {
 	s := newKindsService(t, c, Config{Serials: map[string]SerialConfig{
 		"ord": {Template: "ORD{time:yyyyMMddHHmmssSSS}{node:4}{seq:4}", Source: "snowflake", Zone: "Asia/Shanghai"},
 	}})
-	out, err := s.Serials(bg, "ord", 4096) // one tick's sequence: the fake clock stands still
+	out, err := s.serials(bg, "ord", 4096) // one tick's sequence: the fake clock stands still
 	if err != nil || len(out) != 4096 {
 		t.Fatalf("%d serials, %v", len(out), err)
 	}
@@ -103,7 +103,7 @@ func TestSerials_Snowflake(t *testing.T) {
 		seen[x] = true
 	}
 	c.Add(time.Millisecond)
-	if more, err := s.Serials(bg, "ord", 1); err != nil || more[0] != "ORD20261122200000001"+"0007"+"0000" {
+	if more, err := s.serials(bg, "ord", 1); err != nil || more[0] != "ORD20261122200000001"+"0007"+"0000" {
 		t.Fatalf("next tick: %v, %v", more, err)
 	}
 }
@@ -251,10 +251,10 @@ func TestKinds_ConcurrentUnique(t *testing.T) {
 	kinds := map[string]func() ([]string, error){
 		"uuid4": func() ([]string, error) { return UUIDs(4, 50) },
 		"uuid7": func() ([]string, error) { return UUIDs(7, 50) },
-		"ord":   func() ([]string, error) { return s.Serials(bg, "ord", 50) },
-		"pay":   func() ([]string, error) { return s.Serials(bg, "pay", 50) },
+		"ord":   func() ([]string, error) { return s.serials(bg, "ord", 50) },
+		"pay":   func() ([]string, error) { return s.serials(bg, "pay", 50) },
 		"opaque62": func() ([]string, error) {
-			ids, err := s.SnowflakeIDs(50)
+			ids, err := s.snowflakeIDs(50)
 			if err != nil {
 				return nil, err
 			}
@@ -317,21 +317,21 @@ func TestSerials_MissingTagRefused(t *testing.T) {
 	s := newKindsService(t, c, Config{Serials: map[string]SerialConfig{
 		"inv": {Template: "INV{seq:8}", Step: 10},
 	}})
-	_, err := s.Serials(bg, "inv", 1)
+	_, err := s.serials(bg, "inv", 1)
 	if Code(err) != frond.CodeTagNotFound || !strings.Contains(err.Error(), "frond tag create inv --step 10") || !strings.Contains(err.Error(), "--max-id") {
 		t.Fatalf("first use without the tag: %v", err)
 	}
 	if _, err := s.CreateTag(bg, frond.Tag{Name: "inv", MaxID: 1, Step: 10}); err != nil {
 		t.Fatal(err)
 	}
-	out, err := s.Serials(bg, "inv", 3)
+	out, err := s.serials(bg, "inv", 3)
 	if err != nil || out[2] != "INV00000003" {
 		t.Fatalf("serials %v, %v", out, err)
 	}
 	if err := s.DeleteTag(bg, "inv"); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := s.Serials(bg, "inv", 1); Code(err) != frond.CodeTagNotFound {
+	if out, err := s.serials(bg, "inv", 1); Code(err) != frond.CodeTagNotFound {
 		t.Fatalf("after the tag was deleted: %v, %v (serials start over)", out, err)
 	}
 	if _, err := s.Tag(bg, "inv"); Code(err) != frond.CodeTagNotFound {
@@ -351,7 +351,7 @@ func TestSerials_SequenceTag(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, want := range []string{"INV000001", "INV000002", "INV000003"} {
-		out, err := s.Serials(bg, "inv", 1)
+		out, err := s.serials(bg, "inv", 1)
 		if err != nil || out[0] != want {
 			t.Fatalf("serial %d: %v, %v (want %s)", i, out, err, want)
 		}

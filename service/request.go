@@ -129,7 +129,7 @@ func (s *Service) Check(r *Request) error {
 			return fmt.Errorf("%w: UUID version %d: 4 or 7", frond.ErrInvalidArgument, r.Version)
 		}
 	case KindSerial:
-		if _, ok := s.serials[r.Name]; !ok {
+		if _, ok := s.kinds.serials[r.Name]; !ok {
 			return serialNotFound(r.Name)
 		}
 	default:
@@ -218,7 +218,7 @@ func (s *Service) takeKeyed(ctx context.Context, r Request) (Answer, error) {
 		// Close, and within the store's load timeout.
 		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.loadTimeout())
 		defer cancel()
-		stop := context.AfterFunc(s.runCtx, cancel)
+		stop := context.AfterFunc(s.bg.ctx, cancel)
 		defer stop()
 		return s.take(tctx, r)
 	})
@@ -236,10 +236,10 @@ func (s *Service) take(ctx context.Context, r Request) (Answer, error) {
 		var err error
 		if n == 1 {
 			var id int64
-			id, err = s.SnowflakeID()
+			id, err = s.w.Next()
 			ids = []int64{id}
 		} else {
-			ids, err = s.SnowflakeIDs(int(n))
+			ids, err = s.w.NextN(int(n))
 		}
 		if err != nil {
 			return Answer{}, err
@@ -249,7 +249,7 @@ func (s *Service) take(ctx context.Context, r Request) (Answer, error) {
 		strs, err := UUIDs(r.Version, int(n))
 		return Answer{Strs: strs}, err
 	default: // KindSerial
-		strs, err := s.Serials(ctx, r.Name, int(n))
+		strs, err := s.serials(ctx, r.Name, int(n))
 		if err != nil {
 			return Answer{}, err
 		}

@@ -32,23 +32,32 @@ import (
 // another node is seen within it.
 const modeTTL = 30 * time.Second
 
+// modeCache holds each tag's mode as last read.
+type modeCache struct {
+	m sync.Map // tag -> *modeEntry
+	// fail is when a read of an unknown tag's mode last failed on an
+	// outage (Unix ns; 0: never).
+	fail  atomic.Int64
+	epoch atomic.Int64 // raised every modeTTL: cached modes older are read again
+}
+
 type modeEntry struct {
 	mode       string // frond.Tag.Mode as stored: "" or ModeSequence
-	epoch      int64  // Service.modeEpoch when it was read
+	epoch      int64  // Service.modes.epoch when it was read
 	refreshing atomic.Bool
 }
 
 // ageModes makes every cached mode stale once per modeTTL: the hot path
 // compares an epoch instead of reading the clock.
 func (s *Service) ageModes() {
-	defer s.wg.Done()
+	defer s.bg.wg.Done()
 	t := time.NewTicker(modeTTL)
 	defer t.Stop()
 	for {
 		select {
 		case <-t.C:
-			s.modeEpoch.Add(1)
-		case <-s.stop:
+			s.modes.epoch.Add(1)
+		case <-s.bg.ctx.Done():
 			return
 		}
 	}
@@ -58,9 +67,9 @@ func (s *Service) ageModes() {
 // segment engine holds buffers of is a segment tag; its mode is still read
 // once, so a sequence tag that a stale node served from buffers is found.
 func (s *Service) modeOf(ctx context.Context, tag string) (string, error) {
-	if v, ok := s.modes.Load(tag); ok {
+	if v, ok := s.modes.m.Load(tag); ok {
 		e := v.(*modeEntry)
-		if e.epoch != s.modeEpoch.Load() && e.refreshing.CompareAndSwap(false, true) {
+		if e.epoch != s.modes.epoch.Load() && e.refreshing.CompareAndSwap(false, true) {
 			go s.refreshMode(tag, e)
 		}
 		return e.mode, nil
@@ -68,7 +77,7 @@ func (s *Service) modeOf(ctx context.Context, tag string) (string, error) {
 	// As the segment engine does for first loads: for a moment after the
 	// store failed to answer, a tag whose mode is not known yet fails at
 	// once instead of waiting for the store again.
-	if at := s.modeFail.Load(); at != 0 {
+	if at := s.modes.fail.Load(); at != 0 {
 		if since := time.Since(time.Unix(0, at)); since < s.failFast() {
 			return "", fmt.Errorf("%w: tag %s: its mode is not known yet, and a store read failed %v ago", frond.ErrStoreUnavailable, Quote(tag), since.Round(time.Millisecond))
 		}
@@ -76,7 +85,7 @@ func (s *Service) modeOf(ctx context.Context, tag string) (string, error) {
 	t, err := s.store.Tag(ctx, tag)
 	if err != nil {
 		if errors.Is(err, frond.ErrStoreUnavailable) && ctx.Err() == nil {
-			s.modeFail.Store(time.Now().UnixNano())
+			s.modes.fail.Store(time.Now().UnixNano())
 		}
 		return "", err
 	}
@@ -89,20 +98,20 @@ func (s *Service) failFast() time.Duration { return s.seg.Settings().FailFast }
 
 func (s *Service) refreshMode(tag string, old *modeEntry) {
 	defer old.refreshing.Store(false)
-	ctx, cancel := context.WithTimeout(s.runCtx, s.loadTimeout())
+	ctx, cancel := context.WithTimeout(s.bg.ctx, s.loadTimeout())
 	defer cancel()
 	t, err := s.store.Tag(ctx, tag)
 	switch {
 	case err == nil:
 		s.setMode(tag, t.Mode)
 	case errors.Is(err, frond.ErrTagNotFound):
-		s.modes.Delete(tag)
+		s.modes.m.Delete(tag)
 	}
 }
 
 func (s *Service) setMode(tag, mode string) {
 	mode = frond.StoredMode(mode)
-	s.modes.Store(tag, &modeEntry{mode: mode, epoch: s.modeEpoch.Load()})
+	s.modes.m.Store(tag, &modeEntry{mode: mode, epoch: s.modes.epoch.Load()})
 	if mode == frond.ModeSequence {
 		s.seg.Forget(tag) // buffers of a tag that became a sequence tag
 	}
@@ -243,7 +252,7 @@ func (q *sequencer) run(tag string, tq *seqQueue) {
 		}
 		ranges, err := q.allocate(tag, total)
 		q.mu.Lock()
-		if errors.Is(err, frond.ErrStoreUnavailable) && q.s.runCtx.Err() == nil {
+		if errors.Is(err, frond.ErrStoreUnavailable) && q.s.bg.ctx.Err() == nil {
 			if q.fails == nil {
 				q.fails = map[string]seqFail{}
 			}
@@ -313,7 +322,7 @@ func (q *sequencer) failedLocked(tag string) error {
 // residue of what it takes, so a call may fall short and is followed by
 // another.
 func (q *sequencer) allocate(tag string, total int64) ([]frond.Range, error) {
-	ctx, cancel := context.WithTimeout(q.s.runCtx, q.s.loadTimeout())
+	ctx, cancel := context.WithTimeout(q.s.bg.ctx, q.s.loadTimeout())
 	defer cancel()
 	var out []frond.Range
 	for got := int64(0); got < total; {

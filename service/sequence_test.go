@@ -361,10 +361,10 @@ func TestSequence_ModeChangeSeen(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Age node a's cached modes, as modeTTL passing does.
-	a.modeEpoch.Add(1)
+	a.modes.epoch.Add(1)
 	a.Take(bg, Request{Kind: KindSegment, Name: "order"}) // served from the old mode; starts the refresh
 	waitFor(t, "the mode refreshed", func() bool {
-		v, _ := a.modes.Load("order")
+		v, _ := a.modes.m.Load("order")
 		return v != nil && v.(*modeEntry).mode == frond.ModeSequence
 	})
 	r, err := a.Take(bg, Request{Kind: KindSegment, Name: "order"})

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/frond-id/frond"
@@ -67,30 +66,26 @@ type Config struct {
 
 // Service issues IDs of every kind and administers tags.
 type Service struct {
-	cfg   Config
-	store frond.SegmentStore
-	seg   *segment.Engine
-	seq   sequencer // sequence tags' group commit
-	idem  *idempotency
-	modes sync.Map // tag -> *modeEntry
-	// modeFail is when a read of an unknown tag's mode last failed on an
-	// outage (Unix ns; 0: never).
-	modeFail  atomic.Int64
-	modeEpoch atomic.Int64 // raised every modeTTL: cached modes older are read again
-	log       *slog.Logger
-	now       func() int64
+	cfg    Config
+	store  frond.SegmentStore
+	log    *slog.Logger
+	seg    *segment.Engine            // segment tags
+	seq    sequencer                  // sequence tags' group commit
+	modes  modeCache                  // each tag's mode: segment or sequence
+	w      *worker.Issuer             // the worker ID and snowflake IDs
+	kinds  kindSet                    // serials and opaque forms
+	tokens map[string]map[string]bool // Config.Tokens: token, then tag
+	idem   *idempotency
+	bg     background
+}
 
-	serials map[string]*serial
-	tokens  map[string]map[string]bool // Config.Tokens: token, then tag
-	perms   map[int]perms              // by key version; empty without an obfuscation key
-	permCur perms                      // the current key's (zero without one)
-
-	w         *worker.Issuer  // the worker ID and snowflake IDs
-	runCtx    context.Context // background calls; cancelled by Close
-	cancelRun context.CancelFunc
-	stop      chan struct{}
-	wg        sync.WaitGroup
-	closeOnce sync.Once
+// background is the Service's own work: the mode cache's ageing, mode
+// refreshes and sequence calls that outlive their request.
+type background struct {
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	once   sync.Once // Close
 }
 
 // New starts the engines: the segment engine on store, and a worker.Issuer
@@ -114,10 +109,10 @@ func New(ctx context.Context, cfg Config, store frond.SegmentStore, reg frond.Wo
 	if cfg.Segment.Logger == nil {
 		cfg.Segment.Logger = log
 	}
-	s := &Service{cfg: cfg, store: store, log: log, now: cfg.Now, stop: make(chan struct{})}
+	s := &Service{cfg: cfg, store: store, log: log}
 	s.seq.s = s
 	s.idem = newIdempotency(cfg.Idempotency, cfg.Now)
-	s.runCtx, s.cancelRun = context.WithCancel(context.Background())
+	s.bg.ctx, s.bg.cancel = context.WithCancel(context.Background())
 	s.tokens = map[string]map[string]bool{}
 	for token, tags := range cfg.Tokens {
 		s.tokens[token] = map[string]bool{}
@@ -126,29 +121,29 @@ func New(ctx context.Context, cfg Config, store frond.SegmentStore, reg frond.Wo
 		}
 	}
 	if err := s.initKinds(); err != nil {
-		s.cancelRun()
+		s.bg.cancel()
 		return nil, err
 	}
 	// A tag this node knows to be a sequence tag gets no segment buffer,
 	// even from a request that read its mode just before it was learnt.
 	segCfg := cfg.Segment
 	segCfg.Admit = func(tag string) error {
-		if v, ok := s.modes.Load(tag); ok && v.(*modeEntry).mode == frond.ModeSequence {
+		if v, ok := s.modes.m.Load(tag); ok && v.(*modeEntry).mode == frond.ModeSequence {
 			return fmt.Errorf("%w: tag %s is a sequence tag", frond.ErrNotLeasable, Quote(tag))
 		}
 		return nil
 	}
 	var err error
 	if s.seg, err = segment.New(store, segCfg); err != nil {
-		s.cancelRun()
+		s.bg.cancel()
 		return nil, err
 	}
 	if s.w, err = worker.New(ctx, reg, cfg.Snowflake, log); err != nil {
 		s.seg.Close() // nothing buffered yet: the store is not called
-		s.cancelRun()
+		s.bg.cancel()
 		return nil, err
 	}
-	s.wg.Add(1)
+	s.bg.wg.Add(1)
 	go s.ageModes()
 	return s, nil
 }
@@ -158,12 +153,11 @@ func New(ctx context.Context, cfg Config, store frond.SegmentStore, reg frond.Wo
 // the store, within ctx (see worker.Issuer.Close).
 func (s *Service) Close(ctx context.Context) error {
 	var errs []error
-	s.closeOnce.Do(func() {
-		close(s.stop)
-		s.cancelRun()
+	s.bg.once.Do(func() {
+		s.bg.cancel()
 		stopped := make(chan struct{})
 		go func() {
-			s.wg.Wait()
+			s.bg.wg.Wait()
 			close(stopped)
 		}()
 		select {
@@ -187,19 +181,6 @@ func (s *Service) Close(ctx context.Context) error {
 
 // Layout returns the snowflake layout.
 func (s *Service) Layout() snowflake.Layout { return s.cfg.Snowflake.Layout }
-
-// SegmentID returns the next segment ID of tag.
-func (s *Service) SegmentID(ctx context.Context, tag string) (int64, error) {
-	return s.seg.Next(ctx, tag)
-}
-
-// SegmentIDs returns n segment IDs of tag as ranges; n is at most MaxRangesBatch.
-func (s *Service) SegmentIDs(ctx context.Context, tag string, n int64) ([]frond.Range, error) {
-	if n < 1 || n > MaxRangesBatch {
-		return nil, fmt.Errorf("%w: count %d: must be 1 to %d", frond.ErrInvalidArgument, n, MaxRangesBatch)
-	}
-	return s.seg.NextN(ctx, tag, n)
-}
 
 // Decoded is an ID split by a layout.
 type Decoded struct {
@@ -289,7 +270,7 @@ func (s *Service) DeleteTag(ctx context.Context, name string) error {
 	err := s.store.DeleteTag(ctx, name)
 	if err == nil {
 		s.seg.Forget(name)
-		s.modes.Delete(name)
+		s.modes.m.Delete(name)
 		s.seq.stats.Delete(name)
 		if s.cfg.Segment.OnEvict != nil {
 			s.cfg.Segment.OnEvict(name) // the tag's metric series go with it

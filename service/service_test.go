@@ -83,14 +83,14 @@ func TestService_IDsAndTags(t *testing.T) {
 	if _, err := s.CreateTag(bg, frond.Tag{Name: "order", MaxID: 1, Step: 100}); err != nil {
 		t.Fatal(err)
 	}
-	if id, err := s.SegmentID(bg, "order"); err != nil || id != 1 {
+	if id, err := s.segmentID(bg, "order"); err != nil || id != 1 {
 		t.Fatalf("SegmentID = %d, %v", id, err)
 	}
-	rs, err := s.SegmentIDs(bg, "order", 150)
+	rs, err := s.segmentIDs(bg, "order", 150)
 	if err != nil || len(rs) != 1 || rs[0].Start != 2 || rs[0].End != 152 {
 		t.Fatalf("SegmentIDs = %v, %v", rs, err)
 	}
-	id, err := s.SnowflakeID()
+	id, err := s.snowflakeID()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestService_IDsAndTags(t *testing.T) {
 	if err != nil || d.Node != 5 || d.Layout != "twitter" || !d.Time.Equal(time.Unix(0, c.Now()).UTC()) {
 		t.Fatalf("Decode = %+v, %v", d, err)
 	}
-	ids, err := s.SnowflakeIDs(3)
+	ids, err := s.snowflakeIDs(3)
 	if err != nil || len(ids) != 3 || ids[0] <= id || s.SnowflakeIssued() != 4 {
 		t.Fatalf("SnowflakeIDs = %v, %v, issued %d", ids, err, s.SnowflakeIssued())
 	}
@@ -112,16 +112,16 @@ func TestService_IDsAndTags(t *testing.T) {
 	if err := s.DeleteTag(bg, "order"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SegmentID(bg, "order"); Code(err) != frond.CodeTagNotFound {
+	if _, err := s.segmentID(bg, "order"); Code(err) != frond.CodeTagNotFound {
 		t.Fatalf("after delete: %v", err)
 	}
-	for _, n := range []int64{0, MaxRangesBatch + 1} {
-		if _, err := s.SegmentIDs(bg, "order", n); Code(err) != frond.CodeInvalidArgument {
+	for _, n := range []int64{-1, MaxRangesBatch + 1} {
+		if _, err := s.segmentIDs(bg, "order", n); Code(err) != frond.CodeInvalidArgument {
 			t.Errorf("SegmentIDs(%d): %v", n, err)
 		}
 	}
-	for _, n := range []int{0, MaxBatch + 1} {
-		if _, err := s.SnowflakeIDs(n); Code(err) != frond.CodeInvalidArgument {
+	for _, n := range []int{-1, MaxBatch + 1} {
+		if _, err := s.snowflakeIDs(n); Code(err) != frond.CodeInvalidArgument {
 			t.Errorf("SnowflakeIDs(%d): %v", n, err)
 		}
 	}

@@ -1,23 +1,9 @@
 package service
 
 import (
-	"fmt"
-
-	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/snowflake"
 	"github.com/frond-id/frond/worker"
 )
-
-// SnowflakeID returns a snowflake ID.
-func (s *Service) SnowflakeID() (int64, error) { return s.w.Next() }
-
-// SnowflakeIDs returns n snowflake IDs; n is at most MaxBatch.
-func (s *Service) SnowflakeIDs(n int) ([]int64, error) {
-	if n < 1 || n > MaxBatch {
-		return nil, fmt.Errorf("%w: count %d: must be 1 to %d", frond.ErrInvalidArgument, n, MaxBatch)
-	}
-	return s.w.NextN(n)
-}
 
 // SnowflakeIssued counts snowflake IDs issued since start.
 func (s *Service) SnowflakeIssued() uint64 { return s.w.Issued() }
