@@ -126,12 +126,12 @@ func (a *auditor) open(ctx context.Context) []*auditStore {
 		if len(urls) == 1 {
 			subject = "store " + storeName(raw)
 		}
-		s, err := openStoreAs(ctx, raw, a.log, false) // no background retries: a store that cannot be opened is a finding
+		s, err := openStoreNow(ctx, raw, a.log) // no background retries: a store that cannot be opened is a finding
 		if err != nil {
 			a.add(auditDanger, subject, "cannot be opened, so it was not audited: %v", err)
 			continue
 		}
-		if strings.HasPrefix(raw, "memory:") {
+		if b, _ := backendOf(raw); b != nil && b.volatile {
 			a.add(auditDanger, subject, "the memory store keeps nothing: every restart hands out the same IDs again")
 		}
 		if w, ok := s.(frond.Warner); ok {

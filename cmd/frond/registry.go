@@ -13,19 +13,10 @@ import (
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/internal/config"
-	"github.com/frond-id/frond/internal/secret"
 	"github.com/frond-id/frond/registry"
 	"github.com/frond-id/frond/registry/cache"
-	"github.com/frond-id/frond/registry/etcdregistry"
 	"github.com/frond-id/frond/registry/file"
-	"github.com/frond-id/frond/registry/redisregistry"
-	"github.com/frond-id/frond/registry/sqlregistry"
-	"github.com/frond-id/frond/registry/static"
-	"github.com/frond-id/frond/registry/zkregistry"
 	"github.com/frond-id/frond/snowflake"
-	"github.com/frond-id/frond/store/etcdstore"
-	"github.com/frond-id/frond/store/redisstore"
-	"github.com/frond-id/frond/store/sqlstore"
 )
 
 // clockOffsetEnv shifts the process clock: a test seam for end-to-end tests
@@ -35,10 +26,9 @@ import (
 // clock of a running server.
 const clockOffsetEnv = "FROND_TEST_CLOCK_OFFSET"
 
-// testClock returns the process clock, shifted when clockOffsetEnv is set,
+// testClock returns the process clock, shifted by raw (clockOffsetEnv's value),
 // and a function that stops following the offset file.
-func testClock(ctx context.Context, log *slog.Logger) (*snowflake.SystemClock, func(), error) {
-	raw := os.Getenv(clockOffsetEnv)
+func testClock(ctx context.Context, raw string, log *slog.Logger) (*snowflake.SystemClock, func(), error) {
 	clock := snowflake.NewSystemClock(0, 0)
 	if raw == "" {
 		return clock, func() {}, nil
@@ -84,66 +74,22 @@ func testClock(ctx context.Context, log *slog.Logger) (*snowflake.SystemClock, f
 	return clock, cancel, nil
 }
 
-// checkBackends parses every store and registry URL of cfg as opening them
-// would, without contacting anything: a bad URL parameter is a usage error
-// (exit 2) before any store, registry or port is touched.
-func checkBackends(cfg *config.Config) error {
-	for _, raw := range strings.Fields(cfg.Store) {
-		scheme, _, _ := strings.Cut(raw, "://")
-		var err error
-		switch scheme {
-		case "mysql", "postgres", "postgresql", "sqlite":
-			err = sqlstore.Check(raw)
-		case "redis", "rediss":
-			err = redisstore.Check(raw)
-		case "etcd":
-			err = etcdstore.Check(raw)
-		}
-		if err != nil {
-			return badKey("store", raw, err)
-		}
-	}
-	raw := cfg.Registry
-	scheme, _, _ := strings.Cut(raw, "://")
-	var err error
-	switch scheme {
-	case "etcd":
-		err = etcdregistry.Check(raw)
-	case "zk":
-		err = zkregistry.Check(raw)
-	case "redis", "rediss":
-		err = redisregistry.Check(raw)
-	case "mysql", "postgres", "postgresql", "sqlite":
-		err = sqlregistry.Check(raw)
-	}
-	if err != nil {
-		return badKey("registry", raw, err)
-	}
-	return nil
-}
-
-// badKey is the usage error of key's value raw, a URL: its secrets are
-// masked in the message, which the parsers' errors may quote whole.
-func badKey(key, raw string, err error) error {
-	err = secret.ScrubError(fmt.Errorf("%s: %w", storeName(raw), err), secret.Passwords(raw)...)
-	return usageError{fmt.Errorf("%w: %w", config.ErrInvalid, &config.KeyError{Keys: []string{key}, Err: err})}
-}
-
 // openRegistry opens the worker registry cfg names. Network registries are
 // wrapped with the local record (registry/cache) in the data directory.
 func openRegistry(ctx context.Context, cfg *config.Config, httpPort int, now func() time.Time, log *slog.Logger) (frond.WorkerRegistry, error) {
 	raw := cfg.Registry
+	b, err := registryBackend(raw)
+	if err != nil {
+		return nil, usageError{err}
+	}
 	host, _ := os.Hostname()
-	fo := file.Options{Owner: file.Owner{Host: host, Instance: cfg.Worker.Instance}, TakeOver: cfg.Worker.TakeOver, Logger: log}
-	switch {
-	case raw == "" || raw == "file":
-		return file.OpenWith(cfg.DataDir, cfg.Node, fo)
-	case strings.HasPrefix(raw, "static:"):
-		n, err := static.Node(raw, host)
+	if b.node != nil {
+		n, err := b.node(raw, cfg, host)
 		if err != nil {
 			return nil, usageError{err}
 		}
 		log.Info("worker ID from configuration", "registry", raw, "worker", n, "host", host)
+		fo := file.Options{Owner: file.Owner{Host: host, Instance: cfg.Worker.Instance}, TakeOver: cfg.Worker.TakeOver, Logger: log}
 		return file.OpenWith(cfg.DataDir, n, fo)
 	}
 	o := registry.Options{
@@ -154,21 +100,7 @@ func openRegistry(ctx context.Context, cfg *config.Config, httpPort int, now fun
 		o.Port = httpPort
 	}
 	o = o.WithDefaults()
-	scheme, _, _ := strings.Cut(raw, "://")
-	var inner frond.WorkerRegistry
-	var err error
-	switch scheme {
-	case "etcd":
-		inner, err = etcdregistry.Open(ctx, raw, o)
-	case "zk":
-		inner, err = zkregistry.Open(raw, o)
-	case "redis", "rediss":
-		inner, err = redisregistry.Open(raw, o)
-	case "mysql", "postgres", "postgresql", "sqlite":
-		inner, err = sqlregistry.Open(raw, o)
-	default:
-		return nil, usagef("registry %q: scheme %q is not supported", storeName(raw), scheme)
-	}
+	inner, err := b.openRegistry(ctx, raw, o)
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"github.com/frond-id/frond/internal/config"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/frond-id/frond/internal/config"
 
 	"github.com/frond-id/frond/internal/sqldb"
 	"github.com/frond-id/frond/storetest"

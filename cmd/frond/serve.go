@@ -17,11 +17,6 @@ import (
 	"github.com/frond-id/frond/internal/secret"
 	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/service"
-	"github.com/frond-id/frond/store/etcdstore"
-	"github.com/frond-id/frond/store/lazystore"
-	"github.com/frond-id/frond/store/memstore"
-	"github.com/frond-id/frond/store/redisstore"
-	"github.com/frond-id/frond/store/sqlstore"
 	"github.com/spf13/cobra"
 )
 
@@ -121,68 +116,11 @@ func checkAlone(ctx context.Context, store frond.SegmentStore, raw string) error
 		storeName(raw), p.Describe())
 }
 
-// openStore picks the segment backend by URL scheme. A store over the
-// network (MySQL, PostgreSQL, Redis, etcd) that cannot be reached within
-// storeStartTimeout does not stop the start: it is opened in the background
-// and fails with store_unavailable until then (snowflake IDs and the other
-// stores are served meanwhile). Any other error (a bad URL, a wrong
-// password, a Redis without persistence) still stops it.
-func openStore(ctx context.Context, raw string, log *slog.Logger) (frond.SegmentStore, error) {
-	return openStoreAs(ctx, raw, log, true)
-}
-
-// openStoreAs is openStore; without background, a store over the network
-// that cannot be opened at once is an error (frond audit).
-func openStoreAs(ctx context.Context, raw string, log *slog.Logger, background bool) (frond.SegmentStore, error) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return nil, usagef("store URL %q: %v", raw, err)
-	}
-	switch u.Scheme {
-	case "mysql", "postgres", "postgresql", "redis", "rediss", "etcd":
-		if !background {
-			c, cancel := context.WithTimeout(ctx, storeStartTimeout)
-			defer cancel()
-			return openRemote(c, u.Scheme, raw, log)
-		}
-		s, err := lazystore.Open(ctx, func(ctx context.Context) (frond.SegmentStore, error) {
-			return openRemote(ctx, u.Scheme, raw, log)
-		}, lazystore.Options{Name: storeName(raw), Timeout: storeStartTimeout, Logger: log})
-		if err != nil {
-			return nil, err
-		}
-		return s, nil
-	case "sqlite":
-		return sqlstore.Open(ctx, raw, sqlstore.Options{Logger: log})
-	case "memory":
-		log.Warn("MEMORY STORE: segment IDs are kept in memory only and are issued AGAIN after a restart; use it for trials only")
-		return memstore.New(nil), nil
-	}
-	return nil, usagef("store URL %q: scheme %q is not supported (sqlite, mysql, postgres, redis, etcd, memory)", raw, u.Scheme)
-}
-
-// openRemote opens a store over the network.
-func openRemote(ctx context.Context, scheme, raw string, log *slog.Logger) (frond.SegmentStore, error) {
-	switch scheme {
-	case "mysql", "postgres", "postgresql":
-		return sqlstore.Open(ctx, raw, sqlstore.Options{Logger: log})
-	case "redis", "rediss":
-		s, err := redisstore.Open(ctx, raw)
-		if err == nil {
-			for _, w := range s.Warnings() {
-				log.Warn("STORE RISK: " + w)
-			}
-		}
-		return s, err
-	}
-	return etcdstore.Open(ctx, raw)
-}
-
 func serve(ctx context.Context, cfg *config.Config, e env) error {
 	start := time.Now()
 	log := newLogger(cfg, e)
 
-	clock, stopClock, err := testClock(ctx, log)
+	clock, stopClock, err := testClock(ctx, e.get(clockOffsetEnv), log)
 	if err != nil {
 		return err
 	}
@@ -276,10 +214,10 @@ func storeName(raw string) string {
 	if strings.Contains(raw, "@") || strings.Contains(raw, "?") {
 		return secret.URL(raw) // a URL that does not parse: mask what looks secret
 	}
-	if strings.HasPrefix(raw, "sqlite://") {
-		p := strings.TrimPrefix(raw, "sqlite://")
+	if b, scheme := backendOf(raw); b != nil && b.file {
+		p := strings.TrimPrefix(raw, scheme+"://")
 		if abs, err := filepath.Abs(p); err == nil {
-			return "sqlite://" + abs
+			return scheme + "://" + abs
 		}
 	}
 	return raw

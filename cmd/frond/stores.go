@@ -129,7 +129,7 @@ func openAll(ctx context.Context, urls []string, e env) ([]frond.SegmentStore, [
 	var stores []frond.SegmentStore
 	var names []string
 	for _, raw := range urls {
-		s, err := openStoreAs(ctx, raw, log, false)
+		s, err := openStoreNow(ctx, raw, log)
 		if err != nil {
 			closeStores(stores)
 			return nil, nil, fmt.Errorf("store %s: %w", storeName(raw), err)

@@ -10,7 +10,6 @@ import (
 	"maps"
 	"math"
 	"net"
-	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -19,7 +18,6 @@ import (
 
 	"github.com/frond-id/frond/internal/secret"
 	"github.com/frond-id/frond/internal/tlsconf"
-	"github.com/frond-id/frond/registry/static"
 	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/service"
 	"github.com/frond-id/frond/snowflake"
@@ -464,9 +462,6 @@ func (c *Config) finish() error {
 	if c.Idempotency.MaxIDs < 1 {
 		return keyErr(fmt.Errorf("%d: at least 1", c.Idempotency.MaxIDs), "idempotency.max_ids")
 	}
-	if err := checkStores(c.Store); err != nil {
-		return keyErr(err, "store")
-	}
 	if _, err := snowflake.Preset(c.Layout); err != nil {
 		return keyErr(err, "layout")
 	}
@@ -478,9 +473,6 @@ func (c *Config) finish() error {
 	}
 	if _, err := c.LogLevel(); err != nil {
 		return keyErr(fmt.Errorf("%q: debug, info, warn or error", c.Log.Level), "log.level")
-	}
-	if err := checkRegistry(c.Registry); err != nil {
-		return keyErr(err, "registry")
 	}
 	if c.Worker.Port < 0 || c.Worker.Port > 65535 {
 		return keyErr(fmt.Errorf("%d: 0 to 65535", c.Worker.Port), "worker.port")
@@ -628,8 +620,9 @@ func (c *Config) ServiceConfig() service.Config {
 	}
 }
 
-// Validate checks c with the engines' rules (service.Config.Validate, and
-// snowflake.New for the worker ID), naming the keys at fault. Load calls it.
+// Validate checks c with the engines' rules (service.Config.Validate),
+// naming the keys at fault. Load calls it. The store and registry settings
+// are the backends' to check (cmd/frond).
 func (c *Config) Validate() error {
 	sc := c.ServiceConfig()
 	if err := sc.Validate(); err != nil {
@@ -642,22 +635,6 @@ func (c *Config) Validate() error {
 			keys = append(keys, c.keyOf(f))
 		}
 		return keyErr(ce.Err, keys...)
-	}
-	// The worker ID the file and static registries will use must fit the layout.
-	node, key := c.Node, "node"
-	if strings.HasPrefix(c.Registry, "static:") {
-		host, _ := os.Hostname()
-		n, err := static.Node(c.Registry, host)
-		if err != nil {
-			return keyErr(err, "registry")
-		}
-		node, key = n, "registry"
-	}
-	if c.Registry == "" || c.Registry == "file" || key == "registry" {
-		_, err := snowflake.New(snowflake.Settings{Layout: sc.Snowflake.Layout, Node: node, Now: func() int64 { return time.Now().UnixNano() }})
-		if err != nil {
-			return keyErr(err, key, "layout")
-		}
 	}
 	return nil
 }
@@ -701,41 +678,6 @@ func (c *Config) keyOf(field string) string {
 		return k
 	}
 	return field
-}
-
-// StoreSchemes are the URL schemes of the segment stores (see openStore in cmd/frond).
-var StoreSchemes = []string{"sqlite", "mysql", "postgres", "postgresql", "redis", "rediss", "etcd", "memory"}
-
-func checkStores(raw string) error {
-	for _, u := range strings.Fields(raw) {
-		p, err := url.Parse(u)
-		if err != nil {
-			// url.Parse's error quotes the URL whole, password included.
-			return secret.ScrubError(fmt.Errorf("%q: %v", maskURL(u), err), secret.Passwords(u)...)
-		}
-		if !slices.Contains(StoreSchemes, p.Scheme) {
-			return fmt.Errorf("%q: scheme %q is not supported (%s)", maskURL(u), p.Scheme, strings.Join(StoreSchemes, ", "))
-		}
-	}
-	return nil
-}
-
-// RegistrySchemes are the URL schemes of the network worker registries.
-var RegistrySchemes = []string{"etcd", "zk", "redis", "rediss", "mysql", "postgres", "postgresql", "sqlite"}
-
-func checkRegistry(raw string) error {
-	if raw == "" || raw == "file" || strings.HasPrefix(raw, "static:") {
-		return nil
-	}
-	scheme, _, ok := strings.Cut(raw, "://")
-	if ok {
-		for _, s := range RegistrySchemes {
-			if s == scheme {
-				return nil
-			}
-		}
-	}
-	return fmt.Errorf("%q: want file, static:N, static:ordinal[+BASE] or a URL with scheme %s", raw, strings.Join(RegistrySchemes, ", "))
 }
 
 // LogLevel parses Log.Level.
@@ -790,13 +732,11 @@ func Masked(k *koanf.Koanf, c *Config) ([]byte, error) {
 			m.Set("tokens.***"+strconv.Itoa(i), c.Tokens[token])
 		}
 	}
-	m.Set("registry", maskURL(m.String("registry")))
+	m.Set("registry", secret.URL(m.String("registry")))
 	stores := strings.Fields(c.Store)
 	for i := range stores {
-		stores[i] = maskURL(stores[i])
+		stores[i] = secret.URL(stores[i])
 	}
 	m.Set("store", strings.Join(stores, " "))
 	return m.Marshal(yaml.Parser())
 }
-
-func maskURL(raw string) string { return secret.URL(raw) }

@@ -1,0 +1,276 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/config"
+	"github.com/frond-id/frond/internal/secret"
+	"github.com/frond-id/frond/registry"
+	"github.com/frond-id/frond/registry/etcdregistry"
+	"github.com/frond-id/frond/registry/redisregistry"
+	"github.com/frond-id/frond/registry/sqlregistry"
+	"github.com/frond-id/frond/registry/static"
+	"github.com/frond-id/frond/registry/zkregistry"
+	"github.com/frond-id/frond/snowflake"
+	"github.com/frond-id/frond/store/etcdstore"
+	"github.com/frond-id/frond/store/lazystore"
+	"github.com/frond-id/frond/store/memstore"
+	"github.com/frond-id/frond/store/redisstore"
+	"github.com/frond-id/frond/store/sqlstore"
+)
+
+// backend is one kind of segment store or worker registry, named by the
+// scheme of its URL. backends is the only place that names them: opening,
+// checking and describing a store or a registry all go through it.
+type backend struct {
+	schemes []string
+	// remote: reached over the network. serve opens such a store in the
+	// background when it does not answer at start (lazystore).
+	remote bool
+	// file: the URL names a file on this machine; its name is made
+	// absolute (it keys the local worker record).
+	file bool
+	// volatile: the store keeps nothing across a restart (trials only).
+	volatile bool
+
+	// checkStore parses a store URL as opening it would, contacting
+	// nothing; openStore opens it. Nil openStore: not a store.
+	checkStore func(raw string) error
+	openStore  func(ctx context.Context, raw string, log *slog.Logger) (frond.SegmentStore, error)
+
+	// checkRegistry and openRegistry are those of a worker registry
+	// shared over a server (frond keeps its local record, registry/cache,
+	// around it).
+	checkRegistry func(raw string) error
+	openRegistry  func(ctx context.Context, raw string, o registry.Options) (frond.WorkerRegistry, error)
+	// node is the worker ID of a registry kept in the data directory
+	// (registry/file), for registries that take it from configuration;
+	// nodeKey is the configuration key that sets it.
+	node    func(raw string, cfg *config.Config, host string) (int64, error)
+	nodeKey string
+}
+
+var backends = []backend{
+	{schemes: []string{"sqlite"}, file: true,
+		checkStore: sqlstore.Check, openStore: openSQLStore, checkRegistry: sqlregistry.Check, openRegistry: openSQLRegistry},
+	{schemes: []string{"mysql", "postgres", "postgresql"}, remote: true,
+		checkStore: sqlstore.Check, openStore: openSQLStore, checkRegistry: sqlregistry.Check, openRegistry: openSQLRegistry},
+	{schemes: []string{"redis", "rediss"}, remote: true,
+		checkStore: redisstore.Check, openStore: openRedisStore, checkRegistry: redisregistry.Check,
+		openRegistry: func(_ context.Context, raw string, o registry.Options) (frond.WorkerRegistry, error) {
+			return reg(redisregistry.Open(raw, o))
+		}},
+	{schemes: []string{"etcd"}, remote: true,
+		checkStore: etcdstore.Check,
+		openStore: func(ctx context.Context, raw string, _ *slog.Logger) (frond.SegmentStore, error) {
+			return store(etcdstore.Open(ctx, raw))
+		},
+		checkRegistry: etcdregistry.Check,
+		openRegistry: func(ctx context.Context, raw string, o registry.Options) (frond.WorkerRegistry, error) {
+			return reg(etcdregistry.Open(ctx, raw, o))
+		}},
+	{schemes: []string{"zk"}, remote: true, checkRegistry: zkregistry.Check,
+		openRegistry: func(_ context.Context, raw string, o registry.Options) (frond.WorkerRegistry, error) {
+			return reg(zkregistry.Open(raw, o))
+		}},
+	{schemes: []string{"memory"}, volatile: true, openStore: openMemoryStore},
+	{schemes: []string{"file"}, nodeKey: "node", node: func(raw string, cfg *config.Config, _ string) (int64, error) {
+		if raw != "" && raw != "file" {
+			return 0, fmt.Errorf("%q: the registry in the data directory is \"file\"", raw)
+		}
+		return cfg.Node, nil
+	}},
+	{schemes: []string{"static"}, nodeKey: "registry", node: func(raw string, _ *config.Config, host string) (int64, error) {
+		return static.Node(raw, host)
+	}},
+}
+
+func openSQLStore(ctx context.Context, raw string, log *slog.Logger) (frond.SegmentStore, error) {
+	return store(sqlstore.Open(ctx, raw, sqlstore.Options{Logger: log}))
+}
+
+func openSQLRegistry(_ context.Context, raw string, o registry.Options) (frond.WorkerRegistry, error) {
+	return reg(sqlregistry.Open(raw, o))
+}
+
+func openRedisStore(ctx context.Context, raw string, log *slog.Logger) (frond.SegmentStore, error) {
+	s, err := redisstore.Open(ctx, raw)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range s.Warnings() {
+		log.Warn("STORE RISK: " + w)
+	}
+	return s, nil
+}
+
+// store and reg return a backend's opened value as the interface, nil on
+// an error (never a typed nil that a caller's nil check would miss).
+func store[S frond.SegmentStore](s S, err error) (frond.SegmentStore, error) {
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func reg[R frond.WorkerRegistry](r R, err error) (frond.WorkerRegistry, error) {
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func openMemoryStore(context.Context, string, *slog.Logger) (frond.SegmentStore, error) {
+	return memstore.New(nil), nil
+}
+
+// backendOf returns the backend of a store or registry setting, by its
+// scheme: the part before "://", or before ":" ("static:3"); an empty
+// setting is "file". Nil if no backend has the scheme.
+func backendOf(raw string) (*backend, string) {
+	scheme, _, _ := strings.Cut(raw, ":")
+	if raw == "" {
+		scheme = "file"
+	}
+	for i := range backends {
+		for _, s := range backends[i].schemes {
+			if s == scheme {
+				return &backends[i], scheme
+			}
+		}
+	}
+	return nil, scheme
+}
+
+// schemes lists the schemes of the backends for which is holds.
+func schemes(is func(*backend) bool) string {
+	var out []string
+	for i := range backends {
+		if is(&backends[i]) {
+			out = append(out, backends[i].schemes...)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+func isStore(b *backend) bool       { return b.openStore != nil }
+func isURLRegistry(b *backend) bool { return b.openRegistry != nil }
+
+// storeBackend returns the backend of the store at raw.
+func storeBackend(raw string) (*backend, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		// url.Parse's error quotes the URL whole, password included.
+		return nil, fmt.Errorf("store URL %q: %v", secret.URL(raw), secret.ScrubError(err, secret.Passwords(raw)...))
+	}
+	b, scheme := backendOf(raw)
+	if b == nil || !isStore(b) || u.Scheme != scheme {
+		return nil, fmt.Errorf("store URL %q: scheme %q is not supported (%s)", secret.URL(raw), u.Scheme, schemes(isStore))
+	}
+	return b, nil
+}
+
+// registryBackend returns the backend of the worker registry raw names.
+func registryBackend(raw string) (*backend, error) {
+	b, _ := backendOf(raw)
+	if b == nil || b.node == nil && !(isURLRegistry(b) && strings.Contains(raw, "://")) {
+		return nil, fmt.Errorf("%q: want file, static:N, static:ordinal[+BASE] or a URL with scheme %s", secret.URL(raw), schemes(isURLRegistry))
+	}
+	return b, nil
+}
+
+// openStore opens the store at raw for serve. A store over the network
+// that cannot be reached within storeStartTimeout does not stop the start:
+// it is opened in the background and fails with store_unavailable until
+// then (snowflake IDs and the other stores are served meanwhile). Any other
+// error (a bad URL, a wrong password, a Redis without persistence) still
+// stops it.
+func openStore(ctx context.Context, raw string, log *slog.Logger) (frond.SegmentStore, error) {
+	b, err := storeBackend(raw)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	if b.volatile {
+		log.Warn("MEMORY STORE: segment IDs are kept in memory only and are issued AGAIN after a restart; use it for trials only")
+	}
+	if !b.remote {
+		return b.openStore(ctx, raw, log)
+	}
+	s, err := lazystore.Open(ctx, func(ctx context.Context) (frond.SegmentStore, error) {
+		return b.openStore(ctx, raw, log)
+	}, lazystore.Options{Name: storeName(raw), Timeout: storeStartTimeout, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// openStoreNow opens the store at raw for a command: one over the network
+// must answer within storeStartTimeout.
+func openStoreNow(ctx context.Context, raw string, log *slog.Logger) (frond.SegmentStore, error) {
+	b, err := storeBackend(raw)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	if b.remote {
+		c, cancel := context.WithTimeout(ctx, storeStartTimeout)
+		defer cancel()
+		return b.openStore(c, raw, log)
+	}
+	return b.openStore(ctx, raw, log)
+}
+
+// checkBackends parses every store and registry URL of cfg as opening them
+// would, without contacting anything, and checks that a worker ID taken
+// from configuration fits the layout: a bad setting is a usage error (exit
+// 2) before any store, registry or port is touched.
+func checkBackends(cfg *config.Config) error {
+	for _, raw := range strings.Fields(cfg.Store) {
+		b, err := storeBackend(raw)
+		if err == nil && b.checkStore != nil {
+			err = b.checkStore(raw)
+		}
+		if err != nil {
+			return badKey("store", raw, err)
+		}
+	}
+	raw := cfg.Registry
+	b, err := registryBackend(raw)
+	if err != nil {
+		return badKey("registry", raw, err)
+	}
+	if b.checkRegistry != nil {
+		if err := b.checkRegistry(raw); err != nil {
+			return badKey("registry", raw, err)
+		}
+	}
+	if b.node == nil {
+		return nil
+	}
+	host, _ := os.Hostname()
+	n, err := b.node(raw, cfg, host)
+	if err != nil {
+		return badKey("registry", raw, err)
+	}
+	layout, err := snowflake.Preset(cfg.Layout)
+	if err == nil {
+		_, err = snowflake.New(snowflake.Settings{Layout: layout, Node: n})
+	}
+	if err != nil {
+		return usageError{fmt.Errorf("%w: %w", config.ErrInvalid, &config.KeyError{Keys: []string{b.nodeKey, "layout"}, Err: err})}
+	}
+	return nil
+}
+
+// badKey is the usage error of key's value raw, a URL: its secrets are
+// masked in the message, which the parsers' errors may quote whole.
+func badKey(key, raw string, err error) error {
+	err = secret.ScrubError(fmt.Errorf("%s: %w", storeName(raw), err), secret.Passwords(raw)...)
+	return usageError{fmt.Errorf("%w: %w", config.ErrInvalid, &config.KeyError{Keys: []string{key}, Err: err})}
+}
