@@ -7,13 +7,13 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/testclock"
 )
 
-type fakeClock struct{ t time.Time }
+func newFakeClock() testclock.Wall {
+	return testclock.NewWall(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+}
 
-func (c *fakeClock) now() time.Time      { return c.t }
-func (c *fakeClock) add(d time.Duration) { c.t = c.t.Add(d) }
-func newFakeClock() *fakeClock           { return &fakeClock{t: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)} }
 func limited(err error) (time.Duration, bool) {
 	var e *Error
 	ok := errors.As(err, &e) && e.Code == frond.CodeRateLimited
@@ -37,7 +37,7 @@ func TestGuard_Off(t *testing.T) {
 // refusal says when to retry, and waiting that long is enough.
 func TestGuard_Rate(t *testing.T) {
 	c := newFakeClock()
-	g := NewGuard(GuardOptions{Rate: 10, Burst: 3, Now: c.now, Known: func(tok string) bool { return tok == "tok" }})
+	g := NewGuard(GuardOptions{Rate: 10, Burst: 3, Now: c.Now, Known: func(tok string) bool { return tok == "tok" }})
 	for i := range 3 {
 		if err := g.Admit("", "10.0.0.1:1000"); err != nil {
 			t.Fatalf("request %d of the burst: %v", i, err)
@@ -58,14 +58,14 @@ func TestGuard_Rate(t *testing.T) {
 	if _, ok := limited(g.Admit("random-1", "10.0.0.1:1000")); !ok {
 		t.Fatal("an unknown token escaped the address's limit")
 	}
-	c.add(wait)
+	c.Add(wait)
 	if err := g.Admit("", "10.0.0.1:1000"); err != nil {
 		t.Fatalf("after the advised wait: %v", err)
 	}
 	if _, ok := limited(g.Admit("", "10.0.0.1:1000")); !ok {
 		t.Fatal("no token left, yet admitted")
 	}
-	c.add(time.Hour) // the bucket refills to the burst, no more
+	c.Add(time.Hour) // the bucket refills to the burst, no more
 	for i := range 3 {
 		if err := g.Admit("", "10.0.0.1:1000"); err != nil {
 			t.Fatalf("refilled burst %d: %v", i, err)
@@ -75,7 +75,7 @@ func TestGuard_Rate(t *testing.T) {
 		t.Fatalf("burst above its size; refused %d", g.Refused())
 	}
 	// IPv6: one /64 is one client.
-	g6 := NewGuard(GuardOptions{Rate: 1, Burst: 1, Now: c.now})
+	g6 := NewGuard(GuardOptions{Rate: 1, Burst: 1, Now: c.Now})
 	if g6.Admit("", "[2001:db8::1]:5") != nil {
 		t.Fatal("first IPv6 request refused")
 	}
@@ -92,7 +92,7 @@ func TestGuard_Rate(t *testing.T) {
 // has passed.
 func TestGuard_AuthFailures(t *testing.T) {
 	c := newFakeClock()
-	g := NewGuard(GuardOptions{AuthFailures: 3, AuthWindow: time.Minute, Now: c.now})
+	g := NewGuard(GuardOptions{AuthFailures: 3, AuthWindow: time.Minute, Now: c.Now})
 	addr := "192.0.2.7:4000"
 	for i := range 2 {
 		if g.AuthFailed(addr) {
@@ -105,7 +105,7 @@ func TestGuard_AuthFailures(t *testing.T) {
 	if !g.AuthFailed(addr) {
 		t.Fatal("third failure did not reach the limit")
 	}
-	c.add(20 * time.Second)
+	c.Add(20 * time.Second)
 	wait, ok := limited(g.Admit("right token", addr))
 	if !ok || wait != 40*time.Second {
 		t.Fatalf("blocked address: retry after %v, %v", wait, ok)
@@ -113,7 +113,7 @@ func TestGuard_AuthFailures(t *testing.T) {
 	if err := g.Admit("", "192.0.2.8:4000"); err != nil {
 		t.Fatalf("another address: %v", err)
 	}
-	c.add(wait)
+	c.Add(wait)
 	if err := g.Admit("", addr); err != nil {
 		t.Fatalf("after the window: %v", err)
 	}
@@ -125,13 +125,13 @@ func TestGuard_AuthFailures(t *testing.T) {
 // The tables stay bounded whatever the number of addresses.
 func TestGuard_Bounded(t *testing.T) {
 	c := newFakeClock()
-	g := NewGuard(GuardOptions{Rate: 1000, Burst: 1, AuthFailures: 5, Now: c.now})
+	g := NewGuard(GuardOptions{Rate: 1000, Burst: 1, AuthFailures: 5, Now: c.Now})
 	for i := range 3 * maxGuardKeys {
 		addr := fmt.Sprintf("10.%d.%d.%d:1", i>>16&255, i>>8&255, i&255)
 		g.Admit("", addr)
 		g.AuthFailed(addr)
 		if i%1000 == 0 {
-			c.add(time.Second)
+			c.Add(time.Second)
 		}
 	}
 	if len(g.buckets) > maxGuardKeys || len(g.fails) > maxGuardKeys {

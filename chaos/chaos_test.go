@@ -68,6 +68,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/testenv"
 	"github.com/frond-id/frond/store/sqlstore"
 	"github.com/frond-id/frond/storetest"
 )
@@ -265,9 +266,9 @@ func TestChaos(t *testing.T) {
 	var registryTarget string
 	switch h.variant {
 	case "sql-etcd":
-		my := storetest.SkipUnlessSet(t, "FROND_TEST_MYSQL_URL")
-		pg := storetest.SkipUnlessSet(t, "FROND_TEST_POSTGRES_URL")
-		ep := storetest.SkipUnlessSet(t, "FROND_TEST_ETCD_ENDPOINTS")
+		my := testenv.Getenv(t, "FROND_TEST_MYSQL_URL")
+		pg := testenv.Getenv(t, "FROND_TEST_POSTGRES_URL")
+		ep := testenv.Getenv(t, "FROND_TEST_ETCD_ENDPOINTS")
 		storeTargets = []string{storetest.HostOf(t, my, "3306"), storetest.HostOf(t, pg, "5432")}
 		registryTarget = strings.Split(ep, ",")[0]
 		// Databases of the run's own, placed as one set (frond stores set):
@@ -285,8 +286,8 @@ func TestChaos(t *testing.T) {
 		}
 		reserveEtcdIDs(t, strings.Split(ep, ","), "/frondtest/"+h.ns+"/")
 	case "redis-zk":
-		rd := storetest.SkipUnlessSet(t, "FROND_TEST_REDIS_URL")
-		zk := storetest.SkipUnlessSet(t, "FROND_TEST_ZK_SERVERS")
+		rd := testenv.Getenv(t, "FROND_TEST_REDIS_URL")
+		zk := testenv.Getenv(t, "FROND_TEST_ZK_SERVERS")
 		storeTargets = []string{storetest.HostOf(t, rd, "6379")}
 		registryTarget = strings.Split(zk, ",")[0]
 		h.storeURL = func(_ int, addr string) string {

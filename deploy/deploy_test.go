@@ -18,30 +18,12 @@ import (
 	"time"
 
 	"github.com/frond-id/frond/internal/config"
+	"github.com/frond-id/frond/internal/testenv"
 	"github.com/knadh/koanf/parsers/yaml"
 )
 
 // The repository root, seen from this package's directory.
 const repo = ".."
-
-// requireTools is FROND_TEST_REQUIRE=1 (CI): a test whose tool is missing
-// fails instead of skipping.
-func requireTools() bool { return os.Getenv("FROND_TEST_REQUIRE") == "1" }
-
-// tool returns the path of a command the test needs; without it the test
-// skips, or fails under FROND_TEST_REQUIRE=1.
-func tool(t *testing.T, name, install string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		msg := fmt.Sprintf("%s is not installed (%s)", name, install)
-		if requireTools() {
-			t.Fatal(msg + " and FROND_TEST_REQUIRE=1")
-		}
-		t.Skip(msg)
-	}
-	return p
-}
 
 func read(t *testing.T, rel string) string {
 	t.Helper()
@@ -749,7 +731,7 @@ func TestCompose(t *testing.T) {
 
 	// init-secrets.sh writes the secrets; frond accepts each node's
 	// environment with them (store from the config file, registry etcd).
-	sh := tool(t, "sh", "apt-get install dash")
+	sh := testenv.Tool(t, "apt-get install dash", "sh")
 	secretsDir := filepath.Join(t.TempDir(), "secrets")
 	if out, err := exec.Command(sh, filepath.Join(dir, "init-secrets.sh"), secretsDir).CombinedOutput(); err != nil {
 		t.Fatalf("init-secrets.sh: %v\n%s", err, out)
@@ -827,7 +809,7 @@ func TestComposeCheckRefusesBadOnes(t *testing.T) {
 
 // docker-compose (Debian's 1.29) accepts the file.
 func TestComposeConfig(t *testing.T) {
-	dc := tool(t, "docker-compose", "apt-get install --no-install-recommends docker-compose")
+	dc := testenv.Tool(t, "apt-get install --no-install-recommends docker-compose", "docker-compose")
 	cmd := exec.Command(dc, "-f", filepath.Join(repo, composeFile), "config", "-q")
 	if out, err := cmd.CombinedOutput(); err != nil || len(strings.TrimSpace(string(out))) > 0 {
 		t.Fatalf("docker-compose config -q: %v\n%s", err, out)
@@ -995,7 +977,7 @@ func TestSystemdUnit(t *testing.T) {
 // line itself is checked by TestSystemdUnit, and the configuration file by
 // config.Load there.
 func TestSystemdAnalyzeVerify(t *testing.T) {
-	sa := tool(t, "systemd-analyze", "apt-get install systemd")
+	sa := testenv.Tool(t, "apt-get install systemd", "systemd-analyze")
 	src := read(t, "deploy/systemd/frond.service")
 	const bin = "ExecStart=/usr/local/bin/frond "
 	if !strings.Contains(src, bin) {

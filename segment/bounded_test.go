@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/testenv"
 	"github.com/frond-id/frond/store/memstore"
 )
 
@@ -52,7 +53,7 @@ func TestEngine_UnknownTagsLeaveNothing(t *testing.T) {
 		cancel()
 	}
 	close(gate)
-	waitFor(t, "the loads in flight to end", func() bool { return e.pendingCount() == 0 })
+	testenv.WaitFor(t, "the loads in flight to end", func() bool { return e.pendingCount() == 0 })
 	if st := e.Stats(); len(st) != 1 || st[0].Tag != "real" {
 		t.Fatalf("buffers left behind: %+v", st)
 	}
@@ -95,7 +96,7 @@ func TestEngine_MaxPending(t *testing.T) {
 	}
 	close(gate)
 	wg.Wait()
-	waitFor(t, "pending loads", func() bool { return e.pendingCount() == 0 })
+	testenv.WaitFor(t, "pending loads", func() bool { return e.pendingCount() == 0 })
 }
 
 // Idle buffers are dropped by Sweep; a later request loads a new segment
@@ -180,7 +181,7 @@ func TestBuffer_DefinitiveErrorsDoNotStick(t *testing.T) {
 			}
 		}
 		b, _ := e.Buffer("t")
-		waitFor(t, "prefetch to settle", func() bool { return !b.Stats().Loading })
+		testenv.WaitFor(t, "prefetch to settle", func() bool { return !b.Stats().Loading })
 		s.setFail(fmt.Errorf("pool: %w", cause))
 		for range 5 { // the prefetched segment
 			if _, err := e.Next(bg, "t"); err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/testenv"
 	"github.com/frond-id/frond/store/memstore"
 )
 
@@ -26,7 +27,7 @@ func TestEngine_Next_LeafRanges(t *testing.T) {
 	// Three segments of 2,000 are used and the fourth is prefetched (10% of
 	// the third is used): max_id 1 -> 8001, as Leaf leaves it.
 	b, _ := e.Buffer("leaf-segment-test")
-	waitFor(t, "prefetch", nextReady(b))
+	testenv.WaitFor(t, "prefetch", nextReady(b))
 	tag, _ := s.Tag(bg, "leaf-segment-test")
 	if tag.MaxID != 8001 {
 		t.Fatalf("max_id %d, want 8001", tag.MaxID)
@@ -99,7 +100,7 @@ func TestBuffer_PrefetchAtThreshold(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no prefetch after 10% was used")
 	}
-	waitFor(t, "next segment", nextReady(b))
+	testenv.WaitFor(t, "next segment", nextReady(b))
 	st := b.Stats()
 	if st.Current != (BufferStats{Start: 0, Pos: 11, End: 100, Stride: 1, Loaded: st.Current.Loaded}) || st.Next.Start != 100 || st.Next.End != 200 {
 		t.Fatalf("stats %+v", st)
@@ -122,7 +123,7 @@ func TestBuffer_WaitsOnlyWhenEmpty(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	close(gate) // the store answers: the load in flight completes
-	waitFor(t, "first segment", func() bool { return b.Stats().Ready })
+	testenv.WaitFor(t, "first segment", func() bool { return b.Stats().Ready })
 	s.setGate(make(chan struct{})) // the next load hangs
 	// The whole current segment is served while the next load hangs.
 	for i := int64(0); i < 100; i++ {
@@ -151,7 +152,7 @@ func TestBuffer_StoreDown_FailFastThenRecovers(t *testing.T) {
 	if _, err := b.Next(bg); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "loads to settle", func() bool { return !b.Stats().Loading })
+	testenv.WaitFor(t, "loads to settle", func() bool { return !b.Stats().Loading })
 	down := errors.New("connection refused")
 	s.setFail(down)
 	// Every buffered ID is served while the store is down; loading the
@@ -164,7 +165,7 @@ func TestBuffer_StoreDown_FailFastThenRecovers(t *testing.T) {
 		}
 		last = id
 	}
-	waitFor(t, "failed load", func() bool { return b.Stats().Failures >= 1 })
+	testenv.WaitFor(t, "failed load", func() bool { return b.Stats().Failures >= 1 })
 	start := time.Now()
 	_, err := b.Next(bg) // both empty, last load failed just now: fail at once
 	if !errors.Is(err, frond.ErrStoreUnavailable) || !errors.Is(err, down) {
@@ -180,7 +181,7 @@ func TestBuffer_StoreDown_FailFastThenRecovers(t *testing.T) {
 	// The store comes back; the background retry fires and refills.
 	s.setFail(nil)
 	retry <- clock.Now()
-	waitFor(t, "recovery", nextReady(b))
+	testenv.WaitFor(t, "recovery", nextReady(b))
 	if id, err := b.Next(bg); err != nil || id != last+1 {
 		t.Fatalf("after recovery: %d, %v; want %d", id, err, last+1)
 	}
@@ -262,12 +263,12 @@ func TestBuffer_AdaptiveStep(t *testing.T) {
 		if _, err := b.NextN(bg, b.Stats().Remaining); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "load", nextReady(b))
+		testenv.WaitFor(t, "load", nextReady(b))
 	}
 	if _, err := b.NextN(bg, 100); err != nil { // the first segment, whole: the second load starts at once
 		t.Fatal(err)
 	}
-	waitFor(t, "load", nextReady(b))
+	testenv.WaitFor(t, "load", nextReady(b))
 	for _, d := range []time.Duration{time.Minute, time.Minute, time.Minute, time.Minute, 20 * time.Minute, 40 * time.Minute, 40 * time.Minute, 40 * time.Minute, 40 * time.Minute} {
 		consumeSegment(d)
 	}
@@ -297,7 +298,7 @@ func TestBuffer_HungerGrowsStep(t *testing.T) {
 	if _, err := b.NextN(bg, 100); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "load", nextReady(b))
+	testenv.WaitFor(t, "load", nextReady(b))
 	clock.Add(20 * time.Minute) // between FastSegment and SlowSegment: the step stays
 	gate := make(chan struct{})
 	s.setGate(gate)
@@ -305,10 +306,10 @@ func TestBuffer_HungerGrowsStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The third load has asked for its step before anyone waits.
-	waitFor(t, "the third load", func() bool { return len(s.stepsAsked()) == 3 })
+	testenv.WaitFor(t, "the third load", func() bool { return len(s.stepsAsked()) == 3 })
 	got := make(chan error, 1)
 	go func() { _, err := b.Next(bg); got <- err }()
-	waitFor(t, "a waiting caller", func() bool { return b.Stats().Waits == 1 })
+	testenv.WaitFor(t, "a waiting caller", func() bool { return b.Stats().Waits == 1 })
 	s.setGate(nil)
 	close(gate)
 	if err := <-got; err != nil {
@@ -317,7 +318,7 @@ func TestBuffer_HungerGrowsStep(t *testing.T) {
 	if _, err := b.NextN(bg, b.Stats().Remaining); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "load", nextReady(b))
+	testenv.WaitFor(t, "load", nextReady(b))
 	if got, want := s.stepsAsked(), []int64{0, 0, 100, 200}; !slices.Equal(got, want) {
 		t.Fatalf("steps %v, want %v", got, want)
 	}
@@ -343,7 +344,7 @@ func TestBuffer_Stats_RateAndHorizon(t *testing.T) {
 	e := newEngine(t, s, Settings{Clock: clock, FixedStep: true})
 	b, _ := e.Buffer("t")
 	b.NextN(bg, 150)
-	waitFor(t, "prefetch", nextReady(b))
+	testenv.WaitFor(t, "prefetch", nextReady(b))
 	if st := b.Stats(); st.Horizon != -1 || st.Rate != 0 || st.Issued != 150 || st.Remaining != 1850 {
 		t.Fatalf("first stats %+v", st)
 	}
@@ -369,7 +370,7 @@ func TestEngine_Close(t *testing.T) {
 		_, err := e.Next(bg, "t")
 		errc <- err
 	}()
-	waitFor(t, "load in flight", func() bool { return len(s.stepsAsked()) == 1 })
+	testenv.WaitFor(t, "load in flight", func() bool { return len(s.stepsAsked()) == 1 })
 	e.Close() // cancels the load in flight and waits for it
 	if err := <-errc; err == nil {
 		t.Fatal("Next succeeded after Close")
@@ -522,7 +523,7 @@ func TestEngine_Close_WakesWaiters(t *testing.T) {
 			}
 		}
 	}()
-	waitFor(t, "a failed load", func() bool { return len(s.stepsAsked()) >= 2 })
+	testenv.WaitFor(t, "a failed load", func() bool { return len(s.stepsAsked()) >= 2 })
 	e.Close()
 	select {
 	case <-errc:

@@ -7,29 +7,13 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/testclock"
 	"github.com/frond-id/frond/store/memstore"
 )
 
-// fakeClock is a manual frond.Clock.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
+// newFakeClock is a manual frond.Clock.
+func newFakeClock() testclock.Wall {
+	return testclock.NewWall(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 }
 
 // fakeStore wraps a memstore and can fail or block Allocate, and records
@@ -109,17 +93,6 @@ func newEngine(t testing.TB, s frond.SegmentStore, cfg Settings) *Engine {
 
 // waitFor polls cond until it holds: it waits for background goroutines,
 // never for simulated time.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Microsecond)
-	}
-}
-
 func nextReady(b *Buffer) func() bool {
 	return func() bool { st := b.Stats(); return st.NextReady && !st.Loading }
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/testenv"
 	"github.com/frond-id/frond/store/memstore"
 )
 
@@ -202,7 +203,7 @@ func TestChangeSet_UnderLoad(t *testing.T) {
 		mu.Lock()
 		before := len(seen)
 		mu.Unlock()
-		waitFor(t, fmt.Sprintf("IDs handed out at the new set %v (round %d)", next, round), func() bool {
+		testenv.WaitFor(t, fmt.Sprintf("IDs handed out at the new set %v (round %d)", next, round), func() bool {
 			mu.Lock()
 			defer mu.Unlock()
 			return len(seen) >= before+20

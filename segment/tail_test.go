@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/testenv"
 	"github.com/frond-id/frond/store/memstore"
 )
 
@@ -30,7 +31,7 @@ func TestCloseReturning(t *testing.T) {
 		e.Next(bg, "b") // 1..20: [101, 201) prefetched
 	}
 	bb, _ := e.Buffer("b")
-	waitFor(t, "prefetch", nextReady(bb))
+	testenv.WaitFor(t, "prefetch", nextReady(bb))
 	e.Next(bg, "c")
 	// Another node takes a segment of c: c's tail is not this node's to
 	// give back any more.

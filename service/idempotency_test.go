@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/testenv"
 )
 
 // A retry with the same key gets the first answer again, for every kind; a
@@ -131,7 +132,7 @@ func TestIdempotency_Concurrent(t *testing.T) {
 	}
 	// The first caller's store call waits at the gate; the others wait for
 	// its answer (or, arriving later, find it remembered).
-	waitFor(t, "the first store call", func() bool { return st.allocs() == 1 })
+	testenv.WaitFor(t, "the first store call", func() bool { return st.allocs() == 1 })
 	close(gate)
 	wg.Wait()
 	for _, a := range answers[1:] {
@@ -188,7 +189,7 @@ func TestIdempotency_CallerGaveUp(t *testing.T) {
 		_, err := s.Take(ctx, r)
 		errc <- err
 	}()
-	waitFor(t, "the store call", func() bool { return st.allocs() == 1 })
+	testenv.WaitFor(t, "the store call", func() bool { return st.allocs() == 1 })
 	cancel()
 	close(gate)
 	<-errc // answered or not: its caller is gone
@@ -206,7 +207,7 @@ func TestIdempotency_CallerGaveUp(t *testing.T) {
 		s.Take(ctx2, Request{Kind: KindSegment, Name: "ticket"})
 		errc <- nil
 	}()
-	waitFor(t, "the second store call", func() bool { return st.allocs() == 2 })
+	testenv.WaitFor(t, "the second store call", func() bool { return st.allocs() == 2 })
 	cancel2()
 	<-errc
 	close(g2)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/testenv"
 	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/store/memstore"
 	"github.com/frond-id/frond/store/sqlstore"
@@ -150,7 +151,7 @@ func TestSequence_GroupCommit(t *testing.T) {
 		}
 		first <- a.Nums[0]
 	}()
-	waitFor(t, "the first store call", func() bool { return st.allocs() == 1 }) // the first call is in flight
+	testenv.WaitFor(t, "the first store call", func() bool { return st.allocs() == 1 }) // the first call is in flight
 	const callers = 50
 	var wg sync.WaitGroup
 	got := make([]int64, callers)
@@ -169,7 +170,7 @@ func TestSequence_GroupCommit(t *testing.T) {
 			}
 		}()
 	}
-	waitFor(t, "the callers queued", func() bool {
+	testenv.WaitFor(t, "the callers queued", func() bool {
 		s.seq.mu.Lock()
 		defer s.seq.mu.Unlock()
 		q := s.seq.tags["ticket"]
@@ -204,7 +205,7 @@ func TestSequence_GroupCapped(t *testing.T) {
 	s := nodes[0]
 	gate := st.hold()
 	go s.Take(bg, Request{Kind: KindSegment, Name: "ticket"})
-	waitFor(t, "the first store call", func() bool { return st.allocs() == 1 })
+	testenv.WaitFor(t, "the first store call", func() bool { return st.allocs() == 1 })
 	const callers, each = 25, 1000
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -227,7 +228,7 @@ func TestSequence_GroupCapped(t *testing.T) {
 		} else {
 			go take(each)
 		}
-		waitFor(t, "the caller queued", func() bool {
+		testenv.WaitFor(t, "the caller queued", func() bool {
 			s.seq.mu.Lock()
 			defer s.seq.mu.Unlock()
 			q := s.seq.tags["ticket"]
@@ -363,7 +364,7 @@ func TestSequence_ModeChangeSeen(t *testing.T) {
 	// Age node a's cached modes, as modeTTL passing does.
 	a.modes.epoch.Add(1)
 	a.Take(bg, Request{Kind: KindSegment, Name: "order"}) // served from the old mode; starts the refresh
-	waitFor(t, "the mode refreshed", func() bool {
+	testenv.WaitFor(t, "the mode refreshed", func() bool {
 		v, _ := a.modes.m.Load("order")
 		return v != nil && v.(*modeEntry).mode == frond.ModeSequence
 	})
@@ -463,7 +464,7 @@ func TestSequence_FailsFastOnOutage(t *testing.T) {
 		t.Fatalf("%d store calls for 5 requests within FailFast", n)
 	}
 	st.down.Store(false)
-	waitFor(t, "the tag served again", func() bool {
+	testenv.WaitFor(t, "the tag served again", func() bool {
 		a, err := s.Take(bg, Request{Kind: KindSegment, Name: "ticket"})
 		return err == nil && a.Nums[0] == 1
 	})
@@ -526,14 +527,14 @@ func TestSequence_QueuedBehindAFailure(t *testing.T) {
 		_, err := s.Take(bg, Request{Kind: KindSegment, Name: "ticket"})
 		errs <- err
 	}()
-	waitFor(t, "the first store call", func() bool { return st.allocs() == 1 })
+	testenv.WaitFor(t, "the first store call", func() bool { return st.allocs() == 1 })
 	for range 10 {
 		go func() {
 			_, err := s.Take(bg, Request{Kind: KindSegment, Name: "ticket"})
 			errs <- err
 		}()
 	}
-	waitFor(t, "the callers queued", func() bool {
+	testenv.WaitFor(t, "the callers queued", func() bool {
 		s.seq.mu.Lock()
 		defer s.seq.mu.Unlock()
 		q := s.seq.tags["ticket"]

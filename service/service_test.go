@@ -54,17 +54,6 @@ func (r *memRegistry) Save(ctx context.Context, last time.Time) error {
 
 func (r *memRegistry) Close() error { return nil }
 
-// waitFor polls cond (background work runs on its own timers) for up to 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 func newService(t *testing.T, c *clock, reg frond.WorkerRegistry) (*Service, *memstore.Store) {
 	t.Helper()
 	st := memstore.New(nil)

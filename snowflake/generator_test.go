@@ -6,53 +6,11 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/frond-id/frond/internal/testclock"
 )
 
-// fakeClock is a manual clock; Sleep advances it (or runs onSleep instead).
-type fakeClock struct {
-	mu      sync.Mutex
-	ns      int64
-	slept   []time.Duration
-	onSleep func(c *fakeClock, d time.Duration) // called with mu held; nil advances by d
-	after   func()                              // called after each Sleep, without mu
-}
-
-func newFakeClock(t time.Time) *fakeClock { return &fakeClock{ns: t.UnixNano()} }
-
-func (c *fakeClock) Now() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.ns
-}
-
-func (c *fakeClock) Sleep(d time.Duration) {
-	c.mu.Lock()
-	c.slept = append(c.slept, d)
-	if c.onSleep != nil {
-		c.onSleep(c, d)
-	} else {
-		c.ns += int64(d)
-	}
-	after := c.after
-	c.mu.Unlock()
-	if after != nil {
-		after()
-	}
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.ns += int64(d)
-	c.mu.Unlock()
-}
-
-func (c *fakeClock) sleeps() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.slept)
-}
-
-func newTestGen(t *testing.T, c *fakeClock, s Settings) *Generator {
+func newTestGen(t *testing.T, c *testclock.Clock, s Settings) *Generator {
 	t.Helper()
 	s.Now, s.Sleep = c.Now, c.Sleep
 	g, err := New(s)
@@ -72,7 +30,7 @@ func mustNext(t *testing.T, g *Generator) int64 {
 }
 
 func TestNew_Settings(t *testing.T) {
-	c := newFakeClock(testNow)
+	c := testclock.New(testNow)
 	g := newTestGen(t, c, Settings{})
 	if g.Layout().Name != Twitter || g.Node() != 0 {
 		t.Fatalf("zero settings: layout %s node %d", g.Layout().Name, g.Node())
@@ -93,7 +51,7 @@ func TestNew_Settings(t *testing.T) {
 }
 
 func TestGenerator_Next_OK(t *testing.T) {
-	c := newFakeClock(testNow)
+	c := testclock.New(testNow)
 	g := newTestGen(t, c, Settings{Node: 7})
 	a := mustNext(t, g)
 	b := mustNext(t, g)
@@ -117,15 +75,15 @@ func TestGenerator_Next_OK(t *testing.T) {
 }
 
 func TestGenerator_SequenceExhausted_Waits(t *testing.T) {
-	c := newFakeClock(testNow)
+	c := testclock.New(testNow)
 	g := newTestGen(t, c, Settings{})
 	ids, err := g.NextN(4096)
-	if err != nil || len(ids) != 4096 || c.sleeps() != 0 {
-		t.Fatalf("first tick: %d IDs, err %v, %d sleeps", len(ids), err, c.sleeps())
+	if err != nil || len(ids) != 4096 || c.Sleeps() != 0 {
+		t.Fatalf("first tick: %d IDs, err %v, %d sleeps", len(ids), err, c.Sleeps())
 	}
 	id := mustNext(t, g) // the tick is used up: wait for the next one
-	if c.sleeps() != 1 || c.Now() != testNow.Add(time.Millisecond).UnixNano() {
-		t.Fatalf("sleeps %d, clock %v", c.sleeps(), time.Unix(0, c.Now()))
+	if c.Sleeps() != 1 || c.Now() != testNow.Add(time.Millisecond).UnixNano() {
+		t.Fatalf("sleeps %d, clock %v", c.Sleeps(), time.Unix(0, c.Now()))
 	}
 	p, _ := g.Layout().Decompose(id)
 	if p.Seq != 0 || !p.Time.Equal(testNow.Add(time.Millisecond)) || id <= ids[4095] {
@@ -137,11 +95,11 @@ func TestGenerator_SequenceExhausted_Waits(t *testing.T) {
 }
 
 func TestGenerator_Borrow(t *testing.T) {
-	c := newFakeClock(testNow)
+	c := testclock.New(testNow)
 	g := newTestGen(t, c, Settings{MaxLead: 3 * time.Millisecond})
 	ids, err := g.NextN(4 * 4096) // the clock stands still: ticks now, +1, +2, +3
-	if err != nil || c.sleeps() != 0 {
-		t.Fatalf("err %v, sleeps %d", err, c.sleeps())
+	if err != nil || c.Sleeps() != 0 {
+		t.Fatalf("err %v, sleeps %d", err, c.Sleeps())
 	}
 	if !slices.IsSorted(ids) {
 		t.Fatal("borrowed IDs not increasing")
@@ -156,8 +114,8 @@ func TestGenerator_Borrow(t *testing.T) {
 	}
 	// At the limit: the next ID waits until the clock is within MaxLead of tick +4.
 	id := mustNext(t, g)
-	if c.sleeps() != 1 || c.Now() != testNow.Add(time.Millisecond).UnixNano() {
-		t.Fatalf("sleeps %d, clock at +%v", c.sleeps(), time.Duration(c.Now()-testNow.UnixNano()))
+	if c.Sleeps() != 1 || c.Now() != testNow.Add(time.Millisecond).UnixNano() {
+		t.Fatalf("sleeps %d, clock at +%v", c.Sleeps(), time.Duration(c.Now()-testNow.UnixNano()))
 	}
 	p, _ := g.Layout().Decompose(id)
 	if !p.Time.Equal(testNow.Add(4 * time.Millisecond)) {
@@ -175,13 +133,13 @@ func TestGenerator_Borrow(t *testing.T) {
 }
 
 func TestGenerator_SmallStepBack_Absorbed(t *testing.T) {
-	c := newFakeClock(testNow)
+	c := testclock.New(testNow)
 	g := newTestGen(t, c, Settings{})
 	before := mustNext(t, g)
 	c.Add(-3 * time.Millisecond)
 	after := mustNext(t, g) // absorbed: same tick, next sequence, no sleep
-	if after <= before || c.sleeps() != 0 {
-		t.Fatalf("after step back: %d <= %d or %d sleeps", after, before, c.sleeps())
+	if after <= before || c.Sleeps() != 0 {
+		t.Fatalf("after step back: %d <= %d or %d sleeps", after, before, c.Sleeps())
 	}
 	// Use up the tick: the next call waits until the clock passes it.
 	if _, err := g.NextN(4094); err != nil {
@@ -198,7 +156,7 @@ func TestGenerator_SmallStepBack_Absorbed(t *testing.T) {
 }
 
 func TestGenerator_LargeStepBack_ErrClockBackwards(t *testing.T) {
-	c := newFakeClock(testNow)
+	c := testclock.New(testNow)
 	g := newTestGen(t, c, Settings{})
 	before := mustNext(t, g)
 	c.Add(-10 * time.Millisecond)
@@ -226,7 +184,7 @@ func TestGenerator_LargeStepBack_ErrClockBackwards(t *testing.T) {
 }
 
 func TestGenerator_RefuseEveryStep(t *testing.T) {
-	c := newFakeClock(testNow)
+	c := testclock.New(testNow)
 	g := newTestGen(t, c, Settings{MaxBackward: -1})
 	mustNext(t, g)
 	c.Add(time.Millisecond)
@@ -240,8 +198,8 @@ func TestGenerator_RefuseEveryStep(t *testing.T) {
 // Leaf's tilNextMillis spins forever when the clock steps back while it
 // waits. Here a clock that keeps going back while a call waits ends the call.
 func TestGenerator_ClockBackWhileWaiting_Ends(t *testing.T) {
-	c := newFakeClock(testNow)
-	c.onSleep = func(c *fakeClock, d time.Duration) { c.ns -= int64(time.Millisecond) }
+	c := testclock.New(testNow)
+	c.OnSleep(func(time.Duration) time.Duration { return -time.Millisecond }, nil) // each sleep finds the clock a millisecond back
 	g := newTestGen(t, c, Settings{})
 	if _, err := g.NextN(4096); err != nil {
 		t.Fatal(err)
@@ -250,14 +208,14 @@ func TestGenerator_ClockBackWhileWaiting_Ends(t *testing.T) {
 	if !errors.Is(err, ErrClockBackwards) {
 		t.Fatalf("err = %v", err)
 	}
-	if n := c.sleeps(); n == 0 || n > 10 {
+	if n := c.Sleeps(); n == 0 || n > 10 {
 		t.Fatalf("%d sleeps", n)
 	}
 }
 
 func TestGenerator_StalledClock_Ends(t *testing.T) {
-	c := newFakeClock(testNow)
-	c.onSleep = func(*fakeClock, time.Duration) {} // time stands still
+	c := testclock.New(testNow)
+	c.OnSleep(func(time.Duration) time.Duration { return 0 }, nil) // time stands still
 	g := newTestGen(t, c, Settings{})
 	if _, err := g.NextN(4096); err != nil {
 		t.Fatal(err)
@@ -267,14 +225,14 @@ func TestGenerator_StalledClock_Ends(t *testing.T) {
 	if !errors.As(err, &ce) || !ce.Stalled {
 		t.Fatalf("err = %v", err)
 	}
-	if n := c.sleeps(); n == 0 || n > 10 {
+	if n := c.Sleeps(); n == 0 || n > 10 {
 		t.Fatalf("%d sleeps", n)
 	}
 }
 
 func TestGenerator_NotBefore(t *testing.T) {
 	t.Run("ErrClockBehind", func(t *testing.T) {
-		c := newFakeClock(testNow)
+		c := testclock.New(testNow)
 		g := newTestGen(t, c, Settings{NotBefore: testNow.Add(time.Second)})
 		_, err := g.Next()
 		var ce *ClockError
@@ -286,16 +244,16 @@ func TestGenerator_NotBefore(t *testing.T) {
 		}
 	})
 	t.Run("SmallGapWaited", func(t *testing.T) {
-		c := newFakeClock(testNow)
+		c := testclock.New(testNow)
 		nb := testNow.Add(2 * time.Millisecond)
 		g := newTestGen(t, c, Settings{NotBefore: nb})
 		p, _ := g.Layout().Decompose(mustNext(t, g))
-		if !p.Time.After(nb) || c.sleeps() != 1 {
-			t.Fatalf("first ID at %v, sleeps %d", p.Time, c.sleeps())
+		if !p.Time.After(nb) || c.Sleeps() != 1 {
+			t.Fatalf("first ID at %v, sleeps %d", p.Time, c.Sleeps())
 		}
 	})
 	t.Run("SameTickNotReused", func(t *testing.T) {
-		c := newFakeClock(testNow)
+		c := testclock.New(testNow)
 		g := newTestGen(t, c, Settings{NotBefore: testNow})
 		p, _ := g.Layout().Decompose(mustNext(t, g))
 		if !p.Time.After(testNow) {
@@ -305,7 +263,7 @@ func TestGenerator_NotBefore(t *testing.T) {
 }
 
 func TestGenerator_RandomStart(t *testing.T) {
-	c := newFakeClock(testNow)
+	c := testclock.New(testNow)
 	g := newTestGen(t, c, Settings{RandomStart: 100})
 	seen := map[int64]bool{}
 	for i := 0; i < 200; i++ {
@@ -324,7 +282,7 @@ func TestGenerator_RandomStart(t *testing.T) {
 func TestGenerator_LayoutExpired(t *testing.T) {
 	// A layout of 20 bits of seconds: 12 days.
 	l := Layout{Name: "tiny", Unit: time.Second, TimeBits: 20, NodeBits: 1, SeqBits: 2, Epoch: testNow.Add(-(1<<20 - 2) * time.Second)}
-	c := newFakeClock(testNow)
+	c := testclock.New(testNow)
 	g := newTestGen(t, c, Settings{Layout: l, MaxLead: time.Second})
 	if _, err := g.NextN(8); err != nil { // ticks max-1 and max (borrowed)
 		t.Fatal(err)
@@ -340,11 +298,11 @@ func TestGenerator_LayoutExpired(t *testing.T) {
 
 func TestGenerator_CoarseUnit(t *testing.T) {
 	l, _ := Preset(UIDGenerator)
-	c := newFakeClock(testNow)
+	c := testclock.New(testNow)
 	g := newTestGen(t, c, Settings{Layout: l, Node: l.MaxNode()})
 	ids, err := g.NextN(8192 + 10) // one second's worth, then a wait of a second
-	if err != nil || !slices.IsSorted(ids) || c.sleeps() != 1 {
-		t.Fatalf("err %v, sleeps %d", err, c.sleeps())
+	if err != nil || !slices.IsSorted(ids) || c.Sleeps() != 1 {
+		t.Fatalf("err %v, sleeps %d", err, c.Sleeps())
 	}
 	p, _ := l.Decompose(ids[len(ids)-1])
 	if p.Node != l.MaxNode() || p.Seq != 9 {
@@ -357,7 +315,7 @@ func TestGenerator_CoarseUnit(t *testing.T) {
 func TestGenerator_Concurrent(t *testing.T) {
 	for _, lead := range []time.Duration{0, 2 * time.Millisecond} {
 		t.Run("lead="+lead.String(), func(t *testing.T) {
-			c := newFakeClock(testNow)
+			c := testclock.New(testNow)
 			g := newTestGen(t, c, Settings{Node: 3, MaxLead: lead, RandomStart: 50})
 			const workers, per = 8, 5000
 			results := make(chan []int64, workers)
@@ -487,7 +445,7 @@ func TestSystemClock_SetOffsetAtOnce(t *testing.T) {
 }
 
 func TestGenerator_SetLimit(t *testing.T) {
-	c := newFakeClock(testNow)
+	c := testclock.New(testNow)
 	g := newTestGen(t, c, Settings{MaxLead: 10 * time.Millisecond})
 	g.SetLimit(testNow.Add(time.Millisecond))
 	if _, err := g.NextN(4096 * 2); err != nil { // ticks now and now+1 (borrowed, within the limit)
@@ -518,7 +476,7 @@ func TestGenerator_SetLimit(t *testing.T) {
 // NotBefore is (zero for a worker ID never used).
 func TestGenerator_ReservedIssuesNothingBeforeSetLimit(t *testing.T) {
 	for _, nb := range []time.Time{{}, testNow.Add(-time.Minute)} {
-		c := newFakeClock(testNow)
+		c := testclock.New(testNow)
 		g := newTestGen(t, c, Settings{Reserved: true, NotBefore: nb})
 		if _, err := g.Next(); !errors.Is(err, ErrUnreserved) {
 			t.Fatalf("NotBefore %v, before SetLimit: %v", nb, err)
@@ -539,20 +497,20 @@ func TestGenerator_ReservedIssuesNothingBeforeSetLimit(t *testing.T) {
 // A call that loses the race for a new tick again and again, while the clock
 // advances normally, keeps waiting: it is not a stalled clock.
 func TestGenerator_StarvedCallerIsNotStalled(t *testing.T) {
-	c := newFakeClock(testNow)
+	c := testclock.New(testNow)
 	g := newTestGen(t, c, Settings{})
 	if _, err := g.NextN(4096); err != nil {
 		t.Fatal(err)
 	}
 	lost := 0
-	c.after = func() {
+	c.OnSleep(nil, func() {
 		if lost < 20 { // a competitor takes the whole new tick while the caller sleeps
 			lost++
 			if _, err := g.NextN(4096); err != nil {
 				t.Errorf("competitor: %v", err)
 			}
 		}
-	}
+	})
 	id, err := g.Next()
 	if err != nil {
 		t.Fatalf("after losing %d ticks: %v", lost, err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/testenv"
 )
 
 // OutageOpener opens a store that reaches its server through addr (a
@@ -22,7 +23,7 @@ func RunOutage(t *testing.T, target string, open OutageOpener) {
 	p := StartProxy(t, target)
 	s := open(t, p.Addr(), timeout)
 	t.Cleanup(func() { s.Close() })
-	c, tag := ctx(t), uniqueTag(t)
+	c, tag := testenv.Ctx(t), uniqueTag(t)
 	must(s.CreateTag(c, frond.Tag{Name: tag, MaxID: 0, Step: 10}))(t)
 	before := must(s.Allocate(c, tag, 0))(t)
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/testenv"
 )
 
 // RunPlacedStore checks a frond.PlacedStore: its place, the compare-and-set
@@ -34,7 +35,7 @@ func placed(t *testing.T, o Opener) frond.PlacedStore {
 }
 
 func testPlaceSwap(t *testing.T, o Opener) {
-	s, c := placed(t, o), ctx(t)
+	s, c := placed(t, o), testenv.Ctx(t)
 	if p := must(s.Place(c))(t); p != (frond.Place{}) {
 		t.Fatalf("a fresh store is at %s, want alone", p.Describe())
 	}
@@ -72,7 +73,7 @@ func wantWrongPlace(t *testing.T, what string, err error) {
 }
 
 func testPlaceFence(t *testing.T, o Opener) {
-	s, c := placed(t, o), ctx(t)
+	s, c := placed(t, o), testenv.Ctx(t)
 	seg, seq := uniqueTag(t)+"-seg", uniqueTag(t)+"-seq"
 	must(s.CreateTag(c, frond.Tag{Name: seg, MaxID: 1, Step: 10}))(t)
 	must(s.CreateTag(c, frond.Tag{Name: seq, MaxID: 1, Step: 10, Mode: frond.ModeSequence}))(t)
@@ -148,7 +149,7 @@ func testPlaceFence(t *testing.T, o Opener) {
 // With sequence set, the same for a sequence tag's store calls (a
 // database's own sequence object where it has one).
 func testPlaceFenceUnderLoad(t *testing.T, o Opener, sequence bool) {
-	s, c := placed(t, o), ctx(t)
+	s, c := placed(t, o), testenv.Ctx(t)
 	tag := uniqueTag(t)
 	mode := ""
 	if sequence {

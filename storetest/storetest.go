@@ -3,12 +3,10 @@
 package storetest
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +14,7 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/testenv"
 )
 
 // LeafDDL is Leaf's own scripts/leaf_alloc.sql, as Leaf's README gives it:
@@ -29,24 +28,6 @@ const LeafDDL = "CREATE TABLE `leaf_alloc` (\n" +
 	"  `update_time` timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,\n" +
 	"  PRIMARY KEY (`biz_tag`)\n" +
 	") ENGINE=InnoDB"
-
-// Require reports whether real-server tests must fail instead of skipping
-// when their server is not configured (FROND_TEST_REQUIRE=1, set by CI).
-func Require() bool { return os.Getenv("FROND_TEST_REQUIRE") == "1" }
-
-// SkipUnlessSet returns the value of the environment variable name, or
-// skips the test when it is empty (fails it when Require is set).
-func SkipUnlessSet(t testing.TB, name string) string {
-	t.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		if Require() {
-			t.Fatalf("%s is not set and FROND_TEST_REQUIRE=1: the real-server test cannot run", name)
-		}
-		t.Skipf("%s is not set", name)
-	}
-	return v
-}
 
 // Opener opens a new client of the store under test. Every client the suite
 // opens must reach the same backend (the same database), so that IDs handed
@@ -74,12 +55,6 @@ func open(t *testing.T, o Opener) frond.SegmentStore {
 	s := o(t)
 	t.Cleanup(func() { s.Close() })
 	return s
-}
-
-func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return c
 }
 
 // must(f())(t) returns f's value or fails t with f's error.
@@ -116,7 +91,7 @@ func RunSegmentStore(t *testing.T, o Opener) {
 }
 
 func testAllocate(t *testing.T, o Opener) {
-	s, c, tag := open(t, o), ctx(t), uniqueTag(t)
+	s, c, tag := open(t, o), testenv.Ctx(t), uniqueTag(t)
 	created := must(s.CreateTag(c, frond.Tag{Name: tag, MaxID: 1, Step: 2000, Description: "leaf sample"}))(t)
 	if created.Name != tag || created.MaxID != 1 || created.Step != 2000 || created.Description != "leaf sample" {
 		t.Fatalf("CreateTag returned %+v", created)
@@ -136,7 +111,7 @@ func testAllocate(t *testing.T, o Opener) {
 }
 
 func testNotFound(t *testing.T, o Opener) {
-	s, c, tag := open(t, o), ctx(t), uniqueTag(t)
+	s, c, tag := open(t, o), testenv.Ctx(t), uniqueTag(t)
 	_, err := s.Allocate(c, tag, 0)
 	wantErr(t, "Allocate", err, frond.ErrTagNotFound)
 	_, err = s.Tag(c, tag)
@@ -148,7 +123,7 @@ func testNotFound(t *testing.T, o Opener) {
 }
 
 func testCreate(t *testing.T, o Opener) {
-	s, c, tag := open(t, o), ctx(t), uniqueTag(t)
+	s, c, tag := open(t, o), testenv.Ctx(t), uniqueTag(t)
 	must(s.CreateTag(c, frond.Tag{Name: tag, MaxID: 0, Step: 10}))(t)
 	_, err := s.CreateTag(c, frond.Tag{Name: tag, MaxID: 100, Step: 10})
 	wantErr(t, "second CreateTag", err, frond.ErrTagExists)
@@ -173,7 +148,7 @@ func testCreate(t *testing.T, o Opener) {
 // each with its own max_id (a MySQL table with a case-insensitive collation
 // would make them one row).
 func testCase(t *testing.T, o Opener) {
-	s, c, tag := open(t, o), ctx(t), uniqueTag(t)
+	s, c, tag := open(t, o), testenv.Ctx(t), uniqueTag(t)
 	tag = tag[max(len(tag)+1-frond.MaxTagNameLen, 0):]
 	upper, lower := "C"+tag, "c"+tag
 	must(s.CreateTag(c, frond.Tag{Name: upper, MaxID: 1000, Step: 10}))(t)
@@ -200,7 +175,7 @@ func testCase(t *testing.T, o Opener) {
 }
 
 func testUpdate(t *testing.T, o Opener) {
-	s, c, tag := open(t, o), ctx(t), uniqueTag(t)
+	s, c, tag := open(t, o), testenv.Ctx(t), uniqueTag(t)
 	must(s.CreateTag(c, frond.Tag{Name: tag, MaxID: 100, Step: 10, Description: "a"}))(t)
 	long := strings.Repeat("é", frond.MaxDescriptionLen) // the column's full width, in characters
 	if got := must(s.UpdateTag(c, tag, frond.TagUpdate{Description: &long}))(t); got.Description != long {
@@ -227,7 +202,7 @@ func testUpdate(t *testing.T, o Opener) {
 }
 
 func testExhausted(t *testing.T, o Opener) {
-	s, c, tag := open(t, o), ctx(t), uniqueTag(t)
+	s, c, tag := open(t, o), testenv.Ctx(t), uniqueTag(t)
 	must(s.CreateTag(c, frond.Tag{Name: tag, MaxID: math.MaxInt64 - 15, Step: 10}))(t)
 	must(s.Allocate(c, tag, 0))(t)
 	_, err := s.Allocate(c, tag, 0)
@@ -238,7 +213,7 @@ func testExhausted(t *testing.T, o Opener) {
 }
 
 func testDelete(t *testing.T, o Opener) {
-	s, c, tag := open(t, o), ctx(t), uniqueTag(t)
+	s, c, tag := open(t, o), testenv.Ctx(t), uniqueTag(t)
 	must(s.CreateTag(c, frond.Tag{Name: tag, MaxID: 0, Step: 10}))(t)
 	if err := s.DeleteTag(c, tag); err != nil {
 		t.Fatal(err)
@@ -252,7 +227,7 @@ func testDelete(t *testing.T, o Opener) {
 // Allocate and UpdateTag, gone with the tag. "segment" is stored as the
 // empty mode, which a tag without a mode record has.
 func testModes(t *testing.T, o Opener) {
-	s, c := open(t, o), ctx(t)
+	s, c := open(t, o), testenv.Ctx(t)
 	seq, seg, plain := uniqueTag(t)+"-seq", uniqueTag(t)+"-seg", uniqueTag(t)+"-plain"
 	created := must(s.CreateTag(c, frond.Tag{Name: seq, MaxID: 5, Step: 10, Mode: frond.ModeSequence}))(t)
 	if created.Mode != frond.ModeSequence {
@@ -309,7 +284,7 @@ func testModes(t *testing.T, o Opener) {
 // The unused end of the last segment goes back (frond.TailReturner) only
 // while max_id is still its end, and never of a sequence tag.
 func testReturnTail(t *testing.T, o Opener) {
-	s, c := open(t, o), ctx(t)
+	s, c := open(t, o), testenv.Ctx(t)
 	tr, ok := s.(frond.TailReturner)
 	if !ok {
 		t.Skip("the store does not give unused IDs back")
@@ -352,7 +327,7 @@ func testReturnTail(t *testing.T, o Opener) {
 // ranges are disjoint and together cover everything from the initial max_id
 // to the final one (none lost).
 func testConcurrent(t *testing.T, o Opener) {
-	c, tag := ctx(t), uniqueTag(t)
+	c, tag := testenv.Ctx(t), uniqueTag(t)
 	clients := []frond.SegmentStore{open(t, o), open(t, o), open(t, o)}
 	must(clients[0].CreateTag(c, frond.Tag{Name: tag, MaxID: 7, Step: 3}))(t)
 	const workers, per = 8, 25
@@ -397,7 +372,7 @@ func testConcurrent(t *testing.T, o Opener) {
 
 // A client closed and a new one opened continues where the old one stopped.
 func testReopen(t *testing.T, o Opener) {
-	c, tag := ctx(t), uniqueTag(t)
+	c, tag := testenv.Ctx(t), uniqueTag(t)
 	s := o(t)
 	must(s.CreateTag(c, frond.Tag{Name: tag, MaxID: 0, Step: 100}))(t)
 	a := must(s.Allocate(c, tag, 0))(t)

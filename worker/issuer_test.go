@@ -13,6 +13,7 @@ import (
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/internal/testclock"
+	"github.com/frond-id/frond/internal/testenv"
 	"github.com/frond-id/frond/registry"
 	"github.com/frond-id/frond/registry/file"
 	"github.com/frond-id/frond/snowflake"
@@ -93,17 +94,6 @@ func (r *memRegistry) PeerOffsets(ctx context.Context) ([]frond.PeerOffset, erro
 }
 
 func (r *memRegistry) Close() error { return nil }
-
-// waitFor polls cond (the supervisor runs on its own timers) for up to 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
 
 // newIssuer runs an Issuer that reserves an hour ahead (the supervisor's
 // tick is an hour: tests reserve with w.reserve) and retries at once.
@@ -223,14 +213,14 @@ func TestIssuer_LeaseLoss(t *testing.T) {
 	}
 	reg.set(func(r *memRegistry) { r.acquireErr = fmt.Errorf("%w: connection refused", frond.ErrStoreUnavailable) })
 	reg.revoke()
-	waitFor(t, "the loss", func() bool { return !w.Info().Held })
+	testenv.WaitFor(t, "the loss", func() bool { return !w.Info().Held })
 	_, err = w.Next()
 	if !errors.Is(err, frond.ErrWorkerLost) {
 		t.Fatalf("after the loss: %v", err)
 	}
 	// Readiness first says the ID was lost, then, once a retry has failed,
 	// why it cannot be taken again.
-	waitFor(t, "a failed re-acquisition in readiness", func() bool {
+	testenv.WaitFor(t, "a failed re-acquisition in readiness", func() bool {
 		return strings.Contains(w.Checks()[0].Detail, "connection refused")
 	})
 	if chk := w.Checks()[0]; chk.Name != "worker" || chk.OK {
@@ -240,7 +230,7 @@ func TestIssuer_LeaseLoss(t *testing.T) {
 	// this node (a stale record): the node's own memory keeps it ahead.
 	c.Add(time.Millisecond)
 	reg.set(func(r *memRegistry) { r.acquireErr, r.last = nil, time.Time{} })
-	waitFor(t, "re-acquisition", func() bool { return w.Info().Issuing })
+	testenv.WaitFor(t, "re-acquisition", func() bool { return w.Info().Issuing })
 	after, err := w.Next()
 	if err != nil {
 		t.Fatal(err)
@@ -269,7 +259,7 @@ func TestIssuer_PeerSkew(t *testing.T) {
 	}
 	n := reg.acquires
 	reg.set(func(r *memRegistry) { r.peers = []frond.PeerOffset{{Peer: "a", Offset: time.Second}} })
-	waitFor(t, "the retry", func() bool { return w.Info().Issuing })
+	testenv.WaitFor(t, "the retry", func() bool { return w.Info().Issuing })
 	if _, err := w.Next(); err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +281,7 @@ func TestNew_RegistryErrors(t *testing.T) {
 		t.Fatalf("with the registry down: %v", err)
 	}
 	reg.set(func(r *memRegistry) { r.acquireErr = nil })
-	waitFor(t, "acquisition", func() bool { return w.Info().Issuing })
+	testenv.WaitFor(t, "acquisition", func() bool { return w.Info().Issuing })
 	if w.Info().ID != 1 {
 		t.Fatalf("worker %d", w.Info().ID)
 	}
@@ -305,7 +295,7 @@ func TestNew_RegistryErrors(t *testing.T) {
 	later := &memRegistry{id: 2, acquireErr: registry.RecycleLater("all 1024 worker IDs", time.Unix(0, c.Now()).Add(time.Minute), time.Minute)}
 	w2 := newIssuer(t, c, later)
 	later.set(func(r *memRegistry) { r.acquireErr = nil })
-	waitFor(t, "acquisition after RecycleLater", func() bool { return w2.Info().Issuing })
+	testenv.WaitFor(t, "acquisition after RecycleLater", func() bool { return w2.Info().Issuing })
 }
 
 // A worker ID from the local record (registry unreachable at start-up)
@@ -321,7 +311,7 @@ func TestIssuer_FromCacheBackToRegistry(t *testing.T) {
 		t.Fatalf("readiness %+v", chk)
 	}
 	reg.set(func(r *memRegistry) { r.fromCache = false })
-	waitFor(t, "the registry", func() bool { return !w.Info().FromCache })
+	testenv.WaitFor(t, "the registry", func() bool { return !w.Info().FromCache })
 	if _, err := w.Next(); err != nil || w.Info().ID != 6 {
 		t.Fatalf("worker %d: %v", w.Info().ID, err)
 	}
@@ -335,10 +325,10 @@ func TestIssuer_FromCachePastBoundBackToRegistry(t *testing.T) {
 	w := newFromCacheIssuer(t, c, reg)
 	reg.set(func(r *memRegistry) { r.pastBound = true })
 	c.Add(3 * time.Hour) // past the reservation: IDs stop
-	waitFor(t, "snowflake IDs to stop", func() bool { _, err := w.Next(); return err != nil })
+	testenv.WaitFor(t, "snowflake IDs to stop", func() bool { _, err := w.Next(); return err != nil })
 	reg.set(func(r *memRegistry) { r.fromCache = false })
-	waitFor(t, "the registry", func() bool { return !w.Info().FromCache })
-	waitFor(t, "snowflake IDs", func() bool { _, err := w.Next(); return err == nil })
+	testenv.WaitFor(t, "the registry", func() bool { return !w.Info().FromCache })
+	testenv.WaitFor(t, "snowflake IDs", func() bool { _, err := w.Next(); return err == nil })
 	if w.Info().ID != 6 {
 		t.Fatalf("worker %d", w.Info().ID)
 	}
@@ -358,7 +348,7 @@ func TestIssuer_BackToRegistrySameIDLaterTime(t *testing.T) {
 	floor := time.Unix(0, c.Now()).Add(10 * time.Hour)
 	reg.set(func(r *memRegistry) { r.fromCache, r.last = false, floor })
 	var cbe *ClockBehindError
-	waitFor(t, "snowflake IDs refused until the registry's time", func() bool {
+	testenv.WaitFor(t, "snowflake IDs refused until the registry's time", func() bool {
 		_, err := w.Next()
 		return errors.As(err, &cbe)
 	})
@@ -483,10 +473,10 @@ func TestIssuer_SnowflakeReady(t *testing.T) {
 	// The lease is lost and the registry does not answer.
 	reg.set(func(r *memRegistry) { r.acquireErr = fmt.Errorf("%w: connection refused", frond.ErrStoreUnavailable) })
 	reg.revoke()
-	waitFor(t, "a failed re-acquisition", func() bool { return strings.Contains(snowflakeReady(w).Detail, "connection refused") })
+	testenv.WaitFor(t, "a failed re-acquisition", func() bool { return strings.Contains(snowflakeReady(w).Detail, "connection refused") })
 	wantReady(false, "connection refused")
 	reg.set(func(r *memRegistry) { r.acquireErr = nil })
-	waitFor(t, "re-acquisition", func() bool { return w.Info().Issuing })
+	testenv.WaitFor(t, "re-acquisition", func() bool { return w.Info().Issuing })
 	wantReady(true, "worker ID 4")
 	// The reservation runs out while the registry fails to record.
 	reg.set(func(r *memRegistry) { r.failErr = errors.New("disk full") })
@@ -586,7 +576,7 @@ func TestIssuer_CloseBoundedDuringHungAcquire(t *testing.T) {
 		defer close(hang)
 		reg.set(func(r *memRegistry) { reg.hangAcquire = hang })
 		reg.revoke() // the supervisor acquires again, and hangs
-		waitFor(t, "the loss", func() bool { return !w.Info().Held })
+		testenv.WaitFor(t, "the loss", func() bool { return !w.Info().Held })
 		time.Sleep(20 * time.Millisecond) // into the hung Acquire
 		closeWithin(t, w, 300*time.Millisecond)
 		select {
@@ -640,7 +630,7 @@ func TestIssuer_CloseInterruptsClockWait(t *testing.T) {
 	}
 	reg.set(func(r *memRegistry) { r.last = time.Unix(0, c.Now()).Add(20 * time.Second) })
 	reg.revoke()
-	waitFor(t, "the re-acquisition", func() bool {
+	testenv.WaitFor(t, "the re-acquisition", func() bool {
 		reg.mu.Lock()
 		defer reg.mu.Unlock()
 		return reg.acquires >= 2
@@ -750,7 +740,7 @@ func TestIssuer_SaveWithinTick(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close(bg)
-	waitFor(t, "saves at run time", func() bool {
+	testenv.WaitFor(t, "saves at run time", func() bool {
 		reg.mu.Lock()
 		defer reg.mu.Unlock()
 		return len(reg.budgets) >= 3

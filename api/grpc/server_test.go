@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,56 +25,21 @@ import (
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/api"
+	"github.com/frond-id/frond/api/apitest"
 	frondv1 "github.com/frond-id/frond/proto/frond/v1"
-	"github.com/frond-id/frond/registry/file"
 	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/service"
-	"github.com/frond-id/frond/store/memstore"
-	"github.com/frond-id/frond/worker"
+	"github.com/frond-id/frond/storetest"
 )
 
 var bg = context.Background()
 
 // testStore is a memstore that can be taken down, or made to hang until
 // released.
-type testStore struct {
-	*memstore.Store
-	down  atomic.Bool
-	hold  atomic.Pointer[chan struct{}]
-	calls atomic.Int64
-}
-
-// enter counts a store call, fails it while the store is down, and holds
-// it while hold is set.
-func (s *testStore) enter(ctx context.Context, tag string, n int64) error {
-	s.calls.Add(1)
-	if s.down.Load() {
-		return errors.Join(frond.ErrStoreUnavailable, errors.New("connection refused"))
-	}
-	if h := s.hold.Load(); h != nil {
-		<-*h
-	}
-	return nil
-}
-
-func (s *testStore) Tag(ctx context.Context, name string) (frond.Tag, error) {
-	if s.down.Load() {
-		return frond.Tag{}, errors.Join(frond.ErrStoreUnavailable, errors.New("connection refused"))
-	}
-	return s.Store.Tag(ctx, name)
-}
-
-func (s *testStore) Tags(ctx context.Context) ([]frond.Tag, error) {
-	if s.down.Load() {
-		return nil, errors.Join(frond.ErrStoreUnavailable, errors.New("connection refused"))
-	}
-	return s.Store.Tags(ctx)
-}
-
 type fixture struct {
 	svc   *service.Service
 	srv   *Server
-	store *testStore
+	store *storetest.Faulty
 	m     *api.Metrics
 	conn  *grpc.ClientConn
 	c     frondv1.IDServiceClient
@@ -85,30 +49,16 @@ type fixture struct {
 // over gRPC on a real TCP port.
 func start(t testing.TB, o Options, configure ...func(*service.Config)) *fixture {
 	t.Helper()
-	reg, err := file.Open(t.TempDir(), 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := &testStore{Store: memstore.New(nil)}
-	st.BeforeAllocate(st.enter)
+	st := storetest.NewFaulty()
 	m := api.NewMetrics()
-	cfg := service.Config{Snowflake: worker.Settings{PersistEvery: time.Hour}, Segment: segment.Settings{FixedStep: true, FailFast: -1},
+	cfg := service.Config{Segment: segment.Settings{FixedStep: true, FailFast: -1},
 		ObfuscationKey: []byte("sixteen bytes at the very least"),
 		Serials:        map[string]service.SerialConfig{"pay": {Template: "P{time:yyyyMMdd}{seq:6}", Source: "segment"}}}
 	for _, f := range configure {
 		f(&cfg)
 	}
-	svc, err := service.New(bg, cfg, st, reg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { svc.Close(bg) })
+	svc := apitest.Service(t, st, cfg, frond.Tag{Name: "order", MaxID: 1, Step: 1000}, frond.Tag{Name: "pay", MaxID: 1, Step: 1000})
 	m.Attach(svc)
-	for _, tag := range []string{"order", "pay"} {
-		if _, err := svc.CreateTag(bg, frond.Tag{Name: tag, MaxID: 1, Step: 1000}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -242,12 +192,12 @@ func TestGRPC_Errors(t *testing.T) {
 	wantCode(t, err, codes.InvalidArgument, frond.CodeInvalidArgument)
 
 	// The store down, a tag with no buffer: UNAVAILABLE with a retry time.
-	f.store.down.Store(true)
+	f.store.SetDown(true)
 	_, err = f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "other"})
 	if retry := wantCode(t, err, codes.Unavailable, frond.CodeStoreUnavailable); retry != time.Second {
 		t.Fatalf("store_unavailable: retry %v, want 1s", retry)
 	}
-	f.store.down.Store(false)
+	f.store.SetDown(false)
 
 	// A request over the size bound: RESOURCE_EXHAUSTED from grpc itself.
 	_, err = f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: strings.Repeat("x", DefaultMaxRequest)})
@@ -373,14 +323,12 @@ func TestGRPC_Deadline(t *testing.T) {
 	if _, err := f.svc.CreateTag(bg, frond.Tag{Name: "slow", MaxID: 1, Step: 1000}); err != nil {
 		t.Fatal(err)
 	}
-	hold := make(chan struct{})
-	f.store.hold.Store(&hold)
+	release := f.store.Hold()
 	ctx, cancel = context.WithTimeout(bg, 100*time.Millisecond)
 	_, err = f.c.NextSegment(ctx, &frondv1.NextSegmentRequest{Tag: "slow", N: 5})
 	cancel()
 	wantCode(t, err, codes.DeadlineExceeded, "")
-	f.store.hold.Store(nil)
-	close(hold)
+	release()
 	seen := map[int64]bool{}
 	for range 3 {
 		got, err := f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "slow", N: 5})
@@ -450,7 +398,7 @@ func TestGRPC_Health(t *testing.T) {
 	wantCode(t, err, codes.NotFound, "")
 	// The store down and nothing buffered: segment is NOT_SERVING, the
 	// node still serves snowflake IDs.
-	f.store.down.Store(true)
+	f.store.SetDown(true)
 	r, err := h.Check(bg, &healthpb.HealthCheckRequest{Service: "segment"})
 	if err != nil || r.Status != healthpb.HealthCheckResponse_NOT_SERVING {
 		t.Fatalf("segment with the store down: %v, %v", r, err)
@@ -463,7 +411,7 @@ func TestGRPC_Health(t *testing.T) {
 	if err != nil || len(list.Statuses) != 4 || list.Statuses["segment"].Status != healthpb.HealthCheckResponse_NOT_SERVING {
 		t.Fatalf("List: %v, %v", list, err)
 	}
-	f.store.down.Store(false)
+	f.store.SetDown(false)
 
 	w, err := h.Watch(bg, &healthpb.HealthCheckRequest{Service: "snowflake"})
 	if err != nil {
@@ -510,15 +458,14 @@ func TestGRPC_GracefulStop(t *testing.T) {
 	if _, err := f.svc.CreateTag(bg, frond.Tag{Name: "slow", MaxID: 1, Step: 10}); err != nil {
 		t.Fatal(err)
 	}
-	hold := make(chan struct{})
-	f.store.hold.Store(&hold)
-	calls := f.store.calls.Load()
+	release := f.store.Hold()
+	calls := f.store.Allocations()
 	errc := make(chan error, 1)
 	go func() {
 		_, err := f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "slow"})
 		errc <- err
 	}()
-	for f.store.calls.Load() == calls {
+	for f.store.Allocations() == calls {
 		time.Sleep(time.Millisecond)
 	}
 	stopped := make(chan error, 1)
@@ -528,7 +475,7 @@ func TestGRPC_GracefulStop(t *testing.T) {
 		t.Fatalf("Shutdown returned (%v) with a call in progress", err)
 	case <-time.After(50 * time.Millisecond):
 	}
-	close(hold)
+	release()
 	if err := <-errc; err != nil {
 		t.Fatalf("the call in progress failed: %v", err)
 	}

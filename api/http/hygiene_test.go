@@ -127,12 +127,12 @@ func TestErrorsDoNotEchoInput(t *testing.T) {
 func TestMetrics_MadeUpTagsLeaveNoSeries(t *testing.T) {
 	f := newFixture(t, Options{})
 	f.nextSegment()
-	f.store.down.Store(true)
+	f.store.SetDown(true)
 	for i := range 20 {
 		f.want(f.do("GET", "/api/segment/get/made-up-"+strconv.Itoa(i), ""), 500, "store_unavailable")
 		f.want(f.do("GET", "/v1/segment/made-up-"+strconv.Itoa(i)+"?n=3", ""), 503)
 	}
-	f.store.down.Store(false)
+	f.store.SetDown(false)
 	for i := range 20 {
 		f.want(f.do("GET", "/api/segment/get/gone-"+strconv.Itoa(i), ""), 500, "tag_not_found")
 	}

@@ -21,10 +21,10 @@ func TestHTTP_SequenceTag(t *testing.T) {
 	f.want(f.do("GET", "/tinyid/id/nextSegmentId?bizType=ticket", ""), 200, `"data":null`, "not_leasable")
 	f.want(f.do("HEAD", "/v1/segment/ticket", ""), 200)
 	// HEAD answers what GET would: 503 while the store is down.
-	f.store.down.Store(true)
+	f.store.SetDown(true)
 	f.want(f.do("HEAD", "/v1/segment/ticket", ""), 503)
 	f.want(f.do("GET", "/v1/segment/ticket", ""), 503, "store_unavailable")
-	f.store.down.Store(false)
+	f.store.SetDown(false)
 	f.want(f.do("GET", "/v1/tags/ticket", ""), 200, `"max_id":9,`)
 	f.want(f.do("GET", "/metrics", ""), 200, `frond_ids_issued_total{kind="sequence",tag="ticket"} 8`, `frond_sequence_store_calls_total{tag="ticket"} 6`,
 		`frond_sequence_max_group{tag="ticket"} 1`)

@@ -1,65 +1,31 @@
 package httpapi
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/api"
+	"github.com/frond-id/frond/api/apitest"
 	"github.com/frond-id/frond/internal/testclock"
-	"github.com/frond-id/frond/registry/file"
 	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/service"
-	"github.com/frond-id/frond/store/memstore"
-	"github.com/frond-id/frond/worker"
+	"github.com/frond-id/frond/storetest"
 )
 
 // downStore is a memstore that can be taken down.
-type downStore struct {
-	*memstore.Store
-	down atomic.Bool
-}
-
-var errDown = errors.New("connection refused")
-
-func (s *downStore) check() error {
-	if s.down.Load() {
-		return errors.Join(frond.ErrStoreUnavailable, errDown)
-	}
-	return nil
-}
-
-func (s *downStore) enter(ctx context.Context, tag string, n int64) error { return s.check() }
-
-func (s *downStore) Tag(ctx context.Context, name string) (frond.Tag, error) {
-	if err := s.check(); err != nil {
-		return frond.Tag{}, err
-	}
-	return s.Store.Tag(ctx, name)
-}
-
-func (s *downStore) Tags(ctx context.Context) ([]frond.Tag, error) {
-	if err := s.check(); err != nil {
-		return nil, err
-	}
-	return s.Store.Tags(ctx)
-}
-
 type clock = testclock.Clock
 
 type fixture struct {
 	t     testing.TB
 	h     http.Handler
-	store *downStore
+	store *storetest.Faulty
 	clock *clock
 	svc   *service.Service
 }
@@ -67,29 +33,17 @@ type fixture struct {
 func newFixture(t testing.TB, opts Options, configure ...func(*service.Config)) *fixture {
 	t.Helper()
 	c := testclock.New(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
-	st := &downStore{Store: memstore.New(nil)}
-	st.BeforeAllocate(st.enter)
-	reg, err := file.Open(t.TempDir(), 3)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := storetest.NewFaulty()
 	m := api.NewMetrics()
 	cfg := service.Config{
-		Now: c.Now, Snowflake: worker.Settings{PersistEvery: time.Hour},
+		Now:     c.Now,
 		Segment: segment.Settings{FixedStep: true, OnLoad: m.OnLoad, OnEvict: m.OnEvict, FailFast: -1},
 	}
 	for _, f := range configure {
 		f(&cfg)
 	}
-	svc, err := service.New(context.Background(), cfg, st, reg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { svc.Close(context.Background()) })
+	svc := apitest.Service(t, st, cfg, frond.Tag{Name: "order", MaxID: 1, Step: 1000, Description: "orders"})
 	m.Attach(svc)
-	if _, err := st.CreateTag(context.Background(), frond.Tag{Name: "order", MaxID: 1, Step: 1000, Description: "orders"}); err != nil {
-		t.Fatal(err)
-	}
 	return &fixture{t: t, h: New(svc, m, opts), store: st, clock: c, svc: svc}
 }
 
@@ -147,7 +101,7 @@ func TestLeafSegment(t *testing.T) {
 	f.want(f.do("GET", "/api/segment/get/order", ""), 200)
 	f.want(f.do("GET", "/api/segment/get/nope", ""), 500, "error: tag_not_found", "create the tag")
 	f.want(f.do("GET", "/api/segment/get/a%20b", ""), 500, "error: invalid_argument")
-	f.store.down.Store(true)
+	f.store.SetDown(true)
 	f.want(f.do("GET", "/api/segment/get/order", ""), 200) // served from the buffer
 	f.want(f.do("GET", "/api/segment/get/fresh", ""), 500, "error: store_unavailable", "connection refused")
 }
@@ -182,7 +136,7 @@ func TestPages(t *testing.T) {
 	f.do("GET", "/api/segment/get/order", "")
 	f.want(f.do("GET", "/cache", ""), 200, "<td>order</td>", "<td>true</td>")
 	f.want(f.do("GET", "/db", ""), 200, "<td>order</td>", "<td>orders</td>")
-	f.store.down.Store(true)
+	f.store.SetDown(true)
 	f.want(f.do("GET", "/db", ""), 503, "connection refused")
 }
 
@@ -197,7 +151,7 @@ func TestV1Segment(t *testing.T) {
 	}
 	f.want(f.do("GET", "/v1/segment/nope", ""), 404, `"code":"tag_not_found"`)
 	f.want(f.do("GET", "/v1/segment/bad%20name", ""), 400, `"code":"invalid_argument"`)
-	f.store.down.Store(true)
+	f.store.SetDown(true)
 	r := f.do("GET", "/v1/segment/fresh", "")
 	f.want(r, 503, `"code":"store_unavailable"`)
 	if r.hdr.Get("Retry-After") == "" {
@@ -295,7 +249,7 @@ func TestHealthReadyMetrics(t *testing.T) {
 		`frond_snowflake_clock_backward_steps_total 0`,
 		`frond_snowflake_issuing 1`, `frond_snowflake_worker_from_local_record 0`, `frond_snowflake_worker_id `,
 		`frond_snowflake_layout_expiry_timestamp_seconds{layout="twitter"} 3.4`)
-	f.store.down.Store(true)
+	f.store.SetDown(true)
 	// The buffer of "order" still holds IDs: degraded, still serving.
 	f.want(f.do("GET", "/readyz", ""), 200, `"status":"degraded"`, `"name":"store","ok":false`, "connection refused", `"remaining":999`)
 	f.want(f.do("GET", "/readyz/segment", ""), 200, `"ready":true`, "serving the 999 IDs buffered for 1 tags")

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,23 +13,12 @@ import (
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
-
-	"github.com/frond-id/frond/storetest"
+	"github.com/frond-id/frond/internal/testenv"
 )
 
-// chromium finds Debian's chromium (installed by .ci/services.sh); without
-// it the test skips, or fails under FROND_TEST_REQUIRE=1.
+// chromium finds Debian's chromium (installed by .ci/services.sh).
 func chromium(t *testing.T) string {
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if storetest.Require() {
-		t.Fatal("chromium is not installed (apt-get install chromium)")
-	}
-	t.Skip("chromium is not installed (apt-get install chromium)")
-	return ""
+	return testenv.Tool(t, "apt-get install chromium", "chromium", "chromium-browser")
 }
 
 // The dashboard in a real browser (headless Chromium): it loads with no
@@ -171,7 +159,7 @@ func TestDashboard_Browser(t *testing.T) {
 
 	// A store outage: the page says the store is down and which tags are
 	// still served from their buffers.
-	f.store.down.Store(true)
+	f.store.SetDown(true)
 	deadline = time.Now().Add(10 * time.Second)
 	for text(`#store-state`) != "down" || !strings.Contains(text(`#alerts`), "does not answer") {
 		if time.Now().After(deadline) {

@@ -2,12 +2,13 @@ package resp
 
 import (
 	"bufio"
-	"github.com/redis/go-redis/v9"
 	"io"
 	"net"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/frond-id/frond/api"
 )

@@ -16,11 +16,10 @@ import (
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/api"
-	"github.com/frond-id/frond/registry/file"
+	"github.com/frond-id/frond/api/apitest"
 	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/service"
-	"github.com/frond-id/frond/store/memstore"
-	"github.com/frond-id/frond/worker"
+	"github.com/frond-id/frond/storetest"
 )
 
 var bg = context.Background()
@@ -29,19 +28,14 @@ var bg = context.Background()
 // its address.
 func start(t testing.TB, o Options) (string, *service.Service) {
 	t.Helper()
-	reg, err := file.Open(t.TempDir(), 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := memstore.New(nil)
-	svc, err := service.New(bg, service.Config{Snowflake: worker.Settings{PersistEvery: time.Hour}, Segment: segment.Settings{FixedStep: true}}, st, reg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { svc.Close(bg) })
-	if _, err := svc.CreateTag(bg, frond.Tag{Name: "order", MaxID: 1, Step: 1000}); err != nil {
-		t.Fatal(err)
-	}
+	svc := apitest.Service(t, storetest.NewFaulty(), service.Config{Segment: segment.Settings{FixedStep: true}},
+		frond.Tag{Name: "order", MaxID: 1, Step: 1000})
+	return serve(t, svc, o), svc
+}
+
+// serve serves svc over RESP until the test ends and returns the address.
+func serve(t testing.TB, svc *service.Service, o Options) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +43,7 @@ func start(t testing.TB, o Options) (string, *service.Service) {
 	s := New(svc, o)
 	go s.Serve(ln)
 	t.Cleanup(func() { s.Close() })
-	return ln.Addr().String(), svc
+	return ln.Addr().String()
 }
 
 func dial(t *testing.T, addr string) *redis.Client {
@@ -386,24 +380,9 @@ func TestServer_Metrics(t *testing.T) {
 
 // With tokens configured, TOKEN sets the connection's tag token.
 func TestServer_TagToken(t *testing.T) {
-	reg, err := file.Open(t.TempDir(), 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := service.New(bg, service.Config{Snowflake: worker.Settings{PersistEvery: time.Hour}, Tokens: map[string][]string{"t1": {"order"}}}, memstore.New(nil), reg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Close(bg)
-	svc.CreateTag(bg, frond.Tag{Name: "order", MaxID: 1, Step: 10})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := New(svc, Options{})
-	go s.Serve(ln)
-	defer s.Close()
-	conn := dial(t, ln.Addr().String()).Conn()
+	svc := apitest.Service(t, storetest.NewFaulty(), service.Config{Tokens: map[string][]string{"t1": {"order"}}},
+		frond.Tag{Name: "order", MaxID: 1, Step: 10})
+	conn := dial(t, serve(t, svc, Options{})).Conn()
 	defer conn.Close()
 	if err := conn.Incr(bg, "order").Err(); err == nil || !strings.HasPrefix(err.Error(), "FORBIDDEN ") {
 		t.Fatalf("INCR without a token: %v", err)

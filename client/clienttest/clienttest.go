@@ -13,10 +13,8 @@ package clienttest
 
 import (
 	"context"
-	"errors"
 	"net"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,69 +23,15 @@ import (
 	"github.com/frond-id/frond/registry/file"
 	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/service"
-	"github.com/frond-id/frond/store/memstore"
+	"github.com/frond-id/frond/storetest"
 )
 
-// Store is an in-memory segment store that tests can slow down or take
-// down, shared by the servers started on it.
-type Store struct {
-	*memstore.Store
-	delay atomic.Int64 // ns added to every Allocate
-	down  atomic.Bool
-	calls atomic.Int64
-}
+// Store is an in-memory segment store that tests can slow down, hold or
+// take down (SetDelay, Hold, SetDown), shared by the servers started on it.
+type Store = storetest.Faulty
 
 // NewStore returns an empty store.
-func NewStore() *Store {
-	s := &Store{Store: memstore.New(nil)}
-	s.BeforeAllocate(s.enter)
-	return s
-}
-
-// SetDelay makes every Allocate take d longer (0: none).
-func (s *Store) SetDelay(d time.Duration) { s.delay.Store(int64(d)) }
-
-// SetDown makes the store unreachable (Allocate, Tag and Tags fail with
-// frond.ErrStoreUnavailable) or reachable again.
-func (s *Store) SetDown(down bool) { s.down.Store(down) }
-
-// Allocations counts Allocate calls.
-func (s *Store) Allocations() int64 { return s.calls.Load() }
-
-var errDown = errors.New("clienttest: the store is down")
-
-// enter counts a store call, delays it, and fails it while the store is
-// down.
-func (s *Store) enter(ctx context.Context, tag string, n int64) error {
-	s.calls.Add(1)
-	if d := time.Duration(s.delay.Load()); d > 0 {
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return errors.Join(frond.ErrStoreUnavailable, ctx.Err())
-		}
-	}
-	if s.down.Load() {
-		return errors.Join(frond.ErrStoreUnavailable, errDown)
-	}
-	return nil
-}
-
-func (s *Store) Tag(ctx context.Context, name string) (frond.Tag, error) {
-	if s.down.Load() {
-		return frond.Tag{}, errors.Join(frond.ErrStoreUnavailable, errDown)
-	}
-	return s.Store.Tag(ctx, name)
-}
-
-func (s *Store) Tags(ctx context.Context) ([]frond.Tag, error) {
-	if s.down.Load() {
-		return nil, errors.Join(frond.ErrStoreUnavailable, errDown)
-	}
-	return s.Store.Tags(ctx)
-}
+func NewStore() *Store { return storetest.NewFaulty() }
 
 // shared is a server's view of a Store: closing the server leaves the
 // store open for the others (and for a restart).

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	frondclient "github.com/frond-id/frond/client"
+	"github.com/frond-id/frond/internal/testenv"
 	"github.com/frond-id/frond/storetest"
 )
 
@@ -19,7 +20,7 @@ import (
 // than the leases last. Every ID is unique, each caller's IDs increase, and
 // no call fails.
 func TestE2E_ClientLibrary(t *testing.T) {
-	raw := storetest.SkipUnlessSet(t, "FROND_TEST_MYSQL_URL")
+	raw := testenv.Getenv(t, "FROND_TEST_MYSQL_URL")
 	p := storetest.StartProxy(t, storetest.HostOf(t, raw, "3306"))
 	store := storetest.WithHost(t, raw, p.Addr()) + "?frond_timeout=1s"
 	tag := "client-" + strings.ReplaceAll(time.Now().UTC().Format("150405.000000000"), ".", "-")

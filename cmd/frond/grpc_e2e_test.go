@@ -3,37 +3,19 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 
-	"github.com/frond-id/frond/storetest"
+	"github.com/frond-id/frond/internal/testenv"
 )
 
 // grpcurlPath finds grpcurl (github.com/fullstorydev/grpcurl, installed by
-// .ci/services.sh): on PATH or in $(go env GOPATH)/bin. Without it the
-// test skips, or fails under FROND_TEST_REQUIRE=1.
+// .ci/services.sh).
 func grpcurlPath(t *testing.T) string {
-	t.Helper()
-	if p, err := exec.LookPath("grpcurl"); err == nil {
-		return p
-	}
-	if out, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
-		p := filepath.Join(strings.TrimSpace(string(out)), "bin", "grpcurl")
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	msg := "grpcurl is not installed: go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.3"
-	if storetest.Require() {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
+	return testenv.Tool(t, "go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.3", "grpcurl")
 }
 
 // grpcurl runs "grpcurl -plaintext flags... addr rest..." and returns its

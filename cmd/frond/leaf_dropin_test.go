@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frond-id/frond/internal/testenv"
 	"github.com/frond-id/frond/storetest"
 	_ "github.com/go-sql-driver/mysql"
 )
@@ -43,7 +44,7 @@ func readLeafRow(t *testing.T, db *sql.DB) leafRow {
 // A database prepared exactly as Leaf's README says works unchanged: frond
 // hands out the IDs Leaf would and leaves the table as Leaf would.
 func TestE2E_LeafDropIn(t *testing.T) {
-	raw := storetest.SkipUnlessSet(t, "FROND_TEST_MYSQL_URL_B") // a database of its own: the test drops leaf_alloc
+	raw := testenv.Getenv(t, "FROND_TEST_MYSQL_URL_B") // a database of its own: the test drops leaf_alloc
 	db, err := sql.Open("mysql", mysqlDSN(t, raw))
 	if err != nil {
 		t.Fatal(err)

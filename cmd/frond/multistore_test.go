@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/testenv"
 	"github.com/frond-id/frond/store/sqlstore"
 	"github.com/frond-id/frond/storetest"
 )
@@ -19,8 +20,8 @@ import (
 // classes. While both take IDs, MariaDB goes away: both carry on from
 // PostgreSQL, and no ID is issued twice.
 func TestE2E_MultiStore_TwoNodes(t *testing.T) {
-	my := storetest.SkipUnlessSet(t, "FROND_TEST_MYSQL_URL")
-	pg := storetest.SkipUnlessSet(t, "FROND_TEST_POSTGRES_URL")
+	my := testenv.Getenv(t, "FROND_TEST_MYSQL_URL")
+	pg := testenv.Getenv(t, "FROND_TEST_POSTGRES_URL")
 	set := storetest.PlacedSet(t, openSQL, my, pg) // databases of the test's own, placed as residues 0 and 1
 	my, pg = set[0], set[1]
 	p := storetest.StartProxy(t, storetest.HostOf(t, my, "3306"))
@@ -97,8 +98,8 @@ func openSQL(ctx context.Context, url string) (frond.SegmentStore, error) {
 // unmarking and restarting with another list raised no max_id, and a store
 // whose residue changed handed out IDs the other store had).
 func TestE2E_MultiStore_ChangeTheSet(t *testing.T) {
-	my := storetest.SkipUnlessSet(t, "FROND_TEST_MYSQL_URL")
-	pg := storetest.SkipUnlessSet(t, "FROND_TEST_POSTGRES_URL")
+	my := testenv.Getenv(t, "FROND_TEST_MYSQL_URL")
+	pg := testenv.Getenv(t, "FROND_TEST_POSTGRES_URL")
 	set := storetest.PlacedSet(t, openSQL, my, pg)
 	my, pg = set[0], set[1]
 	t.Setenv("FROND_SEGMENT__FIXED_STEP", "true")

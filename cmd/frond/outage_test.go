@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frond-id/frond/internal/testenv"
 	"github.com/frond-id/frond/storetest"
 )
 
@@ -15,7 +16,7 @@ import (
 // store_unavailable, and everything recovers on its own when the store is
 // back. No ID is issued twice.
 func TestE2E_StoreOutage(t *testing.T) {
-	raw := storetest.SkipUnlessSet(t, "FROND_TEST_MYSQL_URL")
+	raw := testenv.Getenv(t, "FROND_TEST_MYSQL_URL")
 	p := storetest.StartProxy(t, storetest.HostOf(t, raw, "3306"))
 	store := storetest.WithHost(t, raw, p.Addr()) + "?frond_timeout=1s"
 	t.Setenv("FROND_SEGMENT__FIXED_STEP", "true")

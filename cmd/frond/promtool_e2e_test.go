@@ -11,23 +11,11 @@ import (
 	"time"
 
 	frondclient "github.com/frond-id/frond/client"
-	"github.com/frond-id/frond/storetest"
+	"github.com/frond-id/frond/internal/testenv"
 )
 
-// promtool is Debian's prometheus package's checker; without it the test
-// skips, or fails under FROND_TEST_REQUIRE=1.
-func promtool(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("promtool")
-	if err != nil {
-		msg := "promtool is not installed (apt-get install prometheus)"
-		if storetest.Require() {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return p
-}
+// promtool is Debian's prometheus package's checker.
+func promtool(t *testing.T) string { return testenv.Tool(t, "apt-get install prometheus", "promtool") }
 
 // The metrics of a live frond serve, after requests over HTTP, gRPC and
 // RESP, pass promtool check metrics; the alerting rules pass promtool check

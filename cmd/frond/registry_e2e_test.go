@@ -12,14 +12,14 @@ import (
 	"time"
 
 	"github.com/frond-id/frond/internal/config"
+	"github.com/frond-id/frond/internal/testenv"
 
 	"github.com/frond-id/frond/internal/sqldb"
-	"github.com/frond-id/frond/storetest"
 )
 
 // etcdRegistry returns an etcd registry URL in a namespace of its own.
 func etcdRegistry(t *testing.T) string {
-	ep := storetest.SkipUnlessSet(t, "FROND_TEST_ETCD_ENDPOINTS")
+	ep := testenv.Getenv(t, "FROND_TEST_ETCD_ENDPOINTS")
 	return fmt.Sprintf("etcd://%s?frond_prefix=/frondtest/e2e_%d/", ep, time.Now().UnixNano())
 }
 
@@ -106,7 +106,7 @@ func TestE2E_Registry_PeerSkew(t *testing.T) {
 	for name, reg := range map[string]func(t *testing.T) string{
 		"etcd": etcdRegistry,
 		"zookeeper": func(t *testing.T) string {
-			return fmt.Sprintf("zk://%s/frondtest/e2e_skew_%d", storetest.SkipUnlessSet(t, "FROND_TEST_ZK_SERVERS"), time.Now().UnixNano())
+			return fmt.Sprintf("zk://%s/frondtest/e2e_skew_%d", testenv.Getenv(t, "FROND_TEST_ZK_SERVERS"), time.Now().UnixNano())
 		},
 	} {
 		t.Run(name, func(t *testing.T) { testPeerSkew(t, reg(t)) })
@@ -152,7 +152,7 @@ func TestE2E_Registries(t *testing.T) {
 	ns := fmt.Sprintf("e2e_%d", time.Now().UnixNano())
 	sqlURL := func(env string) func(t *testing.T) string {
 		return func(t *testing.T) string {
-			u := storetest.SkipUnlessSet(t, env)
+			u := testenv.Getenv(t, env)
 			dropTables(t, u, ns)
 			return withParams(u, "frond_mode=reuse&frond_table="+ns)
 		}
@@ -162,10 +162,10 @@ func TestE2E_Registries(t *testing.T) {
 		url  func(t *testing.T) string
 	}{
 		{"redis", func(t *testing.T) string {
-			return withParams(storetest.SkipUnlessSet(t, "FROND_TEST_REDIS_URL"), "frond_allow_volatile=true&frond_prefix=frondtest:"+ns+":")
+			return withParams(testenv.Getenv(t, "FROND_TEST_REDIS_URL"), "frond_allow_volatile=true&frond_prefix=frondtest:"+ns+":")
 		}},
 		{"zookeeper", func(t *testing.T) string {
-			return "zk://" + storetest.SkipUnlessSet(t, "FROND_TEST_ZK_SERVERS") + "/frondtest/" + ns
+			return "zk://" + testenv.Getenv(t, "FROND_TEST_ZK_SERVERS") + "/frondtest/" + ns
 		}},
 		{"mysql", sqlURL("FROND_TEST_MYSQL_URL")},
 		{"postgres", sqlURL("FROND_TEST_POSTGRES_URL")},
@@ -247,14 +247,14 @@ func TestE2E_Registry_KillRestartContinues(t *testing.T) {
 	regs := map[string]func(t *testing.T) string{
 		"etcd": etcdRegistry,
 		"zookeeper": func(t *testing.T) string {
-			return fmt.Sprintf("zk://%s/frondtest/e2e_kill_%d", storetest.SkipUnlessSet(t, "FROND_TEST_ZK_SERVERS"), time.Now().UnixNano())
+			return fmt.Sprintf("zk://%s/frondtest/e2e_kill_%d", testenv.Getenv(t, "FROND_TEST_ZK_SERVERS"), time.Now().UnixNano())
 		},
 		"redis": func(t *testing.T) string {
-			u := storetest.SkipUnlessSet(t, "FROND_TEST_REDIS_URL")
+			u := testenv.Getenv(t, "FROND_TEST_REDIS_URL")
 			return fmt.Sprintf("%s?frond_allow_volatile=true&frond_prefix=frondtest:e2e_kill_%d:", u, time.Now().UnixNano())
 		},
 		"mysql": func(t *testing.T) string {
-			u := storetest.SkipUnlessSet(t, "FROND_TEST_MYSQL_URL")
+			u := testenv.Getenv(t, "FROND_TEST_MYSQL_URL")
 			return fmt.Sprintf("%s?frond_mode=reuse&frond_table=wkill%d", u, time.Now().UnixNano())
 		},
 	}

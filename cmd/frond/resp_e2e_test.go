@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/frond-id/frond/internal/testenv"
 )
 
 // respAddr is the Redis-protocol address s logged at start.
@@ -27,10 +29,7 @@ func (s *server) listenAddr(protocol string) string {
 // redisCLI runs Debian's redis-cli (redis-tools) against addr.
 func redisCLI(t *testing.T, addr, stdin string, args ...string) string {
 	t.Helper()
-	path, err := exec.LookPath("redis-cli")
-	if err != nil {
-		t.Fatalf("redis-cli (Debian's redis-tools) is needed: %v", err)
-	}
+	path := testenv.Tool(t, "apt-get install redis-tools", "redis-cli")
 	host, port, _ := strings.Cut(addr, ":")
 	cmd := exec.Command(path, append([]string{"-h", host, "-p", port}, args...)...)
 	cmd.Stdin = strings.NewReader(stdin)
@@ -88,10 +87,7 @@ func TestE2E_RESP_RealClients(t *testing.T) {
 		t.Fatalf("after --pipe INCR order = %d, want %d", id, prev+1001)
 	}
 	// redis-benchmark with a custom command, pipelined.
-	path, err := exec.LookPath("redis-benchmark")
-	if err != nil {
-		t.Fatalf("redis-benchmark (Debian's redis-tools) is needed: %v", err)
-	}
+	path := testenv.Tool(t, "apt-get install redis-tools", "redis-benchmark")
 	host, port, _ := strings.Cut(addr, ":")
 	bench := exec.Command(path, "-h", host, "-p", port, "-n", "20000", "-c", "4", "-P", "16", "-q", "INCR", "order")
 	bout, err := bench.CombinedOutput()

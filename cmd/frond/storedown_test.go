@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/testenv"
 	"github.com/frond-id/frond/store/sqlstore"
 	"github.com/frond-id/frond/storetest"
 )
@@ -62,7 +63,7 @@ func tagName(prefix string) string {
 // are served, segment IDs answer 503 store_unavailable, /readyz names the
 // store; once the store is back, segment IDs work within seconds.
 func TestE2E_StoreDownAtStart(t *testing.T) {
-	raw := storetest.SkipUnlessSet(t, "FROND_TEST_MYSQL_URL")
+	raw := testenv.Getenv(t, "FROND_TEST_MYSQL_URL")
 	tag := tagName("down-at-start")
 	createTagIn(t, raw, tag, 1, 100)
 	p := storetest.StartProxy(t, storetest.HostOf(t, raw, "3306"))
@@ -120,8 +121,8 @@ func TestE2E_StoreDownAtStart(t *testing.T) {
 // IDs from MariaDB's residue, and snowflake IDs; /readyz stays 200 and
 // names the store that is down, until it is back.
 func TestE2E_MultiStore_OneDownAtStart(t *testing.T) {
-	my := storetest.SkipUnlessSet(t, "FROND_TEST_MYSQL_URL")
-	pg := storetest.SkipUnlessSet(t, "FROND_TEST_POSTGRES_URL")
+	my := testenv.Getenv(t, "FROND_TEST_MYSQL_URL")
+	pg := testenv.Getenv(t, "FROND_TEST_POSTGRES_URL")
 	set := storetest.PlacedSet(t, openSQL, my, pg) // databases of the test's own, placed as residues 0 and 1
 	my, pg = set[0], set[1]
 	tag := tagName("multi-down")
@@ -176,7 +177,7 @@ func TestE2E_MultiStore_OneDownAtStart(t *testing.T) {
 // A store that answers and refuses (a wrong password) is a configuration
 // error, not an outage: the node still refuses to start.
 func TestE2E_StoreRefusedAtStart(t *testing.T) {
-	raw := storetest.SkipUnlessSet(t, "FROND_TEST_MYSQL_URL")
+	raw := testenv.Getenv(t, "FROND_TEST_MYSQL_URL")
 	u, err := url.Parse(raw)
 	if err != nil {
 		t.Fatal(err)

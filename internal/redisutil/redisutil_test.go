@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
-	"github.com/frond-id/frond/storetest"
+	"github.com/frond-id/frond/internal/testenv"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -86,7 +86,7 @@ func TestVolatile(t *testing.T) {
 		t.Errorf("unreachable: %q, %v", why, err)
 	}
 
-	raw := storetest.SkipUnlessSet(t, "FROND_TEST_REDIS_URL")
+	raw := testenv.Getenv(t, "FROND_TEST_REDIS_URL")
 	u, err := Parse(raw)
 	if err != nil {
 		t.Fatal(err)
@@ -136,11 +136,8 @@ func TestVolatile(t *testing.T) {
 // not the test's to change) and returns a client of it.
 func startRedis(t *testing.T) *redis.Client {
 	t.Helper()
-	storetest.SkipUnlessSet(t, "FROND_TEST_REDIS_URL") // real-server tests opt in
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("no redis-server in PATH")
-	}
+	testenv.Getenv(t, "FROND_TEST_REDIS_URL") // real-server tests opt in
+	bin := testenv.Tool(t, "apt-get install redis-server", "redis-server")
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -199,7 +196,7 @@ func TestVolatile_AppendFsync(t *testing.T) {
 }
 
 func TestLuaGE(t *testing.T) {
-	raw := storetest.SkipUnlessSet(t, "FROND_TEST_REDIS_URL")
+	raw := testenv.Getenv(t, "FROND_TEST_REDIS_URL")
 	u, err := Parse(raw)
 	if err != nil {
 		t.Fatal(err)

@@ -12,14 +12,14 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/testenv"
 	"github.com/frond-id/frond/registry"
 	"github.com/frond-id/frond/registry/registrytest"
-	"github.com/frond-id/frond/storetest"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 func TestRegistry_Conformance(t *testing.T) {
-	ep := storetest.SkipUnlessSet(t, "FROND_TEST_ETCD_ENDPOINTS")
+	ep := testenv.Getenv(t, "FROND_TEST_ETCD_ENDPOINTS")
 	open := func(t *testing.T, ns string, o registry.Options, down bool) frond.WorkerRegistry {
 		host := ep
 		if down {
@@ -57,7 +57,7 @@ func TestOpen_BadURL(t *testing.T) {
 
 // BenchmarkAcquire measures what a start costs: open, acquire, release.
 func BenchmarkAcquire(b *testing.B) {
-	ep := storetest.SkipUnlessSet(b, "FROND_TEST_ETCD_ENDPOINTS")
+	ep := testenv.Getenv(b, "FROND_TEST_ETCD_ENDPOINTS")
 	prefix := fmt.Sprintf("/frondtest/bench_%d/", time.Now().UnixNano())
 	for i := 0; b.Loop(); i++ {
 		r, err := Open(context.Background(), "etcd://"+ep+"?frond_prefix="+prefix, registry.Options{Host: "10.9.9.9", Port: 1 + i%500})
@@ -129,7 +129,7 @@ func (r *refuser) down() {
 // from 1 s to 2 minutes: after 10 s of refusals the next attempt came up to
 // 6 s after etcd returned.
 func TestAcquire_SoonAfterEtcdReturns(t *testing.T) {
-	ep := storetest.SkipUnlessSet(t, "FROND_TEST_ETCD_ENDPOINTS")
+	ep := testenv.Getenv(t, "FROND_TEST_ETCD_ENDPOINTS")
 	fw := &refuser{t: t, addr: "127.0.0.1:0", target: strings.Split(ep, ",")[0]}
 	fw.up()
 	defer fw.down()
@@ -179,7 +179,7 @@ func TestAcquire_SoonAfterEtcdReturns(t *testing.T) {
 // does not answer the clock ping: the measuring node waits about a second
 // for it, not longer (it waited 3 s, holding up a restart).
 func TestPeerOffsets_DeadPeerBounded(t *testing.T) {
-	ep := storetest.SkipUnlessSet(t, "FROND_TEST_ETCD_ENDPOINTS")
+	ep := testenv.Getenv(t, "FROND_TEST_ETCD_ENDPOINTS")
 	url := "etcd://" + ep + "?frond_prefix=/frondtest/" + registrytest.Namespace(t) + "/"
 	open := func(port int) *registry.Protocol {
 		r, err := Open(context.Background(), url, registry.Options{Host: "10.2.2.2", Port: port, LeaseTTL: 30 * time.Second})

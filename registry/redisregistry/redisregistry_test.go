@@ -7,12 +7,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/internal/testclock"
+	"github.com/frond-id/frond/internal/testenv"
 	"github.com/frond-id/frond/registry"
 	"github.com/frond-id/frond/registry/cache"
 	"github.com/frond-id/frond/registry/registrytest"
@@ -63,12 +63,6 @@ func sweep(t testing.TB, rawURL, prefix string) {
 	})
 }
 
-func ctx(t testing.TB) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return c
-}
-
 // be is the Redis backend of a registry this package opened.
 func be(r *registry.Protocol) *Backend { return r.Backend().(*Backend) }
 
@@ -83,7 +77,7 @@ func openT(t testing.TB, rawURL string, o registry.Options) *registry.Protocol {
 }
 
 func TestRegistry_Conformance(t *testing.T) {
-	u := storetest.SkipUnlessSet(t, "FROND_TEST_REDIS_URL")
+	u := testenv.Getenv(t, "FROND_TEST_REDIS_URL")
 	for _, mode := range []string{ModeFixed, ModeLease} {
 		t.Run(mode, func(t *testing.T) {
 			open := func(t *testing.T, ns string, o registry.Options, down bool) frond.WorkerRegistry {
@@ -108,7 +102,7 @@ func TestRegistry_Conformance(t *testing.T) {
 				Lose: func(t *testing.T, wr frond.WorkerRegistry) {
 					r := wr.(*registry.Protocol)
 					key := be(r).liveKey(r.Held().ID)
-					if err := c.Del(ctx(t), key).Err(); err != nil {
+					if err := c.Del(testenv.Ctx(t), key).Err(); err != nil {
 						t.Fatal(err)
 					}
 				},
@@ -203,15 +197,15 @@ func prefixed(t *testing.T, u, params string) string {
 // A Redis without persistence is refused at the first Acquire unless the
 // URL accepts the risk.
 func TestAcquire_Volatile(t *testing.T) {
-	u := storetest.SkipUnlessSet(t, "FROND_TEST_REDIS_URL")
+	u := testenv.Getenv(t, "FROND_TEST_REDIS_URL")
 	probe := openT(t, prefixed(t, u, "frond_allow_volatile=true"), registry.Options{Host: "10.0.0.1"})
-	if _, err := probe.Acquire(ctx(t), 1023); err != nil {
+	if _, err := probe.Acquire(testenv.Ctx(t), 1023); err != nil {
 		t.Fatal(err)
 	}
 	persistent := len(probe.Warnings()) == 0
 
 	r := openT(t, prefixed(t, u, ""), registry.Options{Host: "10.0.0.2"})
-	_, err := r.Acquire(ctx(t), 1023)
+	_, err := r.Acquire(testenv.Ctx(t), 1023)
 	if persistent {
 		if err != nil {
 			t.Fatalf("a persistent Redis was refused: %v", err)
@@ -230,20 +224,20 @@ func TestAcquire_Volatile(t *testing.T) {
 
 // Accepted, the risk is reported by Warnings once the server was checked.
 func TestRegistry_Warnings(t *testing.T) {
-	u := storetest.SkipUnlessSet(t, "FROND_TEST_REDIS_URL")
+	u := testenv.Getenv(t, "FROND_TEST_REDIS_URL")
 	r := openT(t, prefixed(t, u, "frond_allow_volatile=true"), registry.Options{Host: "10.0.0.1"})
 	if w := r.Warnings(); len(w) != 0 {
 		t.Fatalf("warnings before the server was checked: %v", w)
 	}
-	if _, err := r.Acquire(ctx(t), 1023); err != nil {
+	if _, err := r.Acquire(testenv.Ctx(t), 1023); err != nil {
 		t.Fatal(err)
 	}
 	var persists bool
-	why, err := raw(t, u).ConfigGet(ctx(t), "appendonly").Result()
+	why, err := raw(t, u).ConfigGet(testenv.Ctx(t), "appendonly").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	save, err := raw(t, u).ConfigGet(ctx(t), "save").Result()
+	save, err := raw(t, u).ConfigGet(testenv.Ctx(t), "save").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,50 +256,21 @@ func TestRegistry_Warnings(t *testing.T) {
 }
 
 // Seed 001's script wraps a 5-bit machine ID at 32; the registry refuses
-// the 33rd node instead, in both modes, with the nodes racing.
+// the 33rd node instead (the suite's RaceForTheLastIDs), and its counter
+// stops at the layout's end.
 func TestAcquire_FiveBitsNoWrap(t *testing.T) {
-	u := storetest.SkipUnlessSet(t, "FROND_TEST_REDIS_URL")
+	u := testenv.Getenv(t, "FROND_TEST_REDIS_URL")
 	for _, mode := range []string{ModeFixed, ModeLease} {
 		t.Run(mode, func(t *testing.T) {
 			ns := registrytest.Namespace(t)
 			sweep(t, u, "frondtest:"+ns+":")
 			url := with(u, "frond_allow_volatile=true&frond_mode="+mode+"&frond_prefix=frondtest:"+ns+":")
-			const maxNode, nodes = 31, 33
-			type res struct {
-				id  int64
-				err error
-			}
-			out := make(chan res, nodes)
-			var wg sync.WaitGroup
-			for i := range nodes {
-				r := openT(t, url, registry.Options{Host: "10.5.0.1", Port: 9000 + i})
-				wg.Go(func() {
-					w, err := r.Acquire(ctx(t), maxNode)
-					out <- res{w.ID, err}
-				})
-			}
-			wg.Wait()
-			close(out)
-			seen := map[int64]bool{}
-			refused := 0
-			for r := range out {
-				switch {
-				case errors.Is(r.err, frond.ErrNoWorkerID):
-					refused++
-				case r.err != nil:
-					t.Fatal(r.err)
-				case r.id < 0 || r.id > maxNode || seen[r.id]:
-					t.Fatalf("ID %d given twice or outside 0..%d", r.id, maxNode)
-				default:
-					seen[r.id] = true
-				}
-			}
-			if len(seen) != maxNode+1 || refused != nodes-maxNode-1 {
-				t.Fatalf("%d IDs given, %d nodes refused; want 32 and 1", len(seen), refused)
-			}
-			n, err := raw(t, u).Get(ctx(t), "frondtest:"+ns+":0:counter").Int64()
-			if err != nil || n != maxNode+1 {
-				t.Fatalf("counter %d (%v), want %d: it must not go past the layout", n, err, maxNode+1)
+			registrytest.RaceForIDs(t, func(port int) frond.WorkerRegistry {
+				return openT(t, url, registry.Options{Host: "10.5.0.1", Port: port})
+			})
+			n, err := raw(t, u).Get(testenv.Ctx(t), "frondtest:"+ns+":0:counter").Int64()
+			if err != nil || n != registrytest.RaceMaxNode+1 {
+				t.Fatalf("counter %d (%v), want %d: it must not go past the layout", n, err, registrytest.RaceMaxNode+1)
 			}
 		})
 	}
@@ -314,16 +279,16 @@ func TestAcquire_FiveBitsNoWrap(t *testing.T) {
 // A second process with the same identity (or an earlier run that did not
 // release) is told to retry until the live key expires.
 func TestAcquire_HeldByEarlierRun(t *testing.T) {
-	u := storetest.SkipUnlessSet(t, "FROND_TEST_REDIS_URL")
+	u := testenv.Getenv(t, "FROND_TEST_REDIS_URL")
 	url := prefixed(t, u, "frond_allow_volatile=true")
 	o := registry.Options{Host: "10.6.0.1", Port: 8080, LeaseTTL: 5 * time.Second}
 	a := openT(t, url, o)
-	w, err := a.Acquire(ctx(t), 1023)
+	w, err := a.Acquire(testenv.Ctx(t), 1023)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := openT(t, url, o)
-	_, err = b.Acquire(ctx(t), 1023)
+	_, err = b.Acquire(testenv.Ctx(t), 1023)
 	if !errors.Is(err, frond.ErrWorkerLost) || errors.Is(err, frond.ErrStoreUnavailable) || !strings.Contains(err.Error(), "ends within") {
 		t.Fatalf("the same identity while held: %v, want ErrWorkerLost (not ErrStoreUnavailable: no local record in its place) saying when the claim ends", err)
 	}
@@ -331,7 +296,7 @@ func TestAcquire_HeldByEarlierRun(t *testing.T) {
 	if err := a.Close(); err != nil { // deletes the live key
 		t.Fatal(err)
 	}
-	w2, err := b.Acquire(ctx(t), 1023)
+	w2, err := b.Acquire(testenv.Ctx(t), 1023)
 	if err != nil || w2.ID != w.ID {
 		t.Fatalf("after the first closed: %+v, %v; want ID %d", w2, err, w.ID)
 	}
@@ -340,34 +305,34 @@ func TestAcquire_HeldByEarlierRun(t *testing.T) {
 // Save keeps the latest time; Release records its time exactly, below an
 // earlier reservation, and frees the live key.
 func TestRegistry_SaveRelease(t *testing.T) {
-	u := storetest.SkipUnlessSet(t, "FROND_TEST_REDIS_URL")
+	u := testenv.Getenv(t, "FROND_TEST_REDIS_URL")
 	url := prefixed(t, u, "frond_allow_volatile=true")
 	c := raw(t, u)
 	o := registry.Options{Host: "10.7.0.1"}
 	r := openT(t, url, o)
-	w, err := r.Acquire(ctx(t), 1023)
+	w, err := r.Acquire(testenv.Ctx(t), 1023)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t0 := time.Unix(1_900_000_000, 123_456_789) // exact in nanoseconds, beyond a double's precision
 	for _, at := range []time.Time{t0.Add(time.Minute), t0, t0.Add(30 * time.Second)} {
-		if err := r.Save(ctx(t), at); err != nil {
+		if err := r.Save(testenv.Ctx(t), at); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got, _ := c.Get(ctx(t), be(r).lastKey(w.ID)).Result(); got != strconv.FormatInt(t0.Add(time.Minute).UnixNano(), 10) {
+	if got, _ := c.Get(testenv.Ctx(t), be(r).lastKey(w.ID)).Result(); got != strconv.FormatInt(t0.Add(time.Minute).UnixNano(), 10) {
 		t.Fatalf("last after saves %s", got)
 	}
-	if w2, _ := r.Acquire(ctx(t), 1023); !w2.LastIssued.Equal(t0.Add(time.Minute)) {
+	if w2, _ := r.Acquire(testenv.Ctx(t), 1023); !w2.LastIssued.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("Acquire while held: LastIssued %v", w2.LastIssued)
 	}
-	if err := r.Release(ctx(t), t0); err != nil {
+	if err := r.Release(testenv.Ctx(t), t0); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := c.Get(ctx(t), be(r).lastKey(w.ID)).Result(); got != strconv.FormatInt(t0.UnixNano(), 10) {
+	if got, _ := c.Get(testenv.Ctx(t), be(r).lastKey(w.ID)).Result(); got != strconv.FormatInt(t0.UnixNano(), 10) {
 		t.Fatalf("last after Release %s, want %d", got, t0.UnixNano())
 	}
-	if n, _ := c.Exists(ctx(t), be(r).liveKey(w.ID)).Result(); n != 0 {
+	if n, _ := c.Exists(testenv.Ctx(t), be(r).liveKey(w.ID)).Result(); n != 0 {
 		t.Fatal("live key left after Release")
 	}
 	select {
@@ -375,7 +340,7 @@ func TestRegistry_SaveRelease(t *testing.T) {
 	default:
 		t.Fatal("Lost open after Release")
 	}
-	if err := r.Save(ctx(t), t0); !errors.Is(err, frond.ErrWorkerLost) {
+	if err := r.Save(testenv.Ctx(t), t0); !errors.Is(err, frond.ErrWorkerLost) {
 		t.Fatalf("Save after Release: %v", err)
 	}
 	// A restart continuing the claim (its local record names it) gets the
@@ -390,7 +355,7 @@ func TestRegistry_SaveRelease(t *testing.T) {
 
 func acquire(t *testing.T, r *registry.Protocol, maxNode int64) frond.Worker {
 	t.Helper()
-	w, err := r.Acquire(ctx(t), maxNode)
+	w, err := r.Acquire(testenv.Ctx(t), maxNode)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,7 +365,7 @@ func acquire(t *testing.T, r *registry.Protocol, maxNode int64) frond.Worker {
 // In lease mode, a recycled ID moves its owner and addr keys to the new
 // holder; the old holder gets another ID (or none) when it comes back.
 func TestAcquire_LeaseRebinds(t *testing.T) {
-	u := storetest.SkipUnlessSet(t, "FROND_TEST_REDIS_URL")
+	u := testenv.Getenv(t, "FROND_TEST_REDIS_URL")
 	url := prefixed(t, u, "frond_allow_volatile=true&frond_mode=lease")
 	c := raw(t, u)
 	clk := testclock.New(time.Now())
@@ -414,15 +379,15 @@ func TestAcquire_LeaseRebinds(t *testing.T) {
 	cur := openT(t, url, ocur)
 	wc := acquire(t, cur, 1)
 	last := now()
-	if err := a.Release(ctx(t), last); err != nil {
+	if err := a.Release(testenv.Ctx(t), last); err != nil {
 		t.Fatal(err)
 	}
-	if err := cur.Save(ctx(t), last.Add(-time.Hour)); err != nil { // old, but live: never recycled
+	if err := cur.Save(testenv.Ctx(t), last.Add(-time.Hour)); err != nil { // old, but live: never recycled
 		t.Fatal(err)
 	}
 
 	b := openT(t, url, ob)
-	if _, err := b.Acquire(ctx(t), 1); !errors.Is(err, frond.ErrNoWorkerID) || !strings.Contains(err.Error(), "first frees at") {
+	if _, err := b.Acquire(testenv.Ctx(t), 1); !errors.Is(err, frond.ErrNoWorkerID) || !strings.Contains(err.Error(), "first frees at") {
 		t.Fatalf("before last + RecycleAfter: %v", err)
 	}
 	clk.Add(time.Minute + time.Millisecond)
@@ -431,16 +396,16 @@ func TestAcquire_LeaseRebinds(t *testing.T) {
 		t.Fatalf("recycled %+v, want ID %d (not the live %d) with LastIssued %v (last + recycle_after)", wb, wa.ID, wc.ID, last.Add(time.Minute))
 	}
 	base := be(b).base
-	if got, _ := c.Get(ctx(t), base+"owner:"+strconv.FormatInt(wb.ID, 10)).Result(); got != "10.8.0.2:2" {
+	if got, _ := c.Get(testenv.Ctx(t), base+"owner:"+strconv.FormatInt(wb.ID, 10)).Result(); got != "10.8.0.2:2" {
 		t.Errorf("owner %q", got)
 	}
-	if got, _ := c.Get(ctx(t), base+"addr:10.8.0.2:2").Result(); got != strconv.FormatInt(wb.ID, 10) {
+	if got, _ := c.Get(testenv.Ctx(t), base+"addr:10.8.0.2:2").Result(); got != strconv.FormatInt(wb.ID, 10) {
 		t.Errorf("addr of the new holder %q", got)
 	}
-	if n, _ := c.Exists(ctx(t), base+"addr:10.8.0.1:1").Result(); n != 0 {
+	if n, _ := c.Exists(testenv.Ctx(t), base+"addr:10.8.0.1:1").Result(); n != 0 {
 		t.Error("addr of the old holder left")
 	}
-	if _, err := openT(t, url, oa).Acquire(ctx(t), 1); !errors.Is(err, frond.ErrNoWorkerID) {
+	if _, err := openT(t, url, oa).Acquire(testenv.Ctx(t), 1); !errors.Is(err, frond.ErrNoWorkerID) {
 		t.Fatalf("the old holder back while both IDs are held: %v", err)
 	}
 }
@@ -448,7 +413,7 @@ func TestAcquire_LeaseRebinds(t *testing.T) {
 // The live key outlives its TTL while renewed; when Redis stops answering
 // for a whole TTL, Lost is closed, and the ID can be held again afterwards.
 func TestRenew(t *testing.T) {
-	u := storetest.SkipUnlessSet(t, "FROND_TEST_REDIS_URL")
+	u := testenv.Getenv(t, "FROND_TEST_REDIS_URL")
 	proxy := storetest.StartProxy(t, storetest.HostOf(t, u, "6379"))
 	url := storetest.WithHost(t, prefixed(t, u, "frond_allow_volatile=true&frond_timeout=200ms"), proxy.Addr())
 	c := raw(t, u)
@@ -461,10 +426,10 @@ func TestRenew(t *testing.T) {
 		t.Fatal("lost while Redis answers")
 	default:
 	}
-	if err := r.Save(ctx(t), time.Now()); err != nil {
+	if err := r.Save(testenv.Ctx(t), time.Now()); err != nil {
 		t.Fatalf("Save after 3 TTLs: %v", err)
 	}
-	if pttl, _ := c.PTTL(ctx(t), be(r).liveKey(w.ID)).Result(); pttl <= 0 || pttl > ttl {
+	if pttl, _ := c.PTTL(testenv.Ctx(t), be(r).liveKey(w.ID)).Result(); pttl <= 0 || pttl > ttl {
 		t.Fatalf("live key PTTL %v", pttl)
 	}
 
@@ -478,7 +443,7 @@ func TestRenew(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Lost not closed with Redis unreachable")
 	}
-	if err := r.Save(ctx(t), time.Now()); !errors.Is(err, frond.ErrWorkerLost) {
+	if err := r.Save(testenv.Ctx(t), time.Now()); !errors.Is(err, frond.ErrWorkerLost) {
 		t.Fatalf("Save after the loss: %v", err)
 	}
 	proxy.Restore()
@@ -486,14 +451,14 @@ func TestRenew(t *testing.T) {
 	if w2.ID != w.ID {
 		t.Fatalf("held again as %d, was %d", w2.ID, w.ID)
 	}
-	if err := r.Save(ctx(t), time.Now()); err != nil {
+	if err := r.Save(testenv.Ctx(t), time.Now()); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // BenchmarkAcquire measures what a start costs: open, acquire, release.
 func BenchmarkAcquire(b *testing.B) {
-	u := storetest.SkipUnlessSet(b, "FROND_TEST_REDIS_URL")
+	u := testenv.Getenv(b, "FROND_TEST_REDIS_URL")
 	prefix := fmt.Sprintf("frondbench:%d:", time.Now().UnixNano())
 	sweep(b, u, prefix)
 	url := with(u, "frond_allow_volatile=true&frond_prefix="+prefix)
@@ -518,7 +483,7 @@ func BenchmarkAcquire(b *testing.B) {
 // must not let this node, restarted with Redis unreachable, issue from its
 // earlier reservation with the same ID (issue 28, item 1).
 func TestRelease_AnswerLost(t *testing.T) {
-	u := storetest.SkipUnlessSet(t, "FROND_TEST_REDIS_URL")
+	u := testenv.Getenv(t, "FROND_TEST_REDIS_URL")
 	direct := prefixed(t, u, "frond_allow_volatile=true&frond_mode=lease&frond_timeout=300ms")
 	proxy := storetest.StartProxy(t, storetest.HostOf(t, u, "6379"))
 	viaProxy := storetest.WithHost(t, direct, proxy.Addr())
@@ -533,20 +498,20 @@ func TestRelease_AnswerLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := a.Acquire(ctx(t), 0)
+	w, err := a.Acquire(testenv.Ctx(t), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t0 := time.Unix(0, clk.Now())
-	if err := a.Save(ctx(t), t0.Add(5*time.Minute)); err != nil { // a reservation; the node then idles
+	if err := a.Save(testenv.Ctx(t), t0.Add(5*time.Minute)); err != nil { // a reservation; the node then idles
 		t.Fatal(err)
 	}
 	proxy.DropAnswers()
-	if err := a.Release(ctx(t), t0); err == nil {
+	if err := a.Release(testenv.Ctx(t), t0); err == nil {
 		t.Fatal("Release answered though the proxy dropped the answer")
 	}
 	proxy.Restore()
-	if got, _ := c.Get(ctx(t), be(a.Inner().(*registry.Protocol)).lastKey(w.ID)).Result(); got != strconv.FormatInt(t0.UnixNano(), 10) {
+	if got, _ := c.Get(testenv.Ctx(t), be(a.Inner().(*registry.Protocol)).lastKey(w.ID)).Result(); got != strconv.FormatInt(t0.UnixNano(), 10) {
 		t.Fatalf("Redis holds %s after the release, want the exact time %d (the proxy should drop only the answer)", got, t0.UnixNano())
 	}
 	a.Close()
@@ -562,7 +527,7 @@ func TestRelease_AnswerLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a2.Close()
-	if w2, err := a2.Acquire(ctx(t), 0); err == nil {
+	if w2, err := a2.Acquire(testenv.Ctx(t), 0); err == nil {
 		t.Fatalf("A restarted from its local record with Redis unreachable holds worker ID %d from %v, which B holds from %v",
 			w2.ID, w2.LastIssued.UTC(), wb.LastIssued.UTC())
 	} else if !errors.Is(err, frond.ErrStoreUnavailable) || !strings.Contains(err.Error(), "recycle_after") {

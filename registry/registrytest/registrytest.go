@@ -5,7 +5,6 @@
 package registrytest
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/internal/testclock"
+	"github.com/frond-id/frond/internal/testenv"
 	"github.com/frond-id/frond/registry"
 	"github.com/frond-id/frond/registry/cache"
 	"github.com/frond-id/frond/worker"
@@ -59,6 +59,10 @@ func Run(t *testing.T, c Config) {
 	}
 	t.Run("DistinctConcurrent", func(t *testing.T) { testDistinct(t, c) })
 	t.Run("Exhaustion", func(t *testing.T) { testExhaustion(t, c) })
+	t.Run("RaceForTheLastIDs", func(t *testing.T) {
+		ns := Namespace(t)
+		RaceForIDs(t, func(port int) frond.WorkerRegistry { return open(t, c, ns, opts(port)) })
+	})
 	t.Run("Restart", func(t *testing.T) { testRestart(t, c) })
 	if c.SameIDOnRestart {
 		t.Run("ClockBehindRefuses", func(t *testing.T) { testClockBehind(t, c) })
@@ -98,12 +102,6 @@ func Namespace(t *testing.T) string {
 	return strings.ToLower(name + suffix)
 }
 
-func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return c
-}
-
 func opts(port int) registry.Options {
 	return registry.Options{Host: "10.1.2.3", Port: port, LeaseTTL: 2 * time.Second}
 }
@@ -134,7 +132,7 @@ func withRecord(t *testing.T, c Config, ns string, o registry.Options, dir strin
 
 func acquire(t *testing.T, r frond.WorkerRegistry, maxNode int64) frond.Worker {
 	t.Helper()
-	w, err := r.Acquire(ctx(t), maxNode)
+	w, err := r.Acquire(testenv.Ctx(t), maxNode)
 	if err != nil {
 		t.Fatalf("Acquire: %v", err)
 	}
@@ -148,9 +146,9 @@ func release(t *testing.T, r frond.WorkerRegistry, last time.Time) {
 	t.Helper()
 	var err error
 	if rl, ok := r.(frond.Releaser); ok {
-		err = rl.Release(ctx(t), last)
+		err = rl.Release(testenv.Ctx(t), last)
 	} else {
-		err = r.Save(ctx(t), last)
+		err = r.Save(testenv.Ctx(t), last)
 	}
 	if err != nil {
 		t.Fatalf("release: %v", err)
@@ -175,9 +173,9 @@ func testDistinct(t *testing.T, c Config) {
 	var wg sync.WaitGroup
 	for _, r := range regs {
 		wg.Go(func() {
-			w, err := r.Acquire(ctx(t), 1023)
+			w, err := r.Acquire(testenv.Ctx(t), 1023)
 			if err == nil {
-				err = r.Save(ctx(t), time.Now().Add(time.Second))
+				err = r.Save(testenv.Ctx(t), time.Now().Add(time.Second))
 			}
 			out <- res{w, err}
 		})
@@ -206,10 +204,55 @@ func testExhaustion(t *testing.T, c Config) {
 		}
 		seen[w.ID] = true
 	}
-	_, err := open(t, c, ns, opts(7199)).Acquire(ctx(t), 2)
+	_, err := open(t, c, ns, opts(7199)).Acquire(testenv.Ctx(t), 2)
 	// Not ErrWorkerLost: with every ID live, the node refuses to start.
 	if !errors.Is(err, frond.ErrNoWorkerID) || errors.Is(err, frond.ErrWorkerLost) {
 		t.Fatalf("fourth node with IDs 0..2: %v, want ErrNoWorkerID", err)
+	}
+}
+
+// RaceMaxNode is the largest worker ID RaceForIDs asks for: a 5-bit
+// worker field, as UidGenerator's and seed 001's, which wrap at 32.
+const RaceMaxNode = 31
+
+// RaceForIDs has 33 nodes (each a registry open returns for its port) race
+// for the 32 worker IDs 0..RaceMaxNode: 32 must get distinct IDs within the
+// layout and the last must be refused with frond.ErrNoWorkerID, never given
+// a wrapped or out-of-range ID.
+func RaceForIDs(t *testing.T, open func(port int) frond.WorkerRegistry) {
+	t.Helper()
+	const nodes = RaceMaxNode + 2
+	type res struct {
+		id  int64
+		err error
+	}
+	out := make(chan res, nodes)
+	var wg sync.WaitGroup
+	for i := range nodes {
+		r := open(9000 + i)
+		wg.Go(func() {
+			w, err := r.Acquire(testenv.Ctx(t), RaceMaxNode)
+			out <- res{w.ID, err}
+		})
+	}
+	wg.Wait()
+	close(out)
+	seen := map[int64]bool{}
+	refused := 0
+	for r := range out {
+		switch {
+		case errors.Is(r.err, frond.ErrNoWorkerID):
+			refused++
+		case r.err != nil:
+			t.Fatal(r.err)
+		case r.id < 0 || r.id > RaceMaxNode || seen[r.id]:
+			t.Fatalf("ID %d given twice or outside 0..%d", r.id, RaceMaxNode)
+		default:
+			seen[r.id] = true
+		}
+	}
+	if len(seen) != RaceMaxNode+1 || refused != 1 {
+		t.Fatalf("%d IDs given, %d nodes refused; want %d and 1", len(seen), refused, RaceMaxNode+1)
 	}
 }
 
@@ -221,7 +264,7 @@ func testRestart(t *testing.T, c Config) {
 	r := withRecord(t, c, ns, opts(7200), dir, false)
 	w := acquire(t, r, 1023)
 	last := time.Now().Add(time.Minute).Truncate(time.Millisecond)
-	if err := r.Save(ctx(t), last.Add(time.Minute)); err != nil {
+	if err := r.Save(testenv.Ctx(t), last.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	release(t, r, last)
@@ -246,7 +289,7 @@ func testClockBehind(t *testing.T, c Config) {
 	newIssuer := func() *worker.Issuer {
 		o := opts(7300)
 		o.Now = func() time.Time { return time.Unix(0, clk.Now()) }
-		w, err := worker.New(ctx(t), withRecord(t, c, ns, o, dir, false), worker.Settings{Now: clk.Now, Sleep: clk.Add, PersistEvery: time.Second}, nil)
+		w, err := worker.New(testenv.Ctx(t), withRecord(t, c, ns, o, dir, false), worker.Settings{Now: clk.Now, Sleep: clk.Add, PersistEvery: time.Second}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,12 +299,12 @@ func testClockBehind(t *testing.T, c Config) {
 	if _, err := w.Next(); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Close(ctx(t)); err != nil {
+	if err := w.Close(testenv.Ctx(t)); err != nil {
 		t.Fatal(err)
 	}
 	clk.Add(-time.Hour)
 	w = newIssuer()
-	defer w.Close(ctx(t))
+	defer w.Close(testenv.Ctx(t))
 	_, err := w.Next()
 	var cbe *worker.ClockBehindError
 	if !errors.As(err, &cbe) || cbe.Behind < time.Hour-time.Second {
@@ -282,11 +325,11 @@ func testLeaseLoss(t *testing.T, c Config) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("Lost not closed 30 s after the registry took the ID back")
 	}
-	if err := r.Save(ctx(t), time.Now()); !errors.Is(err, frond.ErrWorkerLost) {
+	if err := r.Save(testenv.Ctx(t), time.Now()); !errors.Is(err, frond.ErrWorkerLost) {
 		t.Fatalf("Save after the loss: %v, want ErrWorkerLost", err)
 	}
 	w2 := acquire(t, r, 1023)
-	if err := r.Save(ctx(t), time.Now()); err != nil {
+	if err := r.Save(testenv.Ctx(t), time.Now()); err != nil {
 		t.Fatalf("Save after acquiring again: %v", err)
 	}
 	select {
@@ -313,7 +356,7 @@ func testRecycle(t *testing.T, c Config) {
 	// ErrNoWorkerID, and ErrWorkerLost: waiting fixes it, so the service
 	// retries rather than refusing to start; not ErrStoreUnavailable: the
 	// registry answered, and a local record must not stand in for it.
-	if _, err := b.Acquire(ctx(t), 0); !errors.Is(err, frond.ErrNoWorkerID) || !errors.Is(err, frond.ErrWorkerLost) || errors.Is(err, frond.ErrStoreUnavailable) {
+	if _, err := b.Acquire(testenv.Ctx(t), 0); !errors.Is(err, frond.ErrNoWorkerID) || !errors.Is(err, frond.ErrWorkerLost) || errors.Is(err, frond.ErrStoreUnavailable) {
 		t.Fatalf("ID taken before last + RecycleAfter: %v", err)
 	}
 	clk.Add(time.Minute)
@@ -337,7 +380,7 @@ func testRecycle(t *testing.T, c Config) {
 	o3.RecycleAfter, o3.Now = o.RecycleAfter, o.Now
 	c3 := open(t, c, ns, o3)
 	clk.Add(o.RecycleAfter / 2) // past last + RecycleAfter, before last + 2 × RecycleAfter
-	if w3, err := c3.Acquire(ctx(t), 0); !errors.Is(err, frond.ErrWorkerLost) {
+	if w3, err := c3.Acquire(testenv.Ctx(t), 0); !errors.Is(err, frond.ErrWorkerLost) {
 		t.Fatalf("third node at %v: %+v, %v; want the ID refused until %v (the recycled time + RecycleAfter)",
 			time.Unix(0, clk.Now()).Sub(last), w3, err, last.Add(2*o.RecycleAfter))
 	}
@@ -358,7 +401,7 @@ func testCache(t *testing.T, c Config) {
 		t.Fatal("FromCache with the registry up")
 	}
 	last := time.Now().Add(time.Second)
-	if err := up.Save(ctx(t), last); err != nil {
+	if err := up.Save(testenv.Ctx(t), last); err != nil {
 		t.Fatal(err)
 	}
 	// A crash: no release (the lease lapses); the registry is then down.
@@ -374,10 +417,10 @@ func testCache(t *testing.T, c Config) {
 	if !w2.FromCache || w2.ID != w.ID || w2.LastIssued.Before(last) {
 		t.Fatalf("registry down: %+v, want ID %d from the local record with LastIssued >= %v", w2, w.ID, last)
 	}
-	if err := down.Save(ctx(t), time.Now().Add(time.Minute)); err != nil {
+	if err := down.Save(testenv.Ctx(t), time.Now().Add(time.Minute)); err != nil {
 		t.Fatalf("Save within RecycleAfter of the confirmed time: %v", err)
 	}
-	if err := down.Save(ctx(t), last.Add(2*time.Hour)); err == nil {
+	if err := down.Save(testenv.Ctx(t), last.Add(2*time.Hour)); err == nil {
 		t.Fatal("Save past the confirmed time + RecycleAfter succeeded with the registry down")
 	}
 	if err := down.Close(); err != nil {
@@ -389,7 +432,7 @@ func testCache(t *testing.T, c Config) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	if w3, err := other.Acquire(ctx(t), 1023); !errors.Is(err, frond.ErrStoreUnavailable) {
+	if w3, err := other.Acquire(testenv.Ctx(t), 1023); !errors.Is(err, frond.ErrStoreUnavailable) {
 		t.Fatalf("another registry's record used: %+v, %v", w3, err)
 	}
 }
@@ -402,18 +445,18 @@ func testPeers(t *testing.T, c Config) {
 	b := open(t, c, ns, ob)
 	acquire(t, a, 1023)
 	acquire(t, b, 1023)
-	if err := a.Save(ctx(t), time.Now()); err != nil {
+	if err := a.Save(testenv.Ctx(t), time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Save(ctx(t), ob.Now()); err != nil {
+	if err := b.Save(testenv.Ctx(t), ob.Now()); err != nil {
 		t.Fatal(err)
 	}
 	pa, pb := a.(frond.PeerClock), b.(frond.PeerClock)
-	offA, err := pa.PeerOffsets(ctx(t))
+	offA, err := pa.PeerOffsets(testenv.Ctx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	offB, err := pb.PeerOffsets(ctx(t))
+	offB, err := pb.PeerOffsets(testenv.Ctx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -438,7 +481,7 @@ func testTakeOver(t *testing.T, c Config) {
 	r := withRecord(t, c, ns, o, dir, false)
 	w := acquire(t, r, 1023)
 	last := time.Now().Add(2 * time.Second)
-	if err := r.Save(ctx(t), last); err != nil {
+	if err := r.Save(testenv.Ctx(t), last); err != nil {
 		t.Fatal(err)
 	}
 	kill(t, r)
@@ -451,13 +494,13 @@ func testTakeOver(t *testing.T, c Config) {
 		t.Fatalf("restart after kill -9: %+v in %v; want ID %d (same ID on restart %v) from >= %v at once (the lease runs 20 s)",
 			w2, took, w.ID, c.SameIDOnRestart, last)
 	}
-	if err := r2.Save(ctx(t), last.Add(time.Second)); err != nil {
+	if err := r2.Save(testenv.Ctx(t), last.Add(time.Second)); err != nil {
 		t.Fatalf("Save after the takeover: %v", err)
 	}
 	// Another process of the same identity, without the record, waits or
 	// takes another ID: never the taken-over one.
 	other := open(t, c, ns, o)
-	if w3, err := other.Acquire(ctx(t), 1023); err == nil && w3.ID == w.ID {
+	if w3, err := other.Acquire(testenv.Ctx(t), 1023); err == nil && w3.ID == w.ID {
 		t.Fatalf("a second process of the identity got the held ID %d", w3.ID)
 	}
 }
@@ -490,7 +533,7 @@ func testNoProof(t *testing.T, c Config) {
 	release(t, a, last)
 	b := withRecord(t, c, ns, o, t.TempDir(), false)
 	defer b.Close()
-	w2, err := b.Acquire(ctx(t), 1023)
+	w2, err := b.Acquire(testenv.Ctx(t), 1023)
 	if !c.Recycles && errors.Is(err, frond.ErrWorkerLost) {
 		return // a registry that keeps IDs for their identities waits for it
 	}

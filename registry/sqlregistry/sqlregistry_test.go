@@ -12,9 +12,9 @@ import (
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/internal/sqldb"
+	"github.com/frond-id/frond/internal/testenv"
 	"github.com/frond-id/frond/registry"
 	"github.com/frond-id/frond/registry/registrytest"
-	"github.com/frond-id/frond/storetest"
 )
 
 // A database under test: its URL, and one whose server does not answer.
@@ -26,8 +26,8 @@ type target struct {
 // FROND_TEST_POSTGRES_URL, and a SQLite file. Each test works in its own
 // tables.
 func targets(t *testing.T) []target {
-	my := storetest.SkipUnlessSet(t, "FROND_TEST_MYSQL_URL")
-	pg := storetest.SkipUnlessSet(t, "FROND_TEST_POSTGRES_URL")
+	my := testenv.Getenv(t, "FROND_TEST_MYSQL_URL")
+	pg := testenv.Getenv(t, "FROND_TEST_POSTGRES_URL")
 	file := filepath.Join(t.TempDir(), "workers.db")
 	return []target{
 		{"mysql", my, "mysql://frond:frond@127.0.0.1:1/frond_test"},
@@ -64,12 +64,6 @@ func raw(t testing.TB, rawURL, table string) *sqldb.DB {
 		db.Close()
 	})
 	return db
-}
-
-func ctx(t testing.TB) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return c
 }
 
 // be is the SQL backend of a registry this package opened.
@@ -200,11 +194,11 @@ func TestModes_Rows(t *testing.T) {
 			start := func(mode string) int64 {
 				r := openT(t, with(db.url, "frond_mode="+mode+"&frond_table="+table), o)
 				r.Resume(prev.Claim, prev.ID)
-				w, err := r.Acquire(ctx(t), 1023)
+				w, err := r.Acquire(testenv.Ctx(t), 1023)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := r.Release(ctx(t), time.Now()); err != nil {
+				if err := r.Release(testenv.Ctx(t), time.Now()); err != nil {
 					t.Fatal(err)
 				}
 				prev = w
@@ -233,7 +227,7 @@ func TestModes_Rows(t *testing.T) {
 // An existing UidGenerator table (its DDL, its rows) is used as it is: the
 // next start takes the next ID.
 func TestUidGeneratorTable(t *testing.T) {
-	my := storetest.SkipUnlessSet(t, "FROND_TEST_MYSQL_URL")
+	my := testenv.Getenv(t, "FROND_TEST_MYSQL_URL")
 	table := "w" + registrytest.Namespace(t)
 	rdb := raw(t, my, table)
 	_, err := rdb.Exec(`CREATE TABLE ` + table + ` (
@@ -256,13 +250,13 @@ PRIMARY KEY(ID)
 		}
 	}
 	r := openT(t, with(my, "frond_table="+table), registry.Options{Host: "10.0.0.10", Port: 80})
-	w, err := r.Acquire(ctx(t), 1023)
+	w, err := r.Acquire(testenv.Ctx(t), 1023)
 	if err != nil || w.ID != 3 || !w.LastIssued.IsZero() {
 		t.Fatalf("after three UidGenerator rows: %+v, %v; want ID 3 (row 4) with no last time", w, err)
 	}
 	// A layout with fewer IDs than the table has rows still starts.
 	r2 := openT(t, with(my, "frond_table="+table), registry.Options{Host: "10.0.0.11", Port: 80})
-	if w, err := r2.Acquire(ctx(t), 1); err != nil || w.ID != 0 {
+	if w, err := r2.Acquire(testenv.Ctx(t), 1); err != nil || w.ID != 0 {
 		t.Fatalf("worker IDs 0..1 after four rows: %+v, %v; want ID 0", w, err)
 	}
 }
@@ -278,7 +272,7 @@ func TestAcquire_PastTheRows(t *testing.T) {
 			u := with(db.url, "frond_table="+table)
 			const maxNode = 3
 			start := func(port int) (int64, error) {
-				w, err := openT(t, u, registry.Options{Host: "10.8.0.1", Port: port}).Acquire(ctx(t), maxNode)
+				w, err := openT(t, u, registry.Options{Host: "10.8.0.1", Port: port}).Acquire(testenv.Ctx(t), maxNode)
 				return w.ID, err
 			}
 			if id, err := start(1); err != nil || id != 0 {
@@ -318,22 +312,22 @@ func TestAcquire_SecondProcessOfIdentity(t *testing.T) {
 			u := with(db.url, "frond_mode=reuse&frond_table="+table)
 			o := registry.Options{Host: "10.6.0.1", Port: 8080, LeaseTTL: 5 * time.Second}
 			a := openT(t, u, o)
-			w, err := a.Acquire(ctx(t), 1023)
+			w, err := a.Acquire(testenv.Ctx(t), 1023)
 			if err != nil {
 				t.Fatal(err)
 			}
 			b := openT(t, u, o)
-			w2, err := b.Acquire(ctx(t), 1023)
+			w2, err := b.Acquire(testenv.Ctx(t), 1023)
 			if err != nil || w2.ID == w.ID {
 				t.Fatalf("the same identity while held: %+v, %v; want another ID than %d", w2, err, w.ID)
 			}
 			last := time.Now().Truncate(time.Microsecond)
-			if err := a.Release(ctx(t), last); err != nil {
+			if err := a.Release(testenv.Ctx(t), last); err != nil {
 				t.Fatal(err)
 			}
 			c := openT(t, u, o)
 			c.Resume(w.Claim, w.ID)
-			w3, err := c.Acquire(ctx(t), 1023)
+			w3, err := c.Acquire(testenv.Ctx(t), 1023)
 			if err != nil || w3.ID != w.ID || !w3.LastIssued.Equal(last) {
 				t.Fatalf("continuing the first claim: %+v, %v; want ID %d from %v", w3, err, w.ID, last)
 			}
@@ -351,7 +345,7 @@ func TestAcquire_ReuseCaseSensitive(t *testing.T) {
 			raw(t, db.url, table)
 			u := with(db.url, "frond_mode=reuse&frond_table="+table)
 			a := openT(t, u, registry.Options{Host: "Node-A", Port: 8080})
-			w, err := a.Acquire(ctx(t), 1023)
+			w, err := a.Acquire(testenv.Ctx(t), 1023)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -359,7 +353,7 @@ func TestAcquire_ReuseCaseSensitive(t *testing.T) {
 				t.Fatal(err)
 			}
 			b := openT(t, u, registry.Options{Host: "node-a", Port: 8080})
-			w2, err := b.Acquire(ctx(t), 1023)
+			w2, err := b.Acquire(testenv.Ctx(t), 1023)
 			if err != nil || w2.ID == w.ID {
 				t.Fatalf("node-a:8080 after Node-A:8080 held ID %d: %+v, %v; want another ID", w.ID, w2, err)
 			}
@@ -377,13 +371,13 @@ func TestSaveReleaseRenew(t *testing.T) {
 			u := with(db.url, "frond_mode=reuse&frond_table="+table)
 			o := registry.Options{Host: "10.7.0.1", LeaseTTL: 300 * time.Millisecond}
 			r := openT(t, u, o)
-			w, err := r.Acquire(ctx(t), 1023)
+			w, err := r.Acquire(testenv.Ctx(t), 1023)
 			if err != nil {
 				t.Fatal(err)
 			}
 			base := time.Unix(1_900_000_000, 123456789)
 			for _, at := range []time.Time{base, base.Add(-time.Hour)} {
-				if err := r.Save(ctx(t), at); err != nil {
+				if err := r.Save(testenv.Ctx(t), at); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -404,16 +398,16 @@ func TestSaveReleaseRenew(t *testing.T) {
 			default:
 			}
 			other := openT(t, u, registry.Options{Host: "10.7.0.2", LeaseTTL: 300 * time.Millisecond, RecycleAfter: time.Nanosecond, Now: func() time.Time { return base.Add(time.Hour) }})
-			if w2, err := other.Acquire(ctx(t), w.ID); err == nil && w2.ID == w.ID {
+			if w2, err := other.Acquire(testenv.Ctx(t), w.ID); err == nil && w2.ID == w.ID {
 				t.Fatalf("another node took the renewed ID %d", w.ID)
 			}
-			if err := r.Release(ctx(t), base.Add(-time.Minute)); err != nil {
+			if err := r.Release(testenv.Ctx(t), base.Add(-time.Minute)); err != nil {
 				t.Fatal(err)
 			}
 			if n := lastNS(); n != base.Add(-time.Minute).UnixNano() {
 				t.Fatalf("last_ns %d after Release, want the released time exactly", n)
 			}
-			if err := r.Save(ctx(t), base); !errors.Is(err, frond.ErrWorkerLost) {
+			if err := r.Save(testenv.Ctx(t), base); !errors.Is(err, frond.ErrWorkerLost) {
 				t.Fatalf("Save after Release: %v, want ErrWorkerLost", err)
 			}
 		})
@@ -429,14 +423,14 @@ func TestSave_LeaseRunOut(t *testing.T) {
 			table := "w" + registrytest.Namespace(t)
 			rdb := raw(t, db.url, table)
 			r := openT(t, with(db.url, "frond_table="+table), registry.Options{Host: "10.7.1.1", LeaseTTL: time.Hour})
-			w, err := r.Acquire(ctx(t), 1023)
+			w, err := r.Acquire(testenv.Ctx(t), 1023)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if _, err := rdb.Exec(be(r).q("UPDATE {s} SET lease_until = 0 WHERE worker_id = ?"), w.ID); err != nil {
 				t.Fatal(err)
 			}
-			if err := r.Save(ctx(t), time.Now()); !errors.Is(err, frond.ErrWorkerLost) {
+			if err := r.Save(testenv.Ctx(t), time.Now()); !errors.Is(err, frond.ErrWorkerLost) {
 				t.Fatalf("Save after the lease ran out: %v, want ErrWorkerLost", err)
 			}
 			select {
@@ -448,58 +442,13 @@ func TestSave_LeaseRunOut(t *testing.T) {
 	}
 }
 
-// UidGenerator's 5-bit worker ID would wrap; the registry refuses the 33rd
-// node instead, with the nodes racing.
-func TestAcquire_FiveBitsNoWrap(t *testing.T) {
-	for _, db := range targets(t) {
-		t.Run(db.name, func(t *testing.T) {
-			table := "w" + registrytest.Namespace(t)
-			raw(t, db.url, table)
-			u := with(db.url, "frond_table="+table)
-			const maxNode, nodes = 31, 33
-			type res struct {
-				id  int64
-				err error
-			}
-			out := make(chan res, nodes)
-			var wg sync.WaitGroup
-			for i := range nodes {
-				r := openT(t, u, registry.Options{Host: "10.5.0.1", Port: 9000 + i})
-				wg.Go(func() {
-					w, err := r.Acquire(ctx(t), maxNode)
-					out <- res{w.ID, err}
-				})
-			}
-			wg.Wait()
-			close(out)
-			seen := map[int64]bool{}
-			refused := 0
-			for r := range out {
-				switch {
-				case errors.Is(r.err, frond.ErrNoWorkerID):
-					refused++
-				case r.err != nil:
-					t.Fatal(r.err)
-				case r.id < 0 || r.id > maxNode || seen[r.id]:
-					t.Fatalf("ID %d given twice or outside 0..%d", r.id, maxNode)
-				default:
-					seen[r.id] = true
-				}
-			}
-			if len(seen) != maxNode+1 || refused != nodes-maxNode-1 {
-				t.Fatalf("%d IDs given, %d nodes refused; want 32 and 1", len(seen), refused)
-			}
-		})
-	}
-}
-
 // BenchmarkAcquire measures what a start costs: open, acquire, release.
 func BenchmarkAcquire(b *testing.B) {
 	for _, env := range []string{"FROND_TEST_MYSQL_URL", "FROND_TEST_POSTGRES_URL", "sqlite"} {
 		b.Run(strings.TrimSuffix(strings.TrimPrefix(env, "FROND_TEST_"), "_URL"), func(b *testing.B) {
 			u := "sqlite://" + filepath.Join(b.TempDir(), "w.db")
 			if env != "sqlite" {
-				u = storetest.SkipUnlessSet(b, env)
+				u = testenv.Getenv(b, env)
 			}
 			table := fmt.Sprintf("wbench_%d", time.Now().UnixNano())
 			raw(b, u, table)

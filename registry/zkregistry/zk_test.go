@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/testenv"
 	"github.com/frond-id/frond/registry"
 	"github.com/frond-id/frond/registry/registrytest"
-	"github.com/frond-id/frond/storetest"
 	"github.com/go-zookeeper/zk"
 )
 
@@ -69,12 +69,6 @@ func deleteAll(c *zk.Conn, p string) error {
 	return nil
 }
 
-func ctx(t testing.TB) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return c
-}
-
 // be is the ZooKeeper backend of a registry this package opened.
 func be(r *registry.Protocol) *Backend { return r.Backend().(*Backend) }
 
@@ -89,7 +83,7 @@ func openT(t testing.TB, rawURL string, o registry.Options) *registry.Protocol {
 }
 
 func TestRegistry_Conformance(t *testing.T) {
-	servers := storetest.SkipUnlessSet(t, "FROND_TEST_ZK_SERVERS")
+	servers := testenv.Getenv(t, "FROND_TEST_ZK_SERVERS")
 	var (
 		mu   sync.Mutex
 		conn = map[string]*zk.Conn{}
@@ -130,7 +124,7 @@ func TestRegistry_Conformance(t *testing.T) {
 // A root Leaf has used: frond takes the ID of its identity's forever node,
 // starts after Leaf's timestamp + 3 s, and writes Leaf's JSON exactly.
 func TestLeafCompatibility(t *testing.T) {
-	servers := storetest.SkipUnlessSet(t, "FROND_TEST_ZK_SERVERS")
+	servers := testenv.Getenv(t, "FROND_TEST_ZK_SERVERS")
 	root := "/frondtest/" + registrytest.Namespace(t)
 	c := raw(t, servers, root)
 	leafTS := time.Now().Add(time.Minute).UnixMilli()
@@ -144,7 +138,7 @@ func TestLeafCompatibility(t *testing.T) {
 		}
 	}
 	r := openT(t, "zk://"+servers+root, registry.Options{Host: "10.0.0.2", Port: 8080})
-	w, err := r.Acquire(ctx(t), 1023)
+	w, err := r.Acquire(testenv.Ctx(t), 1023)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +146,7 @@ func TestLeafCompatibility(t *testing.T) {
 		t.Fatalf("acquired %+v; want ID 1 with LastIssued %v (Leaf's timestamp + 3 s)", w, want)
 	}
 	saved := time.UnixMilli(leafTS).Add(5 * time.Second)
-	if err := r.Save(ctx(t), saved); err != nil {
+	if err := r.Save(testenv.Ctx(t), saved); err != nil {
 		t.Fatal(err)
 	}
 	data, _, err := c.Get(root + "/forever/10.0.0.2:8080-0000000001")
@@ -171,12 +165,12 @@ func TestLeafCompatibility(t *testing.T) {
 	}
 	// frond's exact time wins over Leaf's once frond wrote last (for the
 	// process that continues the claim).
-	if err := r.Release(ctx(t), saved.Add(123*time.Microsecond)); err != nil {
+	if err := r.Release(testenv.Ctx(t), saved.Add(123*time.Microsecond)); err != nil {
 		t.Fatal(err)
 	}
 	r2 := openT(t, "zk://"+servers+root, registry.Options{Host: "10.0.0.2", Port: 8080})
 	r2.Resume(w.Claim, w.ID)
-	w2, err := r2.Acquire(ctx(t), 1023)
+	w2, err := r2.Acquire(testenv.Ctx(t), 1023)
 	if err != nil || w2.ID != 1 || !w2.LastIssued.Equal(saved.Add(123*time.Microsecond)) {
 		t.Fatalf("restart: %+v %v; want ID 1 with the exact released time", w2, err)
 	}
@@ -186,7 +180,7 @@ func TestLeafCompatibility(t *testing.T) {
 // keeps issuing while cut off from ZooKeeper and has no live node to show
 // it is alive.
 func TestRecycle_LeafNodesKept(t *testing.T) {
-	servers := storetest.SkipUnlessSet(t, "FROND_TEST_ZK_SERVERS")
+	servers := testenv.Getenv(t, "FROND_TEST_ZK_SERVERS")
 	root := "/frondtest/" + registrytest.Namespace(t)
 	c := raw(t, servers, root)
 	makeForever(t, c, root)
@@ -195,7 +189,7 @@ func TestRecycle_LeafNodesKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := openT(t, "zk://"+servers+root, registry.Options{Host: "10.0.0.9", Port: 8080, RecycleAfter: time.Minute})
-	if w, err := r.Acquire(ctx(t), 0); !errors.Is(err, frond.ErrNoWorkerID) {
+	if w, err := r.Acquire(testenv.Ctx(t), 0); !errors.Is(err, frond.ErrNoWorkerID) {
 		t.Fatalf("the only ID is a Leaf node's, last written an hour ago: %+v, %v; want ErrNoWorkerID", w, err)
 	}
 }
@@ -203,7 +197,7 @@ func TestRecycle_LeafNodesKept(t *testing.T) {
 // A node of this identity whose sequence is past the layout (a claim past
 // the layout whose delete failed) does not block it.
 func TestAcquire_OwnNodePastTheLayout(t *testing.T) {
-	servers := storetest.SkipUnlessSet(t, "FROND_TEST_ZK_SERVERS")
+	servers := testenv.Getenv(t, "FROND_TEST_ZK_SERVERS")
 	root := "/frondtest/" + registrytest.Namespace(t)
 	c := raw(t, servers, root)
 	makeForever(t, c, root)
@@ -211,7 +205,7 @@ func TestAcquire_OwnNodePastTheLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := openT(t, "zk://"+servers+root, registry.Options{Host: "10.0.0.9", Port: 8080})
-	if w, err := r.Acquire(ctx(t), 3); err != nil || w.ID > 3 {
+	if w, err := r.Acquire(testenv.Ctx(t), 3); err != nil || w.ID > 3 {
 		t.Fatalf("with a stale node at sequence 50 and IDs 0..3: %+v, %v", w, err)
 	}
 }
@@ -219,21 +213,21 @@ func TestAcquire_OwnNodePastTheLayout(t *testing.T) {
 // A Save that timed out on the client but was applied leaves the live node
 // a version ahead: the next Save catches up instead of reporting a loss.
 func TestSave_AfterAnAppliedTimeout(t *testing.T) {
-	servers := storetest.SkipUnlessSet(t, "FROND_TEST_ZK_SERVERS")
+	servers := testenv.Getenv(t, "FROND_TEST_ZK_SERVERS")
 	root := "/frondtest/" + registrytest.Namespace(t)
 	c := raw(t, servers, root)
 	r := openT(t, "zk://"+servers+root, registry.Options{Host: "10.0.0.9", Port: 8080})
-	w, err := r.Acquire(ctx(t), 1023)
+	w, err := r.Acquire(testenv.Ctx(t), 1023)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Save(ctx(t), time.Now()); err != nil {
+	if err := r.Save(testenv.Ctx(t), time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Set(be(r).livePath(w.ID), []byte(`{}`), -1); err != nil { // the applied write
 		t.Fatal(err)
 	}
-	if err := r.Save(ctx(t), time.Now()); err != nil {
+	if err := r.Save(testenv.Ctx(t), time.Now()); err != nil {
 		t.Fatalf("Save after an applied write: %v", err)
 	}
 	select {
@@ -245,7 +239,7 @@ func TestSave_AfterAnAppliedTimeout(t *testing.T) {
 
 // Leaf's bug: nodes starting together on a fresh root all took ID 0.
 func TestFreshRoot_ConcurrentStartsDistinct(t *testing.T) {
-	servers := storetest.SkipUnlessSet(t, "FROND_TEST_ZK_SERVERS")
+	servers := testenv.Getenv(t, "FROND_TEST_ZK_SERVERS")
 	root := "/frondtest/" + registrytest.Namespace(t)
 	raw(t, servers, root)
 	const n = 8
@@ -255,7 +249,7 @@ func TestFreshRoot_ConcurrentStartsDistinct(t *testing.T) {
 	for i := range n {
 		r := openT(t, "zk://"+servers+root, registry.Options{Host: "10.4.0.1", Port: 9000 + i})
 		wg.Go(func() {
-			w, err := r.Acquire(ctx(t), 1023)
+			w, err := r.Acquire(testenv.Ctx(t), 1023)
 			if err != nil {
 				errs <- err
 				return
@@ -282,26 +276,26 @@ func TestFreshRoot_ConcurrentStartsDistinct(t *testing.T) {
 // claim: it takes another ID, never the held one. Once the first one stops,
 // a process that continues its claim gets the ID back from its exact time.
 func TestAcquire_SecondSessionOfIdentity(t *testing.T) {
-	servers := storetest.SkipUnlessSet(t, "FROND_TEST_ZK_SERVERS")
+	servers := testenv.Getenv(t, "FROND_TEST_ZK_SERVERS")
 	root := "/frondtest/" + registrytest.Namespace(t)
 	raw(t, servers, root)
 	o := registry.Options{Host: "10.6.0.1", Port: 8080}
 	a := openT(t, "zk://"+servers+root, o)
-	w, err := a.Acquire(ctx(t), 1023)
+	w, err := a.Acquire(testenv.Ctx(t), 1023)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := openT(t, "zk://"+servers+root, o)
-	if w2, err := b.Acquire(ctx(t), 1023); err != nil || w2.ID == w.ID {
+	if w2, err := b.Acquire(testenv.Ctx(t), 1023); err != nil || w2.ID == w.ID {
 		t.Fatalf("the same identity while held: %+v, %v; want another ID than %d", w2, err, w.ID)
 	}
 	last := time.Now()
-	if err := a.Release(ctx(t), last); err != nil {
+	if err := a.Release(testenv.Ctx(t), last); err != nil {
 		t.Fatal(err)
 	}
 	c := openT(t, "zk://"+servers+root, o)
 	c.Resume(w.Claim, w.ID)
-	if w3, err := c.Acquire(ctx(t), 1023); err != nil || w3.ID != w.ID || !w3.LastIssued.Equal(time.Unix(0, last.UnixNano())) {
+	if w3, err := c.Acquire(testenv.Ctx(t), 1023); err != nil || w3.ID != w.ID || !w3.LastIssued.Equal(time.Unix(0, last.UnixNano())) {
 		t.Fatalf("continuing the first claim: %+v %v; want ID %d from %v", w3, err, w.ID, last)
 	}
 }
@@ -359,7 +353,7 @@ func TestParseForever(t *testing.T) {
 // BenchmarkAcquire measures what a start costs: open (connect), acquire,
 // release, close.
 func BenchmarkAcquire(b *testing.B) {
-	servers := storetest.SkipUnlessSet(b, "FROND_TEST_ZK_SERVERS")
+	servers := testenv.Getenv(b, "FROND_TEST_ZK_SERVERS")
 	root := fmt.Sprintf("/frondtest/bench_%d", time.Now().UnixNano())
 	raw(b, servers, root)
 	for i := 0; b.Loop(); i++ {

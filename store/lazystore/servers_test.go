@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frond-id/frond/internal/testenv"
 	"github.com/frond-id/frond/store/lazystore"
 	"github.com/frond-id/frond/store/redisstore"
 	"github.com/frond-id/frond/store/sqlstore"
@@ -68,7 +69,7 @@ func TestUnreachable_RealStores(t *testing.T) {
 		{"redis", "FROND_TEST_REDIS_URL", "6379", redisOpen, false}, // the test Redis has no password
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			raw := storetest.SkipUnlessSet(t, tc.env)
+			raw := testenv.Getenv(t, tc.env)
 			check := func(what, raw string, want bool) {
 				t.Helper()
 				ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)

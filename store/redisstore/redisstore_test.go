@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/testenv"
 	"github.com/frond-id/frond/store/redisstore"
 	"github.com/frond-id/frond/storetest"
 	goredis "github.com/redis/go-redis/v9"
@@ -18,7 +19,7 @@ import (
 // by TestOpen_Volatile).
 
 func url(t *testing.T) string {
-	u := storetest.SkipUnlessSet(t, "FROND_TEST_REDIS_URL")
+	u := testenv.Getenv(t, "FROND_TEST_REDIS_URL")
 	sep := "?"
 	if strings.Contains(u, "?") {
 		sep = "&"
@@ -40,7 +41,7 @@ func TestRedis_Conformance(t *testing.T) {
 // A Redis without persistence is refused unless the URL accepts the risk;
 // accepted, the store says so.
 func TestOpen_Volatile(t *testing.T) {
-	base := storetest.SkipUnlessSet(t, "FROND_TEST_REDIS_URL")
+	base := testenv.Getenv(t, "FROND_TEST_REDIS_URL")
 	ctx := context.Background()
 	s, err := redisstore.Open(ctx, url(t))
 	if err != nil {

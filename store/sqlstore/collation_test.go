@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/testenv"
 	"github.com/frond-id/frond/store/sqlstore"
 	"github.com/frond-id/frond/storetest"
 	_ "github.com/go-sql-driver/mysql"
@@ -69,7 +70,7 @@ WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'leaf_alloc' AND COLUMN_NAME = 
 // (the server's case-insensitive default) is used as it is, with a warning
 // in the log and in Warnings.
 func TestMySQL_TagCase(t *testing.T) {
-	raw := storetest.SkipUnlessSet(t, "FROND_TEST_MYSQL_URL_B")
+	raw := testenv.Getenv(t, "FROND_TEST_MYSQL_URL_B")
 	db := mysqlDB(t, raw)
 	lockDatabase(t, db)
 	ctx := context.Background()

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/testenv"
 	"github.com/frond-id/frond/store/sqlstore"
-	"github.com/frond-id/frond/storetest"
 )
 
 // sequenceServers are the databases of the sequence tests, each with the
@@ -27,7 +27,7 @@ func sequenceServers(t testing.TB) map[string]struct {
 		native bool
 	}{"sqlite": {"sqlite://" + filepath.Join(t.TempDir(), "frond.db"), false}}
 	for name, env := range map[string]string{"mysql": "FROND_TEST_MYSQL_URL", "postgres": "FROND_TEST_POSTGRES_URL"} {
-		url := storetest.SkipUnlessSet(t, env)
+		url := testenv.Getenv(t, env)
 		out[name] = struct {
 			url    string
 			native bool

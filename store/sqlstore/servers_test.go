@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/testenv"
 	"github.com/frond-id/frond/store/sqlstore"
 	"github.com/frond-id/frond/storetest"
 )
@@ -27,7 +28,7 @@ func opener(url string) storetest.Opener {
 }
 
 func TestMySQL_Conformance(t *testing.T) {
-	raw := storetest.SkipUnlessSet(t, "FROND_TEST_MYSQL_URL")
+	raw := testenv.Getenv(t, "FROND_TEST_MYSQL_URL")
 	// The suite checks that tag names are case-sensitive. The shared test
 	// database may hold a leaf_alloc made before frond gave biz_tag a binary
 	// collation (or by Leaf's script): make it the table frond creates.
@@ -43,7 +44,7 @@ func TestMySQL_Conformance(t *testing.T) {
 }
 
 func TestPostgres_Conformance(t *testing.T) {
-	storetest.RunSegmentStore(t, opener(storetest.SkipUnlessSet(t, "FROND_TEST_POSTGRES_URL")))
+	storetest.RunSegmentStore(t, opener(testenv.Getenv(t, "FROND_TEST_POSTGRES_URL")))
 }
 
 func outageOpener(scheme string) storetest.OutageOpener {
@@ -62,23 +63,23 @@ func outageOpener(scheme string) storetest.OutageOpener {
 }
 
 func TestMySQL_Outage(t *testing.T) {
-	raw := storetest.SkipUnlessSet(t, "FROND_TEST_MYSQL_URL")
+	raw := testenv.Getenv(t, "FROND_TEST_MYSQL_URL")
 	storetest.RunOutage(t, storetest.HostOf(t, raw, "3306"), outageOpener("FROND_TEST_MYSQL_URL"))
 }
 
 func TestPostgres_Outage(t *testing.T) {
-	raw := storetest.SkipUnlessSet(t, "FROND_TEST_POSTGRES_URL")
+	raw := testenv.Getenv(t, "FROND_TEST_POSTGRES_URL")
 	storetest.RunOutage(t, storetest.HostOf(t, raw, "5432"), outageOpener("FROND_TEST_POSTGRES_URL"))
 }
 
 // The place of a store is the whole database's: each test of the suite
 // gets a database of its own.
 func TestMySQL_Placed(t *testing.T) {
-	raw := storetest.SkipUnlessSet(t, "FROND_TEST_MYSQL_URL")
+	raw := testenv.Getenv(t, "FROND_TEST_MYSQL_URL")
 	storetest.RunPlacedStore(t, func(t *testing.T) storetest.Opener { return opener(storetest.FreshDatabase(t, raw)) })
 }
 
 func TestPostgres_Placed(t *testing.T) {
-	raw := storetest.SkipUnlessSet(t, "FROND_TEST_POSTGRES_URL")
+	raw := testenv.Getenv(t, "FROND_TEST_POSTGRES_URL")
 	storetest.RunPlacedStore(t, func(t *testing.T) storetest.Opener { return opener(storetest.FreshDatabase(t, raw)) })
 }
