@@ -22,6 +22,11 @@ type dialect struct {
 	insert      string // args: tag, max_id, step, description; conflict: 0 rows or duplicate()
 	duplicate   func(error) bool
 	transient   func(error) bool // worth retrying at once: deadlock, serialization failure, busy
+	// takeIDs takes n IDs of a sequence tag from Leaf's row in one
+	// statement (mysqlTake); empty: allocate's UPDATE.
+	takeIDs string
+	// seq are the database's sequence objects (sequence.go); nil: none.
+	seq *sequences
 }
 
 var dialects = map[sqldb.Kind]*dialect{
@@ -109,6 +114,8 @@ WHERE biz_tag = ? AND max_id <= 9223372036854775807 - IF(? > 0, ?, step) {guard}
 	insert:      `INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES (?, ?, ?, ?)`,
 	duplicate:   sqldb.MySQL.Duplicate,
 	transient:   sqldb.MySQL.Transient,
+	takeIDs:     mysqlTake,
+	seq:         mariaDBSequences,
 }
 
 var postgresDialect = &dialect{
@@ -126,6 +133,7 @@ RETURNING max_id, step`,
 	insert:    `INSERT INTO leaf_alloc (biz_tag, max_id, step, description, update_time) VALUES (?, ?, ?, ?, now() AT TIME ZONE 'UTC') ON CONFLICT (biz_tag) DO NOTHING`,
 	duplicate: sqldb.Postgres.Duplicate,
 	transient: sqldb.Postgres.Transient,
+	seq:       postgresSequences,
 }
 
 var sqliteDialect = &dialect{

@@ -16,7 +16,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/frond-id/frond"
-	"github.com/frond-id/frond/internal/sqldb"
 )
 
 // Sequence tags (frond.ModeSequence) take their IDs one store call at a time
@@ -72,17 +71,150 @@ func hasSequences(version string) bool {
 
 // detectSequences sets s.native from the server.
 func (s *Store) detectSequences(ctx context.Context) error {
-	switch s.d.kind {
-	case sqldb.Postgres:
-		s.native = true
-	case sqldb.MySQL:
-		var v string
-		if err := s.db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&v); err != nil {
+	if s.d.seq == nil {
+		return nil
+	}
+	var err error
+	s.native, err = s.d.seq.available(ctx, s.db)
+	return err
+}
+
+// sequences are a database's sequence objects: what differs between
+// PostgreSQL and MariaDB, as facts and primitives. When a sequence is
+// made, raised or dropped is written once, in Store's methods.
+type sequences struct {
+	// inTx: the database runs DDL inside a transaction (PostgreSQL), so a
+	// sequence is made, raised and dropped atomically with the rows, under
+	// the row's lock. Otherwise DDL commits the transaction (MariaDB): the
+	// sequence changes after the rows, in an order that lets no value out
+	// twice (makeSequence, UpdateTag, DeleteTag).
+	inTx bool
+	// available reports whether the server has sequence objects.
+	available func(ctx context.Context, q execer) (bool, error)
+	// nextvals is a query that takes n values of the sequence name, to
+	// which the place check (placeCheck) and its arguments are appended.
+	nextvals func(name string, n int64) (query string, args []any)
+	// create makes the sequence name, starting at start, unless it exists.
+	create func(name string, start int64) string
+	// next is the next value the sequence would hand out (on MariaDB, the
+	// first value not cached yet: the next value any restart would start
+	// from), and whether it exists.
+	next func(ctx context.Context, q execer, name string) (int64, bool, error)
+	// raise makes the sequence hand out nothing below maxID; it never
+	// lowers it, and leaves a sequence not made yet.
+	raise func(ctx context.Context, q execer, name string, maxID int64) error
+	// lock, when set, blocks nextval on the sequence until tx ends, so that
+	// a read and a raise in tx are atomic.
+	lock func(ctx context.Context, tx *sql.Tx, name string) error
+	// missing reports whether err says that the sequence name does not
+	// exist; exhausted, that it reached its maximum.
+	missing   func(err error, name string) bool
+	exhausted func(err error) bool
+}
+
+var postgresSequences = &sequences{
+	inTx:      true,
+	available: func(context.Context, execer) (bool, error) { return true, nil },
+	nextvals: func(name string, n int64) (string, []any) {
+		return "SELECT nextval(?::regclass) FROM generate_series(1, ?::bigint) WHERE TRUE", []any{name, n}
+	},
+	create: func(name string, start int64) string {
+		return fmt.Sprintf("CREATE SEQUENCE IF NOT EXISTS %s AS bigint MINVALUE 0 MAXVALUE 9223372036854775806 START WITH %d CACHE 1", name, start)
+	},
+	next: postgresNext,
+	// q holds the sequence's lock (lock), so no nextval runs between the
+	// read and the setval.
+	raise: func(ctx context.Context, q execer, name string, maxID int64) error {
+		next, ok, err := postgresNext(ctx, q, name)
+		if err != nil || !ok || next >= maxID {
 			return err
 		}
-		s.native = hasSequences(v)
+		_, err = q.ExecContext(ctx, "SELECT setval($1::regclass, $2, false)", name, maxID)
+		return err
+	},
+	// ALTER SEQUENCE takes a lock that conflicts with nextval's.
+	lock: func(ctx context.Context, tx *sql.Tx, name string) error {
+		var reg sql.NullString
+		if err := tx.QueryRowContext(ctx, "SELECT to_regclass($1)::text", name).Scan(&reg); err != nil || !reg.Valid {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, "ALTER SEQUENCE "+name+" INCREMENT BY 1")
+		return err
+	},
+	missing: func(err error, _ string) bool {
+		var pe *pgconn.PgError
+		return errors.As(err, &pe) && pe.Code == "42P01" // undefined_table
+	},
+	exhausted: func(err error) bool {
+		var pe *pgconn.PgError
+		return errors.As(err, &pe) && pe.Code == "2200H" // sequence_generator_limit_exceeded
+	},
+}
+
+// postgresNext is sequences.next on PostgreSQL. It checks for the sequence
+// first: q must be a transaction that did not fail, or the pool.
+func postgresNext(ctx context.Context, q execer, name string) (int64, bool, error) {
+	var reg sql.NullString
+	if err := q.QueryRowContext(ctx, "SELECT to_regclass($1)::text", name).Scan(&reg); err != nil || !reg.Valid {
+		return 0, false, err
 	}
-	return nil
+	var last int64
+	var called bool
+	if err := q.QueryRowContext(ctx, "SELECT last_value, is_called FROM "+name).Scan(&last, &called); err != nil {
+		return 0, false, err
+	}
+	if called && last < 1<<63-1 {
+		last++
+	}
+	return last, true, nil
+}
+
+// mariaDBSequences serve MariaDB from 10.3 on; MySQL has none (available
+// is false there, and Flickr's ticket server on Leaf's row serves it).
+var mariaDBSequences = &sequences{
+	available: func(ctx context.Context, q execer) (bool, error) {
+		var v string
+		if err := q.QueryRowContext(ctx, "SELECT VERSION()").Scan(&v); err != nil {
+			return false, err
+		}
+		return hasSequences(v), nil
+	},
+	nextvals: func(name string, n int64) (string, []any) {
+		// MariaDB's SEQUENCE engine provides seq_1_to_<n>.
+		return fmt.Sprintf("SELECT NEXTVAL(%s) FROM seq_1_to_%d WHERE TRUE", name, n), nil
+	},
+	create: func(name string, start int64) string {
+		return fmt.Sprintf("CREATE SEQUENCE IF NOT EXISTS %s MINVALUE 0 START WITH %d CACHE %d", name, start, mariaDBSequenceCache)
+	},
+	next: func(ctx context.Context, q execer, name string) (int64, bool, error) {
+		var next int64
+		err := q.QueryRowContext(ctx, "SELECT next_not_cached_value FROM "+name).Scan(&next)
+		var me *mysql.MySQLError
+		if errors.As(err, &me) && me.Number == 1146 {
+			return 0, false, nil
+		}
+		return next, err == nil, err
+	},
+	// SETVAL never lowers a sequence.
+	raise: func(ctx context.Context, q execer, name string, maxID int64) error {
+		if maxID < 1 {
+			return nil
+		}
+		_, err := q.ExecContext(ctx, fmt.Sprintf("SELECT SETVAL(%s, %d)", name, maxID-1))
+		var me *mysql.MySQLError
+		if errors.As(err, &me) && (me.Number == 1146 || me.Number == 4091) { // no such table / sequence
+			return nil // not made yet: makeSequence reads the row after creating it
+		}
+		return err
+	},
+	missing: func(err error, name string) bool {
+		var me *mysql.MySQLError
+		return errors.As(err, &me) && me.Number == 1146 && strings.Contains(me.Message, name)
+	},
+	exhausted: func(err error) bool {
+		var me *mysql.MySQLError
+		return errors.As(err, &me) && me.Number == 4084 // ER_SEQUENCE_RUN_OUT
+	},
 }
 
 // AllocateIDs implements frond.SequenceStore: AllocateIDsAt a store alone.
@@ -121,9 +253,9 @@ func (s *Store) AllocateIDsAt(ctx context.Context, at frond.Place, tag string, n
 			return toRanges(vals), nil
 		}
 		switch {
-		case s.exhausted(err):
+		case s.d.seq.exhausted(err):
 			return nil, fmt.Errorf("allocate %q: %d more IDs: %w", tag, n, frond.ErrTagExhausted)
-		case !s.missing(err, tag) || made:
+		case !s.d.seq.missing(err, seqName(tag)) || made:
 			return nil, s.fail(fmt.Sprintf("allocate %q", tag), err)
 		}
 		if err := s.makeSequence(c, tag); err != nil {
@@ -135,14 +267,8 @@ func (s *Store) AllocateIDsAt(ctx context.Context, at frond.Place, tag string, n
 // nextvals takes n values of tag's sequence in one statement, guarded by
 // the place check (placeCheck): none when the store is not at at.
 func (s *Store) nextvals(ctx context.Context, at frond.Place, tag string, n int64) ([]int64, error) {
-	var rows *sql.Rows
-	var err error
-	if s.d.kind == sqldb.Postgres {
-		rows, err = s.db.QueryContext(ctx, s.d.q("SELECT nextval(?::regclass) FROM generate_series(1, ?::bigint) WHERE TRUE"+s.d.placeCheck()), seqName(tag), n, at.String(), at.String(), placeMark)
-	} else {
-		// MariaDB's SEQUENCE engine provides seq_1_to_<n>.
-		rows, err = s.db.QueryContext(ctx, fmt.Sprintf("SELECT NEXTVAL(%s) FROM seq_1_to_%d WHERE TRUE", seqName(tag), n)+s.d.placeCheck(), at.String(), at.String(), placeMark)
-	}
+	query, args := s.d.seq.nextvals(seqName(tag), n)
+	rows, err := s.db.QueryContext(ctx, s.d.q(query+s.d.placeCheck()), append(args, at.String(), at.String(), placeMark)...)
 	if err != nil {
 		return nil, err
 	}
@@ -178,30 +304,10 @@ func toRanges(vals []int64) []frond.Range {
 	return out
 }
 
-// missing reports whether err says that tag's sequence does not exist.
-func (s *Store) missing(err error, tag string) bool {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		return pe.Code == "42P01" // undefined_table
-	}
-	var me *mysql.MySQLError
-	return errors.As(err, &me) && me.Number == 1146 && strings.Contains(me.Message, seqName(tag))
-}
-
-// exhausted reports whether err says that the sequence reached its maximum.
-func (s *Store) exhausted(err error) bool {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		return pe.Code == "2200H" // sequence_generator_limit_exceeded
-	}
-	var me *mysql.MySQLError
-	return errors.As(err, &me) && me.Number == 4084 // ER_SEQUENCE_RUN_OUT
-}
-
 // rowIDs takes n IDs of a sequence tag from Leaf's row: one statement on
 // MySQL (mysqlTake), Allocate's UPDATE elsewhere.
 func (s *Store) rowIDs(ctx context.Context, at frond.Place, tag string, n int64) (frond.Range, error) {
-	if s.d.kind != sqldb.MySQL {
+	if s.d.takeIDs == "" {
 		a, err := s.allocate(ctx, at, tag, n, true)
 		return a.Range, err
 	}
@@ -209,7 +315,7 @@ func (s *Store) rowIDs(ctx context.Context, at frond.Place, tag string, n int64)
 	defer cancel()
 	var res sql.Result
 	err := s.retry(c, func(c context.Context) (err error) {
-		res, err = s.db.ExecContext(c, mysqlTake+s.d.placeCheck(), n, tag, n, tag, at.String(), at.String(), placeMark)
+		res, err = s.db.ExecContext(c, s.d.takeIDs+s.d.placeCheck(), n, tag, n, tag, at.String(), at.String(), placeMark)
 		return err
 	})
 	if err != nil {
@@ -294,7 +400,7 @@ func refused(err error) bool {
 // does not exist yet.
 func (s *Store) makeSequence(ctx context.Context, tag string) error {
 	name := seqName(tag)
-	if s.d.kind == sqldb.Postgres {
+	if s.d.seq.inTx {
 		// The row stays locked until the sequence exists: UpdateTag waits,
 		// and a second creator finds it made.
 		var why error
@@ -311,7 +417,7 @@ func (s *Store) makeSequence(ctx context.Context, tag string) error {
 				why = s.parkedRow(ctx, tx, tag)
 				return why
 			}
-			_, err = tx.ExecContext(ctx, fmt.Sprintf("CREATE SEQUENCE IF NOT EXISTS %s AS bigint MINVALUE 0 MAXVALUE 9223372036854775806 START WITH %d CACHE 1", name, maxID))
+			_, err = tx.ExecContext(ctx, s.d.seq.create(name, maxID))
 			if err == nil {
 				err = s.park(ctx, tx, tag)
 			}
@@ -325,7 +431,7 @@ func (s *Store) makeSequence(ctx context.Context, tag string) error {
 		}
 		return nil
 	}
-	// MariaDB commits before DDL, so no lock is held across it. Read the
+	// DDL commits the transaction (MariaDB), so no lock is held across it. Read the
 	// row, create, then read the row again and raise the sequence to it: an
 	// UpdateTag that committed before the second read is seen here, one
 	// after it finds the sequence and raises it itself. If the tag was
@@ -338,7 +444,7 @@ func (s *Store) makeSequence(ctx context.Context, tag string) error {
 		return s.parkedRow(ctx, s.db, tag)
 	}
 	if err == nil {
-		_, err = s.db.ExecContext(ctx, fmt.Sprintf("CREATE SEQUENCE IF NOT EXISTS %s MINVALUE 0 START WITH %d CACHE %d", name, maxID, mariaDBSequenceCache))
+		_, err = s.db.ExecContext(ctx, s.d.seq.create(name, maxID))
 	}
 	if err == nil {
 		maxID, err = s.tagRow(ctx, s.db, tag, false)
@@ -387,7 +493,7 @@ func (s *Store) park(ctx context.Context, q execer, tag string) error {
 // from max_id); MariaDB, whose DDL would commit the transaction, raises it
 // to max_id (SETVAL never lowers it).
 func (s *Store) reattach(ctx context.Context, tx *sql.Tx, tag string, maxID int64) error {
-	if s.d.kind == sqldb.Postgres {
+	if s.d.seq.inTx {
 		_, err := tx.ExecContext(ctx, "DROP SEQUENCE IF EXISTS "+seqName(tag))
 		return err
 	}
@@ -406,70 +512,16 @@ type execer interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }
 
-// seqNext is the next value tag's sequence would hand out (on MariaDB, the
-// first value not cached yet: the next value any restart would start
-// from), and whether the sequence exists. On PostgreSQL it must run in a
-// transaction that did not fail: it checks for the sequence first.
+// seqNext is the next value tag's sequence would hand out, and whether
+// the sequence exists (sequences.next).
 func (s *Store) seqNext(ctx context.Context, q execer, tag string) (int64, bool, error) {
-	name := seqName(tag)
-	if s.d.kind == sqldb.Postgres {
-		var reg sql.NullString
-		if err := q.QueryRowContext(ctx, "SELECT to_regclass($1)::text", name).Scan(&reg); err != nil || !reg.Valid {
-			return 0, false, err
-		}
-		var last int64
-		var called bool
-		if err := q.QueryRowContext(ctx, "SELECT last_value, is_called FROM "+name).Scan(&last, &called); err != nil {
-			return 0, false, err
-		}
-		if called && last < 1<<63-1 {
-			last++
-		}
-		return last, true, nil
-	}
-	var next int64
-	err := q.QueryRowContext(ctx, "SELECT next_not_cached_value FROM "+name).Scan(&next)
-	var me *mysql.MySQLError
-	if errors.As(err, &me) && me.Number == 1146 {
-		return 0, false, nil
-	}
-	return next, err == nil, err
+	return s.d.seq.next(ctx, q, seqName(tag))
 }
 
-// raiseSequence makes tag's sequence hand out nothing below maxID. MariaDB's
-// SETVAL never lowers a sequence. On PostgreSQL, q is a transaction that
-// holds the sequence's lock (lockSequence), so no nextval runs between the
-// read and the setval.
+// raiseSequence makes tag's sequence hand out nothing below maxID
+// (sequences.raise).
 func (s *Store) raiseSequence(ctx context.Context, q execer, tag string, maxID int64) error {
-	if s.d.kind == sqldb.Postgres {
-		next, ok, err := s.seqNext(ctx, q, tag)
-		if err != nil || !ok || next >= maxID {
-			return err
-		}
-		_, err = q.ExecContext(ctx, "SELECT setval($1::regclass, $2, false)", seqName(tag), maxID)
-		return err
-	}
-	if maxID < 1 {
-		return nil
-	}
-	_, err := q.ExecContext(ctx, fmt.Sprintf("SELECT SETVAL(%s, %d)", seqName(tag), maxID-1))
-	var me *mysql.MySQLError
-	if errors.As(err, &me) && (me.Number == 1146 || me.Number == 4091) { // no such table / sequence
-		return nil // not made yet: makeSequence reads the row after creating it
-	}
-	return err
-}
-
-// lockSequence blocks nextval on tag's sequence until tx ends (PostgreSQL:
-// ALTER SEQUENCE takes a lock that conflicts with nextval's). It reports
-// whether the sequence exists.
-func (s *Store) lockSequence(ctx context.Context, tx *sql.Tx, tag string) (bool, error) {
-	var reg sql.NullString
-	if err := tx.QueryRowContext(ctx, "SELECT to_regclass($1)::text", seqName(tag)).Scan(&reg); err != nil || !reg.Valid {
-		return false, err
-	}
-	_, err := tx.ExecContext(ctx, "ALTER SEQUENCE "+seqName(tag)+" INCREMENT BY 1")
-	return err == nil, err
+	return s.d.seq.raise(ctx, q, seqName(tag), maxID)
 }
 
 // withSequence sets t.MaxID to its sequence's next value when that is

@@ -207,6 +207,32 @@ func (s *Store) inTx(ctx context.Context, op func(tx *sql.Tx) error) error {
 	})
 }
 
+// seqOp changes a sequence object along with rows (inTxSeq).
+type seqOp func(ctx context.Context, q execer) error
+
+// inTxSeq runs body in a transaction (inTx), then the sequence change it
+// returns, if any: in the transaction where the database runs DDL there
+// (sequences.inTx), else once it has committed.
+func (s *Store) inTxSeq(ctx context.Context, body func(tx *sql.Tx) (seqOp, error)) error {
+	var after seqOp
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		after = nil
+		op, err := body(tx)
+		if err != nil || op == nil {
+			return err
+		}
+		if s.d.seq.inTx {
+			return op(ctx, tx)
+		}
+		after = op
+		return nil
+	})
+	if err == nil && after != nil {
+		err = after(ctx, s.db)
+	}
+	return err
+}
+
 // Allocate implements frond.SegmentStore: AllocateAt a store alone.
 func (s *Store) Allocate(ctx context.Context, tag string, step int64) (frond.Allocation, error) {
 	return s.AllocateAt(ctx, frond.Place{}, tag, step)
@@ -538,42 +564,39 @@ func (s *Store) UpdateTag(ctx context.Context, name string, u frond.TagUpdate) (
 	c, cancel := s.db.Bound(ctx)
 	defer cancel()
 	var refused error
-	var sequence bool
-	var maxID int64
-	err := s.inTx(c, func(tx *sql.Tx) error {
+	err := s.inTxSeq(c, func(tx *sql.Tx) (seqOp, error) {
 		refused = nil
 		cur, err := scanTag(tx.QueryRowContext(c, s.d.q("SELECT "+cols+" FROM leaf_alloc WHERE biz_tag = ?"+s.d.forUpdate), name))
 		if errors.Is(err, sql.ErrNoRows) {
 			refused = fmt.Errorf("update %q: %w", name, frond.ErrTagNotFound)
-			return refused
+			return nil, refused
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
-		// A native sequence tag's max_id is its sequence's: on PostgreSQL
-		// the sequence is locked against nextval until the transaction
-		// ends, so the raise below is atomic with the check.
+		// A native sequence tag's max_id is its sequence's: where the
+		// database can (PostgreSQL) the sequence is locked against nextval
+		// until the transaction ends, so the raise is atomic with the check.
 		var mode sql.NullString
 		if err := tx.QueryRowContext(c, s.d.q("SELECT mode FROM frond_tag_mode WHERE biz_tag = ?"), name).Scan(&mode); err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return err
+			return nil, err
 		}
 		cur.Mode = mode.String
-		if s.native && cur.Mode == frond.ModeSequence && s.d.kind == sqldb.Postgres {
-			if _, err := s.lockSequence(c, tx, name); err != nil {
-				return err
+		if s.native && cur.Mode == frond.ModeSequence && s.d.seq.lock != nil {
+			if err := s.d.seq.lock(c, tx, seqName(name)); err != nil {
+				return nil, err
 			}
 		}
 		wasParked := cur.MaxID == parked
 		if err := s.withSequence(c, tx, &cur); err != nil {
-			return err
+			return nil, err
 		}
 		next, err := u.Apply(cur)
 		if err != nil {
 			refused = err
-			return err
+			return nil, err
 		}
-		sequence = s.native && next.Mode == frond.ModeSequence
-		maxID = next.MaxID
+		sequence := s.native && next.Mode == frond.ModeSequence
 		var desc any
 		if next.Description != "" {
 			desc = next.Description
@@ -584,18 +607,16 @@ func (s *Store) UpdateTag(ctx context.Context, name string, u frond.TagUpdate) (
 		}
 		_, err = tx.ExecContext(c, s.d.q("UPDATE leaf_alloc SET max_id = ?, step = ?, description = ?, update_time = CURRENT_TIMESTAMP WHERE biz_tag = ?"),
 			rowMax, next.Step, desc, name)
-		if err == nil && sequence && s.d.kind == sqldb.Postgres {
-			err = s.raiseSequence(c, tx, name, next.MaxID)
+		if err != nil || !sequence {
+			return nil, err
 		}
-		return err
+		// Raised after the row (after its commit where DDL commits), so
+		// that a sequence made meanwhile (makeSequence) is raised by one
+		// of the two.
+		return func(ctx context.Context, q execer) error { return s.raiseSequence(ctx, q, name, next.MaxID) }, nil
 	})
 	if refused != nil {
 		return frond.Tag{}, refused
-	}
-	if err == nil && sequence && s.d.kind != sqldb.Postgres {
-		// MariaDB: after the row, so that a sequence made meanwhile
-		// (makeSequence) is raised by one of the two.
-		err = s.raiseSequence(c, s.db, name, maxID)
 	}
 	if err != nil {
 		return frond.Tag{}, s.fail(fmt.Sprintf("update tag %q", name), err)
@@ -608,25 +629,25 @@ func (s *Store) DeleteTag(ctx context.Context, name string) error {
 	c, cancel := s.db.Bound(ctx)
 	defer cancel()
 	var n int64
-	err := s.inTx(c, func(tx *sql.Tx) error {
+	err := s.inTxSeq(c, func(tx *sql.Tx) (seqOp, error) {
 		res, err := tx.ExecContext(c, s.d.q("DELETE FROM leaf_alloc WHERE biz_tag = ?"), name)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if n, err = res.RowsAffected(); err != nil {
-			return err
+			return nil, err
 		}
 		_, err = tx.ExecContext(c, s.d.q("DELETE FROM frond_tag_mode WHERE biz_tag = ?"), name)
-		if err == nil && s.native && s.d.kind == sqldb.Postgres {
-			_, err = tx.ExecContext(c, "DROP SEQUENCE IF EXISTS "+seqName(name))
+		if err != nil || !s.native {
+			return nil, err
 		}
-		return err
-	})
-	if err == nil && s.native && s.d.kind != sqldb.Postgres {
-		// MariaDB: DDL commits on its own, after the rows are gone, so no
+		// Dropped with the rows, or after them where DDL commits: then no
 		// node makes the sequence again (makeSequence finds no tag).
-		_, err = s.db.ExecContext(c, "DROP SEQUENCE IF EXISTS "+seqName(name))
-	}
+		return func(ctx context.Context, q execer) error {
+			_, err := q.ExecContext(ctx, "DROP SEQUENCE IF EXISTS "+seqName(name))
+			return err
+		}, nil
+	})
 	if err != nil {
 		return s.fail(fmt.Sprintf("delete tag %q", name), err)
 	}
