@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/frond-id/frond/api"
 	frondv1 "github.com/frond-id/frond/proto/frond/v1"
 )
 
@@ -19,7 +20,7 @@ func FuzzNextSegment(f *testing.F) {
 		{"", 1, ""}, {"order", 2, "opaque"}, {"order", 1, "bogus"}, {"ord\x00er", 1, ""}, {"order", 1 << 62, "number"}} {
 		f.Add(s.tag, s.n, s.form)
 	}
-	fx := start(f, Options{})
+	fx := start(f, api.Options{})
 	seen := map[string]bool{}
 	f.Fuzz(func(t *testing.T, tag string, n int64, form string) {
 		before := issued(fx.svc, tag)

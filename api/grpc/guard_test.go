@@ -20,7 +20,7 @@ import (
 func TestGRPC_Guard(t *testing.T) {
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	f := start(t, Options{AdminToken: "s3cret", Guard: api.NewGuard(api.GuardOptions{Rate: 1, Burst: 2, AuthFailures: 2, AuthWindow: time.Minute, Now: clock})})
+	f := start(t, api.Options{AdminToken: "s3cret", Guard: api.NewGuard(api.GuardOptions{Rate: 1, Burst: 2, AuthFailures: 2, AuthWindow: time.Minute, Now: clock})})
 	for range 2 {
 		if _, err := f.c.NextSnowflake(bg, &frondv1.NextSnowflakeRequest{}); err != nil {
 			t.Fatal(err)
@@ -53,7 +53,7 @@ func TestGRPC_Guard(t *testing.T) {
 func TestGRPC_GuardStreamsAndRandomTokens(t *testing.T) {
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	f := start(t, Options{Guard: api.NewGuard(api.GuardOptions{Rate: 1, Burst: 3, Now: clock, Known: func(string) bool { return false }})})
+	f := start(t, api.Options{Guard: api.NewGuard(api.GuardOptions{Rate: 1, Burst: 3, Now: clock, Known: func(string) bool { return false }})})
 	st, err := f.c.LeaseRanges(bg)
 	if err != nil {
 		t.Fatal(err)

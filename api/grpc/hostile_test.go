@@ -22,7 +22,7 @@ import (
 // heap from 18 MB to 543 MB (issue 29, item 12). A call with more is
 // refused and takes no ID.
 func TestHostile_MetadataBounded(t *testing.T) {
-	f := start(t, Options{})
+	f := start(t, api.Options{})
 	ctx := metadata.AppendToOutgoingContext(context.Background(), "x-big", strings.Repeat("a", 64<<10))
 	if _, err := f.c.NextSegment(ctx, &frondv1.NextSegmentRequest{Tag: "order"}); err == nil {
 		t.Fatal("a call with 64 KiB of metadata was served")
@@ -36,7 +36,7 @@ func TestHostile_MetadataBounded(t *testing.T) {
 // A connection that never sends its HTTP/2 preface (or TLS handshake) is
 // closed by the handshake deadline, not grpc-go's 120 s.
 func TestHostile_HandshakeDeadline(t *testing.T) {
-	f := start(t, Options{Conn: api.ConnPolicy{HandshakeTimeout: 300 * time.Millisecond}})
+	f := start(t, api.Options{Conn: api.ConnPolicy{HandshakeTimeout: 300 * time.Millisecond}})
 	c, err := net.Dial("tcp", f.conn.Target())
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +64,7 @@ func (rawCodec) Name() string { return "proto" }
 // counted in the metrics, not grpc-go's INTERNAL ("a bug: please report")
 // before any interceptor (issue 29, item 13).
 func TestHostile_MalformedMessage(t *testing.T) {
-	f := start(t, Options{})
+	f := start(t, api.Options{})
 	for _, msg := range [][]byte{{0xff, 0xff, 0xff}, {0x0a, 0x02, 0xff, 0xfe}} { // garbage; a tag that is not UTF-8
 		var out []byte
 		err := f.conn.Invoke(bg, frondv1.IDService_NextSegment_FullMethodName, msg, &out, grpc.ForceCodec(rawCodec{}))

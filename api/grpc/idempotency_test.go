@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/api"
 	frondv1 "github.com/frond-id/frond/proto/frond/v1"
 )
 
@@ -15,7 +16,7 @@ import (
 // idempotent-replayed in the response header; reused for another request,
 // INVALID_ARGUMENT.
 func TestGRPC_IdempotencyKey(t *testing.T) {
-	f := start(t, Options{})
+	f := start(t, api.Options{})
 	ctx := metadata.AppendToOutgoingContext(bg, IdempotencyMetadata, "k1")
 	var hdr metadata.MD
 	first, err := f.c.NextSegment(ctx, &frondv1.NextSegmentRequest{Tag: "order", N: 3}, grpc.Header(&hdr))
@@ -44,7 +45,7 @@ func TestGRPC_IdempotencyKey(t *testing.T) {
 // message is served (every message read the stream's one key, so a second
 // identical message got the first range again: the same IDs twice).
 func TestGRPC_IdempotencyKeyOnStreamRefused(t *testing.T) {
-	f := start(t, Options{})
+	f := start(t, api.Options{})
 	ctx := metadata.AppendToOutgoingContext(bg, IdempotencyMetadata, "k-stream")
 	st, err := f.c.LeaseRanges(ctx)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/api"
 	frondv1 "github.com/frond-id/frond/proto/frond/v1"
 )
 
@@ -13,7 +14,7 @@ import (
 // and a lease (what the Go client asks for) refused with
 // FAILED_PRECONDITION, code not_leasable.
 func TestGRPC_SequenceTag(t *testing.T) {
-	f := start(t, Options{})
+	f := start(t, api.Options{})
 	tg, err := f.c.CreateTag(bg, &frondv1.CreateTagRequest{Name: "ticket", Step: ptr(int64(1)), Mode: "sequence"})
 	if err != nil || tg.GetMode() != "sequence" {
 		t.Fatalf("CreateTag: %v, %v", tg, err)

@@ -13,9 +13,7 @@ package grpcapi
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
-	"log/slog"
 	"net"
 	"sync"
 	"time"
@@ -36,47 +34,17 @@ import (
 	"github.com/frond-id/frond/service"
 )
 
-// Defaults of Options.
+// Defaults of api.Options.
 const (
 	DefaultMaxRequest = 64 << 10
 	DefaultMaxStreams = 1000
 )
 
-// Options configure a Server. The zero value of each field means its
-// default.
-type Options struct {
-	// AdminToken, when set, is required on the admin methods as the
-	// metadata "authorization: Bearer <token>", the same token as HTTP's.
-	AdminToken string
-	// MaxRequest bounds a request message's bytes (DefaultMaxRequest).
-	MaxRequest int
-	// MaxStreams bounds the concurrent calls of one connection
-	// (DefaultMaxStreams).
-	MaxStreams uint32
-	// Metrics, when set, count requests per method and errors per code.
-	Metrics *api.Metrics
-	// Logger receives server-side errors; nil discards them.
-	Logger *slog.Logger
-	// TLS, when set, serves over TLS (its NextProtos should hold "h2").
-	TLS *tls.Config
-	// AccessLog logs one line per call (Logger, level info) with its
-	// request ID (metadata x-request-id: the caller's, or a new one, sent
-	// back in the response header).
-	AccessLog bool
-	// Guard, when set, limits the rate per token or address and the wrong
-	// tokens per address (api.Guard).
-	Guard *api.Guard
-	// Conn is the connection policy (api.ConnPolicy): the handshake
-	// deadline, the idle timeout and the bound on a stream's metadata.
-	// The open connections are bounded by the listener.
-	Conn api.ConnPolicy
-}
-
 // Server is the gRPC front end.
 type Server struct {
 	frondv1.UnimplementedIDServiceServer
 	svc     *service.Service
-	o       Options
+	o       api.Options
 	gs      *grpc.Server
 	codec   *codec
 	health  *health
@@ -99,16 +67,14 @@ var adminMethods = map[string]bool{
 }
 
 // New returns a server of svc.
-func New(svc *service.Service, o Options) *Server {
+func New(svc *service.Service, o api.Options) *Server {
 	if o.MaxRequest <= 0 {
 		o.MaxRequest = DefaultMaxRequest
 	}
 	if o.MaxStreams == 0 {
 		o.MaxStreams = DefaultMaxStreams
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	o = o.WithLogger()
 	o.Conn = o.Conn.WithDefaults()
 	s := &Server{svc: svc, o: o, ops: map[string]*api.Op{}, started: time.Now(), stopping: make(chan struct{})}
 	s.health = newHealth(svc)

@@ -47,7 +47,7 @@ type fixture struct {
 
 // start serves a service with tag "order" (step 1000) and a serial "pay"
 // over gRPC on a real TCP port.
-func start(t testing.TB, o Options, configure ...func(*service.Config)) *fixture {
+func start(t testing.TB, o api.Options, configure ...func(*service.Config)) *fixture {
 	t.Helper()
 	st := storetest.NewFaulty()
 	m := api.NewMetrics()
@@ -112,7 +112,7 @@ func issued(svc *service.Service, tag string) uint64 {
 }
 
 func TestGRPC_IDs(t *testing.T) {
-	f := start(t, Options{})
+	f := start(t, api.Options{})
 	one, err := f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "order"})
 	if err != nil || len(one.Ids) != 1 || one.Ids[0] != 1 || one.Tag != "order" || one.Form != "number" || len(one.IdStrs) != 0 {
 		t.Fatalf("NextSegment: %v, %v", one, err)
@@ -161,7 +161,7 @@ func TestGRPC_IDs(t *testing.T) {
 
 // Bad input is refused with INVALID_ARGUMENT or NOT_FOUND and takes no ID.
 func TestGRPC_Errors(t *testing.T) {
-	f := start(t, Options{})
+	f := start(t, api.Options{})
 	f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "order"})
 	before := issued(f.svc, "order")
 	_, err := f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "order", N: -1})
@@ -243,7 +243,7 @@ func TestGRPC_CodeOf(t *testing.T) {
 }
 
 func TestGRPC_Admin(t *testing.T) {
-	f := start(t, Options{AdminToken: "s3cret"})
+	f := start(t, api.Options{AdminToken: "s3cret"})
 	_, err := f.c.ListTags(bg, &frondv1.ListTagsRequest{})
 	wantCode(t, err, codes.Unauthenticated, frond.CodeUnauthorized)
 	wrong := metadata.AppendToOutgoingContext(bg, "authorization", "Bearer nope")
@@ -283,7 +283,7 @@ func TestGRPC_Admin(t *testing.T) {
 }
 
 func TestGRPC_Reveal(t *testing.T) {
-	f := start(t, Options{})
+	f := start(t, api.Options{})
 	op, err := f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "order", Form: "opaque"})
 	if err != nil || len(op.Ids) != 1 || len(op.IdStrs) != 1 || op.Ids[0] == 1 {
 		t.Fatalf("opaque: %v, %v", op, err)
@@ -307,7 +307,7 @@ func ptr[T any](v T) *T { return &v }
 // while it waits for the store gets DEADLINE_EXCEEDED, and the IDs loaded
 // for it are never handed to anyone twice.
 func TestGRPC_Deadline(t *testing.T) {
-	f := start(t, Options{})
+	f := start(t, api.Options{})
 	f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "order"})
 	before := issued(f.svc, "order")
 	// The server sees the deadline as passed (a deadline of 0 is sent as
@@ -345,7 +345,7 @@ func TestGRPC_Deadline(t *testing.T) {
 }
 
 func TestGRPC_LeaseRanges(t *testing.T) {
-	f := start(t, Options{})
+	f := start(t, api.Options{})
 	st, err := f.c.LeaseRanges(bg)
 	if err != nil {
 		t.Fatal(err)
@@ -386,7 +386,7 @@ func TestGRPC_LeaseRanges(t *testing.T) {
 }
 
 func TestGRPC_Health(t *testing.T) {
-	f := start(t, Options{})
+	f := start(t, api.Options{})
 	h := healthpb.NewHealthClient(f.conn)
 	for _, name := range []string{"", "frond.v1.IDService", "segment", "snowflake"} {
 		r, err := h.Check(bg, &healthpb.HealthCheckRequest{Service: name})
@@ -430,7 +430,7 @@ func TestGRPC_Health(t *testing.T) {
 }
 
 func TestGRPC_Reflection(t *testing.T) {
-	f := start(t, Options{})
+	f := start(t, api.Options{})
 	st, err := reflectionpb.NewServerReflectionClient(f.conn).ServerReflectionInfo(bg)
 	if err != nil {
 		t.Fatal(err)
@@ -454,7 +454,7 @@ func TestGRPC_Reflection(t *testing.T) {
 
 // Shutdown lets a call in progress finish.
 func TestGRPC_GracefulStop(t *testing.T) {
-	f := start(t, Options{})
+	f := start(t, api.Options{})
 	if _, err := f.svc.CreateTag(bg, frond.Tag{Name: "slow", MaxID: 1, Step: 10}); err != nil {
 		t.Fatal(err)
 	}
@@ -487,7 +487,7 @@ func TestGRPC_GracefulStop(t *testing.T) {
 // With tokens configured, segment methods need x-frond-token metadata that
 // allows the tag: PERMISSION_DENIED otherwise.
 func TestGRPC_TagTokens(t *testing.T) {
-	f := start(t, Options{}, func(c *service.Config) { c.Tokens = map[string][]string{"t1": {"order"}} })
+	f := start(t, api.Options{}, func(c *service.Config) { c.Tokens = map[string][]string{"t1": {"order"}} })
 	_, err := f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "order"})
 	wantCode(t, err, codes.PermissionDenied, frond.CodeForbidden)
 	ctx := metadata.AppendToOutgoingContext(bg, TokenMetadata, "t1")
@@ -501,7 +501,7 @@ func TestGRPC_TagTokens(t *testing.T) {
 // An open LeaseRanges stream, waiting for its client's next request, does
 // not hold up a graceful stop: it ends with UNAVAILABLE.
 func TestGRPC_ShutdownEndsIdleStreams(t *testing.T) {
-	f := start(t, Options{})
+	f := start(t, api.Options{})
 	st, err := f.c.LeaseRanges(bg)
 	if err != nil {
 		t.Fatal(err)
@@ -525,7 +525,7 @@ func TestGRPC_ShutdownEndsIdleStreams(t *testing.T) {
 func TestGRPC_AccessLog(t *testing.T) {
 	var logs strings.Builder
 	var mu sync.Mutex
-	f := start(t, Options{AccessLog: true, Logger: slog.New(slog.NewJSONHandler(lockedWriter{&mu, &logs}, nil))})
+	f := start(t, api.Options{AccessLog: true, Logger: slog.New(slog.NewJSONHandler(lockedWriter{&mu, &logs}, nil))})
 	var hdr metadata.MD
 	ctx := metadata.AppendToOutgoingContext(bg, "x-request-id", "req-7")
 	if _, err := f.c.NextSegment(ctx, &frondv1.NextSegmentRequest{Tag: "order"}, grpc.Header(&hdr)); err != nil {

@@ -108,7 +108,7 @@ func FuzzHandlers(f *testing.F) {
 	f.Add("PUT", uint8(0), "order", "", "")
 	f.Add("GET", uint8(6), "1861083629105360902", "layout=sonyflake", "")
 	f.Add("GET", uint8(7), "", "snowflakeId=-1", "")
-	fx := newFixture(f, Options{})
+	fx := newFixture(f, api.Options{})
 	f.Fuzz(func(t *testing.T, method string, route uint8, path, query, body string) {
 		fx.t = t
 		req, err := http.NewRequest(method, "http://frond.test/", strings.NewReader(body))
@@ -168,7 +168,7 @@ func FuzzRawHTTP(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	fx := newFixture(f, Options{})
+	fx := newFixture(f, api.Options{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		f.Fatal(err)

@@ -19,7 +19,7 @@ import (
 func TestHTTP_Guard(t *testing.T) {
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	g := api.NewGuard(api.GuardOptions{Rate: 1, Burst: 2, AuthFailures: 3, AuthWindow: time.Minute, Now: func() time.Time { return now }})
-	f := newFixture(t, Options{AdminToken: "s3cret", Guard: g})
+	f := newFixture(t, api.Options{AdminToken: "s3cret", Guard: g})
 	f.want(f.do("GET", "/v1/snowflake", ""), 200)
 	f.want(f.do("GET", "/v1/snowflake", ""), 200)
 	r := f.do("GET", "/v1/snowflake", "")
@@ -48,7 +48,7 @@ func TestHTTP_Guard(t *testing.T) {
 // guard's response writers (it needs Flush): it failed with "streaming is
 // not supported" when the access log was on.
 func TestDashboard_EventsThroughWrappers(t *testing.T) {
-	for _, o := range []Options{{AccessLog: true}, {Guard: api.NewGuard(api.GuardOptions{Rate: 100})}} {
+	for _, o := range []api.Options{{AccessLog: true}, {Guard: api.NewGuard(api.GuardOptions{Rate: 100})}} {
 		f := newFixture(t, o)
 		srv := httptest.NewServer(f.h)
 		resp, err := http.Get(srv.URL + "/ui/events")
@@ -73,7 +73,7 @@ func TestHTTP_GuardHostile(t *testing.T) {
 
 	// 7: a fresh random token per request gets no bucket of its own.
 	g := api.NewGuard(api.GuardOptions{Rate: 1, Burst: 2, Now: clock, Known: known})
-	f := newFixture(t, Options{AdminToken: "s3cret", Guard: g}, tokens)
+	f := newFixture(t, api.Options{AdminToken: "s3cret", Guard: g}, tokens)
 	limited := 0
 	for i := range 20 {
 		if r := f.do("GET", "/v1/snowflake", "", TokenHeader, fmt.Sprintf("random-%d", i)); r.code == 429 {
@@ -88,7 +88,7 @@ func TestHTTP_GuardHostile(t *testing.T) {
 	for _, route := range []string{"/api/segment/get/order?token=wrong", "/tinyid/id/nextIdSimple?bizType=order&token=wrong",
 		"/tinyid/id/nextId?bizType=order&token=wrong"} {
 		g := api.NewGuard(api.GuardOptions{AuthFailures: 3, AuthWindow: time.Minute, Now: clock, Known: known})
-		f := newFixture(t, Options{AdminToken: "s3cret", Guard: g}, tokens)
+		f := newFixture(t, api.Options{AdminToken: "s3cret", Guard: g}, tokens)
 		for range 3 {
 			f.do("GET", route, "")
 		}
@@ -100,7 +100,7 @@ func TestHTTP_GuardHostile(t *testing.T) {
 
 	// 9: requests without a token do not lock the admin out.
 	g = api.NewGuard(api.GuardOptions{AuthFailures: 3, AuthWindow: time.Minute, Now: clock, Known: known})
-	f = newFixture(t, Options{AdminToken: "s3cret", Guard: g}, tokens)
+	f = newFixture(t, api.Options{AdminToken: "s3cret", Guard: g}, tokens)
 	for range 10 {
 		f.want(f.do("GET", "/v1/tags", ""), 401)
 	}
@@ -112,7 +112,7 @@ func TestHTTP_GuardHostile(t *testing.T) {
 // operator's browser created tags with a simple cross-site POST, or through
 // DNS rebinding (issue 29, item 10).
 func TestHTTP_AdminFromWhere(t *testing.T) {
-	f := newFixture(t, Options{})
+	f := newFixture(t, api.Options{})
 	create := func(name string, hdr ...string) resp {
 		return f.do("POST", "/v1/tags", `{"name":"`+name+`","step":10}`, hdr...)
 	}
@@ -127,7 +127,7 @@ func TestHTTP_AdminFromWhere(t *testing.T) {
 
 	// With a token: from anywhere, but not cross-site; the scheme is
 	// case-insensitive.
-	g := newFixture(t, Options{AdminToken: "s3cret"})
+	g := newFixture(t, api.Options{AdminToken: "s3cret"})
 	g.want(g.do("POST", "/v1/tags", `{"name":"b1","step":10}`, ":remote", "10.1.2.3:5555", ":host", "frond.internal", "Authorization", "bearer s3cret"), 201)
 	g.want(g.do("POST", "/v1/tags", `{"name":"b2","step":10}`, "Authorization", "Bearer s3cret", "Origin", "https://evil.example"), 403, "cross-site")
 }
@@ -135,7 +135,7 @@ func TestHTTP_AdminFromWhere(t *testing.T) {
 // A body on a route that reads the query only was ignored, and the request
 // took an ID (issue 29, item 13): it is refused, and takes none.
 func TestHTTP_BodyRefused(t *testing.T) {
-	f := newFixture(t, Options{})
+	f := newFixture(t, api.Options{})
 	for _, body := range []string{`{"n":700,"form":"nope"}`, strings.Repeat("x", 70<<10), "{not json"} {
 		f.want(f.do("POST", "/v1/segment/order", body, "Content-Type", "application/json"), 400, "reads no body")
 	}
@@ -146,7 +146,7 @@ func TestHTTP_BodyRefused(t *testing.T) {
 // A key given twice in a JSON body is refused, not read as the last one
 // (encoding/json also matches keys in any case) (issue 29, item 15).
 func TestHTTP_DuplicateJSONKeys(t *testing.T) {
-	f := newFixture(t, Options{})
+	f := newFixture(t, api.Options{})
 	for _, body := range []string{`{"name":"d1","step":1,"step":1000000}`, `{"name":"d2","step":10,"STEP":5}`, `{"name":"d3","name":"d4","step":1}`} {
 		f.want(f.do("POST", "/v1/tags", body), 400, "given twice")
 	}

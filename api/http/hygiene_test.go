@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/frond-id/frond/api"
 )
 
 // nextSegment takes the next ID of order through Leaf's API.
@@ -23,7 +25,7 @@ func (f *fixture) nextSegment() int64 {
 // were. (Before: n=500&form=bogus answered 400 after taking 500 IDs; HEAD
 // took IDs and answered 200 with no body.)
 func TestRejectedRequestsTakeNoIDs(t *testing.T) {
-	f := newFixture(t, Options{})
+	f := newFixture(t, api.Options{})
 	if id := f.nextSegment(); id != 1 {
 		t.Fatalf("first ID %d", id)
 	}
@@ -80,7 +82,7 @@ func TestRejectedRequestsTakeNoIDs(t *testing.T) {
 
 // A wrong method answers 405 with Allow and the JSON error, not 404.
 func TestWrongMethod(t *testing.T) {
-	f := newFixture(t, Options{})
+	f := newFixture(t, api.Options{})
 	for path, allow := range map[string]string{
 		"/v1/segment/order":      "GET, HEAD, POST",
 		"/v1/tags":               "GET, HEAD, POST",
@@ -103,7 +105,7 @@ func TestWrongMethod(t *testing.T) {
 
 // An error message repeats at most a short prefix of the input.
 func TestErrorsDoNotEchoInput(t *testing.T) {
-	f := newFixture(t, Options{})
+	f := newFixture(t, api.Options{})
 	big := strings.Repeat("z", 60_000)
 	for _, r := range []resp{
 		f.do("POST", "/v1/reveal", `{"kind":"segment","form":"base62","value":"`+big+`"}`),
@@ -125,7 +127,7 @@ func TestErrorsDoNotEchoInput(t *testing.T) {
 // /metrics, even while the store is down (their buffers and fill goroutines
 // used to stay, each a labelled series).
 func TestMetrics_MadeUpTagsLeaveNoSeries(t *testing.T) {
-	f := newFixture(t, Options{})
+	f := newFixture(t, api.Options{})
 	f.nextSegment()
 	f.store.SetDown(true)
 	for i := range 20 {
@@ -146,7 +148,7 @@ func TestMetrics_MadeUpTagsLeaveNoSeries(t *testing.T) {
 // A deleted tag's series leave /metrics with it, at once (they used to stay
 // until the engine's sweep, an hour later).
 func TestMetrics_DeletedTagLeavesNoSeries(t *testing.T) {
-	f := newFixture(t, Options{})
+	f := newFixture(t, api.Options{})
 	f.want(f.do("POST", "/v1/tags", `{"name":"brief","step":10}`), 201)
 	f.want(f.do("GET", "/v1/segment/brief", ""), 200)
 	f.want(f.do("GET", "/metrics", ""), 200, `tag="brief"`)

@@ -1,12 +1,16 @@
 package httpapi
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/frond-id/frond/api"
+)
 
 // Idempotency-Key on every route that issues IDs: a retry gets the first
 // answer again, marked Idempotent-Replayed; the same key for another
 // request, or a malformed key, is 400 and takes nothing.
 func TestHTTP_IdempotencyKey(t *testing.T) {
-	f := newFixture(t, Options{})
+	f := newFixture(t, api.Options{})
 	key := func(k string) []string { return []string{IdempotencyKeyHeader, k} }
 	first := f.do("GET", "/v1/segment/order?n=3", "", key("a")...)
 	f.want(first, 200, `"ids":[1,2,3]`)

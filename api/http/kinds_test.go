@@ -6,10 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/frond-id/frond/api"
 	"github.com/frond-id/frond/service"
 )
 
-func kindsFixture(t *testing.T, opts Options) *fixture {
+func kindsFixture(t *testing.T, opts api.Options) *fixture {
 	return newFixture(t, opts, func(c *service.Config) {
 		c.ObfuscationKey = []byte("sixteen bytes at the very least")
 		c.Serials = map[string]service.SerialConfig{
@@ -21,7 +22,7 @@ func kindsFixture(t *testing.T, opts Options) *fixture {
 }
 
 func TestV1UUID(t *testing.T) {
-	f := newFixture(t, Options{})
+	f := newFixture(t, api.Options{})
 	f.want(f.do("GET", "/v1/uuid", ""), 200, `"version":4`, `"uuid":"`)
 	r := f.do("POST", "/v1/uuid?version=7&n=3", "")
 	f.want(r, 200, `"version":7`, `"uuids":["`)
@@ -36,7 +37,7 @@ func TestV1UUID(t *testing.T) {
 }
 
 func TestV1Serial(t *testing.T) {
-	f := kindsFixture(t, Options{})
+	f := kindsFixture(t, api.Options{})
 	f.want(f.do("GET", "/v1/serial/pay", ""), 200, `"serial":"PAY20261122000001"`)
 	f.want(f.do("POST", "/v1/serial/pay?n=2", ""), 200, `"serials":["PAY20261122000002","PAY20261122000003"]`)
 	f.want(f.do("GET", "/v1/serial/ord?n=2", ""), 200, `"ORD2026112212000000000030000","ORD2026112212000000000030001"`)
@@ -45,7 +46,7 @@ func TestV1Serial(t *testing.T) {
 }
 
 func TestV1Forms(t *testing.T) {
-	f := kindsFixture(t, Options{AdminToken: "tok"})
+	f := kindsFixture(t, api.Options{AdminToken: "tok"})
 	// The tag's configured form is opaque: /v1 and Leaf's API give opaque numbers.
 	r := f.do("GET", "/v1/segment/order", "")
 	f.want(r, 200, `"form":"opaque"`)
@@ -87,6 +88,6 @@ func TestV1Forms(t *testing.T) {
 	f.want(f.do("POST", "/v1/reveal", `{"kind":"uuid","form":"number","value":"1"}`, "Authorization", "Bearer tok"), 400)
 	f.want(f.do("POST", "/v1/reveal", `{"kind":"segment","form":"base62","value":"!!"}`, "Authorization", "Bearer tok"), 400)
 
-	plain := newFixture(t, Options{})
+	plain := newFixture(t, api.Options{})
 	plain.want(plain.do("GET", "/v1/segment/order?form=opaque", ""), 400, "obfuscation key")
 }

@@ -2,13 +2,15 @@ package httpapi
 
 import (
 	"testing"
+
+	"github.com/frond-id/frond/api"
 )
 
 // A sequence tag over HTTP: created with "mode", shown with it, served by
 // every ID endpoint one ID after another, and refused where it would be
 // leased (TinyID's segments: 409 not_leasable).
 func TestHTTP_SequenceTag(t *testing.T) {
-	f := newFixture(t, Options{})
+	f := newFixture(t, api.Options{})
 	f.want(f.do("POST", "/v1/tags", `{"name":"ticket","step":1,"mode":"sequence"}`), 201, `"mode":"sequence"`)
 	f.want(f.do("GET", "/v1/tags/ticket", ""), 200, `"mode":"sequence"`)
 	f.want(f.do("GET", "/v1/tags/order", ""), 200, `"mode":"segment"`)

@@ -28,29 +28,11 @@ import (
 // MaxBody bounds request bodies.
 const MaxBody = 64 << 10
 
-// Options configure the handler.
-type Options struct {
-	// AdminToken, when set, is required as "Authorization: Bearer <token>"
-	// on /v1/tags.
-	AdminToken string
-	// Pprof mounts net/http/pprof under /debug/pprof/.
-	Pprof bool
-	// Logger receives server-side errors. Nil discards.
-	Logger *slog.Logger
-	// AccessLog logs one line per request (Logger, level info) with its
-	// request ID (X-Request-ID: the caller's, or a new one).
-	AccessLog bool
-	// Guard, when set, limits the rate per token or address and the wrong
-	// tokens per address (api.Guard). Probes (/healthz, /readyz) and
-	// /metrics are never limited.
-	Guard *api.Guard
-}
-
 // Server is the HTTP handler of a service.
 type Server struct {
 	svc     *service.Service
 	m       *api.Metrics
-	opts    Options
+	opts    api.Options
 	mux     *http.ServeMux
 	started time.Time
 	// stopping ends the dashboard's event streams (StopStreams).
@@ -59,9 +41,11 @@ type Server struct {
 }
 
 // New returns the handler. m may be nil (no /metrics).
-func New(svc *service.Service, m *api.Metrics, opts Options) *Server {
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
+func New(svc *service.Service, opts api.Options) *Server {
+	opts = opts.WithLogger()
+	m := opts.Metrics
+	if m == nil {
+		m = api.NewMetrics()
 	}
 	s := &Server{svc: svc, m: m, opts: opts, mux: http.NewServeMux(), started: time.Now(), stopping: make(chan struct{})}
 	mux := routes{s.mux, m, opts.Logger, opts.AccessLog}

@@ -30,7 +30,7 @@ type fixture struct {
 	svc   *service.Service
 }
 
-func newFixture(t testing.TB, opts Options, configure ...func(*service.Config)) *fixture {
+func newFixture(t testing.TB, opts api.Options, configure ...func(*service.Config)) *fixture {
 	t.Helper()
 	c := testclock.New(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 	st := storetest.NewFaulty()
@@ -44,7 +44,8 @@ func newFixture(t testing.TB, opts Options, configure ...func(*service.Config)) 
 	}
 	svc := apitest.Service(t, st, cfg, frond.Tag{Name: "order", MaxID: 1, Step: 1000, Description: "orders"})
 	m.Attach(svc)
-	return &fixture{t: t, h: New(svc, m, opts), store: st, clock: c, svc: svc}
+	opts.Metrics = m
+	return &fixture{t: t, h: New(svc, opts), store: st, clock: c, svc: svc}
 }
 
 type resp struct {
@@ -92,7 +93,7 @@ func (f *fixture) want(r resp, code int, fragments ...string) {
 }
 
 func TestLeafSegment(t *testing.T) {
-	f := newFixture(t, Options{})
+	f := newFixture(t, api.Options{})
 	r := f.do("GET", "/api/segment/get/order", "")
 	f.want(r, 200)
 	if r.body != "1" || r.hdr.Get("Content-Type") != "text/plain; charset=utf-8" {
@@ -107,7 +108,7 @@ func TestLeafSegment(t *testing.T) {
 }
 
 func TestLeafSnowflake(t *testing.T) {
-	f := newFixture(t, Options{})
+	f := newFixture(t, api.Options{})
 	r := f.do("GET", "/api/snowflake/get/anything", "")
 	f.want(r, 200)
 	f.clock.Add(-time.Second)
@@ -119,7 +120,7 @@ func TestLeafSnowflake(t *testing.T) {
 }
 
 func TestLeafDecode(t *testing.T) {
-	f := newFixture(t, Options{})
+	f := newFixture(t, api.Options{})
 	r := f.do("GET", "/decodeSnowflakeId?snowflakeId=1861083629105360902", "")
 	f.want(r, 200)
 	var m map[string]string
@@ -132,7 +133,7 @@ func TestLeafDecode(t *testing.T) {
 }
 
 func TestPages(t *testing.T) {
-	f := newFixture(t, Options{})
+	f := newFixture(t, api.Options{})
 	f.do("GET", "/api/segment/get/order", "")
 	f.want(f.do("GET", "/cache", ""), 200, "<td>order</td>", "<td>true</td>")
 	f.want(f.do("GET", "/db", ""), 200, "<td>order</td>", "<td>orders</td>")
@@ -141,7 +142,7 @@ func TestPages(t *testing.T) {
 }
 
 func TestV1Segment(t *testing.T) {
-	f := newFixture(t, Options{})
+	f := newFixture(t, api.Options{})
 	f.want(f.do("GET", "/v1/segment/order", ""), 200, `"id":1,`, `"id_str":"1"`, `"tag":"order"`)
 	f.want(f.do("POST", "/v1/segment/order?n=3", ""), 200, `"ids":[2,3,4]`, `"id_strs":["2","3","4"]`)
 	f.want(f.do("GET", "/v1/segment/order?n=2000&format=ranges", ""), 200, `"ranges":[{"start":5,"end":2005,"stride":1,"count":2000,"start_str":"5","end_str":"2005"}]`)
@@ -160,7 +161,7 @@ func TestV1Segment(t *testing.T) {
 }
 
 func TestV1Snowflake(t *testing.T) {
-	f := newFixture(t, Options{})
+	f := newFixture(t, api.Options{})
 	f.want(f.do("GET", "/v1/snowflake", ""), 200, `"id":`, `"id_str":"`)
 	r := f.do("POST", "/v1/snowflake?n=3", "")
 	f.want(r, 200)
@@ -182,7 +183,7 @@ func TestV1Snowflake(t *testing.T) {
 }
 
 func TestV1Decode(t *testing.T) {
-	f := newFixture(t, Options{})
+	f := newFixture(t, api.Options{})
 	f.want(f.do("GET", "/v1/decode/1861083629105360902", ""), 200, `"node":491`, `"sequence":6`, `"layout":"twitter"`, `"time":"2024-11-25T16:24:49.097Z"`, `"id_str":"1861083629105360902"`)
 	f.want(f.do("GET", "/v1/decode/4194304?layout=sonyflake", ""), 200, `"layout":"sonyflake"`, `"tick":0`)
 	f.want(f.do("GET", "/v1/decode/-1", ""), 400, `"code":"invalid_argument"`)
@@ -193,7 +194,7 @@ func TestV1Decode(t *testing.T) {
 }
 
 func TestV1Tags(t *testing.T) {
-	f := newFixture(t, Options{})
+	f := newFixture(t, api.Options{})
 	f.want(f.do("GET", "/v1/tags", ""), 200, `"name":"order"`, `"max_id_str":"1"`)
 	r := f.do("POST", "/v1/tags", `{"name":"pay","step":500,"description":"payments"}`)
 	f.want(r, 201, `"name":"pay"`, `"max_id":1,`, `"step":500`)
@@ -221,7 +222,7 @@ func TestV1Tags(t *testing.T) {
 }
 
 func TestAdminToken(t *testing.T) {
-	f := newFixture(t, Options{AdminToken: "s3cret"})
+	f := newFixture(t, api.Options{AdminToken: "s3cret"})
 	r := f.do("GET", "/v1/tags", "")
 	f.want(r, 401, `"code":"unauthorized"`)
 	if r.hdr.Get("WWW-Authenticate") == "" {
@@ -234,7 +235,7 @@ func TestAdminToken(t *testing.T) {
 }
 
 func TestHealthReadyMetrics(t *testing.T) {
-	f := newFixture(t, Options{})
+	f := newFixture(t, api.Options{})
 	f.want(f.do("GET", "/healthz", ""), 200, `"ok"`)
 	f.do("GET", "/api/segment/get/order", "")
 	f.do("GET", "/api/segment/get/nope", "")
@@ -261,7 +262,7 @@ func TestHealthReadyMetrics(t *testing.T) {
 	f.want(f.do("GET", "/readyz/snowflake", ""), 200, `"ready":true`, "worker ID 3")
 	f.want(f.do("GET", "/nope", ""), 404, `"code":"not_found"`)
 	f.want(f.do("GET", "/debug/pprof/", ""), 404)
-	g := newFixture(t, Options{Pprof: true})
+	g := newFixture(t, api.Options{Pprof: true})
 	g.want(g.do("GET", "/debug/pprof/", ""), 200, "goroutine")
 }
 
@@ -269,7 +270,7 @@ func TestHealthReadyMetrics(t *testing.T) {
 // request ID: the caller's X-Request-ID, answered back, or a new one.
 func TestAccessLog(t *testing.T) {
 	var logs strings.Builder
-	f := newFixture(t, Options{AccessLog: true, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	f := newFixture(t, api.Options{AccessLog: true, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	r := f.do("GET", "/v1/segment/order", "", "X-Request-ID", "req-42")
 	f.want(r, 200)
 	if r.hdr.Get("X-Request-ID") != "req-42" {
@@ -292,7 +293,7 @@ func TestAccessLog(t *testing.T) {
 	}
 	// Off: no lines, the caller's ID still answered back, none made up.
 	var quiet strings.Builder
-	g := newFixture(t, Options{Logger: slog.New(slog.NewJSONHandler(&quiet, nil))})
+	g := newFixture(t, api.Options{Logger: slog.New(slog.NewJSONHandler(&quiet, nil))})
 	if r := g.do("GET", "/v1/segment/order", "", "X-Request-ID", "req-43"); r.hdr.Get("X-Request-ID") != "req-43" {
 		t.Fatalf("access log off: X-Request-ID %q", r.hdr.Get("X-Request-ID"))
 	}

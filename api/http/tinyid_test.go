@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/frond-id/frond/api"
 	"github.com/frond-id/frond/service"
 )
 
@@ -80,7 +81,7 @@ func tinyClient(t *testing.T, simple string) []int64 {
 }
 
 func TestTinyID(t *testing.T) {
-	f := newFixture(t, Options{})
+	f := newFixture(t, api.Options{})
 	b, _ := f.tiny("GET", "/tinyid/id/nextId", url.Values{"bizType": {"order"}})
 	if b.Code != 200 || string(b.Data) != "[1]" || b.Message != "" {
 		t.Fatalf("nextId: %+v", b)
@@ -149,7 +150,7 @@ func TestTinyID(t *testing.T) {
 // With tokens configured, TinyID's token (and frond's header) must allow
 // the tag, on TinyID's routes and on frond's own.
 func TestTinyID_Tokens(t *testing.T) {
-	f := newFixture(t, Options{}, func(c *service.Config) {
+	f := newFixture(t, api.Options{}, func(c *service.Config) {
 		c.Tokens = map[string][]string{"0f673adf": {"order"}, "other": {"invoice"}}
 	})
 	for _, token := range []string{"", "other", "nope"} {
@@ -182,7 +183,7 @@ func FuzzTinyID(f *testing.F) {
 	f.Add(uint8(0), "bizType=order&batchSize=1e9", "")
 	f.Add(uint8(1), "%zz", "")
 	f.Add(uint8(3), "", "bizType=order")
-	fx := newFixture(f, Options{})
+	fx := newFixture(f, api.Options{})
 	f.Fuzz(func(t *testing.T, route uint8, query, body string) {
 		fx.t = t
 		req := httptest.NewRequest("POST", "http://frond.test/", strings.NewReader(body))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/frond-id/frond/api"
 	"github.com/frond-id/frond/internal/testenv"
 )
 
@@ -28,7 +29,7 @@ func chromium(t *testing.T) string {
 // (or the test's temporary directory).
 func TestDashboard_Browser(t *testing.T) {
 	chrome := chromium(t)
-	f := newFixture(t, Options{AdminToken: "s3cret"})
+	f := newFixture(t, api.Options{AdminToken: "s3cret"})
 	srv := httptest.NewServer(f.h)
 	defer srv.Close()
 	defer f.h.(*Server).StopStreams()

@@ -8,12 +8,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/frond-id/frond/api"
 )
 
 // The dashboard's files are embedded and kept to frond's origin; / leads
 // to them; the event stream sends snapshots and ends on StopStreams.
 func TestDashboard_Server(t *testing.T) {
-	f := newFixture(t, Options{})
+	f := newFixture(t, api.Options{})
 	r := f.do("GET", "/", "")
 	if r.code != http.StatusFound || r.hdr.Get("Location") != "/ui/" {
 		t.Fatalf("GET /: %d %v", r.code, r.hdr)
@@ -105,7 +107,7 @@ func firstSnapshot(t *testing.T, url string) snapshot {
 // /cache and the dashboard's stream listed them to anyone (issue 29, item
 // 14).
 func TestTagDetails_OneRule(t *testing.T) {
-	f := newFixture(t, Options{AdminToken: "s3cret"})
+	f := newFixture(t, api.Options{AdminToken: "s3cret"})
 	f.do("GET", "/api/segment/get/order", "")
 	for _, p := range []string{"/db", "/cache", "/v1/tags"} {
 		f.want(f.do("GET", p, ""), 401)

@@ -19,7 +19,7 @@ import (
 func TestServer_Guard(t *testing.T) {
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	addr, _ := start(t, Options{AdminToken: "s3cret", Guard: api.NewGuard(api.GuardOptions{Rate: 1, Burst: 2, AuthFailures: 2, Now: clock})})
+	addr, _ := start(t, api.Options{AdminToken: "s3cret", Guard: api.NewGuard(api.GuardOptions{Rate: 1, Burst: 2, AuthFailures: 2, Now: clock})})
 	raw := func() (net.Conn, *bufio.Reader) {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
@@ -66,7 +66,7 @@ func TestServer_Guard(t *testing.T) {
 // tokens: clients sharing the admin's address cannot lock the admin out
 // (issue 29, item 9).
 func TestServer_GuardNoTokenNoLockout(t *testing.T) {
-	addr, _ := start(t, Options{AdminToken: "s3cret", Guard: api.NewGuard(api.GuardOptions{AuthFailures: 2})})
+	addr, _ := start(t, api.Options{AdminToken: "s3cret", Guard: api.NewGuard(api.GuardOptions{AuthFailures: 2})})
 	c := dial(t, addr)
 	for range 5 {
 		if err := c.Do(bg, "TAG", "LIST").Err(); err == nil || !strings.HasPrefix(err.Error(), "UNAUTHORIZED") {

@@ -85,7 +85,7 @@ func totalAlloc() uint64 {
 // the line for every word (+265 MB; 512 KiB: out of memory). It is refused
 // before redcon sees it.
 func TestHostile_InlineFlood(t *testing.T) {
-	addr, _ := start(t, Options{})
+	addr, _ := start(t, api.Options{})
 	base := runtime.NumGoroutine()
 	before := totalAlloc()
 	c, r := raw(t, addr)
@@ -110,7 +110,7 @@ func TestHostile_InlineFlood(t *testing.T) {
 // framer stop checking, and a huge count after it kept a core busy per
 // read, also after the client left. The connection ends at that byte.
 func TestHostile_FramerSteered(t *testing.T) {
-	addr, _ := start(t, Options{})
+	addr, _ := start(t, api.Options{})
 	for _, head := range []string{"*+1\r\n$4\r\nPING\r\n", "*" + strings.Repeat("0", 20) + "1\r\n$4\r\nPING\r\n"} {
 		c, r := raw(t, addr)
 		c.Write([]byte(head + "*1200000000\r\n"))
@@ -143,7 +143,7 @@ func TestHostile_FramerSteered(t *testing.T) {
 // Nothing after QUIT runs: "QUIT\r\nSEGMENT probe COUNT 10000\r\n" answered
 // +OK and took 10,001 IDs.
 func TestHostile_CommandsAfterQuit(t *testing.T) {
-	addr, _ := start(t, Options{})
+	addr, _ := start(t, api.Options{})
 	first := nextOrder(t, addr)
 	c, r := raw(t, addr)
 	c.Write([]byte("QUIT\r\nSEGMENT order COUNT 10000\r\nINCR order\r\n*2\r\n$4\r\nINCR\r\n$5\r\norder\r\n"))
@@ -161,7 +161,7 @@ func TestHostile_CommandsAfterQuit(t *testing.T) {
 // Options are read strictly, as /v1 reads its query: a repeated option and
 // an empty idempotency key are refused, and take no ID.
 func TestHostile_StrictOptions(t *testing.T) {
-	addr, _ := start(t, Options{})
+	addr, _ := start(t, api.Options{})
 	first := nextOrder(t, addr)
 	c := dial(t, addr)
 	for _, args := range [][]any{
@@ -189,7 +189,7 @@ func TestHostile_StrictOptions(t *testing.T) {
 // "UUID COUNT 10000" (17 bytes in, ~430 KB out) and never read held
 // gigabytes. A read hands redcon at most maxPipeline commands.
 func TestHostile_UnreadReplies(t *testing.T) {
-	addr, _ := start(t, Options{})
+	addr, _ := start(t, api.Options{})
 	base := runtime.NumGoroutine()
 	runtime.GC()
 	var m0 runtime.MemStats
@@ -230,7 +230,7 @@ func TestHostile_UnreadReplies(t *testing.T) {
 }
 
 // startTLS serves like start, over TLS, and returns the address.
-func startTLS(t *testing.T, o Options) string {
+func startTLS(t *testing.T, o api.Options) string {
 	t.Helper()
 	f := tlstest.Write(t, t.TempDir(), 1)
 	cert, err := tls.LoadX509KeyPair(f.Cert, f.Key)
@@ -256,8 +256,8 @@ func startTLS(t *testing.T, o Options) string {
 func TestHostile_SlotsFreed(t *testing.T) {
 	p := api.ConnPolicy{MaxConns: 2, IdleTimeout: 300 * time.Millisecond, ReadTimeout: 300 * time.Millisecond,
 		HandshakeTimeout: 300 * time.Millisecond}
-	addr, _ := start(t, Options{Conn: p})
-	tlsAddr := startTLS(t, Options{Conn: p})
+	addr, _ := start(t, api.Options{Conn: p})
+	tlsAddr := startTLS(t, api.Options{Conn: p})
 
 	check := func(name, at string, hold func(net.Conn)) {
 		t.Helper()
@@ -322,7 +322,7 @@ func TestHostile_SlotsFreed(t *testing.T) {
 // A client that pipelines and never reads is closed by the write timeout,
 // and its slot is free again.
 func TestHostile_WriteTimeout(t *testing.T) {
-	addr, _ := start(t, Options{Conn: api.ConnPolicy{MaxConns: 2, WriteTimeout: 300 * time.Millisecond}})
+	addr, _ := start(t, api.Options{Conn: api.ConnPolicy{MaxConns: 2, WriteTimeout: 300 * time.Millisecond}})
 	c, _ := raw(t, addr)
 	c.(*net.TCPConn).SetReadBuffer(4 << 10)
 	go c.Write([]byte(strings.Repeat("UUID COUNT 10000\r\n", 200)))
@@ -345,7 +345,7 @@ func TestHostile_WriteTimeout(t *testing.T) {
 // administration needs no token by default. The connection ends at "POST"
 // or "Host:", as Redis's does.
 func TestHostile_CrossProtocol(t *testing.T) {
-	addr, svc := start(t, Options{})
+	addr, svc := start(t, api.Options{})
 	c, r := raw(t, addr)
 	c.Write([]byte("POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\n\r\nTAG CREATE evil STEP 1\r\nINCR order\r\n"))
 	if err := closedSoon(r); err != nil {
@@ -362,7 +362,7 @@ func TestHostile_CrossProtocol(t *testing.T) {
 // INFO lists tag details only to a connection that may administer tags,
 // as GET /v1/tags answers (issue 29, item 14).
 func TestHostile_InfoHidesTags(t *testing.T) {
-	addr, _ := start(t, Options{AdminToken: "s3cret"})
+	addr, _ := start(t, api.Options{AdminToken: "s3cret"})
 	nextOrder(t, addr)
 	c := dial(t, addr)
 	info, err := c.Info(bg, "tags").Result()
@@ -380,7 +380,7 @@ func TestHostile_InfoHidesTags(t *testing.T) {
 // a TLS port: it goes through TLS, after the handshake, from a goroutine
 // of its own (issue 29, item 15).
 func TestHostile_TLSRefusal(t *testing.T) {
-	tlsAddr := startTLS(t, Options{Conn: api.ConnPolicy{MaxConns: 1}})
+	tlsAddr := startTLS(t, api.Options{Conn: api.ConnPolicy{MaxConns: 1}})
 	held := redis.NewClient(&redis.Options{Addr: tlsAddr, TLSConfig: &tls.Config{InsecureSkipVerify: true}, PoolSize: 1})
 	defer held.Close()
 	if err := held.Ping(bg).Err(); err != nil {

@@ -3,12 +3,14 @@ package resp
 import (
 	"strings"
 	"testing"
+
+	"github.com/frond-id/frond/api"
 )
 
 // IDEMPOTENCY-KEY on SEGMENT, RANGES, SNOWFLAKE, UUID and SERIAL: a retry
 // gets the first answer again; reused for another request, INVALID_ARGUMENT.
 func TestServer_IdempotencyKey(t *testing.T) {
-	addr, _ := start(t, Options{})
+	addr, _ := start(t, api.Options{})
 	c := dial(t, addr)
 	first, err := c.Do(bg, "SEGMENT", "order", "COUNT", "3", "IDEMPOTENCY-KEY", "k").Int64Slice()
 	if err != nil {

@@ -9,8 +9,8 @@
 // command or a wrong number of arguments is Redis's -ERR.
 //
 // Pipelining keeps order (redcon answers the commands of a read in order).
-// A request larger than Options.MaxRequest, or a malformed one, closes that
-// connection only; connections beyond Options.Conn.MaxConns are refused
+// A request larger than api.Options.MaxRequest, or a malformed one, closes that
+// connection only; connections beyond api.Options.Conn.MaxConns are refused
 // with Redis's own message. Every connection keeps api.ConnPolicy: a TLS
 // handshake, a command from its first byte and a reply each have a
 // deadline, and an idle connection is closed.
@@ -21,7 +21,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"strings"
 	"sync"
@@ -35,42 +34,16 @@ import (
 	"github.com/frond-id/frond/service"
 )
 
-// Defaults of Options.
+// Defaults of api.Options.
 const (
 	DefaultMaxRequest = 1 << 20
 	DefaultTimeout    = 10 * time.Second
 )
 
-// Options configure a Server. The zero value of each field means its
-// default.
-type Options struct {
-	// AdminToken, when set, is what AUTH must give. ID commands need no
-	// authentication, as on HTTP.
-	AdminToken string
-	// Conn is the connection policy: the open connections' bound and the
-	// deadlines (api.ConnPolicy; zero fields are its defaults).
-	Conn api.ConnPolicy
-	// MaxRequest bounds the bytes of one command (DefaultMaxRequest).
-	MaxRequest int
-	// Timeout bounds one admin command, INFO or SERIAL, which call the
-	// store (DefaultTimeout). Segment commands need no timer of their own: a
-	// wait for the store is bounded by the segment engine
-	// (segment.load_timeout); snowflake and UUID commands never wait.
-	Timeout time.Duration
-	// Metrics, when set, count commands and errors per code.
-	Metrics *api.Metrics
-	// Logger receives connection errors; nil discards them.
-	Logger *slog.Logger
-	// Guard, when set, limits the rate per token or address and the wrong
-	// tokens per address (api.Guard); a connection whose address reaches
-	// the limit of wrong tokens is closed.
-	Guard *api.Guard
-}
-
 // Server is the RESP front end.
 type Server struct {
 	svc  *service.Service
-	o    Options
+	o    api.Options
 	cmds map[string]command
 	// lookup finds a command by its name in lower or upper case (the cases
 	// clients send) with one map index and no allocation.
@@ -89,7 +62,7 @@ type Server struct {
 }
 
 // New returns a server of svc.
-func New(svc *service.Service, o Options) *Server {
+func New(svc *service.Service, o api.Options) *Server {
 	o.Conn = o.Conn.WithDefaults()
 	if o.MaxRequest <= 0 {
 		o.MaxRequest = DefaultMaxRequest
@@ -97,9 +70,7 @@ func New(svc *service.Service, o Options) *Server {
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	o = o.WithLogger()
 	s := &Server{svc: svc, o: o, cmds: table(), lookup: map[string]*entry{}, unknown: o.Metrics.Op(api.RESP, "unknown"),
 		conns: api.NewConnLimit(o.Conn.MaxConns)}
 	for name, cmd := range s.cmds {

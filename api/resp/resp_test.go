@@ -26,7 +26,7 @@ var bg = context.Background()
 
 // start serves a service with tag "order" (step 1000) over RESP and returns
 // its address.
-func start(t testing.TB, o Options) (string, *service.Service) {
+func start(t testing.TB, o api.Options) (string, *service.Service) {
 	t.Helper()
 	svc := apitest.Service(t, storetest.NewFaulty(), service.Config{Segment: segment.Settings{FixedStep: true}},
 		frond.Tag{Name: "order", MaxID: 1, Step: 1000})
@@ -34,7 +34,7 @@ func start(t testing.TB, o Options) (string, *service.Service) {
 }
 
 // serve serves svc over RESP until the test ends and returns the address.
-func serve(t testing.TB, svc *service.Service, o Options) string {
+func serve(t testing.TB, svc *service.Service, o api.Options) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -54,7 +54,7 @@ func dial(t *testing.T, addr string) *redis.Client {
 
 // go-redis, as a user would call it, for every command.
 func TestServer_GoRedis(t *testing.T) {
-	addr, _ := start(t, Options{})
+	addr, _ := start(t, api.Options{})
 	c := dial(t, addr)
 	for want := int64(1); want <= 3; want++ {
 		if got, err := c.Incr(bg, "order").Result(); err != nil || got != want {
@@ -124,7 +124,7 @@ func TestServer_GoRedis(t *testing.T) {
 
 // Errors: the stable code first; a refused command takes no ID.
 func TestServer_Errors(t *testing.T) {
-	addr, _ := start(t, Options{})
+	addr, _ := start(t, api.Options{})
 	c := dial(t, addr)
 	for _, tc := range []struct {
 		args []any
@@ -159,7 +159,7 @@ func TestServer_Errors(t *testing.T) {
 
 // A pipeline keeps order.
 func TestServer_Pipeline(t *testing.T) {
-	addr, _ := start(t, Options{})
+	addr, _ := start(t, api.Options{})
 	c := dial(t, addr)
 	p := c.Pipeline()
 	cmds := make([]*redis.IntCmd, 200)
@@ -178,7 +178,7 @@ func TestServer_Pipeline(t *testing.T) {
 
 // AUTH takes the admin token.
 func TestServer_Auth(t *testing.T) {
-	addr, _ := start(t, Options{AdminToken: "s3cret"})
+	addr, _ := start(t, api.Options{AdminToken: "s3cret"})
 	c := dial(t, addr)
 	if err := c.Do(bg, "AUTH", "wrong").Err(); err == nil || !strings.HasPrefix(err.Error(), "WRONGPASS") {
 		t.Fatalf("AUTH wrong: %v", err)
@@ -196,7 +196,7 @@ func TestServer_Auth(t *testing.T) {
 // An oversized or malformed request closes its connection only; the
 // connections beyond Conn.MaxConns are refused.
 func TestServer_Limits(t *testing.T) {
-	addr, _ := start(t, Options{MaxRequest: 64 << 10, Conn: api.ConnPolicy{MaxConns: 3}})
+	addr, _ := start(t, api.Options{MaxRequest: 64 << 10, Conn: api.ConnPolicy{MaxConns: 3}})
 	big, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -287,7 +287,7 @@ func FuzzCount(f *testing.F) {
 // TAG and REVEAL need AUTH with the admin token first; then they
 // administer tags as the JSON API does.
 func TestServer_Admin(t *testing.T) {
-	addr, svc := start(t, Options{AdminToken: "s3cret"})
+	addr, svc := start(t, api.Options{AdminToken: "s3cret"})
 	c := dial(t, addr)
 	if err := c.Do(bg, "TAG", "LIST").Err(); err == nil || !strings.HasPrefix(err.Error(), "UNAUTHORIZED ") {
 		t.Fatalf("TAG LIST without AUTH: %v", err)
@@ -355,7 +355,7 @@ func TestServer_Admin(t *testing.T) {
 // protocol "resp".
 func TestServer_Metrics(t *testing.T) {
 	m := api.NewMetrics()
-	addr, _ := start(t, Options{Metrics: m})
+	addr, _ := start(t, api.Options{Metrics: m})
 	c := dial(t, addr)
 	c.Incr(bg, "order")
 	c.Incr(bg, "order")
@@ -382,7 +382,7 @@ func TestServer_Metrics(t *testing.T) {
 func TestServer_TagToken(t *testing.T) {
 	svc := apitest.Service(t, storetest.NewFaulty(), service.Config{Tokens: map[string][]string{"t1": {"order"}}},
 		frond.Tag{Name: "order", MaxID: 1, Step: 10})
-	conn := dial(t, serve(t, svc, Options{})).Conn()
+	conn := dial(t, serve(t, svc, api.Options{})).Conn()
 	defer conn.Close()
 	if err := conn.Incr(bg, "order").Err(); err == nil || !strings.HasPrefix(err.Error(), "FORBIDDEN ") {
 		t.Fatalf("INCR without a token: %v", err)

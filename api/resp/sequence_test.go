@@ -3,12 +3,14 @@ package resp
 import (
 	"strings"
 	"testing"
+
+	"github.com/frond-id/frond/api"
 )
 
 // A sequence tag over RESP: TAG CREATE ... MODE sequence, shown by TAG
 // GET, served by INCR one ID after another; the mode cannot be updated.
 func TestServer_SequenceTag(t *testing.T) {
-	addr, _ := start(t, Options{})
+	addr, _ := start(t, api.Options{})
 	c := dial(t, addr)
 	got, err := c.Do(bg, "TAG", "CREATE", "ticket", "STEP", "1", "MODE", "sequence").Slice()
 	if err != nil || got[11] != "sequence" {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/frond-id/frond/api"
 )
 
 // FuzzStream sends whole byte streams, as a client could, to a live
@@ -31,7 +33,7 @@ func FuzzStream(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	addr, _ := start(f, Options{})
+	addr, _ := start(f, api.Options{})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {

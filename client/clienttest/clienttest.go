@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/api"
 	grpcapi "github.com/frond-id/frond/api/grpc"
 	"github.com/frond-id/frond/registry/file"
 	"github.com/frond-id/frond/segment"
@@ -107,7 +108,7 @@ func (s *Server) start(addr string) {
 		svc.Close(context.Background())
 		s.t.Fatal(err)
 	}
-	srv := grpcapi.New(svc, grpcapi.Options{})
+	srv := grpcapi.New(svc, api.Options{})
 	go srv.Serve(ln)
 	s.mu.Lock()
 	s.Addr, s.Service, s.srv, s.stopped = ln.Addr().String(), svc, srv, false

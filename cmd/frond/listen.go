@@ -102,6 +102,8 @@ func serveAll(fes []*frontEnd, svc *service.Service, m *api.Metrics, cfg *config
 		AuthFailures: cfg.Limits.AuthFailures, AuthWindow: cfg.Limits.AuthWindow, Known: known})
 	// One connection policy for every listener (api.ConnPolicy).
 	policy := api.ConnPolicy{MaxConns: cfg.Limits.MaxConnections}.WithDefaults()
+	// What every front end takes (api.Options), each adding its own.
+	common := api.Options{AdminToken: cfg.AdminToken, Metrics: m, Logger: log, AccessLog: cfg.Log.Access, Guard: guard, Conn: policy}
 	limit := func(ln net.Listener, refuse func(net.Conn)) net.Listener {
 		if base != nil {
 			refuse = nil // no plain text on a TLS port: the connection is closed
@@ -112,7 +114,9 @@ func serveAll(fes []*frontEnd, svc *service.Service, m *api.Metrics, cfg *config
 		switch fe.key {
 		case "http_addr":
 			fe.ln = limit(fe.ln, refuseHTTP)
-			h := httpapi.New(svc, m, httpapi.Options{AdminToken: cfg.AdminToken, Pprof: cfg.Pprof, Logger: log, AccessLog: cfg.Log.Access, Guard: guard})
+			o := common
+			o.Pprof = cfg.Pprof
+			h := httpapi.New(svc, o)
 			srv := httpapi.NewHTTPServer(cfg.HTTPAddr, h, log, policy)
 			srv.RegisterOnShutdown(h.StopStreams)
 			srv.TLSConfig = tlsFor("h2", "http/1.1")
@@ -131,12 +135,14 @@ func serveAll(fes []*frontEnd, svc *service.Service, m *api.Metrics, cfg *config
 			fe.stop = srv.Shutdown
 		case "grpc_addr":
 			fe.ln = limit(fe.ln, nil) // a gRPC client sees the closed connection as UNAVAILABLE and retries
-			gs := grpcapi.New(svc, grpcapi.Options{AdminToken: cfg.AdminToken, Metrics: m, Logger: log, AccessLog: cfg.Log.Access, TLS: tlsFor("h2"), Guard: guard, Conn: policy})
+			o := common
+			o.TLS = tlsFor("h2")
+			gs := grpcapi.New(svc, o)
 			fe.serve, fe.stop = gs.Serve, gs.Shutdown
 		case "resp_addr":
 			// RESP counts its connections itself, after TLS, so that it can
 			// refuse one in Redis's words on a TLS port too.
-			rs := resp.New(svc, resp.Options{AdminToken: cfg.AdminToken, Metrics: m, Logger: log, Conn: policy, Guard: guard})
+			rs := resp.New(svc, common)
 			fe.serve, fe.stop = rs.Serve, func(context.Context) error { return rs.Close() }
 			if c := tlsFor(); c != nil {
 				fe.serve = func(ln net.Listener) error { return rs.Serve(tls.NewListener(ln, c)) }
