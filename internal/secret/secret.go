@@ -12,9 +12,17 @@ import (
 // Mask is what a secret is printed as.
 const Mask = "***"
 
-// userinfo finds "scheme://user:password@" in a URL that may not parse:
-// the password runs to the last "@" before the path.
-var userinfo = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://[^/?#@:]*:)([^/?#]*)@`)
+// userinfo finds "scheme://user:password@" in a URL that may not parse,
+// anywhere in a text (a list of URLs, a message quoting one): the password
+// runs to the last "@" before the path or the next ASCII space. Other
+// spaces (U+3000, U+00A0) are part of the user or password: splitting on
+// them, as strings.Fields does, cut a URL in two and kept its password.
+var userinfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^/?#@:\s]*:)([^/?#\s]*)@`)
+
+// asciiSpace separates the URLs of a list for Passwords.
+func asciiSpace(r rune) bool {
+	return r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\v' || r == '\f'
+}
 
 // passwordParams are query parameters that carry a secret (database
 // drivers accept a password there).
@@ -36,10 +44,10 @@ func Passwords(raw string) []string {
 			out = append(out, e)
 		}
 	}
-	for _, f := range strings.Fields(raw) {
-		if m := userinfo.FindStringSubmatch(f); m != nil {
-			add(m[2])
-		}
+	for _, m := range userinfo.FindAllStringSubmatch(raw, -1) {
+		add(m[2])
+	}
+	for _, f := range strings.FieldsFunc(raw, asciiSpace) {
 		if _, q, ok := strings.Cut(f, "?"); ok {
 			for _, kv := range strings.Split(q, "&") {
 				k, v, _ := strings.Cut(kv, "=")

@@ -38,8 +38,10 @@ func TestScrubError(t *testing.T) {
 
 func FuzzURL(f *testing.F) {
 	f.Add("mysql://u:p@h/db", "p")
+	f.Add("\u3000", "000") // a Unicode space in the user cut the URL in two (found by CI's fuzz step)
+	f.Add("u", "p\u00a0ss")
 	f.Fuzz(func(t *testing.T, user, pass string) {
-		if strings.ContainsAny(user, ":@/?# \t\n\r\v\f\u0085\u00a0") || strings.ContainsAny(pass, "/?# \t\n\r\v\f\u0085\u00a0") || len(pass) < 3 || strings.Contains(pass, "@") || pass == Mask {
+		if strings.ContainsAny(user, ":@/?# \t\n\r\v\f") || strings.ContainsAny(pass, "/?# \t\n\r\v\f") || len(pass) < 3 || strings.Contains(pass, "@") || pass == Mask {
 			return // (a password that is the mask itself shows as itself)
 		}
 		raw := "mysql://" + user + ":" + pass + "@h:3306/db"
