@@ -218,7 +218,7 @@ const RaceMaxNode = 31
 // RaceForIDs has 33 nodes (each a registry open returns for its port) race
 // for the 32 worker IDs 0..RaceMaxNode: 32 must get distinct IDs within the
 // layout and the last must be refused with frond.ErrNoWorkerID, never given
-// a wrapped or out-of-range ID.
+// a wrapped or out-of-range ID. A node told to retry retries, as at start.
 func RaceForIDs(t *testing.T, open func(port int) frond.WorkerRegistry) {
 	t.Helper()
 	const nodes = RaceMaxNode + 2
@@ -231,8 +231,19 @@ func RaceForIDs(t *testing.T, open func(port int) frond.WorkerRegistry) {
 	for i := range nodes {
 		r := open(9000 + i)
 		wg.Go(func() {
-			w, err := r.Acquire(testenv.Ctx(t), RaceMaxNode)
-			out <- res{w.ID, err}
+			// As a node at start does (worker.New, then its supervisor):
+			// an answer that waiting may change (store unavailable: other
+			// nodes kept taking the IDs it chose; worker lost: one is held
+			// for now) is asked again; only a refusal or an ID counts.
+			for try := 0; ; try++ {
+				w, err := r.Acquire(testenv.Ctx(t), RaceMaxNode)
+				if try < 100 && (errors.Is(err, frond.ErrStoreUnavailable) || errors.Is(err, frond.ErrWorkerLost)) {
+					time.Sleep(time.Duration(try+1) * time.Millisecond)
+					continue
+				}
+				out <- res{w.ID, err}
+				return
+			}
 		})
 	}
 	wg.Wait()

@@ -1,0 +1,315 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/frond-id/frond/snowflake"
+	"github.com/spf13/pflag"
+)
+
+// decl declares one configuration key, once: where its value goes (a field
+// of Config, whose koanf tags give the key its name), its default, its
+// flag, its meaning and its check. Defaults, the flags, the key of a
+// service field in an error (keyOf) and docs/configuration.md's table
+// (TestDocTable) all come from the declarations.
+type decl struct {
+	ptr   any          // the field of Config
+	def   string       // the default, as written in YAML or the environment; "" none
+	shown string       // the default column of the documentation's table
+	flag  string       // the command-line flag, "" none; usage is its help
+	usage string       //
+	row   string       // the documentation's key column, when not the key (named entries)
+	svc   string       // the service.Config field it sets, when not the same path
+	doc   string       // the meaning column of the documentation's table
+	check func() error // refuses a bad value; the error does not name the key
+}
+
+// decls declares every key of c, in the order of the documentation.
+func (c *Config) decls() []decl {
+	return []decl{
+		{ptr: &c.Config, shown: "none", flag: "config", usage: "YAML configuration file", doc: "the YAML file read, also from `FROND_CONFIG`; read before the environment and the flags, which override it"},
+		{ptr: &c.DataDir, def: "./data", shown: "`./data`", flag: "data-dir", usage: "data directory: embedded store and worker state", doc: "the embedded store (`frond.db`) and the worker state (`worker.json`, locked by `worker.lock`); must not be empty", check: func() error { return notEmpty(c.DataDir) }},
+		{ptr: &c.HTTPAddr, def: ":8080", shown: "`:8080`", flag: "http-addr", usage: "HTTP listen address HOST:PORT", doc: "HTTP listen address `HOST:PORT`; port 0 picks a free port (logged at start)", check: func() error { return hostPort(c.HTTPAddr, false) }},
+		{ptr: &c.GRPCAddr, shown: "empty: off", flag: "grpc-addr", usage: "gRPC listen address HOST:PORT, off when empty (docs/grpc.md)", doc: "gRPC listen address `HOST:PORT` ([grpc.md](grpc.md)); off by default, as `resp_addr`", check: func() error { return hostPort(c.GRPCAddr, true) }},
+		{ptr: &c.RESPAddr, shown: "empty: off", flag: "resp-addr", usage: "Redis protocol (RESP) listen address HOST:PORT, off when empty (docs/resp.md)", doc: "Redis protocol (RESP) listen address `HOST:PORT` ([resp.md](resp.md)); off by default, so a node alone opens one port and never collides with a local Redis", check: func() error { return hostPort(c.RESPAddr, true) }},
+		{ptr: &c.Store, shown: "`sqlite://<data_dir>/frond.db`", flag: "store", usage: "segment store URL, e.g. sqlite:///var/lib/frond/frond.db (default: sqlite in the data directory)", doc: "segment store URL: `sqlite://...`, `mysql://...`, `postgres://...`, `redis://...`, `etcd://...`, or `memory:` (trials only); several URLs separated by spaces combine stores by residue class. See [stores.md](stores.md)"},
+		{ptr: &c.Registry, def: "file", shown: "`file`", flag: "registry", usage: "worker registry: file, static:N, static:ordinal, etcd://, zk://, redis://, mysql://, postgres://, sqlite:// (docs/registries.md)", doc: "worker registry: `file` (worker ID from `node`, state in the data directory), `static:N`, `static:ordinal[+BASE]` (a StatefulSet pod's ordinal), `etcd://…`, `zk://…`, `redis://…`, `mysql://…`, `postgres://…`, `sqlite://…`. Network registries keep a local record in `data_dir/worker-cache.json`. See [registries.md](registries.md). A static worker ID must fit the layout"},
+		{ptr: &c.Node, def: "0", shown: "`0`", flag: "node", usage: "snowflake worker ID for the file registry", doc: "snowflake worker ID for the file registry: 0 to the layout's largest (twitter 1023); negative refused", check: func() error { return atLeast(c.Node, 0) }},
+		{ptr: &c.Worker.Host, shown: "first non-loopback IPv4", doc: "this node's host in its identity `host:port` (registries that assign by identity)"},
+		{ptr: &c.Worker.Port, def: "0", shown: "`0` = the HTTP port", doc: "this node's port in its identity, 0 to 65535", check: func() error { return within(c.Worker.Port, 0, 65535) }},
+		{ptr: &c.Worker.RecycleAfter, def: "10m", shown: "`10m`", doc: "a gone node's worker ID is recycled only once the taker's clock is past the ID's last time + this; also how long a node issues from its local record while the registry is down. Must be positive and at least `lease_ttl`", check: func() error { return positive(c.Worker.RecycleAfter) }},
+		{ptr: &c.Worker.LeaseTTL, def: "10s", shown: "`10s`", doc: "how long a lease, session or live key outlives a node that stopped renewing it; must be positive", check: func() error { return positive(c.Worker.LeaseTTL) }},
+		{ptr: &c.Worker.Instance, shown: "", doc: "file and static registries: what tells this process apart from another with the same host name in `worker.json`, a pod's UID (set `FROND_WORKER__INSTANCE` from the downward API's `metadata.uid`, as `deploy/kubernetes/statefulset` does). A start on a record another instance wrote and did not release at a clean stop is refused ([deploy.md](deploy.md#fencing-the-worker-id))"},
+		{ptr: &c.Worker.TakeOver, shown: "", doc: "file and static registries: the owner (as the refusal names it, `host/instance`) of a record that did not stop cleanly, which this process may take over once you have made sure that process has stopped"},
+		{ptr: &c.Layout, svc: "Snowflake.Layout", def: "twitter", shown: "`twitter`", flag: "layout", usage: "snowflake layout: twitter, sonyflake, uid-generator, javascript", doc: "snowflake layout: `twitter` (`leaf`), `sonyflake`, `uid-generator`, `javascript` (`js`)", check: func() error { _, err := snowflake.Preset(c.Layout); return err }},
+		{ptr: &c.AdminToken, shown: "empty", flag: "admin-token", usage: "bearer token required for tag administration", doc: "bearer token required by `/v1/tags`; empty: no token (frond warns when not on loopback)"},
+		{ptr: &c.AdminTokenFile, shown: "empty", flag: "admin-token-file", usage: "file holding the admin token", doc: "file holding the token (whitespace trimmed; an empty file is refused); exclusive with `admin_token`"},
+		{ptr: &c.Pprof, def: "false", shown: "`false`", flag: "pprof", usage: "serve net/http/pprof under /debug/pprof/", doc: "serve `net/http/pprof` under `/debug/pprof/`"},
+		{ptr: &c.ShutdownTimeout, def: "15s", shown: "`15s`", doc: "after SIGTERM/SIGINT the process is gone within this: requests in flight finish (within this less a quarter of it, at most 2 s less, kept for the next step), registry calls and clock waits in progress are cancelled, and the exact time of the last snowflake ID is recorded (the log says \"snowflake time recorded at shutdown\"); must be positive", check: func() error { return positive(c.ShutdownTimeout) }},
+		{ptr: &c.Log.Format, def: "text", shown: "`text`", flag: "log-format", usage: "log format: text or json", doc: "`text` or `json` (log/slog)", check: func() error { return oneOf(c.Log.Format, "text", "json") }},
+		{ptr: &c.Log.Level, def: "info", shown: "`info`", flag: "log-level", usage: "log level: debug, info, warn, error", doc: "`debug`, `info`, `warn`, `error`", check: func() error {
+			if _, err := c.LogLevel(); err != nil {
+				return fmt.Errorf("%q: debug, info, warn or error", c.Log.Level)
+			}
+			return nil
+		}},
+		{ptr: &c.Log.Access, def: "false", shown: "`false`", flag: "access-log", usage: "log one line per HTTP request and gRPC call, with its X-Request-ID", doc: "one log line per HTTP request and gRPC call (method, route, status or code, bytes, duration, remote, `request_id`); the request ID is the caller's `X-Request-ID` (gRPC metadata `x-request-id`) or a new one, answered back in the same header ([operations.md](operations.md))"},
+		{ptr: &c.TLS.CertFile, shown: "empty: no TLS", flag: "tls-cert-file", usage: "TLS certificate (PEM) for every listener, reloaded when it changes", doc: "PEM certificate (with its chain) for every listener: HTTP, gRPC and RESP. Reloaded when the file changes (looked at on a handshake at most once a second), so a certificate is rotated without a restart. Env `FROND_TLS_CERT_FILE` ([security.md](security.md))"},
+		{ptr: &c.TLS.KeyFile, shown: "empty", flag: "tls-key-file", usage: "TLS private key (PEM)", doc: "its PEM private key; env `FROND_TLS_KEY_FILE`"},
+		{ptr: &c.TLS.ClientCAFile, shown: "empty", flag: "tls-client-ca-file", usage: "CA certificates (PEM): clients must present a certificate they signed", doc: "PEM CA certificates: every client must present a certificate they signed (mutual TLS); needs `tls.cert_file`. Env `FROND_TLS_CLIENT_CA_FILE`"},
+		{ptr: &c.Limits.MaxConnections, def: "10000", shown: "`10000`", doc: "open connections per listener (HTTP, gRPC, RESP each); one more is refused: HTTP 503, RESP `-ERR max number of clients reached`, gRPC (and any TLS port) a closed connection. At least 1. The other bounds of a connection (TLS handshake 10 s, one request 10 s from its first byte, one reply 30 s, idle 5 min, headers and gRPC metadata 16 KiB) are one policy for every listener, fixed: [security.md](security.md#connections)", check: func() error { return atLeast(c.Limits.MaxConnections, 1) }},
+		{ptr: &c.Limits.Rate, def: "0", shown: "`0` (off)", doc: "requests per second per token (admin or tag token), or per client address (IPv4, or IPv6 /64) for requests without one, on every protocol; over it: `rate_limited` (HTTP 429 with `Retry-After`, gRPC `RESOURCE_EXHAUSTED` with `RetryInfo`, RESP `-RATE_LIMITED`). Probes and `/metrics` are never limited", check: func() error { return rate(c.Limits.Rate) }},
+		{ptr: &c.Limits.Burst, def: "0", shown: "`0` = the rate (at least 1)", doc: "requests above `limits.rate` allowed at once", check: func() error { return atLeast(c.Limits.Burst, 0) }},
+		{ptr: &c.Limits.AuthFailures, def: "10", shown: "`10`", doc: "wrong tokens (admin or tag) an address may send within `limits.auth_window`; then every request from it is refused with `rate_limited` until the window ends, and a RESP connection is closed. 0: off", check: func() error { return atLeast(c.Limits.AuthFailures, 0) }},
+		{ptr: &c.Limits.AuthWindow, def: "1m", shown: "`1m`", doc: "the window of `limits.auth_failures`; must be positive", check: func() error { return positive(c.Limits.AuthWindow) }},
+		{ptr: &c.Idempotency.Window, def: "5m", shown: "`5m`", doc: "how long after its answer a request's idempotency key gets the same answer again ([api.md](api.md#idempotent-requests)); negative: requests with a key are refused", check: func() error { return notZero(c.Idempotency.Window) }},
+		{ptr: &c.Idempotency.MaxEntries, def: "100000", shown: "`100000`", doc: "keys remembered at most; past it the oldest answers are forgotten (counted in `frond_idempotency_evicted_total`)", check: func() error { return atLeast(c.Idempotency.MaxEntries, 1) }},
+		{ptr: &c.Idempotency.MaxIDs, def: "1000000", shown: "`1000000`", doc: "IDs (or ranges) the remembered answers hold at most, the same way", check: func() error { return atLeast(c.Idempotency.MaxIDs, 1) }},
+		{ptr: &c.Snowflake.MaxBackward, def: "5ms", shown: "`5ms`", doc: "largest backward clock step absorbed; larger ones refuse snowflake IDs. `0s`: the default; negative refuses every backward step (`0s` meant that before this version)"},
+		{ptr: &c.Snowflake.MaxLead, def: "0s", shown: "`0s`", doc: "borrowing: how far ahead of the clock IDs may run when a tick's sequence is used up. `0s`: no borrowing (wait for the next tick); negative refused"},
+		{ptr: &c.Snowflake.RandomStart, def: "0", shown: "`0`", doc: "start each tick's sequence at a random value below this (Leaf: 100), at most half the layout's sequence space. `0`: off; negative refused"},
+		{ptr: &c.Snowflake.PersistEvery, def: "400ms", shown: "`400ms`", doc: "how often the registry records the reserved time (reserved up to 2 x this + `max_lead` ahead: a restart after kill -9 waits at most that long for its clock to pass it, 0.8 s by default); `0s`: the default; negative refused. Each node writes to its registry 1/`persist_every` times a second"},
+		{ptr: &c.Snowflake.StartupWait, def: "0s", shown: "`0s` = 2 x persist_every + max_lead + 1s", doc: "when the clock is behind the worker ID's recorded time by at most this, wait for it at start; by more, serve segment IDs and refuse snowflake IDs until the clock passes it. `0s`: the computed value; negative: never wait"},
+		{ptr: &c.Snowflake.MaxPeerSkew, def: "5s", shown: "`5s`", doc: "etcd, ZooKeeper: refuse snowflake IDs while this node's clock is further than this from its live peers' average. Negative turns the check off; `0s`: the default"},
+		{ptr: &c.Snowflake.ExpiryWarning, def: "43800h", shown: "`43800h` (5 years)", doc: "warn at start and fail `/readyz`'s `layout` check when the snowflake layout's time field runs out within this; `0s`: the default; negative: never. A layout that runs out within 30 days is refused at start ([operations.md](operations.md))"},
+		{ptr: &c.Segment.Threshold, def: "0.1", shown: "`0.1`", doc: "fraction of a segment used before the next one loads: more than 0, at most 1; `0`: the default"},
+		{ptr: &c.Segment.FixedStep, def: "false", shown: "`false`", doc: "turn the adaptive step off"},
+		{ptr: &c.Segment.FastSegment, def: "15m", shown: "`15m`", doc: "a segment that lasted less doubles the step; at most `slow_segment`; `0s`: the default; negative refused"},
+		{ptr: &c.Segment.SlowSegment, def: "30m", shown: "`30m`", doc: "a segment that lasted more halves the step; `0s`: the default; negative refused"},
+		{ptr: &c.Segment.MaxStep, def: "1000000", shown: "`1000000`", doc: "the adaptive step's ceiling (a tag's own larger step is kept); `0`: the default; negative refused"},
+		{ptr: &c.Segment.LoadTimeout, def: "10s", shown: "`10s`", doc: "bound on one store call; `0s`: the default; negative refused"},
+		{ptr: &c.Segment.FailFast, def: "1s", shown: "`1s`", doc: "after a failed load, requests with empty buffers fail at once for this long. `0s`: the default; negative: off (every request waits on the store; `0s` meant that before this version)"},
+		{ptr: &c.Segment.IdleAfter, def: "1h", shown: "`1h`", doc: "the buffer of a tag that handed out no ID for this long is dropped (its unused IDs skipped, as at a restart) and its metric series deleted: memory and series stay bounded by the tags in use. `0s`: the default; negative: never (Leaf's behaviour; `0s` meant that before this version)"},
+		{ptr: &c.Serials, shown: "none", row: "`serials.<name>.template`, `.source`, `.tag`, `.reset`, `.zone`, `.step`", doc: "business serial numbers: see [kinds.md](kinds.md). `step` is at least 1 (absent or 0: 1000)"},
+		{ptr: &c.Obfuscation.Key, svc: "ObfuscationKey", shown: "empty", doc: "key (16 bytes or more) of the opaque forms; exclusive with `obfuscation.key_file`; `frond config` masks it"},
+		{ptr: &c.Obfuscation.KeyFile, shown: "empty", doc: "file holding the key (whitespace trimmed); exclusive with `obfuscation.key`"},
+		{ptr: &c.Obfuscation.Scheme, svc: "ObfuscationScheme", shown: "empty", doc: "the key's construction, required with a key: `ff1` (FF1 with AES, for a new key) or `splitmix` (a key that gave opaque IDs before frond had FF1; it keeps giving the same ones)"},
+		{ptr: &c.Obfuscation.KeyVersion, svc: "ObfuscationVersion", def: "1", shown: "`1`", doc: "the key's version, from 1: `reveal` takes it (docs/security.md, key rotation)"},
+		{ptr: &c.Obfuscation.Previous, svc: "ObfuscationPrevious", shown: "none", row: "`obfuscation.previous.<version>.key` / `.key_file` / `.scheme`", doc: "earlier keys by version: they give no IDs, and `reveal` with their version maps their opaque IDs back; `frond config` masks `key`"},
+		{ptr: &c.Obfuscation.SegmentWidth, svc: "ObfuscationWidth", def: "63", shown: "`63`", doc: "width in bits of opaque segment IDs, 20 to 63 with `ff1` (2 to 63 with `splitmix`); 53 keeps them JavaScript-safe"},
+		{ptr: &c.Forms, shown: "none", row: "`forms.<tag>`", doc: "the default form of a segment tag: `number`, `base62`, `base32`, `opaque`, `opaque62` (the opaque forms need an obfuscation key)"},
+		{ptr: &c.Tokens, shown: "none", row: "`tokens.<token>`", doc: "TinyID's access tokens: a list of the tags the token allows (`tokens: {0f673adf: [test, order]}`). When any is set, every request for segment IDs, over every protocol, must carry a token that allows its tag ([tinyid.md](tinyid.md)); a token cannot contain `.`; printed as `***`, also in errors. From the environment: `FROND_TOKENS__<token>=<tag>,<tag>` (the variable's name is the token, case kept: `FROND_TOKENS__0f673adf=test,order`; such a token is letters, digits and `_`)"},
+	}
+}
+
+// declared is a decl with its key and the Go path of its field.
+type declared struct {
+	decl
+	key, path string
+}
+
+// declarations resolves every decl's key and field path.
+func (c *Config) declarations() []declared {
+	ds := c.decls()
+	out := make([]declared, 0, len(ds))
+	root := reflect.ValueOf(c).Elem()
+	for _, d := range ds {
+		key, path, ok := fieldOf(root, reflect.ValueOf(d.ptr), "", "")
+		if !ok {
+			panic(fmt.Sprintf("config: a declaration points outside Config (%T)", d.ptr))
+		}
+		out = append(out, declared{d, key, path})
+	}
+	return out
+}
+
+// fieldOf finds the field of v that p points to: its key (koanf tags
+// joined by ".") and its Go path.
+func fieldOf(v, p reflect.Value, key, path string) (string, string, bool) {
+	t := v.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("koanf")
+		if tag == "" {
+			continue
+		}
+		fv := v.Field(i)
+		k, gp := strings.TrimPrefix(key+"."+tag, "."), strings.TrimPrefix(path+"."+f.Name, ".")
+		if fv.Addr().Pointer() == p.Pointer() && fv.Type() == p.Type().Elem() {
+			return k, gp, true
+		}
+		if f.Type.Kind() == reflect.Struct {
+			if k, gp, ok := fieldOf(fv, p, k, gp); ok {
+				return k, gp, true
+			}
+		}
+	}
+	return "", "", false
+}
+
+// Defaults are the values when nothing is configured, typed as YAML would
+// give them (durations as text).
+func Defaults() map[string]any {
+	out := map[string]any{}
+	for _, d := range (&Config{}).declarations() {
+		if v, ok := typed(d.ptr, d.def); ok {
+			out[d.key] = v
+		}
+	}
+	return out
+}
+
+// typed is def as the value of the field ptr points to; false for the
+// sections of named entries, which have no default.
+func typed(ptr any, def string) (any, bool) {
+	switch ptr.(type) {
+	case *string:
+		return def, true
+	case *time.Duration:
+		if def == "" {
+			def = "0s"
+		}
+		return def, true
+	case *bool:
+		return def == "true", true
+	case *int, *int64:
+		n, _ := strconv.ParseInt(def, 10, 64)
+		return int(n), true
+	case *uint:
+		n, _ := strconv.ParseUint(def, 10, 64)
+		return int(n), true
+	case *float64:
+		f, _ := strconv.ParseFloat(def, 64)
+		return f, true
+	}
+	return nil, false
+}
+
+// Flag is a command-line flag and the key it sets.
+type Flag struct{ Name, Key, Usage string }
+
+// Flags are the command-line flags of frond serve and the commands.
+func Flags() []Flag {
+	var out []Flag
+	for _, d := range (&Config{}).declarations() {
+		if d.flag != "" {
+			out = append(out, Flag{d.flag, d.key, d.usage + " (env " + EnvName(d.key) + ")"})
+		}
+	}
+	return out
+}
+
+// AddFlags defines the flags on fs with the defaults.
+func AddFlags(fs *pflag.FlagSet) {
+	d := Defaults()
+	for _, f := range Flags() {
+		switch v := d[f.Key].(type) {
+		case bool:
+			fs.Bool(f.Name, v, f.Usage)
+		case int:
+			fs.Int64(f.Name, int64(v), f.Usage)
+		default:
+			fs.String(f.Name, fmt.Sprint(v), f.Usage)
+		}
+	}
+}
+
+// FlagName is the flag of a key ("" if it has none).
+func FlagName(key string) string {
+	for _, f := range Flags() {
+		if f.Key == key {
+			return f.Name
+		}
+	}
+	return ""
+}
+
+// DocTable is docs/configuration.md's table of keys, from the
+// declarations.
+func DocTable() string {
+	var b strings.Builder
+	b.WriteString("| key | flag | default | meaning |\n|---|---|---|---|\n")
+	for _, d := range (&Config{}).declarations() {
+		key := d.row
+		if key == "" {
+			key = "`" + d.key + "`"
+		}
+		flag := ""
+		if d.flag != "" {
+			flag = "`--" + d.flag + "`"
+		}
+		b.WriteString("|")
+		for _, cell := range []string{key, flag, d.shown, d.doc} {
+			if cell != "" {
+				b.WriteString(" " + cell)
+			}
+			b.WriteString(" |")
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// The checks of the declarations. Their errors do not name the key: the
+// caller does.
+
+func notEmpty(v string) error {
+	if v == "" {
+		return errors.New("is empty")
+	}
+	return nil
+}
+
+// hostPort checks a listen address HOST:PORT (empty, when optional: off).
+func hostPort(addr string, optional bool) error {
+	if addr == "" && optional {
+		return nil
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return fmt.Errorf("%q: %v", addr, err)
+	}
+	return nil
+}
+
+func atLeast[N int | int64](v, low N) error {
+	if v < low {
+		if low == 0 {
+			return fmt.Errorf("%d is negative", v)
+		}
+		return fmt.Errorf("%d: at least %d", v, low)
+	}
+	return nil
+}
+
+func within(v, low, high int) error {
+	if v < low || v > high {
+		return fmt.Errorf("%d: %d to %d", v, low, high)
+	}
+	return nil
+}
+
+func positive(d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("%v: it must be positive", d)
+	}
+	return nil
+}
+
+func notZero(d time.Duration) error {
+	if d == 0 {
+		return errors.New("0: a duration such as 5m, or negative to refuse idempotency keys")
+	}
+	return nil
+}
+
+func oneOf(v string, allowed ...string) error {
+	if !slices.Contains(allowed, v) {
+		return fmt.Errorf("%q: %s", v, strings.Join(allowed, ", "))
+	}
+	return nil
+}
+
+func rate(r float64) error {
+	if r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
+		return fmt.Errorf("%v: 0 (off) or a positive number of requests per second", r)
+	}
+	return nil
+}
