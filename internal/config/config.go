@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"math"
 	"net"
 	"os"
 	"slices"
@@ -162,65 +161,6 @@ type Segment struct {
 	IdleAfter   time.Duration `koanf:"idle_after"` // 0s or negative: never drop idle buffers
 }
 
-// Defaults are the values when nothing is configured.
-func Defaults() map[string]any {
-	return map[string]any{
-		"config": "", "data_dir": "./data", "http_addr": ":8080", "grpc_addr": "", "resp_addr": "", "store": "", "registry": "file",
-		"layout": "twitter", "node": 0, "admin_token": "", "admin_token_file": "", "pprof": false,
-		"shutdown_timeout": "15s",
-		"log.format":       "text", "log.level": "info", "log.access": false,
-		"tls.cert_file": "", "tls.key_file": "", "tls.client_ca_file": "",
-		"limits.max_connections": 10_000, "limits.rate": 0.0, "limits.burst": 0, "limits.auth_failures": 10, "limits.auth_window": "1m",
-		"idempotency.window": "5m", "idempotency.max_entries": 100_000, "idempotency.max_ids": 1_000_000,
-		"snowflake.max_backward": "5ms", "snowflake.max_lead": "0s", "snowflake.random_start": 0,
-		"snowflake.persist_every": "400ms", "snowflake.startup_wait": "0s", "snowflake.max_peer_skew": "5s", "snowflake.expiry_warning": "43800h",
-		"worker.host": "", "worker.port": 0, "worker.recycle_after": "10m", "worker.lease_ttl": "10s",
-		"worker.instance": "", "worker.takeover": "",
-		"segment.threshold": 0.1, "segment.fixed_step": false, "segment.fast_segment": "15m",
-		"segment.slow_segment": "30m", "segment.max_step": 1_000_000, "segment.load_timeout": "10s",
-		"segment.fail_fast": "1s", "segment.idle_after": "1h",
-		"obfuscation.key": "", "obfuscation.key_file": "", "obfuscation.segment_width": 63,
-		"obfuscation.scheme": "", "obfuscation.key_version": 1,
-	}
-}
-
-// Flags are the command-line flags of frond serve and the keys they set.
-var Flags = []struct{ Name, Key, Usage string }{
-	{"config", "config", "YAML configuration file (env FROND_CONFIG)"},
-	{"data-dir", "data_dir", "data directory: embedded store and worker state (env FROND_DATA_DIR)"},
-	{"http-addr", "http_addr", "HTTP listen address HOST:PORT (env FROND_HTTP_ADDR)"},
-	{"grpc-addr", "grpc_addr", "gRPC listen address HOST:PORT, off when empty (env FROND_GRPC_ADDR; docs/grpc.md)"},
-	{"resp-addr", "resp_addr", "Redis protocol (RESP) listen address HOST:PORT, off when empty (env FROND_RESP_ADDR; docs/resp.md)"},
-	{"store", "store", "segment store URL, e.g. sqlite:///var/lib/frond/frond.db (default: sqlite in the data directory) (env FROND_STORE)"},
-	{"registry", "registry", "worker registry: file, static:N, static:ordinal, etcd://, zk://, redis://, mysql://, postgres://, sqlite:// (env FROND_REGISTRY; docs/registries.md)"},
-	{"layout", "layout", "snowflake layout: twitter, sonyflake, uid-generator, javascript (env FROND_LAYOUT)"},
-	{"node", "node", "snowflake worker ID for the file registry (env FROND_NODE)"},
-	{"admin-token", "admin_token", "bearer token required for tag administration (env FROND_ADMIN_TOKEN)"},
-	{"admin-token-file", "admin_token_file", "file holding the admin token (env FROND_ADMIN_TOKEN_FILE)"},
-	{"pprof", "pprof", "serve net/http/pprof under /debug/pprof/ (env FROND_PPROF)"},
-	{"log-format", "log.format", "log format: text or json (env FROND_LOG__FORMAT)"},
-	{"log-level", "log.level", "log level: debug, info, warn, error (env FROND_LOG__LEVEL)"},
-	{"tls-cert-file", "tls.cert_file", "TLS certificate (PEM) for every listener, reloaded when it changes (env FROND_TLS_CERT_FILE)"},
-	{"tls-key-file", "tls.key_file", "TLS private key (PEM) (env FROND_TLS_KEY_FILE)"},
-	{"tls-client-ca-file", "tls.client_ca_file", "CA certificates (PEM): clients must present a certificate they signed (env FROND_TLS_CLIENT_CA_FILE)"},
-	{"access-log", "log.access", "log one line per HTTP request and gRPC call, with its X-Request-ID (env FROND_LOG__ACCESS)"},
-}
-
-// AddFlags defines the flags on fs with the defaults.
-func AddFlags(fs *pflag.FlagSet) {
-	d := Defaults()
-	for _, f := range Flags {
-		switch v := d[f.Key].(type) {
-		case bool:
-			fs.Bool(f.Name, v, f.Usage)
-		case int:
-			fs.Int64(f.Name, int64(v), f.Usage)
-		default:
-			fs.String(f.Name, fmt.Sprint(v), f.Usage)
-		}
-	}
-}
-
 // envSkip are FROND_ variables that are not configuration keys: the
 // tests', and the client commands' server and TLS files (which a
 // container sets for frond health beside frond serve's own variables).
@@ -238,35 +178,24 @@ func envKey(name string) string {
 	if !ok || envSkip(name) {
 		return ""
 	}
-	key := strings.ReplaceAll(strings.ToLower(name), "__", ".")
-	for k, alias := range envAliases {
-		if key == alias {
-			return k
+	for _, d := range (&Config{}).declarations() {
+		if d.env != "" && d.env == "FROND_"+name {
+			return d.key
 		}
 	}
-	return key
+	return strings.ReplaceAll(strings.ToLower(name), "__", ".")
 }
 
-// envAliases are keys whose variable has one underscore where nesting
-// would have two: FROND_TLS_CERT_FILE, as TLS settings are usually named.
-var envAliases = map[string]string{"tls.cert_file": "tls_cert_file", "tls.key_file": "tls_key_file", "tls.client_ca_file": "tls_client_ca_file"}
-
-// EnvName is the environment variable of a key: FROND_SEGMENT__MAX_STEP.
+// EnvName is the environment variable of a key: FROND_SEGMENT__MAX_STEP, or
+// the one its declaration names (FROND_TLS_CERT_FILE, as TLS settings are
+// usually named).
 func EnvName(key string) string {
-	if alias, ok := envAliases[key]; ok {
-		return "FROND_" + strings.ToUpper(alias)
+	for _, d := range (&Config{}).declarations() {
+		if d.key == key && d.env != "" {
+			return d.env
+		}
 	}
 	return "FROND_" + strings.ToUpper(strings.ReplaceAll(key, ".", "__"))
-}
-
-// FlagName is the flag of a key ("" if it has none).
-func FlagName(key string) string {
-	for _, f := range Flags {
-		if f.Key == key {
-			return f.Name
-		}
-	}
-	return ""
 }
 
 // KeyError is an invalid value of one or more keys. Its message names each
@@ -281,9 +210,9 @@ func (e *KeyError) Error() string {
 	where := make([]string, len(e.Keys))
 	for i, k := range e.Keys {
 		keys[i], where[i] = k, EnvName(k)
-		if _, token, ok := strings.Cut(k, "tokens."); ok && strings.HasPrefix(k, "tokens.") {
+		if token, ok := strings.CutPrefix(k, tokensKey+"."); ok {
 			// The key names a secret: a tag token.
-			keys[i] = "tokens." + secret.Mask
+			keys[i] = tokensKey + "." + secret.Mask
 			where[i] = strings.TrimSuffix(where[i], strings.ToUpper(token)) + secret.Mask
 		}
 		if f := FlagName(k); f != "" {
@@ -337,7 +266,7 @@ func Load(fs *pflag.FlagSet, environ []string) (*Config, *koanf.Koanf, error) {
 		EnvironFunc: func() []string { return environ },
 		TransformFunc: func(name, v string) (string, any) {
 			key := envKey(name)
-			if token, ok := strings.CutPrefix(name, "FROND_TOKENS__"); ok && key != "" {
+			if token, ok := strings.CutPrefix(name, EnvName(tokensKey)+"__"); ok && key != "" {
 				// A tag token keeps its case (the variable's name is the
 				// token), and its tags are a comma-separated list:
 				// FROND_TOKENS__0f673adf=test,order.
@@ -347,7 +276,7 @@ func Load(fs *pflag.FlagSet, environ []string) (*Config, *koanf.Koanf, error) {
 						tags = append(tags, t)
 					}
 				}
-				return "tokens." + token, tags
+				return tokensKey + "." + token, tags
 			}
 			if key != "" {
 				return key, v
@@ -360,7 +289,7 @@ func Load(fs *pflag.FlagSet, environ []string) (*Config, *koanf.Koanf, error) {
 	}
 	if fs != nil {
 		keyOf := map[string]string{}
-		for _, f := range Flags {
+		for _, f := range Flags() {
 			keyOf[f.Name] = f.Key
 		}
 		err := k.Load(posflag.ProviderWithFlag(fs, ".", k, func(f *pflag.Flag) (string, any) {
@@ -405,143 +334,50 @@ func Load(fs *pflag.FlagSet, environ []string) (*Config, *koanf.Koanf, error) {
 
 // finish checks the keys only this package knows and fills derived values.
 func (c *Config) finish() error {
-	if c.DataDir == "" {
-		return keyErr(errors.New("is empty"), "data_dir")
-	}
-	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
-		return keyErr(fmt.Errorf("%q: %v", c.HTTPAddr, err), "http_addr")
-	}
-	for _, a := range [][2]string{{"grpc_addr", c.GRPCAddr}, {"resp_addr", c.RESPAddr}} {
-		if a[1] == "" {
-			continue
-		}
-		if _, _, err := net.SplitHostPort(a[1]); err != nil {
-			return keyErr(fmt.Errorf("%q: %v", a[1], err), a[0])
-		}
-	}
-	if c.TLS.On() {
-		if c.TLS.CertFile == "" || c.TLS.KeyFile == "" {
-			key := "tls.cert_file"
-			if c.TLS.KeyFile == "" {
-				key = "tls.key_file"
-			}
-			return keyErr(tlsconf.ErrIncomplete, key)
-		}
-		if _, err := tlsconf.New(tlsconf.Files{Cert: c.TLS.CertFile, Key: c.TLS.KeyFile}, nil); err != nil {
-			return keyErr(err, "tls.cert_file")
-		}
-		if c.TLS.ClientCAFile != "" {
-			if _, err := tlsconf.CertPool(c.TLS.ClientCAFile); err != nil {
-				return keyErr(err, "tls.client_ca_file")
+	for _, d := range c.declarations() {
+		if d.check != nil {
+			if err := d.check(); err != nil {
+				return keyErr(err, d.key)
 			}
 		}
-	} else if c.TLS.ClientCAFile != "" {
-		return keyErr(errors.New("client certificates need TLS: set tls.cert_file and tls.key_file too"), "tls.client_ca_file")
 	}
-	if c.Limits.MaxConnections < 1 {
-		return keyErr(fmt.Errorf("%d: at least 1", c.Limits.MaxConnections), "limits.max_connections")
-	}
-	if c.Limits.Rate < 0 || math.IsNaN(c.Limits.Rate) || math.IsInf(c.Limits.Rate, 0) {
-		return keyErr(fmt.Errorf("%v: 0 (off) or a positive number of requests per second", c.Limits.Rate), "limits.rate")
-	}
-	if c.Limits.Burst < 0 {
-		return keyErr(fmt.Errorf("%d is negative (0: the rate)", c.Limits.Burst), "limits.burst")
-	}
-	if c.Limits.AuthFailures < 0 {
-		return keyErr(fmt.Errorf("%d is negative (0: off)", c.Limits.AuthFailures), "limits.auth_failures")
-	}
-	if c.Limits.AuthWindow <= 0 {
-		return keyErr(fmt.Errorf("%v: it must be positive", c.Limits.AuthWindow), "limits.auth_window")
-	}
-	if c.Idempotency.Window == 0 {
-		return keyErr(errors.New("0: a duration such as 5m, or negative to refuse idempotency keys"), "idempotency.window")
-	}
-	if c.Idempotency.MaxEntries < 1 {
-		return keyErr(fmt.Errorf("%d: at least 1", c.Idempotency.MaxEntries), "idempotency.max_entries")
-	}
-	if c.Idempotency.MaxIDs < 1 {
-		return keyErr(fmt.Errorf("%d: at least 1", c.Idempotency.MaxIDs), "idempotency.max_ids")
-	}
-	if _, err := snowflake.Preset(c.Layout); err != nil {
-		return keyErr(err, "layout")
-	}
-	if c.Node < 0 {
-		return keyErr(fmt.Errorf("%d is negative", c.Node), "node")
-	}
-	if c.Log.Format != "text" && c.Log.Format != "json" {
-		return keyErr(fmt.Errorf("%q: text or json", c.Log.Format), "log.format")
-	}
-	if _, err := c.LogLevel(); err != nil {
-		return keyErr(fmt.Errorf("%q: debug, info, warn or error", c.Log.Level), "log.level")
-	}
-	if c.Worker.Port < 0 || c.Worker.Port > 65535 {
-		return keyErr(fmt.Errorf("%d: 0 to 65535", c.Worker.Port), "worker.port")
-	}
-	// Every key below has its default in Defaults, so zero is not "the
-	// default" here: it is refused where it would mean nothing sensible.
-	positive := []struct {
-		key string
-		d   time.Duration
-	}{
-		{"worker.recycle_after", c.Worker.RecycleAfter}, {"worker.lease_ttl", c.Worker.LeaseTTL},
-		{"shutdown_timeout", c.ShutdownTimeout}, {"snowflake.persist_every", c.Snowflake.PersistEvery},
-		{"snowflake.max_peer_skew", c.Snowflake.MaxPeerSkew}, // negative: off (the service's meaning)
-		{"snowflake.expiry_warning", c.Snowflake.ExpiryWarning},
-		{"segment.fast_segment", c.Segment.FastSegment}, {"segment.slow_segment", c.Segment.SlowSegment},
-		{"segment.load_timeout", c.Segment.LoadTimeout},
-	}
-	for _, p := range positive {
-		if p.d == 0 {
-			return keyErr(errors.New("0 is not allowed: it must be positive (leave the key out for the default)"), p.key)
-		}
-	}
-	for _, p := range positive[:3] { // the others: the engines refuse negatives, or read them as "off"
-		if p.d < 0 {
-			return keyErr(fmt.Errorf("%v is negative: it must be positive", p.d), p.key)
-		}
-	}
-	if c.Snowflake.MaxBackward < 0 {
-		return keyErr(fmt.Errorf("%v is negative (0s refuses every backward step)", c.Snowflake.MaxBackward), "snowflake.max_backward")
-	}
-	if c.Segment.Threshold == 0 {
-		return keyErr(errors.New("0 is not allowed: more than 0, at most 1"), "segment.threshold")
-	}
-	if c.Segment.MaxStep == 0 {
-		return keyErr(errors.New("0 is not allowed: at least 1"), "segment.max_step")
+	if err := c.checkTLS(); err != nil {
+		return err
 	}
 	if c.Worker.LeaseTTL > c.Worker.RecycleAfter {
-		return keyErr(fmt.Errorf("worker.lease_ttl %v must not exceed worker.recycle_after %v", c.Worker.LeaseTTL, c.Worker.RecycleAfter), "worker.lease_ttl", "worker.recycle_after")
+		lease, recycle := c.keyAt(&c.Worker.LeaseTTL), c.keyAt(&c.Worker.RecycleAfter)
+		return keyErr(fmt.Errorf("%s %v must not exceed %s %v", lease, c.Worker.LeaseTTL, recycle, c.Worker.RecycleAfter), lease, recycle)
 	}
 	if c.AdminTokenFile != "" {
 		if c.AdminToken != "" {
-			return keyErr(errors.New("both are set: choose one"), "admin_token", "admin_token_file")
+			return keyErr(errors.New("both are set: choose one"), c.keyAt(&c.AdminToken), c.keyAt(&c.AdminTokenFile))
 		}
 		b, err := os.ReadFile(c.AdminTokenFile)
 		if err != nil {
-			return keyErr(err, "admin_token_file")
+			return keyErr(err, c.keyAt(&c.AdminTokenFile))
 		}
 		c.AdminToken = strings.TrimSpace(string(b))
 		if c.AdminToken == "" {
-			return keyErr(fmt.Errorf("%s is empty", c.AdminTokenFile), "admin_token_file")
+			return keyErr(fmt.Errorf("%s is empty", c.AdminTokenFile), c.keyAt(&c.AdminTokenFile))
 		}
 	}
 	if c.Obfuscation.KeyFile != "" {
 		if c.Obfuscation.Key != "" {
-			return keyErr(errors.New("both are set: choose one"), "obfuscation.key", "obfuscation.key_file")
+			return keyErr(errors.New("both are set: choose one"), c.keyAt(&c.Obfuscation.Key), c.keyAt(&c.Obfuscation.KeyFile))
 		}
 		b, err := os.ReadFile(c.Obfuscation.KeyFile)
 		if err != nil {
-			return keyErr(err, "obfuscation.key_file")
+			return keyErr(err, c.keyAt(&c.Obfuscation.KeyFile))
 		}
 		c.Obfuscation.Key = strings.TrimSpace(string(b))
 	}
 	if c.Obfuscation.Key != "" && c.Obfuscation.Scheme == "" {
-		return keyErr(errors.New("is required with a key: ff1 for a new key, or splitmix for a key that gave opaque IDs before frond had FF1 (it keeps giving the same IDs; docs/security.md)"), "obfuscation.scheme")
+		return keyErr(errors.New("is required with a key: ff1 for a new key, or splitmix for a key that gave opaque IDs before frond had FF1 (it keeps giving the same IDs; docs/security.md)"), c.keyAt(&c.Obfuscation.Scheme))
 	}
 	for v, pk := range c.Obfuscation.Previous {
-		prefix := "obfuscation.previous." + v + "."
+		prefix := c.keyAt(&c.Obfuscation.Previous) + "." + v + "."
 		if n, err := strconv.Atoi(v); err != nil || n < 1 {
-			return keyErr(fmt.Errorf("%q is not a key version (a whole number from 1)", v), "obfuscation.previous")
+			return keyErr(fmt.Errorf("%q is not a key version (a whole number from 1)", v), c.keyAt(&c.Obfuscation.Previous))
 		}
 		if pk.KeyFile != "" {
 			if pk.Key != "" {
@@ -567,25 +403,36 @@ func (c *Config) finish() error {
 	return nil
 }
 
+// checkTLS checks the TLS files: both or neither, readable, and a client
+// CA only with TLS.
+func (c *Config) checkTLS() error {
+	if c.TLS.On() {
+		if c.TLS.CertFile == "" || c.TLS.KeyFile == "" {
+			key := c.keyAt(&c.TLS.CertFile)
+			if c.TLS.KeyFile == "" {
+				key = c.keyAt(&c.TLS.KeyFile)
+			}
+			return keyErr(tlsconf.ErrIncomplete, key)
+		}
+		if _, err := tlsconf.New(tlsconf.Files{Cert: c.TLS.CertFile, Key: c.TLS.KeyFile}, nil); err != nil {
+			return keyErr(err, c.keyAt(&c.TLS.CertFile))
+		}
+		if c.TLS.ClientCAFile != "" {
+			if _, err := tlsconf.CertPool(c.TLS.ClientCAFile); err != nil {
+				return keyErr(err, c.keyAt(&c.TLS.ClientCAFile))
+			}
+		}
+	} else if c.TLS.ClientCAFile != "" {
+		return keyErr(fmt.Errorf("client certificates need TLS: set %s and %s too", c.keyAt(&c.TLS.CertFile), c.keyAt(&c.TLS.KeyFile)), c.keyAt(&c.TLS.ClientCAFile))
+	}
+	return nil
+}
+
 // ServiceConfig is the service.Config of c: frond serve runs with it (after
 // setting the clock and the metrics hook) and Validate checks it. Zero and
-// negative values mean what docs/configuration.md says, which for
-// snowflake.max_backward and segment.fail_fast differs from the engines'
-// zero values (there, zero means the default).
+// negative values mean what they mean to the engines (zero: the default).
 func (c *Config) ServiceConfig() service.Config {
 	layout, _ := snowflake.Preset(c.Layout)
-	maxBackward := c.Snowflake.MaxBackward
-	if maxBackward == 0 {
-		maxBackward = -1 // the generator's "refuse every backward step"
-	}
-	failFast := c.Segment.FailFast
-	if failFast == 0 {
-		failFast = -1 // the engine's "off"
-	}
-	idleAfter := c.Segment.IdleAfter
-	if idleAfter == 0 {
-		idleAfter = -1 // the engine's "never"
-	}
 	var key []byte
 	if c.Obfuscation.Key != "" {
 		key = []byte(c.Obfuscation.Key)
@@ -598,15 +445,15 @@ func (c *Config) ServiceConfig() service.Config {
 	}
 	return service.Config{
 		Snowflake: worker.Settings{
-			Layout: layout, MaxBackward: maxBackward, MaxLead: c.Snowflake.MaxLead,
+			Layout: layout, MaxBackward: c.Snowflake.MaxBackward, MaxLead: c.Snowflake.MaxLead,
 			RandomStart: c.Snowflake.RandomStart, PersistEvery: c.Snowflake.PersistEvery,
 			StartupWait: c.Snowflake.StartupWait, MaxPeerSkew: c.Snowflake.MaxPeerSkew, ExpiryWarning: c.Snowflake.ExpiryWarning,
 		},
 		Segment: segment.Settings{
 			Threshold: c.Segment.Threshold, FixedStep: c.Segment.FixedStep,
 			FastSegment: c.Segment.FastSegment, SlowSegment: c.Segment.SlowSegment,
-			MaxStep: c.Segment.MaxStep, LoadTimeout: c.Segment.LoadTimeout, FailFast: failFast,
-			IdleAfter: idleAfter,
+			MaxStep: c.Segment.MaxStep, LoadTimeout: c.Segment.LoadTimeout, FailFast: c.Segment.FailFast,
+			IdleAfter: c.Segment.IdleAfter,
 		},
 		Serials:             c.Serials,
 		ObfuscationKey:      key,
@@ -639,43 +486,40 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// keyOf maps a service.Config field path to the key that sets it.
+// keyOf maps a service.Config field path to the key that sets it (the
+// declarations' svc, or the same Go path).
 func (c *Config) keyOf(field string) string {
 	if rest, ok := strings.CutPrefix(field, "Serials["); ok {
 		name, f, _ := strings.Cut(rest, "].")
-		return "serials." + name + "." + strings.ToLower(f)
+		return serialsKey + "." + name + "." + strings.ToLower(f)
 	}
 	if rest, ok := strings.CutPrefix(field, "Forms["); ok {
-		return "forms." + strings.TrimSuffix(rest, "]")
+		return formsKey + "." + strings.TrimSuffix(rest, "]")
 	}
 	if strings.HasPrefix(field, "Tokens[") {
-		return "tokens" // the key, not the token: errors do not print secrets
+		return tokensKey // the key, not the token: errors do not print secrets
 	}
 	if field == "ObfuscationKey" && c.Obfuscation.KeyFile != "" {
-		return "obfuscation.key_file"
+		return c.keyAt(&c.Obfuscation.KeyFile)
 	}
 	if rest, ok := strings.CutPrefix(field, "ObfuscationPrevious["); ok {
 		if i, err := strconv.Atoi(strings.TrimSuffix(rest, "]")); err == nil {
 			vs := slices.Sorted(maps.Keys(c.Obfuscation.Previous))
 			if i < len(vs) {
-				return "obfuscation.previous." + vs[i]
+				return c.keyAt(&c.Obfuscation.Previous) + "." + vs[i]
 			}
 		}
-		return "obfuscation.previous"
+		return c.keyAt(&c.Obfuscation.Previous)
 	}
-	keys := map[string]string{
-		"Snowflake.Layout": "layout", "Snowflake.PersistEvery": "snowflake.persist_every", "Snowflake.MaxBackward": "snowflake.max_backward",
-		"Snowflake.MaxLead": "snowflake.max_lead", "Snowflake.RandomStart": "snowflake.random_start", "Snowflake.StartupWait": "snowflake.startup_wait",
-		"Snowflake.MaxPeerSkew": "snowflake.max_peer_skew", "Snowflake.ExpiryWarning": "snowflake.expiry_warning",
-		"Segment.Threshold":   "segment.threshold",
-		"Segment.FastSegment": "segment.fast_segment", "Segment.SlowSegment": "segment.slow_segment",
-		"Segment.MaxStep": "segment.max_step", "Segment.LoadTimeout": "segment.load_timeout",
-		"Segment.FailFast": "segment.fail_fast", "Segment.IdleAfter": "segment.idle_after", "Segment": "segment",
-		"ObfuscationKey": "obfuscation.key", "ObfuscationWidth": "obfuscation.segment_width",
-		"ObfuscationScheme": "obfuscation.scheme", "ObfuscationPrevious": "obfuscation.previous",
+	for _, d := range c.declarations() {
+		if d.svc == field || d.svc == "" && d.path == field {
+			return d.key
+		}
 	}
-	if k, ok := keys[field]; ok {
-		return k
+	for _, d := range c.declarations() { // a whole section ("Segment")
+		if section, _, ok := strings.Cut(d.key, "."); ok && strings.HasPrefix(d.path, field+".") {
+			return section
+		}
 	}
 	return field
 }
@@ -712,31 +556,34 @@ func loopback(addr string) bool {
 func Masked(k *koanf.Koanf, c *Config) ([]byte, error) {
 	m := koanf.New(".")
 	m.Load(confmap.Provider(k.All(), "."), nil)
-	if c.AdminToken != "" {
-		m.Set("admin_token", "***")
-	}
-	if c.Obfuscation.Key != "" {
-		m.Set("obfuscation.key", "***")
-	}
-	for v := range c.Obfuscation.Previous {
-		if m.String("obfuscation.previous."+v+".key") != "" {
-			m.Set("obfuscation.previous."+v+".key", "***")
+	for _, d := range c.declarations() {
+		switch v := d.ptr.(type) {
+		case *string:
+			if d.secret && *v != "" {
+				m.Set(d.key, secret.Mask)
+			}
+			if d.urls {
+				urls := strings.Fields(m.String(d.key))
+				for i := range urls {
+					urls[i] = secret.URL(urls[i])
+				}
+				m.Set(d.key, strings.Join(urls, " "))
+			}
+		case *map[string]PreviousKey:
+			for version := range *v {
+				if key := d.key + "." + version + "." + previousKeyKey; m.String(key) != "" {
+					m.Set(key, secret.Mask)
+				}
+			}
+		case *map[string][]string: // tokens: the tags stay visible; each token shows as *** and a number
+			if len(*v) == 0 {
+				continue
+			}
+			m.Delete(d.key)
+			for i, token := range slices.Sorted(maps.Keys(*v)) {
+				m.Set(d.key+"."+secret.Mask+strconv.Itoa(i+1), (*v)[token])
+			}
 		}
 	}
-	if len(c.Tokens) > 0 {
-		// The tags stay visible; each token shows as *** and a number.
-		m.Delete("tokens")
-		i := 0
-		for _, token := range slices.Sorted(maps.Keys(c.Tokens)) {
-			i++
-			m.Set("tokens.***"+strconv.Itoa(i), c.Tokens[token])
-		}
-	}
-	m.Set("registry", secret.URL(m.String("registry")))
-	stores := strings.Fields(c.Store)
-	for i := range stores {
-		stores[i] = secret.URL(stores[i])
-	}
-	m.Set("store", strings.Join(stores, " "))
 	return m.Marshal(yaml.Parser())
 }

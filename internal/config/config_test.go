@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frond-id/frond/segment"
+	"github.com/frond-id/frond/store/memstore"
+	"github.com/frond-id/frond/worker"
 	"github.com/spf13/pflag"
 )
 
@@ -211,21 +214,15 @@ func TestLoad_InvalidValues(t *testing.T) {
 		keys      []string
 	}{
 		{"threshold 2", nil, []string{"FROND_SEGMENT__THRESHOLD=2"}, []string{"segment.threshold"}},
-		{"threshold 0", nil, []string{"FROND_SEGMENT__THRESHOLD=0"}, []string{"segment.threshold"}},
 		{"max_step -1", nil, []string{"FROND_SEGMENT__MAX_STEP=-1"}, []string{"segment.max_step"}},
-		{"max_step 0", nil, []string{"FROND_SEGMENT__MAX_STEP=0"}, []string{"segment.max_step"}},
 		{"max_step abc", nil, []string{"FROND_SEGMENT__MAX_STEP=abc"}, []string{"segment.max_step"}},
 		{"max_step in file", nil, []string{"FROND_CONFIG=" + file("segment:\n  max_step: abc\n")}, []string{"segment.max_step"}},
-		{"load_timeout 0s", nil, []string{"FROND_SEGMENT__LOAD_TIMEOUT=0s"}, []string{"segment.load_timeout"}},
 		{"load_timeout -1s", nil, []string{"FROND_SEGMENT__LOAD_TIMEOUT=-1s"}, []string{"segment.load_timeout"}},
 		{"fast > slow", nil, []string{"FROND_SEGMENT__FAST_SEGMENT=1h"}, []string{"segment.fast_segment", "segment.slow_segment"}},
-		{"max_backward -5ms", nil, []string{"FROND_SNOWFLAKE__MAX_BACKWARD=-5ms"}, []string{"snowflake.max_backward"}},
 		{"max_lead -1ms", nil, []string{"FROND_SNOWFLAKE__MAX_LEAD=-1ms"}, []string{"snowflake.max_lead"}},
 		{"max_lead 5", nil, []string{"FROND_CONFIG=" + file("snowflake:\n  max_lead: 5\n")}, []string{"snowflake.max_lead"}},
 		{"random_start too big", nil, []string{"FROND_SNOWFLAKE__RANDOM_START=100000"}, []string{"snowflake.random_start"}},
-		{"persist_every 0s", nil, []string{"FROND_SNOWFLAKE__PERSIST_EVERY=0s"}, []string{"snowflake.persist_every"}},
 		{"persist_every -1s", nil, []string{"FROND_SNOWFLAKE__PERSIST_EVERY=-1s"}, []string{"snowflake.persist_every"}},
-		{"max_peer_skew 0s", nil, []string{"FROND_SNOWFLAKE__MAX_PEER_SKEW=0s"}, []string{"snowflake.max_peer_skew"}},
 		{"serial step -5", nil, []string{pay, "FROND_SERIALS__PAY__STEP=-5"}, []string{"serials.pay.step"}},
 		{"serial zone", nil, []string{pay, "FROND_SERIALS__PAY__ZONE=Mars/Base"}, []string{"serials.pay.zone"}},
 		{"serial template", nil, []string{"FROND_SERIALS__PAY__TEMPLATE=PAY"}, []string{"serials.pay.template"}},
@@ -286,29 +283,43 @@ func TestLoad_Messages(t *testing.T) {
 	}
 }
 
-// Zero and negative values mean what docs/configuration.md says.
-func TestConfig_ServiceConfig(t *testing.T) {
-	for _, tc := range []struct {
-		env                   []string
-		maxBackward, failFast time.Duration
-	}{
-		{nil, 5 * time.Millisecond, time.Second},
-		{[]string{"FROND_SNOWFLAKE__MAX_BACKWARD=0s"}, -1, time.Second}, // 0s: refuse every backward step
-		{[]string{"FROND_SEGMENT__FAIL_FAST=0s"}, 5 * time.Millisecond, -1},
-		{[]string{"FROND_SEGMENT__FAIL_FAST=-1s"}, 5 * time.Millisecond, -time.Second},
-	} {
-		c, err := load(t, nil, tc.env)
-		if err != nil {
-			t.Fatalf("%v: %v", tc.env, err)
-		}
-		sc := c.ServiceConfig()
-		if !(sc.Snowflake.MaxBackward == tc.maxBackward || sc.Snowflake.MaxBackward < 0 && tc.maxBackward < 0) ||
-			!(sc.Segment.FailFast == tc.failFast || sc.Segment.FailFast < 0 && tc.failFast < 0) {
-			t.Errorf("%v: max_backward %v, fail_fast %v; want %v, %v", tc.env, sc.Snowflake.MaxBackward, sc.Segment.FailFast, tc.maxBackward, tc.failFast)
-		}
-		if sc.Snowflake.Layout.Name != "twitter" || sc.Segment.MaxStep != 1_000_000 || sc.Snowflake.PersistEvery != 400*time.Millisecond {
-			t.Errorf("%+v", sc)
-		}
+// The engines' keys mean what they mean to the engines: zero is the
+// default (it used to mean "refuse every backward step" for
+// snowflake.max_backward and "off" for segment.fail_fast and idle_after,
+// and was refused elsewhere), negative is what the engine says.
+func TestConfig_ZeroIsTheDefault(t *testing.T) {
+	c, err := load(t, nil, []string{"FROND_SNOWFLAKE__MAX_BACKWARD=0s", "FROND_SNOWFLAKE__PERSIST_EVERY=0s", "FROND_SNOWFLAKE__MAX_PEER_SKEW=0s",
+		"FROND_SNOWFLAKE__EXPIRY_WARNING=0s", "FROND_SEGMENT__THRESHOLD=0", "FROND_SEGMENT__MAX_STEP=0", "FROND_SEGMENT__LOAD_TIMEOUT=0s",
+		"FROND_SEGMENT__FAIL_FAST=0s", "FROND_SEGMENT__IDLE_AFTER=0s", "FROND_SEGMENT__FAST_SEGMENT=0s", "FROND_SEGMENT__SLOW_SEGMENT=0s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := c.ServiceConfig()
+	e, err := segment.New(memstore.New(nil), sc.Segment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	got, want := e.Settings(), segment.Settings{Threshold: segment.DefaultThreshold, MaxStep: segment.DefaultMaxStep, LoadTimeout: segment.DefaultLoadTimeout,
+		FailFast: segment.DefaultFailFast, IdleAfter: segment.DefaultIdleAfter, FastSegment: segment.DefaultFastSegment, SlowSegment: segment.DefaultSlowSegment}
+	if got.Threshold != want.Threshold || got.MaxStep != want.MaxStep || got.LoadTimeout != want.LoadTimeout || got.FailFast != want.FailFast ||
+		got.IdleAfter != want.IdleAfter || got.FastSegment != want.FastSegment || got.SlowSegment != want.SlowSegment {
+		t.Errorf("segment settings from zeros: %+v", got)
+	}
+	w := sc.Snowflake.WithDefaults()
+	if sc.Snowflake.MaxBackward != 0 || w.PersistEvery != worker.DefaultPersistEvery || w.MaxPeerSkew != 5*time.Second || w.ExpiryWarning != worker.DefaultExpiryWarning {
+		t.Errorf("snowflake settings from zeros: %+v", w)
+	}
+	// Negative: the engines' "refuse every backward step" and "off".
+	c, err = load(t, nil, []string{"FROND_SNOWFLAKE__MAX_BACKWARD=-1ns", "FROND_SEGMENT__FAIL_FAST=-1s", "FROND_SEGMENT__IDLE_AFTER=-1s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc := c.ServiceConfig(); sc.Snowflake.MaxBackward >= 0 || sc.Segment.FailFast >= 0 || sc.Segment.IdleAfter >= 0 {
+		t.Errorf("negatives: %+v", sc)
+	}
+	if sc := c.ServiceConfig(); sc.Snowflake.Layout.Name != "twitter" || sc.Snowflake.PersistEvery != 400*time.Millisecond {
+		t.Errorf("defaults: %+v", sc)
 	}
 }
 

@@ -21,15 +21,19 @@ import (
 // service field in an error (keyOf) and docs/configuration.md's table
 // (TestDocTable) all come from the declarations.
 type decl struct {
-	ptr   any          // the field of Config
-	def   string       // the default, as written in YAML or the environment; "" none
-	shown string       // the default column of the documentation's table
-	flag  string       // the command-line flag, "" none; usage is its help
-	usage string       //
-	row   string       // the documentation's key column, when not the key (named entries)
-	svc   string       // the service.Config field it sets, when not the same path
-	doc   string       // the meaning column of the documentation's table
-	check func() error // refuses a bad value; the error does not name the key
+	ptr   any    // the field of Config
+	def   string // the default, as written in YAML or the environment; "" none
+	shown string // the default column of the documentation's table
+	flag  string // the command-line flag, "" none; usage is its help
+	usage string //
+	env   string // the environment variable, when not FROND_ and the key's path joined by "__"
+	row   string // the documentation's key column, when not the key (named entries)
+	// secret: frond config prints the value masked; urls: it masks the
+	// passwords of the URLs the value lists.
+	secret, urls bool
+	svc          string       // the service.Config field it sets, when not the same path
+	doc          string       // the meaning column of the documentation's table
+	check        func() error // refuses a bad value; the error does not name the key
 }
 
 // decls declares every key of c, in the order of the documentation.
@@ -40,8 +44,8 @@ func (c *Config) decls() []decl {
 		{ptr: &c.HTTPAddr, def: ":8080", shown: "`:8080`", flag: "http-addr", usage: "HTTP listen address HOST:PORT", doc: "HTTP listen address `HOST:PORT`; port 0 picks a free port (logged at start)", check: func() error { return hostPort(c.HTTPAddr, false) }},
 		{ptr: &c.GRPCAddr, shown: "empty: off", flag: "grpc-addr", usage: "gRPC listen address HOST:PORT, off when empty (docs/grpc.md)", doc: "gRPC listen address `HOST:PORT` ([grpc.md](grpc.md)); off by default, as `resp_addr`", check: func() error { return hostPort(c.GRPCAddr, true) }},
 		{ptr: &c.RESPAddr, shown: "empty: off", flag: "resp-addr", usage: "Redis protocol (RESP) listen address HOST:PORT, off when empty (docs/resp.md)", doc: "Redis protocol (RESP) listen address `HOST:PORT` ([resp.md](resp.md)); off by default, so a node alone opens one port and never collides with a local Redis", check: func() error { return hostPort(c.RESPAddr, true) }},
-		{ptr: &c.Store, shown: "`sqlite://<data_dir>/frond.db`", flag: "store", usage: "segment store URL, e.g. sqlite:///var/lib/frond/frond.db (default: sqlite in the data directory)", doc: "segment store URL: `sqlite://...`, `mysql://...`, `postgres://...`, `redis://...`, `etcd://...`, or `memory:` (trials only); several URLs separated by spaces combine stores by residue class. See [stores.md](stores.md)"},
-		{ptr: &c.Registry, def: "file", shown: "`file`", flag: "registry", usage: "worker registry: file, static:N, static:ordinal, etcd://, zk://, redis://, mysql://, postgres://, sqlite:// (docs/registries.md)", doc: "worker registry: `file` (worker ID from `node`, state in the data directory), `static:N`, `static:ordinal[+BASE]` (a StatefulSet pod's ordinal), `etcd://…`, `zk://…`, `redis://…`, `mysql://…`, `postgres://…`, `sqlite://…`. Network registries keep a local record in `data_dir/worker-cache.json`. See [registries.md](registries.md). A static worker ID must fit the layout"},
+		{ptr: &c.Store, urls: true, shown: "`sqlite://<data_dir>/frond.db`", flag: "store", usage: "segment store URL, e.g. sqlite:///var/lib/frond/frond.db (default: sqlite in the data directory)", doc: "segment store URL: `sqlite://...`, `mysql://...`, `postgres://...`, `redis://...`, `etcd://...`, or `memory:` (trials only); several URLs separated by spaces combine stores by residue class. See [stores.md](stores.md)"},
+		{ptr: &c.Registry, urls: true, def: "file", shown: "`file`", flag: "registry", usage: "worker registry: file, static:N, static:ordinal, etcd://, zk://, redis://, mysql://, postgres://, sqlite:// (docs/registries.md)", doc: "worker registry: `file` (worker ID from `node`, state in the data directory), `static:N`, `static:ordinal[+BASE]` (a StatefulSet pod's ordinal), `etcd://…`, `zk://…`, `redis://…`, `mysql://…`, `postgres://…`, `sqlite://…`. Network registries keep a local record in `data_dir/worker-cache.json`. See [registries.md](registries.md). A static worker ID must fit the layout"},
 		{ptr: &c.Node, def: "0", shown: "`0`", flag: "node", usage: "snowflake worker ID for the file registry", doc: "snowflake worker ID for the file registry: 0 to the layout's largest (twitter 1023); negative refused", check: func() error { return atLeast(c.Node, 0) }},
 		{ptr: &c.Worker.Host, shown: "first non-loopback IPv4", doc: "this node's host in its identity `host:port` (registries that assign by identity)"},
 		{ptr: &c.Worker.Port, def: "0", shown: "`0` = the HTTP port", doc: "this node's port in its identity, 0 to 65535", check: func() error { return within(c.Worker.Port, 0, 65535) }},
@@ -50,7 +54,7 @@ func (c *Config) decls() []decl {
 		{ptr: &c.Worker.Instance, shown: "", doc: "file and static registries: what tells this process apart from another with the same host name in `worker.json`, a pod's UID (set `FROND_WORKER__INSTANCE` from the downward API's `metadata.uid`, as `deploy/kubernetes/statefulset` does). A start on a record another instance wrote and did not release at a clean stop is refused ([deploy.md](deploy.md#fencing-the-worker-id))"},
 		{ptr: &c.Worker.TakeOver, shown: "", doc: "file and static registries: the owner (as the refusal names it, `host/instance`) of a record that did not stop cleanly, which this process may take over once you have made sure that process has stopped"},
 		{ptr: &c.Layout, svc: "Snowflake.Layout", def: "twitter", shown: "`twitter`", flag: "layout", usage: "snowflake layout: twitter, sonyflake, uid-generator, javascript", doc: "snowflake layout: `twitter` (`leaf`), `sonyflake`, `uid-generator`, `javascript` (`js`)", check: func() error { _, err := snowflake.Preset(c.Layout); return err }},
-		{ptr: &c.AdminToken, shown: "empty", flag: "admin-token", usage: "bearer token required for tag administration", doc: "bearer token required by `/v1/tags`; empty: no token (frond warns when not on loopback)"},
+		{ptr: &c.AdminToken, secret: true, shown: "empty", flag: "admin-token", usage: "bearer token required for tag administration", doc: "bearer token required by `/v1/tags`; empty: no token (frond warns when not on loopback)"},
 		{ptr: &c.AdminTokenFile, shown: "empty", flag: "admin-token-file", usage: "file holding the admin token", doc: "file holding the token (whitespace trimmed; an empty file is refused); exclusive with `admin_token`"},
 		{ptr: &c.Pprof, def: "false", shown: "`false`", flag: "pprof", usage: "serve net/http/pprof under /debug/pprof/", doc: "serve `net/http/pprof` under `/debug/pprof/`"},
 		{ptr: &c.ShutdownTimeout, def: "15s", shown: "`15s`", doc: "after SIGTERM/SIGINT the process is gone within this: requests in flight finish (within this less a quarter of it, at most 2 s less, kept for the next step), registry calls and clock waits in progress are cancelled, and the exact time of the last snowflake ID is recorded (the log says \"snowflake time recorded at shutdown\"); must be positive", check: func() error { return positive(c.ShutdownTimeout) }},
@@ -62,9 +66,9 @@ func (c *Config) decls() []decl {
 			return nil
 		}},
 		{ptr: &c.Log.Access, def: "false", shown: "`false`", flag: "access-log", usage: "log one line per HTTP request and gRPC call, with its X-Request-ID", doc: "one log line per HTTP request and gRPC call (method, route, status or code, bytes, duration, remote, `request_id`); the request ID is the caller's `X-Request-ID` (gRPC metadata `x-request-id`) or a new one, answered back in the same header ([operations.md](operations.md))"},
-		{ptr: &c.TLS.CertFile, shown: "empty: no TLS", flag: "tls-cert-file", usage: "TLS certificate (PEM) for every listener, reloaded when it changes", doc: "PEM certificate (with its chain) for every listener: HTTP, gRPC and RESP. Reloaded when the file changes (looked at on a handshake at most once a second), so a certificate is rotated without a restart. Env `FROND_TLS_CERT_FILE` ([security.md](security.md))"},
-		{ptr: &c.TLS.KeyFile, shown: "empty", flag: "tls-key-file", usage: "TLS private key (PEM)", doc: "its PEM private key; env `FROND_TLS_KEY_FILE`"},
-		{ptr: &c.TLS.ClientCAFile, shown: "empty", flag: "tls-client-ca-file", usage: "CA certificates (PEM): clients must present a certificate they signed", doc: "PEM CA certificates: every client must present a certificate they signed (mutual TLS); needs `tls.cert_file`. Env `FROND_TLS_CLIENT_CA_FILE`"},
+		{ptr: &c.TLS.CertFile, env: "FROND_TLS_CERT_FILE", shown: "empty: no TLS", flag: "tls-cert-file", usage: "TLS certificate (PEM) for every listener, reloaded when it changes", doc: "PEM certificate (with its chain) for every listener: HTTP, gRPC and RESP. Reloaded when the file changes (looked at on a handshake at most once a second), so a certificate is rotated without a restart. Env `FROND_TLS_CERT_FILE` ([security.md](security.md))"},
+		{ptr: &c.TLS.KeyFile, env: "FROND_TLS_KEY_FILE", shown: "empty", flag: "tls-key-file", usage: "TLS private key (PEM)", doc: "its PEM private key; env `FROND_TLS_KEY_FILE`"},
+		{ptr: &c.TLS.ClientCAFile, env: "FROND_TLS_CLIENT_CA_FILE", shown: "empty", flag: "tls-client-ca-file", usage: "CA certificates (PEM): clients must present a certificate they signed", doc: "PEM CA certificates: every client must present a certificate they signed (mutual TLS); needs `tls.cert_file`. Env `FROND_TLS_CLIENT_CA_FILE`"},
 		{ptr: &c.Limits.MaxConnections, def: "10000", shown: "`10000`", doc: "open connections per listener (HTTP, gRPC, RESP each); one more is refused: HTTP 503, RESP `-ERR max number of clients reached`, gRPC (and any TLS port) a closed connection. At least 1. The other bounds of a connection (TLS handshake 10 s, one request 10 s from its first byte, one reply 30 s, idle 5 min, headers and gRPC metadata 16 KiB) are one policy for every listener, fixed: [security.md](security.md#connections)", check: func() error { return atLeast(c.Limits.MaxConnections, 1) }},
 		{ptr: &c.Limits.Rate, def: "0", shown: "`0` (off)", doc: "requests per second per token (admin or tag token), or per client address (IPv4, or IPv6 /64) for requests without one, on every protocol; over it: `rate_limited` (HTTP 429 with `Retry-After`, gRPC `RESOURCE_EXHAUSTED` with `RetryInfo`, RESP `-RATE_LIMITED`). Probes and `/metrics` are never limited", check: func() error { return rate(c.Limits.Rate) }},
 		{ptr: &c.Limits.Burst, def: "0", shown: "`0` = the rate (at least 1)", doc: "requests above `limits.rate` allowed at once", check: func() error { return atLeast(c.Limits.Burst, 0) }},
@@ -89,7 +93,7 @@ func (c *Config) decls() []decl {
 		{ptr: &c.Segment.FailFast, def: "1s", shown: "`1s`", doc: "after a failed load, requests with empty buffers fail at once for this long. `0s`: the default; negative: off (every request waits on the store; `0s` meant that before this version)"},
 		{ptr: &c.Segment.IdleAfter, def: "1h", shown: "`1h`", doc: "the buffer of a tag that handed out no ID for this long is dropped (its unused IDs skipped, as at a restart) and its metric series deleted: memory and series stay bounded by the tags in use. `0s`: the default; negative: never (Leaf's behaviour; `0s` meant that before this version)"},
 		{ptr: &c.Serials, shown: "none", row: "`serials.<name>.template`, `.source`, `.tag`, `.reset`, `.zone`, `.step`", doc: "business serial numbers: see [kinds.md](kinds.md). `step` is at least 1 (absent or 0: 1000)"},
-		{ptr: &c.Obfuscation.Key, svc: "ObfuscationKey", shown: "empty", doc: "key (16 bytes or more) of the opaque forms; exclusive with `obfuscation.key_file`; `frond config` masks it"},
+		{ptr: &c.Obfuscation.Key, secret: true, svc: "ObfuscationKey", shown: "empty", doc: "key (16 bytes or more) of the opaque forms; exclusive with `obfuscation.key_file`; `frond config` masks it"},
 		{ptr: &c.Obfuscation.KeyFile, shown: "empty", doc: "file holding the key (whitespace trimmed); exclusive with `obfuscation.key`"},
 		{ptr: &c.Obfuscation.Scheme, svc: "ObfuscationScheme", shown: "empty", doc: "the key's construction, required with a key: `ff1` (FF1 with AES, for a new key) or `splitmix` (a key that gave opaque IDs before frond had FF1; it keeps giving the same ones)"},
 		{ptr: &c.Obfuscation.KeyVersion, svc: "ObfuscationVersion", def: "1", shown: "`1`", doc: "the key's version, from 1: `reveal` takes it (docs/security.md, key rotation)"},
@@ -119,6 +123,32 @@ func (c *Config) declarations() []declared {
 		out = append(out, declared{d, key, path})
 	}
 	return out
+}
+
+// The keys of the sections of named entries, and of an earlier key's key.
+var (
+	tokensKey      = sectionKey(func(c *Config) any { return &c.Tokens })
+	serialsKey     = sectionKey(func(c *Config) any { return &c.Serials })
+	formsKey       = sectionKey(func(c *Config) any { return &c.Forms })
+	previousKeyKey = func() string {
+		var pk PreviousKey
+		key, _, _ := fieldOf(reflect.ValueOf(&pk).Elem(), reflect.ValueOf(&pk.Key), "", "")
+		return key
+	}()
+)
+
+func sectionKey(field func(*Config) any) string {
+	var c Config
+	return c.keyAt(field(&c))
+}
+
+// keyAt is the key of the field of c that ptr points to.
+func (c *Config) keyAt(ptr any) string {
+	key, _, ok := fieldOf(reflect.ValueOf(c).Elem(), reflect.ValueOf(ptr), "", "")
+	if !ok {
+		panic(fmt.Sprintf("config: %T points outside Config", ptr))
+	}
+	return key
 }
 
 // fieldOf finds the field of v that p points to: its key (koanf tags

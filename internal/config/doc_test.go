@@ -54,3 +54,26 @@ func at(lines []string, i int) string {
 	}
 	return "(none)"
 }
+
+// Every key of Config (its koanf tags) is declared once: a field added
+// without a declaration would have no default, flag or documentation.
+func TestDeclarations_Complete(t *testing.T) {
+	declared := map[string]int{}
+	for _, d := range (&Config{}).declarations() {
+		declared[d.key]++
+	}
+	for _, info := range keyInfos() {
+		key := strings.Join(info.pattern, ".")
+		if i := strings.Index(key, ".*"); i >= 0 {
+			key = key[:i] // a section of named entries is declared as a whole
+		}
+		if declared[key] == 0 {
+			t.Errorf("key %s has no declaration in decl.go", key)
+		}
+	}
+	for key, n := range declared {
+		if n > 1 {
+			t.Errorf("key %s is declared %d times", key, n)
+		}
+	}
+}
