@@ -76,3 +76,48 @@ func TestE2E_Limits(t *testing.T) {
 		t.Fatalf("/healthz: %d", r.StatusCode)
 	}
 }
+
+// The connection policy's keys reach every listener: with
+// limits.idle_timeout 300ms an idle keep-alive connection is closed by the
+// server, and with limits.max_header_bytes 2048 a request with 10 KiB of
+// headers is refused (431), which the default 16 KiB lets through.
+func TestE2E_ConnectionPolicyKeys(t *testing.T) {
+	s, err := startServerEnv(t, []string{"FROND_LIMITS__IDLE_TIMEOUT=300ms", "FROND_LIMITS__MAX_HEADER_BYTES=2048"}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := strings.TrimPrefix(s.url, "http://")
+	c, err := net.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	r := bufio.NewReader(c)
+	c.Write([]byte("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"))
+	resp, err := http.ReadResponse(r, nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/healthz: %v, %v", resp, err)
+	}
+	resp.Body.Close()
+	start := time.Now()
+	if _, err := r.ReadByte(); err == nil {
+		t.Fatal("the server wrote on an idle connection")
+	}
+	if idle := time.Since(start); idle < 200*time.Millisecond || idle > 5*time.Second {
+		t.Fatalf("the idle connection was closed after %v; want about 300ms", idle)
+	}
+	big, err := http.NewRequest("GET", s.url+"/healthz", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big.Header.Set("X-Padding", strings.Repeat("a", 10<<10))
+	resp, err = http.DefaultClient.Do(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Fatalf("10 KiB of headers over limits.max_header_bytes 2048: %d", resp.StatusCode)
+	}
+}

@@ -101,7 +101,9 @@ func serveAll(fes []*frontEnd, svc *service.Service, m *api.Metrics, cfg *config
 	guard := api.NewGuard(api.GuardOptions{Rate: cfg.Limits.Rate, Burst: cfg.Limits.Burst,
 		AuthFailures: cfg.Limits.AuthFailures, AuthWindow: cfg.Limits.AuthWindow, Known: known})
 	// One connection policy for every listener (api.ConnPolicy).
-	policy := api.ConnPolicy{MaxConns: cfg.Limits.MaxConnections}.WithDefaults()
+	l := cfg.Limits
+	policy := api.ConnPolicy{MaxConns: l.MaxConnections, HandshakeTimeout: l.HandshakeTimeout, ReadTimeout: l.ReadTimeout,
+		WriteTimeout: l.WriteTimeout, IdleTimeout: l.IdleTimeout, MaxHeaderBytes: l.MaxHeaderBytes}.WithDefaults()
 	// What every front end takes (api.Options), each adding its own.
 	common := api.Options{AdminToken: cfg.AdminToken, Metrics: m, Logger: log, AccessLog: cfg.Log.Access, Guard: guard, Conn: policy}
 	limit := func(ln net.Listener, refuse func(net.Conn)) net.Listener {

@@ -110,6 +110,12 @@ type Limits struct {
 	Burst          int           `koanf:"burst"`           // requests above the rate at once; 0: the rate, at least 1
 	AuthFailures   int           `koanf:"auth_failures"`   // wrong tokens per address within auth_window; 0: off
 	AuthWindow     time.Duration `koanf:"auth_window"`
+	// The connection policy of every listener (api.ConnPolicy).
+	HandshakeTimeout time.Duration `koanf:"handshake_timeout"`
+	ReadTimeout      time.Duration `koanf:"read_timeout"`
+	WriteTimeout     time.Duration `koanf:"write_timeout"`
+	IdleTimeout      time.Duration `koanf:"idle_timeout"`
+	MaxHeaderBytes   int           `koanf:"max_header_bytes"`
 }
 
 // Idempotency bounds the memory of idempotent requests (docs/api.md).

@@ -74,6 +74,11 @@ func (c *Config) decls() []decl {
 		{ptr: &c.Limits.Burst, def: "0", shown: "`0` = the rate (at least 1)", doc: "requests above `limits.rate` allowed at once", check: func() error { return atLeast(c.Limits.Burst, 0) }},
 		{ptr: &c.Limits.AuthFailures, def: "10", shown: "`10`", doc: "wrong tokens (admin or tag) an address may send within `limits.auth_window`; then every request from it is refused with `rate_limited` until the window ends, and a RESP connection is closed. 0: off", check: func() error { return atLeast(c.Limits.AuthFailures, 0) }},
 		{ptr: &c.Limits.AuthWindow, def: "1m", shown: "`1m`", doc: "the window of `limits.auth_failures`; must be positive", check: func() error { return positive(c.Limits.AuthWindow) }},
+		{ptr: &c.Limits.HandshakeTimeout, def: "10s", shown: "`10s`", doc: "a TLS handshake (and gRPC's HTTP/2 preface) must end within this of the accept, or the connection is closed; `0s`: the default; negative refused", check: func() error { return notNegative(c.Limits.HandshakeTimeout) }},
+		{ptr: &c.Limits.ReadTimeout, def: "10s", shown: "`10s`", doc: "one request must arrive within this of its first byte (HTTP headers and body, one RESP command, a gRPC stream's headers), so that one sent a byte at a time cannot hold a connection; `0s`: the default; negative refused", check: func() error { return notNegative(c.Limits.ReadTimeout) }},
+		{ptr: &c.Limits.WriteTimeout, def: "30s", shown: "`30s`", doc: "a reply must be written within this: a client that does not read what it asked for is closed and the memory its replies held freed; `0s`: the default; negative refused", check: func() error { return notNegative(c.Limits.WriteTimeout) }},
+		{ptr: &c.Limits.IdleTimeout, def: "5m", shown: "`5m`", doc: "a connection with no request in progress is closed after this (pooled clients open a new one); `0s`: the default; negative refused", check: func() error { return notNegative(c.Limits.IdleTimeout) }},
+		{ptr: &c.Limits.MaxHeaderBytes, def: "16384", shown: "`16384`", doc: "bound on HTTP request headers and gRPC metadata, in bytes; `0`: the default; negative refused", check: func() error { return atLeast(c.Limits.MaxHeaderBytes, 0) }},
 		{ptr: &c.Idempotency.Window, def: "5m", shown: "`5m`", doc: "how long after its answer a request's idempotency key gets the same answer again ([api.md](api.md#idempotent-requests)); negative: requests with a key are refused", check: func() error { return notZero(c.Idempotency.Window) }},
 		{ptr: &c.Idempotency.MaxEntries, def: "100000", shown: "`100000`", doc: "keys remembered at most; past it the oldest answers are forgotten (counted in `frond_idempotency_evicted_total`)", check: func() error { return atLeast(c.Idempotency.MaxEntries, 1) }},
 		{ptr: &c.Idempotency.MaxIDs, def: "1000000", shown: "`1000000`", doc: "IDs (or ranges) the remembered answers hold at most, the same way", check: func() error { return atLeast(c.Idempotency.MaxIDs, 1) }},
@@ -319,6 +324,13 @@ func within(v, low, high int) error {
 func positive(d time.Duration) error {
 	if d <= 0 {
 		return fmt.Errorf("%v: it must be positive", d)
+	}
+	return nil
+}
+
+func notNegative(d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("%v is negative", d)
 	}
 	return nil
 }
