@@ -165,6 +165,10 @@ func (s *Service) Close(ctx context.Context) error {
 		case <-ctx.Done():
 			errs = append(errs, fmt.Errorf("the background work did not stop in time: %w", ctx.Err()))
 		}
+		// The worker first, as before the Issuer had a package: its
+		// supervisor stops while ctx still has time, and the exact last
+		// time is recorded.
+		errs = append(errs, s.w.Close(ctx))
 		// The unused tails of the last segments go back to the store
 		// (Leaf #15) where no other node has allocated since.
 		ret, err := s.seg.CloseReturning(ctx)
@@ -174,7 +178,7 @@ func (s *Service) Close(ctx context.Context) error {
 		if ret.Tags > 0 {
 			s.log.Info("unused segment IDs given back to the store", "tags", ret.Tags, "ids", ret.IDs)
 		}
-		errs = append(errs, s.w.Close(ctx), s.store.Close())
+		errs = append(errs, s.store.Close())
 	})
 	return errors.Join(errs...)
 }

@@ -56,6 +56,10 @@ type peerSkew struct {
 	peers int
 }
 
+// closeGrace is how long Close waits for the supervisor once its context
+// has ended.
+const closeGrace = 100 * time.Millisecond
+
 // acquireTimeout bounds one attempt to acquire a worker ID.
 const acquireTimeout = 15 * time.Second
 
@@ -465,7 +469,13 @@ func (w *Issuer) Close(ctx context.Context) error {
 		select {
 		case <-w.done:
 		case <-ctx.Done():
-			errs = append(errs, fmt.Errorf("the worker supervisor did not stop in time: %w", ctx.Err()))
+			// A spent ctx still leaves the supervisor a moment to see the
+			// stop it was just sent: one that is idle returns at once.
+			select {
+			case <-w.done:
+			case <-time.After(closeGrace):
+				errs = append(errs, fmt.Errorf("the worker supervisor did not stop in time: %w", ctx.Err()))
+			}
 		}
 		w.closeErr = errors.Join(append(errs, w.release(ctx), w.reg.Close())...)
 	})

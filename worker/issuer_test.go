@@ -753,3 +753,20 @@ func TestIssuer_SaveWithinTick(t *testing.T) {
 		}
 	}
 }
+
+// Close with a context already spent (the shutdown budget used up by the
+// segment store) still lets an idle supervisor stop: it is not reported as
+// "did not stop in time", which made frond serve exit 1.
+func TestIssuer_CloseWithSpentContext(t *testing.T) {
+	for range 20 {
+		w, err := New(bg, &memRegistry{id: 2}, Settings{Now: newClock().Now, PersistEvery: time.Hour}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(bg)
+		cancel()
+		if err := w.Close(ctx); err != nil {
+			t.Fatalf("Close with a spent context: %v", err)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/internal/config"
+	"github.com/frond-id/frond/internal/secret"
 	"github.com/frond-id/frond/worker"
 	"github.com/spf13/cobra"
 )
@@ -119,7 +120,7 @@ type auditStore struct {
 }
 
 func (a *auditor) open(ctx context.Context) []*auditStore {
-	urls := strings.Fields(a.cfg.Store)
+	urls := secret.Fields(a.cfg.Store)
 	var out []*auditStore
 	for i, raw := range urls {
 		subject := fmt.Sprintf("store %d (%s)", i, storeName(raw))
@@ -183,7 +184,7 @@ func (a *auditor) run(ctx context.Context, sample time.Duration) []finding {
 // places reports each store's place in the set of stores, and what a node
 // of this configuration would make of it (segment.Multi).
 func (a *auditor) places(ctx context.Context, stores []*auditStore) {
-	multi := len(strings.Fields(a.cfg.Store)) > 1
+	multi := len(secret.Fields(a.cfg.Store)) > 1
 	newest := int64(-1)
 	read := map[int]frond.Place{}
 	for _, s := range stores {

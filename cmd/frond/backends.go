@@ -126,7 +126,8 @@ func reg[R frond.WorkerRegistry](r R, err error) (frond.WorkerRegistry, error) {
 	return r, nil
 }
 
-func openMemoryStore(context.Context, string, *slog.Logger) (frond.SegmentStore, error) {
+func openMemoryStore(_ context.Context, _ string, log *slog.Logger) (frond.SegmentStore, error) {
+	log.Warn("MEMORY STORE: segment IDs are kept in memory only and are issued AGAIN after a restart; use it for trials only")
 	return memstore.New(nil), nil
 }
 
@@ -135,6 +136,7 @@ func openMemoryStore(context.Context, string, *slog.Logger) (frond.SegmentStore,
 // setting is "file". Nil if no backend has the scheme.
 func backendOf(raw string) (*backend, string) {
 	scheme, _, _ := strings.Cut(raw, ":")
+	scheme = strings.ToLower(scheme) // as url.Parse reads it
 	if raw == "" {
 		scheme = "file"
 	}
@@ -196,9 +198,6 @@ func openStore(ctx context.Context, raw string, log *slog.Logger) (frond.Segment
 	if err != nil {
 		return nil, usageError{err}
 	}
-	if b.volatile {
-		log.Warn("MEMORY STORE: segment IDs are kept in memory only and are issued AGAIN after a restart; use it for trials only")
-	}
 	if !b.remote {
 		return b.openStore(ctx, raw, log)
 	}
@@ -231,7 +230,7 @@ func openStoreNow(ctx context.Context, raw string, log *slog.Logger) (frond.Segm
 // from configuration fits the layout: a bad setting is a usage error (exit
 // 2) before any store, registry or port is touched.
 func checkBackends(cfg *config.Config) error {
-	for _, raw := range strings.Fields(cfg.Store) {
+	for _, raw := range secret.Fields(cfg.Store) {
 		b, err := storeBackend(raw)
 		if err == nil && b.checkStore != nil {
 			err = b.checkStore(raw)

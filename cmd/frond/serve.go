@@ -69,7 +69,7 @@ const storeStartTimeout = 3 * time.Second
 // stores are opened at once; a store over the network that cannot be reached
 // does not stop the start (see openStore).
 func openStores(ctx context.Context, raw string, log *slog.Logger) (frond.SegmentStore, error) {
-	urls := strings.Fields(raw)
+	urls := secret.Fields(raw)
 	if len(urls) == 1 {
 		return openStore(ctx, urls[0], log)
 	}
@@ -200,7 +200,7 @@ func serve(ctx context.Context, cfg *config.Config, e env) error {
 
 // storeName shows the stores without secrets.
 func storeName(raw string) string {
-	if f := strings.Fields(raw); len(f) > 1 {
+	if f := secret.Fields(raw); len(f) > 1 {
 		for i := range f {
 			f[i] = storeName(f[i])
 		}
@@ -215,9 +215,10 @@ func storeName(raw string) string {
 		return secret.URL(raw) // a URL that does not parse: mask what looks secret
 	}
 	if b, scheme := backendOf(raw); b != nil && b.file {
-		p := strings.TrimPrefix(raw, scheme+"://")
-		if abs, err := filepath.Abs(p); err == nil {
-			return scheme + "://" + abs
+		if p, ok := strings.CutPrefix(raw, scheme+"://"); ok {
+			if abs, err := filepath.Abs(p); err == nil {
+				return scheme + "://" + abs
+			}
 		}
 	}
 	return raw

@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/internal/config"
+	"github.com/frond-id/frond/internal/secret"
 	"github.com/frond-id/frond/segment"
 	"github.com/spf13/cobra"
 )
@@ -36,7 +36,7 @@ matter (docs/stores.md).`,
 			if err != nil {
 				return err
 			}
-			stores, names, err := openAll(c.Context(), strings.Fields(cfg.Store), e)
+			stores, names, err := openAll(c.Context(), secret.Fields(cfg.Store), e)
 			if err != nil {
 				return err
 			}
@@ -89,12 +89,12 @@ checks places (this version or later): stop or upgrade older nodes first.`,
 			if margin < -1 {
 				return usagef("--margin %d: -1 (each tag's step) or at least 0", margin)
 			}
-			in, inNames, err := openAll(c.Context(), strings.Fields(cfg.Store), e)
+			in, inNames, err := openAll(c.Context(), secret.Fields(cfg.Store), e)
 			if err != nil {
 				return err
 			}
 			defer closeStores(in)
-			out, outNames, err := openAll(c.Context(), strings.Fields(retire), e)
+			out, outNames, err := openAll(c.Context(), secret.Fields(retire), e)
 			if err != nil {
 				return err
 			}

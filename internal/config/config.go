@@ -185,7 +185,7 @@ func envKey(name string) string {
 		return ""
 	}
 	for _, d := range (&Config{}).declarations() {
-		if d.env != "" && d.env == "FROND_"+name {
+		if d.env != "" && strings.EqualFold(d.env, "FROND_"+name) {
 			return d.key
 		}
 	}
@@ -569,11 +569,7 @@ func Masked(k *koanf.Koanf, c *Config) ([]byte, error) {
 				m.Set(d.key, secret.Mask)
 			}
 			if d.urls {
-				urls := strings.Fields(m.String(d.key))
-				for i := range urls {
-					urls[i] = secret.URL(urls[i])
-				}
-				m.Set(d.key, strings.Join(urls, " "))
+				m.Set(d.key, secret.URL(m.String(d.key)))
 			}
 		case *map[string]PreviousKey:
 			for version := range *v {

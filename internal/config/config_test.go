@@ -197,6 +197,35 @@ func TestMasked(t *testing.T) {
 	}
 }
 
+// A URL whose user or password holds a Unicode space is masked whole: the
+// printer split it on that space (strings.Fields) and printed the pieces,
+// password included.
+func TestMasked_UnicodeSpace(t *testing.T) {
+	c, k, err := Load(nil, []string{"FROND_REGISTRY=etcd://u:p\u3000w0rd@h:2379", "FROND_STORE=mysql://\u3000:000@h:3306/db mysql://a:b\u00a0pass@h2/db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Masked(k, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, leak := range []string{"w0rd", ":000@", "pass@"} {
+		if strings.Contains(string(out), leak) {
+			t.Fatalf("masked config shows %q:\n%s", leak, out)
+		}
+	}
+}
+
+// The TLS variables keep their one-underscore names in any case, as the
+// others do: FROND_tls_client_ca_file is tls.client_ca_file.
+func TestEnv_TLSNamesAnyCase(t *testing.T) {
+	_, err := load(t, nil, []string{"FROND_tls_client_ca_file=/nope.pem"})
+	var ke *KeyError
+	if !errors.As(err, &ke) || !slices.Equal(ke.Keys, []string{"tls.client_ca_file"}) {
+		t.Fatalf("FROND_tls_client_ca_file without TLS: %v, want the key's own error", err)
+	}
+}
+
 // Every invalid value is refused by Load, naming its key, its environment
 // variable and its flag; before, some passed Load and failed later (after a
 // worker ID was acquired, or on a client's request), some passed silently.

@@ -19,7 +19,13 @@ const Mask = "***"
 // them, as strings.Fields does, cut a URL in two and kept its password.
 var userinfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^/?#@:\s]*:)([^/?#\s]*)@`)
 
-// asciiSpace separates the URLs of a list for Passwords.
+// Fields splits a list of URLs (a store setting) on ASCII spaces only: the
+// separators Passwords knows. Other spaces belong to a URL (its user or
+// password); splitting on them, as strings.Fields does, would leave a piece
+// without its scheme, whose password no masking finds.
+func Fields(list string) []string { return strings.FieldsFunc(list, asciiSpace) }
+
+// asciiSpace separates the URLs of a list.
 func asciiSpace(r rune) bool {
 	return r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\v' || r == '\f'
 }
