@@ -15,7 +15,6 @@ import (
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/internal/config"
 	"github.com/frond-id/frond/internal/secret"
-	"github.com/frond-id/frond/worker"
 	"github.com/spf13/cobra"
 )
 
@@ -338,12 +337,9 @@ func (a *auditor) tags(stores []*auditStore, rates map[string]float64, sample ti
 
 // layout checks when the snowflake layout runs out.
 func (a *auditor) layout() {
-	l := a.cfg.ServiceConfig().Snowflake.Layout
+	sf := a.cfg.ServiceConfig().Snowflake.WithDefaults() // the layout and its warning as the node runs them
+	l, warn := sf.Layout, sf.ExpiryWarning
 	left := time.Until(l.Expires())
-	warn := a.cfg.Snowflake.ExpiryWarning
-	if warn == 0 {
-		warn = worker.DefaultExpiryWarning
-	}
 	subject := "layout " + l.Name
 	switch {
 	case left < year:

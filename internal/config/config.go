@@ -184,7 +184,7 @@ func envKey(name string) string {
 	if !ok || envSkip(name) {
 		return ""
 	}
-	for _, d := range (&Config{}).declarations() {
+	for _, d := range declaredKeys() {
 		if d.env != "" && strings.EqualFold(d.env, "FROND_"+name) {
 			return d.key
 		}
@@ -196,7 +196,7 @@ func envKey(name string) string {
 // the one its declaration names (FROND_TLS_CERT_FILE, as TLS settings are
 // usually named).
 func EnvName(key string) string {
-	for _, d := range (&Config{}).declarations() {
+	for _, d := range declaredKeys() {
 		if d.key == key && d.env != "" {
 			return d.env
 		}

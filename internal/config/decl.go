@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/frond-id/frond/snowflake"
@@ -115,6 +116,12 @@ type declared struct {
 	key, path string
 }
 
+// declaredKeys are the declarations of a Config of no one's: what they say of the
+// keys (names, defaults, flags, environment variables, documentation),
+// resolved once. Their pointers and checks are of that Config, not of a
+// loaded one: use c.declarations() for those.
+var declaredKeys = sync.OnceValue(func() []declared { return (&Config{}).declarations() })
+
 // declarations resolves every decl's key and field path.
 func (c *Config) declarations() []declared {
 	ds := c.decls()
@@ -184,7 +191,7 @@ func fieldOf(v, p reflect.Value, key, path string) (string, string, bool) {
 // give them (durations as text).
 func Defaults() map[string]any {
 	out := map[string]any{}
-	for _, d := range (&Config{}).declarations() {
+	for _, d := range declaredKeys() {
 		if v, ok := typed(d.ptr, d.def); ok {
 			out[d.key] = v
 		}
@@ -224,7 +231,7 @@ type Flag struct{ Name, Key, Usage string }
 // Flags are the command-line flags of frond serve and the commands.
 func Flags() []Flag {
 	var out []Flag
-	for _, d := range (&Config{}).declarations() {
+	for _, d := range declaredKeys() {
 		if d.flag != "" {
 			out = append(out, Flag{d.flag, d.key, d.usage + " (env " + EnvName(d.key) + ")"})
 		}
@@ -262,7 +269,7 @@ func FlagName(key string) string {
 func DocTable() string {
 	var b strings.Builder
 	b.WriteString("| key | flag | default | meaning |\n|---|---|---|---|\n")
-	for _, d := range (&Config{}).declarations() {
+	for _, d := range declaredKeys() {
 		key := d.row
 		if key == "" {
 			key = "`" + d.key + "`"
