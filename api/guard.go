@@ -49,6 +49,8 @@ type Guard struct {
 	mu      sync.Mutex
 	buckets map[string]*bucket
 	fails   map[netip.Prefix]*failures
+	swept   time.Time    // when fails was last cleared of past windows
+	failing atomic.Int64 // len(fails): with the rate limit off and no failures, Admit takes no lock
 	refused atomic.Uint64
 }
 
@@ -95,11 +97,18 @@ func (g *Guard) Admit(token, addr string) error {
 	if g == nil {
 		return nil
 	}
+	if g.o.Rate <= 0 && g.failing.Load() == 0 {
+		return nil // the common case: one atomic load, no lock shared by every request
+	}
 	now := g.o.Now()
+	p := prefixOf(addr)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.o.AuthFailures > 0 {
-		if f := g.fails[prefixOf(addr)]; f != nil && f.n >= g.o.AuthFailures {
+	if g.o.AuthFailures > 0 && len(g.fails) > 0 {
+		if now.Sub(g.swept) >= g.o.AuthWindow {
+			g.sweepFails(now)
+		}
+		if f := g.fails[p]; f != nil && f.n >= g.o.AuthFailures {
 			if wait := f.since.Add(g.o.AuthWindow).Sub(now); wait > 0 {
 				g.refused.Add(1)
 				return &Error{Code: frond.CodeRateLimited, RetryAfter: wait,
@@ -110,7 +119,7 @@ func (g *Guard) Admit(token, addr string) error {
 	if g.o.Rate <= 0 {
 		return nil
 	}
-	key := "a:" + prefixOf(addr).String()
+	key := "a:" + p.String()
 	if token != "" && g.o.Known != nil && g.o.Known(token) {
 		key = "t:" + token
 	}
@@ -155,6 +164,7 @@ func (g *Guard) AuthFailed(addr string) bool {
 		}
 		f = &failures{since: now}
 		g.fails[p] = f
+		g.failing.Store(int64(len(g.fails)))
 	}
 	f.n++
 	return f.n >= g.o.AuthFailures
@@ -171,6 +181,8 @@ func (g *Guard) sweepBuckets(now time.Time) {
 	}
 }
 
+// sweepFails forgets the failures whose window has passed. The caller
+// holds g.mu.
 func (g *Guard) sweepFails(now time.Time) {
 	for k, f := range g.fails {
 		if now.Sub(f.since) >= g.o.AuthWindow {
@@ -180,6 +192,8 @@ func (g *Guard) sweepFails(now time.Time) {
 	if len(g.fails) >= maxGuardKeys {
 		clear(g.fails)
 	}
+	g.swept = now
+	g.failing.Store(int64(len(g.fails)))
 }
 
 // prefixOf is the client a limit applies to: the IPv4 address, or the /64

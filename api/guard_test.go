@@ -120,6 +120,12 @@ func TestGuard_AuthFailures(t *testing.T) {
 	if g.AuthFailed(addr) {
 		t.Fatal("a new window starts from zero")
 	}
+	// Once every window has passed, requests are admitted without the
+	// lock again (the failures are forgotten).
+	c.Add(time.Minute)
+	if err := g.Admit("", addr); err != nil || g.failing.Load() != 0 {
+		t.Fatalf("after the last window: %v, %d addresses still failing", err, g.failing.Load())
+	}
 }
 
 // The tables stay bounded whatever the number of addresses.

@@ -1,8 +1,11 @@
 package api
 
 import (
+	"cmp"
 	"errors"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,21 +18,47 @@ import (
 
 // Metrics are frond's Prometheus metrics. Counters that the engines already
 // keep (IDs issued, buffer contents, clock events) are read at scrape time,
-// so the ID hot path pays nothing for them.
+// so the ID hot path pays nothing for them. Series per tag are bounded
+// (MetricsOptions.MaxTags), however many tags a node serves; the sums over
+// all tags are always there (docs/operations.md, "Metrics").
 type Metrics struct {
 	reg      *prometheus.Registry
+	counts   *prometheus.Registry // requests and errors alone: the dashboard reads them every second
 	requests *prometheus.CounterVec
 	errors   *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	loads    *prometheus.CounterVec
-	loadDur  *prometheus.HistogramVec
+	loadDur  prometheus.Histogram
+	opts     MetricsOptions
+	pinned   map[string]bool
 	svc      *service.Service
 }
 
+// DefaultMaxTags is MetricsOptions.MaxTags' default.
+const DefaultMaxTags = 100
+
+// MetricsOptions bound the series per tag.
+type MetricsOptions struct {
+	// MaxTags is how many segment tags, and how many sequence tags, get
+	// series of their own: those named in Tags first, then the tags in
+	// trouble, then the busiest (RankTags). Zero means DefaultMaxTags;
+	// negative, none.
+	MaxTags int
+	// Tags get series of their own whenever they are in use (within
+	// MaxTags).
+	Tags []string
+}
+
 // NewMetrics returns the metrics with their own registry (no globals).
-func NewMetrics() *Metrics {
+func NewMetrics(o MetricsOptions) *Metrics {
+	if o.MaxTags == 0 {
+		o.MaxTags = DefaultMaxTags
+	}
 	m := &Metrics{
-		reg: prometheus.NewRegistry(),
+		reg:    prometheus.NewRegistry(),
+		counts: prometheus.NewRegistry(),
+		opts:   o,
+		pinned: map[string]bool{},
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "frond_requests_total", Help: "Requests answered, by protocol (http, grpc, resp) and operation (route, method or command).",
 		}, []string{"protocol", "operation"}),
@@ -41,14 +70,18 @@ func NewMetrics() *Metrics {
 			Buckets: []float64{.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}, []string{"protocol", "operation"}),
 		loads: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "frond_segment_loads_total", Help: "Segment store calls, by tag and result (ok or error).",
-		}, []string{"tag", "result"}),
-		loadDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "frond_segment_load_seconds", Help: "Latency of segment store calls, by tag.",
+			Name: "frond_segment_loads_total", Help: "Segment store calls of all tags, by result (ok, error, or not_found: a first load of a tag the store does not have).",
+		}, []string{"result"}),
+		loadDur: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "frond_segment_load_seconds", Help: "Latency of the segment store calls of all tags.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
-		}, []string{"tag"}),
+		}),
 	}
-	m.reg.MustRegister(m.requests, m.errors, m.latency, m.loads, m.loadDur,
+	for _, t := range o.Tags {
+		m.pinned[t] = true
+	}
+	m.counts.MustRegister(m.requests, m.errors)
+	m.reg.MustRegister(m.latency, m.loads, m.loadDur,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -102,107 +135,151 @@ func (m *Metrics) Failed(protocol, code string) {
 	}
 }
 
-// OnLoad is the segment engine's load hook (segment.Settings.OnLoad). Loads
-// of tags the store does not know, and failed first loads (the engine gives
-// them no tag), are counted under tag "" so that requests for made-up tags
-// cannot create series without bound.
-func (m *Metrics) OnLoad(tag string, took time.Duration, err error) {
+// OnLoad is the segment engine's load hook (segment.Settings.OnLoad): the
+// sums over all tags. A tag's own counts are read from the engine at scrape
+// time (frond_segment_tag_loads_total), for the tags shown.
+func (m *Metrics) OnLoad(_ string, took time.Duration, err error) {
 	result := "ok"
 	if err != nil {
 		result = "error"
 		if errors.Is(err, frond.ErrTagNotFound) {
-			tag, result = "", "not_found"
+			result = "not_found"
 		}
 	}
-	m.loads.WithLabelValues(tag, result).Inc()
-	m.loadDur.WithLabelValues(tag).Observe(took.Seconds())
-}
-
-// OnEvict is the segment engine's eviction hook (segment.Settings.OnEvict):
-// the series of a tag whose buffer was dropped go with it.
-func (m *Metrics) OnEvict(tag string) {
-	m.loads.DeletePartialMatch(prometheus.Labels{"tag": tag})
-	m.loadDur.DeleteLabelValues(tag)
+	m.loads.WithLabelValues(result).Inc()
+	m.loadDur.Observe(took.Seconds())
 }
 
 // Attach registers the collectors that read svc at scrape time.
 func (m *Metrics) Attach(svc *service.Service) {
 	m.svc = svc
-	m.reg.MustRegister(&engineCollector{svc: svc})
+	m.reg.MustRegister(&engineCollector{m: m, svc: svc})
 }
 
 // Handler serves /metrics.
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+	return promhttp.HandlerFor(prometheus.Gatherers{m.counts, m.reg}, promhttp.HandlerOpts{Registry: m.reg})
 }
 
 var (
-	descIssued    = prometheus.NewDesc("frond_ids_issued_total", "IDs issued since start, by kind and tag.", []string{"kind", "tag"}, nil)
-	descRemaining = prometheus.NewDesc("frond_segment_buffer_remaining", "IDs left in both buffers of a tag.", []string{"tag"}, nil)
-	descHorizon   = prometheus.NewDesc("frond_segment_buffer_horizon_seconds", "How long the buffered IDs of a tag last at the current rate (-1: no consumption measured).", []string{"tag"}, nil)
-	descStep      = prometheus.NewDesc("frond_segment_step", "Step of the last segment load of a tag.", []string{"tag"}, nil)
-	descSteps     = prometheus.NewDesc("frond_snowflake_clock_backward_steps_total", "Backward clock steps seen by the snowflake generator.", nil, nil)
-	descRefusals  = prometheus.NewDesc("frond_snowflake_clock_refusals_total", "Snowflake requests refused because the clock was behind.", nil, nil)
-	descBorrows   = prometheus.NewDesc("frond_snowflake_borrowed_ticks_total", "Ticks the snowflake generator borrowed ahead of the clock.", nil, nil)
-	descLead      = prometheus.NewDesc("frond_snowflake_lead_seconds", "How far the last snowflake ID is ahead of the clock.", nil, nil)
-	descBehind    = prometheus.NewDesc("frond_snowflake_clock_behind_seconds", "How far the clock is behind the latest time the generator used.", nil, nil)
-	descWorker    = prometheus.NewDesc("frond_snowflake_worker_id", "The worker ID this node holds (-1: none).", nil, nil)
-	descIssuing   = prometheus.NewDesc("frond_snowflake_issuing", "1 when this node can issue snowflake IDs (a worker ID is held and the peers' clock check passed), else 0.", nil, nil)
-	descFromCache = prometheus.NewDesc("frond_snowflake_worker_from_local_record", "1 when the worker ID comes from the local record because the registry is unreachable.", nil, nil)
-	descExpiry    = prometheus.NewDesc("frond_snowflake_layout_expiry_timestamp_seconds", "When the snowflake layout's time field runs out (Unix time).", []string{"layout"}, nil)
-	descSeqCalls  = prometheus.NewDesc("frond_sequence_store_calls_total", "Store calls of a sequence tag on this node: each serves every request that waited for it (group commit).", []string{"tag"}, nil)
-	descSeqGroup  = prometheus.NewDesc("frond_sequence_max_group", "The most requests of a sequence tag one store call has served on this node.", []string{"tag"}, nil)
-	descIdemKeys  = prometheus.NewDesc("frond_idempotency_keys", "Idempotency keys whose answers this node remembers.", nil, nil)
-	descIdemIDs   = prometheus.NewDesc("frond_idempotency_ids", "IDs (or ranges) held by the remembered answers.", nil, nil)
-	descIdemRepl  = prometheus.NewDesc("frond_idempotency_replays_total", "Answers given again to a request with the same idempotency key.", nil, nil)
-	descIdemEvict = prometheus.NewDesc("frond_idempotency_evicted_total", "Remembered answers forgotten before their window ended (idempotency.max_entries or max_ids reached).", nil, nil)
-	descIdemConfl = prometheus.NewDesc("frond_idempotency_conflicts_total", "Requests refused because their idempotency key came with another request within the window.", nil, nil)
+	descIssued     = prometheus.NewDesc("frond_ids_issued_total", "IDs issued since start, by kind (all tags of a kind together).", []string{"kind"}, nil)
+	descTagIssued  = prometheus.NewDesc("frond_tag_ids_issued_total", "IDs issued since the tag's buffer was made, by kind and tag, for the tags shown (metrics.max_tags).", []string{"kind", "tag"}, nil)
+	descTags       = prometheus.NewDesc("frond_segment_tags", "Segment tags in use on this node, by state: failing (the last store call failed), low (runs dry within 5 minutes at its rate), ok.", []string{"state"}, nil)
+	descMinHorizon = prometheus.NewDesc("frond_segment_buffer_horizon_min_seconds", "The shortest horizon of any segment tag in use (-1: no consumption measured).", nil, nil)
+	descOmitted    = prometheus.NewDesc("frond_metrics_tags_omitted", "Tags in use without series of their own (past metrics.max_tags), by kind.", []string{"kind"}, nil)
+	descRemaining  = prometheus.NewDesc("frond_segment_buffer_remaining", "IDs left in both buffers of a tag.", []string{"tag"}, nil)
+	descHorizon    = prometheus.NewDesc("frond_segment_buffer_horizon_seconds", "How long the buffered IDs of a tag last at the current rate (-1: no consumption measured).", []string{"tag"}, nil)
+	descStep       = prometheus.NewDesc("frond_segment_step", "Step of the last segment load of a tag.", []string{"tag"}, nil)
+	descTagLoads   = prometheus.NewDesc("frond_segment_tag_loads_total", "Segment store calls of a tag since its buffer was made, by result (ok or error).", []string{"tag", "result"}, nil)
+	descSteps      = prometheus.NewDesc("frond_snowflake_clock_backward_steps_total", "Backward clock steps seen by the snowflake generator.", nil, nil)
+	descRefusals   = prometheus.NewDesc("frond_snowflake_clock_refusals_total", "Snowflake requests refused because the clock was behind.", nil, nil)
+	descBorrows    = prometheus.NewDesc("frond_snowflake_borrowed_ticks_total", "Ticks the snowflake generator borrowed ahead of the clock.", nil, nil)
+	descLead       = prometheus.NewDesc("frond_snowflake_lead_seconds", "How far the last snowflake ID is ahead of the clock.", nil, nil)
+	descBehind     = prometheus.NewDesc("frond_snowflake_clock_behind_seconds", "How far the clock is behind the latest time the generator used.", nil, nil)
+	descWorker     = prometheus.NewDesc("frond_snowflake_worker_id", "The worker ID this node holds (-1: none).", nil, nil)
+	descIssuing    = prometheus.NewDesc("frond_snowflake_issuing", "1 when this node can issue snowflake IDs (a worker ID is held and the peers' clock check passed), else 0.", nil, nil)
+	descFromCache  = prometheus.NewDesc("frond_snowflake_worker_from_local_record", "1 when the worker ID comes from the local record because the registry is unreachable.", nil, nil)
+	descExpiry     = prometheus.NewDesc("frond_snowflake_layout_expiry_timestamp_seconds", "When the snowflake layout's time field runs out (Unix time).", []string{"layout"}, nil)
+	descSeqCalls   = prometheus.NewDesc("frond_sequence_store_calls_total", "Store calls of a sequence tag on this node: each serves every request that waited for it (group commit).", []string{"tag"}, nil)
+	descSeqGroup   = prometheus.NewDesc("frond_sequence_max_group", "The most requests of a sequence tag one store call has served on this node.", []string{"tag"}, nil)
+	descIdemKeys   = prometheus.NewDesc("frond_idempotency_keys", "Idempotency keys whose answers this node remembers.", nil, nil)
+	descIdemIDs    = prometheus.NewDesc("frond_idempotency_ids", "IDs (or ranges) held by the remembered answers.", nil, nil)
+	descIdemRepl   = prometheus.NewDesc("frond_idempotency_replays_total", "Answers given again to a request with the same idempotency key.", nil, nil)
+	descIdemEvict  = prometheus.NewDesc("frond_idempotency_evicted_total", "Remembered answers forgotten before their window ended (idempotency.max_entries or max_ids reached).", nil, nil)
+	descIdemConfl  = prometheus.NewDesc("frond_idempotency_conflicts_total", "Requests refused because their idempotency key came with another request within the window.", nil, nil)
 )
 
-type engineCollector struct{ svc *service.Service }
+type engineCollector struct {
+	m   *Metrics
+	svc *service.Service
+}
 
 func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descIssued, descRemaining, descHorizon, descStep, descSteps, descRefusals, descBorrows, descLead, descBehind, descWorker, descIssuing, descFromCache, descExpiry,
+	for _, d := range []*prometheus.Desc{descIssued, descTagIssued, descTags, descMinHorizon, descOmitted, descRemaining, descHorizon, descStep, descTagLoads,
+		descSteps, descRefusals, descBorrows, descLead, descBehind, descWorker, descIssuing, descFromCache, descExpiry,
 		descSeqCalls, descSeqGroup, descIdemKeys, descIdemIDs, descIdemRepl, descIdemEvict, descIdemConfl} {
 		ch <- d
 	}
 }
 
 func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, q := range c.svc.SequenceStats() {
-		ch <- prometheus.MustNewConstMetric(descIssued, prometheus.CounterValue, float64(q.IDs), "sequence", q.Tag)
-		ch <- prometheus.MustNewConstMetric(descSeqCalls, prometheus.CounterValue, float64(q.Trips), q.Tag)
-		ch <- prometheus.MustNewConstMetric(descSeqGroup, prometheus.GaugeValue, float64(q.Max), q.Tag)
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
-	idem := c.svc.IdempotencyStats()
-	ch <- prometheus.MustNewConstMetric(descIdemKeys, prometheus.GaugeValue, float64(idem.Entries))
-	ch <- prometheus.MustNewConstMetric(descIdemIDs, prometheus.GaugeValue, float64(idem.IDs))
-	ch <- prometheus.MustNewConstMetric(descIdemRepl, prometheus.CounterValue, float64(idem.Replays))
-	ch <- prometheus.MustNewConstMetric(descIdemEvict, prometheus.CounterValue, float64(idem.Evicted))
-	ch <- prometheus.MustNewConstMetric(descIdemConfl, prometheus.CounterValue, float64(idem.Conflict))
-	for _, b := range c.svc.SegmentStats() {
-		ch <- prometheus.MustNewConstMetric(descIssued, prometheus.CounterValue, float64(b.Issued), "segment", b.Tag)
-		ch <- prometheus.MustNewConstMetric(descRemaining, prometheus.GaugeValue, float64(b.Remaining), b.Tag)
-		h := -1.0
-		if b.Horizon >= 0 {
-			h = b.Horizon.Seconds()
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+	}
+	pinned := func(tag string) bool { return c.m.pinned[tag] }
+	max := max(c.m.opts.MaxTags, 0)
+
+	seg := c.svc.SegmentOverview()
+	sum, shown := RankTags(seg.Tags, max, pinned)
+	counter(descIssued, float64(seg.Issued), "segment")
+	gauge(descTags, float64(sum.Failing), TagFailing)
+	gauge(descTags, float64(sum.Low), TagLow)
+	gauge(descTags, float64(sum.Total-sum.Failing-sum.Low), TagOK)
+	gauge(descMinHorizon, seconds(sum.MinHorizon))
+	gauge(descOmitted, float64(sum.Total-len(shown)), "segment")
+	for _, i := range shown {
+		b := &seg.Tags[i]
+		counter(descTagIssued, float64(b.Issued), "segment", b.Tag)
+		gauge(descRemaining, float64(b.Remaining), b.Tag)
+		gauge(descHorizon, seconds(b.Horizon), b.Tag)
+		gauge(descStep, float64(b.Step), b.Tag)
+		counter(descTagLoads, float64(b.Loads), b.Tag, "ok")
+		counter(descTagLoads, float64(b.Failures), b.Tag, "error")
+	}
+
+	seq := c.svc.SequenceOverview()
+	counter(descIssued, float64(seq.IDs), "sequence")
+	// The sequence tags shown: the pinned, then those with the most IDs.
+	slices.SortFunc(seq.Tags, func(a, b service.SequenceStats) int {
+		if pa, pb := pinned(a.Tag), pinned(b.Tag); pa != pb {
+			if pa {
+				return -1
+			}
+			return 1
 		}
-		ch <- prometheus.MustNewConstMetric(descHorizon, prometheus.GaugeValue, h, b.Tag)
-		ch <- prometheus.MustNewConstMetric(descStep, prometheus.GaugeValue, float64(b.Step), b.Tag)
+		if c := cmp.Compare(b.IDs, a.IDs); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Tag, b.Tag)
+	})
+	gauge(descOmitted, float64(len(seq.Tags)-min(max, len(seq.Tags))), "sequence")
+	for _, q := range seq.Tags[:min(max, len(seq.Tags))] {
+		counter(descTagIssued, float64(q.IDs), "sequence", q.Tag)
+		counter(descSeqCalls, float64(q.Trips), q.Tag)
+		gauge(descSeqGroup, float64(q.Max), q.Tag)
 	}
-	ch <- prometheus.MustNewConstMetric(descIssued, prometheus.CounterValue, float64(c.svc.SnowflakeIssued()), "snowflake", "")
+
+	idem := c.svc.IdempotencyStats()
+	gauge(descIdemKeys, float64(idem.Entries))
+	gauge(descIdemIDs, float64(idem.IDs))
+	counter(descIdemRepl, float64(idem.Replays))
+	counter(descIdemEvict, float64(idem.Evicted))
+	counter(descIdemConfl, float64(idem.Conflict))
+
+	counter(descIssued, float64(c.svc.SnowflakeIssued()), "snowflake")
 	st := c.svc.SnowflakeStats()
-	ch <- prometheus.MustNewConstMetric(descSteps, prometheus.CounterValue, float64(st.BackwardSteps))
-	ch <- prometheus.MustNewConstMetric(descRefusals, prometheus.CounterValue, float64(st.Refusals))
-	ch <- prometheus.MustNewConstMetric(descBorrows, prometheus.CounterValue, float64(st.Borrows))
-	ch <- prometheus.MustNewConstMetric(descLead, prometheus.GaugeValue, st.Lead.Seconds())
-	ch <- prometheus.MustNewConstMetric(descBehind, prometheus.GaugeValue, st.Behind.Seconds())
+	counter(descSteps, float64(st.BackwardSteps))
+	counter(descRefusals, float64(st.Refusals))
+	counter(descBorrows, float64(st.Borrows))
+	gauge(descLead, st.Lead.Seconds())
+	gauge(descBehind, st.Behind.Seconds())
 	wi := c.svc.WorkerInfo()
-	ch <- prometheus.MustNewConstMetric(descWorker, prometheus.GaugeValue, float64(wi.ID))
-	ch <- prometheus.MustNewConstMetric(descIssuing, prometheus.GaugeValue, b2f(wi.Issuing))
-	ch <- prometheus.MustNewConstMetric(descFromCache, prometheus.GaugeValue, b2f(wi.FromCache))
+	gauge(descWorker, float64(wi.ID))
+	gauge(descIssuing, b2f(wi.Issuing))
+	gauge(descFromCache, b2f(wi.FromCache))
 	l := c.svc.Layout()
-	ch <- prometheus.MustNewConstMetric(descExpiry, prometheus.GaugeValue, float64(l.Expires().Unix()), l.Name)
+	gauge(descExpiry, float64(l.Expires().Unix()), l.Name)
+}
+
+// seconds is a horizon in seconds, -1 when none was measured.
+func seconds(d time.Duration) float64 {
+	if d < 0 {
+		return -1
+	}
+	return d.Seconds()
 }
 
 func b2f(b bool) float64 {
@@ -225,7 +302,7 @@ func (m *Metrics) Counts() Counts {
 	if m == nil {
 		return c
 	}
-	families, _ := m.reg.Gather()
+	families, _ := m.counts.Gather()
 	for _, f := range families {
 		switch f.GetName() {
 		case "frond_requests_total", "frond_errors_total":

@@ -98,7 +98,8 @@ type Buffer struct {
 }
 
 func newBuffer(e *Engine, tag string) *Buffer {
-	b := &Buffer{e: e, tag: tag, done: make(chan struct{}), kick: make(chan struct{}, 1), gone: make(chan struct{}), created: e.cfg.Clock.Now()}
+	now := e.cfg.Clock.Now()
+	b := &Buffer{e: e, tag: tag, done: make(chan struct{}), kick: make(chan struct{}, 1), gone: make(chan struct{}), created: now, rateAt: now}
 	b.cur.Store(emptySegment)
 	return b
 }
@@ -121,9 +122,13 @@ func (b *Buffer) dropLocked() {
 	}
 	b.removed = true
 	close(b.gone)
+	n := b.issuedLocked()
 	b.cur.Store(emptySegment)
 	b.next = nil
 	b.e.remove(b)
+	// Counted as retired only once out of the maps: Overview, reading
+	// retired before the maps, never counts a buffer twice.
+	b.e.retired.Add(n)
 }
 
 // idle reports whether b handed out no ID for IdleAfter, as seen by Sweep.
@@ -495,6 +500,29 @@ type BufferStats struct {
 	Loaded time.Time `json:"loaded"`
 }
 
+// issuedLocked is how many IDs b has handed out. The caller holds b.mu.
+func (b *Buffer) issuedLocked() int64 {
+	cur := b.cur.Load()
+	if cur == emptySegment {
+		return b.issued
+	}
+	used, _ := cur.used()
+	return b.issued + used
+}
+
+// sample measures b's rate since its last sample (or its creation).
+func (b *Buffer) sample(now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	el := now.Sub(b.rateAt)
+	if el <= 0 {
+		return
+	}
+	n := b.issuedLocked()
+	b.rate = float64(n-b.rateN) / el.Seconds()
+	b.rateAt, b.rateN = now, n
+}
+
 // Stats describe a tag's buffer for monitoring (Leaf's /cache and more).
 type Stats struct {
 	Tag string `json:"tag"`
@@ -524,8 +552,8 @@ type Stats struct {
 	Waits uint64 `json:"waits"`
 	// Remaining is how many IDs both segments still hold.
 	Remaining int64 `json:"remaining"`
-	// Rate is the consumption in IDs per second, measured between Stats calls
-	// at least a second apart.
+	// Rate is the consumption in IDs per second over the engine's last
+	// sample window (RateWindow): 0 until the first sample.
 	Rate float64 `json:"rate"`
 	// Horizon is how long Remaining lasts at Rate; -1 when Rate is zero.
 	Horizon time.Duration `json:"horizon"`
@@ -536,7 +564,6 @@ type Stats struct {
 
 // Stats returns the buffer's statistics.
 func (b *Buffer) Stats() Stats {
-	now := b.e.cfg.Clock.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	cur := b.cur.Load()
@@ -553,17 +580,13 @@ func (b *Buffer) Stats() Stats {
 		st.Current = BufferStats{Start: cur.start, Pos: pos, End: cur.end, Stride: cur.stride, Loaded: cur.loaded}
 		st.Remaining = cur.count - used
 		st.Issued = b.issued + used
+	} else if !b.removed {
+		st.Issued = b.issued
 	}
 	if b.next != nil {
 		st.NextReady = true
 		st.Next = BufferStats{Start: b.next.start, Pos: b.next.start, End: b.next.end, Stride: b.next.stride, Loaded: b.next.loaded}
 		st.Remaining += b.next.count
-	}
-	if b.rateAt.IsZero() {
-		b.rateAt, b.rateN = now, st.Issued
-	} else if el := now.Sub(b.rateAt); el >= time.Second {
-		b.rate = float64(st.Issued-b.rateN) / el.Seconds()
-		b.rateAt, b.rateN = now, st.Issued
 	}
 	st.Rate = b.rate
 	st.Horizon = -1

@@ -38,6 +38,7 @@ type Engine struct {
 	pending   map[string]*Buffer // buffers whose first segment has not loaded yet
 	firstFail atomic.Int64       // when a first load last failed on an outage (Clock, ns)
 	rebuilds  atomic.Int64       // copies of the read map made (tests)
+	retired   atomic.Int64       // IDs handed out by dropped buffers
 
 	ctx    context.Context // cancelled by Close: ends store calls
 	cancel context.CancelFunc
@@ -66,6 +67,8 @@ func New(store Allocator, s Settings) (*Engine, error) {
 		e.wg.Add(1)
 		go e.sweeper()
 	}
+	e.wg.Add(1)
+	go e.sampler()
 	return e, nil
 }
 
@@ -287,6 +290,35 @@ func (e *Engine) sweeper() {
 	}
 }
 
+// RateWindow is the window of a tag's rate (Stats.Rate): the engine samples
+// every tag's count of IDs handed out this often, so a rate is the same
+// whoever looks and whenever (a dashboard opened now, a scrape), and an idle
+// tag's falls to 0 within one window.
+const RateWindow = 10 * time.Second
+
+// Sample measures every tag's rate over the time since the last sample.
+// The engine runs it every RateWindow; tests call it with their clock.
+func (e *Engine) Sample() {
+	now := e.cfg.Clock.Now()
+	for _, b := range e.buffers() {
+		b.sample(now)
+	}
+}
+
+func (e *Engine) sampler() {
+	defer e.wg.Done()
+	t := time.NewTicker(RateWindow)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.stop:
+			return
+		case <-t.C:
+			e.Sample()
+		}
+	}
+}
+
 // Next returns the next ID of tag; see Buffer.Next for the errors.
 func (e *Engine) Next(ctx context.Context, tag string) (int64, error) {
 	b, err := e.Buffer(tag)
@@ -323,6 +355,29 @@ func (e *Engine) Stats() []Stats {
 	}
 	slices.SortFunc(out, func(a, b Stats) int { return strings.Compare(a.Tag, b.Tag) })
 	return out
+}
+
+// Overview is every tag in use at once, for monitoring.
+type Overview struct {
+	// Issued is how many IDs the engine has handed out since it started,
+	// those of dropped buffers included: a counter that never goes down,
+	// unlike the sum of Tags' Issued.
+	Issued int64
+	// Tags are the statistics of every tag in use, in no order.
+	Tags []Stats
+}
+
+// Overview returns every tag's statistics and the engine's count of IDs.
+func (e *Engine) Overview() Overview {
+	o := Overview{Issued: e.retired.Load()} // before the maps: see Buffer.dropLocked
+	bufs := e.buffers()
+	o.Tags = make([]Stats, 0, len(bufs))
+	for _, b := range bufs {
+		st := b.Stats()
+		o.Issued += st.Issued
+		o.Tags = append(o.Tags, st)
+	}
+	return o
 }
 
 // goFill starts b.fill unless the engine is closed.

@@ -349,13 +349,58 @@ func TestBuffer_Stats_RateAndHorizon(t *testing.T) {
 		t.Fatalf("first stats %+v", st)
 	}
 	clock.Add(10 * time.Second)
+	e.Sample() // 150 IDs since the buffer was made
+	if st := b.Stats(); st.Rate != 15 {
+		t.Fatalf("rate after the first window %+v", st)
+	}
+	clock.Add(10 * time.Second)
 	b.NextN(bg, 100) // 10 IDs/s
+	if st := b.Stats(); st.Rate != 15 {
+		t.Fatalf("a look between samples changed the rate: %+v", st)
+	}
+	e.Sample()
 	st := b.Stats()
 	if st.Rate != 10 || st.Remaining != 1750 || st.Horizon != 175*time.Second || st.Step != 1000 || st.MinStep != 1000 || st.Loads != 2 {
 		t.Fatalf("stats %+v", st)
 	}
+	// A window with no ID: the rate falls to 0, whoever looked in between.
+	clock.Add(RateWindow)
+	b.Stats()
+	e.Sample()
+	if st := b.Stats(); st.Rate != 0 || st.Horizon != -1 {
+		t.Fatalf("idle window %+v", st)
+	}
 	if es := e.Stats(); len(es) != 1 || es[0].Tag != "t" {
 		t.Fatalf("engine stats %+v", es)
+	}
+}
+
+// Overview's count of IDs never goes down: a dropped buffer's IDs stay in
+// it (the metrics' frond_ids_issued_total is a counter).
+func TestEngine_Overview_IssuedSurvivesDrops(t *testing.T) {
+	clock := newFakeClock()
+	s := memstore.New(clock)
+	mustCreate(t, s, "a", 0, 100)
+	mustCreate(t, s, "b", 0, 100)
+	e := newEngine(t, s, Settings{Clock: clock, FixedStep: true, IdleAfter: time.Minute})
+	e.NextN(bg, "a", 30)
+	e.NextN(bg, "b", 250) // crosses segments
+	if o := e.Overview(); o.Issued != 280 || len(o.Tags) != 2 {
+		t.Fatalf("overview %+v", o)
+	}
+	e.Forget("a")
+	if o := e.Overview(); o.Issued != 280 || len(o.Tags) != 1 {
+		t.Fatalf("after a forget %+v", o)
+	}
+	e.Sweep()
+	clock.Add(time.Minute)
+	e.Sweep() // b idle: dropped
+	if o := e.Overview(); o.Issued != 280 || len(o.Tags) != 0 {
+		t.Fatalf("after the sweep %+v", o)
+	}
+	e.Next(bg, "a")
+	if o := e.Overview(); o.Issued != 281 || len(o.Tags) != 1 {
+		t.Fatalf("a reloaded %+v", o)
 	}
 }
 

@@ -70,8 +70,7 @@ type Settings struct {
 	// tag is empty for a failed first load: the tag may not exist, and a
 	// label per made-up name would grow without bound.
 	OnLoad func(tag string, took time.Duration, err error)
-	// OnEvict, if set, is called with the tag of a buffer Sweep dropped, so
-	// per-tag metrics can drop its series.
+	// OnEvict, if set, is called with the tag of a buffer Sweep dropped.
 	OnEvict func(tag string)
 	// Admit, if set, is asked before a buffer is made for a tag (before its
 	// first store call); its error is the caller's. The service refuses the

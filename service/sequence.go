@@ -132,7 +132,8 @@ type sequencer struct {
 	fails map[string]seqFail
 	// trips and ids count store calls and IDs, for metrics and the
 	// dashboard: ids/trips is the mean group.
-	stats sync.Map // tag -> *seqCounters
+	stats   sync.Map     // tag -> *seqCounters
+	retired atomic.Int64 // IDs of the deleted tags' counters
 }
 
 type seqQueue struct {
@@ -373,12 +374,37 @@ func (q *sequencer) statsOf(tag string) *seqCounters {
 // SequenceStats returns the counters of the sequence tags served on this
 // node, by tag.
 func (s *Service) SequenceStats() []SequenceStats {
-	var out []SequenceStats
-	s.seq.stats.Range(func(_, v any) bool {
-		st := v.(*seqCounters)
-		out = append(out, SequenceStats{Tag: st.tag, Trips: st.trips.Load(), IDs: st.ids.Load(), Max: st.max.Load()})
-		return true
-	})
+	out := s.SequenceOverview().Tags
 	slices.SortFunc(out, func(a, b SequenceStats) int { return strings.Compare(a.Tag, b.Tag) })
 	return out
+}
+
+// SequenceOverview is the sequence tags served on this node at once.
+type SequenceOverview struct {
+	// IDs is how many sequence IDs this node has handed out since it
+	// started, those of deleted tags included: a counter.
+	IDs uint64
+	// Tags are the counters of each tag, in no order.
+	Tags []SequenceStats
+}
+
+// SequenceOverview returns the counters of the sequence tags and their sum.
+func (s *Service) SequenceOverview() SequenceOverview {
+	o := SequenceOverview{IDs: uint64(s.seq.retired.Load())} // before the map: see forgetSequence
+	s.seq.stats.Range(func(_, v any) bool {
+		st := v.(*seqCounters)
+		q := SequenceStats{Tag: st.tag, Trips: st.trips.Load(), IDs: st.ids.Load(), Max: st.max.Load()}
+		o.IDs += q.IDs
+		o.Tags = append(o.Tags, q)
+		return true
+	})
+	return o
+}
+
+// forgetSequence drops a deleted tag's counters, keeping its IDs in the
+// node's sum (out of the map first: an overview never counts them twice).
+func (q *sequencer) forgetSequence(tag string) {
+	if v, ok := q.stats.LoadAndDelete(tag); ok {
+		q.retired.Add(int64(v.(*seqCounters).ids.Load()))
+	}
 }

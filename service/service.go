@@ -275,14 +275,15 @@ func (s *Service) DeleteTag(ctx context.Context, name string) error {
 	if err == nil {
 		s.seg.Forget(name)
 		s.modes.m.Delete(name)
-		s.seq.stats.Delete(name)
-		if s.cfg.Segment.OnEvict != nil {
-			s.cfg.Segment.OnEvict(name) // the tag's metric series go with it
-		}
+		s.seq.forgetSequence(name)
 		s.log.Info("tag deleted", "tag", name)
 	}
 	return err
 }
 
-// SegmentStats returns the buffers' statistics.
+// SegmentStats returns the buffers' statistics, by tag.
 func (s *Service) SegmentStats() []segment.Stats { return s.seg.Stats() }
+
+// SegmentOverview returns the buffers' statistics in no order and the count
+// of segment IDs handed out since start (see segment.Overview).
+func (s *Service) SegmentOverview() segment.Overview { return s.seg.Overview() }

@@ -50,7 +50,7 @@ type fixture struct {
 func start(t testing.TB, o api.Options, configure ...func(*service.Config)) *fixture {
 	t.Helper()
 	st := storetest.NewFaulty()
-	m := api.NewMetrics()
+	m := api.NewMetrics(api.MetricsOptions{})
 	cfg := service.Config{Segment: segment.Settings{FixedStep: true, FailFast: -1},
 		ObfuscationKey: []byte("sixteen bytes at the very least"),
 		Serials:        map[string]service.SerialConfig{"pay": {Template: "P{time:yyyyMMdd}{seq:6}", Source: "segment"}}}

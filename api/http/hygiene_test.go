@@ -139,7 +139,7 @@ func TestMetrics_MadeUpTagsLeaveNoSeries(t *testing.T) {
 		f.want(f.do("GET", "/api/segment/get/gone-"+strconv.Itoa(i), ""), 500, "tag_not_found")
 	}
 	r := f.do("GET", "/metrics", "")
-	f.want(r, 200, `frond_segment_loads_total{result="ok",tag="order"}`)
+	f.want(r, 200, `frond_segment_tag_loads_total{result="ok",tag="order"}`)
 	if strings.Contains(r.body, "made-up") || strings.Contains(r.body, "gone-") {
 		t.Fatalf("series of made-up tags in /metrics")
 	}

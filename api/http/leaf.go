@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/frond-id/frond/service"
 )
@@ -18,7 +19,7 @@ func (s *Server) leafSegment(w http.ResponseWriter, r *http.Request) {
 	if s.svc.SegmentForm(tag) == service.FormOpaque {
 		form = service.FormOpaque
 	}
-	s.leafTake(w, r, service.Request{Kind: service.KindSegment, Name: tag, Form: form, Token: tagToken(r, r.URL.Query().Get("token"))})
+	s.leafTake(w, r, service.Request{Kind: service.KindSegment, Name: tag, Form: form, Token: tagToken(r, queryToken(r))})
 }
 
 // TokenHeader carries a tag token (service.Config.Tokens) on HTTP; the
@@ -32,6 +33,15 @@ const (
 	IdempotencyKeyHeader = "Idempotency-Key"
 	ReplayedHeader       = "Idempotent-Replayed"
 )
+
+// queryToken is the token query parameter, parsed only when the query
+// names one: most requests carry none, and parsing any query makes a map.
+func queryToken(r *http.Request) string {
+	if !strings.Contains(r.URL.RawQuery, "token") {
+		return ""
+	}
+	return r.URL.Query().Get("token")
+}
 
 // tagToken is the request's tag token: the header, else query.
 func tagToken(r *http.Request, query string) string {

@@ -28,6 +28,6 @@ func TestHTTP_SequenceTag(t *testing.T) {
 	f.want(f.do("GET", "/v1/segment/ticket", ""), 503, "store_unavailable")
 	f.store.SetDown(false)
 	f.want(f.do("GET", "/v1/tags/ticket", ""), 200, `"max_id":9,`)
-	f.want(f.do("GET", "/metrics", ""), 200, `frond_ids_issued_total{kind="sequence",tag="ticket"} 8`, `frond_sequence_store_calls_total{tag="ticket"} 6`,
+	f.want(f.do("GET", "/metrics", ""), 200, `frond_ids_issued_total{kind="sequence"} 8`, `frond_tag_ids_issued_total{kind="sequence",tag="ticket"} 8`, `frond_sequence_store_calls_total{tag="ticket"} 6`,
 		`frond_sequence_max_group{tag="ticket"} 1`)
 }

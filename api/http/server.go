@@ -45,7 +45,7 @@ func New(svc *service.Service, opts api.Options) *Server {
 	opts = opts.WithLogger()
 	m := opts.Metrics
 	if m == nil {
-		m = api.NewMetrics()
+		m = api.NewMetrics(api.MetricsOptions{})
 	}
 	s := &Server{svc: svc, m: m, opts: opts, mux: http.NewServeMux(), started: time.Now(), stopping: make(chan struct{})}
 	mux := routes{s.mux, m, opts.Logger, opts.AccessLog}
@@ -117,9 +117,13 @@ func (r routes) HandleFunc(pattern string, h http.HandlerFunc) {
 	op := r.m.Op(api.HTTP, pattern)
 	r.mux.HandleFunc(pattern, func(w http.ResponseWriter, req *http.Request) {
 		start := time.Now()
-		id := api.RequestID(req.Header.Get(api.RequestIDHeader), r.access)
+		var caller string
+		if v := req.Header[requestIDKey]; len(v) > 0 {
+			caller = v[0]
+		}
+		id := api.RequestID(caller, r.access)
 		if id != "" {
-			w.Header().Set(api.RequestIDHeader, id)
+			w.Header()[requestIDKey] = []string{id}
 		}
 		if !r.access {
 			h(w, req)
@@ -133,6 +137,10 @@ func (r routes) HandleFunc(pattern string, h http.HandlerFunc) {
 			"status", sw.status, "bytes", sw.bytes, "duration", time.Since(start), "remote", req.RemoteAddr, "request_id", id)
 	})
 }
+
+// requestIDKey is api.RequestIDHeader in canonical form: Header.Get of
+// the other form would make its canonical copy on every request.
+var requestIDKey = http.CanonicalHeaderKey(api.RequestIDHeader)
 
 // statusWriter records what a handler answered, for the access log.
 type statusWriter struct {
@@ -179,21 +187,24 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			token = r.Header.Get(TokenHeader)
 		}
 		if token == "" {
-			token = r.URL.Query().Get("token")
+			token = queryToken(r)
 		}
 		if err := s.opts.Guard.Admit(token, r.RemoteAddr); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		// A wrong admin or tag token is refused on every API (JSON: 401
-		// or 403; Leaf's: 500; TinyID's: 200 with code 5 or an empty
-		// body): count it against the address, when a token was sent.
-		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-		s.mux.ServeHTTP(sw, r)
-		if sw.authFailed && token != "" {
-			s.opts.Guard.AuthFailed(r.RemoteAddr)
+		if token != "" {
+			// A wrong admin or tag token is refused on every API (JSON:
+			// 401 or 403; Leaf's: 500; TinyID's: 200 with code 5 or an
+			// empty body): count it against the address. A request with
+			// no token cannot fail so, and is not wrapped.
+			sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+			s.mux.ServeHTTP(sw, r)
+			if sw.authFailed {
+				s.opts.Guard.AuthFailed(r.RemoteAddr)
+			}
+			return
 		}
-		return
 	}
 	s.mux.ServeHTTP(w, r)
 }

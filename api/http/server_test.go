@@ -34,10 +34,10 @@ func newFixture(t testing.TB, opts api.Options, configure ...func(*service.Confi
 	t.Helper()
 	c := testclock.New(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 	st := storetest.NewFaulty()
-	m := api.NewMetrics()
+	m := api.NewMetrics(api.MetricsOptions{})
 	cfg := service.Config{
 		Now:     c.Now,
-		Segment: segment.Settings{FixedStep: true, OnLoad: m.OnLoad, OnEvict: m.OnEvict, FailFast: -1},
+		Segment: segment.Settings{FixedStep: true, OnLoad: m.OnLoad, FailFast: -1},
 	}
 	for _, f := range configure {
 		f(&cfg)
@@ -241,11 +241,15 @@ func TestHealthReadyMetrics(t *testing.T) {
 	f.do("GET", "/api/segment/get/nope", "")
 	f.want(f.do("GET", "/readyz", ""), 200, `"status":"ready"`, `"tag":"order"`, `"remaining":999`)
 	f.want(f.do("GET", "/metrics", ""), 200,
-		`frond_ids_issued_total{kind="segment",tag="order"} 1`,
-		`frond_ids_issued_total{kind="snowflake",tag=""} 0`,
+		`frond_ids_issued_total{kind="segment"} 1`,
+		`frond_tag_ids_issued_total{kind="segment",tag="order"} 1`,
+		`frond_ids_issued_total{kind="snowflake"} 0`,
 		`frond_errors_total{code="tag_not_found",protocol="http"} 1`,
 		`frond_requests_total{operation="GET /api/segment/get/{key}",protocol="http"} 2`,
-		`frond_segment_loads_total{result="ok",tag="order"} 1`,
+		`frond_segment_loads_total{result="ok"} 1`,
+		`frond_segment_tag_loads_total{result="ok",tag="order"} 1`,
+		`frond_segment_tags{state="ok"} 1`,
+		`frond_metrics_tags_omitted{kind="segment"} 0`,
 		`frond_segment_buffer_remaining{tag="order"} 999`,
 		`frond_snowflake_clock_backward_steps_total 0`,
 		`frond_snowflake_issuing 1`, `frond_snowflake_worker_from_local_record 0`, `frond_snowflake_worker_id `,

@@ -354,7 +354,7 @@ func TestServer_Admin(t *testing.T) {
 // Commands are counted and timed per command, errors per code, under
 // protocol "resp".
 func TestServer_Metrics(t *testing.T) {
-	m := api.NewMetrics()
+	m := api.NewMetrics(api.MetricsOptions{})
 	addr, _ := start(t, api.Options{Metrics: m})
 	c := dial(t, addr)
 	c.Incr(bg, "order")

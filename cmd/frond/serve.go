@@ -148,9 +148,9 @@ func serve(ctx context.Context, cfg *config.Config, e env) error {
 		store.Close()
 		return err
 	}
-	m := api.NewMetrics()
+	m := api.NewMetrics(api.MetricsOptions{MaxTags: cfg.Metrics.MaxTags, Tags: cfg.Metrics.Tags})
 	sc := cfg.ServiceConfig() // validated by config.Load
-	sc.Now, sc.Segment.OnLoad, sc.Segment.OnEvict = clock.Now, m.OnLoad, m.OnEvict
+	sc.Now, sc.Segment.OnLoad = clock.Now, m.OnLoad
 	svc, err := service.New(ctx, sc, store, reg, log)
 	if err != nil {
 		closeListeners(fes)

@@ -55,6 +55,7 @@ type Config struct {
 	TLS             TLS           `koanf:"tls"`
 	Limits          Limits        `koanf:"limits"`
 	Idempotency     Idempotency   `koanf:"idempotency"`
+	Metrics         Metrics       `koanf:"metrics"`
 	Snowflake       Snowflake     `koanf:"snowflake"`
 	Worker          Worker        `koanf:"worker"`
 	Segment         Segment       `koanf:"segment"`
@@ -116,6 +117,12 @@ type Limits struct {
 	WriteTimeout     time.Duration `koanf:"write_timeout"`
 	IdleTimeout      time.Duration `koanf:"idle_timeout"`
 	MaxHeaderBytes   int           `koanf:"max_header_bytes"`
+}
+
+// Metrics bound the series per tag of /metrics (docs/operations.md).
+type Metrics struct {
+	MaxTags int      `koanf:"max_tags"` // segment (and sequence) tags with series of their own; negative: none
+	Tags    []string `koanf:"tags"`     // tags given series of their own whenever in use
 }
 
 // Idempotency bounds the memory of idempotent requests (docs/api.md).
@@ -320,7 +327,7 @@ func Load(fs *pflag.FlagSet, environ []string) (*Config, *koanf.Koanf, error) {
 	}
 	var c Config
 	err = k.UnmarshalWithConf("", &c, koanf.UnmarshalConf{DecoderConfig: &mapstructure.DecoderConfig{
-		DecodeHook:       mapstructure.ComposeDecodeHookFunc(mapstructure.StringToTimeDurationHookFunc()),
+		DecodeHook:       mapstructure.ComposeDecodeHookFunc(mapstructure.StringToTimeDurationHookFunc(), mapstructure.StringToSliceHookFunc(",")),
 		ErrorUnused:      true,
 		WeaklyTypedInput: true,
 		Result:           &c,

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/snowflake"
 	"github.com/spf13/pflag"
 )
@@ -83,6 +84,15 @@ func (c *Config) decls() []decl {
 		{ptr: &c.Idempotency.Window, def: "5m", shown: "`5m`", doc: "how long after its answer a request's idempotency key gets the same answer again ([api.md](api.md#idempotent-requests)); negative: requests with a key are refused", check: func() error { return notZero(c.Idempotency.Window) }},
 		{ptr: &c.Idempotency.MaxEntries, def: "100000", shown: "`100000`", doc: "keys remembered at most; past it the oldest answers are forgotten (counted in `frond_idempotency_evicted_total`)", check: func() error { return atLeast(c.Idempotency.MaxEntries, 1) }},
 		{ptr: &c.Idempotency.MaxIDs, def: "1000000", shown: "`1000000`", doc: "IDs (or ranges) the remembered answers hold at most, the same way", check: func() error { return atLeast(c.Idempotency.MaxIDs, 1) }},
+		{ptr: &c.Metrics.MaxTags, def: "100", shown: "`100`", doc: "how many segment tags (and how many sequence tags) get series of their own on `/metrics`: those in `metrics.tags`, then the tags in trouble (a failing store call, then the shortest horizon), then the busiest. The sums over all tags are always there, so `/metrics` stays small with any number of tags ([operations.md](operations.md#metrics)). `0`: the default; negative: none"},
+		{ptr: &c.Metrics.Tags, shown: "none", doc: "tags that get series of their own whenever they are in use, first within `metrics.max_tags`: a YAML list, or from the environment `FROND_METRICS__TAGS=order,pay`", check: func() error {
+			for _, t := range c.Metrics.Tags {
+				if err := frond.ValidateTagName(t); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
 		{ptr: &c.Snowflake.MaxBackward, def: "5ms", shown: "`5ms`", doc: "largest backward clock step absorbed; larger ones refuse snowflake IDs. `0s`: the default; negative refuses every backward step (`0s` meant that before this version)"},
 		{ptr: &c.Snowflake.MaxLead, def: "0s", shown: "`0s`", doc: "borrowing: how far ahead of the clock IDs may run when a tick's sequence is used up. `0s`: no borrowing (wait for the next tick); negative refused"},
 		{ptr: &c.Snowflake.RandomStart, def: "0", shown: "`0`", doc: "start each tick's sequence at a random value below this (Leaf: 100), at most half the layout's sequence space. `0`: off; negative refused"},

@@ -1,0 +1,43 @@
+package httpapi
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/frond-id/frond/api"
+)
+
+// discardWriter keeps one header map and drops the body: what is left to
+// count is the handler's own allocations.
+type discardWriter struct{ h http.Header }
+
+func (d *discardWriter) Header() http.Header         { return d.h }
+func (d *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (d *discardWriter) WriteHeader(int)             {}
+
+// maxLeafAllocs is what an ID over Leaf's route may allocate in frond's
+// handler, net/http's request parsing aside: the ID's slice in the
+// service's answer, the route's path value (the mux's match) and the
+// digits written through the ResponseWriter interface. Each
+// allocation is a few percent of the route's rate against a trivial
+// handler (docs/benchmarks.md); a change that adds one fails here, the
+// way the last regression came (issue 34: a query parsed twice, a wrapper
+// per request, a header key made canonical per request).
+const maxLeafAllocs = 3
+
+// The allocations of Leaf's segment route, with the defaults' guard (the
+// limit on wrong tokens) on: counted, not timed, so the check is exact on
+// any machine.
+func TestLeafSegment_Allocations(t *testing.T) {
+	f := newFixture(t, api.Options{Guard: api.NewGuard(api.GuardOptions{AuthFailures: 10})})
+	req := httptest.NewRequest("GET", "/api/segment/get/order", nil)
+	req.RemoteAddr = "127.0.0.1:40000"
+	w := &discardWriter{h: http.Header{}}
+	f.h.ServeHTTP(w, req) // the first segment loads
+	allocs := testing.AllocsPerRun(2000, func() { f.h.ServeHTTP(w, req) })
+	t.Logf("%.1f allocations per ID", allocs)
+	if allocs > maxLeafAllocs {
+		t.Fatalf("Leaf's segment route allocates %.1f times per ID, more than %d", allocs, maxLeafAllocs)
+	}
+}
