@@ -84,6 +84,7 @@ func New(svc *service.Service, opts api.Options) *Server {
 	mux.HandleFunc("GET /{$}", uiRoot)
 	mux.HandleFunc("GET /ui/", uiHandler())
 	mux.HandleFunc("GET /ui/events", s.uiEvents)
+	mux.HandleFunc("GET /ui/tags", s.uiTags)
 	// Operations.
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)

@@ -1,15 +1,20 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"math"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/frond-id/frond/api"
+	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/service"
 	"github.com/frond-id/frond/worker"
 )
@@ -22,6 +27,11 @@ var uiFiles embed.FS
 
 // uiEvery is how often the dashboard's event stream sends a snapshot.
 const uiEvery = time.Second
+
+// uiMaxTags bounds the tags (and the sequence tags) of a snapshot: the
+// ones that need attention first, then the busiest (api.RankTags); the
+// page finds any other by name through /ui/tags.
+const uiMaxTags = 50
 
 // uiHeaders keep the dashboard's page to its own origin: scripts and
 // connections only from frond itself, no framing.
@@ -58,13 +68,24 @@ type snapshot struct {
 	Worker    worker.Info             `json:"worker"`
 	Layout    layoutJSON              `json:"layout"`
 	Readiness service.Readiness       `json:"readiness"`
-	Tags      []tagStats              `json:"tags"`
-	Sequences []service.SequenceStats `json:"sequences"` // sequence tags served on this node
+	Tags      []tagStats              `json:"tags"`      // at most uiMaxTags, worst first
+	Sequences []service.SequenceStats `json:"sequences"` // sequence tags served on this node, at most uiMaxTags, most IDs first
+	// TagCounts count every tag in use, shown or not.
+	TagCounts *tagCounts `json:"tag_counts,omitempty"`
 	// TagsHidden: the tags are not shown to this page (tag details are
 	// shown to whoever may list tags: Server.mayReadTags).
 	TagsHidden bool          `json:"tags_hidden,omitempty"`
 	Snowflake  snowflakeJSON `json:"snowflake"`
 	Counts     api.Counts    `json:"counts"`
+}
+
+type tagCounts struct {
+	Total          int `json:"total"`
+	Failing        int `json:"failing"`
+	Low            int `json:"low"`
+	Shown          int `json:"shown"`
+	Sequences      int `json:"sequences"`
+	SequencesShown int `json:"sequences_shown"`
 }
 
 type layoutJSON struct {
@@ -124,26 +145,90 @@ func (s *Server) snapshot(ctx context.Context, tags bool) snapshot {
 		out.TagsHidden = true
 		return out
 	}
-	for _, b := range s.svc.SegmentStats() {
-		t := tagStats{Tag: b.Tag, Start: b.Current.Start, Pos: b.Current.Pos, End: b.Current.End, NextReady: b.NextReady,
-			Step: b.Step, MinStep: b.MinStep, Loads: b.Loads, Waits: b.Waits, Issued: b.Issued, Remaining: b.Remaining,
-			Rate: b.Rate, Horizon: -1, LastLoadSecs: b.LastLoadDuration.Seconds(), LastError: b.LastError, Loading: b.Loading}
-		if b.NextReady {
-			t.NextStart, t.NextEnd = b.Next.Start, b.Next.End
-		}
-		for _, c := range b.Steps {
-			t.StepHistory = append(t.StepHistory, c.Step)
-		}
-		if b.Horizon >= 0 {
-			t.Horizon = b.Horizon.Seconds()
-		}
-		if !b.LastLoad.IsZero() {
-			t.LastLoad = b.LastLoad.UTC().Format(time.RFC3339)
-		}
-		out.Tags = append(out.Tags, t)
+	seg := s.svc.SegmentOverview()
+	sum, shown := api.RankTags(seg.Tags, uiMaxTags, nil)
+	out.Tags = make([]tagStats, 0, len(shown))
+	for _, i := range shown {
+		out.Tags = append(out.Tags, toTagStats(&seg.Tags[i]))
 	}
-	out.Sequences = s.svc.SequenceStats()
+	seq := s.svc.SequenceOverview().Tags
+	slices.SortFunc(seq, func(a, b service.SequenceStats) int {
+		return cmp.Or(cmp.Compare(b.IDs, a.IDs), strings.Compare(a.Tag, b.Tag))
+	})
+	out.Sequences = seq[:min(len(seq), uiMaxTags)]
+	out.TagCounts = &tagCounts{Total: sum.Total, Failing: sum.Failing, Low: sum.Low, Shown: len(out.Tags),
+		Sequences: len(seq), SequencesShown: len(out.Sequences)}
 	return out
+}
+
+func toTagStats(b *segment.Stats) tagStats {
+	t := tagStats{Tag: b.Tag, Start: b.Current.Start, Pos: b.Current.Pos, End: b.Current.End, NextReady: b.NextReady,
+		Step: b.Step, MinStep: b.MinStep, Loads: b.Loads, Waits: b.Waits, Issued: b.Issued, Remaining: b.Remaining,
+		Rate: b.Rate, Horizon: -1, LastLoadSecs: b.LastLoadDuration.Seconds(), LastError: b.LastError, Loading: b.Loading,
+		StepHistory: []int64{}}
+	if b.NextReady {
+		t.NextStart, t.NextEnd = b.Next.Start, b.Next.End
+	}
+	for _, c := range b.Steps {
+		t.StepHistory = append(t.StepHistory, c.Step)
+	}
+	if b.Horizon >= 0 {
+		t.Horizon = b.Horizon.Seconds()
+	}
+	if !b.LastLoad.IsZero() {
+		t.LastLoad = b.LastLoad.UTC().Format(time.RFC3339)
+	}
+	return t
+}
+
+// uiTagsMax bounds a page of /ui/tags.
+const uiTagsMax = 200
+
+// uiTags is GET /ui/tags?q=&offset=&limit=: the tags in use whose name
+// contains q, by name, a page at a time (limit 50 by default, at most
+// uiTagsMax): how the dashboard finds a tag among more than a snapshot
+// shows. Shown to whoever may read tags, as the stream's details.
+func (s *Server) uiTags(w http.ResponseWriter, r *http.Request) {
+	q, err := parseQuery(r, "q", "offset", "limit", "token")
+	var offset, limit int64 = 0, 50
+	if err == nil {
+		offset, err = q.int("offset", 0, 0, math.MaxInt32)
+	}
+	if err == nil {
+		limit, err = q.int("limit", 50, 1, uiTagsMax)
+	}
+	if err == nil {
+		token, _ := api.Bearer(r.Header.Get("Authorization"))
+		if token == "" {
+			token, _ = q.get("token")
+		}
+		err = s.mayReadTags(r, token)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	match, _ := q.get("q")
+	page := tagPage{Tags: []tagStats{}, Offset: offset}
+	all := s.svc.SegmentStats() // by tag
+	page.Total = len(all)
+	for i := range all {
+		if !strings.Contains(all[i].Tag, match) {
+			continue
+		}
+		if int64(page.Matched) >= offset && int64(len(page.Tags)) < limit {
+			page.Tags = append(page.Tags, toTagStats(&all[i]))
+		}
+		page.Matched++
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+type tagPage struct {
+	Total   int        `json:"total"`   // tags in use
+	Matched int        `json:"matched"` // of those, with q in their name
+	Offset  int64      `json:"offset"`
+	Tags    []tagStats `json:"tags"`
 }
 
 // uiEvents is GET /ui/events: server-sent events, one snapshot a second. A

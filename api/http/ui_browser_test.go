@@ -99,6 +99,40 @@ func TestDashboard_Browser(t *testing.T) {
 
 	// Create a tag from the form: refused without the token, done with it.
 	// The stream keeps its token; the form has none.
+	// The search finds a tag by name through /ui/tags, and says when
+	// nothing matches; cleared, the stream's tags come back.
+	searchFor := func(q string) {
+		t.Helper()
+		js := fmt.Sprintf(`(() => { const e = document.getElementById("tag-search"); e.value = %q; e.dispatchEvent(new Event("input")); return "" })()`, q)
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[string](js)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	searchFor("zz")
+	deadline = time.Now().Add(10 * time.Second)
+	for !strings.Contains(text(`#tags`), `no tag in use has "zz" in its name`) || !strings.Contains(text(`#tag-count`), "no match among 1 tags in use") {
+		if time.Now().After(deadline) {
+			t.Fatalf("a search for zz shows %q, %q", text(`#tags`), text(`#tag-count`))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	searchFor("rde")
+	deadline = time.Now().Add(10 * time.Second)
+	for !strings.Contains(text(`#tag-count`), `1 to 1 of 1 tags with "rde"`) || text(row) == "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("a search for rde shows %q, %q", text(`#tags`), text(`#tag-count`))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	searchFor("")
+	deadline = time.Now().Add(10 * time.Second)
+	for !strings.Contains(text(`#tag-count`), "1 of 1 tags in use shown") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the search cleared shows %q", text(`#tag-count`))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
 	if _, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("token").value = ""`)); err != nil {
 		t.Fatal(err)
 	}

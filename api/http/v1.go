@@ -56,6 +56,19 @@ func (q query) get(name string) (string, bool) {
 	return vs[0], true
 }
 
+// int reads a whole-number parameter from lo to hi, def when absent.
+func (q query) int(name string, def, lo, hi int64) (int64, error) {
+	raw, ok := q.get(name)
+	if !ok {
+		return def, nil
+	}
+	n, ok := api.Digits(raw)
+	if !ok || n < lo || n > hi {
+		return 0, badRequest("%s=%s: must be a whole number from %d to %d", name, service.Quote(raw), lo, hi)
+	}
+	return n, nil
+}
+
 // parseCount reads the n parameter: absent means 0 (one ID, answered alone);
 // given, it is a whole number from 1 to limit written in digits only ("",
 // "+5", " 5" and "5;x" are refused, not read as a default).
@@ -501,6 +514,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 // horizon.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	rd := s.svc.Readiness(r.Context())
+	segs, total := s.horizons()
 	status, word := http.StatusOK, "ready"
 	for _, c := range rd.Checks {
 		if !c.OK {
@@ -512,7 +526,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, status, map[string]any{"status": word, "checks": rd.Checks,
 		"kinds":    map[string]service.KindCheck{service.KindSegment: rd.Segment, service.KindSnowflake: rd.Snowflake},
-		"segments": s.horizons()})
+		"segments": segs, "segments_total": total})
 }
 
 // readyKind answers /readyz/segment and /readyz/snowflake: 200 when that
@@ -536,15 +550,23 @@ type horizonJSON struct {
 	LastError string  `json:"last_error,omitempty"`
 }
 
-func (s *Server) horizons() []horizonJSON {
-	st := s.svc.SegmentStats()
-	out := make([]horizonJSON, len(st))
-	for i, b := range st {
+// readyTags bounds the tags /readyz lists: a probe reads it every few
+// seconds, whatever the number of tags.
+const readyTags = 20
+
+// horizons are the readyTags tags that need attention first (api.RankTags)
+// and the number of tags in use.
+func (s *Server) horizons() ([]horizonJSON, int) {
+	st := s.svc.SegmentOverview().Tags
+	sum, shown := api.RankTags(st, readyTags, nil)
+	out := make([]horizonJSON, len(shown))
+	for i, j := range shown {
+		b := &st[j]
 		h := -1.0
 		if b.Horizon >= 0 {
 			h = b.Horizon.Seconds()
 		}
 		out[i] = horizonJSON{Tag: b.Tag, Remaining: b.Remaining, Horizon: h, LastError: b.LastError}
 	}
-	return out
+	return out, sum.Total
 }

@@ -251,15 +251,28 @@ func (s *Server) info(c redcon.Conn, args [][]byte) {
 	// Tag details are the admin's (mayAdmin), as GET /v1/tags.
 	tags := []string{"hidden:tag details need AUTH with the admin token"}
 	if s.mayAdmin(c) == nil {
-		tags = nil
-		for _, st := range s.svc.SegmentStats() {
+		// The infoTags that need attention first, as /readyz: INFO stays
+		// small whatever the number of tags.
+		all := s.svc.SegmentOverview().Tags
+		sum, shown := api.RankTags(all, infoTags, nil)
+		tags = []string{fmt.Sprintf("tags_total:%d", sum.Total), fmt.Sprintf("tags_failing:%d", sum.Failing),
+			fmt.Sprintf("tags_low:%d", sum.Low), fmt.Sprintf("tags_shown:%d", len(shown))}
+		for _, i := range shown {
+			st := &all[i]
+			h := int64(-1)
+			if st.Horizon >= 0 {
+				h = int64(st.Horizon.Seconds())
+			}
 			tags = append(tags, fmt.Sprintf("%s:step=%d,loads=%d,next_ready=%s,horizon_seconds=%d",
-				st.Tag, st.Step, st.Loads, flag(st.NextReady), int64(st.Horizon.Seconds())))
+				st.Tag, st.Step, st.Loads, flag(st.NextReady), h))
 		}
 	}
 	section("tags", tags...)
 	c.WriteBulkString(b.String())
 }
+
+// infoTags bounds the tags INFO lists.
+const infoTags = 20
 
 func flag(b bool) string {
 	if b {

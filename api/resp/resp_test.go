@@ -108,7 +108,7 @@ func TestServer_GoRedis(t *testing.T) {
 		t.Fatalf("ECHO = %q, %v", e, err)
 	}
 	info, err := c.Info(bg).Result()
-	if err != nil || !strings.Contains(info, "# Worker") || !strings.Contains(info, "worker_id:3") || !strings.Contains(info, "order:step=") {
+	if err != nil || !strings.Contains(info, "# Worker") || !strings.Contains(info, "worker_id:3") || !strings.Contains(info, "order:step=") || !strings.Contains(info, "tags_total:1\r\n") {
 		t.Fatalf("INFO = %q, %v", info, err)
 	}
 	if err := c.Do(bg, "CLIENT", "SETNAME", "app").Err(); err != nil {

@@ -48,8 +48,13 @@ function bar(start, pos, end, next) {
   return b;
 }
 
-function render(s) {
-  const dt = prev ? (Date.parse(s.now) - Date.parse(prev.now)) / 1000 : 0;
+// render shows snapshot s; again redraws the last one (a search's page
+// arrived), whose rates were measured against the one before it.
+let older = null;
+function render(s, again) {
+  if (!again) older = prev;
+  const last = again ? older : prev;
+  const dt = last ? (Date.parse(s.now) - Date.parse(last.now)) / 1000 : 0;
   const alerts = [];
 
   // The node.
@@ -63,7 +68,7 @@ function render(s) {
   if (!w.issuing) alerts.push(["bad", "Snowflake IDs are not issued: " + (w.error || "no worker ID")]);
 
   const sf = s.snowflake;
-  const sfRate = prev ? perSecond(sf.issued, prev.snowflake.issued, dt) : 0;
+  const sfRate = last ? perSecond(sf.issued, last.snowflake.issued, dt) : 0;
   $("snow-rate").textContent = num(Math.round(sfRate)) + "/s";
   $("snow-detail").textContent = `lead ${dur(sf.lead_seconds)} · clock behind ${dur(sf.behind_seconds)} · borrowed ${num(sf.borrows)} · waits ${num(sf.waits)} · refused ${num(sf.refusals)}`;
   setCard("card-snowflake", sf.behind_seconds > 0.005 ? "bad" : "ok");
@@ -82,16 +87,25 @@ function render(s) {
   setCard("card-store", store && store.ok ? "ok" : (seg.ready ? "warn" : "bad"));
   if (store && !store.ok) alerts.push([seg.ready ? "warn" : "bad", "The segment store does not answer: tags are served from their buffers until they run dry (see each tag's horizon)."]);
 
-  // Tags.
+  // Tags: the server sends the ones that need attention first, then the
+  // busiest (at most 50); a search shows any tag, a page at a time.
+  const counts = s.tag_counts;
+  $("tag-count").textContent = search.q ? searchCount() : counts ?
+    `${num(counts.shown)} of ${num(counts.total)} tags in use shown, those that need attention first, then the busiest` +
+    (counts.failing ? ` · ${num(counts.failing)} failing` : "") + (counts.low ? ` · ${num(counts.low)} low` : "") : "";
+  if (counts && counts.failing) alerts.push(["bad", `The last store call of ${num(counts.failing)} tags failed (listed first).`]);
   const tbody = $("tags").tBodies[0];
   tbody.replaceChildren();
+  const tags = search.q ? (search.result ? search.result.tags : []) : (s.tags || []);
   if (s.tags_hidden) {
     tbody.append(el("tr", { class: "empty hidden-tags" }, el("td", { colspan: "8" },
       "Tags are shown to the admin: type the server's admin token below (without one, the server shows them to this machine only).")));
-  } else if ((!s.tags || s.tags.length === 0) && (!s.sequences || s.sequences.length === 0)) {
+  } else if (search.q && tags.length === 0) {
+    tbody.append(el("tr", { class: "empty" }, el("td", { colspan: "8" }, search.error || `no tag in use has "${search.q}" in its name`)));
+  } else if (tags.length === 0 && (!s.sequences || s.sequences.length === 0)) {
     tbody.append(el("tr", { class: "empty" }, el("td", { colspan: "8" }, "no tag has been used on this node yet")));
   }
-  for (const t of s.tags || []) {
+  for (const t of tags) {
     // The server's history of the step (since the buffer was made); the
     // page's own, from what it has seen, for a server without one.
     let hist = t.step_history;
@@ -119,8 +133,8 @@ function render(s) {
   }
 
   // Sequence tags: no buffers; every ID from the store, a store call per group.
-  for (const q of s.sequences || []) {
-    const before = prev && (prev.sequences || []).find((p) => p.tag === q.tag);
+  for (const q of search.q ? [] : (s.sequences || [])) {
+    const before = last && (last.sequences || []).find((p) => p.tag === q.tag);
     const rate = before ? perSecond(q.ids, before.ids, dt) : 0;
     tbody.append(el("tr", { "data-tag": q.tag, class: "sequence" },
       el("td", {}, el("strong", {}, q.tag), el("div", { class: "range" }, "sequence")),
@@ -145,10 +159,10 @@ function render(s) {
   pbody.replaceChildren();
   const protos = new Set(Object.keys(s.counts.requests || {}).concat(Object.keys(s.counts.errors || {})));
   for (const p of [...protos].sort()) {
-    const rate = prev ? perSecond(s.counts.requests[p] || 0, (prev.counts.requests || {})[p], dt) : 0;
+    const rate = last ? perSecond(s.counts.requests[p] || 0, (last.counts.requests || {})[p], dt) : 0;
     const errs = [];
     for (const [code, n] of Object.entries((s.counts.errors || {})[p] || {})) {
-      const r = prev ? perSecond(n, ((prev.counts.errors || {})[p] || {})[code], dt) : 0;
+      const r = last ? perSecond(n, ((last.counts.errors || {})[p] || {})[code], dt) : 0;
       errs.push(`${code} ${r.toFixed(1)}`);
     }
     pbody.append(el("tr", {}, el("td", {}, p), el("td", { class: "num" }, num(Math.round(rate))), el("td", {}, errs.join(", ") || "–")));
@@ -158,6 +172,35 @@ function render(s) {
   box.replaceChildren(...alerts.map(([cls, text]) => el("div", { class: cls }, text)));
   $("summary").textContent = `up since ${s.started.slice(0, 19).replace("T", " ")} UTC`;
   prev = s;
+}
+
+// The tag search: /ui/tags?q= a page at a time, asked again with each
+// snapshot while a search is on.
+const search = { q: "", offset: 0, result: null, error: "" };
+const SEARCH_PAGE = 50;
+
+function searchCount() {
+  const r = search.result;
+  if (!r) return "searching…";
+  if (!r.matched) return `no match among ${num(r.total)} tags in use`;
+  return `${num(r.offset + 1)} to ${num(r.offset + r.tags.length)} of ${num(r.matched)} tags with "${search.q}" (of ${num(r.total)} in use)`;
+}
+
+async function runSearch() {
+  if (!search.q) { search.result = null; search.error = ""; }
+  else {
+    try {
+      search.result = await call("GET", `/ui/tags?q=${encodeURIComponent(search.q)}&offset=${search.offset}&limit=${SEARCH_PAGE}`);
+      search.error = "";
+    } catch (err) {
+      search.result = null;
+      search.error = err.message;
+    }
+  }
+  const r = search.result;
+  $("tag-prev").disabled = !search.q || search.offset === 0;
+  $("tag-next").disabled = !r || r.offset + r.tags.length >= r.matched;
+  if (prev) render(prev, true);
 }
 
 let es = null;
@@ -173,6 +216,7 @@ function connect() {
     $("live").textContent = "live";
     $("live").className = "pill on";
     render(JSON.parse(e.data));
+    if (search.q) runSearch();
   });
   es.onerror = () => {
     $("live").textContent = "reconnecting…";
@@ -230,3 +274,10 @@ onSubmit("decode", (f) => call("GET", "/v1/decode/" + encodeURIComponent(f.get("
 
 connect();
 $("token").addEventListener("change", connect);
+let searchTimer = null;
+$("tag-search").addEventListener("input", () => {
+  clearTimeout(searchTimer);
+  searchTimer = setTimeout(() => { search.q = $("tag-search").value.trim(); search.offset = 0; runSearch(); }, 200);
+});
+$("tag-prev").addEventListener("click", () => { search.offset = Math.max(0, search.offset - SEARCH_PAGE); runSearch(); });
+$("tag-next").addEventListener("click", () => { search.offset += SEARCH_PAGE; runSearch(); });
