@@ -39,6 +39,9 @@ type modeCache struct {
 	// outage (Unix ns; 0: never).
 	fail  atomic.Int64
 	epoch atomic.Int64 // raised every modeTTL: cached modes older are read again
+	// idleEpochs: a mode not asked for in this many epochs is forgotten
+	// (segment.idle_after in epochs; 0: never).
+	idleEpochs int64
 }
 
 type modeEntry struct {
@@ -56,11 +59,28 @@ func (s *Service) ageModes() {
 	for {
 		select {
 		case <-t.C:
-			s.modes.epoch.Add(1)
+			s.modes.age()
 		case <-s.bg.ctx.Done():
 			return
 		}
 	}
+}
+
+// age makes every cached mode stale, and forgets those of the tags no one
+// asked for in idleEpochs epochs (a mode in use is read again each epoch,
+// which moves its entry to the new epoch): the cache holds the tags in
+// use, as the segment engine's buffers do, not every tag ever asked for.
+func (c *modeCache) age() {
+	cur := c.epoch.Add(1)
+	if c.idleEpochs <= 0 {
+		return
+	}
+	c.m.Range(func(k, v any) bool {
+		if cur-v.(*modeEntry).epoch > c.idleEpochs {
+			c.m.CompareAndDelete(k, v)
+		}
+		return true
+	})
 }
 
 // modeOf returns a tag's mode, from the cache or the store. A tag the

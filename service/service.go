@@ -138,6 +138,9 @@ func New(ctx context.Context, cfg Config, store frond.SegmentStore, reg frond.Wo
 		s.bg.cancel()
 		return nil, err
 	}
+	if idle := s.seg.Settings().IdleAfter; idle > 0 {
+		s.modes.idleEpochs = max(2, int64((idle+modeTTL-1)/modeTTL))
+	}
 	if s.w, err = worker.New(ctx, reg, cfg.Snowflake, log); err != nil {
 		s.seg.Close() // nothing buffered yet: the store is not called
 		s.bg.cancel()
