@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -331,6 +333,43 @@ type SystemClock struct{}
 
 // Now returns time.Now().
 func (SystemClock) Now() time.Time { return time.Now() }
+
+// TagPager is an optional capability of a SegmentStore: its tags a page at
+// a time, so that a store of a million tags is listed without reading them
+// all at once. Every store of this module has it.
+type TagPager interface {
+	// TagsAfter returns at most limit tags whose names come after after
+	// ("" for the first page), in the store's order of names: bytes, or a
+	// database's collation, the same from page to page. The last name of
+	// a page is the next page's after; a page shorter than limit is the
+	// last.
+	TagsAfter(ctx context.Context, after string, limit int) ([]Tag, error)
+}
+
+// TagsAfter is a page of s's tags (see TagPager): one read of a TagPager,
+// or a page cut from s.Tags for a store that is not one.
+func TagsAfter(ctx context.Context, s SegmentStore, after string, limit int) ([]Tag, error) {
+	if limit < 1 {
+		return nil, fmt.Errorf("%w: a page of tags needs a limit of at least 1, not %d", ErrInvalidArgument, limit)
+	}
+	if p, ok := s.(TagPager); ok {
+		return p.TagsAfter(ctx, after, limit)
+	}
+	all, err := s.Tags(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return PageOf(all, after, limit), nil
+}
+
+// PageOf is the page of tags, ordered by name in bytes, after after.
+func PageOf(tags []Tag, after string, limit int) []Tag {
+	i, found := slices.BinarySearchFunc(tags, after, func(t Tag, name string) int { return strings.Compare(t.Name, name) })
+	if found {
+		i++
+	}
+	return tags[i:min(len(tags), i+max(limit, 0))]
+}
 
 // Pinger is an optional capability of a store or registry: Ping checks that
 // the backend answers, for readiness probes.

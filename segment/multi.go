@@ -253,6 +253,17 @@ func (m *Multi) Tag(ctx context.Context, name string) (frond.Tag, error) {
 	return out, err
 }
 
+// TagsAfter implements frond.TagPager: a page of the first store that
+// answers.
+func (m *Multi) TagsAfter(ctx context.Context, after string, limit int) ([]frond.Tag, error) {
+	var out []frond.Tag
+	err := m.attempt(ctx, func(ctx context.Context, i int) (err error) {
+		out, err = frond.TagsAfter(ctx, m.stores[i], after, limit)
+		return err
+	})
+	return out, err
+}
+
 // Tags implements frond.SegmentStore: the tags of the first store that answers.
 func (m *Multi) Tags(ctx context.Context) ([]frond.Tag, error) {
 	var out []frond.Tag
@@ -329,7 +340,7 @@ func (m *Multi) Ping(ctx context.Context) error {
 			if p, ok := s.(frond.Pinger); ok {
 				errs[i] = p.Ping(ctx)
 			} else {
-				_, errs[i] = s.Tags(ctx)
+				_, errs[i] = frond.TagsAfter(ctx, s, "", 1)
 			}
 			if errs[i] == nil {
 				_, errs[i] = m.place(ctx, i, true) // a misplaced store shows in readiness

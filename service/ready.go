@@ -53,7 +53,7 @@ func (s *Service) storeCheck(ctx context.Context) (Check, error) {
 	if p, ok := s.store.(frond.Pinger); ok {
 		err = p.Ping(ctx)
 	} else {
-		_, err = s.store.Tags(ctx)
+		_, err = frond.TagsAfter(ctx, s.store, "", 1)
 	}
 	c := Check{Name: "store", OK: err == nil}
 	if err != nil {

@@ -232,6 +232,40 @@ func DecodeWith(l snowflake.Layout, id int64) (Decoded, error) {
 // Tags lists the tags of the store.
 func (s *Service) Tags(ctx context.Context) ([]frond.Tag, error) { return s.store.Tags(ctx) }
 
+// Pages of tags: DefaultTagPage when the caller does not say, at most
+// MaxTagPage.
+const (
+	DefaultTagPage = 1000
+	MaxTagPage     = 10000
+)
+
+// TagPage is a page of the store's tags by name: at most limit (0 means
+// DefaultTagPage) after the name after, and next, the after of the next
+// page ("" when this is the last). One store read of limit+1 rows: a store
+// of a million tags is listed a page at a time, by every protocol alike.
+func (s *Service) TagPage(ctx context.Context, after string, limit int) (tags []frond.Tag, next string, err error) {
+	if limit == 0 {
+		limit = DefaultTagPage
+	}
+	if limit < 1 || limit > MaxTagPage {
+		return nil, "", fmt.Errorf("%w: a page of tags holds 1 to %d tags, not %d", frond.ErrInvalidArgument, MaxTagPage, limit)
+	}
+	if after != "" {
+		if err := frond.ValidateTagName(after); err != nil {
+			return nil, "", fmt.Errorf("%w: the page's cursor is not a tag name: %v", frond.ErrInvalidArgument, err)
+		}
+	}
+	tags, err = frond.TagsAfter(ctx, s.store, after, limit+1)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(tags) > limit {
+		tags = tags[:limit]
+		next = tags[limit-1].Name
+	}
+	return tags, next, nil
+}
+
 // Tag reads one tag.
 func (s *Service) Tag(ctx context.Context, name string) (frond.Tag, error) {
 	if err := frond.ValidateTagName(name); err != nil {

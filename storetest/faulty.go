@@ -89,6 +89,14 @@ func (s *Faulty) Tag(ctx context.Context, name string) (frond.Tag, error) {
 	return s.Store.Tag(ctx, name)
 }
 
+// TagsAfter fails while the store is down.
+func (s *Faulty) TagsAfter(ctx context.Context, after string, limit int) ([]frond.Tag, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	return s.Store.TagsAfter(ctx, after, limit)
+}
+
 // Tags fails while the store is down.
 func (s *Faulty) Tags(ctx context.Context) ([]frond.Tag, error) {
 	if err := s.check(); err != nil {

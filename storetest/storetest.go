@@ -84,6 +84,7 @@ func RunSegmentStore(t *testing.T, o Opener) {
 	t.Run("ErrTagExhausted", func(t *testing.T) { testExhausted(t, o) })
 	t.Run("DeleteTag", func(t *testing.T) { testDelete(t, o) })
 	t.Run("Modes", func(t *testing.T) { testModes(t, o) })
+	t.Run("TagsAfter_Pages", func(t *testing.T) { testTagsAfter(t, o) })
 	t.Run("ReturnTail", func(t *testing.T) { testReturnTail(t, o) })
 	t.Run("TagNames_CaseSensitive", func(t *testing.T) { testCase(t, o) })
 	t.Run("Concurrent_Disjoint", func(t *testing.T) { testConcurrent(t, o) })
@@ -226,6 +227,68 @@ func testDelete(t *testing.T, o Opener) {
 // A tag's mode is kept from its creation: read back by Tag and Tags, kept by
 // Allocate and UpdateTag, gone with the tag. "segment" is stored as the
 // empty mode, which a tag without a mode record has.
+// A store lists its tags a page at a time (frond.TagPager): pages follow
+// one another without a gap or a repeat, carry the tags' fields and modes,
+// and one of a million tags is one indexed read.
+func testTagsAfter(t *testing.T, o Opener) {
+	s, c, base := open(t, o), testenv.Ctx(t), uniqueTag(t)
+	base = base[max(len(base)+2-frond.MaxTagNameLen, 0):]
+	p, ok := s.(frond.TagPager)
+	if !ok {
+		t.Fatalf("%T is not a frond.TagPager: listing its tags reads them all at once", s)
+	}
+	var mine []string
+	for i, suffix := range []string{"a", "b", "c", "d", "e"} {
+		tag := frond.Tag{Name: base + "-" + suffix, MaxID: int64(100 * i), Step: 10}
+		if suffix == "c" {
+			tag.Mode = frond.ModeSequence
+		}
+		must(s.CreateTag(c, tag))(t)
+		mine = append(mine, tag.Name)
+	}
+	// Every page, three at a time: the store may hold other tests' tags.
+	seen := map[string]bool{}
+	var got []frond.Tag
+	after := ""
+	for pages := 0; ; pages++ {
+		page := must(p.TagsAfter(c, after, 3))(t)
+		if len(page) > 3 || pages > 100000 {
+			t.Fatalf("a page of %d tags for a limit of 3", len(page))
+		}
+		for _, tg := range page {
+			if seen[tg.Name] {
+				t.Fatalf("tag %s on two pages", tg.Name)
+			}
+			seen[tg.Name] = true
+			if strings.HasPrefix(tg.Name, base+"-") {
+				got = append(got, tg)
+			}
+		}
+		if len(page) < 3 {
+			break
+		}
+		after = page[len(page)-1].Name
+	}
+	if len(got) != 5 {
+		t.Fatalf("the pages held %d of the 5 tags: %+v", len(got), got)
+	}
+	for i, tg := range got {
+		wantMode := ""
+		if i == 2 {
+			wantMode = frond.ModeSequence
+		}
+		if tg.Name != mine[i] || tg.Step != 10 || frond.StoredMode(tg.Mode) != wantMode || (i != 2 && tg.MaxID != int64(100*i)) {
+			t.Fatalf("tag %d of the pages: %+v", i, tg)
+		}
+	}
+	if page := must(p.TagsAfter(c, mine[2], 2))(t); len(page) != 2 || page[0].Name != mine[3] || page[1].Name != mine[4] {
+		t.Fatalf("TagsAfter(%s, 2) = %+v", mine[2], page)
+	}
+	if page := must(p.TagsAfter(c, "", 1))(t); len(page) != 1 {
+		t.Fatalf("TagsAfter(\"\", 1) = %+v", page)
+	}
+}
+
 func testModes(t *testing.T, o Opener) {
 	s, c := open(t, o), testenv.Ctx(t)
 	seq, seg, plain := uniqueTag(t)+"-seq", uniqueTag(t)+"-seg", uniqueTag(t)+"-plain"

@@ -166,12 +166,12 @@ func tag(t frond.Tag) *frondv1.Tag {
 	return &frondv1.Tag{Name: t.Name, MaxId: t.MaxID, Step: t.Step, Description: t.Description, UpdatedAt: timestamppb.New(t.UpdatedAt), Mode: t.ModeName()}
 }
 
-func (s *Server) ListTags(ctx context.Context, _ *frondv1.ListTagsRequest) (*frondv1.TagList, error) {
-	tags, err := s.svc.Tags(ctx)
+func (s *Server) ListTags(ctx context.Context, in *frondv1.ListTagsRequest) (*frondv1.TagList, error) {
+	tags, next, err := s.svc.TagPage(ctx, in.GetPageToken(), int(in.GetPageSize()))
 	if err != nil {
 		return nil, err
 	}
-	out := &frondv1.TagList{Tags: make([]*frondv1.Tag, len(tags))}
+	out := &frondv1.TagList{Tags: make([]*frondv1.Tag, len(tags)), NextPageToken: next}
 	for i, t := range tags {
 		out.Tags[i] = tag(t)
 	}

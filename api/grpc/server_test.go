@@ -268,9 +268,20 @@ func TestGRPC_Admin(t *testing.T) {
 	_, err = f.c.UpdateTag(ctx, &frondv1.UpdateTagRequest{Name: "x", MaxId: ptr[int64](2)})
 	wantCode(t, err, codes.FailedPrecondition, frond.CodeWouldReissue)
 	list, err := f.c.ListTags(ctx, &frondv1.ListTagsRequest{})
-	if err != nil || len(list.Tags) != 3 {
+	if err != nil || len(list.Tags) != 3 || list.NextPageToken != "" {
 		t.Fatalf("ListTags: %v, %v", list, err)
 	}
+	// A page at a time: the token of one is the next one's start.
+	list, err = f.c.ListTags(ctx, &frondv1.ListTagsRequest{PageSize: 2})
+	if err != nil || len(list.Tags) != 2 || list.NextPageToken != list.Tags[1].Name {
+		t.Fatalf("ListTags, 2 a page: %v, %v", list, err)
+	}
+	last, err := f.c.ListTags(ctx, &frondv1.ListTagsRequest{PageSize: 2, PageToken: list.NextPageToken})
+	if err != nil || len(last.Tags) != 1 || last.NextPageToken != "" || last.Tags[0].Name <= list.Tags[1].Name {
+		t.Fatalf("ListTags, the second page: %v, %v", last, err)
+	}
+	_, err = f.c.ListTags(ctx, &frondv1.ListTagsRequest{PageSize: 10001})
+	wantCode(t, err, codes.InvalidArgument, frond.CodeInvalidArgument)
 	if _, err := f.c.DeleteTag(ctx, &frondv1.DeleteTagRequest{Name: "x"}); err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/segment"
 )
 
@@ -39,6 +38,8 @@ var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 {{range .Cache}}<tr><td>{{.Tag}}</td><td>{{.Ready}}</td><td>{{.Current.Pos}}</td><td>{{.NextReady}}</td><td>{{.Current.Start}}, {{.Current.Pos}}, {{.Current.End}}</td><td>{{if .NextReady}}{{.Next.Start}}, {{.Next.End}}{{else}}-{{end}}</td><td>{{.Step}}</td><td>{{.MinStep}}</td><td>{{.Loads}}</td><td>{{ts .LastLoad}}</td><td>{{dur .LastLoadDuration}}</td><td>{{.Remaining}}</td><td>{{dur .Horizon}}</td><td>{{.LastError}}</td></tr>
 {{end}}</table>
 {{else}}
+<p>{{len .Tags}} tags{{with .After}} after <code>{{.}}</code>{{end}}, by name.{{with .Next}} <a href="{{.}}">next page</a>{{end}}
+<small>(?after=name&amp;limit=N, at most 10000 a page)</small></p>
 <table><tr><th>biz_tag</th><th>max_id</th><th>step</th><th>update_time</th><th>description</th></tr>
 {{range .Tags}}<tr><td>{{.Name}}</td><td>{{.MaxID}}</td><td>{{.Step}}</td><td>{{ts .UpdatedAt}}</td><td>{{.Description}}</td></tr>
 {{end}}</table>
@@ -142,28 +143,34 @@ func (s *Server) cachePage(w http.ResponseWriter, r *http.Request) {
 	pageTmpl.Execute(w, map[string]any{"Title": "cache", "Cache": shown, "Page": p})
 }
 
-// dbPage is Leaf's /db: the tags in the store, by name, a page at a time.
+// dbPage is Leaf's /db: the tags in the store, by name, a page at a time
+// (?after=name, ?limit=, 1000 by default): one store read of a page, so a
+// store of a million tags is shown as quickly as one of ten.
 func (s *Server) dbPage(w http.ResponseWriter, r *http.Request) {
-	p, err := parsePage(r)
+	q, err := parseQuery(r, "after", "limit")
+	var limit int64
+	if err == nil {
+		limit, err = q.int("limit", pageDefault, 1, pageMax)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	tags, err := s.svc.Tags(r.Context())
-	var shown []frond.Tag
-	for _, t := range tags {
-		if p.take(t.Name) {
-			shown = append(shown, t)
+	after, _ := q.get("after")
+	tags, next, err := s.svc.TagPage(r.Context(), after, int(limit))
+	data := map[string]any{"Title": "db", "Tags": tags, "After": after}
+	if next != "" {
+		v := url.Values{"after": {next}}
+		if limit != pageDefault {
+			v.Set("limit", strconv.FormatInt(limit, 10))
 		}
+		data["Next"] = "/db?" + v.Encode()
 	}
-	p.done()
-	data := map[string]any{"Title": "db", "Tags": shown, "Page": p}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	if err != nil {
 		e := toAPIError(err)
 		s.count(w, e)
 		data["Error"] = e.Message
-		data["Page"] = nil
 		w.WriteHeader(e.status)
 	}
 	pageTmpl.Execute(w, data)

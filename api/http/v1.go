@@ -337,8 +337,20 @@ func toTagJSON(t frond.Tag) tagJSON {
 		Mode: t.ModeName()}
 }
 
+// v1ListTags is GET /v1/tags?limit=&after=: a page of the store's tags by
+// name (service.TagPage), and next, the after of the next page.
 func (s *Server) v1ListTags(w http.ResponseWriter, r *http.Request) {
-	tags, err := s.svc.Tags(r.Context())
+	q, err := parseQuery(r, "limit", "after")
+	var limit int64
+	if err == nil {
+		limit, err = q.int("limit", service.DefaultTagPage, 1, service.MaxTagPage)
+	}
+	var tags []frond.Tag
+	var next string
+	if err == nil {
+		after, _ := q.get("after")
+		tags, next, err = s.svc.TagPage(r.Context(), after, int(limit))
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -347,7 +359,11 @@ func (s *Server) v1ListTags(w http.ResponseWriter, r *http.Request) {
 	for i, t := range tags {
 		out[i] = toTagJSON(t)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tags": out})
+	page := map[string]any{"tags": out}
+	if next != "" {
+		page["next"] = next
+	}
+	writeJSON(w, http.StatusOK, page)
 }
 
 // decodeBody reads a JSON body into v: bounded, no unknown fields, no key

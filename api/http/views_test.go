@@ -91,6 +91,17 @@ func TestViews_BoundedAsTagsGrow(t *testing.T) {
 		t.Fatalf("/cache page: %d rows", n)
 	}
 	f.want(f.do("GET", "/cache?q=t029", ""), 200, "tags containing <code>t029</code>: 10 of 300, 1 to 10 shown")
-	f.want(f.do("GET", "/db?q=order", ""), 200, "tags containing <code>order</code>: 1 of 301", "<td>order</td>")
+	r = f.do("GET", "/db?limit=100&after=t0150", "")
+	f.want(r, 200, "100 tags after <code>t0150</code>, by name.", `href="/db?after=t0250&amp;limit=100"`, "<td>t0151</td>", "<td>t0250</td>")
+	f.want(f.do("GET", "/db?after=t0250", ""), 200, "49 tags after <code>t0250</code>", "<td>t0299</td>")
+	if r := f.do("GET", "/db?after=t0250", ""); strings.Contains(r.body, "next page") {
+		t.Fatal("the last page of /db links a next one")
+	}
+	f.want(f.do("GET", "/v1/tags?limit=2&after=t0296", ""), 200, `"name":"t0297"`, `"name":"t0298"`, `"next":"t0298"`)
+	if r := f.do("GET", "/v1/tags?limit=2&after=t0297", ""); !strings.Contains(r.body, `"name":"t0299"`) || strings.Contains(r.body, `"next"`) {
+		t.Fatalf("the last page of /v1/tags: %s", r.body)
+	}
+	f.want(f.do("GET", "/v1/tags?limit=10001", ""), 400, "from 1 to 10000")
+	f.want(f.do("GET", "/v1/tags?after=no%20such", ""), 400, "the page's cursor is not a tag name")
 	f.want(f.do("GET", "/cache?limit=0", ""), 400, `limit=\"0\": must be a whole number from 1 to 10000`)
 }

@@ -38,6 +38,7 @@ func (s *Server) mayAdmin(c redcon.Conn) error {
 
 // tag runs TAG LIST | GET name | CREATE name STEP s [MAXID m] [DESCRIPTION d] [MODE segment|sequence]
 // | UPDATE name [STEP s] [MAXID m] [DESCRIPTION d] | DELETE name.
+// (LIST takes [AFTER name] [COUNT n]: see listArgs.)
 func (s *Server) tag(c redcon.Conn, args [][]byte) {
 	if !s.admitted(c) {
 		return
@@ -46,11 +47,13 @@ func (s *Server) tag(c redcon.Conn, args [][]byte) {
 	defer cancel()
 	sub := strings.ToUpper(string(args[1]))
 	if sub == "LIST" {
-		if len(args) != 2 {
-			c.WriteError("ERR wrong number of arguments for 'tag|list' command")
-			return
+		// TAG LIST [AFTER name] [COUNT n]: a page of tags by name; a full
+		// page may have more, asked for with AFTER its last name.
+		after, count, err := listArgs(args[2:])
+		var tags []frond.Tag
+		if err == nil {
+			tags, _, err = s.svc.TagPage(ctx, after, count)
 		}
-		tags, err := s.svc.Tags(ctx)
 		if err != nil {
 			s.writeErr(c, err)
 			return
@@ -189,4 +192,27 @@ func (s *Server) reveal(c redcon.Conn, args [][]byte) {
 		return
 	}
 	c.WriteInt64(id)
+}
+
+// listArgs reads TAG LIST's options: AFTER name (the page after that name)
+// and COUNT n (1 to service.MaxTagPage; service.DefaultTagPage when absent).
+func listArgs(args [][]byte) (after string, count int, err error) {
+	for i := 0; i < len(args); i += 2 {
+		if i+1 >= len(args) {
+			return "", 0, fmt.Errorf("%w: TAG LIST [AFTER name] [COUNT n]: %s needs a value", frond.ErrInvalidArgument, quote(args[i]))
+		}
+		switch strings.ToUpper(string(args[i])) {
+		case "AFTER":
+			after = string(args[i+1])
+		case "COUNT":
+			n, ok := api.Digits(string(args[i+1]))
+			if !ok || n < 1 || n > service.MaxTagPage {
+				return "", 0, fmt.Errorf("%w: COUNT %s: must be a whole number from 1 to %d", frond.ErrInvalidArgument, quote(args[i+1]), service.MaxTagPage)
+			}
+			count = int(n)
+		default:
+			return "", 0, fmt.Errorf("%w: TAG LIST [AFTER name] [COUNT n]: unknown option %s", frond.ErrInvalidArgument, quote(args[i]))
+		}
+	}
+	return after, count, nil
 }

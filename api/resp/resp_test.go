@@ -314,6 +314,13 @@ func TestServer_Admin(t *testing.T) {
 	if err != nil || len(got) != 12 || got[1] != "x" || got[3] != int64(500) || got[5] != int64(10) || got[7] != "two words" || got[11] != "segment" {
 		t.Fatalf("TAG CREATE: %v, %v", got, err)
 	}
+	// A page at a time: COUNT tags after AFTER.
+	if page, err := a.Do(bg, "TAG", "LIST", "COUNT", "1").Slice(); err != nil || len(page) != 1 || page[0].([]any)[1] != "order" {
+		t.Fatalf("TAG LIST COUNT 1: %v, %v", page, err)
+	}
+	if page, err := a.Do(bg, "TAG", "LIST", "AFTER", "order", "COUNT", "5").Slice(); err != nil || len(page) != 1 || page[0].([]any)[1] != "x" {
+		t.Fatalf("TAG LIST AFTER order: %v, %v", page, err)
+	}
 	for _, tc := range []struct {
 		args []any
 		want string
@@ -324,6 +331,9 @@ func TestServer_Admin(t *testing.T) {
 		{[]any{"TAG", "CREATE", "y", "STEP", "0"}, "INVALID_ARGUMENT "},
 		{[]any{"TAG", "UPDATE", "x", "MAXID", "2"}, "WOULD_REISSUE "},
 		{[]any{"TAG", "GET", "nope"}, "TAG_NOT_FOUND "},
+		{[]any{"TAG", "LIST", "COUNT", "0"}, "INVALID_ARGUMENT invalid argument: COUNT 0: must be a whole number from 1 to 10000"},
+		{[]any{"TAG", "LIST", "AFTER"}, "INVALID_ARGUMENT "},
+		{[]any{"TAG", "LIST", "LIMIT", "3"}, "INVALID_ARGUMENT invalid argument: TAG LIST [AFTER name] [COUNT n]: unknown option"},
 		{[]any{"TAG", "DROP", "x"}, "ERR unknown subcommand"},
 		{[]any{"TAG", "GET"}, "ERR wrong number of arguments"},
 		{[]any{"REVEAL", "segment", "opaque", "abc"}, "INVALID_ARGUMENT "},

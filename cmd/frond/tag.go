@@ -22,8 +22,15 @@ type tagOut struct {
 }
 
 func printTags(e env, tags ...tagOut) {
+	printTagPage(e, true, tags)
+}
+
+// printTagPage prints a page of tags, with the header on the first page.
+func printTagPage(e env, header bool, tags []tagOut) {
 	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "TAG\tMODE\tMAX_ID\tSTEP\tUPDATED\tDESCRIPTION")
+	if header {
+		fmt.Fprintln(w, "TAG\tMODE\tMAX_ID\tSTEP\tUPDATED\tDESCRIPTION")
+	}
 	for _, t := range tags {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", printable(t.Name), printable(t.Mode), t.MaxID, t.Step, printable(t.UpdatedAt), printable(t.Description))
 	}
@@ -61,14 +68,28 @@ func newTagCmd(e env) *cobra.Command {
 	cl := addClientFlags(c, e)
 
 	list := &cobra.Command{
-		Use: "list", Short: "List tags", Example: "  frond tag list", Args: args(cobra.NoArgs),
+		Use: "list", Short: "List tags", Long: "List the tags, by name: read from the server a page of 1000 at a time, each printed as it arrives.",
+		Example: "  frond tag list", Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
-			var out struct{ Tags []tagOut }
-			if err := cl.do(c.Context(), "GET", "/v1/tags", nil, &out); err != nil {
-				return err
+			after := ""
+			for page := 0; ; page++ {
+				var out struct {
+					Tags []tagOut
+					Next string
+				}
+				path := "/v1/tags"
+				if after != "" {
+					path += "?after=" + url.QueryEscape(after)
+				}
+				if err := cl.do(c.Context(), "GET", path, nil, &out); err != nil {
+					return err
+				}
+				printTagPage(e, page == 0, out.Tags)
+				if out.Next == "" || out.Next == after {
+					return nil
+				}
+				after = out.Next
 			}
-			printTags(e, out.Tags...)
-			return nil
 		},
 	}
 	get := &cobra.Command{

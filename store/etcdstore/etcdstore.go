@@ -362,6 +362,32 @@ func (s *Store) Tag(ctx context.Context, name string) (frond.Tag, error) {
 	return toTag(name, v), nil
 }
 
+// TagsAfter implements frond.TagPager: one range read of the keys after
+// after's, by key (bytes).
+func (s *Store) TagsAfter(ctx context.Context, after string, limit int) ([]frond.Tag, error) {
+	c, cancel := s.bound(ctx)
+	defer cancel()
+	dir := s.prefix + "tags/"
+	from := dir + after + "\x00" // the first key after after's
+	if after == "" {
+		from = dir
+	}
+	r, err := s.c.Get(c, from, clientv3.WithRange(clientv3.GetPrefixRangeEnd(dir)), clientv3.WithLimit(int64(limit)),
+		clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+	if err != nil {
+		return nil, s.fail("list tags", err)
+	}
+	out := make([]frond.Tag, 0, len(r.Kvs))
+	for _, kv := range r.Kvs {
+		var v value
+		if err := json.Unmarshal(kv.Value, &v); err != nil {
+			continue
+		}
+		out = append(out, toTag(strings.TrimPrefix(string(kv.Key), dir), v))
+	}
+	return out, nil
+}
+
 // Tags implements frond.SegmentStore.
 func (s *Store) Tags(ctx context.Context) ([]frond.Tag, error) {
 	c, cancel := s.bound(ctx)

@@ -290,6 +290,15 @@ func (s *Store) Tag(ctx context.Context, name string) (frond.Tag, error) {
 	return in.Tag(ctx, name)
 }
 
+// TagsAfter implements frond.TagPager.
+func (s *Store) TagsAfter(ctx context.Context, after string, limit int) ([]frond.Tag, error) {
+	in, err := s.get()
+	if err != nil {
+		return nil, err
+	}
+	return frond.TagsAfter(ctx, in, after, limit)
+}
+
 // Tags implements frond.SegmentStore.
 func (s *Store) Tags(ctx context.Context) ([]frond.Tag, error) {
 	in, err := s.get()
@@ -336,7 +345,7 @@ func (s *Store) Ping(ctx context.Context) error {
 	if p, ok := in.(frond.Pinger); ok {
 		return p.Ping(ctx)
 	}
-	_, err = in.Tags(ctx)
+	_, err = frond.TagsAfter(ctx, in, "", 1)
 	return err
 }
 

@@ -189,6 +189,15 @@ func (s *Store) Tag(ctx context.Context, name string) (frond.Tag, error) {
 	return t, nil
 }
 
+// TagsAfter implements frond.TagPager.
+func (s *Store) TagsAfter(ctx context.Context, after string, limit int) ([]frond.Tag, error) {
+	all, err := s.Tags(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return frond.PageOf(all, after, limit), nil
+}
+
 // Tags implements frond.SegmentStore.
 func (s *Store) Tags(ctx context.Context) ([]frond.Tag, error) {
 	if err := s.lock(ctx); err != nil {

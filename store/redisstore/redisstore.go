@@ -378,6 +378,34 @@ func (s *Store) Tag(ctx context.Context, name string) (frond.Tag, error) {
 	return tags[0], nil
 }
 
+// TagsAfter implements frond.TagPager. The index of names is a set: its
+// names are read whole (names only), the tags of the page alone.
+func (s *Store) TagsAfter(ctx context.Context, after string, limit int) ([]frond.Tag, error) {
+	c, cancel := s.bound(ctx)
+	defer cancel()
+	names, err := s.c.SMembers(c, s.indexKey()).Result()
+	if err != nil {
+		return nil, s.fail("list tags", err)
+	}
+	slices.Sort(names)
+	i, found := slices.BinarySearch(names, after)
+	if found {
+		i++
+	}
+	var out []frond.Tag
+	for len(out) < limit && i < len(names) {
+		// Tags deleted since the names were read are skipped: read on.
+		next := names[i:min(len(names), i+limit-len(out))]
+		i += len(next)
+		tags, err := s.read(c, next)
+		if err != nil {
+			return nil, s.fail("list tags", err)
+		}
+		out = append(out, tags...)
+	}
+	return out, nil
+}
+
 // Tags implements frond.SegmentStore.
 func (s *Store) Tags(ctx context.Context) ([]frond.Tag, error) {
 	c, cancel := s.bound(ctx)

@@ -478,12 +478,66 @@ func (s *Store) Tags(ctx context.Context) ([]frond.Tag, error) {
 	return out, nil
 }
 
+// TagsAfter implements frond.TagPager: one indexed range of leaf_alloc's
+// primary key, in the database's collation of biz_tag (bytes for SQLite;
+// MySQL's may ignore case, PostgreSQL's follow a locale), the same for the
+// range and its order, so that pages follow one another.
+func (s *Store) TagsAfter(ctx context.Context, after string, limit int) ([]frond.Tag, error) {
+	c, cancel := s.db.Bound(ctx)
+	defer cancel()
+	rows, err := s.db.QueryContext(c, s.d.q("SELECT "+cols+" FROM leaf_alloc WHERE biz_tag > ? ORDER BY biz_tag LIMIT ?"), after, limit)
+	if err != nil {
+		return nil, s.fail("list tags", err)
+	}
+	defer rows.Close()
+	var out []frond.Tag
+	for rows.Next() {
+		t, err := scanTag(rows)
+		if err != nil {
+			return nil, s.fail("list tags", err)
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail("list tags", err)
+	}
+	if len(out) == 0 {
+		return out, nil
+	}
+	// The modes of this page's range only (the same comparison as the
+	// page's, not a join: see Tag).
+	modes, err := s.modesIn(c, after, out[len(out)-1].Name)
+	if err != nil {
+		return nil, s.fail("list tags", err)
+	}
+	for i := range out {
+		out[i].Mode = modes[out[i].Name]
+		if err := s.withSequence(c, s.db, &out[i]); err != nil {
+			return nil, s.fail("list tags", err)
+		}
+	}
+	return out, nil
+}
+
+// modesIn reads the modes of the tags after after, up to last.
+func (s *Store) modesIn(ctx context.Context, after, last string) (map[string]string, error) {
+	rows, err := s.db.QueryContext(ctx, s.d.q("SELECT biz_tag, mode FROM frond_tag_mode WHERE biz_tag > ? AND biz_tag <= ?"), after, last)
+	if err != nil {
+		return nil, err
+	}
+	return scanModes(rows)
+}
+
 // modes reads frond_tag_mode: the tags that are not segment tags.
 func (s *Store) modes(ctx context.Context) (map[string]string, error) {
 	rows, err := s.db.QueryContext(ctx, "SELECT biz_tag, mode FROM frond_tag_mode")
 	if err != nil {
 		return nil, err
 	}
+	return scanModes(rows)
+}
+
+func scanModes(rows *sql.Rows) (map[string]string, error) {
 	defer rows.Close()
 	out := map[string]string{}
 	for rows.Next() {

@@ -1256,8 +1256,12 @@ func (x *Tag) GetMode() string {
 	return ""
 }
 
+// A page of tags by name (AIP-158): page_size tags at most (0: 1000; at
+// most 10000), after the page whose next_page_token is page_token.
 type ListTagsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
+	PageSize      int32                  `protobuf:"varint,1,opt,name=page_size,proto3" json:"page_size,omitempty"`
+	PageToken     string                 `protobuf:"bytes,2,opt,name=page_token,proto3" json:"page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1292,9 +1296,25 @@ func (*ListTagsRequest) Descriptor() ([]byte, []int) {
 	return file_frond_v1_frond_proto_rawDescGZIP(), []int{18}
 }
 
+func (x *ListTagsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListTagsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
 type TagList struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Tags          []*Tag                 `protobuf:"bytes,1,rep,name=tags,proto3" json:"tags,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Tags  []*Tag                 `protobuf:"bytes,1,rep,name=tags,proto3" json:"tags,omitempty"`
+	// The next page's page_token; empty on the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1334,6 +1354,13 @@ func (x *TagList) GetTags() []*Tag {
 		return x.Tags
 	}
 	return nil
+}
+
+func (x *TagList) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 type GetTagRequest struct {
@@ -1705,10 +1732,15 @@ const file_frond_v1_frond_proto_rawDesc = "" +
 	"\n" +
 	"updated_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"updated_at\x12\x12\n" +
-	"\x04mode\x18\x06 \x01(\tR\x04mode\"\x11\n" +
-	"\x0fListTagsRequest\",\n" +
+	"\x04mode\x18\x06 \x01(\tR\x04mode\"O\n" +
+	"\x0fListTagsRequest\x12\x1c\n" +
+	"\tpage_size\x18\x01 \x01(\x05R\tpage_size\x12\x1e\n" +
+	"\n" +
+	"page_token\x18\x02 \x01(\tR\n" +
+	"page_token\"V\n" +
 	"\aTagList\x12!\n" +
-	"\x04tags\x18\x01 \x03(\v2\r.frond.v1.TagR\x04tags\"#\n" +
+	"\x04tags\x18\x01 \x03(\v2\r.frond.v1.TagR\x04tags\x12(\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\x0fnext_page_token\"#\n" +
 	"\rGetTagRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\xa6\x01\n" +
 	"\x10CreateTagRequest\x12\x12\n" +

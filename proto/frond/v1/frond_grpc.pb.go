@@ -76,7 +76,7 @@ type IDServiceClient interface {
 	// Reveal answers the ID behind a formatted one (admin: it undoes the
 	// opaque forms).
 	Reveal(ctx context.Context, in *RevealRequest, opts ...grpc.CallOption) (*Revealed, error)
-	// ListTags answers every segment tag (admin).
+	// ListTags answers the tags a page at a time, by name (admin).
 	ListTags(ctx context.Context, in *ListTagsRequest, opts ...grpc.CallOption) (*TagList, error)
 	// GetTag answers one segment tag (admin).
 	GetTag(ctx context.Context, in *GetTagRequest, opts ...grpc.CallOption) (*Tag, error)
@@ -273,7 +273,7 @@ type IDServiceServer interface {
 	// Reveal answers the ID behind a formatted one (admin: it undoes the
 	// opaque forms).
 	Reveal(context.Context, *RevealRequest) (*Revealed, error)
-	// ListTags answers every segment tag (admin).
+	// ListTags answers the tags a page at a time, by name (admin).
 	ListTags(context.Context, *ListTagsRequest) (*TagList, error)
 	// GetTag answers one segment tag (admin).
 	GetTag(context.Context, *GetTagRequest) (*Tag, error)
