@@ -47,6 +47,7 @@ Go client library, which leases segments and hands IDs out in process.`,
   frond bench --protocol resp --server 127.0.0.1:6380 --concurrency 32 --batch 100
   frond bench --protocol http --kind snowflake --rate 20000 --duration 30s
   frond bench --protocol leaf --tag order --count 100000 --json
+  frond bench --protocol http --tag tenant --tags 10000 --create-tags --duration 30s
   frond bench --protocol resp --server id-1:6380 --ca-file ca.pem`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -104,6 +105,10 @@ Go client library, which leases segments and hands IDs out in process.`,
 	f.StringVar(&o.Kind, "kind", bench.Segment, "segment or snowflake")
 	f.StringVar(&o.Tag, "tag", "bench", "segment tag (it must exist: frond tag create bench --step 10000)")
 	f.StringVar(&o.TagToken, "tag-token", "", "tag token, for servers with tokens: configured")
+	f.IntVar(&o.Tags, "tags", 1, "spread the requests over this many tags, TAG-0 to TAG-(N-1), in turn (with --create-tags, created first)")
+	f.BoolVar(&o.CreateTags, "create-tags", false, "create the tags first, step 1000 (those that exist are kept); not with --protocol client")
+	f.StringVar(&o.AdminToken, "token", e.get("FROND_ADMIN_TOKEN"), "admin token, for --create-tags on a server with one (env FROND_ADMIN_TOKEN)")
+	f.StringVar(&o.MetricsURL, "metrics-url", "", "read the server's RSS and the size and time of a scrape from this /metrics after the run (default: the server's /metrics for leaf and http)")
 	f.IntVar(&o.Concurrency, "concurrency", 32, "workers sending requests at once")
 	f.IntVar(&o.Connections, "connections", 0, "connections the workers share (default: one per worker; 4 for grpc and client)")
 	f.DurationVar(&o.Duration, "duration", 0, "how long to measure (default 10s unless --count)")
@@ -163,6 +168,9 @@ func printResult(w io.Writer, o bench.Options, r bench.Result) {
 	if r.Tag != "" {
 		what += " " + r.Tag
 	}
+	if r.Tags > 1 {
+		what = fmt.Sprintf("%s over %d tags (%s to %s)", r.Kind, r.Tags, o.TagName(0), o.TagName(r.Tags-1))
+	}
 	loop := "closed loop"
 	if r.Rate > 0 {
 		loop = fmt.Sprintf("open loop at %.0f requests/s", r.Rate)
@@ -182,6 +190,25 @@ func printResult(w io.Writer, o bench.Options, r bench.Result) {
 	}
 	fmt.Fprintf(w, "  errors      %s\n", strings.Join(errs, ", "))
 	fmt.Fprintf(w, "  duplicates  %d among %d IDs checked\n", r.Duplicates, r.Checked)
+	switch srv := r.Server; {
+	case srv == nil:
+		fmt.Fprintf(w, "  server      size not read (--metrics-url http://HOST:PORT/metrics reads it)\n")
+	case srv.Error != "":
+		fmt.Fprintf(w, "  server      %s: %s\n", srv.URL, srv.Error)
+	default:
+		fmt.Fprintf(w, "  server      RSS %.1f MB; /metrics %s in %s\n", float64(srv.RSSBytes)/1e6, bytesOf(srv.MetricsBytes), us(srv.MetricsSeconds*1e6))
+	}
+}
+
+// bytesOf prints a size readably.
+func bytesOf(n int64) string {
+	switch {
+	case n >= 1e6:
+		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.1f KB", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // us prints microseconds readably.

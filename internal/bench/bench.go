@@ -12,6 +12,9 @@
 package bench
 
 import (
+	"cmp"
+	"strconv"
+	"strings"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -45,6 +48,17 @@ type Options struct {
 	Server string
 	// Kind is Segment or Snowflake; Tag the segment tag.
 	Kind, Tag string
+	// Tags, when more than 1, spreads segment requests over that many tags,
+	// TagName(0) to TagName(Tags-1), in turn: the tag lookup and its
+	// contention are measured, and the server's growth with them.
+	Tags int
+	// CreateTags creates the tags first (those that exist are kept), with
+	// AdminToken when the server has one.
+	CreateTags bool
+	AdminToken string
+	// MetricsURL, when set, is read after the run: the server's RSS and the
+	// size and time of a scrape (default: /metrics of an http server).
+	MetricsURL string
 	// TagToken is sent with segment requests (servers with tokens).
 	TagToken string
 	// Concurrency is the number of workers; Connections the connections
@@ -69,6 +83,18 @@ type Options struct {
 	TLS *tls.Config
 }
 
+// TagName is the name of the i-th tag of a run: Tag itself, or Tag-i when
+// the run spreads over Tags tags.
+func (o Options) TagName(i int) string {
+	if o.Tags <= 1 {
+		return o.Tag
+	}
+	return o.Tag + "-" + strconv.Itoa(i)
+}
+
+// tagCount is how many tags the run's requests go to.
+func (o Options) tagCount() int { return max(o.Tags, 1) }
+
 // Progress is a run's state so far.
 type Progress struct {
 	Elapsed           time.Duration
@@ -85,6 +111,7 @@ type Result struct {
 	Protocol          string           `json:"protocol"`
 	Kind              string           `json:"kind"`
 	Tag               string           `json:"tag,omitempty"`
+	Tags              int              `json:"tags,omitempty"`
 	Concurrency       int              `json:"concurrency"`
 	Batch             int              `json:"batch"`
 	Rate              float64          `json:"rate,omitempty"`
@@ -98,6 +125,17 @@ type Result struct {
 	Latency           Latency          `json:"latency_us"`
 	// Checked counts the IDs the duplicate check covered (warm-up too).
 	Checked int64 `json:"checked"`
+	// Server is what the server's /metrics said after the run, when read.
+	Server *ServerSize `json:"server,omitempty"`
+}
+
+// ServerSize is a server's size as its /metrics shows it.
+type ServerSize struct {
+	URL            string  `json:"url"`
+	RSSBytes       int64   `json:"rss_bytes"`
+	MetricsBytes   int64   `json:"metrics_bytes"`
+	MetricsSeconds float64 `json:"metrics_seconds"`
+	Error          string  `json:"error,omitempty"`
 }
 
 // Latency in microseconds.
@@ -109,12 +147,15 @@ type Latency struct {
 	Max  float64 `json:"max"`
 }
 
-// taker takes one request's IDs, appended to dst. Each worker has its own.
-type taker func(ctx context.Context, dst []int64) ([]int64, error)
+// taker takes one request's IDs of the tag-th tag (Options.TagName),
+// appended to dst. Each worker has its own.
+type taker func(ctx context.Context, tag int, dst []int64) ([]int64, error)
 
 // driver is a protocol: it makes takers and closes its connections.
 type driver interface {
 	taker(worker int) taker
+	// create creates a segment tag with a step of createStep (Options.CreateTags).
+	create(ctx context.Context, name string) error
 	Close() error
 }
 
@@ -132,6 +173,15 @@ func (o *Options) Check() error {
 	}
 	if o.Kind == Segment && o.Tag == "" {
 		return errors.New("segment IDs need a tag")
+	}
+	if o.Tags < 0 || o.Tags > 10_000_000 {
+		return fmt.Errorf("tags %d: 1 to 10,000,000", o.Tags)
+	}
+	if (o.Tags > 1 || o.CreateTags) && o.Kind != Segment {
+		return errors.New("tags are for segment IDs")
+	}
+	if o.MetricsURL == "" && (o.Protocol == Leaf || o.Protocol == HTTP) {
+		o.MetricsURL = strings.TrimSuffix(o.Server, "/") + "/metrics"
 	}
 	if o.Concurrency < 1 {
 		return fmt.Errorf("concurrency %d: at least 1", o.Concurrency)
@@ -173,18 +223,22 @@ type worker struct {
 	checked  int64
 }
 
-// run is IDs start, start+1, ..., start+n-1: consecutive IDs received in a
-// row are kept as one run, so millions of segment IDs cost a few runs; IDs
-// that do not follow each other (snowflake IDs across ticks, several
-// workers' batches) cost 16 bytes each, about 160 MB for 10 million.
-type run struct{ start, n int64 }
+// run is IDs start, start+1, ..., start+n-1 of one tag: consecutive IDs
+// received in a row are kept as one run, so millions of segment IDs cost a
+// few runs; IDs that do not follow each other (snowflake IDs across ticks,
+// several workers' batches, requests spread over tags) cost 24 bytes each,
+// about 240 MB for 10 million.
+type run struct {
+	tag      int
+	start, n int64
+}
 
-func (w *worker) record(ids []int64) {
+func (w *worker) record(tag int, ids []int64) {
 	for _, id := range ids {
-		if k := len(w.runs) - 1; k >= 0 && w.runs[k].start+w.runs[k].n == id {
+		if k := len(w.runs) - 1; k >= 0 && w.runs[k].tag == tag && w.runs[k].start+w.runs[k].n == id {
 			w.runs[k].n++
 		} else {
-			w.runs = append(w.runs, run{id, 1})
+			w.runs = append(w.runs, run{tag, id, 1})
 		}
 	}
 	w.checked += int64(len(ids))
@@ -207,13 +261,19 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		workers[i] = &worker{hist: hdrhistogram.New(1, maxLatency, 3), errors: map[string]int64{}}
 		takers[i] = d.taker(i)
 	}
+	if o.CreateTags {
+		if err := createTags(ctx, d, o); err != nil {
+			return Result{}, err
+		}
+	}
 	// The first request tells a missing tag or a server that is not there
 	// before the workers start.
-	first, err := takers[0](ctx, nil)
+	first, err := takers[0](ctx, 0, nil)
 	if err != nil {
 		return Result{}, fmt.Errorf("first request: %w", err)
 	}
-	workers[0].record(first)
+	workers[0].record(0, first)
+	nTags := o.tagCount()
 
 	var (
 		measuring atomic.Bool
@@ -239,6 +299,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			// start + (k*Concurrency + i) / Rate.
 			var interval time.Duration
 			due := start
+			tag := i % nTags // worker i's requests go to every tag in turn
 			if o.Rate > 0 {
 				interval = time.Duration(float64(time.Second) * float64(o.Concurrency) / o.Rate)
 				due = start.Add(time.Duration(float64(time.Second) * float64(i) / o.Rate))
@@ -265,13 +326,17 @@ func Run(ctx context.Context, o Options) (Result, error) {
 					due = due.Add(interval)
 				}
 				var err error
-				w.ids, err = take(runCtx, w.ids[:0])
+				t := tag
+				if tag++; tag == nTags {
+					tag = 0
+				}
+				w.ids, err = take(runCtx, t, w.ids[:0])
 				took := time.Since(t0)
 				if runCtx.Err() != nil && err != nil {
 					return // the run ended while this request was in flight
 				}
 				if err == nil {
-					w.record(w.ids)
+					w.record(t, w.ids)
 				}
 				if !counted {
 					continue
@@ -337,6 +402,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		Seconds: elapsed.Seconds(), Errors: map[string]int64{}}
 	if o.Kind == Segment {
 		res.Tag = o.Tag
+		if o.Tags > 1 {
+			res.Tags = o.Tags
+		}
 	}
 	hist := hdrhistogram.New(1, maxLatency, 3)
 	var runs []run
@@ -358,29 +426,28 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		res.Latency = Latency{P50: float64(hist.ValueAtQuantile(50)), P90: float64(hist.ValueAtQuantile(90)),
 			P99: float64(hist.ValueAtQuantile(99)), P999: float64(hist.ValueAtQuantile(99.9)), Max: float64(hist.Max())}
 	}
+	if o.MetricsURL != "" && ctx.Err() == nil {
+		res.Server = serverSize(ctx, o)
+	}
 	return res, ctx.Err()
 }
 
-// duplicates counts the IDs received more than once: the runs sorted by
-// start, every ID a run shares with the runs before it.
+// duplicates counts the IDs received more than once within a tag: the runs
+// sorted by tag and start, every ID a run shares with the runs of its tag
+// before it.
 func duplicates(runs []run) int64 {
 	slices.SortFunc(runs, func(a, b run) int {
-		switch {
-		case a.start < b.start:
-			return -1
-		case a.start > b.start:
-			return 1
-		}
-		return 0
+		return cmp.Or(cmp.Compare(a.tag, b.tag), cmp.Compare(a.start, b.start))
 	})
 	var dup int64
-	var end int64 // the end of the IDs seen so far
+	var end int64 // the end of the tag's IDs seen so far
 	for i, r := range runs {
 		e := r.start + r.n
-		if i > 0 && r.start < end {
+		first := i == 0 || runs[i-1].tag != r.tag
+		if !first && r.start < end {
 			dup += min(e, end) - r.start
 		}
-		if i == 0 || e > end {
+		if first || e > end {
 			end = e
 		}
 	}

@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,12 +18,16 @@ func TestDuplicates(t *testing.T) {
 		want int64
 	}{
 		{nil, 0},
-		{[]run{{1, 10}, {11, 5}}, 0},
-		{[]run{{11, 5}, {1, 10}}, 0},
-		{[]run{{1, 10}, {5, 3}}, 3},
-		{[]run{{1, 10}, {8, 10}}, 3},
-		{[]run{{1, 1}, {1, 1}, {1, 1}}, 2},
-		{[]run{{1, 100}, {10, 5}, {50, 60}}, 5 + 51},
+		{[]run{{0, 1, 10}, {0, 11, 5}}, 0},
+		{[]run{{0, 11, 5}, {0, 1, 10}}, 0},
+		{[]run{{0, 1, 10}, {0, 5, 3}}, 3},
+		{[]run{{0, 1, 10}, {0, 8, 10}}, 3},
+		{[]run{{0, 1, 1}, {0, 1, 1}, {0, 1, 1}}, 2},
+		{[]run{{0, 1, 100}, {0, 10, 5}, {0, 50, 60}}, 5 + 51},
+		// Tags are apart: the same IDs of two tags are no duplicates.
+		{[]run{{0, 1, 10}, {1, 1, 10}}, 0},
+		{[]run{{1, 1, 5}, {0, 1, 10}, {1, 3, 2}, {2, 100, 1}}, 2},
+		{[]run{{0, 50, 10}, {1, 1, 5}}, 0}, // a later tag's lower IDs
 	} {
 		if got := duplicates(tc.runs); got != tc.want {
 			t.Errorf("duplicates(%v) = %d, want %d", tc.runs, got, tc.want)
@@ -36,12 +42,28 @@ type fake struct {
 	calls     atomic.Int64
 	dup, fail bool
 	delay     time.Duration
+	mu        sync.Mutex
+	created   []string
+	perTag    map[int]int64 // with tags: IDs from 1 per tag
 }
 
 func (f *fake) Close() error { return nil }
 
+func (f *fake) create(_ context.Context, name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.created = append(f.created, name)
+	return nil
+}
+
 func (f *fake) taker(int) taker {
-	return func(ctx context.Context, dst []int64) ([]int64, error) {
+	return func(ctx context.Context, tag int, dst []int64) ([]int64, error) {
+		if f.perTag != nil {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.perTag[tag]++
+			return append(dst, f.perTag[tag]), nil
+		}
 		n := f.calls.Add(1)
 		if f.delay > 0 {
 			time.Sleep(f.delay)
@@ -74,6 +96,32 @@ func TestRun_CountsErrorsAndDuplicates(t *testing.T) {
 	}
 	if res.Latency.P50 < 1 || res.Latency.Max < res.Latency.P99 || res.RequestsPerSecond <= 0 {
 		t.Fatalf("latency %+v, %v requests/s", res.Latency, res.RequestsPerSecond)
+	}
+}
+
+// --tags spreads the requests over the tags in turn (created first), and
+// the duplicate check is per tag: every tag's IDs start at 1 here.
+func TestRun_SpreadsOverTags(t *testing.T) {
+	f := &fake{perTag: map[int]int64{}}
+	withFake(t, f)
+	res, err := Run(context.Background(), Options{Protocol: GRPC, Kind: Segment, Tag: "t", Tags: 5, CreateTags: true, Concurrency: 3, Batch: 1, Count: 99})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(f.created)
+	if !slices.Equal(f.created, []string{"t-0", "t-1", "t-2", "t-3", "t-4"}) {
+		t.Fatalf("created %v", f.created)
+	}
+	if res.Duplicates != 0 || res.IDs != 99 || res.Tags != 5 || res.Checked != 100 {
+		t.Fatalf("%+v", res)
+	}
+	for tag, n := range f.perTag {
+		if n < 18 || n > 22 {
+			t.Fatalf("tag %d got %d of 100 requests: %v", tag, n, f.perTag)
+		}
+	}
+	if _, err := Run(context.Background(), Options{Protocol: GRPC, Kind: Snowflake, Tags: 3, Concurrency: 1, Batch: 1, Count: 1}); err == nil {
+		t.Fatal("tags with snowflake IDs")
 	}
 }
 

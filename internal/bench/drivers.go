@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -76,9 +77,10 @@ var newDriver = func(ctx context.Context, o Options) (driver, error) {
 
 // httpDriver: Leaf's API (one ID as text) or /v1 (JSON).
 type httpDriver struct {
-	o   Options
-	c   *http.Client
-	url string
+	o    Options
+	c    *http.Client
+	root string
+	urls []string // by tag
 }
 
 func newHTTP(o Options) (driver, error) {
@@ -91,27 +93,55 @@ func newHTTP(o Options) (driver, error) {
 		TLSClientConfig: o.TLS, ForceAttemptHTTP2: o.TLS != nil,
 	}}}
 	root := strings.TrimSuffix(o.Server, "/")
-	switch {
-	case o.Protocol == Leaf && o.Kind == Segment:
-		d.url = root + "/api/segment/get/" + url.PathEscape(o.Tag)
-	case o.Protocol == Leaf:
-		d.url = root + "/api/snowflake/get/bench"
-	case o.Kind == Segment:
-		d.url = root + "/v1/segment/" + url.PathEscape(o.Tag)
-	default:
-		d.url = root + "/v1/snowflake"
-	}
+	d.root = root
+	query := ""
 	if o.Protocol == HTTP && o.Batch > 1 {
-		d.url += "?n=" + strconv.Itoa(o.Batch)
+		query = "?n=" + strconv.Itoa(o.Batch)
+	}
+	for i := range o.tagCount() {
+		var u string
+		switch {
+		case o.Protocol == Leaf && o.Kind == Segment:
+			u = root + "/api/segment/get/" + url.PathEscape(o.TagName(i))
+		case o.Protocol == Leaf:
+			u = root + "/api/snowflake/get/bench"
+		case o.Kind == Segment:
+			u = root + "/v1/segment/" + url.PathEscape(o.TagName(i))
+		default:
+			u = root + "/v1/snowflake"
+		}
+		d.urls = append(d.urls, u+query)
 	}
 	return d, nil
+}
+
+func (d *httpDriver) create(ctx context.Context, name string) error {
+	body, _ := json.Marshal(map[string]any{"name": name, "step": createStep})
+	req, err := http.NewRequestWithContext(ctx, "POST", d.root+"/v1/tags", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if d.o.AdminToken != "" {
+		req.Header.Set("Authorization", "Bearer "+d.o.AdminToken)
+	}
+	resp, err := d.c.Do(req)
+	if err != nil {
+		return err
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		return httpError(resp.StatusCode, b)
+	}
+	return nil
 }
 
 func (d *httpDriver) Close() error { d.c.CloseIdleConnections(); return nil }
 
 func (d *httpDriver) taker(int) taker {
-	return func(ctx context.Context, dst []int64) ([]int64, error) {
-		req, err := http.NewRequestWithContext(ctx, "GET", d.url, nil)
+	return func(ctx context.Context, tag int, dst []int64) ([]int64, error) {
+		req, err := http.NewRequestWithContext(ctx, "GET", d.urls[tag], nil)
 		if err != nil {
 			return dst, err
 		}
@@ -199,17 +229,26 @@ func (d *grpcDriver) Close() error {
 	return nil
 }
 
+func (d *grpcDriver) create(ctx context.Context, name string) error {
+	if d.o.AdminToken != "" {
+		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+d.o.AdminToken)
+	}
+	step := int64(createStep)
+	_, err := d.ids[0].CreateTag(ctx, &frondv1.CreateTagRequest{Name: name, Step: &step})
+	return err
+}
+
 func (d *grpcDriver) taker(worker int) taker {
 	c := d.ids[worker%len(d.ids)]
 	n := int64(d.o.Batch)
-	return func(ctx context.Context, dst []int64) ([]int64, error) {
+	return func(ctx context.Context, tag int, dst []int64) ([]int64, error) {
 		var out *frondv1.IDs
 		var err error
 		if d.o.Kind == Segment {
 			if d.o.TagToken != "" {
 				ctx = metadata.AppendToOutgoingContext(ctx, "x-frond-token", d.o.TagToken)
 			}
-			out, err = c.NextSegment(ctx, &frondv1.NextSegmentRequest{Tag: d.o.Tag, N: n})
+			out, err = c.NextSegment(ctx, &frondv1.NextSegmentRequest{Tag: d.o.TagName(tag), N: n})
 		} else {
 			out, err = c.NextSnowflake(ctx, &frondv1.NextSnowflakeRequest{N: n})
 		}
@@ -240,27 +279,45 @@ func newRESP(o Options) (driver, error) {
 
 func (d *respDriver) Close() error { return d.c.Close() }
 
-func (d *respDriver) taker(int) taker {
-	var args []any
-	switch {
-	case d.o.Kind == Segment && d.o.Batch == 1:
-		args = []any{"INCR", d.o.Tag}
-	case d.o.Kind == Segment:
-		args = []any{"SEGMENT", d.o.Tag, "COUNT", d.o.Batch}
-	case d.o.Batch == 1:
-		args = []any{"SNOWFLAKE"}
-	default:
-		args = []any{"SNOWFLAKE", "COUNT", d.o.Batch}
+// respError is frond's code of a RESP error reply ("TAG_EXISTS message").
+func respError(err error) error {
+	var re redis.Error
+	if errors.As(err, &re) {
+		code, msg, _ := strings.Cut(re.Error(), " ")
+		return &codedError{strings.ToLower(code), msg}
 	}
-	return func(ctx context.Context, dst []int64) ([]int64, error) {
-		v, err := d.c.Do(ctx, args...).Result()
+	return err
+}
+
+func (d *respDriver) create(ctx context.Context, name string) error {
+	c := d.c.Conn()
+	defer c.Close()
+	if d.o.AdminToken != "" {
+		if err := c.Do(ctx, "AUTH", d.o.AdminToken).Err(); err != nil {
+			return respError(err)
+		}
+	}
+	return respError(c.Do(ctx, "TAG", "CREATE", name, "STEP", createStep).Err())
+}
+
+func (d *respDriver) taker(int) taker {
+	args := make([][]any, d.o.tagCount())
+	for i := range args {
+		switch {
+		case d.o.Kind == Segment && d.o.Batch == 1:
+			args[i] = []any{"INCR", d.o.TagName(i)}
+		case d.o.Kind == Segment:
+			args[i] = []any{"SEGMENT", d.o.TagName(i), "COUNT", d.o.Batch}
+		case d.o.Batch == 1:
+			args[i] = []any{"SNOWFLAKE"}
+		default:
+			args[i] = []any{"SNOWFLAKE", "COUNT", d.o.Batch}
+		}
+	}
+	return func(ctx context.Context, tag int, dst []int64) ([]int64, error) {
+		v, err := d.c.Do(ctx, args[tag]...).Result()
 		if err != nil {
-			var re redis.Error
-			if errors.As(err, &re) {
-				code, msg, _ := strings.Cut(re.Error(), " ")
-				return dst, &codedError{strings.ToLower(code), msg}
-			}
-			return dst, err
+			return dst, respError(err)
 		}
 		switch v := v.(type) {
 		case int64:
@@ -281,8 +338,11 @@ func (d *respDriver) taker(int) taker {
 
 // clientDriver is the Go client library: segment IDs from its leases.
 type clientDriver struct {
-	o Options
-	c *client.Client
+	o       Options
+	c       *client.Client
+	once    sync.Once
+	tags    []*client.Tag // by tag, shared by the workers
+	tagErrs []error
 }
 
 func newClient(o Options) (driver, error) {
@@ -295,16 +355,26 @@ func newClient(o Options) (driver, error) {
 
 func (d *clientDriver) Close() error { return d.c.Close() }
 
+func (d *clientDriver) create(context.Context, string) error {
+	return errors.New("the Go client does not administer tags: create them with --protocol http, grpc or resp, or frond tag create")
+}
+
 func (d *clientDriver) taker(int) taker {
 	if d.o.Kind == Snowflake {
-		return func(ctx context.Context, dst []int64) ([]int64, error) {
+		return func(ctx context.Context, _ int, dst []int64) ([]int64, error) {
 			ids, err := d.c.Snowflake(ctx, d.o.Batch)
 			return append(dst, ids...), err
 		}
 	}
-	tag, tagErr := d.c.Tag(d.o.Tag)
+	d.once.Do(func() {
+		for i := range d.o.tagCount() {
+			t, err := d.c.Tag(d.o.TagName(i))
+			d.tags, d.tagErrs = append(d.tags, t), append(d.tagErrs, err)
+		}
+	})
 	n := int64(d.o.Batch)
-	return func(ctx context.Context, dst []int64) ([]int64, error) {
+	return func(ctx context.Context, i int, dst []int64) ([]int64, error) {
+		tag, tagErr := d.tags[i], d.tagErrs[i]
 		if tagErr != nil {
 			return dst, tagErr
 		}
