@@ -13,13 +13,13 @@ package bench
 
 import (
 	"cmp"
-	"strconv"
-	"strings"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
