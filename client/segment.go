@@ -22,7 +22,7 @@ import (
 func (c *Client) Next(ctx context.Context, tag string) (int64, error) {
 	if !c.isSequence(tag) {
 		id, err := c.engine.Next(ctx, tag)
-		if !errors.Is(err, frond.ErrNotLeasable) {
+		if err == nil || !errors.Is(err, frond.ErrNotLeasable) { // nil first: the hot path skips errors.Is
 			return id, err
 		}
 		c.markSequence(tag)
@@ -34,10 +34,13 @@ func (c *Client) Next(ctx context.Context, tag string) (int64, error) {
 	return rs[0].Start, nil
 }
 
+// isSequence reports whether tag is known to be a sequence tag: one atomic
+// load while none is (small enough to be inlined on the hot path).
 func (c *Client) isSequence(tag string) bool {
-	if !c.seqSeen.Load() {
-		return false
-	}
+	return c.seqSeen.Load() && c.knownSequence(tag)
+}
+
+func (c *Client) knownSequence(tag string) bool {
 	_, ok := c.seqTags.Load(tag)
 	return ok
 }
@@ -117,7 +120,7 @@ func (c *Client) Tag(tag string) (*Tag, error) {
 func (t *Tag) Next(ctx context.Context) (int64, error) {
 	if !t.c.isSequence(t.name) {
 		id, err := t.b.Next(ctx)
-		if !errors.Is(err, frond.ErrNotLeasable) {
+		if err == nil || !errors.Is(err, frond.ErrNotLeasable) { // nil first: the hot path skips errors.Is
 			return id, err
 		}
 		t.c.markSequence(t.name)
