@@ -38,6 +38,9 @@ type Server struct {
 	// stopping ends the dashboard's event streams (StopStreams).
 	stopping chan struct{}
 	stopOnce sync.Once
+	hist     *history // the dashboard's plots
+	// samplerDone is closed when the sampler of hist has stopped.
+	samplerDone chan struct{}
 }
 
 // New returns the handler. m may be nil (no /metrics).
@@ -47,7 +50,9 @@ func New(svc *service.Service, opts api.Options) *Server {
 	if m == nil {
 		m = api.NewMetrics(api.MetricsOptions{})
 	}
-	s := &Server{svc: svc, m: m, opts: opts, mux: http.NewServeMux(), started: time.Now(), stopping: make(chan struct{})}
+	s := &Server{svc: svc, m: m, opts: opts, mux: http.NewServeMux(), started: time.Now(), stopping: make(chan struct{}),
+		hist: newHistory(), samplerDone: make(chan struct{})}
+	go s.sampler()
 	mux := routes{s.mux, m, opts.Logger, opts.AccessLog}
 	// Leaf's API.
 	mux.HandleFunc("GET /api/segment/get/{key}", s.leafSegment)
@@ -85,6 +90,7 @@ func New(svc *service.Service, opts api.Options) *Server {
 	mux.HandleFunc("GET /ui/", uiHandler())
 	mux.HandleFunc("GET /ui/events", s.uiEvents)
 	mux.HandleFunc("GET /ui/tags", s.uiTags)
+	mux.HandleFunc("GET /ui/history", s.uiHistory)
 	// Operations.
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)

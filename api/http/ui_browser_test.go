@@ -99,6 +99,28 @@ func TestDashboard_Browser(t *testing.T) {
 
 	// Create a tag from the form: refused without the token, done with it.
 	// The stream keeps its token; the form has none.
+	// The last hour: the node's plots have the sampler's first point; the
+	// tag picker lists order, and its plots draw the tag's history.
+	deadline = time.Now().Add(10 * time.Second)
+	svgText := func(sel string) string { // an SVG element has no innerText
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`(document.querySelector(%q) || {}).textContent || ""`, sel)))
+		if err != nil {
+			t.Fatalf("text of %s: %v", sel, err)
+		}
+		return v
+	}
+	for !strings.Contains(svgText(`#plot-node-rate`), " point") ||
+		text(`#history-tag`) != "order" || !strings.Contains(text(`#plot-tag-rate-caption`), "IDs/s of order") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the plots show %q, %q, tag %q", svgText(`#plot-node-rate`), text(`#plot-tag-rate-caption`), text(`#history-tag`))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#plot-node-rate polyline, #plot-node-rate circle").length`)); err != nil || n == 0 {
+		t.Fatalf("the node's rate plot draws nothing: %d, %v", n, err)
+	}
+
 	// The search finds a tag by name through /ui/tags, and says when
 	// nothing matches; cleared, the stream's tags come back.
 	searchFor := func(q string) {

@@ -215,7 +215,9 @@ function connect() {
   es.addEventListener("snapshot", (e) => {
     $("live").textContent = "live";
     $("live").className = "pill on";
-    render(JSON.parse(e.data));
+    const snap = JSON.parse(e.data);
+    render(snap);
+    fillTagChoice(snap);
     if (search.q) runSearch();
   });
   es.onerror = () => {
@@ -272,8 +274,85 @@ onSubmit("take", (f) => {
 });
 onSubmit("decode", (f) => call("GET", "/v1/decode/" + encodeURIComponent(f.get("id"))));
 
+// The last hour: /ui/history, one point a minute kept by the server, drawn
+// as SVG (no library). Red lines: the store was down; orange dots: the step
+// changed.
+const SVG = "http://www.w3.org/2000/svg";
+function svg(tag, attrs) {
+  const e = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
+  return e;
+}
+
+function plot(id, points, value, step, fmt) {
+  const box = $(id);
+  box.replaceChildren();
+  const W = 600, H = 120, top = 14, bottom = H - 4;
+  const end = points.length ? Date.parse(points[points.length - 1].at) : Date.now();
+  const start = end - 3600 * 1000;
+  const xs = (t) => ((Date.parse(t) - start) / (3600 * 1000)) * W;
+  const vals = points.map(value).filter((v) => v >= 0);
+  const max = Math.max(1, ...vals);
+  const ys = (v) => bottom - (Math.max(0, v) / max) * (bottom - top);
+  for (const p of points) {
+    if (p.store_down) box.append(svg("line", { x1: xs(p.at), x2: xs(p.at), y1: top, y2: bottom, stroke: "#c0392b", "stroke-width": 2, class: "store-down" }));
+  }
+  const drawn = points.filter((p) => value(p) >= 0);
+  if (drawn.length) {
+    box.append(svg("polyline", { points: drawn.map((p) => `${xs(p.at).toFixed(1)},${ys(value(p)).toFixed(1)}`).join(" "),
+      fill: "none", stroke: "#2c7be5", "stroke-width": 2, class: "line" }));
+    for (const p of drawn) box.append(svg("circle", { cx: xs(p.at), cy: ys(value(p)), r: 1.5, fill: "#2c7be5" }));
+  }
+  for (let i = 1; i < points.length; i++) {
+    if (step(points[i], points[i - 1])) box.append(svg("circle", { cx: xs(points[i].at), cy: top - 6, r: 4, fill: "#e67e22", class: "step-change" }));
+  }
+  const label = svg("text", { x: 4, y: 11, "font-size": 11, fill: "#555" });
+  label.textContent = points.length ? `max ${fmt(max)} · ${points.length} point${points.length === 1 ? "" : "s"}` : "no point yet: the first comes a minute after start";
+  box.append(label);
+}
+
+const histState = { tag: "", data: null };
+
+async function loadHistory() {
+  const sel = $("history-tag");
+  histState.tag = sel.value;
+  try {
+    histState.data = await call("GET", "/ui/history" + (histState.tag ? "?tag=" + encodeURIComponent(histState.tag) : ""));
+  } catch (err) {
+    histState.data = { node: [], error: err.message };
+  }
+  drawHistory();
+}
+
+function drawHistory() {
+  const d = histState.data || { node: [] };
+  const rate = (p) => p.rate, horizon = (p) => p.horizon_seconds;
+  const perSec = (v) => num(Math.round(v)) + "/s";
+  plot("plot-node-rate", d.node, rate, (p) => p.step_changes > 0, perSec);
+  plot("plot-node-horizon", d.node, horizon, (p) => p.step_changes > 0, dur);
+  const t = d.tag ? d.tag.points : [];
+  $("plot-tag-rate-caption").textContent = d.tag ? `IDs/s of ${d.tag.name}` : (d.error || "IDs/s of the tag (pick one)");
+  plot("plot-tag-rate", t, rate, (p, q) => p.step !== q.step, perSec);
+  plot("plot-tag-horizon", t, horizon, (p, q) => p.step !== q.step, dur);
+}
+
+// The tags to pick from: those the snapshot lists, the picked one kept.
+function fillTagChoice(s) {
+  const sel = $("history-tag");
+  const names = (s.tags || []).map((t) => t.tag);
+  if (histState.tag && !names.includes(histState.tag)) names.unshift(histState.tag);
+  const have = [...sel.options].map((o) => o.value);
+  if (have.join() === names.join()) return;
+  sel.replaceChildren(...names.map((n) => el("option", { value: n }, n)));
+  if (histState.tag) sel.value = histState.tag;
+  if (!histState.tag && names.length) loadHistory();
+}
+
 connect();
 $("token").addEventListener("change", connect);
+$("history-tag").addEventListener("change", loadHistory);
+loadHistory();
+setInterval(loadHistory, 60 * 1000);
 let searchTimer = null;
 $("tag-search").addEventListener("input", () => {
   clearTimeout(searchTimer);
