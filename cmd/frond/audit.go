@@ -99,6 +99,9 @@ Exit 0 when nothing is dangerous (warnings included), 1 when something is,
 	return c
 }
 
+// auditRank orders the levels, the most serious first.
+var auditRank = map[string]int{auditDanger: 0, auditWarn: 1, auditOK: 2}
+
 type auditor struct {
 	cfg   *config.Config
 	log   *slog.Logger
@@ -175,8 +178,7 @@ func (a *auditor) run(ctx context.Context, sample time.Duration) []finding {
 	}
 	a.tags(stores, rates, sample)
 	a.layout()
-	order := map[string]int{auditDanger: 0, auditWarn: 1, auditOK: 2}
-	slices.SortStableFunc(a.found, func(x, y finding) int { return order[x.Level] - order[y.Level] })
+	slices.SortStableFunc(a.found, func(x, y finding) int { return auditRank[x.Level] - auditRank[y.Level] })
 	return a.found
 }
 
@@ -232,11 +234,11 @@ type storeTag struct {
 func (a *auditor) snapshot(ctx context.Context, stores []*auditStore) map[storeTag]int64 {
 	out := map[storeTag]int64{}
 	for _, s := range stores {
-		c, cancel := context.WithTimeout(ctx, storeStartTimeout)
-		t0 := time.Now()
-		tags, err := s.store.Tags(c)
-		read := time.Since(t0)
-		cancel()
+		tags := map[string]frond.Tag{}
+		read, err := readTags(ctx, s.store, func(t frond.Tag) {
+			tags[t.Name] = frond.Tag{Name: t.Name, MaxID: t.MaxID, Step: t.Step, Mode: t.Mode} // no description: a million tags are read
+			out[storeTag{s.i, t.Name}] = t.MaxID
+		})
 		if err != nil {
 			a.add(auditWarn, s.name, "its tags cannot be read: %v", err)
 			continue
@@ -244,13 +246,40 @@ func (a *auditor) snapshot(ctx context.Context, stores []*auditStore) map[storeT
 		if s.tags == nil || read < s.read {
 			s.read = read
 		}
-		s.tags = map[string]frond.Tag{}
-		for _, t := range tags {
-			s.tags[t.Name] = t
-			out[storeTag{s.i, t.Name}] = t.MaxID
-		}
+		s.tags = tags
 	}
 	return out
+}
+
+// auditPage is how many tags one read of the audit asks a store for.
+const auditPage = 5000
+
+// readTags reads every tag of st a page at a time (each page a store call
+// of its own, bounded as a start-up call), calling f with each; it returns
+// the quickest page's time, a store round trip's measure.
+func readTags(ctx context.Context, st frond.SegmentStore, f func(frond.Tag)) (time.Duration, error) {
+	var quickest time.Duration = -1
+	after := ""
+	for {
+		c, cancel := context.WithTimeout(ctx, storeStartTimeout)
+		t0 := time.Now()
+		page, err := frond.TagsAfter(c, st, after, auditPage)
+		took := time.Since(t0)
+		cancel()
+		if err != nil {
+			return 0, err
+		}
+		if quickest < 0 || took < quickest {
+			quickest = took
+		}
+		for _, t := range page {
+			f(t)
+		}
+		if len(page) < auditPage {
+			return quickest, nil
+		}
+		after = page[len(page)-1].Name
+	}
 }
 
 // tags checks each tag: in every store, its headroom, and its step against
@@ -273,7 +302,14 @@ func (a *auditor) tags(stores []*auditStore, rates map[string]float64, sample ti
 			}
 		}
 	}) {
-		subject := "tag " + name
+		// One row per tag, at its worst level, its findings joined.
+		level, msgs := auditOK, []string(nil)
+		note := func(l, format string, args ...any) {
+			if auditRank[l] < auditRank[level] {
+				level = l
+			}
+			msgs = append(msgs, fmt.Sprintf(format, args...))
+		}
 		var missing []string
 		var t frond.Tag
 		var top int64
@@ -290,10 +326,10 @@ func (a *auditor) tags(stores []*auditStore, rates map[string]float64, sample ti
 			slowest = max(slowest, s.read)
 		}
 		if len(missing) > 0 {
-			a.add(auditWarn, subject, "missing from %s: its residue is not served for this tag (create it there with max_id at least that of the others)", strings.Join(missing, ", "))
+			note(auditWarn, "missing from %s: its residue is not served for this tag (create it there with max_id at least that of the others)", strings.Join(missing, ", "))
 		}
 		if t.Mode == frond.ModeSequence && len(stores) > 1 {
-			a.add(auditWarn, subject, "a sequence tag on %d stores: unique, but not linearizable across the stores (docs/kinds.md)", len(stores))
+			note(auditWarn, "a sequence tag on %d stores: unique, but not linearizable across the stores (docs/kinds.md)", len(stores))
 		}
 		left := math.MaxInt64 - top
 		rate, measured := rates[name]
@@ -303,35 +339,44 @@ func (a *auditor) tags(stores []*auditStore, rates map[string]float64, sample ti
 		}
 		switch {
 		case left < 100*max(t.Step, maxStep):
-			a.add(auditDanger, subject, "max_id %d: fewer than 100 segments left below 2^63 (%d IDs)", top, left)
+			note(auditDanger, "max_id %d: fewer than 100 segments left below 2^63 (%d IDs)", top, left)
 		case lasts < year.Seconds():
-			a.add(auditDanger, subject, "at %.0f IDs/s the IDs left below 2^63 last %s", rate, humanSeconds(lasts))
+			note(auditDanger, "at %.0f IDs/s the IDs left below 2^63 last %s", rate, humanSeconds(lasts))
 		case lasts < 10*year.Seconds():
-			a.add(auditWarn, subject, "at %.0f IDs/s the IDs left below 2^63 last %s", rate, humanSeconds(lasts))
+			note(auditWarn, "at %.0f IDs/s the IDs left below 2^63 last %s", rate, humanSeconds(lasts))
 		case top > 1<<62:
-			a.add(auditWarn, subject, "max_id %d: more than half of the 63-bit space is used", top)
+			note(auditWarn, "max_id %d: more than half of the 63-bit space is used", top)
 		}
 		if !measured || rate <= 0 || t.Mode == frond.ModeSequence {
 			if t.Mode != frond.ModeSequence && sample > 0 && len(missing) < len(stores) {
-				a.add(auditOK, subject, "no IDs taken while sampling (%v); max_id %d, step %d", sample, top, t.Step)
+				note(auditOK, "no IDs taken while sampling (%v); max_id %d, step %d", sample, top, t.Step)
 			}
-			continue
+		} else {
+			a.stepCheck(note, t, rate, lasts, maxStep, slowest)
 		}
-		// A node starts loading the next segment when a tenth of the
-		// current one is used: the load must end within the rest of it.
-		// The rate is all nodes' together: each node's is lower.
-		life := time.Duration(float64(t.Step) / rate * float64(time.Second))
-		need := 10 * max(slowest, time.Millisecond)
-		bestLife := time.Duration(float64(max(t.Step, maxStep)) / rate * float64(time.Second))
-		switch {
-		case bestLife*9/10 < need:
-			a.add(auditWarn, subject, "at %.0f IDs/s a segment of %d lasts %s, and even one of the largest step (%d) lasts %s, near the time of a store round trip (%s): callers will wait for loads; raise the step or segment.max_step",
-				rate, t.Step, human(life), max(t.Step, maxStep), human(bestLife), slowest.Round(time.Microsecond))
-		case life*9/10 < need:
-			a.add(auditOK, subject, "at %.0f IDs/s a segment of %d lasts only %s; the adaptive step grows it (up to %d, %s); IDs last %s", rate, t.Step, human(life), maxStep, human(bestLife), humanSeconds(lasts))
-		default:
-			a.add(auditOK, subject, "at %.0f IDs/s a segment of %d lasts %s (a store round trip: %s); IDs last %s", rate, t.Step, human(life), slowest.Round(time.Microsecond), humanSeconds(lasts))
+		if len(msgs) > 0 {
+			a.add(level, "tag "+name, "%s", strings.Join(msgs, "; "))
 		}
+	}
+}
+
+// stepCheck notes whether a tag's segments outlast a store round trip at
+// its rate.
+func (a *auditor) stepCheck(note func(level, format string, args ...any), t frond.Tag, rate, lasts float64, maxStep int64, slowest time.Duration) {
+	// A node starts loading the next segment when a tenth of the
+	// current one is used: the load must end within the rest of it.
+	// The rate is all nodes' together: each node's is lower.
+	life := time.Duration(float64(t.Step) / rate * float64(time.Second))
+	need := 10 * max(slowest, time.Millisecond)
+	bestLife := time.Duration(float64(max(t.Step, maxStep)) / rate * float64(time.Second))
+	switch {
+	case bestLife*9/10 < need:
+		note(auditWarn, "at %.0f IDs/s a segment of %d lasts %s, and even one of the largest step (%d) lasts %s, near the time of a store round trip (%s): callers will wait for loads; raise the step or segment.max_step",
+			rate, t.Step, human(life), max(t.Step, maxStep), human(bestLife), slowest.Round(time.Microsecond))
+	case life*9/10 < need:
+		note(auditOK, "at %.0f IDs/s a segment of %d lasts only %s; the adaptive step grows it (up to %d, %s); IDs last %s", rate, t.Step, human(life), maxStep, human(bestLife), humanSeconds(lasts))
+	default:
+		note(auditOK, "at %.0f IDs/s a segment of %d lasts %s (a store round trip: %s); IDs last %s", rate, t.Step, human(life), slowest.Round(time.Microsecond), humanSeconds(lasts))
 	}
 }
 
