@@ -22,16 +22,16 @@ import (
 // (MetricsOptions.MaxTags), however many tags a node serves; the sums over
 // all tags are always there (docs/operations.md, "Metrics").
 type Metrics struct {
-	reg      *prometheus.Registry
-	counts   *prometheus.Registry // requests and errors alone: the dashboard reads them every second
-	requests *prometheus.CounterVec
-	errors   *prometheus.CounterVec
-	latency  *prometheus.HistogramVec
-	loads    *prometheus.CounterVec
-	loadDur  prometheus.Histogram
-	opts     MetricsOptions
-	pinned   map[string]bool
-	svc      *service.Service
+	reg     *prometheus.Registry
+	counts  *prometheus.Registry // requests and errors alone: the dashboard reads them every second
+	opsMu   sync.Mutex
+	ops     []*Op // every operation's requests and latency (ops.go)
+	errors  *prometheus.CounterVec
+	loads   *prometheus.CounterVec
+	loadDur prometheus.Histogram
+	opts    MetricsOptions
+	pinned  map[string]bool
+	svc     *service.Service
 }
 
 // DefaultMaxTags is MetricsOptions.MaxTags' default.
@@ -59,16 +59,9 @@ func NewMetrics(o MetricsOptions) *Metrics {
 		counts: prometheus.NewRegistry(),
 		opts:   o,
 		pinned: map[string]bool{},
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "frond_requests_total", Help: "Requests answered, by protocol (http, grpc, resp) and operation (route, method or command).",
-		}, []string{"protocol", "operation"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "frond_errors_total", Help: "Requests that failed, by protocol and stable error code.",
 		}, []string{"protocol", "code"}),
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "frond_request_duration_seconds", Help: "Time to answer a request, by protocol and operation.",
-			Buckets: []float64{.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
-		}, []string{"protocol", "operation"}),
 		loads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "frond_segment_loads_total", Help: "Segment store calls of all tags, by result (ok, error, or not_found: a first load of a tag the store does not have).",
 		}, []string{"result"}),
@@ -80,8 +73,8 @@ func NewMetrics(o MetricsOptions) *Metrics {
 	for _, t := range o.Tags {
 		m.pinned[t] = true
 	}
-	m.counts.MustRegister(m.requests, m.errors)
-	m.reg.MustRegister(m.latency, m.loads, m.loadDur,
+	m.counts.MustRegister(opsCollector{mu: &m.opsMu, ops: &m.ops}, m.errors)
+	m.reg.MustRegister(opsCollector{mu: &m.opsMu, ops: &m.ops, latency: true}, m.loads, m.loadDur,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -92,41 +85,6 @@ const (
 	GRPC = "grpc"
 	RESP = "resp"
 )
-
-// Op is the request metrics of one operation of one protocol. Its series
-// are made on its first request (a /metrics page does not list every route
-// of every protocol at zero) and then kept, so that a request pays two
-// atomic adds and no label lookup.
-type Op struct {
-	m                   *Metrics
-	protocol, operation string
-	once                sync.Once
-	requests            prometheus.Counter
-	latency             prometheus.Observer
-}
-
-// Op returns the metrics of an operation. Operations are a fixed set per
-// protocol (routes, methods, commands), never a caller's input. A nil
-// Metrics returns a nil Op, which records nothing.
-func (m *Metrics) Op(protocol, operation string) *Op {
-	if m == nil {
-		return nil
-	}
-	return &Op{m: m, protocol: protocol, operation: operation}
-}
-
-// Done records a request that began at start.
-func (o *Op) Done(start time.Time) {
-	if o == nil {
-		return
-	}
-	o.once.Do(func() {
-		o.requests = o.m.requests.WithLabelValues(o.protocol, o.operation)
-		o.latency = o.m.latency.WithLabelValues(o.protocol, o.operation)
-	})
-	o.requests.Inc()
-	o.latency.Observe(time.Since(start).Seconds())
-}
 
 // Failed counts a failed request of protocol by its stable code.
 func (m *Metrics) Failed(protocol, code string) {

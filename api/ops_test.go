@@ -1,0 +1,42 @@
+package api
+
+import (
+	"testing"
+	"time"
+)
+
+// An Op's shards add up to the requests and the histogram Prometheus
+// shows: the count, the sum, and each bucket cumulative.
+func TestOp_Totals(t *testing.T) {
+	m := NewMetrics(MetricsOptions{})
+	op := m.Op(RESP, "incr")
+	now := time.Now()
+	for range 1000 {
+		op.Done(now) // a few µs at most: the first buckets
+	}
+	op.Done(now.Add(-3 * time.Second)) // 3 s: the bucket of 5
+	op.Done(now.Add(-time.Minute))     // past the last bound
+	count, sum, buckets := op.totals()
+	if count != 1002 || sum < 63 || sum > 64 {
+		t.Fatalf("count %d, sum %v", count, sum)
+	}
+	if buckets[2.5] != 1000 || buckets[5] != 1001 || buckets[10] != 1001 {
+		t.Fatalf("buckets %v", buckets)
+	}
+	var nilOp *Op
+	nilOp.Done(now) // a nil Metrics' Op records nothing
+	if c := m.Counts(); c.Requests[RESP] != 1002 {
+		t.Fatalf("the dashboard's counts: %+v", c)
+	}
+}
+
+// BenchmarkOpDone is a request's metrics from two cores at once (the
+// clock reads of the request's start and end included).
+func BenchmarkOpDone(b *testing.B) {
+	op := NewMetrics(MetricsOptions{}).Op(RESP, "incr")
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			op.Done(time.Now())
+		}
+	})
+}
