@@ -57,10 +57,15 @@ func (m *Metrics) Op(protocol, operation string) *Op {
 	if m == nil {
 		return nil
 	}
-	o := &Op{protocol: protocol, operation: operation}
 	m.opsMu.Lock()
+	defer m.opsMu.Unlock()
+	for _, o := range m.ops { // the same operation asked for again (two servers on one Metrics): one series
+		if o.protocol == protocol && o.operation == operation {
+			return o
+		}
+	}
+	o := &Op{protocol: protocol, operation: operation}
 	m.ops = append(m.ops, o)
-	m.opsMu.Unlock()
 	return o
 }
 
@@ -75,9 +80,8 @@ func (o *Op) Done(start time.Time) {
 	for i < len(latencyBounds) && d > latencyBounds[i] {
 		i++
 	}
-	s.buckets[i].Add(1)
+	s.buckets[i].Add(1) // the buckets add up to the count
 	s.sum.Add(d)
-	s.count.Add(1)
 }
 
 // totals adds up the shards: the count, the sum in seconds and the

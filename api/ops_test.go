@@ -23,6 +23,9 @@ func TestOp_Totals(t *testing.T) {
 	if buckets[2.5] != 1000 || buckets[5] != 1001 || buckets[10] != 1001 {
 		t.Fatalf("buckets %v", buckets)
 	}
+	if m.Op(RESP, "incr") != op {
+		t.Fatal("the same operation asked for twice got two Ops: two series of one name")
+	}
 	var nilOp *Op
 	nilOp.Done(now) // a nil Metrics' Op records nothing
 	if c := m.Counts(); c.Requests[RESP] != 1002 {

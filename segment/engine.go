@@ -39,6 +39,7 @@ type Engine struct {
 	firstFail atomic.Int64       // when a first load last failed on an outage (Clock, ns)
 	rebuilds  atomic.Int64       // copies of the read map made (tests)
 	retired   atomic.Int64       // IDs handed out by dropped buffers
+	seen      atomic.Int64       // the highest Overview.Issued answered
 
 	ctx    context.Context // cancelled by Close: ends store calls
 	cancel context.CancelFunc
@@ -377,7 +378,26 @@ func (e *Engine) Overview() Overview {
 		o.Issued += st.Issued
 		o.Tags = append(o.Tags, st)
 	}
+	// A buffer dropped while this ran (out of the maps, its IDs not yet
+	// retired; or retired after retired was read) is missing from the sum:
+	// the true count only grows, so the highest answered is kept.
+	o.Issued = HighWater(&e.seen, o.Issued)
 	return o
+}
+
+// HighWater raises mark to v if v is higher and returns the mark: a count
+// read in parts that may briefly miss some, answered as a counter that
+// never goes down and never overstates (each part is a true lower bound).
+func HighWater(mark *atomic.Int64, v int64) int64 {
+	for {
+		m := mark.Load()
+		if v <= m {
+			return m
+		}
+		if mark.CompareAndSwap(m, v) {
+			return v
+		}
+	}
 }
 
 // goFill starts b.fill unless the engine is closed.

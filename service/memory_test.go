@@ -11,6 +11,7 @@ import (
 	"github.com/frond-id/frond/internal/testenv"
 	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/store/memstore"
+	"github.com/frond-id/frond/storetest"
 	"github.com/frond-id/frond/worker"
 )
 
@@ -102,5 +103,37 @@ func TestModes_IdleTagsForgotten(t *testing.T) {
 	}
 	if _, err := s.segmentID(bg, "idle"); err != nil || !cached("idle") {
 		t.Fatalf("asked for again: %v, cached %v", err, cached("idle"))
+	}
+}
+
+// A tag in use keeps its cached mode through a store outage longer than
+// segment.idle_after: its refreshes fail, and aging it out made its next
+// request wait on the store it could not reach, buffered IDs unserved.
+func TestModes_BusyTagKeptThroughOutage(t *testing.T) {
+	c := newClock()
+	st := storetest.NewFaulty()
+	st.CreateTag(bg, frond.Tag{Name: "busy", Step: 1000})
+	s, err := New(bg, Config{Now: c.Now, Snowflake: worker.Settings{Sleep: c.Add, PersistEvery: time.Hour},
+		Segment: segment.Settings{IdleAfter: time.Minute, FixedStep: true}}, st, &memRegistry{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(bg)
+	if _, err := s.segmentID(bg, "busy"); err != nil {
+		t.Fatal(err)
+	}
+	st.SetDown(true)
+	for i := range 6 { // three minutes of epochs, the store away
+		s.modes.age()
+		if _, err := s.segmentID(bg, "busy"); err != nil {
+			t.Fatalf("epoch %d of the outage: %v (the buffer holds IDs)", i, err)
+		}
+		testenv.WaitFor(t, "the failed refresh", func() bool {
+			v, ok := s.modes.m.Load("busy")
+			return ok && !v.(*modeEntry).refreshing.Load()
+		})
+	}
+	if _, ok := s.modes.m.Load("busy"); !ok {
+		t.Fatal("the busy tag's mode was forgotten during the outage")
 	}
 }

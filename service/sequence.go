@@ -126,6 +126,12 @@ func (s *Service) refreshMode(tag string, old *modeEntry) {
 		s.setMode(tag, t.Mode)
 	case errors.Is(err, frond.ErrTagNotFound):
 		s.modes.m.Delete(tag)
+	default:
+		// The store is away: the tag is in use, so its mode stays cached
+		// (and its buffers served) as if read now; it is read again next
+		// epoch. Aging it out would make its next request wait on the
+		// store it cannot reach.
+		s.modes.m.CompareAndSwap(tag, old, &modeEntry{mode: old.mode, epoch: s.modes.epoch.Load()})
 	}
 }
 
@@ -154,6 +160,7 @@ type sequencer struct {
 	// dashboard: ids/trips is the mean group.
 	stats   sync.Map     // tag -> *seqCounters
 	retired atomic.Int64 // IDs of the deleted tags' counters
+	seen    atomic.Int64 // the highest SequenceOverview.IDs answered
 }
 
 type seqQueue struct {
@@ -418,6 +425,8 @@ func (s *Service) SequenceOverview() SequenceOverview {
 		o.Tags = append(o.Tags, q)
 		return true
 	})
+	// A tag deleted while this ran may be missing: see segment.HighWater.
+	o.IDs = uint64(segment.HighWater(&s.seq.seen, int64(o.IDs)))
 	return o
 }
 

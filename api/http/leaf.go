@@ -35,9 +35,11 @@ const (
 )
 
 // queryToken is the token query parameter, parsed only when the query
-// names one: most requests carry none, and parsing any query makes a map.
+// may name one: most requests carry none, and parsing any query makes a
+// map. A name may come %-encoded (%74oken), as the handlers decode it.
 func queryToken(r *http.Request) string {
-	if !strings.Contains(r.URL.RawQuery, "token") {
+	raw := r.URL.RawQuery
+	if !strings.Contains(raw, "token") && !strings.Contains(raw, "%") {
 		return ""
 	}
 	return r.URL.Query().Get("token")
