@@ -362,8 +362,10 @@ func (s *Store) Tag(ctx context.Context, name string) (frond.Tag, error) {
 	return toTag(name, v), nil
 }
 
-// TagsAfter implements frond.TagPager: one range read of the keys after
-// after's, by key (bytes).
+// TagsAfter implements frond.TagPager: a range read of the keys after
+// after's, by key (bytes), with a limit. A value that does not decode is
+// skipped and the read goes on past it, so that a page is short only at
+// the end.
 func (s *Store) TagsAfter(ctx context.Context, after string, limit int) ([]frond.Tag, error) {
 	c, cancel := s.bound(ctx)
 	defer cancel()
@@ -372,18 +374,24 @@ func (s *Store) TagsAfter(ctx context.Context, after string, limit int) ([]frond
 	if after == "" {
 		from = dir
 	}
-	r, err := s.c.Get(c, from, clientv3.WithRange(clientv3.GetPrefixRangeEnd(dir)), clientv3.WithLimit(int64(limit)),
-		clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
-	if err != nil {
-		return nil, s.fail("list tags", err)
-	}
-	out := make([]frond.Tag, 0, len(r.Kvs))
-	for _, kv := range r.Kvs {
-		var v value
-		if err := json.Unmarshal(kv.Value, &v); err != nil {
-			continue
+	out := make([]frond.Tag, 0, limit)
+	for len(out) < limit {
+		r, err := s.c.Get(c, from, clientv3.WithRange(clientv3.GetPrefixRangeEnd(dir)), clientv3.WithLimit(int64(limit-len(out))),
+			clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+		if err != nil {
+			return nil, s.fail("list tags", err)
 		}
-		out = append(out, toTag(strings.TrimPrefix(string(kv.Key), dir), v))
+		for _, kv := range r.Kvs {
+			var v value
+			if err := json.Unmarshal(kv.Value, &v); err != nil {
+				continue
+			}
+			out = append(out, toTag(strings.TrimPrefix(string(kv.Key), dir), v))
+		}
+		if !r.More || len(r.Kvs) == 0 {
+			break
+		}
+		from = string(r.Kvs[len(r.Kvs)-1].Key) + "\x00"
 	}
 	return out, nil
 }

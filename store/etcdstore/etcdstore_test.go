@@ -11,6 +11,7 @@ import (
 	"github.com/frond-id/frond/internal/testenv"
 	"github.com/frond-id/frond/store/etcdstore"
 	"github.com/frond-id/frond/storetest"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // FROND_TEST_ETCD_ENDPOINTS: host:port of an etcd server for the tests.
@@ -59,4 +60,38 @@ func TestEtcd_Placed(t *testing.T) {
 			return s
 		}
 	})
+}
+
+// A value under the tags' prefix that does not decode is skipped, and the
+// page goes on past it: a short page is the last one to a pager (it
+// stopped there, the tags after it never listed).
+func TestEtcd_TagsAfter_SkipsUnreadable(t *testing.T) {
+	ep := testenv.Getenv(t, "FROND_TEST_ETCD_ENDPOINTS")
+	prefix := fmt.Sprintf("/frondtest-page-%d/", time.Now().UnixNano())
+	s, err := etcdstore.Open(context.Background(), "etcd://"+ep+"?frond_prefix="+prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := testenv.Ctx(t)
+	for _, name := range []string{"a", "b", "c", "d"} {
+		if _, err := s.CreateTag(ctx, frond.Tag{Name: name, Step: 10}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.Put(ctx, prefix+"tags/b2", "not json"); err != nil {
+		t.Fatal(err)
+	}
+	page, err := s.TagsAfter(ctx, "", 3)
+	if err != nil || len(page) != 3 || page[0].Name != "a" || page[1].Name != "b" || page[2].Name != "c" {
+		t.Fatalf("TagsAfter(\"\", 3) = %+v, %v; want a, b, c", page, err)
+	}
+	if page, err := s.TagsAfter(ctx, "c", 3); err != nil || len(page) != 1 || page[0].Name != "d" {
+		t.Fatalf("TagsAfter(c, 3) = %+v, %v; want d", page, err)
+	}
 }
