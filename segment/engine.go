@@ -66,10 +66,10 @@ func New(store Allocator, s Settings) (*Engine, error) {
 	e.read.Store(&map[string]*Buffer{})
 	if cfg.IdleAfter > 0 {
 		e.wg.Add(1)
-		go e.sweeper()
+		go e.every(cfg.IdleAfter/4, e.Sweep)
 	}
 	e.wg.Add(1)
-	go e.sampler()
+	go e.every(RateWindow, e.Sample)
 	return e, nil
 }
 
@@ -277,16 +277,17 @@ func (e *Engine) Sweep() {
 	}
 }
 
-func (e *Engine) sweeper() {
+// every runs f every d until Close (the sweep, the rate samples).
+func (e *Engine) every(d time.Duration, f func()) {
 	defer e.wg.Done()
-	t := time.NewTicker(e.cfg.IdleAfter / 4)
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-e.stop:
 			return
 		case <-t.C:
-			e.Sweep()
+			f()
 		}
 	}
 }
@@ -303,20 +304,6 @@ func (e *Engine) Sample() {
 	now := e.cfg.Clock.Now()
 	for _, b := range e.buffers() {
 		b.sample(now)
-	}
-}
-
-func (e *Engine) sampler() {
-	defer e.wg.Done()
-	t := time.NewTicker(RateWindow)
-	defer t.Stop()
-	for {
-		select {
-		case <-e.stop:
-			return
-		case <-t.C:
-			e.Sample()
-		}
 	}
 }
 

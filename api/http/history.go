@@ -174,11 +174,7 @@ func (s *Server) uiHistory(w http.ResponseWriter, r *http.Request) {
 		err = frond.ValidateTagName(tag)
 	}
 	if withTag && err == nil {
-		token, _ := api.Bearer(r.Header.Get("Authorization"))
-		if token == "" {
-			token, _ = q.get("token")
-		}
-		err = s.mayReadTags(r, token)
+		err = s.mayReadTagsQuery(r, q)
 	}
 	if err != nil {
 		s.writeError(w, r, err)

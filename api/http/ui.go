@@ -198,11 +198,7 @@ func (s *Server) uiTags(w http.ResponseWriter, r *http.Request) {
 		limit, err = q.int("limit", 50, 1, uiTagsMax)
 	}
 	if err == nil {
-		token, _ := api.Bearer(r.Header.Get("Authorization"))
-		if token == "" {
-			token, _ = q.get("token")
-		}
-		err = s.mayReadTags(r, token)
+		err = s.mayReadTagsQuery(r, q)
 	}
 	if err != nil {
 		s.writeError(w, r, err)
@@ -222,6 +218,17 @@ func (s *Server) uiTags(w http.ResponseWriter, r *http.Request) {
 		page.Matched++
 	}
 	writeJSON(w, http.StatusOK, page)
+}
+
+// mayReadTagsQuery is mayReadTags for the dashboard's own requests: the
+// admin token as a bearer header, else as ?token= (the page's stream
+// cannot set a header, and its other requests go the same way).
+func (s *Server) mayReadTagsQuery(r *http.Request, q query) error {
+	token, _ := api.Bearer(r.Header.Get("Authorization"))
+	if token == "" {
+		token, _ = q.get("token")
+	}
+	return s.mayReadTags(r, token)
 }
 
 type tagPage struct {

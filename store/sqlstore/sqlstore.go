@@ -450,16 +450,8 @@ func (s *Store) Tags(ctx context.Context) ([]frond.Tag, error) {
 	if err != nil {
 		return nil, s.fail("list tags", err)
 	}
-	defer rows.Close()
-	var out []frond.Tag
-	for rows.Next() {
-		t, err := scanTag(rows)
-		if err != nil {
-			return nil, s.fail("list tags", err)
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := scanTags(rows)
+	if err != nil {
 		return nil, s.fail("list tags", err)
 	}
 	modes, err := s.modes(c)
@@ -489,16 +481,8 @@ func (s *Store) TagsAfter(ctx context.Context, after string, limit int) ([]frond
 	if err != nil {
 		return nil, s.fail("list tags", err)
 	}
-	defer rows.Close()
-	var out []frond.Tag
-	for rows.Next() {
-		t, err := scanTag(rows)
-		if err != nil {
-			return nil, s.fail("list tags", err)
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := scanTags(rows)
+	if err != nil {
 		return nil, s.fail("list tags", err)
 	}
 	if len(out) == 0 {
@@ -526,6 +510,20 @@ func (s *Store) modesIn(ctx context.Context, after, last string) (map[string]str
 		return nil, err
 	}
 	return scanModes(rows)
+}
+
+// scanTags reads the rows of a query of cols, and closes them.
+func scanTags(rows *sql.Rows) ([]frond.Tag, error) {
+	defer rows.Close()
+	var out []frond.Tag
+	for rows.Next() {
+		t, err := scanTag(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
 }
 
 // modes reads frond_tag_mode: the tags that are not segment tags.
