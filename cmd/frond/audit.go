@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"slices"
@@ -71,24 +73,13 @@ Exit 0 when nothing is dangerous (warnings included), 1 when something is,
 			}
 			log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 			a := &auditor{cfg: cfg, log: log}
-			found := a.run(c.Context(), sample)
-			if asJSON {
-				enc := json.NewEncoder(e.stdout)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(found); err != nil {
-					return err
-				}
-			} else {
-				tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-				for _, f := range found {
-					fmt.Fprintf(tw, "%s\t%s\t%s\n", strings.ToUpper(f.Level), f.Subject, f.Message)
-				}
-				tw.Flush()
+			p := &auditPrinter{w: e.stdout, json: asJSON}
+			counts := a.run(c.Context(), sample, p.print)
+			if err := p.close(counts); err != nil {
+				return err
 			}
-			for _, f := range found {
-				if f.Level == auditDanger {
-					return errAuditDanger
-				}
+			if p.dangers > 0 {
+				return errAuditDanger
 			}
 			return nil
 		},
@@ -97,6 +88,86 @@ Exit 0 when nothing is dangerous (warnings included), 1 when something is,
 	c.Flags().DurationVar(&sample, "sample", 10*time.Second, "read max_id twice this far apart to measure the rate (0: no rate checks)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the findings as JSON")
 	return c
+}
+
+// auditPrinter writes the findings as they come: text in aligned columns
+// (aligned a batch at a time), or one JSON array written element by
+// element.
+type auditPrinter struct {
+	w       io.Writer
+	json    bool
+	tw      *tabwriter.Writer
+	n       int      // findings printed
+	dangers int      // of them dangerous
+	named   []string // the first dangerous tags, for the summary
+	err     error
+}
+
+// auditBatch is how many rows of text are aligned together.
+const auditBatch = 1000
+
+func (p *auditPrinter) print(f finding) {
+	if f.Level == auditDanger {
+		p.dangers++
+		if tag, ok := strings.CutPrefix(f.Subject, "tag "); ok && len(p.named) < 10 {
+			p.named = append(p.named, tag)
+		}
+	}
+	if p.err != nil {
+		return
+	}
+	if p.json {
+		b, err := json.MarshalIndent(f, "  ", "  ")
+		sep := ",\n  "
+		if p.n == 0 {
+			sep = "[\n  "
+		}
+		if err == nil {
+			_, err = fmt.Fprintf(p.w, "%s%s", sep, b)
+		}
+		p.err = err
+		p.n++
+		return
+	}
+	if p.tw == nil {
+		p.tw = tabwriter.NewWriter(p.w, 0, 4, 2, ' ', 0)
+	}
+	fmt.Fprintf(p.tw, "%s\t%s\t%s\n", strings.ToUpper(f.Level), f.Subject, f.Message)
+	if p.n++; p.n%auditBatch == 0 {
+		p.err = p.tw.Flush()
+	}
+}
+
+// close ends the output; text ends with the tags' count by level, and the
+// first dangerous tags (a danger among a million rows is easy to miss).
+func (p *auditPrinter) close(counts map[string]int) error {
+	if p.err != nil {
+		return p.err
+	}
+	if p.json {
+		end := "[]\n"
+		if p.n > 0 {
+			end = "\n]\n"
+		}
+		_, err := io.WriteString(p.w, end)
+		return err
+	}
+	if p.tw != nil {
+		if err := p.tw.Flush(); err != nil {
+			return err
+		}
+	}
+	total := counts[auditOK] + counts[auditWarn] + counts[auditDanger]
+	line := fmt.Sprintf("tags: %d, %d dangerous, %d with warnings", total, counts[auditDanger], counts[auditWarn])
+	if len(p.named) > 0 {
+		more := ""
+		if counts[auditDanger] > len(p.named) {
+			more = ", ..."
+		}
+		line += " (" + strings.Join(p.named, ", ") + more + ")"
+	}
+	_, err := fmt.Fprintln(p.w, line)
+	return err
 }
 
 // auditRank orders the levels, the most serious first.
@@ -117,8 +188,7 @@ type auditStore struct {
 	i     int
 	name  string
 	store frond.SegmentStore
-	tags  map[string]frond.Tag
-	read  time.Duration // how long listing the tags took
+	read  time.Duration // the quickest read of a page of its tags
 }
 
 func (a *auditor) open(ctx context.Context) []*auditStore {
@@ -153,33 +223,45 @@ func closeAll(stores []*auditStore) {
 	}
 }
 
-// run makes every check and returns the findings, the most serious first.
-func (a *auditor) run(ctx context.Context, sample time.Duration) []finding {
+// run makes every check and hands each finding to emit: those about the
+// stores and the layout first, the most serious first, then one row per
+// tag in the order of names, as the tags are checked (a store of a million
+// tags is not held as findings). It returns the tags' count by level.
+func (a *auditor) run(ctx context.Context, sample time.Duration, emit func(finding)) map[string]int {
 	stores := a.open(ctx)
 	defer closeAll(stores)
 	a.places(ctx, stores)
-	first := a.snapshot(ctx, stores)
-	var rates map[string]float64
+	var first []*tagTable
 	var elapsed time.Duration
 	if sample > 0 && len(stores) > 0 {
-		t0 := time.Now()
+		t1 := time.Now()
+		first = a.snapshot(ctx, stores)
 		select {
 		case <-time.After(sample):
 		case <-ctx.Done():
 		}
-		second := a.snapshot(ctx, stores)
-		elapsed = time.Since(t0)
-		rates = map[string]float64{}
-		for key, v := range second {
-			if w, ok := first[key]; ok && v >= w {
-				rates[key.tag] += float64(v-w) / elapsed.Seconds()
-			}
-		}
+		// From the start of one read to the start of the next: a tag
+		// read late in the first is read about as late in the second.
+		elapsed = time.Since(t1)
 	}
-	a.tags(stores, rates, sample)
+	tables := a.snapshot(ctx, stores)
 	a.layout()
 	slices.SortStableFunc(a.found, func(x, y finding) int { return auditRank[x.Level] - auditRank[y.Level] })
-	return a.found
+	for _, f := range a.found {
+		emit(f)
+	}
+	counts := map[string]int{}
+	a.walkTags(stores, tables, first, elapsed, func(name string, rows []tagRow, missing []string, rate float64, measured bool) {
+		f, ok := a.checkTag(name, rows, missing, len(stores), rate, measured, sample)
+		if !ok {
+			f.Level = auditOK
+		}
+		counts[f.Level]++
+		if ok {
+			emit(f)
+		}
+	})
+	return counts
 }
 
 // places reports each store's place in the set of stores, and what a node
@@ -225,34 +307,79 @@ func (a *auditor) places(ctx context.Context, stores []*auditStore) {
 	}
 }
 
-type storeTag struct {
-	store int
-	tag   string
+// tagTable is one read of a store's tags as the audit keeps them: the
+// names in one buffer, max_id, step and whether the tag is a sequence tag
+// in arrays beside it, and an index ordered by name in bytes (a store
+// lists them in its own collation's order). About 40 bytes a tag, where
+// frond.Tag values in maps took about 600: a store of a million tags is
+// audited in tens of megabytes.
+type tagTable struct {
+	buf   []byte
+	end   []uint32 // name i is buf[end[i-1]:end[i]]
+	max   []int64
+	step  []int64
+	seq   []bool
+	order []uint32 // indexes by name
 }
 
-// snapshot reads every store's tags: their max_id by store and tag.
-func (a *auditor) snapshot(ctx context.Context, stores []*auditStore) map[storeTag]int64 {
-	out := map[storeTag]int64{}
-	for _, s := range stores {
-		tags := map[string]frond.Tag{}
-		read, err := readTags(ctx, s.store, func(t frond.Tag) {
-			tags[t.Name] = frond.Tag{Name: t.Name, MaxID: t.MaxID, Step: t.Step, Mode: t.Mode} // no description: a million tags are read
-			out[storeTag{s.i, t.Name}] = t.MaxID
-		})
+func (t *tagTable) add(tag frond.Tag) {
+	t.buf = append(t.buf, tag.Name...)
+	t.end = append(t.end, uint32(len(t.buf)))
+	t.max = append(t.max, tag.MaxID)
+	t.step = append(t.step, tag.Step)
+	t.seq = append(t.seq, tag.Mode == frond.ModeSequence)
+}
+
+func (t *tagTable) len() int { return len(t.end) }
+
+func (t *tagTable) name(i uint32) []byte {
+	var start uint32
+	if i > 0 {
+		start = t.end[i-1]
+	}
+	return t.buf[start:t.end[i]]
+}
+
+// index orders the table by name.
+func (t *tagTable) index() {
+	t.order = make([]uint32, t.len())
+	for i := range t.order {
+		t.order[i] = uint32(i)
+	}
+	slices.SortFunc(t.order, func(x, y uint32) int { return bytes.Compare(t.name(x), t.name(y)) })
+}
+
+// find is the tag named name, if the table has it.
+func (t *tagTable) find(name []byte) (uint32, bool) {
+	k, ok := slices.BinarySearchFunc(t.order, name, func(i uint32, n []byte) int { return bytes.Compare(t.name(i), n) })
+	if !ok {
+		return 0, false
+	}
+	return t.order[k], true
+}
+
+// snapshot reads every store's tags; a store that cannot be read is a
+// finding, and nil in the result.
+func (a *auditor) snapshot(ctx context.Context, stores []*auditStore) []*tagTable {
+	out := make([]*tagTable, len(stores))
+	for i, s := range stores {
+		t := &tagTable{}
+		read, err := readTags(ctx, s.store, t.add)
 		if err != nil {
 			a.add(auditWarn, s.name, "its tags cannot be read: %v", err)
 			continue
 		}
-		if s.tags == nil || read < s.read {
+		if s.read == 0 || read < s.read {
 			s.read = read
 		}
-		s.tags = tags
+		t.index()
+		out[i] = t
 	}
 	return out
 }
 
 // auditPage is how many tags one read of the audit asks a store for.
-const auditPage = 5000
+var auditPage = 5000
 
 // readTags reads every tag of st a page at a time (each page a store call
 // of its own, bounded as a start-up call), calling f with each; it returns
@@ -276,107 +403,141 @@ func readTags(ctx context.Context, st frond.SegmentStore, f func(frond.Tag)) (ti
 			f(t)
 		}
 		if len(page) < auditPage {
-			return quickest, nil
+			return max(quickest, 1), nil
 		}
 		after = page[len(page)-1].Name
 	}
 }
 
-// tags checks each tag: in every store, its headroom, and its step against
-// the observed rate.
-func (a *auditor) tags(stores []*auditStore, rates map[string]float64, sample time.Duration) {
-	names := map[string]bool{}
-	for _, s := range stores {
-		for n := range s.tags {
-			names[n] = true
+// tagRow is one store's row of a tag.
+type tagRow struct {
+	max, step int64
+	seq       bool
+	read      time.Duration // the store's round trip
+}
+
+// walkTags calls f with each tag of the tables, in the order of names, and
+// its row in each store that has it (missing: the stores that do not; a
+// store that could not be read is in neither). first is the tables of an
+// earlier read, elapsed before: from them a tag's rate, all stores'
+// together (measured: read in both, in some store).
+func (a *auditor) walkTags(stores []*auditStore, tables, first []*tagTable, elapsed time.Duration,
+	f func(name string, rows []tagRow, missing []string, rate float64, measured bool)) {
+	at := make([]int, len(tables))
+	var rows []tagRow
+	var missing []string
+	for {
+		var least []byte
+		for i, t := range tables {
+			if t != nil && at[i] < t.len() {
+				if n := t.name(t.order[at[i]]); least == nil || bytes.Compare(n, least) < 0 {
+					least = n
+				}
+			}
 		}
+		if least == nil {
+			return
+		}
+		rows, missing = rows[:0], missing[:0]
+		rate, measured := 0.0, false
+		for i, t := range tables {
+			if t == nil {
+				continue
+			}
+			if at[i] >= t.len() || !bytes.Equal(t.name(t.order[at[i]]), least) {
+				missing = append(missing, stores[i].name)
+				continue
+			}
+			k := t.order[at[i]]
+			at[i]++
+			rows = append(rows, tagRow{max: t.max[k], step: t.step[k], seq: t.seq[k], read: stores[i].read})
+			if first == nil || first[i] == nil {
+				continue
+			}
+			if j, ok := first[i].find(least); ok && t.max[k] >= first[i].max[j] {
+				rate += float64(t.max[k]-first[i].max[j]) / elapsed.Seconds()
+				measured = true
+			}
+		}
+		f(string(least), rows, missing, rate, measured)
 	}
+}
+
+// checkTag is a tag's row of the audit: in every store, its headroom, and
+// its step against the observed rate. One row per tag, at its worst level,
+// its findings joined.
+func (a *auditor) checkTag(name string, rows []tagRow, missing []string, nstores int, rate float64, measured bool, sample time.Duration) (finding, bool) {
 	maxStep := a.cfg.Segment.MaxStep
 	if a.cfg.Segment.FixedStep {
 		maxStep = 0
 	}
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for n := range names {
-			if !yield(n) {
-				return
-			}
+	level, msgs := auditOK, []string(nil)
+	note := func(l, format string, args ...any) {
+		if auditRank[l] < auditRank[level] {
+			level = l
 		}
-	}) {
-		// One row per tag, at its worst level, its findings joined.
-		level, msgs := auditOK, []string(nil)
-		note := func(l, format string, args ...any) {
-			if auditRank[l] < auditRank[level] {
-				level = l
-			}
-			msgs = append(msgs, fmt.Sprintf(format, args...))
-		}
-		var missing []string
-		var t frond.Tag
-		var top int64
-		var slowest time.Duration
-		for _, s := range stores {
-			st, ok := s.tags[name]
-			if !ok {
-				missing = append(missing, s.name)
-				continue
-			}
-			if st.MaxID >= top {
-				t, top = st, st.MaxID
-			}
-			slowest = max(slowest, s.read)
-		}
-		if len(missing) > 0 {
-			note(auditWarn, "missing from %s: its residue is not served for this tag (create it there with max_id at least that of the others)", strings.Join(missing, ", "))
-		}
-		if t.Mode == frond.ModeSequence && len(stores) > 1 {
-			note(auditWarn, "a sequence tag on %d stores: unique, but not linearizable across the stores (docs/kinds.md)", len(stores))
-		}
-		left := math.MaxInt64 - top
-		rate, measured := rates[name]
-		lasts := math.Inf(1) // seconds
-		if measured && rate > 0 {
-			lasts = float64(left) / rate
-		}
-		switch {
-		case left < 100*max(t.Step, maxStep):
-			note(auditDanger, "max_id %d: fewer than 100 segments left below 2^63 (%d IDs)", top, left)
-		case lasts < year.Seconds():
-			note(auditDanger, "at %.0f IDs/s the IDs left below 2^63 last %s", rate, humanSeconds(lasts))
-		case lasts < 10*year.Seconds():
-			note(auditWarn, "at %.0f IDs/s the IDs left below 2^63 last %s", rate, humanSeconds(lasts))
-		case top > 1<<62:
-			note(auditWarn, "max_id %d: more than half of the 63-bit space is used", top)
-		}
-		if !measured || rate <= 0 || t.Mode == frond.ModeSequence {
-			if t.Mode != frond.ModeSequence && sample > 0 && len(missing) < len(stores) {
-				note(auditOK, "no IDs taken while sampling (%v); max_id %d, step %d", sample, top, t.Step)
-			}
-		} else {
-			a.stepCheck(note, t, rate, lasts, maxStep, slowest)
-		}
-		if len(msgs) > 0 {
-			a.add(level, "tag "+name, "%s", strings.Join(msgs, "; "))
-		}
+		msgs = append(msgs, fmt.Sprintf(format, args...))
 	}
+	var t tagRow
+	var slowest time.Duration
+	for _, r := range rows {
+		if r.max >= t.max {
+			t = r
+		}
+		slowest = max(slowest, r.read)
+	}
+	top := t.max
+	if len(missing) > 0 {
+		note(auditWarn, "missing from %s: its residue is not served for this tag (create it there with max_id at least that of the others)", strings.Join(missing, ", "))
+	}
+	if t.seq && nstores > 1 {
+		note(auditWarn, "a sequence tag on %d stores: unique, but not linearizable across the stores (docs/kinds.md)", nstores)
+	}
+	left := math.MaxInt64 - top
+	lasts := math.Inf(1) // seconds
+	if measured && rate > 0 {
+		lasts = float64(left) / rate
+	}
+	switch {
+	case left < 100*max(t.step, maxStep):
+		note(auditDanger, "max_id %d: fewer than 100 segments left below 2^63 (%d IDs)", top, left)
+	case lasts < year.Seconds():
+		note(auditDanger, "at %.0f IDs/s the IDs left below 2^63 last %s", rate, humanSeconds(lasts))
+	case lasts < 10*year.Seconds():
+		note(auditWarn, "at %.0f IDs/s the IDs left below 2^63 last %s", rate, humanSeconds(lasts))
+	case top > 1<<62:
+		note(auditWarn, "max_id %d: more than half of the 63-bit space is used", top)
+	}
+	if !measured || rate <= 0 || t.seq {
+		if !t.seq && sample > 0 && len(rows) > 0 {
+			note(auditOK, "no IDs taken while sampling (%v); max_id %d, step %d", sample, top, t.step)
+		}
+	} else {
+		a.stepCheck(note, t.step, rate, lasts, maxStep, slowest)
+	}
+	if len(msgs) == 0 {
+		return finding{}, false
+	}
+	return finding{Level: level, Subject: "tag " + name, Message: strings.Join(msgs, "; ")}, true
 }
 
 // stepCheck notes whether a tag's segments outlast a store round trip at
 // its rate.
-func (a *auditor) stepCheck(note func(level, format string, args ...any), t frond.Tag, rate, lasts float64, maxStep int64, slowest time.Duration) {
+func (a *auditor) stepCheck(note func(level, format string, args ...any), step int64, rate, lasts float64, maxStep int64, slowest time.Duration) {
 	// A node starts loading the next segment when a tenth of the
 	// current one is used: the load must end within the rest of it.
 	// The rate is all nodes' together: each node's is lower.
-	life := time.Duration(float64(t.Step) / rate * float64(time.Second))
+	life := time.Duration(float64(step) / rate * float64(time.Second))
 	need := 10 * max(slowest, time.Millisecond)
-	bestLife := time.Duration(float64(max(t.Step, maxStep)) / rate * float64(time.Second))
+	bestLife := time.Duration(float64(max(step, maxStep)) / rate * float64(time.Second))
 	switch {
 	case bestLife*9/10 < need:
 		note(auditWarn, "at %.0f IDs/s a segment of %d lasts %s, and even one of the largest step (%d) lasts %s, near the time of a store round trip (%s): callers will wait for loads; raise the step or segment.max_step",
-			rate, t.Step, human(life), max(t.Step, maxStep), human(bestLife), slowest.Round(time.Microsecond))
+			rate, step, human(life), max(step, maxStep), human(bestLife), slowest.Round(time.Microsecond))
 	case life*9/10 < need:
-		note(auditOK, "at %.0f IDs/s a segment of %d lasts only %s; the adaptive step grows it (up to %d, %s); IDs last %s", rate, t.Step, human(life), maxStep, human(bestLife), humanSeconds(lasts))
+		note(auditOK, "at %.0f IDs/s a segment of %d lasts only %s; the adaptive step grows it (up to %d, %s); IDs last %s", rate, step, human(life), maxStep, human(bestLife), humanSeconds(lasts))
 	default:
-		note(auditOK, "at %.0f IDs/s a segment of %d lasts %s (a store round trip: %s); IDs last %s", rate, t.Step, human(life), slowest.Round(time.Microsecond), humanSeconds(lasts))
+		note(auditOK, "at %.0f IDs/s a segment of %d lasts %s (a store round trip: %s); IDs last %s", rate, step, human(life), slowest.Round(time.Microsecond), humanSeconds(lasts))
 	}
 }
 

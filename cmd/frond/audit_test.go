@@ -2,7 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +15,7 @@ import (
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/internal/config"
+	"github.com/frond-id/frond/store/memstore"
 	"github.com/frond-id/frond/store/sqlstore"
 )
 
@@ -97,14 +102,20 @@ func TestAudit_RateChecks(t *testing.T) {
 	cfg := loadDefaults(t)
 	a := &auditor{cfg: cfg}
 	const max = int64(9223372036854775807)
-	s := &auditStore{name: "store x", read: time.Millisecond, tags: map[string]frond.Tag{
-		"soon":  {Name: "soon", MaxID: max - 1_000_000_000_000_000, Step: 1000}, // 10^15 IDs at 10^8/s: 116 days
-		"later": {Name: "later", MaxID: max - 10_000_000_000_000_000, Step: 1000},
-		"fine":  {Name: "fine", MaxID: 1000, Step: 1000},
-		"slow":  {Name: "slow", MaxID: 1000, Step: 10},
-	}}
+	tags := map[string]tagRow{
+		"soon":  {max: max - 1_000_000_000_000_000, step: 1000}, // 10^15 IDs at 10^8/s: 116 days
+		"later": {max: max - 10_000_000_000_000_000, step: 1000},
+		"fine":  {max: 1000, step: 1000},
+		"slow":  {max: 1000, step: 10},
+	}
+	rates := map[string]float64{"soon": 1e8, "later": 1e8, "fine": 1000, "slow": 1e5}
 	a.cfg.Segment.FixedStep = true // no adaptive step: the tag's own must do
-	a.tags([]*auditStore{s}, map[string]float64{"soon": 1e8, "later": 1e8, "fine": 1000, "slow": 1e5}, time.Second)
+	for name, r := range tags {
+		r.read = time.Millisecond
+		if f, ok := a.checkTag(name, []tagRow{r}, nil, 1, rates[name], true, time.Second); ok {
+			a.found = append(a.found, f)
+		}
+	}
 	want := map[string]string{"soon": auditDanger, "later": auditWarn, "fine": auditOK, "slow": auditWarn}
 	got := map[string]string{}
 	for _, f := range a.found {
@@ -137,4 +148,103 @@ func loadDefaults(t *testing.T) *config.Config {
 		t.Fatal(err)
 	}
 	return cfg
+}
+
+// The audit walks the stores' tags in the order of names, a page at a
+// time, one row per tag: a tag missing from one store is found on either
+// side of a page's edge, and the rate is all stores' together.
+func TestAudit_WalksPages(t *testing.T) {
+	defer func(n int) { auditPage = n }(auditPage)
+	auditPage = 3
+	ctx := context.Background()
+	x, y := memstore.New(nil), memstore.New(nil)
+	for i := range 10 {
+		name := fmt.Sprintf("t%02d", i)
+		x.CreateTag(ctx, frond.Tag{Name: name, MaxID: 1, Step: 10})
+		if i != 2 && i != 3 && i != 9 {
+			y.CreateTag(ctx, frond.Tag{Name: name, MaxID: 1, Step: 10})
+		}
+	}
+	y.CreateTag(ctx, frond.Tag{Name: "u", MaxID: 1, Step: 10}) // after every name of x
+	stores := []*auditStore{{i: 0, name: "store x", store: x}, {i: 1, name: "store y", store: y}}
+	a := &auditor{cfg: loadDefaults(t)}
+	first := a.snapshot(ctx, stores)
+	for _, s := range []frond.SegmentStore{x, y} {
+		if _, err := s.Allocate(ctx, "t05", 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	second := a.snapshot(ctx, stores)
+	var names []string
+	missing := map[string]string{}
+	a.walkTags(stores, second, first, 2*time.Second, func(name string, rows []tagRow, miss []string, rate float64, measured bool) {
+		names = append(names, name)
+		missing[name] = strings.Join(miss, ",")
+		if name == "t05" && (!measured || rate != 10) { // 10 IDs in each store, 2 s apart
+			t.Errorf("t05: rate %v (measured %v), want 10", rate, measured)
+		}
+		if name == "t04" && (!measured || rate != 0) {
+			t.Errorf("t04: rate %v (measured %v), want 0", rate, measured)
+		}
+	})
+	want := []string{"t00", "t01", "t02", "t03", "t04", "t05", "t06", "t07", "t08", "t09", "u"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("walked %v, want %v", names, want)
+	}
+	for name, m := range missing {
+		w := ""
+		switch name {
+		case "t02", "t03", "t09":
+			w = "store y"
+		case "u":
+			w = "store x"
+		}
+		if m != w {
+			t.Errorf("%s missing from %q, want %q", name, m, w)
+		}
+	}
+}
+
+// frond audit writes one row per tag as it goes, ends the text with the
+// tags' count and the dangerous ones, and writes JSON as one array.
+func TestCLI_AuditStreams(t *testing.T) {
+	defer func(n int) { auditPage = n }(auditPage)
+	auditPage = 100
+	dir := t.TempDir()
+	u := "sqlite://" + filepath.Join(dir, "a.db")
+	ctx := context.Background()
+	s, err := sqlstore.Open(ctx, u, sqlstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 350
+	for i := range n {
+		s.CreateTag(ctx, frond.Tag{Name: fmt.Sprintf("t%03d", i), MaxID: 1, Step: 10})
+	}
+	s.CreateTag(ctx, frond.Tag{Name: "t200x", MaxID: math.MaxInt64 - 50, Step: 10})
+	s.Close()
+
+	code, out, errs := runCLI(t, nil, "audit", "--data-dir", dir, "--store", u, "--sample", "0")
+	if code != exitError || !strings.HasSuffix(out, "tags: 351, 1 dangerous, 0 with warnings (t200x)\n") || strings.Count(out, "t200x") != 2 {
+		t.Fatalf("text: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, errs = runCLI(t, nil, "audit", "--data-dir", dir, "--store", u, "--sample", "1ms", "--json")
+	var found []finding
+	if err := json.Unmarshal([]byte(out), &found); code != exitError || err != nil {
+		t.Fatalf("json: exit %d, %v\n%s%s", code, err, out, errs)
+	}
+	rows := map[string]int{}
+	var last string
+	for _, f := range found {
+		if tag, ok := strings.CutPrefix(f.Subject, "tag "); ok {
+			rows[tag]++
+			if tag <= last {
+				t.Errorf("tag %s after %s", tag, last)
+			}
+			last = tag
+		}
+	}
+	if len(rows) != n+1 {
+		t.Errorf("%d tags have a row, want %d", len(rows), n+1)
+	}
 }
