@@ -71,10 +71,15 @@ func (m *Metrics) Op(protocol, operation string) *Op {
 
 // Done records a request that began at start.
 func (o *Op) Done(start time.Time) {
+	o.Took(time.Since(start))
+}
+
+// Took counts a request that took took.
+func (o *Op) Took(took time.Duration) {
 	if o == nil {
 		return
 	}
-	d := int64(time.Since(start))
+	d := int64(took)
 	s := &o.shards[rand.Uint32()%opShards]
 	i := 0
 	for i < len(latencyBounds) && d > latencyBounds[i] {

@@ -124,6 +124,7 @@ type session struct {
 	authed bool
 	token  string            // the tag token (TOKEN)
 	tags   map[string]string // interned tag names
+	hungUp bool              // nothing more runs (hangUp)
 }
 
 // maxInterned bounds the tag names a connection keeps.
@@ -310,14 +311,31 @@ func (s *Server) handle(c redcon.Conn, cmd redcon.Command) {
 	if lc, ok := c.NetConn().(*limitConn); ok {
 		lc.handled()
 	}
+	// The commands read with this one (a pipeline) run here, one after
+	// another: one clock read each, the end of one the start of the next.
+	rest := c.ReadPipeline()
 	start := time.Now()
+	for {
+		op := s.run(c, cmd)
+		end := time.Now()
+		op.Took(end.Sub(start))
+		if len(rest) == 0 || sess(c).hungUp {
+			return
+		}
+		cmd, rest = rest[0], rest[1:]
+		start = end
+	}
+}
+
+// run runs one command; it returns the metrics to count it in.
+func (s *Server) run(c redcon.Conn, cmd redcon.Command) *api.Op {
 	if httpLike(cmd.Args[0]) {
 		// An HTTP request sent to the RESP port: a web page (a form's POST
 		// to 127.0.0.1) speaking to frond in another protocol, whose body
 		// would run as commands. Redis closes such connections too.
 		s.o.Metrics.Failed(api.RESP, frond.CodeForbidden)
 		hangUp(c)
-		return
+		return nil
 	}
 	e, ok := s.lookup[string(cmd.Args[0])]
 	if !ok {
@@ -325,15 +343,13 @@ func (s *Server) handle(c redcon.Conn, cmd redcon.Command) {
 	}
 	if !ok {
 		s.o.Metrics.Failed(api.RESP, frond.CodeNotFound)
-		s.unknown.Done(start)
 		c.WriteError(fmt.Sprintf("ERR unknown command '%s'", quote(cmd.Args[0])))
-		return
+		return s.unknown
 	}
 	if s.o.Guard != nil {
 		if err := s.o.Guard.Admit(sess(c).token, c.RemoteAddr()); err != nil {
 			s.writeErr(c, err)
-			e.op.Done(start)
-			return
+			return e.op
 		}
 	}
 	if n := len(cmd.Args); n < e.min || e.max >= 0 && n > e.max {
@@ -342,7 +358,7 @@ func (s *Server) handle(c redcon.Conn, cmd redcon.Command) {
 	} else {
 		e.run(s, c, cmd.Args)
 	}
-	e.op.Done(start)
+	return e.op
 }
 
 // httpLike reports whether a command's name is the start of an HTTP
@@ -398,6 +414,7 @@ func (s *Server) authFailed(c redcon.Conn) {
 // with the rest of the read: "QUIT\r\nSEGMENT t COUNT 10000\r\n" took
 // 10,000 IDs it never answered; issue 29).
 func hangUp(c redcon.Conn) {
+	sess(c).hungUp = true // for handle, which has the rest of the read
 	c.ReadPipeline()
 	c.Close()
 }
