@@ -157,21 +157,37 @@ func TestServer_Errors(t *testing.T) {
 	}
 }
 
-// A pipeline keeps order.
+// A pipeline keeps order, and each of its commands is counted (the
+// commands of one read run in one call).
 func TestServer_Pipeline(t *testing.T) {
-	addr, _ := start(t, api.Options{})
+	m := api.NewMetrics(api.MetricsOptions{})
+	addr, _ := start(t, api.Options{Metrics: m})
 	c := dial(t, addr)
 	p := c.Pipeline()
 	cmds := make([]*redis.IntCmd, 200)
 	for i := range cmds {
 		cmds[i] = p.Incr(bg, "order")
+		if i == 100 {
+			p.Do(bg, "NOSUCH")
+		}
 	}
-	if _, err := p.Exec(bg); err != nil {
-		t.Fatal(err)
+	if _, err := p.Exec(bg); err == nil || !strings.Contains(err.Error(), "unknown command") {
+		t.Fatalf("pipeline: %v, want the unknown command's error", err)
 	}
 	for i, cmd := range cmds {
 		if cmd.Val() != int64(i+1) {
 			t.Fatalf("reply %d = %d, want %d", i, cmd.Val(), i+1)
+		}
+	}
+	w := httptest.NewRecorder()
+	m.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
+	for _, want := range []string{
+		`frond_requests_total{operation="incr",protocol="resp"} 200`,
+		`frond_request_duration_seconds_count{operation="incr",protocol="resp"} 200`,
+		`frond_requests_total{operation="unknown",protocol="resp"} 1`,
+	} {
+		if !strings.Contains(w.Body.String(), want) {
+			t.Errorf("metrics lack %s", want)
 		}
 	}
 }
