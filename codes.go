@@ -14,6 +14,7 @@ const (
 	CodeTagExhausted     = "tag_exhausted"
 	CodeSeqOverflow      = "sequence_overflow"
 	CodeNotLeasable      = "not_leasable"
+	CodeFormNotCarried   = "form_not_carried"
 	CodeStoreUnavailable = "store_unavailable"
 	CodeClockBackwards   = "clock_backwards"
 	CodeClockSkew        = "clock_skew"
@@ -55,6 +56,7 @@ var errorCodes = [...]ErrorCode{
 	{CodeTagExhausted, ErrTagExhausted, false, "the tag has used up 63 bits; use a new tag"},
 	{CodeSeqOverflow, nil, false, "the serial's sequence outgrew {seq:W} this period: widen it or reset more often"},
 	{CodeNotLeasable, ErrNotLeasable, false, "take the IDs of a sequence tag request by request (the Go client does this by itself)"},
+	{CodeFormNotCarried, ErrFormNotCarried, false, "ask for the tag's IDs where its form is answered: GET /v1/segment/{tag}, gRPC NextSegment, RESP SEGMENT, the Go client's NextStrings (docs/kinds.md#forms-across-protocols)"},
 	{CodeStoreUnavailable, ErrStoreUnavailable, true, "retry later; check the segment store (see /readyz)"},
 	{CodeClockBackwards, nil, true, "retry later; check the clock (NTP) if this persists (see /readyz)"},
 	{CodeClockSkew, nil, true, "fix this node's clock (NTP); it retries by itself (see /readyz)"},

@@ -49,6 +49,13 @@ var (
 	// can be leased to a client to hand out later.
 	ErrNotLeasable = errors.New("IDs cannot be leased")
 
+	// ErrFormNotCarried means the tag answers in a form (its configured
+	// default: an operator's decision to hide or shorten its IDs) that the
+	// API asked cannot carry: ranges and leases are plain numbers, and
+	// Leaf's, TinyID's and RESP INCR's answers are numbers. Such a request
+	// is refused rather than answered plain numbers the form was to hide.
+	ErrFormNotCarried = errors.New("form not carried by this API")
+
 	// ErrNotSequence means a sequence tag's store call was made for a tag
 	// that is not a sequence tag: a node's knowledge of the tag's mode was
 	// out of date (the tag was deleted and created again).

@@ -104,11 +104,12 @@ type Client struct {
 	lease   *leaser
 	stats   counters
 	closed  atomic.Bool
-	// The sequence tags met (the server refused to lease them): their IDs
-	// are asked for call by call. seqSeen gates the lookup, so a client that
-	// never met one pays one atomic load.
-	seqSeen atomic.Bool
-	seqTags sync.Map // tag -> struct{}
+	// The tags met that cannot be leased (sequence tags, tags with a
+	// configured form: the server refused to lease them): their IDs are
+	// asked for call by call. unleasedSeen gates the lookup, so a client
+	// that never met one pays one atomic load.
+	unleasedSeen atomic.Bool
+	unleasedTags sync.Map // tag -> viaRanges or viaForm
 }
 
 // server is one frond server and its health as this client sees it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 
 	"github.com/frond-id/frond"
@@ -16,41 +17,81 @@ import (
 // is fetched in the background before that); see Tag to skip the tag
 // lookup too.
 //
-// A sequence tag (its IDs linearizable across nodes) cannot be leased: the
-// server says so at the first lease, and from then on every ID of the tag
-// is one call to a server.
+// Two kinds of tag cannot be leased, and the server says so at the first
+// lease; from then on every ID of the tag is one call to a server:
+//   - a sequence tag (its IDs linearizable across nodes);
+//   - a tag with a configured form (forms: in the server's configuration,
+//     docs/kinds.md#forms-across-protocols): a lease is plain numbers, the
+//     form is the server's. Next answers the IDs of a numeric form (opaque);
+//     of a text form (opaque62, base62, base32) it returns an error of
+//     frond.ErrFormNotCarried: use NextStrings.
 func (c *Client) Next(ctx context.Context, tag string) (int64, error) {
-	if !c.isSequence(tag) {
+	if !c.isUnleased(tag) {
 		id, err := c.engine.Next(ctx, tag)
-		if err == nil || !errors.Is(err, frond.ErrNotLeasable) { // nil first: the hot path skips errors.Is
+		if err == nil || !c.markUnleased(tag, err) { // nil first: the hot path skips errors.Is
 			return id, err
 		}
-		c.markSequence(tag)
 	}
-	rs, err := c.direct(ctx, tag, 1)
+	ids, err := c.unleased(ctx, tag, 1)
 	if err != nil {
 		return 0, err
 	}
-	return rs[0].Start, nil
+	return ids[0], nil
 }
 
-// isSequence reports whether tag is known to be a sequence tag: one atomic
+// How the IDs of a tag that cannot be leased are asked for.
+const (
+	viaRanges = 1 // a sequence tag: ranges of plain numbers, call by call
+	viaForm   = 2 // a tag with a configured form: IDs in the form, call by call
+)
+
+// isUnleased reports whether tag is known not to be leasable: one atomic
 // load while none is (small enough to be inlined on the hot path).
-func (c *Client) isSequence(tag string) bool {
-	return c.seqSeen.Load() && c.knownSequence(tag)
+func (c *Client) isUnleased(tag string) bool {
+	return c.unleasedSeen.Load() && c.via(tag) != 0
 }
 
-func (c *Client) knownSequence(tag string) bool {
-	_, ok := c.seqTags.Load(tag)
-	return ok
+// via is how tag's IDs are asked for when it cannot be leased (0: it can).
+func (c *Client) via(tag string) int {
+	v, _ := c.unleasedTags.Load(tag)
+	n, _ := v.(int)
+	return n
 }
 
-func (c *Client) markSequence(tag string) {
-	c.seqTags.Store(tag, struct{}{})
-	c.seqSeen.Store(true)
+// markUnleased remembers tag as one that cannot be leased, when err (of a
+// lease) says so, and reports whether it did.
+func (c *Client) markUnleased(tag string, err error) bool {
+	via := 0
+	switch {
+	case errors.Is(err, frond.ErrNotLeasable):
+		via = viaRanges
+	case errors.Is(err, frond.ErrFormNotCarried):
+		via = viaForm
+	default:
+		return false
+	}
+	c.unleasedTags.Store(tag, via)
+	c.unleasedSeen.Store(true)
+	return true
 }
 
-// direct asks a server for n IDs of a sequence tag, now.
+// unleased asks a server for n IDs of a tag that cannot be leased, now.
+func (c *Client) unleased(ctx context.Context, tag string, n int64) ([]int64, error) {
+	if c.via(tag) == viaForm {
+		return c.formNumbers(ctx, tag, n)
+	}
+	rs, err := c.direct(ctx, tag, n)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]int64, 0, n)
+	for _, r := range rs {
+		ids = r.Append(ids)
+	}
+	return ids, nil
+}
+
+// direct asks a server for n IDs of a sequence tag, now, as ranges.
 func (c *Client) direct(ctx context.Context, tag string, n int64) ([]frond.Range, error) {
 	var out *frondv1.Ranges
 	err := c.call(ctx, func(ctx context.Context, ids frondv1.IDServiceClient) error {
@@ -71,36 +112,100 @@ func (c *Client) direct(ctx context.Context, tag string, n int64) ([]frond.Range
 	return rs, nil
 }
 
-// NextN returns n segment IDs of tag, in order.
-func (c *Client) NextN(ctx context.Context, tag string, n int) ([]int64, error) {
-	rs, err := c.NextRanges(ctx, tag, int64(n))
+// segmentIDs asks a server for n IDs of tag in its configured form, now.
+func (c *Client) segmentIDs(ctx context.Context, tag string, n int64) (*frondv1.IDs, error) {
+	var out *frondv1.IDs
+	err := c.call(ctx, func(ctx context.Context, ids frondv1.IDServiceClient) error {
+		var err error
+		out, err = ids.NextSegment(ctx, &frondv1.NextSegmentRequest{Tag: tag, N: n})
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	ids := make([]int64, 0, n)
-	for _, r := range rs {
-		ids = r.Append(ids)
+	if got := max(len(out.GetIds()), len(out.GetIdStrs())); int64(got) != n {
+		return nil, fmt.Errorf("%w: tag %q: the server answered %d IDs of %d", frond.ErrStoreUnavailable, tag, got, n)
 	}
-	return ids, nil
+	return out, nil
 }
 
-// NextRanges returns n segment IDs of tag as ranges.
+// formNumbers asks a server for n IDs of a tag whose configured form is
+// numeric (opaque); a text form is an error.
+func (c *Client) formNumbers(ctx context.Context, tag string, n int64) ([]int64, error) {
+	out, err := c.segmentIDs(ctx, tag, n)
+	if err != nil {
+		return nil, err
+	}
+	if len(out.GetIds()) == 0 {
+		return nil, fmt.Errorf("%w: tag %q answers in form %q, which is text: Next and NextN answer numbers; use NextStrings",
+			frond.ErrFormNotCarried, tag, out.GetForm())
+	}
+	return out.GetIds(), nil
+}
+
+// NextStrings returns n segment IDs of tag as text, in the tag's
+// configured form (docs/kinds.md#forms-across-protocols), or in decimal
+// for a tag without one. It is one call to a server: the IDs of a tag with
+// a text form (opaque62, base62, base32) are asked for this way.
+func (c *Client) NextStrings(ctx context.Context, tag string, n int) ([]string, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("%w: n %d: at least 1", frond.ErrInvalidArgument, n)
+	}
+	out, err := c.segmentIDs(ctx, tag, int64(n))
+	if err != nil {
+		return nil, err
+	}
+	if strs := out.GetIdStrs(); len(strs) > 0 {
+		return strs, nil
+	}
+	strs := make([]string, len(out.GetIds()))
+	for i, id := range out.GetIds() {
+		strs[i] = strconv.FormatInt(id, 10)
+	}
+	return strs, nil
+}
+
+// NextN returns n segment IDs of tag, in order (of a tag with a numeric
+// configured form, in that form: see Next).
+func (c *Client) NextN(ctx context.Context, tag string, n int) ([]int64, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("%w: n %d: at least 1", frond.ErrInvalidArgument, n)
+	}
+	if !c.isUnleased(tag) {
+		rs, err := c.engine.NextN(ctx, tag, int64(n))
+		if err == nil || !c.markUnleased(tag, err) {
+			if err != nil {
+				return nil, err
+			}
+			ids := make([]int64, 0, n)
+			for _, r := range rs {
+				ids = r.Append(ids)
+			}
+			return ids, nil
+		}
+	}
+	return c.unleased(ctx, tag, int64(n))
+}
+
+// NextRanges returns n segment IDs of tag as ranges. Ranges are plain
+// numbers: a tag with a configured form refuses them
+// (frond.ErrFormNotCarried).
 func (c *Client) NextRanges(ctx context.Context, tag string, n int64) ([]frond.Range, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("%w: n %d: at least 1", frond.ErrInvalidArgument, n)
 	}
-	if !c.isSequence(tag) {
+	if !c.isUnleased(tag) {
 		rs, err := c.engine.NextN(ctx, tag, n)
-		if !errors.Is(err, frond.ErrNotLeasable) {
+		if err == nil || !c.markUnleased(tag, err) {
 			return rs, err
 		}
-		c.markSequence(tag)
 	}
 	return c.direct(ctx, tag, n)
 }
 
 // Tag is a handle on one tag's lease: its Next skips the tag lookup, for
-// the hottest loops. Of a sequence tag, it asks a server for every ID.
+// the hottest loops. Of a tag that cannot be leased (see Client.Next), it
+// asks a server for every ID.
 type Tag struct {
 	b    *segment.Buffer
 	c    *Client
@@ -118,12 +223,11 @@ func (c *Client) Tag(tag string) (*Tag, error) {
 
 // Next returns the tag's next ID.
 func (t *Tag) Next(ctx context.Context) (int64, error) {
-	if !t.c.isSequence(t.name) {
+	if !t.c.isUnleased(t.name) {
 		id, err := t.b.Next(ctx)
-		if err == nil || !errors.Is(err, frond.ErrNotLeasable) { // nil first: the hot path skips errors.Is
+		if err == nil || !t.c.markUnleased(t.name, err) { // nil first: the hot path skips errors.Is
 			return id, err
 		}
-		t.c.markSequence(t.name)
 	}
 	return t.c.Next(ctx, t.name)
 }
@@ -133,12 +237,11 @@ func (t *Tag) NextRanges(ctx context.Context, n int64) ([]frond.Range, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("%w: n %d: at least 1", frond.ErrInvalidArgument, n)
 	}
-	if !t.c.isSequence(t.name) {
+	if !t.c.isUnleased(t.name) {
 		rs, err := t.b.NextN(ctx, n)
-		if !errors.Is(err, frond.ErrNotLeasable) {
+		if err == nil || !t.c.markUnleased(t.name, err) {
 			return rs, err
 		}
-		t.c.markSequence(t.name)
 	}
 	return t.c.direct(ctx, t.name, n)
 }

@@ -355,7 +355,7 @@ func (b *Buffer) refill(ctx context.Context, s *segment) error {
 func definitive(err error) bool {
 	return errors.Is(err, frond.ErrTagNotFound) || errors.Is(err, frond.ErrTagExhausted) ||
 		errors.Is(err, frond.ErrInvalidArgument) || errors.Is(err, frond.ErrClosed) || errors.Is(err, frond.ErrForbidden) ||
-		errors.Is(err, frond.ErrNotLeasable)
+		errors.Is(err, frond.ErrNotLeasable) || errors.Is(err, frond.ErrFormNotCarried)
 }
 
 // fill loads the next segment, retrying with backoff until it has one, the

@@ -27,6 +27,8 @@ func Code(err error) string {
 		return frond.CodeForbidden
 	case errors.Is(err, frond.ErrNotLeasable):
 		return frond.CodeNotLeasable
+	case errors.Is(err, frond.ErrFormNotCarried):
+		return frond.CodeFormNotCarried
 	case errors.Is(err, ErrSerialNotFound):
 		return frond.CodeSerialNotFound
 	case errors.Is(err, frond.ErrTagNotFound):

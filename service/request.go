@@ -34,6 +34,11 @@ type Request struct {
 	Form string
 	// Ranges answers segment IDs as ranges of plain numbers.
 	Ranges bool
+	// Numbers says the protocol answers only numbers (Leaf's API, TinyID's,
+	// RESP INCR): a tag whose configured form is text is refused
+	// (frond.ErrFormNotCarried), one whose form is numeric (opaque) is
+	// answered in it, as numbers (Nums) even when Ranges was asked.
+	Numbers bool
 	// Version of UUIDs: 4 or 7; 0 means 4.
 	Version int
 	// Run answers segment IDs as one range from one segment (TinyID's
@@ -99,19 +104,10 @@ func (s *Service) Check(r *Request) error {
 		if r.Run {
 			r.Ranges = true
 		}
-		if r.Form == "" {
-			r.Form = s.cfg.Forms[r.Name]
-		}
-		if r.Form == "" {
-			r.Form = FormNumber
-		}
-		if err := s.checkForm(r.Form); err != nil {
+		if err := s.segmentForm(r); err != nil {
 			return err
 		}
 		if r.Ranges {
-			if r.Form != FormNumber {
-				return fmt.Errorf("%w: ranges are plain numbers: they cannot be given in form %q", frond.ErrInvalidArgument, r.Form)
-			}
 			limit = MaxRangesBatch
 		}
 	case KindSnowflake:
@@ -148,6 +144,59 @@ func (s *Service) Check(r *Request) error {
 		return checkIdempotencyKey(r.IdempotencyKey)
 	}
 	return nil
+}
+
+// segmentForm fills r's form and applies the rule of forms across
+// protocols (docs/kinds.md#forms-across-protocols), the one place it is
+// written. A request that names no form gets the tag's configured one,
+// else FormNumber. The configured form is an operator's decision to hide
+// or shorten the tag's IDs: an answer that can carry it does (TinyID's
+// list of numbers carries opaque numbers instead of ranges); one that
+// cannot is refused, never answered in plain numbers.
+func (s *Service) segmentForm(r *Request) error {
+	configured := r.Form == ""
+	if configured {
+		r.Form = s.cfg.Forms[r.Name]
+	}
+	if r.Form == "" {
+		r.Form, configured = FormNumber, false
+	}
+	if err := s.checkForm(r.Form); err != nil {
+		return err
+	}
+	if r.Form == FormNumber {
+		return nil
+	}
+	if !configured { // a form asked for in the request
+		if r.Ranges {
+			return fmt.Errorf("%w: ranges are plain numbers: they cannot be given in form %s", frond.ErrInvalidArgument, Quote(r.Form))
+		}
+		if r.Numbers && !Numeric(r.Form) {
+			return fmt.Errorf("%w: this API answers numbers: form %s is text", frond.ErrInvalidArgument, Quote(r.Form))
+		}
+		return nil
+	}
+	if r.Numbers && Numeric(r.Form) && r.Ranges && !r.Run && !r.Lease {
+		r.Ranges = false // the numbers themselves, in the form
+		return nil
+	}
+	var what string
+	switch {
+	case r.Lease:
+		what = "a lease is a range of plain numbers that the client hands out itself"
+	case r.Run:
+		what = "a segment lease is a range of plain numbers that the client hands out itself"
+	case r.Ranges:
+		what = "ranges are plain numbers"
+	case r.Numbers && !Numeric(r.Form):
+		what = "this API answers numbers, and " + r.Form + " is text"
+	default:
+		return nil
+	}
+	// What to do is the code's hint (frond.ErrorCodes), which every
+	// protocol adds.
+	return fmt.Errorf("%w: tag %s answers in form %s (its configured form), and %s",
+		frond.ErrFormNotCarried, Quote(r.Name), Quote(r.Form), what)
 }
 
 // Peek checks r (see Check) and reports whether Take could serve it now,

@@ -20,7 +20,7 @@ func statusOf(code string) int {
 		return http.StatusBadRequest
 	case frond.CodeTagNotFound, frond.CodeSerialNotFound, frond.CodeNotFound:
 		return http.StatusNotFound
-	case frond.CodeTagExists, frond.CodeWouldReissue, frond.CodeTagExhausted, frond.CodeSeqOverflow, frond.CodeNotLeasable:
+	case frond.CodeTagExists, frond.CodeWouldReissue, frond.CodeTagExhausted, frond.CodeSeqOverflow, frond.CodeNotLeasable, frond.CodeFormNotCarried:
 		return http.StatusConflict
 	case frond.CodeUnauthorized:
 		return http.StatusUnauthorized

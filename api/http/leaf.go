@@ -14,12 +14,7 @@ var textPlain = []string{"text/plain; charset=utf-8"}
 // leafSegment is Leaf's GET /api/segment/get/{key}: the bare ID as text.
 // A tag whose configured form is opaque answers its opaque number here too.
 func (s *Server) leafSegment(w http.ResponseWriter, r *http.Request) {
-	tag := r.PathValue("key")
-	form := service.FormNumber
-	if s.svc.SegmentForm(tag) == service.FormOpaque {
-		form = service.FormOpaque
-	}
-	s.leafTake(w, r, service.Request{Kind: service.KindSegment, Name: tag, Form: form, Token: tagToken(r, queryToken(r))})
+	s.leafTake(w, r, service.Request{Kind: service.KindSegment, Name: r.PathValue("key"), Numbers: true, Token: tagToken(r, queryToken(r))})
 }
 
 // TokenHeader carries a tag token (service.Config.Tokens) on HTTP; the

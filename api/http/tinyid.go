@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -87,14 +88,21 @@ func (s *Server) tinyFail(w http.ResponseWriter, err error) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// tinySimpleFail answers an error as TinyID's simple routes do: an empty
-// body; frond adds its code in the X-Frond-Error header.
+// tinySimpleFail answers an error on TinyID's simple routes: the error's
+// status and "error: <code>: <message>" as text, its code in the
+// X-Frond-Error header. TinyID answers an empty body with 200, which a
+// person or a script reads as success with no ID; its client fails on
+// either alike.
 func (s *Server) tinySimpleFail(w http.ResponseWriter, err error) {
 	e := toAPIError(err)
 	s.count(w, e)
 	w.Header().Set("X-Frond-Error", e.Code)
 	w.Header()["Content-Type"] = textPlain
-	w.WriteHeader(http.StatusOK)
+	if e.retry > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.retry))
+	}
+	w.WriteHeader(e.status)
+	fmt.Fprintf(w, "error: %s: %s\n", e.Code, e.Message)
 }
 
 // tinyIDs takes batch IDs of tag (as ranges: up to 100,000 in one request).
@@ -103,9 +111,12 @@ func (s *Server) tinyIDs(w http.ResponseWriter, r *http.Request) ([]int64, error
 	if err != nil {
 		return nil, err
 	}
-	a, err := s.takeKeyed(r, service.Request{Kind: service.KindSegment, Name: tag, Count: batch, Ranges: true, Token: token})
+	a, err := s.takeKeyed(r, service.Request{Kind: service.KindSegment, Name: tag, Count: batch, Ranges: true, Numbers: true, Token: token})
 	if err != nil {
 		return nil, err
+	}
+	if !a.Request.Ranges {
+		return a.Nums, nil // a tag whose form is opaque: its numbers
 	}
 	ids := make([]int64, 0, batch)
 	for _, x := range a.Ranges {

@@ -130,13 +130,14 @@ func TestTinyID(t *testing.T) {
 	}
 
 	// Errors: TinyID's code 6 with frond's code; the simple routes answer
-	// an empty body and say why in a header.
+	// the error's status and the error as text (never an empty 200), its
+	// code in a header too.
 	b, _ = f.tiny("GET", "/tinyid/id/nextId", url.Values{"bizType": {"nope"}})
 	if b.Code != 6 || !strings.HasPrefix(b.Message, "tag_not_found: ") || string(b.Data) != "null" {
 		t.Fatalf("nextId nope: %+v", b)
 	}
-	_, r = f.tiny("GET", "/tinyid/id/nextSegmentIdSimple", url.Values{"bizType": {"nope"}})
-	if r.body != "" || r.hdr.Get("X-Frond-Error") != "tag_not_found" {
+	r = f.do("GET", "/tinyid/id/nextSegmentIdSimple?bizType=nope", "")
+	if r.code != 404 || !strings.HasPrefix(r.body, "error: tag_not_found: ") || r.hdr.Get("X-Frond-Error") != "tag_not_found" {
 		t.Fatalf("nextSegmentIdSimple nope: %q %v", r.body, r.hdr)
 	}
 	for _, bad := range []string{"0", "-1", "many", "1e3"} {
@@ -173,7 +174,8 @@ func TestTinyID_Tokens(t *testing.T) {
 
 var tinyRoutes = []string{"/tinyid/id/nextId", "/tinyid/id/nextIdSimple", "/tinyid/id/nextSegmentId", "/tinyid/id/nextSegmentIdSimple"}
 
-// TinyID's routes with any query and body: no panic, always TinyID's 200;
+// TinyID's routes with any query and body: no panic; TinyID's 200 on the JSON
+// routes, an error status and text on the simple ones (never an empty 200);
 // an answer that is an error (the X-Frond-Error header) took no ID.
 func FuzzTinyID(f *testing.F) {
 	f.Add(uint8(0), "bizType=order&batchSize=3", "")
@@ -193,10 +195,16 @@ func FuzzTinyID(f *testing.F) {
 		before := fx.snapshot()
 		w := httptest.NewRecorder()
 		fx.h.ServeHTTP(w, req)
-		if w.Code != 200 {
+		failed := w.Header().Get("X-Frond-Error")
+		simple := strings.HasSuffix(req.URL.Path, "Simple")
+		switch {
+		case failed == "" && w.Code != 200, failed != "" && !simple && w.Code != 200:
 			t.Fatalf("%s?%s: status %d %s", req.URL.Path, query, w.Code, w.Body.String())
+		case failed != "" && simple && (w.Code < 400 || !strings.HasPrefix(w.Body.String(), "error: "+failed+": ")):
+			// never an empty 200
+			t.Fatalf("%s?%s failed (%s): status %d %q", req.URL.Path, query, failed, w.Code, w.Body.String())
 		}
-		if w.Header().Get("X-Frond-Error") == "" {
+		if failed == "" {
 			return
 		}
 		if after := fx.snapshot(); after != before {

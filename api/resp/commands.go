@@ -108,7 +108,7 @@ func (s *Server) take(c redcon.Conn, r service.Request) {
 
 func (s *Server) incr(c redcon.Conn, args [][]byte) {
 	ss := sess(c)
-	s.take(c, service.Request{Kind: service.KindSegment, Name: ss.tag(args[1]), Form: service.FormNumber, Token: ss.token})
+	s.take(c, service.Request{Kind: service.KindSegment, Name: ss.tag(args[1]), Numbers: true, Token: ss.token})
 }
 
 func (s *Server) segment(c redcon.Conn, args [][]byte) {

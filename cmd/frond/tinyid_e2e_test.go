@@ -11,7 +11,8 @@ import (
 // TinyID's client against frond serve with tokens: it leases segments from
 // /tinyid/id/nextSegmentIdSimple with its token and hands out
 // currentId+delta ... maxId; every ID is unique and they continue across
-// segments; a wrong token gets TinyID's empty answer.
+// segments; a wrong token is refused, in text on the simple routes (not
+// TinyID's empty 200: issue 31).
 func TestE2E_TinyID(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "frond.yaml")
@@ -21,7 +22,7 @@ func TestE2E_TinyID(t *testing.T) {
 		t.Fatalf("create: %d %s", code, body)
 	}
 	const token = "0f673adf80504e2eaa552f5d791b644c"
-	if code, body := s.get("/tinyid/id/nextSegmentIdSimple?bizType=test&token=wrong"); code != 200 || body != "" {
+	if code, body := s.get("/tinyid/id/nextSegmentIdSimple?bizType=test&token=wrong"); code != 403 || !strings.HasPrefix(body, "error: forbidden: ") {
 		t.Fatalf("wrong token: %d %q", code, body)
 	}
 	if code, body := s.get("/tinyid/id/nextId?bizType=test"); code != 200 || !strings.Contains(body, `"code":5`) {

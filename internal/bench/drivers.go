@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/frond-id/frond/client"
+	"github.com/frond-id/frond/idfmt"
 	frondv1 "github.com/frond-id/frond/proto/frond/v1"
 )
 
@@ -168,17 +169,54 @@ func (d *httpDriver) taker(int) taker {
 			return append(dst, id), nil
 		}
 		var out struct {
-			ID  *int64  `json:"id"`
-			IDs []int64 `json:"ids"`
+			Form   string   `json:"form"`
+			ID     *int64   `json:"id"`
+			IDs    []int64  `json:"ids"`
+			IDStr  string   `json:"id_str"`
+			IDStrs []string `json:"id_strs"`
 		}
 		if err := json.Unmarshal(body, &out); err != nil {
 			return dst, fmt.Errorf("answer %q: %w", body, err)
 		}
-		if out.ID != nil {
+		switch {
+		case out.ID != nil:
 			return append(dst, *out.ID), nil
+		case len(out.IDs) > 0:
+			return append(dst, out.IDs...), nil
+		case out.IDStr != "":
+			return textIDs(dst, out.Form, out.IDStr)
+		case len(out.IDStrs) > 0:
+			return textIDs(dst, out.Form, out.IDStrs...)
 		}
-		return append(dst, out.IDs...), nil
+		return dst, fmt.Errorf("an answer without IDs: %q", body)
 	}
+}
+
+// textIDs appends IDs answered as text (a tag's configured form,
+// docs/kinds.md) as the numbers they encode: for the opaque form the
+// permuted number, unique as the IDs under it are. So that every form is
+// counted and checked for duplicates; an ID no form here reads is an error.
+func textIDs(dst []int64, form string, strs ...string) ([]int64, error) {
+	for _, s := range strs {
+		enc := idfmt.Base62 // base62 and opaque62
+		switch form {
+		case "base32":
+			enc = idfmt.Base32
+		case "base62", "opaque62":
+		case "": // RESP says no form: base32 is 13 characters, base62 11 at most
+			if len(s) == idfmt.Base32.Width() {
+				enc = idfmt.Base32
+			}
+		default:
+			return dst, fmt.Errorf("IDs in form %q: frond bench cannot read them", form)
+		}
+		id, err := enc.Decode(s)
+		if err != nil {
+			return dst, fmt.Errorf("ID %q in form %q: %w", s, form, err)
+		}
+		dst = append(dst, id)
+	}
+	return dst, nil
 }
 
 // httpError reads frond's code from an error answer: the JSON error of
@@ -255,6 +293,9 @@ func (d *grpcDriver) taker(worker int) taker {
 		if err != nil {
 			return dst, err
 		}
+		if len(out.GetIds()) == 0 && len(out.GetIdStrs()) > 0 {
+			return textIDs(dst, out.GetForm(), out.GetIdStrs()...)
+		}
 		return append(dst, out.GetIds()...), nil
 	}
 }
@@ -305,7 +346,9 @@ func (d *respDriver) taker(int) taker {
 	for i := range args {
 		switch {
 		case d.o.Kind == Segment && d.o.Batch == 1:
-			args[i] = []any{"INCR", d.o.TagName(i)}
+			// Not INCR: it answers integers, and a tag with a text form
+			// (docs/kinds.md#forms-across-protocols) refuses it.
+			args[i] = []any{"SEGMENT", d.o.TagName(i)}
 		case d.o.Kind == Segment:
 			args[i] = []any{"SEGMENT", d.o.TagName(i), "COUNT", d.o.Batch}
 		case d.o.Batch == 1:
@@ -322,13 +365,20 @@ func (d *respDriver) taker(int) taker {
 		switch v := v.(type) {
 		case int64:
 			return append(dst, v), nil
+		case string:
+			return textIDs(dst, "", v)
 		case []any:
 			for _, x := range v {
-				id, ok := x.(int64)
-				if !ok {
-					return dst, fmt.Errorf("a non-integer ID %v", x)
+				switch id := x.(type) {
+				case int64:
+					dst = append(dst, id)
+				case string:
+					if dst, err = textIDs(dst, "", id); err != nil {
+						return dst, err
+					}
+				default:
+					return dst, fmt.Errorf("an ID %v", x)
 				}
-				dst = append(dst, id)
 			}
 			return dst, nil
 		}
