@@ -27,9 +27,17 @@ type Error struct {
 	Message string
 	// RetryAfter is the retry time the server gave, if any.
 	RetryAfter time.Duration
+
+	fromServer bool // the status carried frond's code
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// FromServer reports whether a frond server answered the error (its status
+// carries frond's code), rather than the connection failing or a proxy
+// answering: "unavailable" from a server that is up but cut off from its
+// store, against a connection refused.
+func (e *Error) FromServer() bool { return e.fromServer }
 
 // Unwrap returns the sentinel of Code (frond.ErrorCode.Err); for a code
 // without one, or an error without frond's details, ErrForbidden for an
@@ -80,7 +88,7 @@ func fromStatus(err error) *Error {
 		switch d := d.(type) {
 		case *errdetails.ErrorInfo:
 			if c := d.GetMetadata()["code"]; c != "" {
-				out.Code = c
+				out.Code, out.fromServer = c, true
 			}
 		case *errdetails.RetryInfo:
 			out.RetryAfter = d.GetRetryDelay().AsDuration()

@@ -368,9 +368,6 @@ func (s *Service) keyVersions() string {
 	return strings.Trim(fmt.Sprint(vs), "[]")
 }
 
-// SegmentForm returns the configured default form of a segment tag ("" if none).
-func (s *Service) SegmentForm(tag string) string { return s.cfg.Forms[tag] }
-
 func (s *Service) checkForm(form string) error {
 	switch form {
 	case "", FormNumber, FormBase62, FormBase32:

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/url"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -83,7 +84,7 @@ Go client library, which leases segments and hands IDs out in process.`,
 				if code := bench.Code(err); code != "connection" && code != "timeout" {
 					return &serverError{code: code, message: err.Error()} // exit 3: the server answered with an error
 				}
-				return err
+				return fmt.Errorf("no answer from %s over %s: %w", o.Server, o.Protocol, err) // exit 1
 			}
 			if asJSON {
 				enc := json.NewEncoder(e.stdout)
@@ -189,7 +190,19 @@ func printResult(w io.Writer, o bench.Options, r bench.Result) {
 		errs = []string{"none"}
 	}
 	fmt.Fprintf(w, "  errors      %s\n", strings.Join(errs, ", "))
-	fmt.Fprintf(w, "  duplicates  %d among %d IDs checked\n", r.Duplicates, r.Checked)
+	fmt.Fprintf(w, "  duplicates  %d among %d IDs checked%s\n", r.Duplicates, r.Checked, checkedNote(r))
+	if l := r.Leases; l != nil {
+		// The client's latencies are its lease's: a few nanoseconds, but
+		// for the callers that found both leased ranges used up.
+		waits := "no caller waited for one"
+		if l.Waits > 0 {
+			waits = fmt.Sprintf("callers waited for one %d times (the first call, and whenever both leased ranges were used up): the max latency is such a wait", l.Waits)
+			if cpus := runtime.NumCPU(); r.Concurrency > cpus {
+				waits += fmt.Sprintf(", longer while %d workers spinning on IDs outnumber the %d cores and the lease's own calls wait for one", r.Concurrency, cpus)
+			}
+		}
+		fmt.Fprintf(w, "  leases      %d taken (the last of %d IDs); %s\n", l.Taken, l.Step, waits)
+	}
 	switch srv := r.Server; {
 	case srv == nil:
 		fmt.Fprintf(w, "  server      size not read (--metrics-url http://HOST:PORT/metrics reads it)\n")
@@ -198,6 +211,18 @@ func printResult(w io.Writer, o bench.Options, r bench.Result) {
 	default:
 		fmt.Fprintf(w, "  server      RSS %.1f MB; /metrics %s in %s\n", float64(srv.RSSBytes)/1e6, bytesOf(srv.MetricsBytes), us(srv.MetricsSeconds*1e6))
 	}
+}
+
+// checkedNote says why more IDs were checked than measured: the warm-up's
+// are checked too, and those of requests still in flight at the end.
+func checkedNote(r bench.Result) string {
+	switch extra := r.Checked - r.IDs; {
+	case extra <= 0:
+		return ""
+	case extra > r.WarmupIDs:
+		return fmt.Sprintf(" (the %d before the measured run and those of requests in flight at its end too)", r.WarmupIDs)
+	}
+	return fmt.Sprintf(" (the %d before the measured run too)", r.WarmupIDs)
 }
 
 // bytesOf prints a size readably.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"net"
 	"os/exec"
 	"strings"
 	"testing"
@@ -77,5 +78,27 @@ func TestE2E_Bench(t *testing.T) {
 	out, err = exec.Command(binary, "bench", "--protocol", "grpc", "--server", grpcAddr, "--tag", "nope", "--duration", "1s").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "tag_not_found") && !strings.Contains(string(out), "not found") {
 		t.Fatalf("a missing tag: %v\n%s", err, out)
+	}
+}
+
+// A server that is not there: exit 1 (not 3, "the server answered"), in
+// one line whatever the protocol (go-redis logged a line per connection of
+// its pool).
+func TestCLI_BenchUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	for _, p := range []string{"grpc", "resp", "client", "http", "leaf"} {
+		server := addr
+		if p == "http" || p == "leaf" {
+			server = "http://" + addr
+		}
+		code, out, errs := runCLI(t, nil, "bench", "--protocol", p, "--server", server, "--duration", "1s")
+		if code != exitError || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "no answer from "+server+" over "+p) {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q", p, code, out, errs)
+		}
 	}
 }

@@ -123,10 +123,28 @@ type Result struct {
 	IDsPerSecond      float64          `json:"ids_per_second"`
 	RequestsPerSecond float64          `json:"requests_per_second"`
 	Latency           Latency          `json:"latency_us"`
-	// Checked counts the IDs the duplicate check covered (warm-up too).
+	// Checked counts the IDs the duplicate check covered: the warm-up's
+	// (WarmupIDs), the measured run's (IDs), and those of requests that
+	// ended after the run did.
 	Checked int64 `json:"checked"`
+	// WarmupIDs counts the IDs taken before the measured run (not
+	// measured): the first request's, which tells a missing tag at once,
+	// and the warm-up's.
+	WarmupIDs int64 `json:"warmup_ids"`
 	// Server is what the server's /metrics said after the run, when read.
 	Server *ServerSize `json:"server,omitempty"`
+	// Leases is what the Go client did (Protocol Client).
+	Leases *Leases `json:"leases,omitempty"`
+}
+
+// Leases are the Go client's leases over a run (warm-up included).
+type Leases struct {
+	// Taken counts the leases; Step is the last one's length.
+	Taken uint64 `json:"taken"`
+	Step  int64  `json:"step"`
+	// Waits counts the callers that found both leased ranges used up and
+	// waited for the next lease: the latencies far above the rest.
+	Waits uint64 `json:"waits"`
 }
 
 // ServerSize is a server's size as its /metrics shows it.
@@ -158,6 +176,9 @@ type driver interface {
 	create(ctx context.Context, name string) error
 	Close() error
 }
+
+// leaser is a driver that leases (the Go client).
+type leaser interface{ leases() Leases }
 
 // Check validates o and fills its defaults.
 func (o *Options) Check() error {
@@ -281,7 +302,12 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		done      = make(chan struct{})
 		reqs, ids atomic.Int64
 		errs      atomic.Int64
+		// The warm-up's, for its progress lines and the result (the first
+		// request is the warm-up's).
+		warmReqs, warmIDs, warmErrs atomic.Int64
 	)
+	warmReqs.Add(1)
+	warmIDs.Add(int64(len(first)))
 	start := time.Now()
 	measureFrom := start.Add(o.Warmup)
 	var deadline time.Time
@@ -290,6 +316,11 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	var measuredStart time.Time
+	if o.Warmup == 0 { // before the workers start: their first requests are measured
+		measuring.Store(true)
+		measuredStart = start
+	}
 
 	var wg sync.WaitGroup
 	for i, w := range workers {
@@ -339,6 +370,12 @@ func Run(ctx context.Context, o Options) (Result, error) {
 					w.record(t, w.ids)
 				}
 				if !counted {
+					warmReqs.Add(1)
+					if err != nil {
+						warmErrs.Add(1)
+					} else {
+						warmIDs.Add(int64(len(w.ids)))
+					}
 					continue
 				}
 				w.requests++
@@ -361,12 +398,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	var measuredStart time.Time
 	warm := time.NewTimer(o.Warmup)
-	if o.Warmup == 0 {
-		measuring.Store(true)
-		measuredStart = start
-	}
 	for stop := false; !stop; {
 		select {
 		case <-warm.C:
@@ -379,10 +411,11 @@ func Run(ctx context.Context, o Options) (Result, error) {
 				el := time.Since(start)
 				p := Progress{Elapsed: el, Warmup: !measuring.Load(), Requests: reqs.Load(), IDs: ids.Load(), Errors: errs.Load(),
 					Total: o.Duration, Count: o.Count}
-				if !p.Warmup {
-					if s := time.Since(measuredStart).Seconds(); s > 0 {
-						p.RequestsPerSecond = float64(p.Requests) / s
-					}
+				if p.Warmup { // the warm-up's own counts, not the measured run's zeros
+					p.Requests, p.IDs, p.Errors = warmReqs.Load(), warmIDs.Load(), warmErrs.Load()
+					p.RequestsPerSecond = float64(p.Requests) / el.Seconds()
+				} else if s := time.Since(measuredStart).Seconds(); s > 0 {
+					p.RequestsPerSecond = float64(p.Requests) / s
 				}
 				o.Progress(p)
 			}
@@ -399,7 +432,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		elapsed = 0
 	}
 	res := Result{Protocol: o.Protocol, Kind: o.Kind, Concurrency: o.Concurrency, Batch: o.Batch, Rate: o.Rate,
-		Seconds: elapsed.Seconds(), Errors: map[string]int64{}}
+		Seconds: elapsed.Seconds(), Errors: map[string]int64{}, WarmupIDs: warmIDs.Load()}
 	if o.Kind == Segment {
 		res.Tag = o.Tag
 		if o.Tags > 1 {
@@ -428,6 +461,10 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	if o.MetricsURL != "" && ctx.Err() == nil {
 		res.Server = serverSize(ctx, o)
+	}
+	if l, ok := d.(leaser); ok {
+		ls := l.leases()
+		res.Leases = &ls
 	}
 	return res, ctx.Err()
 }

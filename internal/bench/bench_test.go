@@ -169,6 +169,9 @@ func TestRun_Real(t *testing.T) {
 			if err != nil || res.IDs < 100 || res.Duplicates != 0 || len(res.Errors) != 0 || res.Checked < res.IDs {
 				t.Fatalf("%s %s: %+v, %v", proto, kind, res, err)
 			}
+			if proto == Client && kind == Segment && (res.Leases == nil || res.Leases.Taken < 1 || res.Leases.Waits < 1) {
+				t.Fatalf("the client's leases: %+v (its first call waits for the first lease)", res.Leases)
+			}
 		}
 	}
 	_, err := Run(context.Background(), Options{Protocol: GRPC, Server: srv.Addr, Kind: Segment, Tag: "nope", Concurrency: 1, Batch: 1, Count: 1})
@@ -189,5 +192,35 @@ func TestOptions_Check(t *testing.T) {
 		if err := o.Check(); err == nil {
 			t.Errorf("%+v passed", o)
 		}
+	}
+}
+
+// The warm-up's progress lines show its own requests (they showed the
+// measured run's zeros), and the result says how many IDs came before the
+// measured run: checked for duplicates, not measured.
+func TestRun_WarmupProgress(t *testing.T) {
+	f := &fake{delay: time.Millisecond}
+	withFake(t, f)
+	var mu sync.Mutex
+	var warm []Progress
+	res, err := Run(context.Background(), Options{Protocol: GRPC, Kind: Segment, Tag: "t", Concurrency: 2, Batch: 1,
+		Warmup: 1500 * time.Millisecond, Duration: 200 * time.Millisecond,
+		Progress: func(p Progress) {
+			if p.Warmup {
+				mu.Lock()
+				warm = append(warm, p)
+				mu.Unlock()
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(warm) == 0 || warm[0].Requests == 0 || warm[0].IDs == 0 || warm[0].RequestsPerSecond <= 0 {
+		t.Fatalf("warm-up progress %+v", warm)
+	}
+	if res.WarmupIDs < warm[0].IDs || res.Checked < res.IDs+res.WarmupIDs {
+		t.Fatalf("%d IDs before the run (progress said %d), %d measured, %d checked", res.WarmupIDs, warm[0].IDs, res.IDs, res.Checked)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
@@ -45,6 +46,12 @@ func codeOf(err error) string {
 	switch {
 	case errors.As(err, &ce):
 		return ce.code
+	case errors.As(err, &cle) && cle.FromServer():
+		return cle.Code
+	case errors.As(err, &cle) && cle.GRPC == codes.DeadlineExceeded:
+		return "timeout"
+	case errors.As(err, &cle) && cle.GRPC == codes.Unavailable:
+		return "connection"
 	case errors.As(err, &cle):
 		return cle.Code
 	case errors.Is(err, context.DeadlineExceeded):
@@ -57,6 +64,12 @@ func codeOf(err error) string {
 			if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetMetadata()["code"] != "" {
 				return info.GetMetadata()["code"]
 			}
+		}
+		switch st.Code() {
+		case codes.Unavailable: // without frond's code: grpc-go could not connect
+			return "connection"
+		case codes.DeadlineExceeded:
+			return "timeout"
 		}
 		return strings.ToLower(st.Code().String())
 	}
@@ -305,10 +318,18 @@ type respDriver struct {
 	c *redis.Client
 }
 
+// quietRedis drops go-redis's own log lines: a pool of 32 connections to
+// a server that is not there logged 32 "failed to dial" lines before the
+// one error frond bench reports.
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
+
 func newRESP(o Options) (driver, error) {
 	if _, _, err := net.SplitHostPort(o.Server); err != nil {
 		return nil, fmt.Errorf("server %q: host:port", o.Server)
 	}
+	redis.SetLogger(quietRedis{})
 	opts := &redis.Options{Addr: o.Server, Protocol: 2, PoolSize: o.Connections, MinIdleConns: o.Connections, DisableIdentity: true,
 		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, TLSConfig: o.TLS}
 	if o.TagToken != "" {
@@ -404,6 +425,16 @@ func newClient(o Options) (driver, error) {
 }
 
 func (d *clientDriver) Close() error { return d.c.Close() }
+
+func (d *clientDriver) leases() Leases {
+	var l Leases
+	for _, t := range d.c.Stats().Tags {
+		l.Taken += t.Loads
+		l.Waits += t.Waits
+		l.Step = max(l.Step, t.Step)
+	}
+	return l
+}
 
 func (d *clientDriver) create(context.Context, string) error {
 	return errors.New("the Go client does not administer tags: create them with --protocol http, grpc or resp, or frond tag create")
