@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/frond-id/frond/internal/config"
 )
 
 // A scheme is read as url.Parse reads it, in any case; a store from the
@@ -48,5 +50,33 @@ func TestStoreName(t *testing.T) {
 	}
 	if got := storeName("sqlite://rel.db"); !strings.HasPrefix(got, "sqlite:///") {
 		t.Errorf("storeName(sqlite://rel.db) = %q", got)
+	}
+}
+
+// A node says once what its configuration means for a second node: the
+// defaults are one node's only; a shared store with the file registry's
+// default worker ID 0 repeats snowflake IDs on a second such node.
+func TestTopologyWarnings(t *testing.T) {
+	for _, tc := range []struct {
+		store, registry string
+		node            int64
+		want            string // a part of the one warning, or "" for none
+	}{
+		{"", "", 0, "SINGLE NODE"},
+		{"sqlite:///var/lib/frond/ids.db", "file", 3, "SINGLE NODE"},
+		{"memory://", "", 0, "SINGLE NODE"},
+		{"mysql://u@db:3306/ids", "", 0, "worker ID is 0"},
+		{"sqlite:///a.db postgres://db/ids", "", 0, "worker ID is 0"},
+		{"mysql://u@db:3306/ids", "", 2, ""},
+		{"mysql://u@db:3306/ids", "etcd://e:2379", 0, ""},
+		{"", "zk://z:2181", 0, ""},
+		{"", "static:a=1,b=2", 0, ""},
+	} {
+		cfg := &config.Config{Store: tc.store, Registry: tc.registry, Node: tc.node}
+		got := topologyWarnings(cfg)
+		switch {
+		case tc.want == "" && len(got) != 0, tc.want != "" && (len(got) != 1 || !strings.Contains(got[0], tc.want)):
+			t.Errorf("store %q, registry %q, node %d: %q, want %q", tc.store, tc.registry, tc.node, got, tc.want)
+		}
 	}
 }

@@ -17,6 +17,9 @@ func TestE2E_Bench(t *testing.T) {
 		t.Fatalf("create: %d %s", code, body)
 	}
 	grpcAddr, respAddr := s.listenAddr("gRPC"), s.listenAddr("Redis protocol")
+	if n := strings.Count(s.log(), "SINGLE NODE: "); n != 1 { // the defaults are one node's: said once
+		t.Fatalf("the single-node defaults said %d times:\n%s", n, s.log())
+	}
 	for _, tc := range []struct{ protocol, server, kind, extra string }{
 		{"leaf", s.url, "segment", ""},
 		{"http", s.url, "snowflake", "--batch=10"},

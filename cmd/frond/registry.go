@@ -13,6 +13,7 @@ import (
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/internal/config"
+	"github.com/frond-id/frond/internal/secret"
 	"github.com/frond-id/frond/registry"
 	"github.com/frond-id/frond/registry/cache"
 	"github.com/frond-id/frond/registry/file"
@@ -126,4 +127,32 @@ func listenPort(a net.Addr) int {
 	}
 	n, _ := strconv.Atoi(p)
 	return n
+}
+
+// topologyWarnings are what a node's configuration means for a second
+// node, said once at start: the defaults are right for one node only (two
+// nodes started with them hand out the same IDs), and a shared store with
+// the default worker ID from configuration leaves the snowflake IDs of two
+// such nodes the same.
+func topologyWarnings(cfg *config.Config) []string {
+	reg, _ := backendOf(cfg.Registry)
+	if reg == nil || reg.node == nil || reg.nodeKey != "node" {
+		return nil // a worker registry, or static's list of hosts: each node its own ID
+	}
+	shared := false
+	for _, raw := range secret.Fields(cfg.Store) {
+		if b, _ := backendOf(raw); b != nil && b.remote {
+			shared = true
+		}
+	}
+	if !shared {
+		return []string{fmt.Sprintf("SINGLE NODE: the segment store (%s) and the worker ID (%d, from configuration) are this node's alone: "+
+			"a second node started the same way hands out the same segment and snowflake IDs. Several nodes need one shared store and a worker registry: "+
+			"docs/deploy.md#n-nodes-behind-a-load-balancer", storeName(cfg.Store), cfg.Node)}
+	}
+	if cfg.Node == 0 {
+		return []string{"the store is shared, but the worker ID is 0, the default of the file registry: another node with worker ID 0 hands out the same snowflake IDs. " +
+			"Give each node its own (node: 1, 2, ...) or use a worker registry (zk, etcd, redis, mysql, postgres): docs/registries.md"}
+	}
+	return nil
 }

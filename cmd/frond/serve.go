@@ -167,6 +167,9 @@ func serve(ctx context.Context, cfg *config.Config, e env) error {
 	if cfg.AdminToken == "" && !cfg.Loopback() {
 		log.Warn("NO ADMIN TOKEN: tag administration (create, change, delete, reveal) is answered only to clients on this machine (loopback); set --admin-token-file to administer tags from elsewhere", "http_addr", cfg.HTTPAddr, "grpc_addr", cfg.GRPCAddr, "resp_addr", cfg.RESPAddr)
 	}
+	for _, msg := range topologyWarnings(cfg) {
+		log.Warn(msg)
+	}
 	errc := make(chan error, len(fes))
 	if err := serveAll(fes, svc, m, cfg, log, errc); err != nil {
 		closeListeners(fes)
