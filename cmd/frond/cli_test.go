@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,7 +29,7 @@ func runCLI(t *testing.T, environ []string, argv ...string) (int, string, string
 func TestCLI_NoCommand(t *testing.T) {
 	for _, argv := range [][]string{nil, {"tag"}, {"id"}} {
 		code, out, errs := runCLI(t, nil, argv...)
-		if code != exitUsage || out != "" || !strings.Contains(errs, "Usage:") || !strings.Contains(errs, "needs a command") {
+		if code != exitUsage || out != "" || !strings.Contains(errs, "Usage:") || !strings.Contains(errs, "\nfrond: a command is needed after") {
 			t.Errorf("frond %v: exit %d, stdout %q, stderr:\n%s", argv, code, out, errs)
 		}
 	}
@@ -38,6 +40,40 @@ func TestCLI_NoCommand(t *testing.T) {
 	}
 	if code, out, _ := runCLI(t, nil, "--help"); code != exitOK || !strings.Contains(out, "Usage:") {
 		t.Errorf("frond --help: exit %d, stdout:\n%s", code, out)
+	}
+	// The summary names what frond does (it named segment and snowflake
+	// IDs over HTTP only).
+	_, _, errs := runCLI(t, nil)
+	for _, want := range []string{"UUIDs", "serial numbers", "sequence tags", "gRPC", "Redis protocol", "TinyID", "client library"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("frond's summary lacks %q:\n%s", want, errs)
+		}
+	}
+}
+
+// A mistyped flag, key or a missing argument gets a suggestion or a name
+// ("unknown flag", "accepts 1 arg(s), received 0" said neither).
+func TestCLI_Suggestions(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "frond.yaml")
+	os.WriteFile(cfg, []byte("segment:\n  thresold: 0.2\n"), 0o644)
+	for _, tc := range []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"serve", "--http-adr", "127.0.0.1:0"}, "unknown flag: --http-adr; did you mean --http-addr?"},
+		{[]string{"bench", "--concurency", "2"}, "did you mean --concurrency?"},
+		{[]string{"serve", "--zzz"}, "unknown flag: --zzz (frond serve --help lists the flags)"},
+		{[]string{"config", "--check", "--config", cfg}, `unknown key "segment.thresold" in ` + cfg + ` (did you mean "segment.threshold"?`},
+		{[]string{"id", "segment"}, "TAG is missing (usage: frond id segment TAG [flags])"},
+		{[]string{"tag", "create", "--step", "5"}, "TAG is missing (usage: frond tag create TAG --step N"},
+		{[]string{"decode", "1", "2"}, "accepts 1 arg(s), received 2 (usage: frond decode ID [flags])"},
+		{[]string{"sevre"}, `unknown command "sevre" for "frond"; did you mean serve?`},
+	} {
+		code, _, errs := runCLI(t, []string{"FROND_DATA_DIR=" + dir}, tc.argv...)
+		if code != exitUsage || !strings.Contains(errs, tc.want) {
+			t.Errorf("frond %v: exit %d, stderr %q; want %q", tc.argv, code, errs, tc.want)
+		}
 	}
 }
 
@@ -175,5 +211,24 @@ func TestCLI_ServeRefusesInvalidConfig(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A server that wants the admin token: the CLI says how to give it (the
+// server's hint, an Authorization header, is for HTTP clients).
+func TestCLI_AdminTokenHint(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(401)
+		w.Write([]byte(`{"error":{"code":"unauthorized","message":"tag administration needs the admin token: send Authorization: Bearer <token>"}}`))
+	}))
+	defer srv.Close()
+	code, _, errs := runCLI(t, nil, "tag", "create", "t2", "--step", "10", "--server", srv.URL)
+	if code != exitServer || !strings.Contains(errs, "needs the admin token: pass it with --token TOKEN or FROND_ADMIN_TOKEN") || strings.Contains(errs, "Bearer") {
+		t.Errorf("no token: exit %d, %s", code, errs)
+	}
+	code, _, errs = runCLI(t, []string{"FROND_ADMIN_TOKEN=wrong"}, "tag", "create", "t2", "--step", "10", "--server", srv.URL)
+	if code != exitServer || !strings.Contains(errs, "the token given (--token or FROND_ADMIN_TOKEN) is not the server's") {
+		t.Errorf("a wrong token: exit %d, %s", code, errs)
 	}
 }

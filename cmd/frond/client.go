@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/internal/tlsconf"
 )
 
@@ -128,7 +129,20 @@ func (cl *client) do(ctx context.Context, method, path string, in, out any) erro
 			Error struct{ Code, Message string }
 		}
 		if json.Unmarshal(b, &eb) == nil && eb.Error.Code != "" {
-			return &serverError{status: resp.StatusCode, code: eb.Error.Code, message: eb.Error.Message}
+			msg := eb.Error.Message
+			if eb.Error.Code == frond.CodeUnauthorized {
+				// The server's hint is for HTTP clients (send Authorization:
+				// Bearer <token>); the CLI user's way is a flag.
+				if before, _, ok := strings.Cut(msg, ": send Authorization"); ok {
+					msg = before
+				}
+				if cl.token == "" {
+					msg += ": pass it with --token TOKEN or FROND_ADMIN_TOKEN"
+				} else {
+					msg += ": the token given (--token or FROND_ADMIN_TOKEN) is not the server's"
+				}
+			}
+			return &serverError{status: resp.StatusCode, code: eb.Error.Code, message: msg}
 		}
 		return &serverError{status: resp.StatusCode, message: strings.TrimSpace(string(b))}
 	}

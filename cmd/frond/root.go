@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/frond-id/frond/internal/suggest"
 )
 
 // Exit codes.
@@ -45,8 +49,12 @@ func newRoot(ctx context.Context, e env) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "frond",
 		Short: "frond: a distributed unique-ID service",
-		Long: `frond issues unique IDs: segment IDs per business tag (Leaf's segment mode)
-and snowflake IDs, over a Leaf-compatible HTTP API and a JSON API.
+		Long: `frond issues unique IDs: segment IDs per business tag (Leaf's segment mode,
+and sequence tags for strictly increasing ones), snowflake IDs, UUIDs (v4,
+v7) and business serial numbers, as numbers or in short or non-guessable
+forms; over HTTP (Leaf's and TinyID's APIs, and a JSON API), gRPC and the
+Redis protocol, and to Go programs through a client library that leases
+segments.
 
 Run the server with "frond serve"; the other commands talk to a running
 server (--server, default http://127.0.0.1:8080) or work offline (decode).
@@ -64,7 +72,7 @@ an error.`,
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
 	root.SetContext(ctx)
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(newServeCmd(e), newConfigCmd(e), newVersionCmd(e), newIDCmd(e), newTagCmd(e), newDecodeCmd(e), newRevealCmd(e), newBenchCmd(e), newHealthCmd(e), newAuditCmd(e), newStoresCmd(e))
 	requireSubcommand(root, e)
 	return root
@@ -94,18 +102,64 @@ func requireSubcommand(c *cobra.Command, e env) {
 	c.RunE = func(c *cobra.Command, _ []string) error {
 		c.SetOut(e.stderr)
 		c.Help()
-		return usagef("%s needs a command (listed above)", c.CommandPath())
+		var names []string
+		for _, sub := range c.Commands() {
+			if sub.IsAvailableCommand() {
+				names = append(names, sub.Name())
+			}
+		}
+		return usagef("a command is needed after %q: %s (see above)", c.CommandPath(), strings.Join(names, ", "))
 	}
 }
 
-// args wraps a cobra argument validator so its errors count as usage errors.
+// flagError is a usage error, with the nearest flag for an unknown one
+// ("did you mean --http-addr?").
+func flagError(c *cobra.Command, err error) error {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return usageError{err}
+	}
+	name, _, _ = strings.Cut(name, "=")
+	var names []string
+	c.Flags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	if near, ok := suggest.Nearest(name, names); ok {
+		return usagef("%v; did you mean --%s?", err, near)
+	}
+	return usagef("%v (%s --help lists the flags)", err, c.CommandPath())
+}
+
+// args wraps a cobra argument validator so its errors count as usage
+// errors, and name the arguments missing ("TAG is missing").
 func args(v cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(c *cobra.Command, a []string) error {
-		if err := v(c, a); err != nil {
-			return usageError{err}
+		err := v(c, a)
+		if err == nil {
+			return nil
 		}
-		return nil
+		if names := argNames(c.Use); len(a) < len(names) {
+			verb := " is"
+			if len(names)-len(a) > 1 {
+				verb = " are"
+			}
+			return usagef("%s%s missing (usage: %s)", strings.Join(names[len(a):], " and "), verb, c.UseLine())
+		}
+		return usagef("%v (usage: %s)", err, c.UseLine())
 	}
+}
+
+// argNames are the positional arguments a command's Use names: the
+// capitalised words that are not a flag's value ("create TAG --step N":
+// TAG).
+func argNames(use string) []string {
+	var out []string
+	words := strings.Fields(use)
+	for i, w := range words {
+		if i == 0 || strings.HasPrefix(words[i-1], "-") || strings.HasPrefix(words[i-1], "[-") || w != strings.ToUpper(w) || !unicode.IsLetter([]rune(w)[0]) {
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
 }
 
 func run(ctx context.Context, argv []string, stdout, stderr io.Writer, environ []string) int {

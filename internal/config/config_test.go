@@ -295,11 +295,11 @@ func TestLoad_Messages(t *testing.T) {
 	path := filepath.Join(dir, "frond.yaml")
 	os.WriteFile(path, []byte("segment:\n  thresold: 0.2\n"), 0o644)
 	_, err := load(t, nil, []string{"FROND_CONFIG=" + path})
-	if want := `invalid configuration: unknown key "segment.thresold" in ` + path + ` (the keys are listed in docs/configuration.md)`; err == nil || err.Error() != want {
+	if want := `invalid configuration: unknown key "segment.thresold" in ` + path + ` (did you mean "segment.threshold"? The keys are listed in docs/configuration.md)`; err == nil || err.Error() != want {
 		t.Errorf("unknown key in a file:\n got %v\nwant %s", err, want)
 	}
 	_, err = load(t, nil, []string{"FROND_SEGMENT__THRESOLD=0.2"})
-	if want := `invalid configuration: unknown key "segment.thresold" from FROND_SEGMENT__THRESOLD (the keys are listed in docs/configuration.md)`; err == nil || err.Error() != want {
+	if want := `invalid configuration: unknown key "segment.thresold" from FROND_SEGMENT__THRESOLD (did you mean "segment.threshold"? The keys are listed in docs/configuration.md)`; err == nil || err.Error() != want {
 		t.Errorf("unknown key in the environment:\n got %v\nwant %s", err, want)
 	}
 	_, err = load(t, nil, []string{"FROND_SEGMENT__MAX_STEP=abc"})

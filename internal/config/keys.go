@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/knadh/koanf/v2"
+
+	"github.com/frond-id/frond/internal/suggest"
 )
 
 // A key's name pattern: "*" stands for a name of the user's (a serial, a tag).
@@ -78,7 +80,11 @@ func checkKeys(k *koanf.Koanf, source func(key string) string) error {
 					return keyErr(fmt.Errorf("%q is not a section of keys", fmt.Sprint(k.Get(key))), key)
 				}
 			}
-			return fmt.Errorf("%w: unknown key %q %s (the keys are listed in docs/configuration.md)", ErrInvalid, key, source(key))
+			hint := "the keys are listed in docs/configuration.md"
+			if near, ok := suggest.Nearest(key, keyNames(infos, parts)); ok {
+				hint = fmt.Sprintf("did you mean %q? The keys are listed in docs/configuration.md", near)
+			}
+			return fmt.Errorf("%w: unknown key %q %s (%s)", ErrInvalid, key, source(key), hint)
 		}
 		leaf := strings.Join(parts[:len(info.pattern)], ".")
 		if len(parts) > len(info.pattern) {
@@ -89,6 +95,23 @@ func checkKeys(k *koanf.Koanf, source func(key string) string) error {
 		}
 	}
 	return nil
+}
+
+// keyNames are the keys of infos as they would be written where parts is
+// (a map's key, "*" in a pattern, taken from parts), for suggestions.
+func keyNames(infos []keyInfo, parts []string) []string {
+	var out []string
+	for _, in := range infos {
+		name := make([]string, len(in.pattern))
+		for i, p := range in.pattern {
+			if p == "*" && i < len(parts) {
+				p = parts[i]
+			}
+			name[i] = p
+		}
+		out = append(out, strings.Join(name, "."))
+	}
+	return out
 }
 
 // article describes a type: "a whole number", "a duration", ...
