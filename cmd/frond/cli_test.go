@@ -232,3 +232,23 @@ func TestCLI_AdminTokenHint(t *testing.T) {
 		t.Errorf("a wrong token: exit %d, %s", code, errs)
 	}
 }
+
+// deploy/systemd/frond.yaml checks from a shell as its comment says: its
+// credential exists only while the unit runs, and the error says how.
+func TestCLI_ConfigCheckSystemd(t *testing.T) {
+	const file = "../../deploy/systemd/frond.yaml"
+	code, _, errs := runCLI(t, nil, "config", "--check", "--config", file)
+	if code != exitUsage || !strings.Contains(errs, "give the credential's source with the flag") || !strings.Contains(errs, "--admin-token-file") {
+		t.Fatalf("without the credential: exit %d, %s", code, errs)
+	}
+	token := filepath.Join(t.TempDir(), "admin-token")
+	os.WriteFile(token, []byte("a token\n"), 0o600)
+	code, out, errs := runCLI(t, nil, "config", "--check", "--config", file, "--admin-token-file", token)
+	if code != exitOK || out != "configuration OK\n" {
+		t.Fatalf("with the credential's source: exit %d, %s%s", code, out, errs)
+	}
+	b, _ := os.ReadFile(file)
+	if !strings.Contains(string(b), "--admin-token-file /etc/frond/admin-token") {
+		t.Fatalf("the file's comment does not say how to check it:\n%s", b)
+	}
+}

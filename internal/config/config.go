@@ -6,6 +6,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"net"
@@ -365,7 +366,7 @@ func (c *Config) finish() error {
 		if c.AdminToken != "" {
 			return keyErr(errors.New("both are set: choose one"), c.keyAt(&c.AdminToken), c.keyAt(&c.AdminTokenFile))
 		}
-		b, err := os.ReadFile(c.AdminTokenFile)
+		b, err := readSecret(c.AdminTokenFile)
 		if err != nil {
 			return keyErr(err, c.keyAt(&c.AdminTokenFile))
 		}
@@ -378,7 +379,7 @@ func (c *Config) finish() error {
 		if c.Obfuscation.Key != "" {
 			return keyErr(errors.New("both are set: choose one"), c.keyAt(&c.Obfuscation.Key), c.keyAt(&c.Obfuscation.KeyFile))
 		}
-		b, err := os.ReadFile(c.Obfuscation.KeyFile)
+		b, err := readSecret(c.Obfuscation.KeyFile)
 		if err != nil {
 			return keyErr(err, c.keyAt(&c.Obfuscation.KeyFile))
 		}
@@ -396,7 +397,7 @@ func (c *Config) finish() error {
 			if pk.Key != "" {
 				return keyErr(errors.New("both are set: choose one"), prefix+"key", prefix+"key_file")
 			}
-			b, err := os.ReadFile(pk.KeyFile)
+			b, err := readSecret(pk.KeyFile)
 			if err != nil {
 				return keyErr(err, prefix+"key_file")
 			}
@@ -414,6 +415,17 @@ func (c *Config) finish() error {
 		c.Store = "sqlite://" + strings.TrimSuffix(c.DataDir, "/") + "/frond.db"
 	}
 	return nil
+}
+
+// readSecret reads a file holding a secret. A systemd credential
+// (/run/credentials/UNIT/NAME) exists only while its unit runs: a check
+// from a shell is told to give the credential's source instead.
+func readSecret(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) && strings.HasPrefix(path, "/run/credentials/") {
+		return nil, fmt.Errorf("%w (systemd provides /run/credentials/ only while the unit runs; to check the configuration from a shell, give the credential's source with the flag or variable below, as deploy/systemd/frond.yaml shows)", err)
+	}
+	return b, err
 }
 
 // checkTLS checks the TLS files: both or neither, readable, and a client

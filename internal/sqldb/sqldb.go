@@ -279,7 +279,23 @@ func (d *DB) Fail(op string, err error) error {
 	if errors.Is(err, mysql.ErrInvalidConn) && !errors.Is(err, driver.ErrBadConn) {
 		err = fmt.Errorf("%w (%w)", err, driver.ErrBadConn)
 	}
+	if refusedCredentials(err) {
+		return fmt.Errorf("%s on %s: %w: the database refused the credentials (check the user and password in the URL, and the user's grants): %w",
+			op, d.Where, frond.ErrStoreUnavailable, err)
+	}
 	return fmt.Errorf("%s on %s: %w: %w", op, d.Where, frond.ErrStoreUnavailable, err)
+}
+
+// refusedCredentials reports whether err is the database refusing the
+// user or its password: MySQL's access denied (1044, 1045, 1698),
+// PostgreSQL's invalid authorization or password (28000, 28P01).
+func refusedCredentials(err error) bool {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number == 1044 || me.Number == 1045 || me.Number == 1698
+	}
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "28000" || pe.Code == "28P01")
 }
 
 // Rebind returns query with the kind's placeholders: ? as written, or $1,
