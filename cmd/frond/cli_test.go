@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/frond-id/frond/internal/config"
+	"github.com/frond-id/frond/registry"
 )
 
 // runCLI runs frond in-process and returns its exit code, stdout and stderr.
@@ -250,5 +251,14 @@ func TestCLI_ConfigCheckSystemd(t *testing.T) {
 	b, _ := os.ReadFile(file)
 	if !strings.Contains(string(b), "--admin-token-file /etc/frond/admin-token") {
 		t.Fatalf("the file's comment does not say how to check it:\n%s", b)
+	}
+}
+
+// frond config shows the values in effect: the address a node registers
+// under, and its port, where the configuration leaves them empty.
+func TestCLI_ConfigEffective(t *testing.T) {
+	code, out, errs := runCLI(t, []string{"FROND_DATA_DIR=" + t.TempDir()}, "config", "--http-addr", "127.0.0.1:8181")
+	if code != exitOK || !strings.Contains(out, "    host: "+registry.DefaultHost()+"\n") || !strings.Contains(out, "    port: \"8181\"") && !strings.Contains(out, "    port: 8181") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
 	}
 }

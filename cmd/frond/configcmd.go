@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"net"
 
 	"github.com/frond-id/frond/internal/config"
+	"github.com/frond-id/frond/registry"
 	"github.com/knadh/koanf/v2"
 	"github.com/spf13/cobra"
 )
@@ -30,6 +32,16 @@ With --check it prints only "configuration OK" (exit 0) or the error (exit 2).`,
 			if check {
 				_, err = fmt.Fprintln(e.stdout, "configuration OK")
 				return err
+			}
+			// The values a node works out at start, shown as it would use
+			// them: the address and port it registers under.
+			if cfg.Worker.Host == "" {
+				k.Set("worker.host", registry.DefaultHost())
+			}
+			if cfg.Worker.Port == 0 {
+				if _, port, err := net.SplitHostPort(cfg.HTTPAddr); err == nil {
+					k.Set("worker.port", port)
+				}
 			}
 			out, err := config.Masked(k, cfg)
 			if err != nil {

@@ -584,11 +584,13 @@ func Masked(k *koanf.Koanf, c *Config) ([]byte, error) {
 	for _, d := range c.declarations() {
 		switch v := d.ptr.(type) {
 		case *string:
-			if d.secret && *v != "" {
+			// A secret read from its file (admin_token_file, key_file) is
+			// not shown as set itself: only one of the two is.
+			if d.secret && m.String(d.key) != "" {
 				m.Set(d.key, secret.Mask)
 			}
-			if d.urls {
-				m.Set(d.key, secret.URL(m.String(d.key)))
+			if d.urls { // the URL in effect: the store's default is the SQLite file in data_dir
+				m.Set(d.key, secret.URL(*v))
 			}
 		case *map[string]PreviousKey:
 			for version := range *v {

@@ -187,8 +187,19 @@ func TestMasked(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(out)
-	if strings.Contains(s, "s3cret") || strings.Contains(s, "hunter2") || strings.Contains(s, "very secret") || strings.Contains(s, "old secret") || !strings.Contains(s, "admin_token: '***'") || !strings.Contains(s, "root:***@db") {
+	// The token came from its file: admin_token is not shown as set too
+	// (it read '***', as if both were); the key set itself is masked.
+	if strings.Contains(s, "s3cret") || strings.Contains(s, "hunter2") || strings.Contains(s, "very secret") || strings.Contains(s, "old secret") ||
+		!strings.Contains(s, "admin_token: \"\"") || !strings.Contains(s, "admin_token_file: "+tok) || !strings.Contains(s, "    key: '***'") || !strings.Contains(s, "root:***@db") {
 		t.Fatalf("masked config:\n%s", s)
+	}
+	// The store in effect: without one, the SQLite file in data_dir.
+	c, k, err = Load(nil, []string{"FROND_DATA_DIR=/var/lib/frond"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := Masked(k, c); !strings.Contains(string(out), "store: sqlite:///var/lib/frond/frond.db") {
+		t.Fatalf("the default store is not shown:\n%s", out)
 	}
 	for _, key := range []string{"data_dir:", "max_step:", "max_backward: 5ms", "format: text"} {
 		if !strings.Contains(s, key) {
