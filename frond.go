@@ -172,7 +172,7 @@ func ValidateTagName(name string) error {
 		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
 		case c == '-', c == '_', c == '.', c == ':':
 		default:
-			return fmt.Errorf("%w: tag name %q: byte %d (%q) is not a letter, digit or one of - _ . :", ErrInvalidArgument, name, i, c)
+			return fmt.Errorf("%w: tag name %q: byte %d (%q) is not a letter, a digit, '-', '_', '.' or ':'", ErrInvalidArgument, name, i, c)
 		}
 	}
 	return nil

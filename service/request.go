@@ -388,7 +388,7 @@ func (s *Service) misread(ctx context.Context, r Request, mode string, learn boo
 // requests that were answered by the store meanwhile.
 func (s *Service) takeSequence(ctx context.Context, r Request, n int64) (Answer, error) {
 	if r.Run || r.Lease {
-		return Answer{}, fmt.Errorf("%w: tag %s is a sequence tag: its IDs are taken request by request", frond.ErrNotLeasable, Quote(r.Name))
+		return Answer{}, fmt.Errorf("%w: tag %s is a sequence tag, whose IDs come from the store when they are asked for", frond.ErrNotLeasable, Quote(r.Name))
 	}
 	rs, err := s.seq.take(ctx, r.Name, n)
 	if err != nil {

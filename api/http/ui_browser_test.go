@@ -132,7 +132,7 @@ func TestDashboard_Browser(t *testing.T) {
 	}
 	searchFor("zz")
 	deadline = time.Now().Add(10 * time.Second)
-	for !strings.Contains(text(`#tags`), `no tag in use has "zz" in its name`) || !strings.Contains(text(`#tag-count`), "no match among 1 tags in use") {
+	for !strings.Contains(text(`#tags`), `no tag in use has "zz" in its name`) || !strings.Contains(text(`#tag-count`), "no match among 1 tag in use") {
 		if time.Now().After(deadline) {
 			t.Fatalf("a search for zz shows %q, %q", text(`#tags`), text(`#tag-count`))
 		}

@@ -28,6 +28,8 @@ function dur(s) {
 }
 
 function num(n) { return Number(n).toLocaleString("en-US"); }
+// count writes n with its noun: "1 load", "2 loads".
+function count(n, one, many) { return `${num(n)} ${Number(n) === 1 ? one : many}`; }
 
 function perSecond(cur, old, dt) {
   if (old === undefined || dt <= 0) return 0;
@@ -91,9 +93,9 @@ function render(s, again) {
   // busiest (at most 50); a search shows any tag, a page at a time.
   const counts = s.tag_counts;
   $("tag-count").textContent = search.q ? searchCount() : counts ?
-    `${num(counts.shown)} of ${num(counts.total)} tags in use shown, those that need attention first, then the busiest` +
+    `${num(counts.shown)} of ${count(counts.total, "tag", "tags")} in use shown, those that need attention first, then the busiest` +
     (counts.failing ? ` · ${num(counts.failing)} failing` : "") + (counts.low ? ` · ${num(counts.low)} low` : "") : "";
-  if (counts && counts.failing) alerts.push(["bad", `The last store call of ${num(counts.failing)} tags failed (listed first).`]);
+  if (counts && counts.failing) alerts.push(["bad", `The last store call of ${count(counts.failing, "tag", "tags")} failed (listed first).`]);
   const tbody = $("tags").tBodies[0];
   tbody.replaceChildren();
   const tags = search.q ? (search.result ? search.result.tags : []) : (s.tags || []);
@@ -127,8 +129,8 @@ function render(s, again) {
       el("td", { class: "horizon " + hclass }, h < 0 ? "no use measured" : dur(h)),
       el("td", { class: "num remaining" }, num(t.remaining)),
       el("td", { class: "num" }, num(Math.round(t.rate)) + "/s"),
-      el("td", { class: "num" }, num(t.step) + (hist.length > 1 ? " (" + hist.map(num).join(" → ") + ")" : "") + (t.waits ? ` · ${num(t.waits)} waits` : "")),
-      el("td", {}, t.last_load ? `${t.last_load.slice(11, 19)} in ${dur(t.last_load_seconds)} · ${num(t.loads)} loads` : "–"),
+      el("td", { class: "num" }, num(t.step) + (hist.length > 1 ? " (" + hist.map(num).join(" → ") + ")" : "") + (t.waits ? ` · ${count(t.waits, "wait", "waits")}` : "")),
+      el("td", {}, t.last_load ? `${t.last_load.slice(11, 19)} in ${dur(t.last_load_seconds)} · ${count(t.loads, "load", "loads")}` : "–"),
       el("td", { class: "err" }, t.last_error || "")));
   }
 
@@ -138,7 +140,7 @@ function render(s, again) {
     const rate = before ? perSecond(q.ids, before.ids, dt) : 0;
     tbody.append(el("tr", { "data-tag": q.tag, class: "sequence" },
       el("td", {}, el("strong", {}, q.tag), el("div", { class: "range" }, "sequence")),
-      el("td", {}, el("div", { class: "range" }, `no buffers: ${num(q.trips)} store calls for ${num(q.ids)} IDs, up to ${num(q.max_group)} requests a call`)),
+      el("td", {}, el("div", { class: "range" }, `no buffers: ${count(q.trips, "store call", "store calls")} for ${count(q.ids, "ID", "IDs")}, up to ${count(q.max_group, "request", "requests")} a call`)),
       el("td", { class: "horizon" }, "none: the store answers each group"),
       el("td", { class: "num remaining" }, "–"),
       el("td", { class: "num" }, num(Math.round(rate)) + "/s"),
@@ -182,8 +184,8 @@ const SEARCH_PAGE = 50;
 function searchCount() {
   const r = search.result;
   if (!r) return "searching…";
-  if (!r.matched) return `no match among ${num(r.total)} tags in use`;
-  return `${num(r.offset + 1)} to ${num(r.offset + r.tags.length)} of ${num(r.matched)} tags with "${search.q}" (of ${num(r.total)} in use)`;
+  if (!r.matched) return `no match among ${count(r.total, "tag", "tags")} in use`;
+  return `${num(r.offset + 1)} to ${num(r.offset + r.tags.length)} of ${count(r.matched, "tag", "tags")} with "${search.q}" (of ${num(r.total)} in use)`;
 }
 
 async function runSearch() {
