@@ -140,7 +140,7 @@ func TestDashboard_Browser(t *testing.T) {
 	}
 	searchFor("rde")
 	deadline = time.Now().Add(10 * time.Second)
-	for !strings.Contains(text(`#tag-count`), `1 to 1 of 1 tags with "rde"`) || text(row) == "" {
+	for !strings.Contains(text(`#tag-count`), `1 to 1 of 1 tag with "rde"`) || text(row) == "" {
 		if time.Now().After(deadline) {
 			t.Fatalf("a search for rde shows %q, %q", text(`#tags`), text(`#tag-count`))
 		}
@@ -148,7 +148,7 @@ func TestDashboard_Browser(t *testing.T) {
 	}
 	searchFor("")
 	deadline = time.Now().Add(10 * time.Second)
-	for !strings.Contains(text(`#tag-count`), "1 of 1 tags in use shown") {
+	for !strings.Contains(text(`#tag-count`), "1 of 1 tag in use shown") {
 		if time.Now().After(deadline) {
 			t.Fatalf("the search cleared shows %q", text(`#tag-count`))
 		}
