@@ -210,7 +210,7 @@ func TestDashboard_Browser(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(seqRow))); err != nil {
 		t.Fatalf("the dashboard did not show the sequence tag: %v", err)
 	}
-	if got := text(seqRow); !strings.Contains(got, "sequence") || !strings.Contains(got, "1 store calls for 3 IDs") {
+	if got := text(seqRow); !strings.Contains(got, "sequence") || !strings.Contains(got, "1 store call for 3 IDs, up to 1 request a call") {
 		t.Fatalf("the sequence tag's row: %q", got)
 	}
 
