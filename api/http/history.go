@@ -144,18 +144,24 @@ func seconds(d time.Duration) float64 {
 	return d.Seconds()
 }
 
-// sampler samples every historyEvery until the server stops.
+// sampler samples every historyEvery, and the counters of the rates every
+// rateEvery, until the server stops.
 func (s *Server) sampler() {
 	defer close(s.samplerDone)
 	s.sample(time.Now())
+	s.rates.add(s.counters(time.Now()))
 	t := time.NewTicker(historyEvery)
 	defer t.Stop()
+	r := time.NewTicker(rateEvery) // the dashboard's rates (rates.go)
+	defer r.Stop()
 	for {
 		select {
 		case <-s.stopping:
 			return
 		case now := <-t.C:
 			s.sample(now)
+		case now := <-r.C:
+			s.rates.add(s.counters(now))
 		}
 	}
 }

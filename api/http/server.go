@@ -39,6 +39,8 @@ type Server struct {
 	stopping chan struct{}
 	stopOnce sync.Once
 	hist     *history // the dashboard's plots
+	// rates keeps the counters of the dashboard's rates.
+	rates rateRing
 	// samplerDone is closed when the sampler of hist has stopped.
 	samplerDone chan struct{}
 }

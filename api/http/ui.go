@@ -77,6 +77,8 @@ type snapshot struct {
 	TagsHidden bool          `json:"tags_hidden,omitempty"`
 	Snowflake  snowflakeJSON `json:"snowflake"`
 	Counts     api.Counts    `json:"counts"`
+	// Rates are measured by the server over the last seconds (rates.go).
+	Rates rates `json:"rates"`
 }
 
 type tagCounts struct {
@@ -139,10 +141,12 @@ func (s *Server) snapshot(ctx context.Context, tags bool) snapshot {
 		Readiness: s.svc.Readiness(rctx),
 		Snowflake: snowflakeJSON{Issued: s.svc.SnowflakeIssued(), Lead: st.Lead.Seconds(), Behind: st.Behind.Seconds(),
 			Borrows: st.Borrows, Waits: st.Waits, Refusals: st.Refusals, Backwards: st.BackwardSteps},
-		Counts: s.m.Counts(),
 	}
+	now := s.counters(out.Now)
+	out.Counts, out.Rates = now.counts, s.rates.measure(now)
 	if !tags {
 		out.TagsHidden = true
+		out.Rates.Sequences = nil // tag names
 		return out
 	}
 	seg := s.svc.SegmentOverview()

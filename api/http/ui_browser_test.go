@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -34,6 +35,10 @@ func TestDashboard_Browser(t *testing.T) {
 	defer srv.Close()
 	defer f.h.(*Server).StopStreams()
 	f.want(f.do("GET", "/api/segment/get/order", ""), 200)
+	for range 50 { // requests before the page opens: its first snapshot shows their rate
+		f.want(f.do("GET", "/v1/segment/order", ""), 200)
+	}
+	f.want(f.do("GET", "/v1/segment/no-such-tag", ""), 404)
 
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU, chromedp.WindowSize(1280, 1000))...)
@@ -69,10 +74,29 @@ func TestDashboard_Browser(t *testing.T) {
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(srv.URL+"/"), // / leads to the dashboard
 		chromedp.WaitVisible(chromedp.CSS(`tr.hidden-tags`)),
+	); err != nil {
+		t.Fatalf("the dashboard did not load: %v", err)
+	}
+	firstProtocols, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("#protocols tbody").innerText`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx,
 		chromedp.SendKeys(chromedp.CSS(`#token`), "s3cret\t"), // typed, then focus moves on: change
 		chromedp.WaitVisible(chromedp.CSS(row)),
 	); err != nil {
 		t.Fatalf("the dashboard did not show tag order once the token was typed: %v", err)
+	}
+	// The first snapshot shows the server's rates, measured over its last
+	// seconds (the page measured them between two snapshots: 0 at first),
+	// and the error codes that occurred only (it listed every code ever
+	// seen, at 0.0/s).
+	if !regexp.MustCompile(`(?m)^http\t[1-9]`).MatchString(firstProtocols) || !strings.Contains(firstProtocols, "tag_not_found ") {
+		t.Fatalf("the first snapshot's protocols: %q", firstProtocols)
+	}
+	// A form's error shows under that form.
+	if next, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("create-tag").nextElementSibling.id`)); err != nil || next != "create-tag-result" {
+		t.Fatalf("the create form's answer goes to %q (%v)", next, err)
 	}
 	// The text of sel, read in the page in one step: the table is drawn
 	// again every second, and a node found by one DevTools call can be gone
@@ -162,11 +186,11 @@ func TestDashboard_Browser(t *testing.T) {
 		chromedp.SetValue(chromedp.CSS(`#create-tag input[name=name]`), "web"),
 		chromedp.SetValue(chromedp.CSS(`#create-tag input[name=step]`), "10"),
 		chromedp.Click(chromedp.CSS(`#create-tag button`)),
-		chromedp.WaitVisible(chromedp.CSS(`#result.err`)),
+		chromedp.WaitVisible(chromedp.CSS(`#create-tag-result.err`)),
 	); err != nil {
 		t.Fatal(err)
 	}
-	if result := text(`#result`); !strings.Contains(result, "unauthorized") {
+	if result := text(`#create-tag-result`); !strings.Contains(result, "unauthorized") {
 		t.Fatalf("without the token the form answered %q", result)
 	}
 	if _, err := f.svc.Tag(context.Background(), "web"); err == nil {
@@ -175,14 +199,14 @@ func TestDashboard_Browser(t *testing.T) {
 	if err := chromedp.Do(ctx,
 		chromedp.SetValue(chromedp.CSS(`#token`), "s3cret"),
 		chromedp.Click(chromedp.CSS(`#create-tag button`)),
-		chromedp.WaitNotPresent(chromedp.CSS(`#result.err`)),
+		chromedp.WaitNotPresent(chromedp.CSS(`#create-tag-result.err`)),
 	); err != nil {
 		t.Fatal(err)
 	}
 	deadline = time.Now().Add(10 * time.Second)
-	for !strings.Contains(text(`#result`), `"name": "web"`) {
+	for !strings.Contains(text(`#create-tag-result`), `"name": "web"`) {
 		if time.Now().After(deadline) {
-			t.Fatalf("with the token the form answered %q", text(`#result`))
+			t.Fatalf("with the token the form answered %q", text(`#create-tag-result`))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -199,9 +223,9 @@ func TestDashboard_Browser(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline = time.Now().Add(10 * time.Second)
-	for !strings.Contains(text(`#result`), `"mode": "sequence"`) {
+	for !strings.Contains(text(`#create-tag-result`), `"mode": "sequence"`) {
 		if time.Now().After(deadline) {
-			t.Fatalf("creating a sequence tag answered %q", text(`#result`))
+			t.Fatalf("creating a sequence tag answered %q", text(`#create-tag-result`))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -31,11 +31,6 @@ function num(n) { return Number(n).toLocaleString("en-US"); }
 // count writes n with its noun: "1 load", "2 loads".
 function count(n, one, many) { return `${num(n)} ${Number(n) === 1 ? one : many}`; }
 
-function perSecond(cur, old, dt) {
-  if (old === undefined || dt <= 0) return 0;
-  return Math.max(0, (cur - old) / dt);
-}
-
 function setCard(id, state) {
   $(id).classList.remove("ok", "warn", "bad");
   $(id).classList.add(state);
@@ -51,12 +46,10 @@ function bar(start, pos, end, next) {
 }
 
 // render shows snapshot s; again redraws the last one (a search's page
-// arrived), whose rates were measured against the one before it.
-let older = null;
-function render(s, again) {
-  if (!again) older = prev;
-  const last = again ? older : prev;
-  const dt = last ? (Date.parse(s.now) - Date.parse(last.now)) / 1000 : 0;
+// arrived). The rates are the server's, over its last seconds (s.rates),
+// so the first snapshot shows them too.
+function render(s) {
+  const rates = s.rates || {};
   const alerts = [];
 
   // The node.
@@ -70,7 +63,7 @@ function render(s, again) {
   if (!w.issuing) alerts.push(["bad", "Snowflake IDs are not issued: " + (w.error || "no worker ID")]);
 
   const sf = s.snowflake;
-  const sfRate = last ? perSecond(sf.issued, last.snowflake.issued, dt) : 0;
+  const sfRate = rates.snowflake || 0;
   $("snow-rate").textContent = num(Math.round(sfRate)) + "/s";
   $("snow-detail").textContent = `lead ${dur(sf.lead_seconds)} · clock behind ${dur(sf.behind_seconds)} · borrowed ${num(sf.borrows)} · waits ${num(sf.waits)} · refused ${num(sf.refusals)}`;
   setCard("card-snowflake", sf.behind_seconds > 0.005 ? "bad" : "ok");
@@ -136,8 +129,7 @@ function render(s, again) {
 
   // Sequence tags: no buffers; every ID from the store, a store call per group.
   for (const q of search.q ? [] : (s.sequences || [])) {
-    const before = last && (last.sequences || []).find((p) => p.tag === q.tag);
-    const rate = before ? perSecond(q.ids, before.ids, dt) : 0;
+    const rate = (rates.sequences || {})[q.tag] || 0;
     tbody.append(el("tr", { "data-tag": q.tag, class: "sequence" },
       el("td", {}, el("strong", {}, q.tag), el("div", { class: "range" }, "sequence")),
       el("td", {}, el("div", { class: "range" }, `no buffers: ${count(q.trips, "store call", "store calls")} for ${count(q.ids, "ID", "IDs")}, up to ${count(q.max_group, "request", "requests")} a call`)),
@@ -161,10 +153,9 @@ function render(s, again) {
   pbody.replaceChildren();
   const protos = new Set(Object.keys(s.counts.requests || {}).concat(Object.keys(s.counts.errors || {})));
   for (const p of [...protos].sort()) {
-    const rate = last ? perSecond(s.counts.requests[p] || 0, (last.counts.requests || {})[p], dt) : 0;
-    const errs = [];
-    for (const [code, n] of Object.entries((s.counts.errors || {})[p] || {})) {
-      const r = last ? perSecond(n, ((last.counts.errors || {})[p] || {})[code], dt) : 0;
+    const rate = (rates.requests || {})[p] || 0;
+    const errs = []; // the codes that occurred in the server's window only
+    for (const [code, r] of Object.entries((rates.errors || {})[p] || {}).sort()) {
       errs.push(`${code} ${r.toFixed(1)}`);
     }
     pbody.append(el("tr", {}, el("td", {}, p), el("td", { class: "num" }, num(Math.round(rate))), el("td", {}, errs.join(", ") || "–")));
@@ -202,7 +193,7 @@ async function runSearch() {
   const r = search.result;
   $("tag-prev").disabled = !search.q || search.offset === 0;
   $("tag-next").disabled = !r || r.offset + r.tags.length >= r.matched;
-  if (prev) render(prev, true);
+  if (prev) render(prev);
 }
 
 let es = null;
@@ -244,9 +235,10 @@ async function call(method, path, body) {
   return data;
 }
 
-function show(data, isError) {
-  const r = $("result");
-  r.className = isError ? "err" : "";
+// show writes a form's answer, or its error, under the form.
+function show(id, data, isError) {
+  const r = $(id + "-result");
+  r.className = isError ? "result err" : "result";
   r.textContent = typeof data === "string" ? data : JSON.stringify(data, null, 2);
 }
 
@@ -254,7 +246,7 @@ function onSubmit(id, run) {
   $(id).addEventListener("submit", async (e) => {
     e.preventDefault();
     const f = new FormData(e.target);
-    try { show(await run(f)); } catch (err) { show(err.message, true); }
+    try { show(id, await run(f)); } catch (err) { show(id, err.message, true); }
   });
 }
 
