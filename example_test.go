@@ -2,7 +2,11 @@ package frond_test
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
 	"fmt"
+
+	_ "modernc.org/sqlite"
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/segment"
@@ -33,4 +37,34 @@ func Example_snowflake() {
 	p, _ := g.Layout().Decompose(b)
 	fmt.Println(b > a, p.Node)
 	// Output: true 42
+}
+
+// A frond ID in a table and in JSON: it is stored as a BIGINT, scanned
+// back, and sent to a browser as a string (JavaScript's numbers lose
+// integers past 2^53).
+func ExampleID() {
+	db, err := sql.Open("sqlite", "file:example?mode=memory")
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close()
+	db.Exec(`CREATE TABLE orders (id BIGINT PRIMARY KEY, item TEXT NOT NULL)`)
+
+	id := frond.ID(2124376161118060544) // from frond: client.Next, /v1/snowflake, ...
+	if _, err := db.Exec(`INSERT INTO orders (id, item) VALUES (?, ?)`, id, "tea"); err != nil {
+		panic(err)
+	}
+	var order struct {
+		ID   frond.ID `json:"id"`
+		Item string   `json:"item"`
+	}
+	if err := db.QueryRow(`SELECT id, item FROM orders WHERE id = ?`, id).Scan(&order.ID, &order.Item); err != nil {
+		panic(err)
+	}
+	b, _ := json.Marshal(order)
+	fmt.Println(string(b))
+	fmt.Println(order.ID.Base62())
+	// Output:
+	// {"id":"2124376161118060544","item":"tea"}
+	// 2WvfFcwgYuO
 }
