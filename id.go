@@ -1,6 +1,7 @@
 package frond
 
 import (
+	"context"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -161,4 +162,18 @@ func (id *ID) UnmarshalJSON(b []byte) error {
 	}
 	*id = n
 	return nil
+}
+
+// IDSource hands out frond IDs to code that stores them: the ORM
+// integrations (docs/integrations.md) take one. The Go client
+// (github.com/frond-id/frond/client: segment IDs from its leases, in
+// process) is one; so is client/httpsource (one HTTP call a batch, for a
+// service that cannot lease or speak gRPC).
+type IDSource interface {
+	// Next is the next segment ID of tag.
+	Next(ctx context.Context, tag string) (int64, error)
+	// NextN is n segment IDs of tag, in order: a batch insert's.
+	NextN(ctx context.Context, tag string, n int) ([]int64, error)
+	// Snowflake is n snowflake IDs.
+	Snowflake(ctx context.Context, n int) ([]int64, error)
 }

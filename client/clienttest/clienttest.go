@@ -14,6 +14,7 @@ package clienttest
 import (
 	"context"
 	"net"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/api"
 	grpcapi "github.com/frond-id/frond/api/grpc"
+	httpapi "github.com/frond-id/frond/api/http"
 	"github.com/frond-id/frond/registry/file"
 	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/service"
@@ -44,6 +46,9 @@ func (shared) Close() error { return nil }
 type Server struct {
 	// Addr is the gRPC address, for client.Options.Servers.
 	Addr string
+	// HTTPURL is the HTTP API's root (http://127.0.0.1:port), for
+	// client/httpsource and other HTTP callers.
+	HTTPURL string
 	// Service is the server's service layer.
 	Service *service.Service
 	// Store is the store it serves from.
@@ -55,6 +60,7 @@ type Server struct {
 	dir     string
 	mu      sync.Mutex
 	srv     *grpcapi.Server
+	web     *httptest.Server
 	stopped bool
 }
 
@@ -110,8 +116,9 @@ func (s *Server) start(addr string) {
 	}
 	srv := grpcapi.New(svc, api.Options{})
 	go srv.Serve(ln)
+	web := httptest.NewServer(httpapi.New(svc, api.Options{}))
 	s.mu.Lock()
-	s.Addr, s.Service, s.srv, s.stopped = ln.Addr().String(), svc, srv, false
+	s.Addr, s.HTTPURL, s.Service, s.srv, s.web, s.stopped = ln.Addr().String(), web.URL, svc, srv, web, false
 	s.mu.Unlock()
 }
 
@@ -144,6 +151,11 @@ func (s *Server) Stop() {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // no grace: calls in progress end now
 	s.srv.Shutdown(ctx)
+	s.web.CloseClientConnections()
+	s.web.Close()
+	if h, ok := s.web.Config.Handler.(*httpapi.Server); ok {
+		h.StopStreams()
+	}
 	s.Service.Close(context.Background())
 }
 

@@ -1,0 +1,47 @@
+package httpsource_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/client"
+	"github.com/frond-id/frond/client/clienttest"
+	"github.com/frond-id/frond/client/httpsource"
+)
+
+// Both of frond's IDSources: the leasing client and this one.
+var _ = []frond.IDSource{(*client.Client)(nil), (*httpsource.Client)(nil)}
+
+func TestClient(t *testing.T) {
+	srv := clienttest.Start(t)
+	srv.CreateTag(t, "order", 100)
+	c, err := httpsource.New(srv.HTTPURL, httpsource.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if id, err := c.Next(ctx, "order"); err != nil || id != 1 {
+		t.Fatalf("Next = %d, %v", id, err)
+	}
+	if ids, err := c.NextN(ctx, "order", 3); err != nil || len(ids) != 3 || ids[0] != 2 || ids[2] != 4 {
+		t.Fatalf("NextN = %v, %v", ids, err)
+	}
+	if ids, err := c.Snowflake(ctx, 2); err != nil || len(ids) != 2 || ids[1] <= ids[0] {
+		t.Fatalf("Snowflake = %v, %v", ids, err)
+	}
+	if _, err := c.Next(ctx, "nope"); !errors.Is(err, frond.ErrTagNotFound) {
+		t.Fatalf("a missing tag: %v", err)
+	}
+	if _, err := c.NextN(ctx, "order", 0); !errors.Is(err, frond.ErrInvalidArgument) {
+		t.Fatalf("n 0: %v", err)
+	}
+	if _, err := httpsource.New("id-1:8080", httpsource.Options{}); err == nil {
+		t.Fatal("a server without a scheme")
+	}
+	srv.Stop()
+	if _, err := c.Next(ctx, "order"); !errors.Is(err, frond.ErrStoreUnavailable) {
+		t.Fatalf("a server gone: %v", err)
+	}
+}
