@@ -71,6 +71,7 @@ import (
 	"github.com/frond-id/frond/internal/testenv"
 	"github.com/frond-id/frond/store/sqlstore"
 	"github.com/frond-id/frond/storetest"
+	"github.com/frond-id/frond/storetest/dbtest"
 )
 
 var (
@@ -274,7 +275,7 @@ func TestChaos(t *testing.T) {
 		// Databases of the run's own, placed as one set (frond stores set):
 		// the set changes during the run (set_change), and nodes list the
 		// stores in different orders (node.start): the place is the store's.
-		raw := storetest.PlacedSet(t, func(ctx context.Context, url string) (frond.SegmentStore, error) {
+		raw := dbtest.PlacedSet(t, func(ctx context.Context, url string) (frond.SegmentStore, error) {
 			return sqlstore.Open(ctx, url, sqlstore.Options{})
 		}, my, pg)
 		h.setURLs = raw

@@ -14,6 +14,7 @@ import (
 	"github.com/frond-id/frond/internal/testenv"
 	"github.com/frond-id/frond/store/sqlstore"
 	"github.com/frond-id/frond/storetest"
+	"github.com/frond-id/frond/storetest/dbtest"
 )
 
 // Two frond nodes share two stores (MariaDB and PostgreSQL) as residue
@@ -22,7 +23,7 @@ import (
 func TestE2E_MultiStore_TwoNodes(t *testing.T) {
 	my := testenv.Getenv(t, "FROND_TEST_MYSQL_URL")
 	pg := testenv.Getenv(t, "FROND_TEST_POSTGRES_URL")
-	set := storetest.PlacedSet(t, openSQL, my, pg) // databases of the test's own, placed as residues 0 and 1
+	set := dbtest.PlacedSet(t, openSQL, my, pg) // databases of the test's own, placed as residues 0 and 1
 	my, pg = set[0], set[1]
 	p := storetest.StartProxy(t, storetest.HostOf(t, my, "3306"))
 	stores := storetest.WithHost(t, my, p.Addr()) + "?frond_timeout=1s " + pg
@@ -85,7 +86,7 @@ func TestE2E_MultiStore_TwoNodes(t *testing.T) {
 	}
 }
 
-// openSQL opens a SQL store (storetest.PlacedSet).
+// openSQL opens a SQL store (dbtest.PlacedSet).
 func openSQL(ctx context.Context, url string) (frond.SegmentStore, error) {
 	return sqlstore.Open(ctx, url, sqlstore.Options{})
 }
@@ -100,7 +101,7 @@ func openSQL(ctx context.Context, url string) (frond.SegmentStore, error) {
 func TestE2E_MultiStore_ChangeTheSet(t *testing.T) {
 	my := testenv.Getenv(t, "FROND_TEST_MYSQL_URL")
 	pg := testenv.Getenv(t, "FROND_TEST_POSTGRES_URL")
-	set := storetest.PlacedSet(t, openSQL, my, pg)
+	set := dbtest.PlacedSet(t, openSQL, my, pg)
 	my, pg = set[0], set[1]
 	t.Setenv("FROND_SEGMENT__FIXED_STEP", "true")
 	a := mustStart(t, t.TempDir(), "--store", my+" "+pg, "--node", "1")

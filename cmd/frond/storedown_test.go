@@ -12,6 +12,7 @@ import (
 	"github.com/frond-id/frond/internal/testenv"
 	"github.com/frond-id/frond/store/sqlstore"
 	"github.com/frond-id/frond/storetest"
+	"github.com/frond-id/frond/storetest/dbtest"
 )
 
 // createTagIn creates tag directly in the store of raw.
@@ -123,7 +124,7 @@ func TestE2E_StoreDownAtStart(t *testing.T) {
 func TestE2E_MultiStore_OneDownAtStart(t *testing.T) {
 	my := testenv.Getenv(t, "FROND_TEST_MYSQL_URL")
 	pg := testenv.Getenv(t, "FROND_TEST_POSTGRES_URL")
-	set := storetest.PlacedSet(t, openSQL, my, pg) // databases of the test's own, placed as residues 0 and 1
+	set := dbtest.PlacedSet(t, openSQL, my, pg) // databases of the test's own, placed as residues 0 and 1
 	my, pg = set[0], set[1]
 	tag := tagName("multi-down")
 	createTagIn(t, my, tag, 1, 40)

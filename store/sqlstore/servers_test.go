@@ -11,6 +11,7 @@ import (
 	"github.com/frond-id/frond/internal/testenv"
 	"github.com/frond-id/frond/store/sqlstore"
 	"github.com/frond-id/frond/storetest"
+	"github.com/frond-id/frond/storetest/dbtest"
 )
 
 // Real-server tests: FROND_TEST_MYSQL_URL (MySQL or MariaDB) and
@@ -76,10 +77,10 @@ func TestPostgres_Outage(t *testing.T) {
 // gets a database of its own.
 func TestMySQL_Placed(t *testing.T) {
 	raw := testenv.Getenv(t, "FROND_TEST_MYSQL_URL")
-	storetest.RunPlacedStore(t, func(t *testing.T) storetest.Opener { return opener(storetest.FreshDatabase(t, raw)) })
+	storetest.RunPlacedStore(t, func(t *testing.T) storetest.Opener { return opener(dbtest.FreshDatabase(t, raw)) })
 }
 
 func TestPostgres_Placed(t *testing.T) {
 	raw := testenv.Getenv(t, "FROND_TEST_POSTGRES_URL")
-	storetest.RunPlacedStore(t, func(t *testing.T) storetest.Opener { return opener(storetest.FreshDatabase(t, raw)) })
+	storetest.RunPlacedStore(t, func(t *testing.T) storetest.Opener { return opener(dbtest.FreshDatabase(t, raw)) })
 }

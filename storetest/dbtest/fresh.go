@@ -1,4 +1,8 @@
-package storetest
+// Package dbtest gives tests databases of their own on the CI's servers:
+// a fresh database per test (FreshDatabase), and a placed set of stores
+// (PlacedSet). It is apart from storetest so that code importing storetest
+// (clienttest, the contrib modules' tests) does not link an SQL driver.
+package dbtest
 
 import (
 	"context"
