@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/frond-id/frond/idfmt"
@@ -101,6 +102,12 @@ func (id *ID) Scan(src any) error {
 	case int64:
 		if v < 0 {
 			return fmt.Errorf("%w: %d: negative", ErrInvalidID, v)
+		}
+		*id = ID(v)
+		return nil
+	case uint64: // MySQL's BIGINT UNSIGNED in the text protocol
+		if v > math.MaxInt64 {
+			return fmt.Errorf("%w: %d: above 2^63-1", ErrInvalidID, v)
 		}
 		*id = ID(v)
 		return nil

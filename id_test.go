@@ -64,13 +64,13 @@ func TestID_Forms(t *testing.T) {
 }
 
 func TestID_Scan(t *testing.T) {
-	for _, src := range []any{int64(42), []byte("42"), "42"} {
+	for _, src := range []any{int64(42), []byte("42"), "42", uint64(42)} {
 		var id frond.ID
 		if err := id.Scan(src); err != nil || id != 42 {
 			t.Errorf("Scan(%#v) = %v, %v", src, id, err)
 		}
 	}
-	for _, src := range []any{nil, int64(-1), "x", 4.2, []byte("")} {
+	for _, src := range []any{nil, int64(-1), "x", 4.2, []byte(""), uint64(math.MaxInt64) + 1} {
 		var id frond.ID
 		if err := id.Scan(src); !errors.Is(err, frond.ErrInvalidID) {
 			t.Errorf("Scan(%#v): %v, want ErrInvalidID", src, err)

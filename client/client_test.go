@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -492,5 +493,28 @@ func TestClient_RetryGetsTheSameIDs(t *testing.T) {
 	}
 	if st := c.Stats(); st.Retries == 0 {
 		t.Fatalf("no retry happened: %+v", st)
+	}
+}
+
+// A tag whose configured form is text: Next and NextN refuse it, and after
+// the first answer without a call (a call would take IDs only to throw
+// them away); NextStrings serves it.
+func TestClient_TextFormTag(t *testing.T) {
+	srv := clienttest.Start(t, clienttest.WithForms(map[string]string{"b": "base62"}))
+	srv.CreateTag(t, "b", 100)
+	c := newClient(t, client.Options{Servers: []string{srv.Addr}})
+	ctx := context.Background()
+	for range 3 {
+		if _, err := c.Next(ctx, "b"); !errors.Is(err, frond.ErrFormNotCarried) || !strings.Contains(err.Error(), "use NextStrings") {
+			t.Fatalf("Next: %v", err)
+		}
+	}
+	if _, err := c.NextN(ctx, "b", 5); !errors.Is(err, frond.ErrFormNotCarried) {
+		t.Fatalf("NextN: %v", err)
+	}
+	// The first refusal took one ID (the server answered it as text); the
+	// rest took none.
+	if s, err := c.NextStrings(ctx, "b", 1); err != nil || len(s) != 1 || s[0] != "00000000002" {
+		t.Fatalf("NextStrings = %v, %v", s, err)
 	}
 }

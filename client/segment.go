@@ -43,6 +43,10 @@ func (c *Client) Next(ctx context.Context, tag string) (int64, error) {
 const (
 	viaRanges = 1 // a sequence tag: ranges of plain numbers, call by call
 	viaForm   = 2 // a tag with a configured form: IDs in the form, call by call
+	// viaText: the tag's form is text, which Next and NextN cannot answer:
+	// refused here, without a call that would take IDs to throw away (until
+	// the client restarts; NextStrings asks the server each time).
+	viaText = 3
 )
 
 // isUnleased reports whether tag is known not to be leasable: one atomic
@@ -61,26 +65,37 @@ func (c *Client) via(tag string) int {
 // markUnleased remembers tag as one that cannot be leased, when err (of a
 // lease) says so, and reports whether it did.
 func (c *Client) markUnleased(tag string, err error) bool {
-	via := 0
 	switch {
 	case errors.Is(err, frond.ErrNotLeasable):
-		via = viaRanges
+		c.markVia(tag, viaRanges)
 	case errors.Is(err, frond.ErrFormNotCarried):
-		via = viaForm
+		c.markVia(tag, viaForm)
 	default:
 		return false
 	}
+	return true
+}
+
+func (c *Client) markVia(tag string, via int) {
 	c.unleasedTags.Store(tag, via)
 	c.unleasedSeen.Store(true)
-	return true
 }
 
 // unleased asks a server for n IDs of a tag that cannot be leased, now.
 func (c *Client) unleased(ctx context.Context, tag string, n int64) ([]int64, error) {
-	if c.via(tag) == viaForm {
+	switch c.via(tag) {
+	case viaForm:
 		return c.formNumbers(ctx, tag, n)
+	case viaText:
+		v, _ := c.textForms.Load(tag)
+		return nil, textForm(tag, v)
 	}
 	rs, err := c.direct(ctx, tag, n)
+	if errors.Is(err, frond.ErrFormNotCarried) {
+		// A sequence tag given a form since it was marked: by form now.
+		c.markVia(tag, viaForm)
+		return c.formNumbers(ctx, tag, n)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -137,10 +152,17 @@ func (c *Client) formNumbers(ctx context.Context, tag string, n int64) ([]int64,
 		return nil, err
 	}
 	if len(out.GetIds()) == 0 {
-		return nil, fmt.Errorf("%w: tag %q answers in form %q, which is text: Next and NextN answer numbers; use NextStrings",
-			frond.ErrFormNotCarried, tag, out.GetForm())
+		c.textForms.Store(tag, out.GetForm())
+		c.markVia(tag, viaText)
+		return nil, textForm(tag, out.GetForm())
 	}
 	return out.GetIds(), nil
+}
+
+// textForm is the error of Next and NextN for a tag whose form is text.
+func textForm(tag string, form any) error {
+	return fmt.Errorf("%w: tag %q answers in form %q, which is text: Next and NextN answer numbers; use NextStrings",
+		frond.ErrFormNotCarried, tag, form)
 }
 
 // NextStrings returns n segment IDs of tag as text, in the tag's

@@ -364,3 +364,31 @@ func TestSerials_SequenceTag(t *testing.T) {
 		t.Fatalf("segments buffered for a sequence tag: %+v", s.SegmentStats())
 	}
 }
+
+// The rule of forms across protocols (segmentForm), at the request: a
+// ranges request of a tag whose form is numeric, from a protocol that
+// answers numbers (TinyID's nextId), gets the numbers, its batch cut to
+// MaxBatch as TinyID cuts its own; a lease or a text form is refused
+// before any ID is taken; a form the request names is its own.
+func TestCheck_FormsRule(t *testing.T) {
+	s := newKindsService(t, newClock(), Config{ObfuscationKey: []byte("a key of sixteen bytes or more"), ObfuscationScheme: "ff1",
+		Forms: map[string]string{"op": FormOpaque, "b": FormBase62}})
+	r := Request{Kind: KindSegment, Name: "op", Count: 20_000, Ranges: true, Numbers: true}
+	if err := s.Check(&r); err != nil || r.Ranges || r.Count != MaxBatch || r.Form != FormOpaque {
+		t.Fatalf("TinyID's nextId of an opaque tag: %+v, %v", r, err)
+	}
+	for _, r := range []Request{
+		{Kind: KindSegment, Name: "op", Count: 5, Ranges: true, Lease: true},
+		{Kind: KindSegment, Name: "op", Run: true},
+		{Kind: KindSegment, Name: "b", Count: 5, Ranges: true, Numbers: true},
+		{Kind: KindSegment, Name: "b", Numbers: true},
+	} {
+		if err := s.Check(&r); !errors.Is(err, frond.ErrFormNotCarried) || !strings.Contains(err.Error(), "(its configured form)") {
+			t.Errorf("%+v: %v", r, err)
+		}
+	}
+	r = Request{Kind: KindSegment, Name: "b", Form: FormNumber, Ranges: true}
+	if err := s.Check(&r); err != nil {
+		t.Errorf("ranges of form number asked for: %v", err)
+	}
+}

@@ -177,7 +177,11 @@ func (s *Service) segmentForm(r *Request) error {
 		return nil
 	}
 	if r.Numbers && Numeric(r.Form) && r.Ranges && !r.Run && !r.Lease {
-		r.Ranges = false // the numbers themselves, in the form
+		// The numbers themselves, in the form. Such a caller (TinyID's
+		// nextId) cuts its batch to what it serves, as TinyID does: a
+		// list of numbers is cut to MaxBatch, not refused.
+		r.Ranges = false
+		r.Count = min(r.Count, MaxBatch)
 		return nil
 	}
 	var what string

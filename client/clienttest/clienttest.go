@@ -57,6 +57,7 @@ type Server struct {
 	t       testing.TB
 	node    int64
 	tokens  map[string][]string
+	forms   map[string]string
 	dir     string
 	mu      sync.Mutex
 	srv     *grpcapi.Server
@@ -77,6 +78,10 @@ func WithNode(n int64) Option { return func(s *Server) { s.node = n } }
 
 // WithTokens makes the server require tag tokens (service.Config.Tokens).
 func WithTokens(tokens map[string][]string) Option { return func(s *Server) { s.tokens = tokens } }
+
+// WithForms gives tags configured forms (service.Config.Forms): base62 and
+// base32 need no key.
+func WithForms(forms map[string]string) Option { return func(s *Server) { s.forms = forms } }
 
 // Start starts a server; it stops with the test.
 func Start(t testing.TB, opts ...Option) *Server {
@@ -99,7 +104,7 @@ func (s *Server) start(addr string) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	svc, err := service.New(context.Background(), service.Config{Segment: segment.Settings{FailFast: -1}, Tokens: s.tokens}, shared{s.Store}, reg, nil)
+	svc, err := service.New(context.Background(), service.Config{Segment: segment.Settings{FailFast: -1}, Tokens: s.tokens, Forms: s.forms}, shared{s.Store}, reg, nil)
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/frond-id/frond"
@@ -24,6 +25,10 @@ type Client struct {
 	base  string
 	token string
 	http  *http.Client
+	// text: the paths answered in a text form (a tag's configured form):
+	// refused here from then on, without a request that would take IDs
+	// only to throw them away.
+	text sync.Map // path -> form
 }
 
 // Options configure a Client.
@@ -94,6 +99,9 @@ func (c *Client) get(ctx context.Context, path string, n int) ([]int64, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("%w: n %d: at least 1", frond.ErrInvalidArgument, n)
 	}
+	if form, ok := c.text.Load(path); ok {
+		return nil, textForm(form)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path+"?n="+strconv.Itoa(n), nil)
 	if err != nil {
 		return nil, err
@@ -135,10 +143,15 @@ func (c *Client) get(ctx context.Context, path string, n int) ([]int64, error) {
 	}
 	if len(ids) == 0 && (out.IDStr != "" || len(out.IDStrs) > 0) {
 		// A tag whose configured form is text (docs/kinds.md#forms-across-protocols).
-		return nil, fmt.Errorf("%w: the IDs come in form %q, text: an IDSource answers numbers", frond.ErrFormNotCarried, out.Form)
+		c.text.Store(path, out.Form)
+		return nil, textForm(out.Form)
 	}
 	if len(ids) != n {
 		return nil, errors.New("httpsource: the server answered " + strconv.Itoa(len(ids)) + " IDs of " + strconv.Itoa(n))
 	}
 	return ids, nil
+}
+
+func textForm(form any) error {
+	return fmt.Errorf("%w: the IDs come in form %q, text: an IDSource answers numbers (until this client is made again)", frond.ErrFormNotCarried, form)
 }

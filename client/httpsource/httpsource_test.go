@@ -3,6 +3,9 @@ package httpsource_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/frond-id/frond"
@@ -43,5 +46,27 @@ func TestClient(t *testing.T) {
 	srv.Stop()
 	if _, err := c.Next(ctx, "order"); !errors.Is(err, frond.ErrStoreUnavailable) {
 		t.Fatalf("a server gone: %v", err)
+	}
+}
+
+// A tag answered in a text form: refused, and from then on without a
+// request (each would take IDs only to throw them away).
+func TestClient_TextForm(t *testing.T) {
+	srv := clienttest.Start(t, clienttest.WithForms(map[string]string{"b": "base62"}))
+	srv.CreateTag(t, "b", 100)
+	c, _ := httpsource.New(srv.HTTPURL, httpsource.Options{})
+	for range 3 {
+		if _, err := c.NextN(context.Background(), "b", 4); !errors.Is(err, frond.ErrFormNotCarried) {
+			t.Fatalf("NextN: %v", err)
+		}
+	}
+	resp, err := http.Get(srv.HTTPURL + "/v1/segment/b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(b), `"id_str":"00000000005"`) { // the first refusal took 4
+		t.Fatalf("next ID: %s", b)
 	}
 }

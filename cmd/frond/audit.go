@@ -185,10 +185,11 @@ func (a *auditor) add(level, subject, format string, args ...any) {
 
 // auditStore is one configured store, opened.
 type auditStore struct {
-	i     int
-	name  string
-	store frond.SegmentStore
-	read  time.Duration // the quickest read of a page of its tags
+	i      int
+	name   string
+	store  frond.SegmentStore
+	read   time.Duration // the quickest read of a page of its tags
+	unread bool          // a read of its tags failed (said once)
 }
 
 func (a *auditor) open(ctx context.Context) []*auditStore {
@@ -245,6 +246,7 @@ func (a *auditor) run(ctx context.Context, sample time.Duration, emit func(findi
 		elapsed = time.Since(t1)
 	}
 	tables := a.snapshot(ctx, stores)
+	a.settle(tables, first)
 	a.layout()
 	slices.SortStableFunc(a.found, func(x, y finding) int { return auditRank[x.Level] - auditRank[y.Level] })
 	for _, f := range a.found {
@@ -307,6 +309,23 @@ func (a *auditor) places(ctx context.Context, stores []*auditStore) {
 	}
 }
 
+// settle picks the read of each store to audit: the second, or the first
+// (without a rate) when the second failed; none read is a danger.
+func (a *auditor) settle(tables, first []*tagTable) {
+	read := 0
+	for i := range tables {
+		if tables[i] == nil && first != nil && first[i] != nil {
+			tables[i], first[i] = first[i], nil
+		}
+		if tables[i] != nil {
+			read++
+		}
+	}
+	if read == 0 && len(tables) > 0 {
+		a.add(auditDanger, "tags", "no store's tags could be read: no tag was audited")
+	}
+}
+
 // tagTable is one read of a store's tags as the audit keeps them: the
 // names in one buffer, max_id, step and whether the tag is a sequence tag
 // in arrays beside it, and an index ordered by name in bytes (a store
@@ -366,7 +385,10 @@ func (a *auditor) snapshot(ctx context.Context, stores []*auditStore) []*tagTabl
 		t := &tagTable{}
 		read, err := readTags(ctx, s.store, t.add)
 		if err != nil {
-			a.add(auditWarn, s.name, "its tags cannot be read: %v", err)
+			if !s.unread { // said once, if both reads fail
+				a.add(auditWarn, s.name, "its tags cannot be read: %v", err)
+			}
+			s.unread = true
 			continue
 		}
 		if s.read == 0 || read < s.read {

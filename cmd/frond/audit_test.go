@@ -248,3 +248,22 @@ func TestCLI_AuditStreams(t *testing.T) {
 		t.Errorf("%d tags have a row, want %d", len(rows), n+1)
 	}
 }
+
+// A store whose second read fails is audited from its first (it was left
+// out, and a one-store audit passed with no tag read); none read at all is
+// a danger.
+func TestAudit_Settle(t *testing.T) {
+	a := &auditor{cfg: loadDefaults(t)}
+	one := &tagTable{}
+	one.add(frond.Tag{Name: "x", MaxID: 1, Step: 10})
+	one.index()
+	tables, first := []*tagTable{nil}, []*tagTable{one}
+	a.settle(tables, first)
+	if tables[0] != one || first[0] != nil || len(a.found) != 0 {
+		t.Fatalf("tables %v, first %v, found %v", tables, first, a.found)
+	}
+	a.settle([]*tagTable{nil, nil}, nil)
+	if len(a.found) != 1 || a.found[0].Level != auditDanger {
+		t.Fatalf("nothing read: %v", a.found)
+	}
+}

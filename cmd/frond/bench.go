@@ -201,7 +201,7 @@ func printResult(w io.Writer, o bench.Options, r bench.Result) {
 				waits += fmt.Sprintf(", longer while %d workers spinning on IDs outnumber the %d cores and the lease's own calls wait for one", r.Concurrency, cpus)
 			}
 		}
-		fmt.Fprintf(w, "  leases      %d taken (the last of %d IDs); %s\n", l.Taken, l.Step, waits)
+		fmt.Fprintf(w, "  leases      %d taken (up to %d IDs each); %s\n", l.Taken, l.Step, waits)
 	}
 	switch srv := r.Server; {
 	case srv == nil:
@@ -213,14 +213,12 @@ func printResult(w io.Writer, o bench.Options, r bench.Result) {
 	}
 }
 
-// checkedNote says why more IDs were checked than measured: the warm-up's
-// are checked too, and those of requests still in flight at the end.
+// checkedNote says why more IDs were checked than measured: those taken
+// before the measured run (the first request and the warm-up) are checked
+// too.
 func checkedNote(r bench.Result) string {
-	switch extra := r.Checked - r.IDs; {
-	case extra <= 0:
+	if r.WarmupIDs <= 0 {
 		return ""
-	case extra > r.WarmupIDs:
-		return fmt.Sprintf(" (the %d before the measured run and those of requests in flight at its end too)", r.WarmupIDs)
 	}
 	return fmt.Sprintf(" (the %d before the measured run too)", r.WarmupIDs)
 }

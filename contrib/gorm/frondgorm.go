@@ -36,7 +36,8 @@ import (
 type Options struct {
 	// PrimaryKeys fills every model's zero integer primary key that has no
 	// frond struct tag, with segment IDs of the tag TagFor names: a whole
-	// application's tables on frond without a struct tag each.
+	// application's tables on frond without a struct tag each. A composite
+	// key is left alone (tag its field to fill one part).
 	PrimaryKeys bool
 	// TagFor names the segment tag of a table's primary key under
 	// PrimaryKeys; nil: the table's name.
@@ -108,7 +109,9 @@ func (p *Plugin) sourceOf(sch *schema.Schema, f *schema.Field) (source, bool, er
 		}
 		return s, true, nil
 	}
-	if p.o.PrimaryKeys && f.PrimaryKey && integer(f.FieldType) {
+	// A key of one field only: a zero part of a composite key (a line
+	// number 0, a foreign key) is not an ID to make up.
+	if p.o.PrimaryKeys && f.PrimaryKey && len(sch.PrimaryFields) == 1 && integer(f.FieldType) {
 		tag := sch.Table
 		if p.o.TagFor != nil {
 			tag = p.o.TagFor(sch.Table)

@@ -37,6 +37,12 @@ type Plain struct { // no frond tag: Options.PrimaryKeys
 	Name string
 }
 
+type Line struct { // a composite key: PrimaryKeys leaves it alone
+	OrderID int64 `gorm:"primaryKey;autoIncrement:false"`
+	No      int   `gorm:"primaryKey;autoIncrement:false"`
+	Item    string
+}
+
 // counting is an IDSource that counts the calls.
 type counting struct {
 	frond.IDSource
@@ -230,10 +236,15 @@ func TestPlugin_PrimaryKeys(t *testing.T) {
 			if err := db.Create(&rows).Error; err != nil || rows[0].ID != 1 || rows[1].ID != 2 {
 				t.Fatalf("%+v, %v", rows, err)
 			}
-			db = open(t, d, c, frondgorm.Options{PrimaryKeys: true, TagFor: func(string) string { return "order" }}, &Plain{})
+			db = open(t, d, c, frondgorm.Options{PrimaryKeys: true, TagFor: func(string) string { return "order" }}, &Plain{}, &Line{})
 			p := Plain{Name: "c"}
 			if err := db.Create(&p).Error; err != nil || p.ID != 1 {
 				t.Fatalf("%+v, %v", p, err)
+			}
+			// Line 0 of order 7 is a line number, not an ID to make up.
+			l := Line{OrderID: 7, Item: "tea"}
+			if err := db.Create(&l).Error; err != nil || l.OrderID != 7 || l.No != 0 {
+				t.Fatalf("a composite key: %+v, %v", l, err)
 			}
 		})
 	}

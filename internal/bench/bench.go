@@ -123,9 +123,8 @@ type Result struct {
 	IDsPerSecond      float64          `json:"ids_per_second"`
 	RequestsPerSecond float64          `json:"requests_per_second"`
 	Latency           Latency          `json:"latency_us"`
-	// Checked counts the IDs the duplicate check covered: the warm-up's
-	// (WarmupIDs), the measured run's (IDs), and those of requests that
-	// ended after the run did.
+	// Checked counts the IDs the duplicate check covered: those taken
+	// before the measured run (WarmupIDs) and the measured run's (IDs).
 	Checked int64 `json:"checked"`
 	// WarmupIDs counts the IDs taken before the measured run (not
 	// measured): the first request's, which tells a missing tag at once,
@@ -139,7 +138,7 @@ type Result struct {
 
 // Leases are the Go client's leases over a run (warm-up included).
 type Leases struct {
-	// Taken counts the leases; Step is the last one's length.
+	// Taken counts the leases; Step is the longest of the tags' last ones.
 	Taken uint64 `json:"taken"`
 	Step  int64  `json:"step"`
 	// Waits counts the callers that found both leased ranges used up and
