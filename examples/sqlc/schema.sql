@@ -1,0 +1,4 @@
+CREATE TABLE orders (
+  id   BIGINT PRIMARY KEY,
+  item TEXT NOT NULL
+);
