@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/frond-id/frond/api"
+	"github.com/frond-id/frond/service"
 )
 
 // The dashboard's rates are measured here, over the last rateWindow,
@@ -102,10 +103,11 @@ func (r *rateRing) measure(now counters) rates {
 	return out
 }
 
-// counters reads the counts the rates are made of.
-func (s *Server) counters(now time.Time) counters {
-	c := counters{at: now, counts: s.m.Counts(), snowflake: s.svc.SnowflakeIssued(), sequences: map[string]uint64{}}
-	for _, q := range s.svc.SequenceOverview().Tags {
+// counters reads the counts the rates are made of; seq is the sequence
+// tags' overview, read by the caller.
+func (s *Server) counters(now time.Time, seq []service.SequenceStats) counters {
+	c := counters{at: now, counts: s.m.Counts(), snowflake: s.svc.SnowflakeIssued(), sequences: make(map[string]uint64, len(seq))}
+	for _, q := range seq {
 		c.sequences[q.Tag] = q.IDs
 	}
 	return c

@@ -142,7 +142,8 @@ func (s *Server) snapshot(ctx context.Context, tags bool) snapshot {
 		Snowflake: snowflakeJSON{Issued: s.svc.SnowflakeIssued(), Lead: st.Lead.Seconds(), Behind: st.Behind.Seconds(),
 			Borrows: st.Borrows, Waits: st.Waits, Refusals: st.Refusals, Backwards: st.BackwardSteps},
 	}
-	now := s.counters(out.Now)
+	seq := s.svc.SequenceOverview().Tags // read once: the rates and the list
+	now := s.counters(out.Now, seq)
 	out.Counts, out.Rates = now.counts, s.rates.measure(now)
 	if !tags {
 		out.TagsHidden = true
@@ -155,7 +156,6 @@ func (s *Server) snapshot(ctx context.Context, tags bool) snapshot {
 	for _, i := range shown {
 		out.Tags = append(out.Tags, toTagStats(&seg.Tags[i]))
 	}
-	seq := s.svc.SequenceOverview().Tags
 	slices.SortFunc(seq, func(a, b service.SequenceStats) int {
 		return cmp.Or(cmp.Compare(b.IDs, a.IDs), strings.Compare(a.Tag, b.Tag))
 	})

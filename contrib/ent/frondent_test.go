@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,8 +12,6 @@ import (
 
 	"entgo.io/ent/dialect"
 	entsql "entgo.io/ent/dialect/sql"
-	_ "github.com/go-sql-driver/mysql"
-	_ "github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite"
 
 	"github.com/frond-id/frond"
@@ -23,6 +19,7 @@ import (
 	"github.com/frond-id/frond/client/clienttest"
 	frondent "github.com/frond-id/frond/contrib/ent"
 	"github.com/frond-id/frond/contrib/ent/internal/testent"
+	"github.com/frond-id/frond/internal/sqldb"
 	"github.com/frond-id/frond/internal/testenv"
 	"github.com/frond-id/frond/storetest/dbtest"
 )
@@ -34,33 +31,37 @@ func databases(t testing.TB) map[string]func() *entsql.Driver {
 	t.Helper()
 	out := map[string]func() *entsql.Driver{
 		"sqlite": func() *entsql.Driver {
-			return open(t, "sqlite", "file:"+filepath.Join(t.TempDir(), "ids.db")+"?_pragma=foreign_keys(1)&_pragma=busy_timeout(5000)", dialect.SQLite)
-		},
-	}
-	if raw := testenv.Getenv(t, "FROND_TEST_MYSQL_URL"); raw != "" {
-		out["mysql"] = func() *entsql.Driver {
-			u, err := url.Parse(dbtest.FreshDatabase(t, raw))
+			db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "ids.db")+"?_pragma=foreign_keys(1)&_pragma=busy_timeout(5000)")
 			if err != nil {
 				t.Fatal(err)
 			}
-			pass, _ := u.User.Password()
-			return open(t, "mysql", fmt.Sprintf("%s:%s@tcp(%s)%s?parseTime=true", u.User.Username(), pass, u.Host, u.Path), dialect.MySQL)
-		}
+			t.Cleanup(func() { db.Close() })
+			return entsql.OpenDB(dialect.SQLite, db)
+		},
+	}
+	if raw := testenv.Getenv(t, "FROND_TEST_MYSQL_URL"); raw != "" {
+		out["mysql"] = func() *entsql.Driver { return open(t, dbtest.FreshDatabase(t, raw), dialect.MySQL) }
 	}
 	if raw := testenv.Getenv(t, "FROND_TEST_POSTGRES_URL"); raw != "" {
-		out["postgres"] = func() *entsql.Driver { return open(t, "pgx", dbtest.FreshDatabase(t, raw), dialect.Postgres) }
+		out["postgres"] = func() *entsql.Driver { return open(t, dbtest.FreshDatabase(t, raw), dialect.Postgres) }
 	}
 	return out
 }
 
-func open(t testing.TB, driver, dsn, dialectName string) *entsql.Driver {
+// open opens a database URL with frond's own opener (internal/sqldb: the
+// drivers' DSNs from frond's URLs), for ent.
+func open(t testing.TB, rawURL, dialectName string) *entsql.Driver {
 	t.Helper()
-	db, err := sql.Open(driver, dsn)
+	p, err := sqldb.Parse(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sqldb.Open(p, sqldb.Options{Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return entsql.OpenDB(dialectName, db)
+	return entsql.OpenDB(dialectName, db.DB)
 }
 
 // setup starts frond in process and gives an ent client on drv the hook,
