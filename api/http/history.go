@@ -149,7 +149,6 @@ func seconds(d time.Duration) float64 {
 func (s *Server) sampler() {
 	defer close(s.samplerDone)
 	s.sample(time.Now())
-	s.rates.add(s.counters(time.Now(), s.svc.SequenceOverview().Tags))
 	t := time.NewTicker(historyEvery)
 	defer t.Stop()
 	r := time.NewTicker(rateEvery) // the dashboard's rates (rates.go)

@@ -54,6 +54,10 @@ func New(svc *service.Service, opts api.Options) *Server {
 	}
 	s := &Server{svc: svc, m: m, opts: opts, mux: http.NewServeMux(), started: time.Now(), stopping: make(chan struct{}),
 		hist: newHistory(), samplerDone: make(chan struct{})}
+	// The rates' first base, before any request is served: every request
+	// counts in the first window (the sampler goroutine took it when it
+	// first ran, which could be after the first requests).
+	s.rates.add(s.counters(time.Now(), svc.SequenceOverview().Tags))
 	go s.sampler()
 	mux := routes{s.mux, m, opts.Logger, opts.AccessLog}
 	// Leaf's API.
