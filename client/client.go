@@ -109,8 +109,7 @@ type Client struct {
 	// asked for call by call. unleasedSeen gates the lookup, so a client
 	// that never met one pays one atomic load.
 	unleasedSeen atomic.Bool
-	unleasedTags sync.Map // tag -> viaRanges, viaForm or viaText
-	textForms    sync.Map // tag -> its text form (viaText)
+	unleasedTags sync.Map // tag -> viaRanges or viaForm
 }
 
 // server is one frond server and its health as this client sees it.

@@ -43,10 +43,6 @@ func (c *Client) Next(ctx context.Context, tag string) (int64, error) {
 const (
 	viaRanges = 1 // a sequence tag: ranges of plain numbers, call by call
 	viaForm   = 2 // a tag with a configured form: IDs in the form, call by call
-	// viaText: the tag's form is text, which Next and NextN cannot answer:
-	// refused here, without a call that would take IDs to throw away (until
-	// the client restarts; NextStrings asks the server each time).
-	viaText = 3
 )
 
 // isUnleased reports whether tag is known not to be leasable: one atomic
@@ -83,12 +79,8 @@ func (c *Client) markVia(tag string, via int) {
 
 // unleased asks a server for n IDs of a tag that cannot be leased, now.
 func (c *Client) unleased(ctx context.Context, tag string, n int64) ([]int64, error) {
-	switch c.via(tag) {
-	case viaForm:
+	if c.via(tag) == viaForm {
 		return c.formNumbers(ctx, tag, n)
-	case viaText:
-		v, _ := c.textForms.Load(tag)
-		return nil, textForm(tag, v)
 	}
 	rs, err := c.direct(ctx, tag, n)
 	if errors.Is(err, frond.ErrFormNotCarried) {
@@ -127,12 +119,14 @@ func (c *Client) direct(ctx context.Context, tag string, n int64) ([]frond.Range
 	return rs, nil
 }
 
-// segmentIDs asks a server for n IDs of tag in its configured form, now.
-func (c *Client) segmentIDs(ctx context.Context, tag string, n int64) (*frondv1.IDs, error) {
+// segmentIDs asks a server for n IDs of tag in its configured form, now;
+// numbers: only as numbers (a text form is refused before any ID is
+// taken).
+func (c *Client) segmentIDs(ctx context.Context, tag string, n int64, numbers bool) (*frondv1.IDs, error) {
 	var out *frondv1.IDs
 	err := c.call(ctx, func(ctx context.Context, ids frondv1.IDServiceClient) error {
 		var err error
-		out, err = ids.NextSegment(ctx, &frondv1.NextSegmentRequest{Tag: tag, N: n})
+		out, err = ids.NextSegment(ctx, &frondv1.NextSegmentRequest{Tag: tag, N: n, Numbers: numbers})
 		return err
 	})
 	if err != nil {
@@ -145,24 +139,18 @@ func (c *Client) segmentIDs(ctx context.Context, tag string, n int64) (*frondv1.
 }
 
 // formNumbers asks a server for n IDs of a tag whose configured form is
-// numeric (opaque); a text form is an error.
+// numeric (opaque); the server refuses a text form (form_not_carried,
+// pointing to NextStrings) before it takes any ID.
 func (c *Client) formNumbers(ctx context.Context, tag string, n int64) ([]int64, error) {
-	out, err := c.segmentIDs(ctx, tag, n)
+	out, err := c.segmentIDs(ctx, tag, n, true)
 	if err != nil {
 		return nil, err
 	}
-	if len(out.GetIds()) == 0 {
-		c.textForms.Store(tag, out.GetForm())
-		c.markVia(tag, viaText)
-		return nil, textForm(tag, out.GetForm())
+	if len(out.GetIds()) == 0 { // a server from before NextSegmentRequest.numbers
+		return nil, fmt.Errorf("%w: tag %q answers in form %q, which is text: Next and NextN answer numbers; use NextStrings",
+			frond.ErrFormNotCarried, tag, out.GetForm())
 	}
 	return out.GetIds(), nil
-}
-
-// textForm is the error of Next and NextN for a tag whose form is text.
-func textForm(tag string, form any) error {
-	return fmt.Errorf("%w: tag %q answers in form %q, which is text: Next and NextN answer numbers; use NextStrings",
-		frond.ErrFormNotCarried, tag, form)
 }
 
 // NextStrings returns n segment IDs of tag as text, in the tag's
@@ -173,7 +161,7 @@ func (c *Client) NextStrings(ctx context.Context, tag string, n int) ([]string, 
 	if n < 1 {
 		return nil, fmt.Errorf("%w: n %d: at least 1", frond.ErrInvalidArgument, n)
 	}
-	out, err := c.segmentIDs(ctx, tag, int64(n))
+	out, err := c.segmentIDs(ctx, tag, int64(n), false)
 	if err != nil {
 		return nil, err
 	}

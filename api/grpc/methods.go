@@ -28,7 +28,7 @@ func ids(a service.Answer) *frondv1.IDs {
 }
 
 func (s *Server) NextSegment(ctx context.Context, in *frondv1.NextSegmentRequest) (*frondv1.IDs, error) {
-	a, err := s.take(ctx, service.Request{Kind: service.KindSegment, Name: in.GetTag(), Count: in.GetN(), Form: in.GetForm(), Token: tagToken(ctx)})
+	a, err := s.take(ctx, service.Request{Kind: service.KindSegment, Name: in.GetTag(), Count: in.GetN(), Form: in.GetForm(), Numbers: in.GetNumbers(), Token: tagToken(ctx)})
 	if err != nil {
 		return nil, err
 	}

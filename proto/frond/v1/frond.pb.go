@@ -38,7 +38,11 @@ type NextSegmentRequest struct {
 	N int64 `protobuf:"varint,2,opt,name=n,proto3" json:"n,omitempty"`
 	// The form of the IDs: number (default, or the tag's configured form),
 	// opaque, base62, base32, hex, padded (docs/kinds.md).
-	Form          string `protobuf:"bytes,3,opt,name=form,proto3" json:"form,omitempty"`
+	Form string `protobuf:"bytes,3,opt,name=form,proto3" json:"form,omitempty"`
+	// The caller takes numbers only (the Go client's Next): a tag whose
+	// configured form is text is refused with form_not_carried before any
+	// ID is taken, instead of answered in id_strs.
+	Numbers       bool `protobuf:"varint,4,opt,name=numbers,proto3" json:"numbers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -92,6 +96,13 @@ func (x *NextSegmentRequest) GetForm() string {
 		return x.Form
 	}
 	return ""
+}
+
+func (x *NextSegmentRequest) GetNumbers() bool {
+	if x != nil {
+		return x.Numbers
+	}
+	return false
 }
 
 type NextSnowflakeRequest struct {
@@ -1639,11 +1650,12 @@ var File_frond_v1_frond_proto protoreflect.FileDescriptor
 
 const file_frond_v1_frond_proto_rawDesc = "" +
 	"\n" +
-	"\x14frond/v1/frond.proto\x12\bfrond.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"H\n" +
+	"\x14frond/v1/frond.proto\x12\bfrond.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"b\n" +
 	"\x12NextSegmentRequest\x12\x10\n" +
 	"\x03tag\x18\x01 \x01(\tR\x03tag\x12\f\n" +
 	"\x01n\x18\x02 \x01(\x03R\x01n\x12\x12\n" +
-	"\x04form\x18\x03 \x01(\tR\x04form\"8\n" +
+	"\x04form\x18\x03 \x01(\tR\x04form\x12\x18\n" +
+	"\anumbers\x18\x04 \x01(\bR\anumbers\"8\n" +
 	"\x14NextSnowflakeRequest\x12\f\n" +
 	"\x01n\x18\x01 \x01(\x03R\x01n\x12\x12\n" +
 	"\x04form\x18\x02 \x01(\tR\x04form\"W\n" +
