@@ -351,11 +351,13 @@ func (k Kind) Transient(err error) bool {
 
 // ExecDDL runs a CREATE ... IF NOT EXISTS statement, again while it fails
 // with CreateRace (several nodes starting at once on an empty database:
-// each wave of concurrent creators can lose the race once; up to 10 tries,
-// 10 ms apart and more).
+// each wave of concurrent creators can lose the race once) or a transient
+// error (SQLite answers SQLITE_BUSY at once, without its busy timeout,
+// when two connections creating tables on a new file upgrade their locks
+// together); up to 10 tries, 10 ms apart and more.
 func (d *DB) ExecDDL(ctx context.Context, stmt string) error {
 	_, err := d.ExecContext(ctx, stmt)
-	for try := 1; err != nil && d.Kind.CreateRace(err) && try < 10; try++ {
+	for try := 1; err != nil && (d.Kind.CreateRace(err) || d.Kind.Transient(err)) && try < 10; try++ {
 		select {
 		case <-ctx.Done():
 			return err
