@@ -63,6 +63,21 @@ func TestClient_Kinds(t *testing.T) {
 	if err != nil || len(us) != 2 || us[0][14] != '7' {
 		t.Fatalf("UUIDs = %v, %v", us, err)
 	}
+	if u, err := c.NameUUID(bg, 5, "dns", "example.com"); err != nil || u != "cfbff0d1-9375-5685-968c-48ce8b15ae17" {
+		t.Fatalf("NameUUID = %q, %v", u, err)
+	}
+	if _, err := c.NameUUID(bg, 5, "dns", ""); !errors.Is(err, frond.ErrInvalidArgument) {
+		t.Fatalf("NameUUID without a name = %v", err)
+	}
+	if us, err := c.UUIDs(bg, 6, 2); err != nil || us[0][14] != '6' || us[0] >= us[1] {
+		t.Fatalf("UUIDs(6) = %v, %v", us, err)
+	}
+	if ts, err := c.TypeIDs(bg, "user", 2); err != nil || len(ts) != 2 || !strings.HasPrefix(ts[0], "user_") || ts[0] >= ts[1] {
+		t.Fatalf("TypeIDs = %v, %v", ts, err)
+	}
+	if fs, err := c.SnowflakeStrings(bg, "friendly", "evt", 2); err != nil || len(fs) != 2 || !strings.HasPrefix(fs[0], "evt_") || strings.Count(fs[1], "-") != 2 {
+		t.Fatalf("SnowflakeStrings = %v, %v", fs, err)
+	}
 	if _, err := c.Next(bg, "nope"); !errors.Is(err, frond.ErrTagNotFound) {
 		t.Fatalf("Next(nope) = %v, want ErrTagNotFound", err)
 	}
@@ -515,5 +530,21 @@ func TestClient_TextFormTag(t *testing.T) {
 	// No refusal took an ID.
 	if s, err := c.NextStrings(ctx, "b", 1); err != nil || len(s) != 1 || s[0] != "00000000001" {
 		t.Fatalf("NextStrings = %v, %v", s, err)
+	}
+}
+
+// A tag whose configured form is mist: Next serves Mist numbers call by
+// call (a lease is a range of plain numbers), the counter in the top bits.
+func TestClient_MistTag(t *testing.T) {
+	srv := clienttest.Start(t, clienttest.WithForms(map[string]string{"m": "mist"}))
+	srv.CreateTag(t, "m", 100)
+	c := newClient(t, client.Options{Servers: []string{srv.Addr}})
+	for want := int64(1); want <= 3; want++ {
+		if id, err := c.Next(bg, "m"); err != nil || id>>16 != want {
+			t.Fatalf("Next = %d (counter %d), %v; want counter %d", id, id>>16, err, want)
+		}
+	}
+	if ids, err := c.NextN(bg, "m", 2); err != nil || len(ids) != 2 || ids[0]>>16 != 4 || ids[1]>>16 != 5 {
+		t.Fatalf("NextN = %v, %v", ids, err)
 	}
 }

@@ -39,7 +39,7 @@ func BenchmarkKinds(b *testing.B) {
 			one[0], _ = s.w.Next()
 		}
 	})
-	for _, form := range []string{FormNumber, FormBase62, FormBase32, FormOpaque, FormOpaque62} {
+	for _, form := range []string{FormNumber, FormBase62, FormBase32, FormOpaque, FormOpaque62, FormMist} {
 		b.Run("segment-"+form, func(b *testing.B) {
 			for b.Loop() {
 				one[0], _ = s.seg.Next(bg, "bench")
@@ -63,11 +63,27 @@ func BenchmarkKinds(b *testing.B) {
 			s.serials(bg, "snow", 1)
 		}
 	})
-	for _, v := range []int{4, 7} {
+	b.Run("snowflake-friendly", func(b *testing.B) {
+		for b.Loop() {
+			one[0], _ = s.w.Next()
+			s.Format(KindSnowflake, FormFriendly, one)
+		}
+	})
+	for _, v := range []int{1, 4, 6, 7} {
 		b.Run("uuid-v"+string(rune('0'+v)), func(b *testing.B) {
 			for b.Loop() {
 				UUIDs(v, 1)
 			}
 		})
 	}
+	b.Run("uuid-v5", func(b *testing.B) {
+		for b.Loop() {
+			NameUUID(5, "dns", "example.com")
+		}
+	})
+	b.Run("uuid-typeid", func(b *testing.B) {
+		for b.Loop() {
+			s.take(bg, Request{Kind: KindUUID, Version: 7, Form: FormTypeID, Prefix: "user"})
+		}
+	})
 }

@@ -5,29 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/idfmt"
 	"github.com/frond-id/frond/snowflake"
-	"github.com/google/uuid"
-)
-
-// Forms of an ID in answers.
-const (
-	FormNumber   = "number"   // decimal (the default)
-	FormBase62   = "base62"   // 11 characters, sortable
-	FormBase32   = "base32"   // Crockford, 13 characters, sortable
-	FormOpaque   = "opaque"   // keyed permutation, decimal: unordered, non-guessable
-	FormOpaque62 = "opaque62" // keyed permutation in base62: short, unordered, non-guessable
-)
-
-// Kinds for forms.
-const (
-	KindSegment   = "segment"
-	KindSnowflake = "snowflake"
 )
 
 // ErrSerialNotFound means no serial of the name asked for is configured.
@@ -89,8 +72,13 @@ func (s *Service) initKinds() error {
 			s.kinds.cur = p
 		}
 	}
+	for tag, p := range s.cfg.Prefixes {
+		if err := CheckPrefix(p); err != nil {
+			return configError(fmt.Errorf("prefix of tag %q: %w", tag, err), "Prefixes["+tag+"]")
+		}
+	}
 	for tag, form := range s.cfg.Forms {
-		if err := s.checkForm(form); err != nil {
+		if err := s.checkForm(KindSegment, form); err != nil {
 			return configError(fmt.Errorf("form of tag %q: %w", tag, err), "Forms["+tag+"]")
 		}
 	}
@@ -235,31 +223,6 @@ func (s *Service) serials(ctx context.Context, name string, n int) ([]string, er
 	return out, nil
 }
 
-// UUIDs returns n UUIDs of version 4 (random) or 7 (time-ordered; monotonic
-// within this process, RFC 9562 section 6.2, through google/uuid).
-func UUIDs(version, n int) ([]string, error) {
-	if n < 1 || n > MaxBatch {
-		return nil, fmt.Errorf("%w: count %d: must be 1 to %d", frond.ErrInvalidArgument, n, MaxBatch)
-	}
-	gen := uuid.NewRandom
-	switch version {
-	case 4:
-	case 7:
-		gen = uuid.NewV7
-	default:
-		return nil, fmt.Errorf("%w: UUID version %d: 4 or 7", frond.ErrInvalidArgument, version)
-	}
-	out := make([]string, n)
-	for i := range out {
-		u, err := gen()
-		if err != nil {
-			return nil, fmt.Errorf("%w: uuid: %v", frond.ErrStoreUnavailable, err)
-		}
-		out[i] = u.String()
-	}
-	return out, nil
-}
-
 // ObfuscationKey is a key of the opaque forms with its version and scheme.
 type ObfuscationKey struct {
 	Version int
@@ -366,109 +329,4 @@ func (s *Service) keyVersions() string {
 	}
 	slices.Sort(vs)
 	return strings.Trim(fmt.Sprint(vs), "[]")
-}
-
-func (s *Service) checkForm(form string) error {
-	switch form {
-	case "", FormNumber, FormBase62, FormBase32:
-		return nil
-	case FormOpaque, FormOpaque62:
-		if s.kinds.cur.seg == nil {
-			return fmt.Errorf("%w: form %q needs an obfuscation key (obfuscation.key_file)", frond.ErrInvalidArgument, form)
-		}
-		return nil
-	}
-	return fmt.Errorf("%w: form %s: number, base62, base32, opaque or opaque62", frond.ErrInvalidArgument, Quote(form))
-}
-
-// Numeric reports whether a form is a number (so it can go in ids and on Leaf's API).
-func Numeric(form string) bool { return form == "" || form == FormNumber || form == FormOpaque }
-
-// Format renders IDs of a kind in a form. For numeric forms it also
-// returns the numbers (permuted for opaque).
-//
-// For FormNumber the numbers are ids itself and the strings are nil: the
-// protocols that answer numbers never pay for text (Answer.Texts makes it
-// when asked).
-func (s *Service) Format(kind, form string, ids []int64) ([]string, []int64, error) {
-	if err := s.checkForm(form); err != nil {
-		return nil, nil, err
-	}
-	if form == "" || form == FormNumber {
-		return nil, ids, nil
-	}
-	strs := make([]string, len(ids))
-	var nums []int64
-	if Numeric(form) {
-		nums = make([]int64, len(ids))
-	}
-	for i, id := range ids {
-		v := id
-		if form == FormOpaque || form == FormOpaque62 {
-			var err error
-			if v, err = s.permOf(kind).Apply(id); err != nil {
-				// Not the caller's fault: the tag has outgrown the configured width.
-				return nil, nil, fmt.Errorf("%w: ID %d does not fit the %d-bit opaque form: raise obfuscation.segment_width or use a new tag", frond.ErrTagExhausted, id, s.permOf(kind).Width())
-			}
-		}
-		switch form {
-		case FormBase62:
-			strs[i] = idfmt.Base62.EncodeFixed(v)
-		case FormBase32:
-			strs[i] = idfmt.Base32.EncodeFixed(v)
-		case FormOpaque62:
-			strs[i] = idfmt.Base62.Encode(v)
-		default:
-			strs[i] = strconv.FormatInt(v, 10)
-		}
-		if nums != nil {
-			nums[i] = v
-		}
-	}
-	return strs, nums, nil
-}
-
-// Reveal maps a formatted ID of a kind back to the ID (the admin decode of
-// opaque forms; base62 and base32 need no key). keyVersion picks the
-// obfuscation key that gave an opaque ID; 0 means the current key.
-func (s *Service) Reveal(kind, form, value string, keyVersion int) (int64, error) {
-	if kind != KindSegment && kind != KindSnowflake {
-		return 0, fmt.Errorf("%w: kind %s: segment or snowflake", frond.ErrInvalidArgument, Quote(kind))
-	}
-	if err := s.checkForm(form); err != nil {
-		return 0, err
-	}
-	var v int64
-	var err error
-	switch form {
-	case FormBase62, FormOpaque62:
-		v, err = idfmt.Base62.Decode(value)
-	case FormBase32:
-		v, err = idfmt.Base32.Decode(value)
-	default:
-		v, err = strconv.ParseInt(value, 10, 64)
-		if err == nil && v < 0 {
-			err = errors.New("negative")
-		}
-	}
-	if err != nil {
-		var ne *strconv.NumError
-		if errors.As(err, &ne) {
-			err = ne.Err // without the input, which Quote cuts
-		}
-		return 0, fmt.Errorf("%w: %s is not a %s ID: %v", frond.ErrInvalidArgument, Quote(value), form, err)
-	}
-	if form == FormOpaque || form == FormOpaque62 {
-		p := s.kinds.cur
-		if keyVersion != 0 {
-			var ok bool
-			if p, ok = s.kinds.perms[keyVersion]; !ok {
-				return 0, fmt.Errorf("%w: no obfuscation key has version %d (the keys: %s)", frond.ErrInvalidArgument, keyVersion, s.keyVersions())
-			}
-		}
-		if v, err = p.of(kind).Invert(v); err != nil {
-			return 0, fmt.Errorf("%w: %w", frond.ErrInvalidArgument, err)
-		}
-	}
-	return v, nil
 }

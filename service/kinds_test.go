@@ -133,7 +133,7 @@ func TestFormatReveal(t *testing.T) {
 	c := newClock()
 	s := newKindsService(t, c, Config{ObfuscationKey: []byte("a key of sixteen bytes or more"), ObfuscationWidth: 53})
 	ids := []int64{1, 2, 3, 1 << 40}
-	for _, form := range []string{FormNumber, FormBase62, FormBase32, FormOpaque, FormOpaque62} {
+	for _, form := range []string{FormNumber, FormBase62, FormBase32, FormOpaque, FormOpaque62, FormMist} {
 		strs, nums, err := s.Format(KindSegment, form, ids)
 		if err != nil {
 			t.Fatalf("%s: %v", form, err)
@@ -142,9 +142,9 @@ func TestFormatReveal(t *testing.T) {
 			t.Fatalf("%s: numbers %v", form, nums)
 		}
 		for i, str := range strs {
-			back, err := s.Reveal(KindSegment, form, str, 0)
-			if err != nil || back != ids[i] {
-				t.Fatalf("%s: %d -> %q -> %d, %v", form, ids[i], str, back, err)
+			back, err := s.Reveal(RevealRequest{Kind: KindSegment, Form: form, Value: str})
+			if err != nil || back.ID != ids[i] {
+				t.Fatalf("%s: %d -> %q -> %d, %v", form, ids[i], str, back.ID, err)
 			}
 		}
 		if form == FormOpaque && (nums[0] == 1 || nums[1] == 2 || nums[0] >= 1<<53) {
@@ -158,7 +158,7 @@ func TestFormatReveal(t *testing.T) {
 		t.Fatalf("ID beyond 53 bits: %v", err)
 	}
 	for _, bad := range [][3]string{{"segment", "xml", "1"}, {"uuid", "number", "1"}, {"segment", "base62", "!"}, {"segment", "number", "-4"}} {
-		if _, err := s.Reveal(bad[0], bad[1], bad[2], 0); Code(err) != frond.CodeInvalidArgument {
+		if _, err := s.Reveal(RevealRequest{Kind: bad[0], Form: bad[1], Value: bad[2]}); Code(err) != frond.CodeInvalidArgument {
 			t.Errorf("Reveal%v: %v", bad, err)
 		}
 	}
@@ -200,11 +200,11 @@ func TestReveal_KeyVersions(t *testing.T) {
 		value   string
 		version int
 	}{{strs[0], 0}, {strs[0], 2}, {strconv.FormatInt(oldNums[0], 10), 1}} {
-		if back, err := after.Reveal(KindSegment, FormOpaque, c.value, c.version); err != nil || back != 1000 {
-			t.Errorf("Reveal(%s, version %d) = %d, %v", c.value, c.version, back, err)
+		if back, err := after.Reveal(RevealRequest{Kind: KindSegment, Form: FormOpaque, Value: c.value, KeyVersion: c.version}); err != nil || back.ID != 1000 {
+			t.Errorf("Reveal(%s, version %d) = %d, %v", c.value, c.version, back.ID, err)
 		}
 	}
-	_, err = after.Reveal(KindSegment, FormOpaque, strs[0], 7)
+	_, err = after.Reveal(RevealRequest{Kind: KindSegment, Form: FormOpaque, Value: strs[0], KeyVersion: 7})
 	if Code(err) != frond.CodeInvalidArgument || !strings.Contains(err.Error(), "the keys: 1 2") {
 		t.Fatalf("unknown version: %v", err)
 	}

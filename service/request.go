@@ -23,15 +23,22 @@ const (
 type Request struct {
 	// Kind is KindSegment, KindSnowflake, KindUUID or KindSerial.
 	Kind string
-	// Name is the segment tag or the serial's name; other kinds ignore it.
+	// Name is the segment tag, the serial's name, or the name of a
+	// name-based UUID (versions 3 and 5).
 	Name string
+	// Namespace of a name-based UUID: dns, url, oid, x500 or a UUID.
+	Namespace string
 	// Count is how many IDs; 0 means one, answered as a single ID. At most
 	// MaxBatch, or MaxRangesBatch with Ranges.
 	Count int64
 	// Form of segment and snowflake IDs (FormNumber, FormBase62, ...). Empty
-	// means the tag's configured form (Config.Forms), else FormNumber. UUIDs
-	// and serials have no forms.
+	// means the tag's configured form (Config.Forms), else FormNumber.
+	// UUIDs of version 7 have FormTypeID; serials have no forms.
 	Form string
+	// Prefix goes before text IDs and an underscore ("ord_2XgH4..."): of
+	// segment and snowflake IDs in a text form (empty: the tag's
+	// configured prefix, Config.Prefixes), and of UUIDs in FormTypeID.
+	Prefix string
 	// Ranges answers segment IDs as ranges of plain numbers.
 	Ranges bool
 	// Numbers says the protocol answers only numbers (Leaf's API, TinyID's,
@@ -39,7 +46,7 @@ type Request struct {
 	// (frond.ErrFormNotCarried), one whose form is numeric (opaque) is
 	// answered in it, as numbers (Nums) even when Ranges was asked.
 	Numbers bool
-	// Version of UUIDs: 4 or 7; 0 means 4.
+	// Version of UUIDs: 1, 3, 4, 5, 6 or 7; 0 means 4.
 	Version int
 	// Run answers segment IDs as one range from one segment (TinyID's
 	// segments): at most Count IDs, fewer when the segment ends first;
@@ -107,6 +114,9 @@ func (s *Service) Check(r *Request) error {
 		if err := s.segmentForm(r); err != nil {
 			return err
 		}
+		if err := s.checkPrefix(r); err != nil {
+			return err
+		}
 		if r.Ranges {
 			limit = MaxRangesBatch
 		}
@@ -114,25 +124,25 @@ func (s *Service) Check(r *Request) error {
 		if r.Form == "" {
 			r.Form = FormNumber
 		}
-		if err := s.checkForm(r.Form); err != nil {
+		if err := s.checkForm(KindSnowflake, r.Form); err != nil {
+			return err
+		}
+		if err := s.checkPrefix(r); err != nil {
 			return err
 		}
 	case KindUUID:
-		if r.Version == 0 {
-			r.Version = 4
-		}
-		if r.Version != 4 && r.Version != 7 {
-			return fmt.Errorf("%w: UUID version %d: 4 or 7", frond.ErrInvalidArgument, r.Version)
+		if err := CheckUUID(r); err != nil {
+			return err
 		}
 	case KindSerial:
+		if r.Form != "" || r.Prefix != "" {
+			return fmt.Errorf("%w: serials have no forms or prefixes: their template is their form", frond.ErrInvalidArgument)
+		}
 		if _, ok := s.kinds.serials[r.Name]; !ok {
 			return serialNotFound(r.Name)
 		}
 	default:
 		return fmt.Errorf("%w: kind %s: segment, snowflake, uuid or serial", frond.ErrInvalidArgument, Quote(r.Kind))
-	}
-	if (r.Kind == KindUUID || r.Kind == KindSerial) && r.Form != "" {
-		return fmt.Errorf("%w: %s IDs have no forms (form %s)", frond.ErrInvalidArgument, r.Kind, Quote(r.Form))
 	}
 	if (r.Ranges || r.Run) && r.Kind != KindSegment {
 		return fmt.Errorf("%w: only segment IDs come as ranges", frond.ErrInvalidArgument)
@@ -161,7 +171,7 @@ func (s *Service) segmentForm(r *Request) error {
 	if r.Form == "" {
 		r.Form, configured = FormNumber, false
 	}
-	if err := s.checkForm(r.Form); err != nil {
+	if err := s.checkForm(KindSegment, r.Form); err != nil {
 		return err
 	}
 	if r.Form == FormNumber {
@@ -297,10 +307,17 @@ func (s *Service) take(ctx context.Context, r Request) (Answer, error) {
 		if err != nil {
 			return Answer{}, err
 		}
-		return s.answer(KindSnowflake, r.Form, ids)
+		return s.answer(KindSnowflake, r.Form, r.Prefix, ids)
 	case KindUUID:
+		if nameBased(r.Version) {
+			u, err := NameUUID(r.Version, r.Namespace, r.Name)
+			return Answer{Strs: []string{u.String()}}, err
+		}
 		strs, err := UUIDs(r.Version, int(n))
-		return Answer{Strs: strs}, err
+		if err == nil && r.Form == FormTypeID {
+			err = typeIDs(r.Prefix, strs)
+		}
+		return Answer{Form: r.Form, Strs: strs}, err
 	default: // KindSerial
 		strs, err := s.serials(ctx, r.Name, int(n))
 		if err != nil {
@@ -367,7 +384,7 @@ func (s *Service) takeTag(ctx context.Context, r Request, mode string, learn boo
 			ids = x.Append(ids)
 		}
 	}
-	return s.answer(KindSegment, r.Form, ids)
+	return s.answer(KindSegment, r.Form, r.Prefix, ids)
 }
 
 // misread handles a failed takeTag of mode: with learn, when the store
@@ -405,11 +422,11 @@ func (s *Service) takeSequence(ctx context.Context, r Request, n int64) (Answer,
 	for _, x := range rs {
 		ids = x.Append(ids)
 	}
-	return s.answer(KindSegment, r.Form, ids)
+	return s.answer(KindSegment, r.Form, r.Prefix, ids)
 }
 
-func (s *Service) answer(kind, form string, ids []int64) (Answer, error) {
-	strs, nums, err := s.Format(kind, form, ids)
+func (s *Service) answer(kind, form, prefix string, ids []int64) (Answer, error) {
+	strs, nums, err := s.format(kind, form, prefix, ids)
 	if err != nil {
 		return Answer{}, err
 	}

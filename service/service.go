@@ -53,6 +53,10 @@ type Config struct {
 	// Forms are default forms of segment tags in the JSON API (and, when
 	// numeric, on Leaf's API).
 	Forms map[string]string
+	// Prefixes are prefixes of segment tags' text IDs ("ord" gives
+	// "ord_2XgH4..." in base62), by TypeID's rule (CheckPrefix). A request
+	// may name its own.
+	Prefixes map[string]string
 	// Tokens, when any is configured, are TinyID's access tokens: each
 	// token (the key) allows segment IDs of the tags it lists, and every
 	// request for segment IDs, over every protocol, must carry a token that

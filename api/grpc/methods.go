@@ -28,7 +28,7 @@ func ids(a service.Answer) *frondv1.IDs {
 }
 
 func (s *Server) NextSegment(ctx context.Context, in *frondv1.NextSegmentRequest) (*frondv1.IDs, error) {
-	a, err := s.take(ctx, service.Request{Kind: service.KindSegment, Name: in.GetTag(), Count: in.GetN(), Form: in.GetForm(), Numbers: in.GetNumbers(), Token: tagToken(ctx)})
+	a, err := s.take(ctx, service.Request{Kind: service.KindSegment, Name: in.GetTag(), Count: in.GetN(), Form: in.GetForm(), Prefix: in.GetPrefix(), Numbers: in.GetNumbers(), Token: tagToken(ctx)})
 	if err != nil {
 		return nil, err
 	}
@@ -36,7 +36,7 @@ func (s *Server) NextSegment(ctx context.Context, in *frondv1.NextSegmentRequest
 }
 
 func (s *Server) NextSnowflake(ctx context.Context, in *frondv1.NextSnowflakeRequest) (*frondv1.IDs, error) {
-	a, err := s.take(ctx, service.Request{Kind: service.KindSnowflake, Count: in.GetN(), Form: in.GetForm()})
+	a, err := s.take(ctx, service.Request{Kind: service.KindSnowflake, Count: in.GetN(), Form: in.GetForm(), Prefix: in.GetPrefix()})
 	if err != nil {
 		return nil, err
 	}
@@ -115,11 +115,12 @@ func (s *Server) LeaseRanges(st grpc.BidiStreamingServer[frondv1.NextSegmentRang
 }
 
 func (s *Server) NextUUID(ctx context.Context, in *frondv1.NextUUIDRequest) (*frondv1.UUIDs, error) {
-	a, err := s.take(ctx, service.Request{Kind: service.KindUUID, Count: in.GetN(), Version: int(in.GetVersion())})
+	a, err := s.take(ctx, service.Request{Kind: service.KindUUID, Count: in.GetN(), Version: int(in.GetVersion()),
+		Namespace: in.GetNamespace(), Name: in.GetName(), Form: in.GetForm(), Prefix: in.GetPrefix()})
 	if err != nil {
 		return nil, err
 	}
-	return &frondv1.UUIDs{Version: int32(a.Request.Version), Uuids: a.Strs}, nil
+	return &frondv1.UUIDs{Version: int32(a.Request.Version), Uuids: a.Strs, Form: a.Request.Form}, nil
 }
 
 func (s *Server) NextSerial(ctx context.Context, in *frondv1.NextSerialRequest) (*frondv1.Serials, error) {
@@ -155,11 +156,16 @@ func (s *Server) Info(context.Context, *frondv1.InfoRequest) (*frondv1.NodeInfo,
 }
 
 func (s *Server) Reveal(_ context.Context, in *frondv1.RevealRequest) (*frondv1.Revealed, error) {
-	id, err := s.svc.Reveal(in.GetKind(), in.GetForm(), in.GetValue(), int(in.GetKeyVersion()))
+	out, err := s.svc.Reveal(service.RevealRequest{Kind: in.GetKind(), Form: in.GetForm(), Value: in.GetValue(),
+		KeyVersion: int(in.GetKeyVersion()), Prefix: in.GetPrefix(), Tag: in.GetTag()})
 	if err != nil {
 		return nil, err
 	}
-	return &frondv1.Revealed{Kind: in.GetKind(), Id: id}, nil
+	r := &frondv1.Revealed{Kind: out.Kind, Id: out.ID, Uuid: out.UUID, Prefix: out.Prefix}
+	for _, x := range out.Salts {
+		r.Salts = append(r.Salts, int32(x))
+	}
+	return r, nil
 }
 
 func tag(t frond.Tag) *frondv1.Tag {

@@ -610,3 +610,49 @@ func snakeCase(s string) string {
 	}
 	return b.String()
 }
+
+// The schemes of issue 33 over gRPC: name-based and time UUIDs, TypeIDs,
+// Mist, friendly snowflake IDs and prefixes, and their reveal.
+func TestGRPC_Schemes(t *testing.T) {
+	f := start(t, api.Options{})
+	u, err := f.c.NextUUID(bg, &frondv1.NextUUIDRequest{Version: 5, Namespace: "dns", Name: "example.com"})
+	if err != nil || len(u.Uuids) != 1 || u.Uuids[0] != "cfbff0d1-9375-5685-968c-48ce8b15ae17" {
+		t.Fatalf("v5: %v, %v", u, err)
+	}
+	u, err = f.c.NextUUID(bg, &frondv1.NextUUIDRequest{Version: 6, N: 2})
+	if err != nil || len(u.Uuids) != 2 || u.Uuids[0][14] != '6' || u.Uuids[0] >= u.Uuids[1] {
+		t.Fatalf("v6: %v, %v", u, err)
+	}
+	u, err = f.c.NextUUID(bg, &frondv1.NextUUIDRequest{Version: 7, Form: "typeid", Prefix: "user"})
+	if err != nil || u.Form != "typeid" || !strings.HasPrefix(u.Uuids[0], "user_") {
+		t.Fatalf("typeid: %v, %v", u, err)
+	}
+	r, err := f.c.Reveal(bg, &frondv1.RevealRequest{Kind: "uuid", Form: "typeid", Value: u.Uuids[0], Prefix: "user"})
+	if err != nil || len(r.Uuid) != 36 || r.Prefix != "user" {
+		t.Fatalf("reveal typeid: %v, %v", r, err)
+	}
+	_, err = f.c.NextUUID(bg, &frondv1.NextUUIDRequest{Version: 5, Namespace: "dns"})
+	wantCode(t, err, codes.InvalidArgument, frond.CodeInvalidArgument)
+	m, err := f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "order", Form: "mist", N: 2})
+	if err != nil || len(m.Ids) != 2 || m.Ids[0]>>16 != 1 || m.Ids[1]>>16 != 2 {
+		t.Fatalf("mist: %v, %v", m, err)
+	}
+	r, err = f.c.Reveal(bg, &frondv1.RevealRequest{Kind: "segment", Form: "mist", Value: m.IdStrs[1]})
+	if err != nil || r.Id != 2 || len(r.Salts) != 2 {
+		t.Fatalf("reveal mist: %v, %v", r, err)
+	}
+	p, err := f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "order", Form: "base62", Prefix: "ord"})
+	if err != nil || p.IdStrs[0] != "ord_00000000003" {
+		t.Fatalf("prefix: %v, %v", p, err)
+	}
+	_, err = f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "order", Prefix: "ord"})
+	wantCode(t, err, codes.InvalidArgument, frond.CodeInvalidArgument)
+	s, err := f.c.NextSnowflake(bg, &frondv1.NextSnowflakeRequest{Form: "friendly"})
+	if err != nil || len(s.Ids) != 0 || strings.Count(s.IdStrs[0], "-") != 2 {
+		t.Fatalf("friendly: %v, %v", s, err)
+	}
+	r, err = f.c.Reveal(bg, &frondv1.RevealRequest{Kind: "snowflake", Form: "friendly", Value: s.IdStrs[0]})
+	if err != nil || r.Id <= 0 {
+		t.Fatalf("reveal friendly: %v, %v", r, err)
+	}
+}

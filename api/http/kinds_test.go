@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/api"
 	"github.com/frond-id/frond/service"
 )
@@ -90,4 +91,79 @@ func TestV1Forms(t *testing.T) {
 
 	plain := newFixture(t, api.Options{})
 	plain.want(plain.do("GET", "/v1/segment/order?form=opaque", ""), 400, "obfuscation key")
+}
+
+// The schemes of issue 33 over /v1: UUID versions 1, 3, 5 and 6, TypeIDs,
+// Mist, the friendly snowflake form and prefixes, each refused strictly
+// (a refused request takes no ID) and revealed back.
+func TestV1Schemes(t *testing.T) {
+	f := newFixture(t, api.Options{AdminToken: "tok"}, func(c *service.Config) {
+		c.Prefixes = map[string]string{"order": "ord"}
+		c.Forms = map[string]string{"mist": service.FormMist}
+	})
+	admin := []string{"Authorization", "Bearer tok"}
+	if _, err := f.svc.CreateTag(t.Context(), frond.Tag{Name: "mist", MaxID: 1, Step: 100}); err != nil {
+		t.Fatal(err)
+	}
+	f.want(f.do("GET", "/v1/uuid?version=5&namespace=dns&name=example.com", ""), 200, `"uuid":"cfbff0d1-9375-5685-968c-48ce8b15ae17"`, `"version":5`)
+	f.want(f.do("GET", "/v1/uuid?version=3&namespace=dns&name=python.org&n=1", ""), 200, `"uuids":["6fa459ea-ee8a-3ca4-894e-db77e160355e"]`)
+	for _, v := range []string{"1", "6"} {
+		r := f.do("GET", "/v1/uuid?version="+v+"&n=3", "")
+		f.want(r, 200, `"version":`+v)
+		var out struct{ UUIDs []string }
+		json.Unmarshal([]byte(r.body), &out)
+		if len(out.UUIDs) != 3 || out.UUIDs[0][14] != v[0] || out.UUIDs[0] == out.UUIDs[1] {
+			t.Fatalf("v%s: %v", v, out.UUIDs)
+		}
+	}
+	r := f.do("GET", "/v1/uuid?version=7&form=typeid&prefix=user", "")
+	f.want(r, 200, `"form":"typeid"`, `"uuid":"user_0`)
+	var tid struct{ UUID string }
+	json.Unmarshal([]byte(r.body), &tid)
+	f.want(f.do("POST", "/v1/reveal", `{"kind":"uuid","form":"typeid","value":"`+tid.UUID+`","prefix":"user"}`, admin...), 200, `"uuid":"`, `"prefix":"user"`)
+	f.want(f.do("POST", "/v1/reveal", `{"kind":"uuid","form":"typeid","value":"`+tid.UUID+`","prefix":"team"}`, admin...), 400, "does not carry prefix")
+	for _, q := range []string{"version=2", "version=5&namespace=dns", "version=5&namespace=dns&name=", "version=5&name=a",
+		"version=5&namespace=dns&name=a&n=2", "version=4&name=a", "version=4&form=typeid", "version=7&form=typeid&prefix=User",
+		"version=7&prefix=user", "version=7&form=mist", "namespace=web&version=3&name=a", "version=7&form=typeid&prefix=a&extra=1"} {
+		f.want(f.do("GET", "/v1/uuid?"+q, ""), 400, `"code":"invalid_argument"`)
+	}
+
+	// Mist: the tag's configured form, and asked for; the counter is the ID.
+	r = f.do("GET", "/v1/segment/mist?n=3", "")
+	f.want(r, 200, `"form":"mist"`)
+	var ms struct {
+		IDs    []int64
+		IDStrs []string `json:"id_strs"`
+	}
+	json.Unmarshal([]byte(r.body), &ms)
+	for i, id := range ms.IDs {
+		if id>>16 != int64(i+1) {
+			t.Fatalf("mist IDs %v", ms.IDs)
+		}
+	}
+	f.want(f.do("POST", "/v1/reveal", `{"kind":"segment","form":"mist","value":"`+ms.IDStrs[2]+`"}`, admin...), 200, `"id":3,`, `"salts":[`)
+	f.want(f.do("GET", "/api/segment/get/mist", ""), 200) // Leaf's API: a number
+	f.want(f.do("GET", "/v1/segment/mist?format=ranges", ""), 409, `"code":"form_not_carried"`)
+
+	// Prefixes: configured for order, asked for per request; numbers refuse them.
+	f.want(f.do("GET", "/v1/segment/order?form=base62", ""), 200, `"id_str":"ord_00000000001"`)
+	f.want(f.do("GET", "/v1/segment/order?form=base62&prefix=po", ""), 200, `"id_str":"po_00000000002"`)
+	f.want(f.do("GET", "/v1/segment/order", ""), 200, `"id":3`)
+	f.want(f.do("POST", "/v1/reveal", `{"kind":"segment","form":"base62","value":"ord_00000000001","tag":"order"}`, admin...), 200, `"id":1,`, `"prefix":"ord"`)
+	f.want(f.do("POST", "/v1/reveal", `{"kind":"segment","form":"base62","value":"po_00000000002","tag":"order"}`, admin...), 400, `does not carry prefix \"ord\"`)
+	for _, q := range []string{"prefix=ord", "form=base62&prefix=Ord", "form=mist&prefix=m", "form=base62&prefix=" + strings.Repeat("a", 64)} {
+		f.want(f.do("GET", "/v1/segment/order?"+q, ""), 400, `"code":"invalid_argument"`)
+	}
+	f.want(f.do("GET", "/v1/segment/order", ""), 200, `"id":4`) // the refusals took nothing
+
+	// Friendly snowflake IDs: time-node-sequence, and back.
+	r = f.do("GET", "/v1/snowflake?form=friendly&prefix=evt", "")
+	f.want(r, 200, `"form":"friendly"`, `"id_str":"evt_20261122120000000-`)
+	var fr struct {
+		IDStr string `json:"id_str"`
+	}
+	json.Unmarshal([]byte(r.body), &fr)
+	f.want(f.do("POST", "/v1/reveal", `{"kind":"snowflake","form":"friendly","value":"`+fr.IDStr+`"}`, admin...), 200, `"prefix":"evt"`, `"id_str":"`)
+	f.want(f.do("GET", "/v1/snowflake?form=mist", ""), 400, `"code":"invalid_argument"`)
+	f.want(f.do("GET", "/v1/segment/order?form=friendly", ""), 400, `"code":"invalid_argument"`)
 }

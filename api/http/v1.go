@@ -184,7 +184,7 @@ func idsAnswer(a service.Answer) any {
 
 // v1Segment: GET|POST /v1/segment/{tag}[?n=N][&format=ids|ranges][&form=F].
 func (s *Server) v1Segment(w http.ResponseWriter, r *http.Request) {
-	s.v1Take(w, r, []string{"n", "format", "form", "token"}, func(q query, req *service.Request) error {
+	s.v1Take(w, r, []string{"n", "format", "form", "prefix", "token"}, func(q query, req *service.Request) error {
 		format, _ := q.get("format")
 		if format != "" && format != "ids" && format != "ranges" {
 			return badRequest("format=%s: must be ids or ranges", service.Quote(format))
@@ -194,9 +194,10 @@ func (s *Server) v1Segment(w http.ResponseWriter, r *http.Request) {
 			limit = service.MaxRangesBatch
 		}
 		form, _ := q.get("form")
+		prefix, _ := q.get("prefix")
 		n, err := parseCount(q, limit)
 		token, _ := q.get("token")
-		*req = service.Request{Kind: service.KindSegment, Name: r.PathValue("tag"), Count: n, Form: form, Ranges: format == "ranges", Token: tagToken(r, token)}
+		*req = service.Request{Kind: service.KindSegment, Name: r.PathValue("tag"), Count: n, Form: form, Prefix: prefix, Ranges: format == "ranges", Token: tagToken(r, token)}
 		return err
 	}, func(a service.Answer) any {
 		req := a.Request
@@ -212,35 +213,52 @@ func (s *Server) v1Segment(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// v1Snowflake: GET|POST /v1/snowflake[?n=N][&form=F].
+// v1Snowflake: GET|POST /v1/snowflake[?n=N][&form=F][&prefix=P].
 func (s *Server) v1Snowflake(w http.ResponseWriter, r *http.Request) {
-	s.v1Take(w, r, []string{"n", "form"}, func(q query, req *service.Request) error {
+	s.v1Take(w, r, []string{"n", "form", "prefix"}, func(q query, req *service.Request) error {
 		form, _ := q.get("form")
+		prefix, _ := q.get("prefix")
 		n, err := parseCount(q, service.MaxBatch)
-		*req = service.Request{Kind: service.KindSnowflake, Count: n, Form: form}
+		*req = service.Request{Kind: service.KindSnowflake, Count: n, Form: form, Prefix: prefix}
 		return err
 	}, idsAnswer)
 }
 
-// v1UUID: GET|POST /v1/uuid[?version=4|7][&n=N]: {"uuid"} or {"uuids"}.
+// v1UUID: GET|POST /v1/uuid[?version=1|3|4|5|6|7][&n=N][&namespace=NS&name=X]
+// [&form=typeid&prefix=P]: {"uuid"} or {"uuids"}.
 func (s *Server) v1UUID(w http.ResponseWriter, r *http.Request) {
-	s.v1Take(w, r, []string{"n", "version"}, func(q query, req *service.Request) error {
+	s.v1Take(w, r, []string{"n", "version", "namespace", "name", "form", "prefix"}, func(q query, req *service.Request) error {
 		*req = service.Request{Kind: service.KindUUID}
 		if v, ok := q.get("version"); ok {
 			n, ok := api.Digits(v)
-			if !ok || (n != 4 && n != 7) {
-				return badRequest("version=%s: 4 or 7", service.Quote(v))
+			if !ok || n < 1 || n > 9 {
+				return badRequest("version=%s: 1, 3, 4, 5, 6 or 7", service.Quote(v))
 			}
 			req.Version = int(n)
+		}
+		req.Namespace, _ = q.get("namespace")
+		req.Form, _ = q.get("form")
+		req.Prefix, _ = q.get("prefix")
+		if name, ok := q.get("name"); ok {
+			if name == "" {
+				return badRequest("name=: a name-based UUID needs a name")
+			}
+			req.Name = name
 		}
 		var err error
 		req.Count, err = parseCount(q, service.MaxBatch)
 		return err
 	}, func(a service.Answer) any {
-		if a.Request.Count > 0 {
-			return map[string]any{"version": a.Request.Version, "uuids": a.Strs}
+		out := map[string]any{"version": a.Request.Version}
+		if a.Request.Form != "" {
+			out["form"] = a.Request.Form
 		}
-		return map[string]any{"version": a.Request.Version, "uuid": a.Strs[0]}
+		if a.Request.Count > 0 {
+			out["uuids"] = a.Strs
+		} else {
+			out["uuid"] = a.Strs[0]
+		}
+		return out
 	})
 }
 
@@ -265,22 +283,36 @@ type revealJSON struct {
 	// KeyVersion is the version of the obfuscation key that gave an opaque
 	// value; 0 or absent: the current key.
 	KeyVersion int `json:"key_version"`
+	// Prefix the value must carry; absent: the tag's configured prefix,
+	// when tag is given, else any.
+	Prefix string `json:"prefix"`
+	Tag    string `json:"tag"`
 }
 
-// v1Reveal: POST /v1/reveal {"kind": "segment"|"snowflake", "form", "value", "key_version"}:
-// the ID behind a formatted one (admin: it undoes the opaque forms).
+type revealedJSON struct {
+	service.Revealed
+	IDStr string `json:"id_str,omitempty"`
+}
+
+// v1Reveal: POST /v1/reveal {"kind": "segment"|"snowflake"|"uuid", "form",
+// "value", "key_version", "prefix", "tag"}: the ID behind a formatted one
+// (admin: it undoes the opaque forms), or the UUID behind a TypeID.
 func (s *Server) v1Reveal(w http.ResponseWriter, r *http.Request) {
 	var in revealJSON
 	if err := decodeBody(w, r, &in); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	id, err := s.svc.Reveal(in.Kind, in.Form, in.Value, in.KeyVersion)
+	out, err := s.svc.Reveal(service.RevealRequest{Kind: in.Kind, Form: in.Form, Value: in.Value, KeyVersion: in.KeyVersion, Prefix: in.Prefix, Tag: in.Tag})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"kind": in.Kind, "id": id, "id_str": strconv.FormatInt(id, 10)})
+	js := revealedJSON{Revealed: out}
+	if out.UUID == "" {
+		js.IDStr = strconv.FormatInt(out.ID, 10)
+	}
+	writeJSON(w, http.StatusOK, js)
 }
 
 type decodedJSON struct {

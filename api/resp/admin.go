@@ -170,28 +170,40 @@ func writeTag(c redcon.Conn, t frond.Tag) {
 	c.WriteBulkString(t.ModeName())
 }
 
-// reveal runs REVEAL kind form value [key_version]: the ID behind a
-// formatted one, under the obfuscation key of that version (default: the
-// current key).
+// reveal runs REVEAL kind form value [key_version] [PREFIX p] [TAG t]: the
+// ID behind a formatted one, under the obfuscation key of that version
+// (default: the current key), as an integer; a TypeID's UUID (kind uuid)
+// as a bulk string.
 func (s *Server) reveal(c redcon.Conn, args [][]byte) {
 	if !s.admitted(c) {
 		return
 	}
-	version := 0
-	if len(args) == 5 {
-		v, err := strconv.Atoi(string(args[4]))
+	in := service.RevealRequest{Kind: string(args[1]), Form: string(args[2]), Value: string(args[3])}
+	rest := args[4:]
+	if len(rest)%2 == 1 {
+		v, err := strconv.Atoi(string(rest[0]))
 		if err != nil || v < 0 {
-			s.writeErr(c, fmt.Errorf("%w: key version %s: a whole number, 0 for the current key", frond.ErrInvalidArgument, service.Quote(string(args[4]))))
+			s.writeErr(c, fmt.Errorf("%w: key version %s: a whole number, 0 for the current key", frond.ErrInvalidArgument, service.Quote(string(rest[0]))))
 			return
 		}
-		version = v
+		in.KeyVersion, rest = v, rest[1:]
 	}
-	id, err := s.svc.Reveal(string(args[1]), string(args[2]), string(args[3]), version)
+	opts, err := options(rest, "PREFIX", "TAG")
 	if err != nil {
 		s.writeErr(c, err)
 		return
 	}
-	c.WriteInt64(id)
+	in.Prefix, in.Tag = opts["PREFIX"], opts["TAG"]
+	out, err := s.svc.Reveal(in)
+	if err != nil {
+		s.writeErr(c, err)
+		return
+	}
+	if out.UUID != "" {
+		c.WriteBulkString(out.UUID)
+		return
+	}
+	c.WriteInt64(out.ID)
 }
 
 // listArgs reads TAG LIST's options: AFTER name (the page after that name)

@@ -29,14 +29,14 @@ type command struct {
 func table() map[string]command {
 	return map[string]command{
 		"incr":      {2, 2, []string{"write", "fast"}, "the next segment ID of a tag, as an integer", (*Server).incr},
-		"segment":   {2, 8, []string{"write"}, "SEGMENT tag [COUNT n] [FORM f] [IDEMPOTENCY-KEY k]: segment IDs", (*Server).segment},
+		"segment":   {2, 10, []string{"write"}, "SEGMENT tag [COUNT n] [FORM f] [PREFIX p] [IDEMPOTENCY-KEY k]: segment IDs", (*Server).segment},
 		"ranges":    {3, 5, []string{"write"}, "RANGES tag n [IDEMPOTENCY-KEY k]: n segment IDs as [start, end, stride] ranges (end exclusive)", (*Server).ranges},
-		"snowflake": {1, 7, []string{"write", "fast"}, "SNOWFLAKE [COUNT n] [FORM f] [IDEMPOTENCY-KEY k]: snowflake IDs", (*Server).snowflake},
-		"uuid":      {1, 7, []string{"fast"}, "UUID [VERSION 4|7] [COUNT n] [IDEMPOTENCY-KEY k]: UUIDs", (*Server).uuid},
+		"snowflake": {1, 9, []string{"write", "fast"}, "SNOWFLAKE [COUNT n] [FORM f] [PREFIX p] [IDEMPOTENCY-KEY k]: snowflake IDs", (*Server).snowflake},
+		"uuid":      {1, 15, []string{"fast"}, "UUID [VERSION 1|3|4|5|6|7] [COUNT n] [NAMESPACE ns NAME x] [FORM typeid [PREFIX p]] [IDEMPOTENCY-KEY k]: UUIDs", (*Server).uuid},
 		"serial":    {2, 6, []string{"write"}, "SERIAL name [COUNT n] [IDEMPOTENCY-KEY k]: business serial numbers", (*Server).serial},
 		"decode":    {2, 4, []string{"readonly", "fast"}, "DECODE id [LAYOUT l]: a snowflake ID's time, node and sequence", (*Server).decode},
 		"tag":       {2, 9, []string{"admin", "write"}, "TAG LIST | GET name | CREATE name STEP s [MAXID m] [DESCRIPTION d] | UPDATE name [STEP s] [MAXID m] [DESCRIPTION d] | DELETE name (admin)", (*Server).tag},
-		"reveal":    {4, 5, []string{"admin", "readonly"}, "REVEAL kind form value [key_version]: the ID behind a formatted one (admin)", (*Server).reveal},
+		"reveal":    {4, 9, []string{"admin", "readonly"}, "REVEAL kind form value [key_version] [PREFIX p] [TAG t]: the ID behind a formatted one, or a TypeID's UUID (admin)", (*Server).reveal},
 		"info":      {1, 2, []string{"readonly"}, "INFO [section]: server, worker, store, tags", (*Server).info},
 		"ping":      {1, 2, []string{"fast"}, "PING [message]", ping},
 		"echo":      {2, 2, []string{"fast"}, "ECHO message", func(_ *Server, c redcon.Conn, a [][]byte) { c.WriteBulk(a[1]) }},
@@ -112,9 +112,9 @@ func (s *Server) incr(c redcon.Conn, args [][]byte) {
 }
 
 func (s *Server) segment(c redcon.Conn, args [][]byte) {
-	if opts, n, ok := s.countOptions(c, args[2:], "COUNT", "FORM", idemKey); ok {
+	if opts, n, ok := s.countOptions(c, args[2:], "COUNT", "FORM", "PREFIX", idemKey); ok {
 		ss := sess(c)
-		s.take(c, service.Request{Kind: service.KindSegment, Name: ss.tag(args[1]), Count: n, Form: opts["FORM"], Token: ss.token, IdempotencyKey: opts[idemKey]})
+		s.take(c, service.Request{Kind: service.KindSegment, Name: ss.tag(args[1]), Count: n, Form: opts["FORM"], Prefix: opts["PREFIX"], Token: ss.token, IdempotencyKey: opts[idemKey]})
 	}
 }
 
@@ -158,24 +158,28 @@ func (s *Server) ranges(c redcon.Conn, args [][]byte) {
 }
 
 func (s *Server) snowflake(c redcon.Conn, args [][]byte) {
-	if opts, n, ok := s.countOptions(c, args[1:], "COUNT", "FORM", idemKey); ok {
-		s.take(c, service.Request{Kind: service.KindSnowflake, Count: n, Form: opts["FORM"], IdempotencyKey: opts[idemKey]})
+	if opts, n, ok := s.countOptions(c, args[1:], "COUNT", "FORM", "PREFIX", idemKey); ok {
+		s.take(c, service.Request{Kind: service.KindSnowflake, Count: n, Form: opts["FORM"], Prefix: opts["PREFIX"], IdempotencyKey: opts[idemKey]})
 	}
 }
 
 func (s *Server) uuid(c redcon.Conn, args [][]byte) {
-	opts, n, ok := s.countOptions(c, args[1:], "VERSION", "COUNT", idemKey)
+	opts, n, ok := s.countOptions(c, args[1:], "VERSION", "COUNT", "NAMESPACE", "NAME", "FORM", "PREFIX", idemKey)
 	if !ok {
 		return
 	}
-	r := service.Request{Kind: service.KindUUID, Count: n, IdempotencyKey: opts[idemKey]}
+	r := service.Request{Kind: service.KindUUID, Count: n, Namespace: opts["NAMESPACE"], Name: opts["NAME"], Form: opts["FORM"], Prefix: opts["PREFIX"], IdempotencyKey: opts[idemKey]}
 	if v, ok := opts["VERSION"]; ok {
 		n, ok := api.Digits(v)
 		if !ok || n < 1 || n > 9 {
-			s.writeErr(c, fmt.Errorf("%w: VERSION %q: 4 or 7", frond.ErrInvalidArgument, quote([]byte(v))))
+			s.writeErr(c, fmt.Errorf("%w: VERSION %q: 1, 3, 4, 5, 6 or 7", frond.ErrInvalidArgument, quote([]byte(v))))
 			return
 		}
 		r.Version = int(n)
+	}
+	if name, ok := opts["NAME"]; ok && name == "" {
+		s.writeErr(c, fmt.Errorf("%w: NAME: a name-based UUID needs a name", frond.ErrInvalidArgument))
+		return
 	}
 	s.take(c, r)
 }

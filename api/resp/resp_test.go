@@ -354,11 +354,20 @@ func TestServer_Admin(t *testing.T) {
 		{[]any{"TAG", "GET"}, "ERR wrong number of arguments"},
 		{[]any{"REVEAL", "segment", "opaque", "abc"}, "INVALID_ARGUMENT "},
 		{[]any{"REVEAL", "segment", "base62", "1", "x"}, "INVALID_ARGUMENT invalid argument: key version"},
-		{[]any{"REVEAL", "segment", "base62", "1", "0", "0"}, "ERR wrong number of arguments"},
+		{[]any{"REVEAL", "segment", "base62", "1", "0", "0"}, "INVALID_ARGUMENT invalid argument: option \"0\""},
+		{[]any{"REVEAL", "segment", "base62", "1", "0", "PREFIX", "a", "TAG", "t", "x"}, "ERR wrong number of arguments"},
+		{[]any{"REVEAL", "segment", "base62", "ord_1", "PREFIX", "usr"}, "INVALID_ARGUMENT invalid argument: \"ord_1\" does not carry prefix \"usr\""},
 	} {
 		if err := a.Do(bg, tc.args...).Err(); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want %s...", tc.args, err, tc.want)
 		}
+	}
+	// The spec's vector "valid-uuidv7"; a prefix checked.
+	if got, err := a.Do(bg, "REVEAL", "uuid", "typeid", "prefix_01h455vb4pex5vsknk084sn02q", "PREFIX", "prefix").Text(); err != nil || got != "01890a5d-ac96-774b-bcce-b302099a8057" {
+		t.Fatalf("REVEAL uuid typeid: %q, %v", got, err)
+	}
+	if got, err := a.Do(bg, "REVEAL", "segment", "base62", "ord_00000000001", "0", "PREFIX", "ord").Int64(); err != nil || got != 1 {
+		t.Fatalf("REVEAL with a prefix: %d, %v", got, err)
 	}
 	if got, err := a.Do(bg, "TAG", "UPDATE", "x", "STEP", "20").Slice(); err != nil || got[5] != int64(20) {
 		t.Fatalf("TAG UPDATE: %v, %v", got, err)
@@ -419,5 +428,42 @@ func TestServer_TagToken(t *testing.T) {
 	}
 	if err := conn.Do(bg, "RANGES", "order", "3").Err(); err != nil {
 		t.Fatalf("RANGES with the token: %v", err)
+	}
+}
+
+// The schemes of issue 33 over RESP.
+func TestServer_Schemes(t *testing.T) {
+	addr, _ := start(t, api.Options{})
+	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2})
+	defer c.Close()
+	if got, err := c.Do(bg, "UUID", "VERSION", "5", "NAMESPACE", "dns", "NAME", "example.com").Text(); err != nil || got != "cfbff0d1-9375-5685-968c-48ce8b15ae17" {
+		t.Fatalf("UUID v5: %q, %v", got, err)
+	}
+	if got, err := c.Do(bg, "UUID", "VERSION", "1", "COUNT", "2").StringSlice(); err != nil || len(got) != 2 || got[0][14] != '1' || got[0] == got[1] {
+		t.Fatalf("UUID v1: %q, %v", got, err)
+	}
+	if got, err := c.Do(bg, "UUID", "VERSION", "7", "FORM", "typeid", "PREFIX", "user").Text(); err != nil || !strings.HasPrefix(got, "user_") || len(got) != 31 {
+		t.Fatalf("UUID typeid: %q, %v", got, err)
+	}
+	if got, err := c.Do(bg, "SEGMENT", "order", "FORM", "mist").Int64(); err != nil || got>>16 != 1 {
+		t.Fatalf("SEGMENT mist: %d, %v", got, err)
+	}
+	if got, err := c.Do(bg, "SEGMENT", "order", "FORM", "base32", "PREFIX", "ord").Text(); err != nil || got != "ord_0000000000002" {
+		t.Fatalf("SEGMENT prefix: %q, %v", got, err)
+	}
+	if got, err := c.Do(bg, "SNOWFLAKE", "FORM", "friendly").Text(); err != nil || strings.Count(got, "-") != 2 {
+		t.Fatalf("SNOWFLAKE friendly: %q, %v", got, err)
+	}
+	for _, args := range [][]any{
+		{"UUID", "VERSION", "5", "NAMESPACE", "dns"}, {"UUID", "VERSION", "5", "NAMESPACE", "dns", "NAME", ""},
+		{"UUID", "VERSION", "2"}, {"UUID", "FORM", "typeid"}, {"SEGMENT", "order", "PREFIX", "ord"},
+		{"SNOWFLAKE", "FORM", "mist"}, {"SEGMENT", "order", "FORM", "friendly"},
+	} {
+		if err := c.Do(bg, args...).Err(); err == nil || !strings.HasPrefix(err.Error(), "INVALID_ARGUMENT ") {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+	if got, err := c.Incr(bg, "order").Result(); err != nil || got != 3 {
+		t.Fatalf("the refusals took IDs: INCR %d, %v", got, err)
 	}
 }

@@ -20,13 +20,15 @@ func newIDCmd(e env) *cobra.Command {
 	cl := addClientFlags(c, e)
 	var n int64
 	var ranges bool
-	var form, snowForm string
+	var form, snowForm, prefix, snowPrefix string
 	seg := &cobra.Command{
 		Use:   "segment TAG",
 		Short: "Take segment IDs of a tag",
 		Example: `  frond id segment order
   frond id segment order -n 100
-  frond id segment order -n 1000000 --ranges   # start end stride, one range per line`,
+  frond id segment order -n 1000000 --ranges   # start end stride, one range per line
+  frond id segment order --form base62 --prefix ord   # ord_00000000001
+  frond id segment order --form mist`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
 			tag := a[0]
@@ -43,6 +45,9 @@ func newIDCmd(e env) *cobra.Command {
 			q := url.Values{"n": {strconv.FormatInt(n, 10)}}
 			if form != "" {
 				q.Set("form", form)
+			}
+			if prefix != "" {
+				q.Set("prefix", prefix)
 			}
 			if ranges {
 				q.Set("format", "ranges")
@@ -75,13 +80,14 @@ func newIDCmd(e env) *cobra.Command {
 	}
 	seg.Flags().Int64VarP(&n, "n", "n", 1, "how many IDs")
 	seg.Flags().BoolVar(&ranges, "ranges", false, "print ranges (start, end exclusive, stride) instead of IDs")
-	seg.Flags().StringVar(&form, "form", "", "form: number, base62, base32, opaque, opaque62 (default: the tag's)")
+	seg.Flags().StringVar(&form, "form", "", "form: number, base62, base32, opaque, opaque62, mist (default: the tag's)")
+	seg.Flags().StringVar(&prefix, "prefix", "", "prefix of text IDs, before an underscore (default: the tag's)")
 
 	var sn int64
 	snow := &cobra.Command{
 		Use:     "snowflake",
 		Short:   "Take snowflake IDs",
-		Example: "  frond id snowflake\n  frond id snowflake -n 10",
+		Example: "  frond id snowflake\n  frond id snowflake -n 10\n  frond id snowflake --form friendly   # 20261126081530123-5-16",
 		Args:    args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
 			if sn < 1 || sn > service.MaxBatch {
@@ -94,6 +100,9 @@ func newIDCmd(e env) *cobra.Command {
 			if snowForm != "" {
 				q.Set("form", snowForm)
 			}
+			if snowPrefix != "" {
+				q.Set("prefix", snowPrefix)
+			}
 			if err := cl.do(c.Context(), "GET", "/v1/snowflake?"+q.Encode(), nil, &out); err != nil {
 				return err
 			}
@@ -104,23 +113,38 @@ func newIDCmd(e env) *cobra.Command {
 		},
 	}
 	snow.Flags().Int64VarP(&sn, "n", "n", 1, "how many IDs")
-	snow.Flags().StringVar(&snowForm, "form", "", "form: number, base62, base32, opaque, opaque62")
+	snow.Flags().StringVar(&snowForm, "form", "", "form: number, base62, base32, opaque, opaque62, friendly")
+	snow.Flags().StringVar(&snowPrefix, "prefix", "", "prefix of text IDs, before an underscore")
 
 	var un, version int64
+	var namespace, name, uform, uprefix string
 	uu := &cobra.Command{
-		Use:     "uuid",
-		Short:   "Take UUIDs (version 4, random, or 7, time-ordered)",
-		Example: "  frond id uuid\n  frond id uuid --version 7 -n 10",
-		Args:    args(cobra.NoArgs),
+		Use:   "uuid",
+		Short: "Take UUIDs (versions 1, 3, 4, 5, 6 and 7; TypeIDs)",
+		Example: `  frond id uuid
+  frond id uuid --version 7 -n 10
+  frond id uuid --version 5 --namespace dns --name example.com
+  frond id uuid --version 7 --form typeid --prefix user`,
+		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
-			if version != 4 && version != 7 {
-				return usagef("--version %d: 4 or 7", version)
+			r := service.Request{Kind: service.KindUUID, Version: int(version), Namespace: namespace, Name: name, Form: uform, Prefix: uprefix}
+			if c.Flags().Changed("n") {
+				r.Count = un
+			}
+			if err := service.CheckUUID(&r); err != nil { // before the server: a usage error
+				return usageError{err}
 			}
 			if un < 1 || un > service.MaxBatch {
 				return usagef("-n %d: must be 1 to %d", un, service.MaxBatch)
 			}
+			q := url.Values{"version": {strconv.FormatInt(version, 10)}, "n": {strconv.FormatInt(un, 10)}}
+			for k, v := range map[string]string{"namespace": namespace, "name": name, "form": uform, "prefix": uprefix} {
+				if v != "" {
+					q.Set(k, v)
+				}
+			}
 			var out struct{ UUIDs []string }
-			if err := cl.do(c.Context(), "GET", fmt.Sprintf("/v1/uuid?version=%d&n=%d", version, un), nil, &out); err != nil {
+			if err := cl.do(c.Context(), "GET", "/v1/uuid?"+q.Encode(), nil, &out); err != nil {
 				return err
 			}
 			for _, u := range out.UUIDs {
@@ -130,7 +154,11 @@ func newIDCmd(e env) *cobra.Command {
 		},
 	}
 	uu.Flags().Int64VarP(&un, "n", "n", 1, "how many UUIDs")
-	uu.Flags().Int64Var(&version, "version", 4, "UUID version: 4 or 7")
+	uu.Flags().Int64Var(&version, "version", 4, "UUID version: 1, 3, 4, 5, 6 or 7")
+	uu.Flags().StringVar(&namespace, "namespace", "", "namespace of versions 3 and 5: dns, url, oid, x500 or a UUID")
+	uu.Flags().StringVar(&name, "name", "", "name of versions 3 and 5")
+	uu.Flags().StringVar(&uform, "form", "", "typeid: version 7 as a TypeID")
+	uu.Flags().StringVar(&uprefix, "prefix", "", "prefix of TypeIDs")
 
 	var srn int64
 	ser := &cobra.Command{

@@ -64,8 +64,10 @@ type Config struct {
 	Serials map[string]service.SerialConfig `koanf:"serials"`
 	// Obfuscation holds the key of the opaque (non-guessable) forms.
 	Obfuscation Obfuscation `koanf:"obfuscation"`
-	// Forms are default forms of segment tags: number, base62, base32, opaque, opaque62.
+	// Forms are default forms of segment tags: number, base62, base32, opaque, opaque62, mist.
 	Forms map[string]string `koanf:"forms"`
+	// Prefixes are prefixes of segment tags' text IDs ("ord": "ord_2XgH4...").
+	Prefixes map[string]string `koanf:"prefixes"`
 	// Tokens are TinyID's access tokens, each with the tags it allows: when
 	// any is set, every request for segment IDs must carry one that allows
 	// its tag (docs/tinyid.md).
@@ -487,6 +489,7 @@ func (c *Config) ServiceConfig() service.Config {
 		ObfuscationPrevious: previous,
 		ObfuscationWidth:    c.Obfuscation.SegmentWidth,
 		Forms:               c.Forms,
+		Prefixes:            c.Prefixes,
 		Tokens:              c.Tokens,
 		Idempotency:         service.Idempotency{Window: c.Idempotency.Window, MaxEntries: c.Idempotency.MaxEntries, MaxIDs: c.Idempotency.MaxIDs},
 	}
@@ -520,6 +523,9 @@ func (c *Config) keyOf(field string) string {
 	}
 	if rest, ok := strings.CutPrefix(field, "Forms["); ok {
 		return formsKey + "." + strings.TrimSuffix(rest, "]")
+	}
+	if rest, ok := strings.CutPrefix(field, "Prefixes["); ok {
+		return prefixesKey + "." + strings.TrimSuffix(rest, "]")
 	}
 	if strings.HasPrefix(field, "Tokens[") {
 		return tokensKey // the key, not the token: errors do not print secrets

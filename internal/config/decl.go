@@ -115,7 +115,8 @@ func (c *Config) decls() []decl {
 		{ptr: &c.Obfuscation.KeyVersion, svc: "ObfuscationVersion", def: "1", shown: "`1`", doc: "the key's version, from 1: `reveal` takes it (docs/security.md, key rotation)"},
 		{ptr: &c.Obfuscation.Previous, svc: "ObfuscationPrevious", shown: "none", row: "`obfuscation.previous.<version>.key` / `.key_file` / `.scheme`", doc: "earlier keys by version: they give no IDs, and `reveal` with their version maps their opaque IDs back; `frond config` masks `key`"},
 		{ptr: &c.Obfuscation.SegmentWidth, svc: "ObfuscationWidth", def: "63", shown: "`63`", doc: "width in bits of opaque segment IDs, 20 to 63 with `ff1` (2 to 63 with `splitmix`); 53 keeps them JavaScript-safe"},
-		{ptr: &c.Forms, shown: "none", row: "`forms.<tag>`", doc: "the default form of a segment tag: `number`, `base62`, `base32`, `opaque`, `opaque62` (the opaque forms need an obfuscation key)"},
+		{ptr: &c.Forms, shown: "none", row: "`forms.<tag>`", doc: "the default form of a segment tag: `number`, `base62`, `base32`, `opaque`, `opaque62` (the opaque forms need an obfuscation key), `mist` ([kinds.md](kinds.md#mist))"},
+		{ptr: &c.Prefixes, shown: "none", row: "`prefixes.<tag>`", doc: "the prefix of a segment tag's text IDs (`prefixes: {order: ord}` gives `ord_00000000001` in base62): 1 to 63 lowercase letters and underscores, starting and ending with a letter (TypeID's rule); numbers carry none, and a request's `prefix` replaces it ([kinds.md](kinds.md#prefixes))"},
 		{ptr: &c.Tokens, shown: "none", row: "`tokens.<token>`", doc: "TinyID's access tokens: a list of the tags the token allows (`tokens: {0f673adf: [test, order]}`). When any is set, every request for segment IDs, over every protocol, must carry a token that allows its tag ([tinyid.md](tinyid.md)); a token cannot contain `.`; printed as `***`, also in errors. From the environment: `FROND_TOKENS__<token>=<tag>,<tag>` (the variable's name is the token, case kept: `FROND_TOKENS__0f673adf=test,order`; such a token is letters, digits and `_`)"},
 	}
 }
@@ -152,6 +153,7 @@ var (
 	tokensKey      = sectionKey(func(c *Config) any { return &c.Tokens })
 	serialsKey     = sectionKey(func(c *Config) any { return &c.Serials })
 	formsKey       = sectionKey(func(c *Config) any { return &c.Forms })
+	prefixesKey    = sectionKey(func(c *Config) any { return &c.Prefixes })
 	previousKeyKey = func() string {
 		var pk PreviousKey
 		key, _, _ := fieldOf(reflect.ValueOf(&pk).Elem(), reflect.ValueOf(&pk.Key), "", "")

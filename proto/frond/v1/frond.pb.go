@@ -37,12 +37,15 @@ type NextSegmentRequest struct {
 	// How many IDs: 1 to 10,000; 0 means 1.
 	N int64 `protobuf:"varint,2,opt,name=n,proto3" json:"n,omitempty"`
 	// The form of the IDs: number (default, or the tag's configured form),
-	// opaque, base62, base32, hex, padded (docs/kinds.md).
+	// base62, base32, opaque, opaque62 or mist (docs/kinds.md).
 	Form string `protobuf:"bytes,3,opt,name=form,proto3" json:"form,omitempty"`
 	// The caller takes numbers only (the Go client's Next): a tag whose
 	// configured form is text is refused with form_not_carried before any
 	// ID is taken, instead of answered in id_strs.
-	Numbers       bool `protobuf:"varint,4,opt,name=numbers,proto3" json:"numbers,omitempty"`
+	Numbers bool `protobuf:"varint,4,opt,name=numbers,proto3" json:"numbers,omitempty"`
+	// A prefix before text IDs and an underscore ("ord_2XgH4..."): lowercase
+	// letters and underscores; empty means the tag's configured prefix.
+	Prefix        string `protobuf:"bytes,5,opt,name=prefix,proto3" json:"prefix,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -105,12 +108,22 @@ func (x *NextSegmentRequest) GetNumbers() bool {
 	return false
 }
 
+func (x *NextSegmentRequest) GetPrefix() string {
+	if x != nil {
+		return x.Prefix
+	}
+	return ""
+}
+
 type NextSnowflakeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// How many IDs: 1 to 10,000; 0 means 1.
 	N int64 `protobuf:"varint,1,opt,name=n,proto3" json:"n,omitempty"`
-	// The form of the IDs, as for NextSegmentRequest.form.
-	Form          string `protobuf:"bytes,2,opt,name=form,proto3" json:"form,omitempty"`
+	// The form of the IDs: number (default), base62, base32, opaque,
+	// opaque62 or friendly (time-node-sequence).
+	Form string `protobuf:"bytes,2,opt,name=form,proto3" json:"form,omitempty"`
+	// A prefix before text IDs and an underscore.
+	Prefix        string `protobuf:"bytes,3,opt,name=prefix,proto3" json:"prefix,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -155,6 +168,13 @@ func (x *NextSnowflakeRequest) GetN() int64 {
 func (x *NextSnowflakeRequest) GetForm() string {
 	if x != nil {
 		return x.Form
+	}
+	return ""
+}
+
+func (x *NextSnowflakeRequest) GetPrefix() string {
+	if x != nil {
+		return x.Prefix
 	}
 	return ""
 }
@@ -431,10 +451,18 @@ func (x *Ranges) GetRanges() []*Range {
 
 type NextUUIDRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// 4 (default) or 7.
+	// 1, 3, 4 (default), 5, 6 or 7.
 	Version int32 `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
-	// How many: 1 to 10,000; 0 means 1.
-	N             int64 `protobuf:"varint,2,opt,name=n,proto3" json:"n,omitempty"`
+	// How many: 1 to 10,000; 0 means 1. Name-based UUIDs (3 and 5): 1.
+	N int64 `protobuf:"varint,2,opt,name=n,proto3" json:"n,omitempty"`
+	// The namespace of a name-based UUID: dns, url, oid, x500 or a UUID.
+	Namespace string `protobuf:"bytes,3,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// The name of a name-based UUID.
+	Name string `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
+	// typeid (version 7 only) answers TypeIDs: prefix_26characters.
+	Form string `protobuf:"bytes,5,opt,name=form,proto3" json:"form,omitempty"`
+	// The prefix of TypeIDs.
+	Prefix        string `protobuf:"bytes,6,opt,name=prefix,proto3" json:"prefix,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -483,10 +511,40 @@ func (x *NextUUIDRequest) GetN() int64 {
 	return 0
 }
 
+func (x *NextUUIDRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *NextUUIDRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *NextUUIDRequest) GetForm() string {
+	if x != nil {
+		return x.Form
+	}
+	return ""
+}
+
+func (x *NextUUIDRequest) GetPrefix() string {
+	if x != nil {
+		return x.Prefix
+	}
+	return ""
+}
+
 type UUIDs struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Version       int32                  `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
-	Uuids         []string               `protobuf:"bytes,2,rep,name=uuids,proto3" json:"uuids,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Version int32                  `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
+	Uuids   []string               `protobuf:"bytes,2,rep,name=uuids,proto3" json:"uuids,omitempty"`
+	// typeid when the UUIDs are TypeIDs.
+	Form          string `protobuf:"bytes,3,opt,name=form,proto3" json:"form,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -533,6 +591,13 @@ func (x *UUIDs) GetUuids() []string {
 		return x.Uuids
 	}
 	return nil
+}
+
+func (x *UUIDs) GetForm() string {
+	if x != nil {
+		return x.Form
+	}
+	return ""
 }
 
 type NextSerialRequest struct {
@@ -1058,14 +1123,19 @@ func (x *Layout) GetMaxId() int64 {
 
 type RevealRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// segment or snowflake.
+	// segment, snowflake or uuid (a TypeID).
 	Kind string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
 	// The form the value is in.
 	Form  string `protobuf:"bytes,2,opt,name=form,proto3" json:"form,omitempty"`
 	Value string `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
 	// The version of the obfuscation key that gave an opaque value; 0 means
 	// the current key (docs/security.md, key rotation).
-	KeyVersion    int32 `protobuf:"varint,4,opt,name=key_version,json=keyVersion,proto3" json:"key_version,omitempty"`
+	KeyVersion int32 `protobuf:"varint,4,opt,name=key_version,json=keyVersion,proto3" json:"key_version,omitempty"`
+	// The prefix the value must carry; empty: the tag's configured prefix
+	// when tag is set, else any.
+	Prefix string `protobuf:"bytes,5,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	// The tag a segment value came from.
+	Tag           string `protobuf:"bytes,6,opt,name=tag,proto3" json:"tag,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1128,10 +1198,30 @@ func (x *RevealRequest) GetKeyVersion() int32 {
 	return 0
 }
 
+func (x *RevealRequest) GetPrefix() string {
+	if x != nil {
+		return x.Prefix
+	}
+	return ""
+}
+
+func (x *RevealRequest) GetTag() string {
+	if x != nil {
+		return x.Tag
+	}
+	return ""
+}
+
 type Revealed struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
-	Id            int64                  `protobuf:"varint,2,opt,name=id,proto3" json:"id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kind  string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Id    int64                  `protobuf:"varint,2,opt,name=id,proto3" json:"id,omitempty"`
+	// The UUID behind a TypeID.
+	Uuid string `protobuf:"bytes,3,opt,name=uuid,proto3" json:"uuid,omitempty"`
+	// The prefix the value carried.
+	Prefix string `protobuf:"bytes,4,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	// The two random bytes of a Mist ID.
+	Salts         []int32 `protobuf:"varint,5,rep,packed,name=salts,proto3" json:"salts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1178,6 +1268,27 @@ func (x *Revealed) GetId() int64 {
 		return x.Id
 	}
 	return 0
+}
+
+func (x *Revealed) GetUuid() string {
+	if x != nil {
+		return x.Uuid
+	}
+	return ""
+}
+
+func (x *Revealed) GetPrefix() string {
+	if x != nil {
+		return x.Prefix
+	}
+	return ""
+}
+
+func (x *Revealed) GetSalts() []int32 {
+	if x != nil {
+		return x.Salts
+	}
+	return nil
 }
 
 type Tag struct {
@@ -1650,15 +1761,17 @@ var File_frond_v1_frond_proto protoreflect.FileDescriptor
 
 const file_frond_v1_frond_proto_rawDesc = "" +
 	"\n" +
-	"\x14frond/v1/frond.proto\x12\bfrond.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"b\n" +
+	"\x14frond/v1/frond.proto\x12\bfrond.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"z\n" +
 	"\x12NextSegmentRequest\x12\x10\n" +
 	"\x03tag\x18\x01 \x01(\tR\x03tag\x12\f\n" +
 	"\x01n\x18\x02 \x01(\x03R\x01n\x12\x12\n" +
 	"\x04form\x18\x03 \x01(\tR\x04form\x12\x18\n" +
-	"\anumbers\x18\x04 \x01(\bR\anumbers\"8\n" +
+	"\anumbers\x18\x04 \x01(\bR\anumbers\x12\x16\n" +
+	"\x06prefix\x18\x05 \x01(\tR\x06prefix\"P\n" +
 	"\x14NextSnowflakeRequest\x12\f\n" +
 	"\x01n\x18\x01 \x01(\x03R\x01n\x12\x12\n" +
-	"\x04form\x18\x02 \x01(\tR\x04form\"W\n" +
+	"\x04form\x18\x02 \x01(\tR\x04form\x12\x16\n" +
+	"\x06prefix\x18\x03 \x01(\tR\x06prefix\"W\n" +
 	"\x03IDs\x12\x10\n" +
 	"\x03tag\x18\x01 \x01(\tR\x03tag\x12\x12\n" +
 	"\x04form\x18\x02 \x01(\tR\x04form\x12\x10\n" +
@@ -1676,13 +1789,18 @@ const file_frond_v1_frond_proto_rawDesc = "" +
 	"\x06Ranges\x12\x10\n" +
 	"\x03tag\x18\x01 \x01(\tR\x03tag\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\x03R\x05count\x12'\n" +
-	"\x06ranges\x18\x03 \x03(\v2\x0f.frond.v1.RangeR\x06ranges\"9\n" +
+	"\x06ranges\x18\x03 \x03(\v2\x0f.frond.v1.RangeR\x06ranges\"\x97\x01\n" +
 	"\x0fNextUUIDRequest\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x05R\aversion\x12\f\n" +
-	"\x01n\x18\x02 \x01(\x03R\x01n\"7\n" +
+	"\x01n\x18\x02 \x01(\x03R\x01n\x12\x1c\n" +
+	"\tnamespace\x18\x03 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04name\x18\x04 \x01(\tR\x04name\x12\x12\n" +
+	"\x04form\x18\x05 \x01(\tR\x04form\x12\x16\n" +
+	"\x06prefix\x18\x06 \x01(\tR\x06prefix\"K\n" +
 	"\x05UUIDs\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x05R\aversion\x12\x14\n" +
-	"\x05uuids\x18\x02 \x03(\tR\x05uuids\"5\n" +
+	"\x05uuids\x18\x02 \x03(\tR\x05uuids\x12\x12\n" +
+	"\x04form\x18\x03 \x01(\tR\x04form\"5\n" +
 	"\x11NextSerialRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\f\n" +
 	"\x01n\x18\x02 \x01(\x03R\x01n\"7\n" +
@@ -1726,16 +1844,21 @@ const file_frond_v1_frond_proto_rawDesc = "" +
 	"\rsequence_bits\x18\x05 \x01(\x05R\rsequence_bits\x120\n" +
 	"\x05epoch\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x05epoch\x124\n" +
 	"\aexpires\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\aexpires\x12\x16\n" +
-	"\x06max_id\x18\b \x01(\x03R\x06max_id\"n\n" +
+	"\x06max_id\x18\b \x01(\x03R\x06max_id\"\x98\x01\n" +
 	"\rRevealRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04form\x18\x02 \x01(\tR\x04form\x12\x14\n" +
 	"\x05value\x18\x03 \x01(\tR\x05value\x12\x1f\n" +
 	"\vkey_version\x18\x04 \x01(\x05R\n" +
-	"keyVersion\".\n" +
+	"keyVersion\x12\x16\n" +
+	"\x06prefix\x18\x05 \x01(\tR\x06prefix\x12\x10\n" +
+	"\x03tag\x18\x06 \x01(\tR\x03tag\"p\n" +
 	"\bRevealed\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x0e\n" +
-	"\x02id\x18\x02 \x01(\x03R\x02id\"\xb7\x01\n" +
+	"\x02id\x18\x02 \x01(\x03R\x02id\x12\x12\n" +
+	"\x04uuid\x18\x03 \x01(\tR\x04uuid\x12\x16\n" +
+	"\x06prefix\x18\x04 \x01(\tR\x06prefix\x12\x14\n" +
+	"\x05salts\x18\x05 \x03(\x05R\x05salts\"\xb7\x01\n" +
 	"\x03Tag\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06max_id\x18\x02 \x01(\x03R\x06max_id\x12\x12\n" +

@@ -1,0 +1,386 @@
+package service
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/idfmt"
+	"github.com/frond-id/frond/snowflake"
+	"go.jetify.com/typeid"
+)
+
+// Forms of an ID in answers.
+const (
+	FormNumber   = "number"   // decimal (the default)
+	FormBase62   = "base62"   // 11 characters, sortable
+	FormBase32   = "base32"   // Crockford, 13 characters, sortable
+	FormOpaque   = "opaque"   // keyed permutation, decimal: unordered, non-guessable
+	FormOpaque62 = "opaque62" // keyed permutation in base62: short, unordered, non-guessable
+	// FormMist is a segment ID as Mist lays it out (seed 003): the ID in
+	// the top 47 bits, then two random bytes. A number; the ID is still in
+	// it, in order (docs/kinds.md#mist).
+	FormMist = "mist"
+	// FormFriendly is a snowflake ID as readable text, CosId's friendly
+	// form: its time in UTC, its node and its sequence,
+	// "20261126081530123-5-16".
+	FormFriendly = "friendly"
+	// FormTypeID is a UUID version 7 as a TypeID: a prefix, an underscore
+	// and the UUID in 26 characters of Crockford base32
+	// ("user_01h455vb4pex5vsknk084sn02q").
+	FormTypeID = "typeid"
+)
+
+// Kinds for forms.
+const (
+	KindSegment   = "segment"
+	KindSnowflake = "snowflake"
+)
+
+// MistCounterBits is the width of a Mist ID's counter: 47 bits, then two
+// salts of 8 bits (63 in all).
+const MistCounterBits = 47
+
+// checkForm checks that form is one of kind's forms (and its key
+// configured).
+func (s *Service) checkForm(kind, form string) error {
+	switch form {
+	case "", FormNumber, FormBase62, FormBase32:
+		return nil
+	case FormOpaque, FormOpaque62:
+		if s.kinds.cur.seg == nil {
+			return fmt.Errorf("%w: form %q needs an obfuscation key (obfuscation.key_file)", frond.ErrInvalidArgument, form)
+		}
+		return nil
+	case FormMist:
+		if kind == KindSegment {
+			return nil
+		}
+		return fmt.Errorf("%w: form mist is a form of segment IDs: a snowflake ID has no room for its salts", frond.ErrInvalidArgument)
+	case FormFriendly:
+		if kind == KindSnowflake {
+			return nil
+		}
+		return fmt.Errorf("%w: form friendly is a form of snowflake IDs (time-node-sequence)", frond.ErrInvalidArgument)
+	}
+	extra := "mist"
+	if kind == KindSnowflake {
+		extra = "friendly"
+	}
+	return fmt.Errorf("%w: form %s: number, base62, base32, opaque, opaque62 or %s", frond.ErrInvalidArgument, Quote(form), extra)
+}
+
+// Numeric reports whether a form is a number (so it can go in ids and on
+// Leaf's API).
+func Numeric(form string) bool {
+	return form == "" || form == FormNumber || form == FormOpaque || form == FormMist
+}
+
+// MaxPrefix is the longest prefix of a string ID, TypeID's limit.
+const MaxPrefix = 63
+
+// CheckPrefix checks a prefix of string IDs by TypeID's rule (spec 0.3):
+// 1 to 63 lowercase ASCII letters and underscores, starting and ending
+// with a letter. Empty means none.
+func CheckPrefix(p string) error {
+	if p == "" {
+		return nil
+	}
+	bad := len(p) > MaxPrefix || p[0] == '_' || p[len(p)-1] == '_'
+	for i := 0; i < len(p) && !bad; i++ {
+		bad = (p[i] < 'a' || p[i] > 'z') && p[i] != '_'
+	}
+	if bad {
+		return fmt.Errorf("%w: prefix %s: 1 to %d lowercase letters a-z and underscores, starting and ending with a letter", frond.ErrInvalidArgument, Quote(p), MaxPrefix)
+	}
+	return nil
+}
+
+// checkPrefix checks r.Prefix for r's form, r.Form filled: a prefix goes
+// only before text. An empty r.Prefix of a segment request takes the tag's
+// configured prefix when its form is text.
+func (s *Service) checkPrefix(r *Request) error {
+	if err := CheckPrefix(r.Prefix); err != nil {
+		return err
+	}
+	if r.Prefix == "" && r.Kind == KindSegment && !Numeric(r.Form) {
+		r.Prefix = s.cfg.Prefixes[r.Name]
+	}
+	if r.Prefix != "" && Numeric(r.Form) {
+		return fmt.Errorf("%w: prefix %s: a prefix goes before text; form %s is a number (ask for base62, base32, opaque62 or friendly)", frond.ErrInvalidArgument, Quote(r.Prefix), Quote(r.Form))
+	}
+	return nil
+}
+
+// Format renders IDs of a kind in a form. For numeric forms it also
+// returns the numbers (permuted for opaque, salted for mist).
+//
+// For FormNumber the numbers are ids itself and the strings are nil: the
+// protocols that answer numbers never pay for text (Answer.Texts makes it
+// when asked).
+func (s *Service) Format(kind, form string, ids []int64) ([]string, []int64, error) {
+	return s.format(kind, form, "", ids)
+}
+
+// format is Format with a prefix before each text ID ("ord_2XgH4...").
+func (s *Service) format(kind, form, prefix string, ids []int64) ([]string, []int64, error) {
+	if err := s.checkForm(kind, form); err != nil {
+		return nil, nil, err
+	}
+	if form == "" || form == FormNumber {
+		return nil, ids, nil
+	}
+	strs := make([]string, len(ids))
+	var nums []int64
+	if Numeric(form) {
+		nums = make([]int64, len(ids))
+	}
+	sep := ""
+	if prefix != "" {
+		sep = prefix + "_"
+	}
+	for i, id := range ids {
+		v := id
+		switch form {
+		case FormOpaque, FormOpaque62:
+			var err error
+			if v, err = s.permOf(kind).Apply(id); err != nil {
+				// Not the caller's fault: the tag has outgrown the configured width.
+				return nil, nil, fmt.Errorf("%w: ID %d does not fit the %d-bit opaque form: raise obfuscation.segment_width or use a new tag", frond.ErrTagExhausted, id, s.permOf(kind).Width())
+			}
+		case FormMist:
+			if id < 0 || id >= 1<<MistCounterBits {
+				return nil, nil, fmt.Errorf("%w: ID %d does not fit Mist's %d-bit counter: use a new tag, or another form", frond.ErrTagExhausted, id, MistCounterBits)
+			}
+			v = id<<16 | int64(rand.Uint32()&0xffff)
+		}
+		var str string
+		switch form {
+		case FormBase62:
+			str = idfmt.Base62.EncodeFixed(v)
+		case FormBase32:
+			str = idfmt.Base32.EncodeFixed(v)
+		case FormOpaque62:
+			str = idfmt.Base62.Encode(v)
+		case FormFriendly:
+			b, err := s.appendFriendly(make([]byte, 0, len(sep)+32), id)
+			if err != nil {
+				return nil, nil, err
+			}
+			str = string(b)
+		default:
+			str = strconv.FormatInt(v, 10)
+		}
+		if sep != "" {
+			str = sep + str
+		}
+		strs[i] = str
+		if nums != nil {
+			nums[i] = v
+		}
+	}
+	return strs, nums, nil
+}
+
+// friendlyTime is the time of the friendly form, in UTC, to the
+// millisecond; friendlyMicro to the microsecond, for layouts whose unit is
+// not a whole number of milliseconds.
+const (
+	friendlyTime  = "20060102150405.000"
+	friendlyMicro = "20060102150405.000000"
+)
+
+func (s *Service) friendlyLayout() string {
+	l := s.cfg.Snowflake.Layout
+	if l.Unit%time.Millisecond == 0 && l.Epoch.Nanosecond()%int(time.Millisecond) == 0 {
+		return friendlyTime
+	}
+	return friendlyMicro
+}
+
+// appendFriendly appends the friendly form of a snowflake ID:
+// time-node-sequence.
+func (s *Service) appendFriendly(b []byte, id int64) ([]byte, error) {
+	p, err := s.cfg.Snowflake.Layout.Decompose(id)
+	if err != nil {
+		return b, fmt.Errorf("%w: %w", frond.ErrInvalidArgument, err)
+	}
+	n := len(b)
+	b = p.Time.UTC().AppendFormat(b, s.friendlyLayout())
+	if dot := n + 14; dot < len(b) && b[dot] == '.' {
+		b = append(b[:dot], b[dot+1:]...)
+	}
+	b = strconv.AppendInt(append(b, '-'), p.Node, 10)
+	return strconv.AppendInt(append(b, '-'), p.Seq, 10), nil
+}
+
+// parseFriendly is the snowflake ID of a friendly form.
+func (s *Service) parseFriendly(v string) (int64, error) {
+	ts, rest, ok1 := strings.Cut(v, "-")
+	node, seq, ok2 := strings.Cut(rest, "-")
+	layout := s.friendlyLayout()
+	digits := len(layout) - 1
+	if !ok1 || !ok2 || len(ts) != digits {
+		return 0, fmt.Errorf("time-node-sequence, with the time in %d digits (yyyyMMddHHmmssSSS%s)", digits, strings.Repeat("S", digits-17))
+	}
+	t, err := time.Parse(layout, ts[:14]+"."+ts[14:])
+	if err != nil {
+		return 0, errors.New("the time is not a date and time (yyyyMMddHHmmssSSS)")
+	}
+	l := s.cfg.Snowflake.Layout
+	nd, ok := parseDecimal(node)
+	sq, ok2 := parseDecimal(seq)
+	if !ok || !ok2 {
+		return 0, errors.New("the node and the sequence are whole numbers")
+	}
+	d := t.Sub(l.Epoch)
+	if d < 0 || d%l.Unit != 0 {
+		return 0, fmt.Errorf("the time is not a tick of layout %s", l.Name)
+	}
+	return l.Compose(snowflake.Parts{Tick: int64(d / l.Unit), Node: nd, Seq: sq})
+}
+
+// parseDecimal parses digits only (no sign, no spaces), up to 18 of them.
+func parseDecimal(s string) (int64, bool) {
+	if s == "" || len(s) > 18 {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(s[i]-'0')
+	}
+	return n, true
+}
+
+// RevealRequest asks for the ID behind a formatted one.
+type RevealRequest struct {
+	// Kind is KindSegment, KindSnowflake or KindUUID.
+	Kind string
+	// Form the value is in; for UUIDs only FormTypeID.
+	Form  string
+	Value string
+	// KeyVersion picks the obfuscation key that gave an opaque value; 0
+	// means the current key.
+	KeyVersion int
+	// Prefix the value must carry. Empty: Tag's configured prefix, when
+	// Tag is set; else whatever prefix the value has.
+	Prefix string
+	// Tag the value came from (segment IDs), for its configured prefix.
+	Tag string
+}
+
+// Revealed is what a formatted ID holds.
+type Revealed struct {
+	Kind string `json:"kind"`
+	// ID of a segment or snowflake value.
+	ID int64 `json:"id"`
+	// UUID of a TypeID, in its 36-character form.
+	UUID string `json:"uuid,omitempty"`
+	// Prefix the value carried.
+	Prefix string `json:"prefix,omitempty"`
+	// Salts of a Mist ID: its two random bytes.
+	Salts []int `json:"salts,omitempty"`
+}
+
+// Reveal maps a formatted ID back to the ID (the admin decode of opaque
+// forms; the others need no key): the number behind base62, base32,
+// opaque, opaque62, mist and friendly, and the UUID behind a TypeID. A
+// value that carries a prefix other than the one expected is refused.
+func (s *Service) Reveal(in RevealRequest) (Revealed, error) {
+	out := Revealed{Kind: in.Kind}
+	if err := CheckPrefix(in.Prefix); err != nil {
+		return out, err
+	}
+	want := in.Prefix
+	if want == "" && in.Tag != "" {
+		if err := frond.ValidateTagName(in.Tag); err != nil {
+			return out, err
+		}
+		want = s.cfg.Prefixes[in.Tag]
+	}
+	value := in.Value
+	if i := strings.LastIndexByte(value, '_'); i >= 0 {
+		out.Prefix, value = value[:i], value[i+1:]
+		if err := CheckPrefix(out.Prefix); err != nil || out.Prefix == "" {
+			return out, fmt.Errorf("%w: %s: the text before the last underscore is not a prefix (lowercase letters and underscores)", frond.ErrInvalidArgument, Quote(in.Value))
+		}
+	}
+	if want != "" && out.Prefix != want {
+		return out, fmt.Errorf("%w: %s does not carry prefix %q", frond.ErrInvalidArgument, Quote(in.Value), want)
+	}
+	if in.Kind == KindUUID {
+		if in.Form != FormTypeID {
+			return out, fmt.Errorf("%w: form %s: UUIDs are revealed from their typeid form", frond.ErrInvalidArgument, Quote(in.Form))
+		}
+		tid, err := typeid.FromString(in.Value)
+		if err != nil {
+			return out, fmt.Errorf("%w: %s is not a TypeID: %v", frond.ErrInvalidArgument, Quote(in.Value), err)
+		}
+		out.UUID = tid.UUID()
+		return out, nil
+	}
+	if in.Kind != KindSegment && in.Kind != KindSnowflake {
+		return out, fmt.Errorf("%w: kind %s: segment, snowflake or uuid", frond.ErrInvalidArgument, Quote(in.Kind))
+	}
+	form := in.Form
+	if err := s.checkForm(in.Kind, form); err != nil {
+		return out, err
+	}
+	if out.Prefix != "" && Numeric(form) {
+		return out, fmt.Errorf("%w: %s: form %s has no prefix", frond.ErrInvalidArgument, Quote(in.Value), Quote(form))
+	}
+	var v int64
+	var err error
+	switch form {
+	case FormBase62, FormOpaque62:
+		v, err = idfmt.Base62.Decode(value)
+	case FormBase32:
+		v, err = idfmt.Base32.Decode(value)
+	case FormFriendly:
+		v, err = s.parseFriendly(value)
+	default:
+		v, err = strconv.ParseInt(value, 10, 64)
+		if err == nil && v < 0 {
+			err = errors.New("negative")
+		}
+	}
+	if err != nil {
+		var ne *strconv.NumError
+		if errors.As(err, &ne) {
+			err = ne.Err // without the input, which Quote cuts
+		}
+		return out, fmt.Errorf("%w: %s is not a %s ID: %v", frond.ErrInvalidArgument, Quote(in.Value), cmpOr(form, FormNumber), err)
+	}
+	switch form {
+	case FormOpaque, FormOpaque62:
+		p := s.kinds.cur
+		if in.KeyVersion != 0 {
+			var ok bool
+			if p, ok = s.kinds.perms[in.KeyVersion]; !ok {
+				return out, fmt.Errorf("%w: no obfuscation key has version %d (the keys: %s)", frond.ErrInvalidArgument, in.KeyVersion, s.keyVersions())
+			}
+		}
+		if v, err = p.of(in.Kind).Invert(v); err != nil {
+			return out, fmt.Errorf("%w: %w", frond.ErrInvalidArgument, err)
+		}
+	case FormMist:
+		out.Salts = []int{int(v >> 8 & 0xff), int(v & 0xff)}
+		v >>= 16
+	}
+	out.ID = v
+	return out, nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
