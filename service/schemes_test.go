@@ -391,3 +391,67 @@ func TestPrefixes(t *testing.T) {
 		t.Fatalf("bad configured prefix: %v", err)
 	}
 }
+
+// FuzzReveal feeds Reveal any value in every form: it never panics, and
+// whatever it accepts formats back to what it read (friendly and the
+// prefixes are parsed here, from outside input).
+func FuzzReveal(f *testing.F) {
+	s := newKindsService(f, newClock(), Config{ObfuscationKey: []byte("a key of sixteen bytes or more")})
+	for _, seed := range []string{"20240103152415876-5-16", "evt_20261122120000000-7-0", "ord_00000000001", "a_b_c",
+		"_1", "1_", "65536", "user_01h455vb4pex5vsknk084sn02q", "00000000000000000000000000", "-1-1", "2024010315241587a-5-16"} {
+		f.Add(seed, "friendly", "snowflake")
+		f.Add(seed, "base62", "segment")
+		f.Add(seed, "typeid", "uuid")
+	}
+	f.Fuzz(func(t *testing.T, value, form, kind string) {
+		out, err := s.Reveal(RevealRequest{Kind: kind, Form: form, Value: value})
+		if err != nil {
+			if Code(err) != frond.CodeInvalidArgument {
+				t.Fatalf("%q %s %s: %v", value, form, kind, err)
+			}
+			return
+		}
+		switch {
+		case kind == KindUUID:
+			if _, err := uuid.Parse(out.UUID); err != nil {
+				t.Fatalf("%q: uuid %q", value, out.UUID)
+			}
+		case form == FormFriendly || form == FormBase62 || form == FormBase32:
+			strs, _, err := s.format(kind, form, out.Prefix, []int64{out.ID})
+			if err != nil {
+				t.Fatalf("%q: %+v does not format back: %v", value, out, err)
+			}
+			back, err := s.Reveal(RevealRequest{Kind: kind, Form: form, Value: strs[0], Prefix: out.Prefix})
+			if err != nil || back.ID != out.ID {
+				t.Fatalf("%q -> %d -> %q -> %+v, %v", value, out.ID, strs[0], back, err)
+			}
+		}
+	})
+}
+
+// FuzzUUIDRequest: any version, namespace, name, form and prefix is
+// answered or refused as invalid_argument, and a name-based answer is
+// the same twice.
+func FuzzUUIDRequest(f *testing.F) {
+	s := newKindsService(f, newClock(), Config{})
+	f.Add(5, "dns", "example.com", "", "")
+	f.Add(3, "6ba7b810-9dad-11d1-80b4-00c04fd430c8", "x", "", "")
+	f.Add(7, "", "", "typeid", "user")
+	f.Add(1, "", "", "", "")
+	f.Fuzz(func(t *testing.T, version int, ns, name, form, prefix string) {
+		r := Request{Kind: KindUUID, Version: version, Namespace: ns, Name: name, Form: form, Prefix: prefix}
+		a, err := s.Take(bg, r)
+		if err != nil {
+			if Code(err) != frond.CodeInvalidArgument {
+				t.Fatalf("%+v: %v", r, err)
+			}
+			return
+		}
+		if nameBased(a.Request.Version) {
+			b, err := s.Take(bg, r)
+			if err != nil || b.Strs[0] != a.Strs[0] {
+				t.Fatalf("%+v: %v then %v, %v", r, a.Strs, b.Strs, err)
+			}
+		}
+	})
+}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -236,6 +237,34 @@ func TestDashboard_Browser(t *testing.T) {
 	}
 	if got := text(seqRow); !strings.Contains(got, "sequence") || !strings.Contains(got, "1 store call for 3 IDs, up to 1 request a call") {
 		t.Fatalf("the sequence tag's row: %q", got)
+	}
+
+	// The Take form offers every kind and form: a UUID v5 of a name (the
+	// known answer), a TypeID with its prefix, Mist and friendly forms.
+	for _, c := range []struct {
+		kind, name, form, prefix, namespace, want string
+	}{
+		{"uuid-5", "example.com", "", "", "dns", `"uuid": "cfbff0d1-9375-5685-968c-48ce8b15ae17"`},
+		{"typeid", "", "", "user", "", `"user_0`},
+		{"uuid-6", "", "", "", "", `"version": 6`},
+		{"segment", "order", "mist", "", "", `"form": "mist"`},
+		{"snowflake", "", "friendly", "evt", "", `"evt_2026`},
+	} {
+		fields, _ := json.Marshal(map[string]string{"kind": c.kind, "name": c.name, "form": c.form, "prefix": c.prefix, "namespace": c.namespace})
+		set := `(() => { const f = document.getElementById("take"); for (const [k, v] of Object.entries(` + string(fields) + `)) f.elements[k].value = v; return ""; })()`
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[string](set)); err != nil {
+			t.Fatal(err)
+		}
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#take button`))); err != nil {
+			t.Fatal(err)
+		}
+		deadline = time.Now().Add(10 * time.Second)
+		for !strings.Contains(text(`#take-result`), c.want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("Take %s answered %q, want %s", c.kind, text(`#take-result`), c.want)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
 
 	// A store outage: the page says the store is down and which tags are

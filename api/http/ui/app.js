@@ -261,10 +261,32 @@ onSubmit("update-tag", (f) => {
   if (f.get("description")) body.description = f.get("description");
   return call("PATCH", "/v1/tags/" + encodeURIComponent(f.get("name")), body);
 });
+// Take IDs: every kind and form the service has; the fields a kind does
+// not use are left out, so the server judges what is sent.
 onSubmit("take", (f) => {
-  const kind = f.get("kind"), name = encodeURIComponent(f.get("name") || ""), n = encodeURIComponent(f.get("n") || "1");
-  const path = kind === "segment" ? `/v1/segment/${name}?n=${n}` : kind === "serial" ? `/v1/serial/${name}?n=${n}` : `/v1/${kind}?n=${n}`;
-  return call("GET", path);
+  const kind = f.get("kind"), name = f.get("name") || "", q = new URLSearchParams();
+  const set = (k, v) => { if (v) q.set(k, v); };
+  let path;
+  if (kind === "segment" || kind === "serial") {
+    path = `/v1/${kind}/${encodeURIComponent(name)}`;
+    set("n", f.get("n"));
+    if (kind === "segment") { set("form", f.get("form")); set("prefix", f.get("prefix")); }
+  } else if (kind === "snowflake") {
+    path = "/v1/snowflake";
+    set("n", f.get("n")); set("form", f.get("form")); set("prefix", f.get("prefix"));
+  } else {
+    path = "/v1/uuid";
+    const version = kind === "typeid" ? "7" : kind.slice(5);
+    q.set("version", version);
+    if (version === "3" || version === "5") {
+      q.set("namespace", f.get("namespace") || "dns"); q.set("name", name);
+    } else {
+      set("n", f.get("n"));
+    }
+    if (kind === "typeid") { q.set("form", "typeid"); set("prefix", f.get("prefix")); }
+  }
+  const qs = q.toString();
+  return call("GET", qs ? `${path}?${qs}` : path);
 });
 onSubmit("decode", (f) => call("GET", "/v1/decode/" + encodeURIComponent(f.get("id"))));
 
