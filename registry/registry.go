@@ -54,6 +54,22 @@ type Options struct {
 	LeaseTTL time.Duration
 	// Logger receives registry events; nil discards them.
 	Logger *slog.Logger
+	// Datacenter is the node's datacenter (worker.Settings.Datacenter):
+	// every registry keeps the worker IDs of each datacenter apart (etcd's
+	// prefix, ZooKeeper's root, Redis's frond_dc, the SQL table get its
+	// number; 0 keeps the names of a registry without datacenters), so
+	// nodes of two datacenters sharing one registry may hold the same
+	// worker ID, and their IDs still differ by the datacenter bits.
+	Datacenter int64
+}
+
+// DatacenterSuffix is what a registry adds to its names for the node's
+// datacenter: "" for datacenter 0, else sep and the number.
+func (o Options) DatacenterSuffix(sep string) string {
+	if o.Datacenter == 0 {
+		return ""
+	}
+	return sep + strconv.FormatInt(o.Datacenter, 10)
 }
 
 // WithDefaults returns o with its zero fields set to their defaults.
@@ -86,6 +102,9 @@ func (o Options) Identity() string { return net.JoinHostPort(o.Host, strconv.Ito
 func (o Options) Validate() error {
 	if o.Port < 0 || o.Port > 65535 {
 		return fmt.Errorf("worker port %d: must be 0 to 65535", o.Port)
+	}
+	if o.Datacenter < 0 {
+		return fmt.Errorf("datacenter %d: must not be negative", o.Datacenter)
 	}
 	if o.RecycleAfter < 0 || o.LeaseTTL < 0 {
 		return fmt.Errorf("recycle_after %v and lease_ttl %v must not be negative", o.RecycleAfter, o.LeaseTTL)

@@ -201,6 +201,10 @@ type Decoded struct {
 	Tick   int64     `json:"tick"`
 	Node   int64     `json:"node"`
 	Seq    int64     `json:"sequence"`
+	// Datacenter and Worker split Node, with a layout that has datacenter
+	// bits.
+	Datacenter *int64 `json:"datacenter,omitempty"`
+	Worker     *int64 `json:"worker,omitempty"`
 }
 
 // LayoutByName returns the configured layout for "" or its own name, or a preset.
@@ -230,7 +234,11 @@ func DecodeWith(l snowflake.Layout, id int64) (Decoded, error) {
 	if name == "" {
 		name = "custom"
 	}
-	return Decoded{ID: id, Layout: name, Time: p.Time, Tick: p.Tick, Node: p.Node, Seq: p.Seq}, nil
+	d := Decoded{ID: id, Layout: name, Time: p.Time, Tick: p.Tick, Node: p.Node, Seq: p.Seq}
+	if l.DatacenterBits > 0 {
+		d.Datacenter, d.Worker = &p.Datacenter, &p.Worker
+	}
+	return d, nil
 }
 
 // Tags lists the tags of the store.

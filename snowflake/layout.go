@@ -39,6 +39,11 @@ var (
 // sign bit is always 0.
 //
 //	| 0 | time (TimeBits) | node (NodeBits) | sequence (SeqBits) |
+//
+// The node field may be split (seed 000's 5+5): its top DatacenterBits are
+// the datacenter, the rest the worker within it.
+//
+//	node = | datacenter (DatacenterBits) | worker (NodeBits - DatacenterBits) |
 type Layout struct {
 	// Name is informational (presets have one; custom layouts may not).
 	Name string
@@ -48,6 +53,9 @@ type Layout struct {
 	TimeBits uint
 	NodeBits uint
 	SeqBits  uint
+	// DatacenterBits of NodeBits, from the top, are the datacenter; 0 (the
+	// presets) means the node field is all worker ID.
+	DatacenterBits uint
 	// Epoch is tick zero. It must be in the past and after 1970.
 	Epoch time.Time
 }
@@ -131,6 +139,8 @@ func (l Layout) Validate(now time.Time) error {
 			l.TimeBits, l.NodeBits, l.SeqBits, l.TimeBits+l.NodeBits+l.SeqBits)
 	case l.SeqBits > 30:
 		return bad("sequence bits %d: at most 30", l.SeqBits)
+	case l.DatacenterBits > 0 && l.DatacenterBits >= l.NodeBits:
+		return bad("datacenter bits %d: fewer than the node bits %d, so that each datacenter has worker IDs", l.DatacenterBits, l.NodeBits)
 	case l.Epoch.Before(time.Unix(0, 0)):
 		return bad("epoch %s: must not be before 1970", l.Epoch.Format(time.RFC3339))
 	case l.Epoch.After(now):
@@ -147,6 +157,21 @@ func (l Layout) Bits() uint { return l.TimeBits + l.NodeBits + l.SeqBits }
 
 // MaxNode returns the largest node ID.
 func (l Layout) MaxNode() int64 { return int64(1)<<l.NodeBits - 1 }
+
+// WorkerBits are the node field's bits below the datacenter's.
+func (l Layout) WorkerBits() uint { return l.NodeBits - min(l.DatacenterBits, l.NodeBits) }
+
+// MaxWorker returns the largest worker ID within a datacenter (MaxNode
+// without datacenter bits).
+func (l Layout) MaxWorker() int64 { return int64(1)<<l.WorkerBits() - 1 }
+
+// MaxDatacenter returns the largest datacenter ID; 0 without datacenter bits.
+func (l Layout) MaxDatacenter() int64 { return int64(1)<<l.DatacenterBits - 1 }
+
+// NodeOf is the node field of a worker ID within a datacenter.
+func (l Layout) NodeOf(datacenter, worker int64) int64 {
+	return datacenter<<l.WorkerBits() | worker
+}
 
 // MaxSeq returns the largest sequence number in one tick.
 func (l Layout) MaxSeq() int64 { return int64(1)<<l.SeqBits - 1 }
@@ -186,17 +211,25 @@ func (l Layout) String() string {
 	if name == "" {
 		name = "custom"
 	}
-	return fmt.Sprintf("%s: 1+%d+%d+%d bits, %v ticks from %s, %d nodes, %.0f IDs/s per node, runs out %s",
+	nodes := fmt.Sprintf("%d nodes", l.MaxNode()+1)
+	if l.DatacenterBits > 0 {
+		nodes = fmt.Sprintf("%d datacenters of %d workers", l.MaxDatacenter()+1, l.MaxWorker()+1)
+	}
+	return fmt.Sprintf("%s: 1+%d+%d+%d bits, %v ticks from %s, %s, %.0f IDs/s per node, runs out %s",
 		name, l.TimeBits, l.NodeBits, l.SeqBits, l.Unit, l.Epoch.UTC().Format(time.RFC3339Nano),
-		l.MaxNode()+1, l.Rate(), l.Expires().Format("2006-01-02"))
+		nodes, l.Rate(), l.Expires().Format("2006-01-02"))
 }
 
 // Parts are the fields of an ID.
 type Parts struct {
 	Tick int64     // time field: ticks of Unit since Epoch
-	Node int64     // worker ID
+	Node int64     // the node field: worker ID, with the datacenter above it
 	Seq  int64     // sequence within the tick
 	Time time.Time // Epoch + Tick*Unit (set by Decompose; ignored by Compose)
+	// Datacenter and Worker split Node by the layout's DatacenterBits (set
+	// by Decompose; ignored by Compose). Without datacenter bits Worker is
+	// Node.
+	Datacenter, Worker int64
 }
 
 // Compose builds the ID of p, or ErrInvalidID if a field is out of range.
@@ -224,6 +257,7 @@ func (l Layout) Decompose(id int64) (Parts, error) {
 		Seq:  id & l.MaxSeq(),
 	}
 	p.Time = l.TickTime(p.Tick)
+	p.Datacenter, p.Worker = p.Node>>l.WorkerBits(), p.Node&l.MaxWorker()
 	return p, nil
 }
 

@@ -3,6 +3,7 @@ package snowflake
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -196,4 +197,34 @@ func FuzzDecompose(f *testing.F) {
 			t.Fatalf("Compose(Decompose(%d)) = %d, %v", id, back, err)
 		}
 	})
+}
+
+// Seed 000's 5+5: the node field split into datacenter and worker.
+func TestLayout_DatacenterBits(t *testing.T) {
+	l, _ := Preset(Twitter)
+	l.DatacenterBits = 5
+	if l.WorkerBits() != 5 || l.MaxWorker() != 31 || l.MaxDatacenter() != 31 || l.NodeOf(3, 7) != 103 {
+		t.Fatalf("worker bits %d, max worker %d, max datacenter %d, node %d", l.WorkerBits(), l.MaxWorker(), l.MaxDatacenter(), l.NodeOf(3, 7))
+	}
+	id, err := l.Compose(Parts{Tick: 1000, Node: l.NodeOf(3, 7), Seq: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := l.Decompose(id)
+	if p.Datacenter != 3 || p.Worker != 7 || p.Node != 103 || p.Seq != 9 {
+		t.Fatalf("decomposed %+v", p)
+	}
+	if !strings.Contains(l.String(), "32 datacenters of 32 workers") {
+		t.Fatalf("String %q", l.String())
+	}
+	plain, _ := Preset(Twitter)
+	if p, _ := plain.Decompose(id); p.Datacenter != 0 || p.Worker != 103 {
+		t.Fatalf("without datacenter bits %+v", p)
+	}
+	for _, bits := range []uint{10, 11} {
+		l.DatacenterBits = bits
+		if err := l.Validate(time.Now()); !errors.Is(err, ErrInvalidLayout) {
+			t.Errorf("%d datacenter bits of 10: %v", bits, err)
+		}
+	}
 }

@@ -191,7 +191,7 @@ func (w *Issuer) acquire(ctx, life context.Context) error {
 	wk := st.worker
 	if !st.held {
 		var err error
-		wk, err = w.reg.Acquire(ctx, w.set.Layout.MaxNode())
+		wk, err = w.acquireNode(ctx)
 		if err != nil {
 			w.setDown(&state{err: fmt.Errorf("%w: %w (retrying every %v)", frond.ErrWorkerLost, err, w.set.RetryEvery)}, err)
 			return err
@@ -419,6 +419,25 @@ func (w *Issuer) supervise() {
 	}
 }
 
+// acquireNode acquires a worker ID within this node's datacenter from the
+// registry and answers it as the node field of the IDs: the datacenter's
+// bits above the worker's (without datacenter bits, the worker ID itself).
+// A registry namespaces its worker IDs by datacenter
+// (registry.Options.Datacenter), so two datacenters never issue one node
+// field, whether they share a registry or not.
+func (w *Issuer) acquireNode(ctx context.Context) (frond.Worker, error) {
+	l := w.set.Layout
+	wk, err := w.reg.Acquire(ctx, l.MaxWorker())
+	if err != nil {
+		return wk, err
+	}
+	if wk.ID < 0 || wk.ID > l.MaxWorker() {
+		return frond.Worker{}, fmt.Errorf("%w: the registry gave worker ID %d, outside 0..%d", frond.ErrNoWorkerID, wk.ID, l.MaxWorker())
+	}
+	wk.ID = l.NodeOf(w.set.Datacenter, wk.ID)
+	return wk, nil
+}
+
 // tickBudget bounds the registry calls of one supervisor tick.
 func tickBudget(every time.Duration) time.Duration { return max(every*3/4, time.Millisecond) }
 
@@ -426,7 +445,7 @@ func tickBudget(every time.Duration) time.Duration { return max(every*3/4, time.
 // the local record; once the registry answers, the Issuer holds its ID
 // there.
 func (w *Issuer) backToRegistry(ctx context.Context, st *state) {
-	wk, err := w.reg.Acquire(ctx, w.set.Layout.MaxNode())
+	wk, err := w.acquireNode(ctx)
 	if err != nil || wk.FromCache {
 		return
 	}

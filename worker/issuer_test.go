@@ -770,3 +770,66 @@ func TestIssuer_CloseWithSpentContext(t *testing.T) {
 		}
 	}
 }
+
+// maxRegistry records the largest worker ID the Issuer asked for.
+type maxRegistry struct {
+	memRegistry
+	asked int64
+}
+
+func (r *maxRegistry) Acquire(ctx context.Context, maxNode int64) (frond.Worker, error) {
+	r.asked = maxNode
+	return r.memRegistry.Acquire(ctx, maxNode)
+}
+
+// With datacenter bits, the registry is asked for a worker ID within the
+// datacenter, and the IDs carry the datacenter above it: nodes of two
+// datacenters holding the same worker ID issue different IDs.
+func TestIssuer_Datacenter(t *testing.T) {
+	c := newClock()
+	l, _ := snowflake.Preset(snowflake.Twitter)
+	l.DatacenterBits = 5
+	nodes := map[int64]bool{}
+	for _, dc := range []int64{0, 3, 31} {
+		reg := &maxRegistry{memRegistry: memRegistry{id: 7}}
+		w, err := New(bg, reg, Settings{Layout: l, Datacenter: dc, Now: c.Now, Sleep: c.Add, PersistEvery: time.Hour}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close(bg)
+		if reg.asked != 31 {
+			t.Fatalf("asked the registry for IDs up to %d, want 31", reg.asked)
+		}
+		id, err := w.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := l.Decompose(id)
+		if p.Node != dc<<5|7 || p.Datacenter != dc || p.Worker != 7 || nodes[p.Node] {
+			t.Fatalf("datacenter %d: node %d (%d, %d)", dc, p.Node, p.Datacenter, p.Worker)
+		}
+		nodes[p.Node] = true
+		if in := w.Info(); in.ID != dc<<5|7 || in.Datacenter == nil || *in.Datacenter != dc || in.Worker == nil || *in.Worker != 7 {
+			t.Fatalf("Info %+v", in)
+		}
+	}
+	// A registry that answers beyond the datacenter's worker IDs is refused.
+	if _, err := New(bg, &memRegistry{id: 32}, Settings{Layout: l, Datacenter: 1, Now: c.Now, Sleep: c.Add, PersistEvery: time.Hour}, nil); !errors.Is(err, frond.ErrNoWorkerID) {
+		t.Fatalf("worker 32 of 5 worker bits: %v", err)
+	}
+	for _, s := range []Settings{
+		{Datacenter: 1},             // twitter has no datacenter bits
+		{Layout: l, Datacenter: 32}, // 5 bits
+		{Layout: l, Datacenter: -1},
+	} {
+		s.Now = c.Now
+		var fe *FieldError
+		if err := s.Validate(); !errors.As(err, &fe) || fe.Field != "Datacenter" {
+			t.Errorf("%+v: %v", s.Datacenter, err)
+		}
+	}
+	l.DatacenterBits = 10
+	if err := (Settings{Layout: l, Now: c.Now}).Validate(); err == nil {
+		t.Error("10 datacenter bits of 10 node bits: accepted")
+	}
+}

@@ -17,11 +17,15 @@ type Check struct {
 
 // Info describes the worker ID of this node.
 type Info struct {
-	ID        int64  `json:"id"` // -1: none held
-	Held      bool   `json:"held"`
-	Issuing   bool   `json:"issuing"`
-	FromCache bool   `json:"from_cache,omitempty"`
-	Error     string `json:"error,omitempty"`
+	ID int64 `json:"id"` // the node field of the IDs; -1: none held
+	// Datacenter and Worker split ID with a layout that has datacenter
+	// bits (Datacenter is the configured one even while none is held).
+	Datacenter *int64 `json:"datacenter,omitempty"`
+	Worker     *int64 `json:"worker,omitempty"`
+	Held       bool   `json:"held"`
+	Issuing    bool   `json:"issuing"`
+	FromCache  bool   `json:"from_cache,omitempty"`
+	Error      string `json:"error,omitempty"`
 	// ReservedAhead is how far ahead of the clock the registry has recorded
 	// a time this node may issue up to (negative: behind; snowflake IDs
 	// wait for it).
@@ -38,6 +42,14 @@ func (w *Issuer) Info() Info {
 	wi := Info{ID: -1, Held: st.held, Issuing: st.gen != nil}
 	if st.held {
 		wi.ID, wi.FromCache = st.worker.ID, st.worker.FromCache
+	}
+	if l := w.set.Layout; l.DatacenterBits > 0 {
+		dc := w.set.Datacenter
+		wi.Datacenter = &dc
+		if st.held {
+			wk := st.worker.ID & l.MaxWorker()
+			wi.Worker = &wk
+		}
 	}
 	if st.gen != nil {
 		if limit, ok := st.gen.Limit(); ok {

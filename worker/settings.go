@@ -28,6 +28,11 @@ const (
 type Settings struct {
 	// Layout is the snowflake layout; the zero value means twitter.
 	Layout snowflake.Layout
+	// Datacenter is this node's datacenter, 0 to Layout.MaxDatacenter(): the
+	// registry gives a worker ID within it (0 to Layout.MaxWorker()), and
+	// the node field of its IDs is Layout.NodeOf(Datacenter, worker). Not 0
+	// only with a layout that has datacenter bits.
+	Datacenter int64
 	// MaxBackward, MaxLead and RandomStart are the generator's clock policy
 	// (see snowflake.Settings).
 	MaxBackward time.Duration
@@ -111,6 +116,12 @@ func (s Settings) Validate() error {
 	}
 	if err := checkLayoutLife(layout, time.Unix(0, now())); err != nil {
 		return &FieldError{"Layout", err}
+	}
+	if s.Datacenter != 0 && layout.DatacenterBits == 0 {
+		return &FieldError{"Datacenter", fmt.Errorf("%w: datacenter %d: the layout has no datacenter bits (set datacenter_bits, for example 5 of twitter's 10 node bits)", frond.ErrInvalidArgument, s.Datacenter)}
+	}
+	if s.Datacenter < 0 || s.Datacenter > layout.MaxDatacenter() {
+		return &FieldError{"Datacenter", fmt.Errorf("%w: datacenter %d: 0 to %d with %d datacenter bits", frond.ErrInvalidArgument, s.Datacenter, layout.MaxDatacenter(), layout.DatacenterBits)}
 	}
 	return nil
 }

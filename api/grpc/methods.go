@@ -136,7 +136,8 @@ func (s *Server) Decode(_ context.Context, in *frondv1.DecodeRequest) (*frondv1.
 	if err != nil {
 		return nil, err
 	}
-	return &frondv1.Decoded{Id: d.ID, Layout: d.Layout, Time: timestamppb.New(d.Time), Tick: d.Tick, Node: d.Node, Sequence: d.Seq}, nil
+	return &frondv1.Decoded{Id: d.ID, Layout: d.Layout, Time: timestamppb.New(d.Time), Tick: d.Tick, Node: d.Node, Sequence: d.Seq,
+		Datacenter: d.Datacenter, Worker: d.Worker}, nil
 }
 
 func (s *Server) Info(context.Context, *frondv1.InfoRequest) (*frondv1.NodeInfo, error) {
@@ -145,13 +146,15 @@ func (s *Server) Info(context.Context, *frondv1.InfoRequest) (*frondv1.NodeInfo,
 	out := &frondv1.NodeInfo{
 		Held: w.Held, Issuing: w.Issuing, FromLocalRecord: w.FromCache, WorkerError: w.Error,
 		Layout: &frondv1.Layout{Name: l.Name, Unit: l.Unit.String(), TimeBits: int32(l.TimeBits), NodeBits: int32(l.NodeBits),
-			SequenceBits: int32(l.SeqBits), Epoch: timestamppb.New(l.Epoch), Expires: timestamppb.New(l.Expires()), MaxId: l.MaxID()},
+			SequenceBits: int32(l.SeqBits), Epoch: timestamppb.New(l.Epoch), Expires: timestamppb.New(l.Expires()), MaxId: l.MaxID(),
+			DatacenterBits: int32(l.DatacenterBits)},
 		MaxBatch: service.MaxBatch, MaxRangesBatch: service.MaxRangesBatch, StartedAt: timestamppb.New(s.started),
 		ReservedAheadNs: int64(w.ReservedAhead), PeerSkewNs: int64(w.PeerSkew), Peers: int32(w.PeerCount),
 	}
 	if w.ID >= 0 {
 		out.WorkerId = &w.ID
 	}
+	out.Datacenter, out.Worker = w.Datacenter, w.Worker
 	return out, nil
 }
 

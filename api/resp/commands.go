@@ -206,7 +206,11 @@ func (s *Server) decode(c redcon.Conn, args [][]byte) {
 		s.writeErr(c, err)
 		return
 	}
-	c.WriteArray(12)
+	n := 12
+	if d.Datacenter != nil {
+		n = 16
+	}
+	c.WriteArray(n)
 	c.WriteBulkString("id")
 	c.WriteInt64(d.ID)
 	c.WriteBulkString("layout")
@@ -219,6 +223,12 @@ func (s *Server) decode(c redcon.Conn, args [][]byte) {
 	c.WriteInt64(d.Node)
 	c.WriteBulkString("sequence")
 	c.WriteInt64(d.Seq)
+	if d.Datacenter != nil {
+		c.WriteBulkString("datacenter")
+		c.WriteInt64(*d.Datacenter)
+		c.WriteBulkString("worker")
+		c.WriteInt64(*d.Worker)
+	}
 }
 
 func (s *Server) info(c redcon.Conn, args [][]byte) {

@@ -14,11 +14,13 @@ import (
 func newDecodeCmd(e env) *cobra.Command {
 	var layout string
 	var asJSON bool
+	var dcBits uint
 	c := &cobra.Command{
 		Use:   "decode ID",
 		Short: "Split a snowflake ID into time, node (worker ID) and sequence (offline)",
 		Example: `  frond decode 1861083629105360902
-  frond decode 123456789 --layout sonyflake --json`,
+  frond decode 123456789 --layout sonyflake --json
+  frond decode 1861083629105360902 --datacenter-bits 5   # node = datacenter and worker`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
 			id, err := strconv.ParseInt(a[0], 10, 64)
@@ -28,6 +30,9 @@ func newDecodeCmd(e env) *cobra.Command {
 			l, err := snowflake.Preset(layout)
 			if err != nil {
 				return usageError{err}
+			}
+			if l.DatacenterBits = dcBits; dcBits > 0 && dcBits >= l.NodeBits {
+				return usagef("--datacenter-bits %d: fewer than the %d node bits of layout %s", dcBits, l.NodeBits, l.Name)
 			}
 			d, err := service.DecodeWith(l, id)
 			if err != nil {
@@ -40,10 +45,14 @@ func newDecodeCmd(e env) *cobra.Command {
 			}
 			fmt.Fprintf(e.stdout, "id        %d\nlayout    %s\ntime      %s\ntick      %d\nnode      %d\nsequence  %d\n",
 				d.ID, d.Layout, d.Time.Format(time.RFC3339Nano), d.Tick, d.Node, d.Seq)
+			if d.Datacenter != nil {
+				fmt.Fprintf(e.stdout, "datacenter %d\nworker    %d\n", *d.Datacenter, *d.Worker)
+			}
 			return nil
 		},
 	}
 	c.Flags().StringVar(&layout, "layout", "twitter", "layout: twitter, sonyflake, uid-generator, javascript")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	c.Flags().UintVar(&dcBits, "datacenter-bits", 0, "how many of the node bits, from the top, are the datacenter (snowflake.datacenter_bits)")
 	return c
 }

@@ -96,6 +96,7 @@ func openRegistry(ctx context.Context, cfg *config.Config, httpPort int, now fun
 	o := registry.Options{
 		Host: cfg.Worker.Host, Port: cfg.Worker.Port, Now: now,
 		RecycleAfter: cfg.Worker.RecycleAfter, LeaseTTL: cfg.Worker.LeaseTTL, Logger: log,
+		Datacenter: cfg.Snowflake.Datacenter,
 	}
 	if o.Port == 0 {
 		o.Port = httpPort
@@ -109,7 +110,7 @@ func openRegistry(ctx context.Context, cfg *config.Config, httpPort int, now fun
 		inner.Close()
 		return nil, fmt.Errorf("worker registry: %w", err)
 	}
-	key := storeName(raw) + " as " + o.Identity()
+	key := storeName(raw) + o.DatacenterSuffix(" datacenter ") + " as " + o.Identity()
 	r, err := cache.New(inner, filepath.Join(cfg.DataDir, cache.File), key, o)
 	if err != nil {
 		inner.Close()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -374,6 +375,66 @@ func TestPrintable(t *testing.T) {
 	for in, want := range map[string]string{"orders": "orders", "Orders — 订单": "Orders — 订单", "\x1b[2J": `"\x1b[2J"`, "a\tb": `"a\tb"`, "\u202e": `"\u202e"`} {
 		if got := printable(in); got != want {
 			t.Errorf("printable(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// Two datacenters share one registry (Redis, seed 001's frond_dc), each
+// node with 5 of twitter's 10 node bits for the datacenter: both hold
+// worker ID 0 of their own datacenter, and their snowflake IDs carry
+// different datacenters. A datacenter without datacenter bits, or a
+// frond_dc that is not the node's datacenter, is refused at start.
+func TestE2E_Datacenters(t *testing.T) {
+	ns := fmt.Sprintf("e2e_dc_%d", time.Now().UnixNano())
+	reg := withParams(testenv.Getenv(t, "FROND_TEST_REDIS_URL"), "frond_allow_volatile=true&frond_prefix=frondtest:"+ns+":")
+	bits := "FROND_SNOWFLAKE__DATACENTER_BITS=5"
+	var nodes []*server
+	for i, dc := range []string{"1", "2"} {
+		s, err := startServerEnv(t, []string{bits, fmt.Sprintf("FROND_WORKER__PORT=%d", 17201+i)}, t.TempDir(), "--registry", reg, "--datacenter", dc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, s)
+	}
+	for i, s := range nodes {
+		code, body := s.get("/v1/info")
+		var info struct {
+			Worker struct {
+				ID         int64 `json:"id"`
+				Datacenter int64 `json:"datacenter"`
+				Worker     int64 `json:"worker"`
+			} `json:"worker"`
+			Layout struct {
+				DatacenterBits int `json:"datacenter_bits"`
+			} `json:"layout"`
+		}
+		if err := json.Unmarshal([]byte(body), &info); code != 200 || err != nil {
+			t.Fatalf("/v1/info: %d %s", code, body)
+		}
+		dc := int64(i + 1)
+		if info.Worker.Datacenter != dc || info.Worker.Worker != 0 || info.Worker.ID != dc<<5 || info.Layout.DatacenterBits != 5 {
+			t.Fatalf("node of datacenter %d: %s", dc, body)
+		}
+		id := s.id("/api/snowflake/get/x")
+		code, body = s.get(fmt.Sprintf("/v1/decode/%d", id))
+		if code != 200 || !strings.Contains(body, fmt.Sprintf(`"datacenter":%d,"worker":0`, dc)) {
+			t.Fatalf("decode %d: %d %s", id, code, body)
+		}
+	}
+	for _, c := range []struct {
+		env  []string
+		args []string
+		want string
+	}{
+		{nil, []string{"--datacenter", "1"}, "snowflake.datacenter"},
+		{[]string{bits}, []string{"--datacenter", "32"}, "snowflake.datacenter"},
+		{[]string{"FROND_SNOWFLAKE__DATACENTER_BITS=10"}, nil, "snowflake.datacenter_bits"},
+		{[]string{bits}, []string{"--datacenter", "1", "--registry", withParams(reg, "frond_dc=2")}, "one setting"},
+		{nil, []string{"--registry", withParams(reg, "frond_dc=2")}, "Set snowflake.datacenter_bits"},
+	} {
+		_, err := startServerEnv(t, c.env, t.TempDir(), c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v %v: %v, want %q", c.env, c.args, err, c.want)
 		}
 	}
 }

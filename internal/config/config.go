@@ -140,12 +140,16 @@ func (t TLS) On() bool { return t.CertFile != "" || t.KeyFile != "" }
 
 // Snowflake configures the snowflake clock policy.
 type Snowflake struct {
-	MaxBackward  time.Duration `koanf:"max_backward"`
-	MaxLead      time.Duration `koanf:"max_lead"`
-	RandomStart  int64         `koanf:"random_start"`
-	PersistEvery time.Duration `koanf:"persist_every"`
-	StartupWait  time.Duration `koanf:"startup_wait"`  // 0: 2 x persist_every + max_lead + 1s
-	MaxPeerSkew  time.Duration `koanf:"max_peer_skew"` // negative: no peer clock check
+	// DatacenterBits of the layout's node bits are the datacenter
+	// (seed 000's 5+5); Datacenter is this node's.
+	DatacenterBits uint          `koanf:"datacenter_bits"`
+	Datacenter     int64         `koanf:"datacenter"`
+	MaxBackward    time.Duration `koanf:"max_backward"`
+	MaxLead        time.Duration `koanf:"max_lead"`
+	RandomStart    int64         `koanf:"random_start"`
+	PersistEvery   time.Duration `koanf:"persist_every"`
+	StartupWait    time.Duration `koanf:"startup_wait"`  // 0: 2 x persist_every + max_lead + 1s
+	MaxPeerSkew    time.Duration `koanf:"max_peer_skew"` // negative: no peer clock check
 	// ExpiryWarning: warn (at start, in /readyz) when the layout runs out
 	// within it; negative: never.
 	ExpiryWarning time.Duration `koanf:"expiry_warning"`
@@ -460,6 +464,7 @@ func (c *Config) checkTLS() error {
 // negative values mean what they mean to the engines (zero: the default).
 func (c *Config) ServiceConfig() service.Config {
 	layout, _ := snowflake.Preset(c.Layout)
+	layout.DatacenterBits = c.Snowflake.DatacenterBits
 	var key []byte
 	if c.Obfuscation.Key != "" {
 		key = []byte(c.Obfuscation.Key)
@@ -472,7 +477,7 @@ func (c *Config) ServiceConfig() service.Config {
 	}
 	return service.Config{
 		Snowflake: worker.Settings{
-			Layout: layout, MaxBackward: c.Snowflake.MaxBackward, MaxLead: c.Snowflake.MaxLead,
+			Layout: layout, Datacenter: c.Snowflake.Datacenter, MaxBackward: c.Snowflake.MaxBackward, MaxLead: c.Snowflake.MaxLead,
 			RandomStart: c.Snowflake.RandomStart, PersistEvery: c.Snowflake.PersistEvery,
 			StartupWait: c.Snowflake.StartupWait, MaxPeerSkew: c.Snowflake.MaxPeerSkew, ExpiryWarning: c.Snowflake.ExpiryWarning,
 		},

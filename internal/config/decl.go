@@ -93,6 +93,14 @@ func (c *Config) decls() []decl {
 			}
 			return nil
 		}},
+		{ptr: &c.Snowflake.DatacenterBits, def: "0", shown: "`0`", doc: "how many of the layout's node bits, from the top, are the datacenter (seed 000's 5+5 of twitter's 10): each datacenter's registry gives worker IDs within it, so two datacenters never issue the same IDs, whether they share a registry or not ([deploy.md](deploy.md#several-datacenters)). Fewer than the layout's node bits; `0`: no datacenter", check: func() error {
+			l, err := snowflake.Preset(c.Layout)
+			if err == nil && c.Snowflake.DatacenterBits > 0 && c.Snowflake.DatacenterBits >= l.NodeBits {
+				return fmt.Errorf("%d: fewer than the %d node bits of layout %s, so that each datacenter has worker IDs", c.Snowflake.DatacenterBits, l.NodeBits, l.Name)
+			}
+			return nil
+		}},
+		{ptr: &c.Snowflake.Datacenter, svc: "Snowflake.Datacenter", def: "0", shown: "`0`", flag: "datacenter", usage: "this node's datacenter: 0 to 2^datacenter_bits - 1", doc: "this node's datacenter, 0 to 2^`datacenter_bits` - 1; not 0 only with `datacenter_bits`. The worker registry keeps each datacenter's worker IDs apart (its names get the number; Redis's `frond_dc` is this setting)"},
 		{ptr: &c.Snowflake.MaxBackward, def: "5ms", shown: "`5ms`", doc: "largest backward clock step absorbed; larger ones refuse snowflake IDs. `0s`: the default; negative refuses every backward step (`0s` meant that before this version)"},
 		{ptr: &c.Snowflake.MaxLead, def: "0s", shown: "`0s`", doc: "borrowing: how far ahead of the clock IDs may run when a tick's sequence is used up. `0s`: no borrowing (wait for the next tick); negative refused"},
 		{ptr: &c.Snowflake.RandomStart, def: "0", shown: "`0`", doc: "start each tick's sequence at a random value below this (Leaf: 100), at most half the layout's sequence space. `0`: off; negative refused"},

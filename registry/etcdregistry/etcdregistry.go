@@ -105,6 +105,10 @@ func Open(ctx context.Context, rawURL string, o registry.Options) (*registry.Pro
 	if v, ok := u.Params["frond_prefix"]; ok {
 		b.prefix = v
 	}
+	b.prefix += o.DatacenterSuffix("dc") // "/frond/dc1/workers/...": the datacenter's own worker IDs
+	if o.Datacenter != 0 {
+		b.prefix += "/"
+	}
 	if v, ok := u.Params["frond_timeout"]; ok {
 		if b.timeout, err = etcdconn.Duration("frond_timeout", v); err != nil {
 			return nil, err
@@ -138,7 +142,7 @@ func (b *Backend) fail(op string, err error) error {
 func (b *Backend) Policy() registry.Policy { return registry.Policy{OwnFirst: true, Recycle: true} }
 
 // Where implements registry.Backend.
-func (b *Backend) Where() string { return fmt.Sprintf("etcd %v", b.endpoints) }
+func (b *Backend) Where() string { return fmt.Sprintf("etcd %v under %s", b.endpoints, b.prefix) }
 
 // Prepare implements registry.Backend.
 func (b *Backend) Prepare(context.Context) error { return nil }

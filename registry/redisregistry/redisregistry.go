@@ -122,8 +122,19 @@ type Backend struct {
 	warnings []string
 }
 
-// Check parses rawURL as Open does, without contacting the server.
-func Check(rawURL string) error { return registry.CheckByOpen(rawURL, Open) }
+// Check parses rawURL as Open does, without contacting the server. Whether
+// frond_dc is the node's datacenter is Open's to say: the URL alone does
+// not know it.
+func Check(rawURL string) error {
+	return registry.CheckByOpen(rawURL, func(raw string, o registry.Options) (*registry.Protocol, error) {
+		if u, err := redisutil.Parse(raw, "frond_prefix", "frond_dc", "frond_mode"); err == nil {
+			if dc, err := strconv.ParseInt(u.Params["frond_dc"], 10, 64); err == nil && dc > 0 {
+				o.Datacenter = dc
+			}
+		}
+		return Open(raw, o)
+	})
+}
 
 // Open parses rawURL and makes a client. It does not contact the server:
 // Acquire does.
@@ -135,7 +146,7 @@ func Open(rawURL string, o registry.Options) (*registry.Protocol, error) {
 	if err := o.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %v", frond.ErrInvalidArgument, err)
 	}
-	prefix, dc, mode := DefaultPrefix, int64(0), DefaultMode
+	prefix, dc, mode := DefaultPrefix, o.Datacenter, DefaultMode
 	if v, ok := u.Params["frond_prefix"]; ok {
 		prefix = v
 	}
@@ -143,13 +154,15 @@ func Open(rawURL string, o registry.Options) (*registry.Protocol, error) {
 		if dc, err = strconv.ParseInt(v, 10, 64); err != nil || dc < 0 {
 			return nil, fmt.Errorf("%w: frond_dc=%q: a datacenter number, 0 or more", frond.ErrInvalidArgument, v)
 		}
-		if dc != 0 {
-			return nil, fmt.Errorf("%w: frond_dc=%d: the snowflake layouts have no datacenter field, so a datacenter number would "+
-				"only separate key names, not IDs: each datacenter would hand out worker IDs 0, 1, ... of its own, and two "+
-				"datacenters would issue the same snowflake IDs. Let every datacenter's nodes share one registry (drop frond_dc; "+
-				"the times recorded under frond_dc=%[2]d are not in it, so start those nodes only recycle_after after they stopped), "+
-				"or give each datacenter a static range of worker IDs (docs/registries.md); frond_prefix separates "+
-				"deployments whose IDs never meet", frond.ErrInvalidArgument, dc)
+		if dc != o.Datacenter && o.Datacenter != 0 {
+			return nil, fmt.Errorf("%w: frond_dc=%d, but this node's datacenter (snowflake.datacenter) is %d: they are one setting; drop frond_dc",
+				frond.ErrInvalidArgument, dc, o.Datacenter)
+		}
+		if dc != o.Datacenter {
+			return nil, fmt.Errorf("%w: frond_dc=%d: the datacenter of the worker IDs is the snowflake layout's datacenter field. "+
+				"Set snowflake.datacenter_bits (for example 5 of twitter's 10 node bits) and snowflake.datacenter: %[2]d, and drop frond_dc. "+
+				"A datacenter number in the key names alone would let each datacenter hand out worker IDs 0, 1, ... of its own, "+
+				"and two datacenters would issue the same snowflake IDs (docs/deploy.md#several-datacenters)", frond.ErrInvalidArgument, dc)
 		}
 	}
 	if v := u.Params["frond_mode"]; v != "" {

@@ -114,7 +114,7 @@ func TestRegistry_Conformance(t *testing.T) {
 func TestOpen_URL(t *testing.T) {
 	for _, bad := range []string{
 		"http://x", "redis://a b", "redis://x?frond_mode=sometimes", "redis://x?frond_dc=-1", "redis://x?frond_dc=east",
-		"redis://x?frond_dc=1", // no layout has a datacenter field: a second datacenter would reuse the IDs
+		"redis://x?frond_dc=1", // the layout has no datacenter bits (datacenter 0): a second datacenter would reuse the IDs
 		"redis://x?frond_nope=1", "redis://x?frond_timeout=soon", "redis://x?frond_timeout=-1s",
 		"redis://x?frond_allow_volatile=maybe", "redis://x?pool_size=many", "redis://x?no_such_option=1",
 	} {
@@ -124,6 +124,26 @@ func TestOpen_URL(t *testing.T) {
 	}
 	if _, err := Open("redis://x", registry.Options{Port: 70000}); !errors.Is(err, frond.ErrInvalidArgument) {
 		t.Errorf("Open with port 70000: %v, want ErrInvalidArgument", err)
+	}
+
+	// frond_dc is the node's datacenter (snowflake.datacenter): the same
+	// number, or absent, and the keys are the datacenter's.
+	for _, c := range []struct {
+		url  string
+		dc   int64
+		base string
+	}{{"redis://x?frond_dc=2", 2, "frond:worker:2:"}, {"redis://x", 2, "frond:worker:2:"}, {"redis://x?frond_dc=1", 2, ""}, {"redis://x?frond_dc=0", 2, ""}} {
+		p, err := Open(c.url, registry.Options{Datacenter: c.dc})
+		if c.base == "" {
+			if !errors.Is(err, frond.ErrInvalidArgument) || !strings.Contains(err.Error(), "one setting") {
+				t.Errorf("Open(%q) in datacenter %d: %v", c.url, c.dc, err)
+			}
+			continue
+		}
+		if err != nil || be(p).base != c.base {
+			t.Fatalf("Open(%q) in datacenter %d: %v", c.url, c.dc, err)
+		}
+		p.Close()
 	}
 
 	o := registry.Options{Host: "10.0.0.7", Port: 8081}

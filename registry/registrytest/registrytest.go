@@ -59,6 +59,7 @@ func Run(t *testing.T, c Config) {
 	}
 	t.Run("DistinctConcurrent", func(t *testing.T) { testDistinct(t, c) })
 	t.Run("Exhaustion", func(t *testing.T) { testExhaustion(t, c) })
+	t.Run("DatacentersApart", func(t *testing.T) { testDatacenters(t, c) })
 	t.Run("RaceForTheLastIDs", func(t *testing.T) {
 		ns := Namespace(t)
 		RaceForIDs(t, func(port int) frond.WorkerRegistry { return open(t, c, ns, opts(port)) })
@@ -208,6 +209,28 @@ func testExhaustion(t *testing.T, c Config) {
 	// Not ErrWorkerLost: with every ID live, the node refuses to start.
 	if !errors.Is(err, frond.ErrNoWorkerID) || errors.Is(err, frond.ErrWorkerLost) {
 		t.Fatalf("fourth node with IDs 0..2: %v, want ErrNoWorkerID", err)
+	}
+}
+
+// testDatacenters: nodes of three datacenters share one registry (one
+// namespace) with a single worker ID each (maxNode 0): each datacenter's
+// worker IDs are its own, so all three hold ID 0, and a second node of a
+// datacenter is refused. (Their IDs differ by the layout's datacenter
+// bits: the Issuer puts the datacenter above the worker ID.)
+func testDatacenters(t *testing.T, c Config) {
+	ns := Namespace(t)
+	for dc := range int64(3) {
+		o := opts(7300 + int(dc))
+		o.Datacenter = dc
+		if w := acquire(t, open(t, c, ns, o), 0); w.ID != 0 {
+			t.Fatalf("datacenter %d: ID %d", dc, w.ID)
+		}
+	}
+	o := opts(7310)
+	o.Datacenter = 1
+	_, err := open(t, c, ns, o).Acquire(testenv.Ctx(t), 0)
+	if !errors.Is(err, frond.ErrNoWorkerID) || errors.Is(err, frond.ErrWorkerLost) {
+		t.Fatalf("a second node of datacenter 1 with one worker ID: %v, want ErrNoWorkerID", err)
 	}
 }
 

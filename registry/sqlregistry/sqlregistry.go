@@ -146,6 +146,12 @@ func Open(rawURL string, o registry.Options) (*registry.Protocol, error) {
 		}
 		b.table = v
 	}
+	if sfx := o.DatacenterSuffix("_DC"); sfx != "" { // the datacenter's own worker IDs: WORKER_NODE_DC1
+		if !tableName.MatchString(b.table + sfx) {
+			return nil, fmt.Errorf("%w: frond_table=%q with datacenter %d is %s: at most 57 characters", frond.ErrInvalidArgument, b.table, o.Datacenter, b.table+sfx)
+		}
+		b.table += sfx
+	}
 	b.side = b.table + "_frond"
 	if v, ok := p.Params["frond_mode"]; ok {
 		if v != ModeNew && v != ModeReuse {

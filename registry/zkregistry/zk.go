@@ -247,6 +247,7 @@ func Open(rawURL string, o registry.Options) (*registry.Protocol, error) {
 	if cfg.SessionTimeout == 0 {
 		cfg.SessionTimeout = o.LeaseTTL
 	}
+	cfg.Root += o.DatacenterSuffix("/dc") // the datacenter's own worker IDs: /snowflake/frond/dc1/forever/...
 	b := &Backend{cfg: cfg, o: o}
 	conn, events, err := zk.Connect(cfg.Servers, cfg.SessionTimeout, zk.WithLogger(zkLogger{o.Logger}), zk.WithLogInfo(false))
 	if err != nil {

@@ -760,13 +760,16 @@ func (x *DecodeRequest) GetLayout() string {
 }
 
 type Decoded struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
-	Layout        string                 `protobuf:"bytes,2,opt,name=layout,proto3" json:"layout,omitempty"`
-	Time          *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=time,proto3" json:"time,omitempty"`
-	Tick          int64                  `protobuf:"varint,4,opt,name=tick,proto3" json:"tick,omitempty"`
-	Node          int64                  `protobuf:"varint,5,opt,name=node,proto3" json:"node,omitempty"`
-	Sequence      int64                  `protobuf:"varint,6,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Id       int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Layout   string                 `protobuf:"bytes,2,opt,name=layout,proto3" json:"layout,omitempty"`
+	Time     *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=time,proto3" json:"time,omitempty"`
+	Tick     int64                  `protobuf:"varint,4,opt,name=tick,proto3" json:"tick,omitempty"`
+	Node     int64                  `protobuf:"varint,5,opt,name=node,proto3" json:"node,omitempty"`
+	Sequence int64                  `protobuf:"varint,6,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	// The node field split, with a layout that has datacenter bits.
+	Datacenter    *int64 `protobuf:"varint,7,opt,name=datacenter,proto3,oneof" json:"datacenter,omitempty"`
+	Worker        *int64 `protobuf:"varint,8,opt,name=worker,proto3,oneof" json:"worker,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -843,6 +846,20 @@ func (x *Decoded) GetSequence() int64 {
 	return 0
 }
 
+func (x *Decoded) GetDatacenter() int64 {
+	if x != nil && x.Datacenter != nil {
+		return *x.Datacenter
+	}
+	return 0
+}
+
+func (x *Decoded) GetWorker() int64 {
+	if x != nil && x.Worker != nil {
+		return *x.Worker
+	}
+	return 0
+}
+
 type InfoRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -900,8 +917,13 @@ type NodeInfo struct {
 	// This node's clock minus its live peers' average, as last measured, in
 	// nanoseconds, and the peers' count (registries that see their peers:
 	// etcd, ZooKeeper); 0 peers: not measured.
-	PeerSkewNs    int64 `protobuf:"varint,11,opt,name=peer_skew_ns,proto3" json:"peer_skew_ns,omitempty"`
-	Peers         int32 `protobuf:"varint,12,opt,name=peers,proto3" json:"peers,omitempty"`
+	PeerSkewNs int64 `protobuf:"varint,11,opt,name=peer_skew_ns,proto3" json:"peer_skew_ns,omitempty"`
+	Peers      int32 `protobuf:"varint,12,opt,name=peers,proto3" json:"peers,omitempty"`
+	// With a layout that has datacenter bits: this node's datacenter, and
+	// the worker ID within it (absent when none is held); worker_id is the
+	// node field of the IDs, both together.
+	Datacenter    *int64 `protobuf:"varint,13,opt,name=datacenter,proto3,oneof" json:"datacenter,omitempty"`
+	Worker        *int64 `protobuf:"varint,14,opt,name=worker,proto3,oneof" json:"worker,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1020,19 +1042,35 @@ func (x *NodeInfo) GetPeers() int32 {
 	return 0
 }
 
+func (x *NodeInfo) GetDatacenter() int64 {
+	if x != nil && x.Datacenter != nil {
+		return *x.Datacenter
+	}
+	return 0
+}
+
+func (x *NodeInfo) GetWorker() int64 {
+	if x != nil && x.Worker != nil {
+		return *x.Worker
+	}
+	return 0
+}
+
 type Layout struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// The tick: "1ms", "10ms", "1s".
-	Unit          string                 `protobuf:"bytes,2,opt,name=unit,proto3" json:"unit,omitempty"`
-	TimeBits      int32                  `protobuf:"varint,3,opt,name=time_bits,proto3" json:"time_bits,omitempty"`
-	NodeBits      int32                  `protobuf:"varint,4,opt,name=node_bits,proto3" json:"node_bits,omitempty"`
-	SequenceBits  int32                  `protobuf:"varint,5,opt,name=sequence_bits,proto3" json:"sequence_bits,omitempty"`
-	Epoch         *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	Expires       *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=expires,proto3" json:"expires,omitempty"`
-	MaxId         int64                  `protobuf:"varint,8,opt,name=max_id,proto3" json:"max_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Unit         string                 `protobuf:"bytes,2,opt,name=unit,proto3" json:"unit,omitempty"`
+	TimeBits     int32                  `protobuf:"varint,3,opt,name=time_bits,proto3" json:"time_bits,omitempty"`
+	NodeBits     int32                  `protobuf:"varint,4,opt,name=node_bits,proto3" json:"node_bits,omitempty"`
+	SequenceBits int32                  `protobuf:"varint,5,opt,name=sequence_bits,proto3" json:"sequence_bits,omitempty"`
+	Epoch        *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Expires      *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=expires,proto3" json:"expires,omitempty"`
+	MaxId        int64                  `protobuf:"varint,8,opt,name=max_id,proto3" json:"max_id,omitempty"`
+	// How many of node_bits, from the top, are the datacenter.
+	DatacenterBits int32 `protobuf:"varint,9,opt,name=datacenter_bits,proto3" json:"datacenter_bits,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Layout) Reset() {
@@ -1117,6 +1155,13 @@ func (x *Layout) GetExpires() *timestamppb.Timestamp {
 func (x *Layout) GetMaxId() int64 {
 	if x != nil {
 		return x.MaxId
+	}
+	return 0
+}
+
+func (x *Layout) GetDatacenterBits() int32 {
+	if x != nil {
+		return x.DatacenterBits
 	}
 	return 0
 }
@@ -1809,15 +1854,21 @@ const file_frond_v1_frond_proto_rawDesc = "" +
 	"\aserials\x18\x02 \x03(\tR\aserials\"7\n" +
 	"\rDecodeRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x16\n" +
-	"\x06layout\x18\x02 \x01(\tR\x06layout\"\xa5\x01\n" +
+	"\x06layout\x18\x02 \x01(\tR\x06layout\"\x81\x02\n" +
 	"\aDecoded\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x16\n" +
 	"\x06layout\x18\x02 \x01(\tR\x06layout\x12.\n" +
 	"\x04time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x12\n" +
 	"\x04tick\x18\x04 \x01(\x03R\x04tick\x12\x12\n" +
 	"\x04node\x18\x05 \x01(\x03R\x04node\x12\x1a\n" +
-	"\bsequence\x18\x06 \x01(\x03R\bsequence\"\r\n" +
-	"\vInfoRequest\"\xd3\x03\n" +
+	"\bsequence\x18\x06 \x01(\x03R\bsequence\x12#\n" +
+	"\n" +
+	"datacenter\x18\a \x01(\x03H\x00R\n" +
+	"datacenter\x88\x01\x01\x12\x1b\n" +
+	"\x06worker\x18\b \x01(\x03H\x01R\x06worker\x88\x01\x01B\r\n" +
+	"\v_datacenterB\t\n" +
+	"\a_worker\"\r\n" +
+	"\vInfoRequest\"\xaf\x04\n" +
 	"\bNodeInfo\x12!\n" +
 	"\tworker_id\x18\x01 \x01(\x03H\x00R\tworker_id\x88\x01\x01\x12\x12\n" +
 	"\x04held\x18\x02 \x01(\bR\x04held\x12\x18\n" +
@@ -1833,9 +1884,15 @@ const file_frond_v1_frond_proto_rawDesc = "" +
 	"\x11reserved_ahead_ns\x18\n" +
 	" \x01(\x03R\x11reserved_ahead_ns\x12\"\n" +
 	"\fpeer_skew_ns\x18\v \x01(\x03R\fpeer_skew_ns\x12\x14\n" +
-	"\x05peers\x18\f \x01(\x05R\x05peersB\f\n" +
+	"\x05peers\x18\f \x01(\x05R\x05peers\x12#\n" +
 	"\n" +
-	"_worker_id\"\x92\x02\n" +
+	"datacenter\x18\r \x01(\x03H\x01R\n" +
+	"datacenter\x88\x01\x01\x12\x1b\n" +
+	"\x06worker\x18\x0e \x01(\x03H\x02R\x06worker\x88\x01\x01B\f\n" +
+	"\n" +
+	"_worker_idB\r\n" +
+	"\v_datacenterB\t\n" +
+	"\a_worker\"\xbc\x02\n" +
 	"\x06Layout\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04unit\x18\x02 \x01(\tR\x04unit\x12\x1c\n" +
@@ -1844,7 +1901,8 @@ const file_frond_v1_frond_proto_rawDesc = "" +
 	"\rsequence_bits\x18\x05 \x01(\x05R\rsequence_bits\x120\n" +
 	"\x05epoch\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x05epoch\x124\n" +
 	"\aexpires\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\aexpires\x12\x16\n" +
-	"\x06max_id\x18\b \x01(\x03R\x06max_id\"\x98\x01\n" +
+	"\x06max_id\x18\b \x01(\x03R\x06max_id\x12(\n" +
+	"\x0fdatacenter_bits\x18\t \x01(\x05R\x0fdatacenter_bits\"\x98\x01\n" +
 	"\rRevealRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04form\x18\x02 \x01(\tR\x04form\x12\x14\n" +
@@ -2004,6 +2062,7 @@ func file_frond_v1_frond_proto_init() {
 	if File_frond_v1_frond_proto != nil {
 		return
 	}
+	file_frond_v1_frond_proto_msgTypes[11].OneofWrappers = []any{}
 	file_frond_v1_frond_proto_msgTypes[13].OneofWrappers = []any{}
 	file_frond_v1_frond_proto_msgTypes[21].OneofWrappers = []any{}
 	file_frond_v1_frond_proto_msgTypes[22].OneofWrappers = []any{}
