@@ -108,6 +108,13 @@ func FuzzHandlers(f *testing.F) {
 	f.Add("PUT", uint8(0), "order", "", "")
 	f.Add("GET", uint8(6), "1861083629105360902", "layout=sonyflake", "")
 	f.Add("GET", uint8(7), "", "snowflakeId=-1", "")
+	f.Add("GET", uint8(0), "order", "form=mist&prefix=ord", "")
+	f.Add("GET", uint8(0), "order", "form=base62&prefix=a_b_", "")
+	f.Add("GET", uint8(2), "", "form=friendly&prefix=evt&n=3", "")
+	f.Add("GET", uint8(4), "", "version=5&namespace=dns&name=%00%ff", "")
+	f.Add("GET", uint8(4), "", "version=7&form=typeid&prefix=User", "")
+	f.Add("POST", uint8(10), "", "", `{"kind":"uuid","form":"typeid","value":"user_01h455vb4pex5vsknk084sn02q","prefix":"user"}`)
+	f.Add("POST", uint8(10), "", "", `{"kind":"snowflake","form":"friendly","value":"20240103152415876-5-16","tag":"order"}`)
 	fx := newFixture(f, api.Options{})
 	f.Fuzz(func(t *testing.T, method string, route uint8, path, query, body string) {
 		fx.t = t
