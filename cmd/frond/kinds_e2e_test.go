@@ -35,6 +35,8 @@ serials:
     source: snowflake
 forms:
   order: opaque62
+prefixes:
+  order: ord
 `), 0o644)
 	s := mustStart(t, filepath.Join(dir, "data"), "--config", cfg, "--admin-token", "tok")
 	run := func(args ...string) []string {
@@ -66,7 +68,7 @@ forms:
 			t.Fatalf("reveal %s: %v", v, got)
 		}
 	}
-	if b62 := run("id", "segment", "order", "--form", "base62"); len(b62) != 1 || b62[0] != "00000000004" {
+	if b62 := run("id", "segment", "order", "--form", "base62"); len(b62) != 1 || b62[0] != "ord_00000000004" { // the tag's prefix
 		t.Fatalf("base62 %v", b62)
 	}
 	// Key rotation: an opaque ID the previous key (version 1) gave is
@@ -84,6 +86,57 @@ forms:
 	}
 	if got := run("id", "segment", "order", "--form", "opaque"); len(got) != 1 || got[0] != mustApply(t, ff1, 5) {
 		t.Fatalf("opaque ID 5 under the current key: %v", got)
+	}
+
+	// The schemes of issue 33 from the command line.
+	if got := run("id", "uuid", "--version", "5", "--namespace", "dns", "--name", "example.com"); len(got) != 1 || got[0] != "cfbff0d1-9375-5685-968c-48ce8b15ae17" {
+		t.Fatalf("uuid v5: %v", got)
+	}
+	tid := run("id", "uuid", "--version", "7", "--form", "typeid", "--prefix", "user")
+	if len(tid) != 1 || !strings.HasPrefix(tid[0], "user_") {
+		t.Fatalf("typeid: %v", tid)
+	}
+	if got := run("reveal", tid[0], "--kind", "uuid", "--form", "typeid", "--prefix", "user"); len(got) != 1 || len(got[0]) != 36 || got[0][14] != '7' {
+		t.Fatalf("reveal typeid: %v", got)
+	}
+	fr := run("id", "snowflake", "--form", "friendly")
+	if len(fr) != 1 || strings.Count(fr[0], "-") != 2 {
+		t.Fatalf("friendly: %v", fr)
+	}
+	offline := func(args ...string) []string {
+		t.Helper()
+		out, err := exec.Command(binary, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("frond %v: %v\n%s", args, err, out)
+		}
+		return strings.Fields(string(out))
+	}
+	id := run("reveal", fr[0], "--kind", "snowflake", "--form", "friendly")
+	if dec := offline("decode", id[0]); !slices.Contains(dec, strings.Split(fr[0], "-")[1]) {
+		t.Fatalf("friendly %s -> %v -> %v", fr[0], id, dec)
+	}
+	// The tag's configured prefix on its opaque62 IDs, checked on reveal.
+	pre := run("id", "segment", "order")
+	if len(pre) != 1 || !strings.HasPrefix(pre[0], "ord_") {
+		t.Fatalf("prefixed: %v", pre)
+	}
+	if got := run("reveal", pre[0], "--tag", "order"); len(got) != 1 || got[0] != "6" {
+		t.Fatalf("reveal %s: %v", pre[0], got)
+	}
+	if m := run("id", "segment", "order", "--form", "mist"); len(m) != 1 {
+		t.Fatalf("mist: %v", m)
+	} else if v, _ := strconv.ParseInt(m[0], 10, 64); v>>16 != 7 {
+		t.Fatalf("mist %s: counter %d", m[0], v>>16)
+	}
+	for _, bad := range [][]string{{"id", "uuid", "--version", "5", "--namespace", "dns"}, {"id", "uuid", "--version", "2"},
+		{"id", "segment", "order", "--form", "base62", "--prefix", "Ord"}} {
+		cmd := exec.Command(binary, append(bad, "--server", s.url)...)
+		if out, err := cmd.CombinedOutput(); err == nil {
+			t.Errorf("frond %v: %s", bad, out)
+		}
+	}
+	if dec := offline("decode", "1861083629105360902", "--datacenter-bits", "5"); !slices.Contains(dec, "datacenter") || !slices.Contains(dec, "worker") {
+		t.Fatalf("decode --datacenter-bits: %v", dec)
 	}
 }
 
