@@ -241,7 +241,15 @@ func (s *Service) parseFriendly(v string) (int64, error) {
 	if d < 0 || d%l.Unit != 0 {
 		return 0, fmt.Errorf("the time is not a tick of layout %s", l.Name)
 	}
-	return l.Compose(snowflake.Parts{Tick: int64(d / l.Unit), Node: nd, Seq: sq})
+	id, err := l.Compose(snowflake.Parts{Tick: int64(d / l.Unit), Node: nd, Seq: sq})
+	if err != nil {
+		return 0, err
+	}
+	// One text per ID: the form frond writes, without leading zeros.
+	if back, _ := s.appendFriendly(nil, id); string(back) != v {
+		return 0, fmt.Errorf("not the friendly form of its ID (%s): no leading zeros", back)
+	}
+	return id, nil
 }
 
 // parseDecimal parses digits only (no sign, no spaces), up to 18 of them.

@@ -315,7 +315,7 @@ func TestFriendly_RoundTrip(t *testing.T) {
 	}
 	for _, bad := range []string{"", "20240103152415876", "20240103152415876-5", "2024010315241587-5-16", "20241303152415876-5-16",
 		"20240103152415876-5-x", "20240103152415876-5-+1", "20240103152415876-1024-1", "20240103152415876-5-4096", "20240103152415876--16",
-		"20240103152415876-5-16-1", "20000103152415876-5-16"} {
+		"20240103152415876-5-16-1", "20000103152415876-5-16", "20240103152415876-05-16", "20240103152415876-5-016"} {
 		if out, err := s.Reveal(RevealRequest{Kind: KindSnowflake, Form: FormFriendly, Value: bad}); Code(err) != frond.CodeInvalidArgument {
 			t.Errorf("%q: %+v, %v", bad, out, err)
 		}
@@ -424,6 +424,9 @@ func FuzzReveal(f *testing.F) {
 			back, err := s.Reveal(RevealRequest{Kind: kind, Form: form, Value: strs[0], Prefix: out.Prefix})
 			if err != nil || back.ID != out.ID {
 				t.Fatalf("%q -> %d -> %q -> %+v, %v", value, out.ID, strs[0], back, err)
+			}
+			if form == FormFriendly && strs[0] != value {
+				t.Fatalf("%q read as %d, which is %q: two texts for one ID", value, out.ID, strs[0])
 			}
 		}
 	})
