@@ -22,7 +22,8 @@ import (
 //   - a sequence tag (its IDs linearizable across nodes);
 //   - a tag with a configured form (forms: in the server's configuration,
 //     docs/kinds.md#forms-across-protocols): a lease is plain numbers, the
-//     form is the server's. Next answers the IDs of a numeric form (opaque);
+//     form is the server's. Next answers the IDs of a numeric form (opaque,
+//     mist);
 //     of a text form (opaque62, base62, base32) it returns an error of
 //     frond.ErrFormNotCarried: use NextStrings.
 func (c *Client) Next(ctx context.Context, tag string) (int64, error) {

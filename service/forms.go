@@ -62,10 +62,16 @@ func (s *Service) checkForm(kind, form string) error {
 		}
 		return fmt.Errorf("%w: form mist is a form of segment IDs: a snowflake ID has no room for its salts", frond.ErrInvalidArgument)
 	case FormFriendly:
-		if kind == KindSnowflake {
-			return nil
+		if kind != KindSnowflake {
+			return fmt.Errorf("%w: form friendly is a form of snowflake IDs (time-node-sequence)", frond.ErrInvalidArgument)
 		}
-		return fmt.Errorf("%w: form friendly is a form of snowflake IDs (time-node-sequence)", frond.ErrInvalidArgument)
+		// The text holds the time to the microsecond, in four-digit years:
+		// a tick it cannot print exactly would not read back.
+		l := s.cfg.Snowflake.Layout
+		if l.Unit%time.Microsecond != 0 || l.Epoch.Nanosecond()%int(time.Microsecond) != 0 || l.Expires().Year() > 9999 {
+			return fmt.Errorf("%w: form friendly needs a layout whose unit and epoch are whole microseconds and whose time ends before the year 10000 (layout %s)", frond.ErrInvalidArgument, l.Name)
+		}
+		return nil
 	}
 	extra := "mist"
 	if kind == KindSnowflake {
@@ -111,7 +117,11 @@ func (s *Service) checkPrefix(r *Request) error {
 		r.Prefix = s.cfg.Prefixes[r.Name]
 	}
 	if r.Prefix != "" && Numeric(r.Form) {
-		return fmt.Errorf("%w: prefix %s: a prefix goes before text; form %s is a number (ask for base62, base32, opaque62 or friendly)", frond.ErrInvalidArgument, Quote(r.Prefix), Quote(r.Form))
+		text := "base62, base32 or opaque62"
+		if r.Kind == KindSnowflake {
+			text = "base62, base32, opaque62 or friendly"
+		}
+		return fmt.Errorf("%w: prefix %s: a prefix goes before text; form %s is a number (ask for %s)", frond.ErrInvalidArgument, Quote(r.Prefix), Quote(r.Form), text)
 	}
 	return nil
 }
@@ -306,12 +316,17 @@ func (s *Service) Reveal(in RevealRequest) (Revealed, error) {
 	if err := CheckPrefix(in.Prefix); err != nil {
 		return out, err
 	}
-	want := in.Prefix
-	if want == "" && in.Tag != "" {
+	want, strict := in.Prefix, in.Prefix != ""
+	if in.Tag != "" {
+		if in.Kind != KindSegment {
+			return out, fmt.Errorf("%w: tag names where a segment value came from; a %s value takes prefix", frond.ErrInvalidArgument, in.Kind)
+		}
 		if err := frond.ValidateTagName(in.Tag); err != nil {
 			return out, err
 		}
-		want = s.cfg.Prefixes[in.Tag]
+		if !strict {
+			want, strict = s.cfg.Prefixes[in.Tag], true // none configured: a value with a prefix is not the tag's
+		}
 	}
 	value := in.Value
 	if i := strings.LastIndexByte(value, '_'); i >= 0 {
@@ -320,16 +335,24 @@ func (s *Service) Reveal(in RevealRequest) (Revealed, error) {
 			return out, fmt.Errorf("%w: %s: the text before the last underscore is not a prefix (lowercase letters and underscores)", frond.ErrInvalidArgument, Quote(in.Value))
 		}
 	}
-	if want != "" && out.Prefix != want {
+	if strict && out.Prefix != want {
+		if want == "" {
+			return out, fmt.Errorf("%w: %s carries prefix %q; tag %s has none", frond.ErrInvalidArgument, Quote(in.Value), out.Prefix, Quote(in.Tag))
+		}
 		return out, fmt.Errorf("%w: %s does not carry prefix %q", frond.ErrInvalidArgument, Quote(in.Value), want)
 	}
 	if in.Kind == KindUUID {
 		if in.Form != FormTypeID {
 			return out, fmt.Errorf("%w: form %s: UUIDs are revealed from their typeid form", frond.ErrInvalidArgument, Quote(in.Form))
 		}
+		// The library's errors repeat the input: frond's say what is wrong
+		// without it.
+		if len(value) != 26 {
+			return out, fmt.Errorf("%w: %s is not a TypeID: its suffix after the prefix and '_' is %d characters, not 26", frond.ErrInvalidArgument, Quote(in.Value), len(value))
+		}
 		tid, err := typeid.FromString(in.Value)
 		if err != nil {
-			return out, fmt.Errorf("%w: %s is not a TypeID: %v", frond.ErrInvalidArgument, Quote(in.Value), err)
+			return out, fmt.Errorf("%w: %s is not a TypeID: 26 characters of lowercase Crockford base32 (the first 0 to 7) after an optional prefix and '_'", frond.ErrInvalidArgument, Quote(in.Value))
 		}
 		out.UUID = tid.UUID()
 		return out, nil

@@ -194,6 +194,13 @@ func TestTypeID_SpecVectors(t *testing.T) {
 	if _, err := s.Reveal(RevealRequest{Kind: KindUUID, Form: FormTypeID, Value: a.Strs[0], Prefix: "order"}); Code(err) != frond.CodeInvalidArgument {
 		t.Fatalf("wrong prefix: %v", err)
 	}
+	// An error never repeats a long input (the library's errors do).
+	for _, v := range []string{strings.Repeat("z", 5000), "user_" + strings.Repeat("0", 5000), "user_" + strings.Repeat("U", 26)} {
+		_, err := s.Reveal(RevealRequest{Kind: KindUUID, Form: FormTypeID, Value: v})
+		if Code(err) != frond.CodeInvalidArgument || len(err.Error()) > 300 {
+			t.Fatalf("%d bytes: %v", len(v), err)
+		}
+	}
 }
 
 // readVectors reads the spec's YAML lists of flat string fields.
@@ -323,10 +330,21 @@ func TestFriendly_RoundTrip(t *testing.T) {
 	if _, err := s.Take(bg, Request{Kind: KindSegment, Name: "a", Form: FormFriendly}); Code(err) != frond.CodeInvalidArgument {
 		t.Fatalf("friendly segment: %v", err)
 	}
-	// A layout in seconds prints whole seconds; one in microseconds prints
-	// six decimals and still reads back.
-	for _, unit := range []time.Duration{time.Second, time.Microsecond} {
-		l := snowflake.Layout{Name: "custom", Unit: unit, TimeBits: 50, NodeBits: 10, SeqBits: 3, Epoch: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	// A layout whose ticks the text cannot print exactly (a unit of 1.5 µs,
+	// a time field past the year 9999) refuses the form.
+	for _, l := range []snowflake.Layout{
+		{Name: "odd", Unit: 1500 * time.Nanosecond, TimeBits: 45, NodeBits: 10, SeqBits: 8, Epoch: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{Name: "long", Unit: time.Second, TimeBits: 40, NodeBits: 10, SeqBits: 8, Epoch: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)},
+	} {
+		ls := newKindsService(t, c, Config{Snowflake: worker.Settings{Layout: l}})
+		if _, err := ls.Take(bg, Request{Kind: KindSnowflake, Form: FormFriendly}); Code(err) != frond.CodeInvalidArgument {
+			t.Errorf("friendly with layout %s: %v", l.Name, err)
+		}
+	}
+	// A layout in seconds prints its milliseconds (000); one in
+	// microseconds prints six decimals; both read back.
+	for unit, bits := range map[time.Duration]uint{time.Second: 33, time.Microsecond: 50} {
+		l := snowflake.Layout{Name: "custom", Unit: unit, TimeBits: bits, NodeBits: 10, SeqBits: 3, Epoch: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 		us := newKindsService(t, c, Config{Snowflake: worker.Settings{Layout: l}})
 		a, err := us.Take(bg, Request{Kind: KindSnowflake, Form: FormFriendly})
 		if err != nil {
@@ -363,6 +381,13 @@ func TestPrefixes(t *testing.T) {
 	}
 	if _, err := s.Reveal(RevealRequest{Kind: KindSegment, Form: FormOpaque62, Value: a.Strs[0][4:], Tag: "orders"}); Code(err) != frond.CodeInvalidArgument {
 		t.Fatalf("missing prefix: %v", err)
+	}
+	// A tag without a configured prefix: its values carry none.
+	if _, err := s.Reveal(RevealRequest{Kind: KindSegment, Form: FormBase62, Value: "ord_00000000001", Tag: "users"}); Code(err) != frond.CodeInvalidArgument {
+		t.Fatalf("a prefix on a tag without one: %v", err)
+	}
+	if _, err := s.Reveal(RevealRequest{Kind: KindSnowflake, Form: FormBase62, Value: "00000000001", Tag: "orders"}); Code(err) != frond.CodeInvalidArgument {
+		t.Fatalf("tag with a snowflake value: %v", err)
 	}
 	if a, err := s.Take(bg, Request{Kind: KindSegment, Name: "orders"}); err != nil || a.Nums == nil {
 		t.Fatalf("numbers of a prefixed tag: %+v, %v", a, err)

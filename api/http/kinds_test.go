@@ -120,7 +120,11 @@ func TestV1Schemes(t *testing.T) {
 	f.want(r, 200, `"form":"typeid"`, `"uuid":"user_0`)
 	var tid struct{ UUID string }
 	json.Unmarshal([]byte(r.body), &tid)
-	f.want(f.do("POST", "/v1/reveal", `{"kind":"uuid","form":"typeid","value":"`+tid.UUID+`","prefix":"user"}`, admin...), 200, `"uuid":"`, `"prefix":"user"`)
+	r = f.do("POST", "/v1/reveal", `{"kind":"uuid","form":"typeid","value":"`+tid.UUID+`","prefix":"user"}`, admin...)
+	f.want(r, 200, `"uuid":"`, `"prefix":"user"`)
+	if strings.Contains(r.body, `"id"`) {
+		t.Fatalf("a TypeID's reveal has an ID: %s", r.body)
+	}
 	f.want(f.do("POST", "/v1/reveal", `{"kind":"uuid","form":"typeid","value":"`+tid.UUID+`","prefix":"team"}`, admin...), 400, "does not carry prefix")
 	for _, q := range []string{"version=2", "version=5&namespace=dns", "version=5&namespace=dns&name=", "version=5&name=a",
 		"version=5&namespace=dns&name=a&n=2", "version=4&name=a", "version=4&form=typeid", "version=7&form=typeid&prefix=User",

@@ -182,7 +182,7 @@ func idsAnswer(a service.Answer) any {
 	return out
 }
 
-// v1Segment: GET|POST /v1/segment/{tag}[?n=N][&format=ids|ranges][&form=F].
+// v1Segment: GET|POST /v1/segment/{tag}[?n=N][&format=ids|ranges][&form=F][&prefix=P].
 func (s *Server) v1Segment(w http.ResponseWriter, r *http.Request) {
 	s.v1Take(w, r, []string{"n", "format", "form", "prefix", "token"}, func(q query, req *service.Request) error {
 		format, _ := q.get("format")
@@ -289,11 +289,6 @@ type revealJSON struct {
 	Tag    string `json:"tag"`
 }
 
-type revealedJSON struct {
-	service.Revealed
-	IDStr string `json:"id_str,omitempty"`
-}
-
 // v1Reveal: POST /v1/reveal {"kind": "segment"|"snowflake"|"uuid", "form",
 // "value", "key_version", "prefix", "tag"}: the ID behind a formatted one
 // (admin: it undoes the opaque forms), or the UUID behind a TypeID.
@@ -308,9 +303,17 @@ func (s *Server) v1Reveal(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	js := revealedJSON{Revealed: out}
-	if out.UUID == "" {
-		js.IDStr = strconv.FormatInt(out.ID, 10)
+	js := map[string]any{"kind": out.Kind}
+	if out.UUID != "" {
+		js["uuid"] = out.UUID
+	} else {
+		js["id"], js["id_str"] = out.ID, strconv.FormatInt(out.ID, 10)
+	}
+	if out.Prefix != "" {
+		js["prefix"] = out.Prefix
+	}
+	if out.Salts != nil {
+		js["salts"] = out.Salts
 	}
 	writeJSON(w, http.StatusOK, js)
 }

@@ -152,7 +152,7 @@ func topologyWarnings(cfg *config.Config) []string {
 			"docs/deploy.md#n-nodes-behind-a-load-balancer", storeName(cfg.Store), cfg.Node)}
 	}
 	if cfg.Node == 0 {
-		return []string{"the store is shared, but the worker ID is 0, the default of the file registry: another node with worker ID 0 hands out the same snowflake IDs. " +
+		return []string{"the store is shared, but the worker ID is 0, the default of the file registry: another node with worker ID 0 (in the same datacenter) hands out the same snowflake IDs. " +
 			"Give each node its own (node: 1, 2, ...) or use a worker registry (zk, etcd, redis, mysql, postgres): docs/registries.md"}
 	}
 	return nil

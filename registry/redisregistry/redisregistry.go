@@ -8,8 +8,9 @@
 // # Keys
 //
 // Under the prefix p (frond_prefix, default frond:worker:) and datacenter dc
-// (frond_dc: only 0, its default, is accepted, since the layouts have no
-// datacenter field; seed 001's other datacenters would reuse its IDs):
+// (the node's, snowflake.datacenter; frond_dc, when given, must be the
+// same: a datacenter number is accepted only with the layout's datacenter
+// bits, which keep two datacenters' IDs apart):
 //
 //	{p}{dc}:addr:{host:port}  the worker ID bound to an identity (no TTL)
 //	{p}{dc}:counter           how many IDs were ever handed out: the next new ID (no TTL)

@@ -65,7 +65,8 @@ type IDServiceClient interface {
 	LeaseRanges(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[NextSegmentRangesRequest, Ranges], error)
 	// NextSnowflake answers n (default 1) snowflake IDs.
 	NextSnowflake(ctx context.Context, in *NextSnowflakeRequest, opts ...grpc.CallOption) (*IDs, error)
-	// NextUUID answers n (default 1) UUIDs of version 4 (default) or 7.
+	// NextUUID answers n (default 1) UUIDs of version 1, 3, 4 (default), 5,
+	// 6 or 7, or TypeIDs (version 7, form typeid).
 	NextUUID(ctx context.Context, in *NextUUIDRequest, opts ...grpc.CallOption) (*UUIDs, error)
 	// NextSerial answers n (default 1) business serial numbers.
 	NextSerial(ctx context.Context, in *NextSerialRequest, opts ...grpc.CallOption) (*Serials, error)
@@ -262,7 +263,8 @@ type IDServiceServer interface {
 	LeaseRanges(grpc.BidiStreamingServer[NextSegmentRangesRequest, Ranges]) error
 	// NextSnowflake answers n (default 1) snowflake IDs.
 	NextSnowflake(context.Context, *NextSnowflakeRequest) (*IDs, error)
-	// NextUUID answers n (default 1) UUIDs of version 4 (default) or 7.
+	// NextUUID answers n (default 1) UUIDs of version 1, 3, 4 (default), 5,
+	// 6 or 7, or TypeIDs (version 7, form typeid).
 	NextUUID(context.Context, *NextUUIDRequest) (*UUIDs, error)
 	// NextSerial answers n (default 1) business serial numbers.
 	NextSerial(context.Context, *NextSerialRequest) (*Serials, error)
