@@ -134,7 +134,13 @@ func serveAll(fes []*frontEnd, svc *service.Service, m *api.Metrics, cfg *config
 				}
 				return nil
 			}
-			fe.stop = srv.Shutdown
+			fe.stop = func(ctx context.Context) error {
+				err := srv.Shutdown(ctx)
+				if err != nil {
+					srv.Close() // the grace ran out: cut what is still open
+				}
+				return err
+			}
 		case "grpc_addr":
 			fe.ln = limit(fe.ln, nil) // a gRPC client sees the closed connection as UNAVAILABLE and retries
 			o := common

@@ -193,12 +193,33 @@ func serve(ctx context.Context, cfg *config.Config, e env) error {
 	sctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	serr := stopAll(hctx, fes)
+	if serr != nil && onlyDeadline(serr) {
+		// What the grace promises: requests still in flight when it runs
+		// out are cut, and the shutdown goes on to record the snowflake
+		// time. Not a failed shutdown.
+		log.Warn("shutting down: requests still in flight when the grace ran out were cut", "grace", cfg.ShutdownTimeout)
+		serr = nil
+	}
 	cerr := svc.Close(sctx)
 	if err = errors.Join(err, serr, cerr); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	log.Info("stopped", "data_dir", cfg.DataDir)
 	return nil
+}
+
+// onlyDeadline reports whether err is context.DeadlineExceeded, alone or
+// joined with more of itself (stopAll's errors, one per front end).
+func onlyDeadline(err error) bool {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if !onlyDeadline(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return errors.Is(err, context.DeadlineExceeded)
 }
 
 // storeName shows the stores without secrets.
