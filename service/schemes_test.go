@@ -483,3 +483,21 @@ func FuzzUUIDRequest(f *testing.F) {
 		}
 	})
 }
+
+// Decode splits the node field by the configured datacenter bits, also
+// under a preset's alias; another preset has none.
+func TestDecode_DatacenterBits(t *testing.T) {
+	l, _ := snowflake.Preset(snowflake.Twitter)
+	l.DatacenterBits = 5
+	s := newKindsService(t, newClock(), Config{Snowflake: worker.Settings{Layout: l}})
+	id, _ := l.Compose(snowflake.Parts{Tick: 5, Node: l.NodeOf(2, 9), Seq: 1})
+	for _, name := range []string{"", "twitter", "leaf"} {
+		d, err := s.Decode(id, name)
+		if err != nil || d.Datacenter == nil || *d.Datacenter != 2 || *d.Worker != 9 || d.Node != 73 {
+			t.Fatalf("layout %q: %+v, %v", name, d, err)
+		}
+	}
+	if d, err := s.Decode(id, "sonyflake"); err != nil || d.Datacenter != nil {
+		t.Fatalf("sonyflake: %+v, %v", d, err)
+	}
+}

@@ -212,7 +212,11 @@ func (s *Service) LayoutByName(name string) (snowflake.Layout, error) {
 	if name == "" || name == s.cfg.Snowflake.Layout.Name {
 		return s.cfg.Snowflake.Layout, nil
 	}
-	return snowflake.Preset(name)
+	l, err := snowflake.Preset(name)
+	if err == nil && l.Name == s.cfg.Snowflake.Layout.Name {
+		return s.cfg.Snowflake.Layout, nil // an alias ("leaf"): the configured one, datacenter bits included
+	}
+	return l, err
 }
 
 // Decode splits id by the layout of that name ("" means the configured one).
