@@ -193,7 +193,7 @@ func (b *Backend) fail(op string, err error) error {
 	if errors.Is(err, redis.ErrClosed) {
 		return fmt.Errorf("worker registry: %s on %s: %w", op, b.where, frond.ErrClosed)
 	}
-	return fmt.Errorf("worker registry: %s on %s: %w: %w", op, b.where, frond.ErrStoreUnavailable, err)
+	return fmt.Errorf("worker registry: %s on %s: %w: %w", op, b.where, frond.ErrStoreUnavailable, redisutil.Explain(err))
 }
 
 func (b *Backend) ttlMillis() int64 { return max(b.o.LeaseTTL.Milliseconds(), 1) }

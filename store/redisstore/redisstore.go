@@ -156,7 +156,7 @@ func (s *Store) fail(op string, err error) error {
 	if errors.Is(err, redis.ErrClosed) {
 		return fmt.Errorf("%s on %s: %w", op, s.where, frond.ErrClosed)
 	}
-	return fmt.Errorf("%s on %s: %w: %w", op, s.where, frond.ErrStoreUnavailable, err)
+	return fmt.Errorf("%s on %s: %w: %w", op, s.where, frond.ErrStoreUnavailable, redisutil.Explain(err))
 }
 
 // KEYS: max, meta, place. ARGV: step (<= 0: the tag's), now (unix ms),
