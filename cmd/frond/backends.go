@@ -49,6 +49,10 @@ type backend struct {
 	// around it).
 	checkRegistry func(raw string) error
 	openRegistry  func(ctx context.Context, raw string, o registry.Options) (frond.WorkerRegistry, error)
+	// checkIn checks a registry URL against the node's options (its
+	// datacenter: Redis's frond_dc, the SQL tables' names), contacting
+	// nothing; nil: checkRegistry says all.
+	checkIn func(raw string, o registry.Options) error
 	// node is the worker ID of a registry kept in the data directory
 	// (registry/file), for registries that take it from configuration;
 	// nodeKey is the configuration key that sets it.
@@ -58,11 +62,13 @@ type backend struct {
 
 var backends = []backend{
 	{schemes: []string{"sqlite"}, file: true,
-		checkStore: sqlstore.Check, openStore: openSQLStore, checkRegistry: sqlregistry.Check, openRegistry: openSQLRegistry},
+		checkStore: sqlstore.Check, openStore: openSQLStore, checkRegistry: sqlregistry.Check, openRegistry: openSQLRegistry,
+		checkIn: checkByOpen(sqlregistry.Open)},
 	{schemes: []string{"mysql", "postgres", "postgresql"}, remote: true,
-		checkStore: sqlstore.Check, openStore: openSQLStore, checkRegistry: sqlregistry.Check, openRegistry: openSQLRegistry},
+		checkStore: sqlstore.Check, openStore: openSQLStore, checkRegistry: sqlregistry.Check, openRegistry: openSQLRegistry,
+		checkIn: checkByOpen(sqlregistry.Open)},
 	{schemes: []string{"redis", "rediss"}, remote: true,
-		checkStore: redisstore.Check, openStore: openRedisStore, checkRegistry: redisregistry.Check,
+		checkStore: redisstore.Check, openStore: openRedisStore, checkRegistry: redisregistry.Check, checkIn: checkByOpen(redisregistry.Open),
 		openRegistry: func(_ context.Context, raw string, o registry.Options) (frond.WorkerRegistry, error) {
 			return reg(redisregistry.Open(raw, o))
 		}},
@@ -249,6 +255,11 @@ func checkBackends(cfg *config.Config) error {
 			return badKey("registry", raw, err)
 		}
 	}
+	if b.checkIn != nil {
+		if err := b.checkIn(raw, registry.Options{Datacenter: cfg.Snowflake.Datacenter}); err != nil {
+			return badKey("registry", raw, err)
+		}
+	}
 	if b.node == nil {
 		return nil
 	}
@@ -261,10 +272,28 @@ func checkBackends(cfg *config.Config) error {
 	if err == nil {
 		_, err = snowflake.New(snowflake.Settings{Layout: layout, Node: n})
 	}
+	keys := []string{b.nodeKey, "layout"}
+	if layout.DatacenterBits = cfg.Snowflake.DatacenterBits; err == nil && layout.DatacenterBits > 0 && n > layout.MaxWorker() {
+		// The worker ID is within the datacenter: it has the worker bits.
+		err = fmt.Errorf("%w: worker ID %d: 0 to %d, the worker bits left by %d datacenter bits", snowflake.ErrInvalidLayout, n, layout.MaxWorker(), layout.DatacenterBits)
+		keys = []string{b.nodeKey, "snowflake.datacenter_bits"}
+	}
 	if err != nil {
-		return usageError{fmt.Errorf("%w: %w", config.ErrInvalid, &config.KeyError{Keys: []string{b.nodeKey, "layout"}, Err: err})}
+		return usageError{fmt.Errorf("%w: %w", config.ErrInvalid, &config.KeyError{Keys: keys, Err: err})}
 	}
 	return nil
+}
+
+// checkByOpen checks a registry URL by opening it with o, which parses it
+// without contacting the server, and closing it.
+func checkByOpen(open func(string, registry.Options) (*registry.Protocol, error)) func(string, registry.Options) error {
+	return func(raw string, o registry.Options) error {
+		p, err := open(raw, o)
+		if err == nil {
+			p.Close()
+		}
+		return err
+	}
 }
 
 // badKey is the usage error of key's value raw, a URL: its secrets are

@@ -119,6 +119,25 @@ func TestCLI_ConfigCheck(t *testing.T) {
 	if code != exitUsage || !strings.Contains(errs, "registry") || !strings.Contains(errs, "frond_timeout") {
 		t.Fatalf("bad registry URL parameter: exit %d, %s", code, errs)
 	}
+	// Datacenters: Redis's frond_dc is the node's datacenter, and a worker
+	// ID from configuration has the worker bits only.
+	dc := []string{"FROND_SNOWFLAKE__DATACENTER_BITS=5", "FROND_SNOWFLAKE__DATACENTER=1"}
+	for _, c := range []struct {
+		env  []string
+		want string
+	}{
+		{append(dc, "FROND_REGISTRY=redis://127.0.0.1:1/0?frond_dc=2"), "one setting"},
+		{append(dc, "FROND_NODE=40"), "worker ID 40: 0 to 31"},
+		{[]string{"FROND_SNOWFLAKE__DATACENTER=1"}, "snowflake.datacenter"},
+		{[]string{"FROND_SNOWFLAKE__DATACENTER_BITS=10"}, "snowflake.datacenter_bits"},
+	} {
+		if code, _, errs := runCLI(t, c.env, "config", "--check"); code != exitUsage || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, %s", c.env, code, errs)
+		}
+	}
+	if code, out, errs := runCLI(t, append(dc, "FROND_NODE=31", "FROND_REGISTRY=redis://127.0.0.1:1/0?frond_dc=1"), "config", "--check"); code != exitOK {
+		t.Errorf("datacenter 1, frond_dc=1: exit %d, %s%s", code, out, errs)
+	}
 	// Without --check, frond config validates the same way.
 	if code, _, errs := runCLI(t, []string{"FROND_SEGMENT__THRESHOLD=2"}, "config"); code != exitUsage || !strings.Contains(errs, "segment.threshold") {
 		t.Fatalf("frond config: exit %d, %s", code, errs)
