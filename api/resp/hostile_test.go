@@ -170,9 +170,21 @@ func TestHostile_StrictOptions(t *testing.T) {
 		{"SEGMENT", "order", "FORM", "base62", "FORM", "number"},
 		{"UUID", "VERSION", "4", "VERSION", "7"},
 		{"UUID", "VERSION", "+4"},
+		// The options of the schemes of issue 33: given twice, out of
+		// their rules, or large; an error never repeats a large input.
+		{"SEGMENT", "order", "FORM", "base62", "PREFIX", "ord", "PREFIX", "ord"},
+		{"SEGMENT", "order", "FORM", "base62", "PREFIX", strings.Repeat("a", 1<<20)},
+		{"SEGMENT", "order", "PREFIX", "ord"}, // a number carries no prefix
+		{"SEGMENT", "order", "FORM", "friendly"},
+		{"SNOWFLAKE", "FORM", "mist"},
+		{"UUID", "VERSION", "5", "NAMESPACE", "dns", "NAME", strings.Repeat("n", 1<<20)},
+		{"UUID", "VERSION", "5", "NAMESPACE", strings.Repeat("x", 1<<20), "NAME", "a"},
+		{"UUID", "VERSION", "5", "NAMESPACE", "dns", "NAME", "a", "COUNT", "10000"},
+		{"UUID", "VERSION", "7", "FORM", "typeid", "PREFIX", "User"},
 	} {
-		if err := c.Do(bg, args...).Err(); err == nil || !strings.HasPrefix(err.Error(), "INVALID_ARGUMENT") {
-			t.Errorf("%q: %v, want INVALID_ARGUMENT", args, err)
+		err := c.Do(bg, args...).Err()
+		if err == nil || !strings.HasPrefix(err.Error(), "INVALID_ARGUMENT") || len(err.Error()) > 600 {
+			t.Errorf("%.80q: %.300v, want a short INVALID_ARGUMENT", args, err)
 		}
 	}
 	// One reading of numbers on every protocol: leading zeros as on /v1.
