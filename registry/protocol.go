@@ -187,7 +187,13 @@ var (
 // CheckByOpen checks rawURL with a backend's Open that only parses (it
 // contacts nothing): it opens and closes.
 func CheckByOpen(rawURL string, open func(string, Options) (*Protocol, error)) error {
-	p, err := open(rawURL, Options{})
+	return CheckIn(rawURL, Options{}, open)
+}
+
+// CheckIn is CheckByOpen with the node's options (its datacenter, which
+// some registries' names carry).
+func CheckIn(rawURL string, o Options, open func(string, Options) (*Protocol, error)) error {
+	p, err := open(rawURL, o)
 	if err == nil {
 		p.Close()
 	}

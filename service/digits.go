@@ -1,20 +1,13 @@
-package api
+package service
 
-import "strconv"
+import "github.com/frond-id/frond"
 
 // Digits reads a non-negative decimal number written in digits only, as
 // every protocol reads the numbers of a request (a count, a version, an
 // ID): "", "+5", " 5", "5;x" and "0x5" are refused, not read as a default;
-// leading zeros are allowed; a number past int64 is refused.
+// leading zeros are allowed; a number past int64 is refused. It is
+// frond.ParseID's rule, without its error.
 func Digits(raw string) (int64, bool) {
-	if raw == "" {
-		return 0, false
-	}
-	for i := 0; i < len(raw); i++ {
-		if raw[i] < '0' || raw[i] > '9' {
-			return 0, false
-		}
-	}
-	n, err := strconv.ParseInt(raw, 10, 64)
-	return n, err == nil
+	n, err := frond.ParseID(raw)
+	return int64(n), err == nil
 }

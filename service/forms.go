@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -65,11 +66,8 @@ func (s *Service) checkForm(kind, form string) error {
 		if kind != KindSnowflake {
 			return fmt.Errorf("%w: form friendly is a form of snowflake IDs (time-node-sequence)", frond.ErrInvalidArgument)
 		}
-		// The text holds the time to the microsecond, in four-digit years:
-		// a tick it cannot print exactly would not read back.
-		l := s.cfg.Snowflake.Layout
-		if l.Unit%time.Microsecond != 0 || l.Epoch.Nanosecond()%int(time.Microsecond) != 0 || l.Expires().Year() > 9999 {
-			return fmt.Errorf("%w: form friendly needs a layout whose unit and epoch are whole microseconds and whose time ends before the year 10000 (layout %s)", frond.ErrInvalidArgument, l.Name)
+		if s.kinds.friendly == "" {
+			return fmt.Errorf("%w: form friendly needs a layout whose unit and epoch are whole microseconds and whose time ends before the year 10000 (layout %s)", frond.ErrInvalidArgument, s.cfg.Snowflake.Layout.Name)
 		}
 		return nil
 	}
@@ -176,8 +174,8 @@ func (s *Service) format(kind, form, prefix string, ids []int64) ([]string, []in
 			str = idfmt.Base32.EncodeFixed(v)
 		case FormOpaque62:
 			str = idfmt.Base62.Encode(v)
-		case FormFriendly:
-			b, err := s.appendFriendly(make([]byte, 0, len(sep)+32), id)
+		case FormFriendly: // the prefix in the same buffer
+			b, err := s.appendFriendly(append(make([]byte, 0, len(sep)+32), sep...), id)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -185,7 +183,7 @@ func (s *Service) format(kind, form, prefix string, ids []int64) ([]string, []in
 		default:
 			str = strconv.FormatInt(v, 10)
 		}
-		if sep != "" {
+		if sep != "" && form != FormFriendly {
 			str = sep + str
 		}
 		strs[i] = str
@@ -204,9 +202,16 @@ const (
 	friendlyMicro = "20060102150405.000000"
 )
 
-func (s *Service) friendlyLayout() string {
-	l := s.cfg.Snowflake.Layout
-	if l.Unit%time.Millisecond == 0 && l.Epoch.Nanosecond()%int(time.Millisecond) == 0 {
+// friendlyLayout is the time layout of l's friendly form: to the
+// millisecond when its ticks are whole milliseconds, else to the
+// microsecond; "" when the text could not hold its ticks exactly (a unit
+// or epoch not in whole microseconds, a time past the year 9999), and the
+// form is refused. Computed once (kindSet.friendly).
+func friendlyLayout(l snowflake.Layout) string {
+	switch {
+	case l.Unit%time.Microsecond != 0 || l.Epoch.Nanosecond()%int(time.Microsecond) != 0 || l.Expires().Year() > 9999:
+		return ""
+	case l.Unit%time.Millisecond == 0 && l.Epoch.Nanosecond()%int(time.Millisecond) == 0:
 		return friendlyTime
 	}
 	return friendlyMicro
@@ -220,7 +225,7 @@ func (s *Service) appendFriendly(b []byte, id int64) ([]byte, error) {
 		return b, fmt.Errorf("%w: %w", frond.ErrInvalidArgument, err)
 	}
 	n := len(b)
-	b = p.Time.UTC().AppendFormat(b, s.friendlyLayout())
+	b = p.Time.UTC().AppendFormat(b, s.kinds.friendly)
 	if dot := n + 14; dot < len(b) && b[dot] == '.' {
 		b = append(b[:dot], b[dot+1:]...)
 	}
@@ -232,7 +237,7 @@ func (s *Service) appendFriendly(b []byte, id int64) ([]byte, error) {
 func (s *Service) parseFriendly(v string) (int64, error) {
 	ts, rest, ok1 := strings.Cut(v, "-")
 	node, seq, ok2 := strings.Cut(rest, "-")
-	layout := s.friendlyLayout()
+	layout := s.kinds.friendly
 	digits := len(layout) - 1
 	if !ok1 || !ok2 || len(ts) != digits {
 		return 0, fmt.Errorf("time-node-sequence, with the time in %d digits (yyyyMMddHHmmssSSS%s)", digits, strings.Repeat("S", digits-17))
@@ -242,8 +247,8 @@ func (s *Service) parseFriendly(v string) (int64, error) {
 		return 0, errors.New("the time is not a date and time (yyyyMMddHHmmssSSS)")
 	}
 	l := s.cfg.Snowflake.Layout
-	nd, ok := parseDecimal(node)
-	sq, ok2 := parseDecimal(seq)
+	nd, ok := Digits(node)
+	sq, ok2 := Digits(seq)
 	if !ok || !ok2 {
 		return 0, errors.New("the node and the sequence are whole numbers")
 	}
@@ -260,21 +265,6 @@ func (s *Service) parseFriendly(v string) (int64, error) {
 		return 0, fmt.Errorf("not the friendly form of its ID (%s): no leading zeros", back)
 	}
 	return id, nil
-}
-
-// parseDecimal parses digits only (no sign, no spaces), up to 18 of them.
-func parseDecimal(s string) (int64, bool) {
-	if s == "" || len(s) > 18 {
-		return 0, false
-	}
-	var n int64
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(s[i]-'0')
-	}
-	return n, true
 }
 
 // RevealRequest asks for the ID behind a formatted one.
@@ -387,7 +377,7 @@ func (s *Service) Reveal(in RevealRequest) (Revealed, error) {
 		if errors.As(err, &ne) {
 			err = ne.Err // without the input, which Quote cuts
 		}
-		return out, fmt.Errorf("%w: %s is not a %s ID: %v", frond.ErrInvalidArgument, Quote(in.Value), cmpOr(form, FormNumber), err)
+		return out, fmt.Errorf("%w: %s is not a %s ID: %v", frond.ErrInvalidArgument, Quote(in.Value), cmp.Or(form, FormNumber), err)
 	}
 	switch form {
 	case FormOpaque, FormOpaque62:
@@ -407,11 +397,4 @@ func (s *Service) Reveal(in RevealRequest) (Revealed, error) {
 	}
 	out.ID = v
 	return out, nil
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

@@ -43,6 +43,9 @@ type kindSet struct {
 	serials map[string]*serial
 	perms   map[int]perms // by key version; empty without an obfuscation key
 	cur     perms         // the current key's (zero without one)
+	// friendly is the time layout of the snowflake layout's friendly form
+	// ("" when it has none: friendlyLayout).
+	friendly string
 }
 
 type serial struct {
@@ -72,6 +75,7 @@ func (s *Service) initKinds() error {
 			s.kinds.cur = p
 		}
 	}
+	s.kinds.friendly = friendlyLayout(s.cfg.Snowflake.Layout)
 	for tag, p := range s.cfg.Prefixes {
 		if err := CheckPrefix(p); err != nil {
 			return configError(fmt.Errorf("prefix of tag %q: %w", tag, err), "Prefixes["+tag+"]")

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/frond-id/frond"
-	"github.com/frond-id/frond/api"
 	"github.com/frond-id/frond/service"
 )
 
@@ -54,7 +53,7 @@ func (s *Server) tinyParams(w http.ResponseWriter, r *http.Request) (tag, token 
 	}
 	batch = 1
 	if raw := r.Form.Get("batchSize"); raw != "" {
-		n, ok := api.Digits(strings.TrimPrefix(raw, "+"))
+		n, ok := service.Digits(strings.TrimPrefix(raw, "+"))
 		if !ok || n < 1 {
 			return "", "", 0, badRequest("batchSize=%s: a whole number from 1", service.Quote(raw))
 		}

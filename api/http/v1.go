@@ -62,7 +62,7 @@ func (q query) int(name string, def, lo, hi int64) (int64, error) {
 	if !ok {
 		return def, nil
 	}
-	n, ok := api.Digits(raw)
+	n, ok := service.Digits(raw)
 	if !ok || n < lo || n > hi {
 		return 0, badRequest("%s=%s: must be a whole number from %d to %d", name, service.Quote(raw), lo, hi)
 	}
@@ -77,7 +77,7 @@ func parseCount(q query, limit int64) (int64, error) {
 	if !ok {
 		return 0, nil
 	}
-	n, ok := api.Digits(raw)
+	n, ok := service.Digits(raw)
 	if !ok || n < 1 || n > limit {
 		return 0, badRequest("n=%s: must be a whole number from 1 to %d", service.Quote(raw), limit)
 	}
@@ -86,7 +86,7 @@ func parseCount(q query, limit int64) (int64, error) {
 
 // parseID reads a decimal, non-negative 64-bit ID.
 func parseID(raw string) (int64, error) {
-	id, ok := api.Digits(raw)
+	id, ok := service.Digits(raw)
 	if !ok {
 		return 0, badRequest("ID %s: must be a decimal number from 0 to %d", service.Quote(raw), int64(1<<63-1))
 	}
@@ -230,7 +230,7 @@ func (s *Server) v1UUID(w http.ResponseWriter, r *http.Request) {
 	s.v1Take(w, r, []string{"n", "version", "namespace", "name", "form", "prefix"}, func(q query, req *service.Request) error {
 		*req = service.Request{Kind: service.KindUUID}
 		if v, ok := q.get("version"); ok {
-			n, ok := api.Digits(v)
+			n, ok := service.Digits(v)
 			if !ok || n < 1 || n > 9 {
 				return badRequest("version=%s: 1, 3, 4, 5, 6 or 7", service.Quote(v))
 			}

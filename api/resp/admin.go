@@ -217,7 +217,7 @@ func listArgs(args [][]byte) (after string, count int, err error) {
 		case "AFTER":
 			after = string(args[i+1])
 		case "COUNT":
-			n, ok := api.Digits(string(args[i+1]))
+			n, ok := service.Digits(string(args[i+1]))
 			if !ok || n < 1 || n > service.MaxTagPage {
 				return "", 0, fmt.Errorf("%w: COUNT %s: must be a whole number from 1 to %d", frond.ErrInvalidArgument, quote(args[i+1]), service.MaxTagPage)
 			}

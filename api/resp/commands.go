@@ -170,7 +170,7 @@ func (s *Server) uuid(c redcon.Conn, args [][]byte) {
 	}
 	r := service.Request{Kind: service.KindUUID, Count: n, Namespace: opts["NAMESPACE"], Name: opts["NAME"], Form: opts["FORM"], Prefix: opts["PREFIX"], IdempotencyKey: opts[idemKey]}
 	if v, ok := opts["VERSION"]; ok {
-		n, ok := api.Digits(v)
+		n, ok := service.Digits(v)
 		if !ok || n < 1 || n > 9 {
 			s.writeErr(c, fmt.Errorf("%w: VERSION %q: 1, 3, 4, 5, 6 or 7", frond.ErrInvalidArgument, quote([]byte(v))))
 			return

@@ -465,7 +465,7 @@ func count(opts map[string]string) (int64, error) {
 	if !ok {
 		return 0, nil
 	}
-	n, ok := api.Digits(v)
+	n, ok := service.Digits(v)
 	if !ok || n < 1 {
 		return 0, fmt.Errorf("%w: COUNT %q: a whole number from 1", frond.ErrInvalidArgument, quote([]byte(v)))
 	}

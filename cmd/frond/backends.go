@@ -47,12 +47,10 @@ type backend struct {
 	// checkRegistry and openRegistry are those of a worker registry
 	// shared over a server (frond keeps its local record, registry/cache,
 	// around it).
-	checkRegistry func(raw string) error
+	// checkRegistry takes the node's options: some registries' names
+	// carry its datacenter (Redis's frond_dc, the SQL tables).
+	checkRegistry func(raw string, o registry.Options) error
 	openRegistry  func(ctx context.Context, raw string, o registry.Options) (frond.WorkerRegistry, error)
-	// checkIn checks a registry URL against the node's options (its
-	// datacenter: Redis's frond_dc, the SQL tables' names), contacting
-	// nothing; nil: checkRegistry says all.
-	checkIn func(raw string, o registry.Options) error
 	// node is the worker ID of a registry kept in the data directory
 	// (registry/file), for registries that take it from configuration;
 	// nodeKey is the configuration key that sets it.
@@ -62,13 +60,11 @@ type backend struct {
 
 var backends = []backend{
 	{schemes: []string{"sqlite"}, file: true,
-		checkStore: sqlstore.Check, openStore: openSQLStore, checkRegistry: sqlregistry.Check, openRegistry: openSQLRegistry,
-		checkIn: checkByOpen(sqlregistry.Open)},
+		checkStore: sqlstore.Check, openStore: openSQLStore, checkRegistry: checkByOpen(sqlregistry.Open), openRegistry: openSQLRegistry},
 	{schemes: []string{"mysql", "postgres", "postgresql"}, remote: true,
-		checkStore: sqlstore.Check, openStore: openSQLStore, checkRegistry: sqlregistry.Check, openRegistry: openSQLRegistry,
-		checkIn: checkByOpen(sqlregistry.Open)},
+		checkStore: sqlstore.Check, openStore: openSQLStore, checkRegistry: checkByOpen(sqlregistry.Open), openRegistry: openSQLRegistry},
 	{schemes: []string{"redis", "rediss"}, remote: true,
-		checkStore: redisstore.Check, openStore: openRedisStore, checkRegistry: redisregistry.Check, checkIn: checkByOpen(redisregistry.Open),
+		checkStore: redisstore.Check, openStore: openRedisStore, checkRegistry: checkByOpen(redisregistry.Open),
 		openRegistry: func(_ context.Context, raw string, o registry.Options) (frond.WorkerRegistry, error) {
 			return reg(redisregistry.Open(raw, o))
 		}},
@@ -77,11 +73,11 @@ var backends = []backend{
 		openStore: func(ctx context.Context, raw string, _ *slog.Logger) (frond.SegmentStore, error) {
 			return store(etcdstore.Open(ctx, raw))
 		},
-		checkRegistry: etcdregistry.Check,
+		checkRegistry: func(raw string, _ registry.Options) error { return etcdregistry.Check(raw) },
 		openRegistry: func(ctx context.Context, raw string, o registry.Options) (frond.WorkerRegistry, error) {
 			return reg(etcdregistry.Open(ctx, raw, o))
 		}},
-	{schemes: []string{"zk"}, remote: true, checkRegistry: zkregistry.Check,
+	{schemes: []string{"zk"}, remote: true, checkRegistry: func(raw string, _ registry.Options) error { return zkregistry.Check(raw) },
 		openRegistry: func(_ context.Context, raw string, o registry.Options) (frond.WorkerRegistry, error) {
 			return reg(zkregistry.Open(raw, o))
 		}},
@@ -251,12 +247,7 @@ func checkBackends(cfg *config.Config) error {
 		return badKey("registry", raw, err)
 	}
 	if b.checkRegistry != nil {
-		if err := b.checkRegistry(raw); err != nil {
-			return badKey("registry", raw, err)
-		}
-	}
-	if b.checkIn != nil {
-		if err := b.checkIn(raw, registry.Options{Datacenter: cfg.Snowflake.Datacenter}); err != nil {
+		if err := b.checkRegistry(raw, registry.Options{Datacenter: cfg.Snowflake.Datacenter}); err != nil {
 			return badKey("registry", raw, err)
 		}
 	}
@@ -284,16 +275,9 @@ func checkBackends(cfg *config.Config) error {
 	return nil
 }
 
-// checkByOpen checks a registry URL by opening it with o, which parses it
-// without contacting the server, and closing it.
+// checkByOpen is registry.CheckIn of open.
 func checkByOpen(open func(string, registry.Options) (*registry.Protocol, error)) func(string, registry.Options) error {
-	return func(raw string, o registry.Options) error {
-		p, err := open(raw, o)
-		if err == nil {
-			p.Close()
-		}
-		return err
-	}
+	return func(raw string, o registry.Options) error { return registry.CheckIn(raw, o, open) }
 }
 
 // badKey is the usage error of key's value raw, a URL: its secrets are

@@ -105,13 +105,17 @@ func Bound(ctx context.Context, timeout time.Duration) (context.Context, context
 // answer (the server could not be reached), so that callers can tell an
 // outage from a server that hides its configuration.
 func Volatile(ctx context.Context, c *redis.Client) (why string, err error) {
-	// A refusal of the credentials first: a pipeline's commands may still
-	// run on a connection whose AUTH failed (as the default user, when it
-	// has no password), hiding it until the first lone command.
-	if err := c.Ping(ctx).Err(); refused(err) {
-		return "", err
+	// A lone command first: a pipeline's commands may still run on a
+	// connection whose AUTH failed (as the default user, when it has no
+	// password), hiding the refusal; and a server that does not answer
+	// is an outage, told without a pipeline's retries.
+	if err := c.Ping(ctx).Err(); err != nil {
+		var re redis.Error
+		if redis.IsAuthError(err) || !errors.As(err, &re) {
+			return fmt.Sprintf("does not say whether it persists data (PING failed: %v)", err), err
+		}
 	}
-	// One round trip; CONFIG GET with several names needs Redis 7.
+	// Then one round trip; CONFIG GET with several names needs Redis 7.
 	pipe := c.Pipeline()
 	aofCmd := pipe.ConfigGet(ctx, "appendonly")
 	fsyncCmd := pipe.ConfigGet(ctx, "appendfsync")
@@ -123,9 +127,6 @@ func Volatile(ctx context.Context, c *redis.Client) (why string, err error) {
 	policy, err3 := policyCmd.Result()
 	fsync, err4 := fsyncCmd.Result()
 	for _, e := range []error{err1, err2, err3, err4} {
-		if refused(e) { // the credentials, not the configuration: the caller says so (Explain)
-			return "", e
-		}
 		var re redis.Error
 		if e != nil && !errors.As(e, &re) { // no answer: the same error three times
 			return fmt.Sprintf("does not say whether it persists data (CONFIG GET failed: %v)", e), e
@@ -188,16 +189,6 @@ local function ge(a, b) -- a >= b for non-negative decimal strings
 end
 `
 
-// refused reports whether err is the server refusing the connection's
-// credentials (or asking for some).
-func refused(err error) bool {
-	if err == nil {
-		return false
-	}
-	msg := err.Error()
-	return strings.HasPrefix(msg, "WRONGPASS") || strings.HasPrefix(msg, "NOAUTH")
-}
-
 // Explain adds what to do to a server's refusal of the credentials (ACL's
 // WRONGPASS, NOAUTH without them):
 // Redis's own words name neither the URL nor where the credentials go.
@@ -206,7 +197,7 @@ func Explain(err error) error {
 	if err == nil {
 		return nil
 	}
-	if refused(err) {
+	if redis.IsAuthError(err) {
 		return fmt.Errorf("the Redis server refused the credentials (check the user and password in the URL, redis://user:password@host:6379/0, and the user's ACL): %w", err)
 	}
 	return err

@@ -123,19 +123,9 @@ type Backend struct {
 	warnings []string
 }
 
-// Check parses rawURL as Open does, without contacting the server. Whether
-// frond_dc is the node's datacenter is Open's to say: the URL alone does
-// not know it.
-func Check(rawURL string) error {
-	return registry.CheckByOpen(rawURL, func(raw string, o registry.Options) (*registry.Protocol, error) {
-		if u, err := redisutil.Parse(raw, "frond_prefix", "frond_dc", "frond_mode"); err == nil {
-			if dc, err := strconv.ParseInt(u.Params["frond_dc"], 10, 64); err == nil && dc > 0 {
-				o.Datacenter = dc
-			}
-		}
-		return Open(raw, o)
-	})
-}
+// Check parses rawURL as Open does, without contacting the server, for a
+// node of datacenter 0 (registry.CheckIn checks it for another).
+func Check(rawURL string) error { return registry.CheckByOpen(rawURL, Open) }
 
 // Open parses rawURL and makes a client. It does not contact the server:
 // Acquire does.
