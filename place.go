@@ -2,8 +2,11 @@ package frond
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base32"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -22,10 +25,74 @@ type Place struct {
 	Residue int64 // the store's IDs are those ≡ Residue (mod Of)
 	Of      int64 // how many stores the set holds (1: the set's only store); 0 when the store stands alone, never placed (or is retired)
 	Gen     int64 // the set's generation, raised by every change of the set
+	// Change is the identity of the change of the set that wrote this
+	// place (segment.ChangeSet): two changes that picked the same
+	// generation are told apart by it. "" for a store alone, never placed.
+	Change string
 	// Next is the generation a change of the set under way will give the
 	// store, 0 when none is: while it is set the store hands out no ID to
 	// anyone (a fence), since no node asks at a place with Next set.
 	Next int64
+	// Move is the change under way (set with Next): its identity and the
+	// stores it places and retires, so that it can be finished or
+	// abandoned exactly as it was begun, and by nothing else.
+	Move Move
+}
+
+// Move is a change of the set of stores under way, as its fence records it
+// in every store it fenced.
+type Move struct {
+	Change string // the change's identity (NewIdentity)
+	Set    string // the identities of the stores of the new set (PlacedStore.Identity), in residue order, comma-separated
+	Retire string // the identities of the stores it retires, comma-separated
+	// Raised is set once the change has raised every store of its new
+	// set, before it writes the first new place: from then on the change
+	// can only be finished, never undone (a store it placed may serve,
+	// and a later change may have replaced that place).
+	Raised bool
+}
+
+// Stores returns the identities of the stores of m's new set and of those it
+// retires.
+func (m Move) Stores() (set, retire []string) {
+	split := func(s string) []string {
+		if s == "" {
+			return nil
+		}
+		return strings.Split(s, ",")
+	}
+	return split(m.Set), split(m.Retire)
+}
+
+// MaxSetStores is how many stores a change of the set names at most (its
+// new set and the stores it retires together): a fence records each by its
+// identity, in a place that fits 255 bytes.
+const MaxSetStores = 16
+
+// identityLen is the length of the identities NewIdentity makes: 8
+// characters of base32 (40 bits).
+const identityLen = 8
+
+// NewIdentity returns a random identity for a store or a change of the set:
+// 8 characters of lowercase base32 (a-z, 2-7).
+func NewIdentity() string {
+	var b [5]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return strings.ToLower(base32.StdEncoding.EncodeToString(b[:]))
+}
+
+// ValidIdentity reports whether s is an identity as NewIdentity makes them
+// (1 to 16 characters of a-z and 2-7; frond makes 8).
+func ValidIdentity(s string) bool {
+	if len(s) == 0 || len(s) > 2*identityLen {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !(c >= 'a' && c <= 'z' || c >= '2' && c <= '7') {
+			return false
+		}
+	}
+	return true
 }
 
 // Alone reports whether p is the place of a store that stands alone: the
@@ -41,49 +108,96 @@ func (p Place) Retired() bool { return p.Of == 0 && p.Gen > 0 }
 func (p Place) Moving() bool { return p.Next != 0 }
 
 // Settled is p with no change under way: the place a node asks at.
-func (p Place) Settled() Place { p.Next = 0; return p }
+func (p Place) Settled() Place { p.Next, p.Move = 0, Move{}; return p }
 
-// String encodes p as it is stored: "" for a store alone, "r/K@g" for a
-// member of a set, with ">n" appended while a change to generation n is
-// under way ("0/0@0>n" for a store alone being moved into a set).
+// Set names the set p is a member of (or was retired from): its generation
+// and the change that made it, "generation 4 (change abcd2345)".
+func (p Place) Set() string {
+	if p.Change == "" {
+		return fmt.Sprintf("generation %d", p.Gen)
+	}
+	return fmt.Sprintf("generation %d (change %s)", p.Gen, p.Change)
+}
+
+// String encodes p as it is stored: "" for a store alone, "r/K@g#c" for a
+// member of a set placed by change c ("r/K@g" before changes had
+// identities), with ">n#x:set;retire" appended while change x to generation
+// n is under way ("0/0@0>n#x:..." for a store alone being moved into a
+// set), and "!" after it once the change has raised its stores.
 func (p Place) String() string {
 	if p == (Place{}) {
 		return ""
 	}
 	s := fmt.Sprintf("%d/%d@%d", p.Residue, p.Of, p.Gen)
+	if p.Change != "" {
+		s += "#" + p.Change
+	}
 	if p.Next != 0 {
-		s += ">" + strconv.FormatInt(p.Next, 10)
+		s += ">" + strconv.FormatInt(p.Next, 10) + "#" + p.Move.Change + ":" + p.Move.Set + ";" + p.Move.Retire
+		if p.Move.Raised {
+			s += "!"
+		}
 	}
 	return s
 }
 
-// Describe is p for people: "alone", "residue 1 of 3 (generation 4)",
-// with what a change under way will do.
+// Describe is p for people: "alone", "residue 1 of 3 (generation 4,
+// change abcd2345)", with what a change under way will do.
 func (p Place) Describe() string {
 	s := "alone"
+	change := ""
+	if p.Change != "" {
+		change = ", change " + p.Change
+	}
 	switch {
 	case p.Retired():
-		s = fmt.Sprintf("retired by the change to generation %d", p.Gen)
+		s = fmt.Sprintf("retired by the change to generation %d%s", p.Gen, change)
 	case p.Of == 1:
-		s = fmt.Sprintf("the only store of the set (generation %d)", p.Gen)
+		s = fmt.Sprintf("the only store of the set (generation %d%s)", p.Gen, change)
 	case p.Of > 0:
-		s = fmt.Sprintf("residue %d of %d (generation %d)", p.Residue, p.Of, p.Gen)
+		s = fmt.Sprintf("residue %d of %d (generation %d%s)", p.Residue, p.Of, p.Gen, change)
 	}
 	if p.Next != 0 {
-		s += fmt.Sprintf(", fenced: a change of the set to generation %d is under way", p.Next)
+		set, retire := p.Move.Stores()
+		s += fmt.Sprintf(", fenced: change %s to generation %d is under way (stores %s", p.Move.Change, p.Next, strings.Join(set, " "))
+		if len(retire) > 0 {
+			s += ", retiring " + strings.Join(retire, " ")
+		}
+		s += ")"
+		if p.Move.Raised {
+			s += ", raised: it can only be finished"
+		}
 	}
 	return s
 }
 
 // Validate checks that p is a place: 0 <= Residue < Of, or a store alone
 // (Of 0, Residue 0); Gen >= 0, and at least 1 in a set; Next 0 or above
-// Gen.
+// Gen; identities where they belong (a change for every place but alone, a
+// Move exactly while Next is set, naming at least one store of the new
+// set and at most MaxSetStores in all).
 func (p Place) Validate() error {
 	switch {
 	case p.Of == 0 && p.Residue != 0, p.Of < 0, p.Of > 0 && (p.Residue < 0 || p.Residue >= p.Of || p.Gen < 1):
 		return fmt.Errorf("%w: place %q: residue %d of %d stores", ErrInvalidArgument, p.String(), p.Residue, p.Of)
 	case p.Gen < 0, p.Next != 0 && p.Next <= p.Gen:
 		return fmt.Errorf("%w: place %q: generation %d, next %d", ErrInvalidArgument, p.String(), p.Gen, p.Next)
+	case p.Change != "" && !ValidIdentity(p.Change), p.Change != "" && p.Gen == 0:
+		return fmt.Errorf("%w: place %q: change %q", ErrInvalidArgument, p.String(), p.Change)
+	case p.Next == 0 && p.Move != Move{}:
+		return fmt.Errorf("%w: place %q: a change under way without its generation", ErrInvalidArgument, p.String())
+	}
+	if p.Next == 0 {
+		return nil
+	}
+	set, retire := p.Move.Stores()
+	ids := append(slices.Clip(set), retire...)
+	ok := ValidIdentity(p.Move.Change) && len(set) > 0 && len(ids) <= MaxSetStores
+	for i, id := range ids {
+		ok = ok && ValidIdentity(id) && !slices.Contains(ids[:i], id)
+	}
+	if !ok {
+		return fmt.Errorf("%w: place %q: the change under way must have an identity and name 1 to %d distinct stores", ErrInvalidArgument, p.String(), MaxSetStores)
 	}
 	return nil
 }
@@ -93,21 +207,27 @@ func ParsePlace(s string) (Place, error) {
 	if s == "" {
 		return Place{}, nil
 	}
-	bad := fmt.Errorf("%w: place %q: want r/K@g or r/K@g>n", ErrInvalidArgument, s)
-	rest, next, moving := strings.Cut(s, ">")
+	bad := fmt.Errorf("%w: place %q: want r/K@g#change, with >n#change:set;retire while a change is under way", ErrInvalidArgument, s)
+	rest, fence, moving := strings.Cut(s, ">")
+	rest, change, _ := strings.Cut(rest, "#")
 	rk, g, ok := strings.Cut(rest, "@")
 	r, k, ok2 := strings.Cut(rk, "/")
 	if !ok || !ok2 {
 		return Place{}, bad
 	}
-	var p Place
+	p := Place{Change: change}
 	var errs [4]error
 	p.Residue, errs[0] = strconv.ParseInt(r, 10, 64)
 	p.Of, errs[1] = strconv.ParseInt(k, 10, 64)
 	p.Gen, errs[2] = strconv.ParseInt(g, 10, 64)
 	if moving {
-		p.Next, errs[3] = strconv.ParseInt(next, 10, 64)
-		if errs[3] == nil && p.Next == 0 {
+		n, move, ok := strings.Cut(fence, "#")
+		x, stores, ok2 := strings.Cut(move, ":")
+		set, retire, ok3 := strings.Cut(stores, ";")
+		retire, raised := strings.CutSuffix(retire, "!")
+		p.Next, errs[3] = strconv.ParseInt(n, 10, 64)
+		p.Move = Move{Change: x, Set: set, Retire: retire, Raised: raised}
+		if !ok || !ok2 || !ok3 || errs[3] == nil && p.Next == 0 {
 			errs[3] = bad
 		}
 	}
@@ -163,6 +283,12 @@ type PlacedStore interface {
 	// SwapPlace sets the store's place to p if it is old now, else returns
 	// an error wrapping ErrPlaceChanged.
 	SwapPlace(ctx context.Context, old, p Place) error
+	// Identity returns the store's identity: a string made by NewIdentity
+	// and recorded in the store by the first call (atomically: every
+	// caller gets the same), the same on every later call, from any
+	// client. A change of the set records its stores by identity, so that
+	// it is finished with exactly the stores it began with.
+	Identity(ctx context.Context) (string, error)
 	// AllocateAt is Allocate, done only if the store's place is at (with
 	// no change under way), checked in the same atomic operation; else an
 	// error wrapping ErrWrongPlace and nothing is taken. At the zero Place
@@ -214,6 +340,15 @@ func SequenceIDsAt(ctx context.Context, s SegmentStore, at Place, tag string, n 
 		return nil, err
 	}
 	return SequenceIDs(ctx, s, tag, n)
+}
+
+// IdentityOf returns the identity of s (PlacedStore.Identity), or an error
+// wrapping ErrInvalidArgument when s keeps no place.
+func IdentityOf(ctx context.Context, s SegmentStore) (string, error) {
+	if ps, ok := s.(PlacedStore); ok {
+		return ps.Identity(ctx)
+	}
+	return "", fmt.Errorf("%w: the store keeps no place: it cannot be part of a set of stores", ErrInvalidArgument)
 }
 
 // PlaceOf reads the place of s: the zero Place (alone) when s keeps none.

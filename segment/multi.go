@@ -47,14 +47,29 @@ type Multi struct {
 	stores []frond.SegmentStore
 	pref   atomic.Int64
 	places []atomic.Pointer[frond.Place] // each store's place as last read; nil: not read yet
+	clock  frond.Clock
+	every  time.Duration
+	read   atomic.Int64 // when every place was last read (unix ns)
+	busy   atomic.Bool  // a reading of every place is under way
 }
+
+// DefaultPlaceRefresh is how often a Multi reads the place of every store
+// again, besides whenever a store refuses it.
+const DefaultPlaceRefresh = 10 * time.Second
 
 // NewMulti returns a store over stores, in any order.
 func NewMulti(stores ...frond.SegmentStore) (*Multi, error) {
 	if len(stores) < 1 {
 		return nil, fmt.Errorf("%w: multi-store needs at least one store", frond.ErrInvalidArgument)
 	}
-	return &Multi{stores: stores, places: make([]atomic.Pointer[frond.Place], len(stores))}, nil
+	return &Multi{stores: stores, places: make([]atomic.Pointer[frond.Place], len(stores)), clock: frond.SystemClock{}, every: DefaultPlaceRefresh}, nil
+}
+
+// RefreshPlaces sets how often m reads the place of every store again
+// (DefaultPlaceRefresh by default; at least a millisecond), by clock: on
+// the first allocation after that long, before it.
+func (m *Multi) RefreshPlaces(every time.Duration, clock frond.Clock) {
+	m.every, m.clock = max(every, time.Millisecond), clock
 }
 
 // Residue returns the IDs of r that are congruent to i modulo k, as a range
@@ -170,8 +185,15 @@ func (m *Multi) AllocateIDs(ctx context.Context, tag string, n int64) ([]frond.R
 
 // atPlace runs op at the place of store i: as last read, or read now. When
 // the store refuses op's place (frond.ErrWrongPlace: the set changed since
-// it was read), the place is read again and op tried once more.
+// it was read), its place is read again and op tried once more, and the
+// places of the other stores are read again in the background; so are
+// they when they were last read longer ago than the refresh interval
+// (RefreshPlaces). A node so learns a change of the set by itself, without
+// readiness probes.
 func (m *Multi) atPlace(ctx context.Context, i int, op func(p frond.Place) error) error {
+	if now := m.clock.Now().UnixNano(); now-m.read.Load() >= int64(m.every) {
+		m.readAll(ctx, now)
+	}
 	for fresh := false; ; fresh = true {
 		p, err := m.place(ctx, i, fresh)
 		if err != nil {
@@ -181,7 +203,34 @@ func (m *Multi) atPlace(ctx context.Context, i int, op func(p frond.Place) error
 		if !errors.Is(err, frond.ErrWrongPlace) || fresh {
 			return err
 		}
+		m.readAll(ctx, m.clock.Now().UnixNano())
 	}
+}
+
+// placeReadTimeout bounds a background reading of a store's place.
+const placeReadTimeout = 5 * time.Second
+
+// readAll reads the place of every store again, in the background (an
+// allocation never waits for a slow store's place), unless a reading is
+// under way; a store that does not answer keeps the place last read.
+func (m *Multi) readAll(ctx context.Context, now int64) {
+	if !m.busy.CompareAndSwap(false, true) {
+		return
+	}
+	m.read.Store(now)
+	ctx = context.WithoutCancel(ctx)
+	go func() {
+		defer m.busy.Store(false)
+		var wg sync.WaitGroup
+		for i := range m.stores {
+			wg.Go(func() {
+				c, cancel := context.WithTimeout(ctx, placeReadTimeout)
+				defer cancel()
+				m.place(c, i, true)
+			})
+		}
+		wg.Wait()
+	}()
 }
 
 // place returns the place this node allocates at from store i, read from
@@ -220,8 +269,14 @@ func (m *Multi) usable(i int, p frond.Place) error {
 			"run frond stores set with the stores of the set (docs/stores.md) before nodes use them together", frond.ErrWrongPlace, m.name(i))
 	}
 	for j := range m.places {
-		if q := m.places[j].Load(); q != nil && q.Of > 0 && q.Gen > p.Gen {
+		q := m.places[j].Load()
+		switch {
+		case q == nil || q.Of == 0:
+		case q.Gen > p.Gen:
 			return fmt.Errorf("%w: %s is %s, of an older set than %s (%s): it was not part of the latest change of the set", frond.ErrWrongPlace, m.name(i), p.Describe(), m.name(j), q.Describe())
+		case q.Gen == p.Gen && q.Change != p.Change:
+			return fmt.Errorf("%w: %s is %s, and %s is %s: two sets of one generation, made by two changes; "+
+				"list the stores of one set (frond stores show)", frond.ErrWrongPlace, m.name(i), p.Describe(), m.name(j), q.Describe())
 		}
 	}
 	return nil

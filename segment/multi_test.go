@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/testenv"
 	"github.com/frond-id/frond/store/memstore"
 )
 
@@ -218,7 +221,8 @@ func TestMulti_NextNDoesNotMergeAcrossResidues(t *testing.T) {
 	mustCreate(t, a, "t", 1, 10)
 	mustCreate(t, b, "t", 1, 10)
 	m := newMulti(t, a, b)
-	if _, err := b.AllocateAt(bg, frond.Place{Residue: 1, Of: 2, Gen: 1}, "t", 0); err != nil { // another node took store b's first segment: b is at 11
+	at, _ := b.Place(bg)
+	if _, err := b.AllocateAt(bg, at, "t", 0); err != nil { // another node took store b's first segment: b is at 11
 		t.Fatal(err)
 	}
 	e := newEngine(t, m, Settings{FixedStep: true, Threshold: 1})
@@ -338,4 +342,73 @@ func TestMulti_ResidueIsTheStores(t *testing.T) {
 	if _, err := listing(t, c, memstore.New(nil)).Allocate(bg, "t", 0); !errors.Is(err, frond.ErrWrongPlace) && !errors.Is(err, frond.ErrStoreUnavailable) {
 		t.Fatalf("two stores never placed: %v", err)
 	}
+}
+
+// placeCounter counts the reads of a store's place.
+type placeCounter struct {
+	*memstore.Store
+	reads atomic.Int64
+}
+
+func (s *placeCounter) Place(ctx context.Context) (frond.Place, error) {
+	s.reads.Add(1)
+	return s.Store.Place(ctx)
+}
+
+// Issue 42, item 3: a node learns a change of the set by itself, without
+// readiness probes or the dashboard: when a store refuses it, every
+// store's place is read again, and so is it every refresh interval.
+func TestMulti_LearnsChangeWithoutProbes(t *testing.T) {
+	a, b, c := memstore.New(nil), memstore.New(nil), memstore.New(nil)
+	for _, s := range []frond.SegmentStore{a, b, c} {
+		mustCreate(t, s, "t", 1, 30)
+	}
+	m := newMulti(t, a, b, c)
+	for i := range 3 { // the node has read every place
+		m.pref.Store(int64(i))
+		if _, err := m.Allocate(bg, "t", 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m.Residues() != 3 {
+		t.Fatalf("residues %d, want 3", m.Residues())
+	}
+	if _, err := ChangeSet(bg, []frond.SegmentStore{a}, []frond.SegmentStore{b, c}, SetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	m.pref.Store(0)
+	if r, err := m.Allocate(bg, "t", 0); err != nil || r.Stride != 1 {
+		t.Fatalf("after the change: %+v, %v", r, err)
+	}
+	// b and c were not asked: their places are read again all the same,
+	// and the node's segments are sized for one store, not three.
+	testenv.WaitFor(t, "every place read again after a's refusal", func() bool { return m.Residues() == 1 })
+}
+
+func TestMulti_RefreshesPlaces(t *testing.T) {
+	a, b := memstore.New(nil), &placeCounter{Store: memstore.New(nil)}
+	mustCreate(t, a, "t", 1, 10)
+	mustCreate(t, b, "t", 1, 10)
+	m := newMulti(t, a, b)
+	b.reads.Store(0) // the change read it
+	clock := newFakeClock()
+	m.RefreshPlaces(time.Minute, clock)
+	m.pref.Store(0)
+	if _, err := m.Allocate(bg, "t", 0); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, "b's place read at the first allocation", func() bool { return b.reads.Load() == 1 && !m.busy.Load() })
+	for range 3 {
+		if _, err := m.Allocate(bg, "t", 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := b.reads.Load(); n != 1 {
+		t.Fatalf("b's place read %d times within the minute", n)
+	}
+	clock.Add(time.Minute)
+	if _, err := m.Allocate(bg, "t", 0); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, "b's place read again after a minute", func() bool { return b.reads.Load() == 2 })
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/frond-id/frond"
 )
 
-// SetOptions tune ChangeSet.
+// SetOptions tune ChangeSet and AbandonChange.
 type SetOptions struct {
 	// Margin is added to the highest max_id of each tag before the stores
 	// of the new set are raised to it. Negative: the tag's step (the
@@ -26,107 +26,412 @@ type SetOptions struct {
 	Log func(format string, args ...any)
 }
 
-// SetChange is what ChangeSet did.
+// SetChange is what ChangeSet or AbandonChange did.
 type SetChange struct {
-	Gen     int64         // the generation of the new set
-	Places  []frond.Place // the new place of each store of the set, in order
-	Tags    int           // tags raised or checked in every store of the set
-	Raised  int           // (store, tag) pairs whose max_id went up
-	Created int           // (store, tag) pairs created where a store lacked the tag
-	Resumed bool          // an interrupted change was found and finished
+	Gen       int64         // the generation of the new set
+	Change    string        // the change's identity (frond.Place.Change)
+	Places    []frond.Place // the new place of each store of the set, in order
+	Tags      int           // tags raised or checked in every store of the set
+	Raised    int           // (store, tag) pairs whose max_id went up
+	Created   int           // (store, tag) pairs created where a store lacked the tag
+	Resumed   bool          // an interrupted change was found and finished
+	Abandoned bool          // an interrupted change was undone (AbandonChange)
 }
 
 // ChangeSet makes set the stores that share one ID space, store i handing
-// out the IDs congruent to i modulo len(set) (one store: the set's only store, which serves nodes that list it alone),
-// and retires the stores of retire (no node allocates from them again
-// until a change places them). It is the only safe way to add a store,
-// remove one, reorder them, or go back to one store, and it is safe while
-// nodes run:
+// out the IDs congruent to i modulo len(set) (one store: the set's only
+// store, which serves nodes that list it alone), and retires the stores of
+// retire (no node allocates from them again until a change places them).
+// It is the only safe way to add a store, remove one, reorder them, or go
+// back to one store, and it is safe while nodes run:
 //
-//  1. Every store's place is read. Unless a change was interrupted (some
-//     store is fenced), the stores of the newest set found must all be
-//     given, in set or retire: a store left out would keep IDs this change
-//     cannot see.
-//  2. Every store is fenced (SwapPlace to its place with Next set): from
-//     then on no node allocates from any of them (nodes serve what they
-//     hold). A store's allocations are ordered against SwapPlace, so every
-//     ID handed out from it is below the max_id read next.
+//  1. Every store's identity and place are read. If a store is fenced by
+//     a change under way (one that was interrupted, or runs now), this
+//     call finishes exactly that change: the stores given must be the
+//     ones its fence records, in the same order, else it is refused,
+//     naming the change (AbandonChange undoes one that placed nothing).
+//     Otherwise every set a given store belongs to must be given whole, in
+//     set or retire: a store left out would keep IDs this change cannot
+//     see.
+//  2. Every store is fenced (SwapPlace to its place with Next and the
+//     change's record, frond.Move): from then on no node allocates from
+//     any of them (nodes serve what they hold). A store's allocations are
+//     ordered against SwapPlace, so every ID handed out from it is below
+//     the max_id read next.
 //  3. Every tag's max_id is read in every store, and every store of the
 //     new set is raised to the highest plus the margin (tags it lacks are
 //     created there), so no store hands out an ID any store handed out.
 //  4. The new places are written, each by compare-and-set from the fence.
 //
-// Nodes learn the new places from the stores (Multi re-reads a store's
-// place when the store refuses its allocation). If ChangeSet fails midway
-// the stores it fenced stay fenced, which is safe (no store serves), and
-// calling it again with the same stores finishes the change.
+// The change has an identity of its own (frond.NewIdentity), recorded in
+// every place it writes, and a generation above every generation and
+// fence of the stores given, so two changes that picked the same
+// generation are never taken for one. Nodes learn the new places from the
+// stores (Multi re-reads places when a store refuses an allocation). If
+// ChangeSet fails midway the stores it fenced stay fenced, which is safe
+// (no store serves), and calling it again with the same stores finishes
+// the change.
 func ChangeSet(ctx context.Context, set, retire []frond.SegmentStore, o SetOptions) (SetChange, error) {
-	if len(set) == 0 {
-		return SetChange{}, fmt.Errorf("%w: a set of stores needs at least one store", frond.ErrInvalidArgument)
+	c, err := survey(ctx, set, retire, o)
+	if err != nil {
+		return SetChange{}, err
 	}
-	logf := o.Log
-	if logf == nil {
-		logf = func(string, ...any) {}
+	m, n, err := c.oneUnderWay()
+	switch {
+	case err != nil:
+		return SetChange{}, err
+	case m.Change != "":
+		return c.resume(ctx, m, n)
+	}
+	if err := c.complete(c.places); err != nil {
+		return SetChange{}, err
+	}
+	for _, p := range c.places {
+		n = max(n, p.Gen, p.Next)
+	}
+	n++
+	m = frond.Move{Change: frond.NewIdentity(), Set: strings.Join(c.ids[:c.nset], ","), Retire: strings.Join(c.ids[c.nset:], ",")}
+	c.logf("changing the set of stores: change %s to generation %d (%d stores, %d retired)", m.Change, n, c.nset, len(c.ids)-c.nset)
+	if err := c.fence(ctx, n, m); err != nil {
+		return SetChange{}, err
+	}
+	return c.finish(ctx, n, m, true)
+}
+
+// AbandonChange undoes the change of the set under way at the stores given,
+// which must be exactly the stores its fence records (as ChangeSet's
+// rerun): every store it fenced goes back to the place it had before. Only
+// a change that placed no store can be undone (its stores were all fenced
+// and raised before the first was placed, and a placed store serves): one
+// that did is finished instead, as ChangeSet would, and the result says so
+// (Resumed, not Abandoned). Raising max_id is never undone; it costs IDs,
+// never uniqueness.
+func AbandonChange(ctx context.Context, set, retire []frond.SegmentStore, o SetOptions) (SetChange, error) {
+	c, err := survey(ctx, set, retire, o)
+	if err != nil {
+		return SetChange{}, err
+	}
+	ms, ns := c.underWay()
+	if len(ms) == 0 {
+		return SetChange{}, fmt.Errorf("%w: no store given is fenced by a change of the set: there is nothing to abandon", frond.ErrInvalidArgument)
+	}
+	// The change whose stores these are: others that fence some of them
+	// (two changes over one store, begun at once) are abandoned on their
+	// own, with their own stores.
+	j := slices.IndexFunc(ms, func(m frond.Move) bool { return c.matches(m, 0) == nil })
+	if j < 0 {
+		if len(ms) == 1 {
+			return SetChange{}, c.matches(ms[0], ns[0])
+		}
+		return SetChange{}, fmt.Errorf("%w: the stores given are not those of any change under way at them (%s): "+
+			"abandon each with exactly its own stores, in its order", frond.ErrInvalidArgument, c.describe(ms, ns))
+	}
+	m, n := ms[j], ns[j]
+	if c.placing(m, n) {
+		c.logf("change %s had raised its stores and may have placed some: it cannot be undone; finishing it", m.Change)
+		return c.resume(ctx, m, n)
+	}
+	out := SetChange{Gen: n, Change: m.Change, Abandoned: true}
+	for i, p := range c.places {
+		if p.Moving() && p.Move.Change == m.Change {
+			if err := c.swap(ctx, i, p.Settled()); err != nil {
+				return out, fmt.Errorf("give %s its place back: %w", c.name(i), err)
+			}
+			c.logf("%s is %s again", c.name(i), c.places[i].Describe())
+		}
+	}
+	return out, nil
+}
+
+// changer is one run of ChangeSet or AbandonChange over the stores given.
+type changer struct {
+	o      SetOptions
+	ps     []frond.PlacedStore // set, then retire
+	ids    []string            // each store's identity
+	places []frond.Place       // each store's place, as last read or written
+	nset   int                 // how many of ps are the new set
+	// done marks the stores a resumed change has nothing left to do
+	// with: placed by it, and replaced since by a later change.
+	done []bool
+}
+
+// survey reads the identity and the place of every store given, and
+// refuses a store given twice.
+func survey(ctx context.Context, set, retire []frond.SegmentStore, o SetOptions) (*changer, error) {
+	if len(set) == 0 {
+		return nil, fmt.Errorf("%w: a set of stores needs at least one store", frond.ErrInvalidArgument)
 	}
 	all := append(slices.Clip(set), retire...)
-	name := func(i int) string {
-		if i < len(o.Names) && o.Names[i] != "" {
-			return o.Names[i]
-		}
-		if i >= len(set) {
-			return fmt.Sprintf("retired store %d", i-len(set))
-		}
-		return fmt.Sprintf("store %d", i)
+	c := &changer{o: o, nset: len(set), ps: make([]frond.PlacedStore, len(all)), ids: make([]string, len(all)), places: make([]frond.Place, len(all)), done: make([]bool, len(all))}
+	if len(all) > frond.MaxSetStores {
+		return nil, fmt.Errorf("%w: %d stores given: a change of the set names at most %d (its set and the stores it retires)", frond.ErrInvalidArgument, len(all), frond.MaxSetStores)
 	}
-	ps := make([]frond.PlacedStore, len(all))
 	for i, s := range all {
 		p, ok := s.(frond.PlacedStore)
 		if !ok {
-			return SetChange{}, fmt.Errorf("%w: %s keeps no place: it cannot be part of a set of stores", frond.ErrInvalidArgument, name(i))
+			return nil, fmt.Errorf("%w: %s keeps no place: it cannot be part of a set of stores", frond.ErrInvalidArgument, c.name(i))
 		}
-		ps[i] = p
+		c.ps[i] = p
 	}
-
-	// 1. Read the places; check the newest set is all here.
-	places := make([]frond.Place, len(all))
-	var out SetChange
-	for i, s := range ps {
-		p, err := s.Place(ctx)
+	for i, s := range c.ps {
+		id, err := s.Identity(ctx)
 		if err != nil {
-			return SetChange{}, fmt.Errorf("read the place of %s: %w", name(i), err)
+			return nil, fmt.Errorf("read the identity of %s: %w", c.name(i), err)
 		}
-		places[i] = p
-		out.Resumed = out.Resumed || p.Moving()
-		out.Gen = max(out.Gen, p.Gen, p.Next)
+		if j := slices.Index(c.ids[:i], id); j >= 0 {
+			return nil, fmt.Errorf("%w: %s and %s are the same store (identity %s): give each store once, in the set or to retire "+
+				"(a database copied from another keeps its identity: give the copy a fresh database)", frond.ErrInvalidArgument, c.name(j), c.name(i), id)
+		}
+		c.ids[i] = id
+		if c.places[i], err = s.Place(ctx); err != nil {
+			return nil, fmt.Errorf("read the place of %s: %w", c.name(i), err)
+		}
 	}
-	out.Gen++
-	if err := completeSet(places, name); err != nil {
+	return c, nil
+}
+
+func (c *changer) logf(format string, args ...any) {
+	if c.o.Log != nil {
+		c.o.Log(format, args...)
+	}
+}
+
+func (c *changer) name(i int) string {
+	if i < len(c.o.Names) && c.o.Names[i] != "" {
+		return c.o.Names[i]
+	}
+	if i >= c.nset {
+		return fmt.Sprintf("retired store %d", i-c.nset)
+	}
+	return fmt.Sprintf("store %d", i)
+}
+
+// underWay returns the changes under way at the stores given: each
+// change's record (frond.Move, Raised if any of its fences is marked) and
+// generation, in the order first seen.
+func (c *changer) underWay() ([]frond.Move, []int64) {
+	var ms []frond.Move
+	var ns []int64
+	for _, p := range c.places {
+		if !p.Moving() {
+			continue
+		}
+		j := slices.IndexFunc(ms, func(m frond.Move) bool { return m.Change == p.Move.Change })
+		if j < 0 {
+			ms, ns = append(ms, p.Move), append(ns, p.Next)
+			continue
+		}
+		ms[j].Raised = ms[j].Raised || p.Move.Raised // one store marked is enough: every store was raised
+	}
+	return ms, ns
+}
+
+// oneUnderWay is the change under way at the stores given (the zero Move
+// when none is fenced) and its generation, or an error when they are
+// fenced by more than one.
+func (c *changer) oneUnderWay() (frond.Move, int64, error) {
+	ms, ns := c.underWay()
+	switch len(ms) {
+	case 0:
+		return frond.Move{}, 0, nil
+	case 1:
+		return ms[0], ns[0], nil
+	}
+	return frond.Move{}, 0, fmt.Errorf("%w: the stores given are fenced by %d changes under way (%s): "+
+		"abandon all but one (--abandon, each with exactly its own stores: frond stores show lists them), then finish that one",
+		frond.ErrInvalidArgument, len(ms), c.describe(ms, ns))
+}
+
+// describe lists changes under way, and the stores given each fences.
+func (c *changer) describe(ms []frond.Move, ns []int64) string {
+	var out []string
+	for j, m := range ms {
+		var at []string
+		for i, p := range c.places {
+			if p.Moving() && p.Move.Change == m.Change {
+				at = append(at, c.name(i))
+			}
+		}
+		set, retire := m.Stores()
+		out = append(out, fmt.Sprintf("change %s to generation %d, of the stores %s retiring %s, fences %s", m.Change, ns[j], orNone(set), orNone(retire), strings.Join(at, ", ")))
+	}
+	return strings.Join(out, "; ")
+}
+
+// matches checks that the stores given are exactly those of change m, in
+// its order.
+func (c *changer) matches(m frond.Move, n int64) error {
+	set, retire := m.Stores()
+	if slices.Equal(set, c.ids[:c.nset]) && slices.Equal(retire, c.ids[c.nset:]) {
+		return nil
+	}
+	i := slices.IndexFunc(c.places, func(p frond.Place) bool { return p.Moving() })
+	given := make([]string, len(c.ids))
+	for j, id := range c.ids {
+		given[j] = fmt.Sprintf("%s is %s", c.name(j), id)
+	}
+	return fmt.Errorf("%w: %s is fenced by change %s to generation %d, which places the stores %s and retires %s (by identity; %s): "+
+		"a change is finished with exactly its stores, in its order: run it again with those (--store, --retire), "+
+		"or undo it with --abandon and those stores; frond stores show prints each store's identity",
+		frond.ErrInvalidArgument, c.name(i), m.Change, n, orNone(set), orNone(retire), strings.Join(given, ", "))
+}
+
+func orNone(ids []string) string {
+	if len(ids) == 0 {
+		return "none"
+	}
+	return "[" + strings.Join(ids, " ") + "]"
+}
+
+// placedBy returns the index of a store that change m to generation n has
+// placed already, or -1.
+func (c *changer) placedBy(m frond.Move, n int64) int {
+	return slices.IndexFunc(c.places, func(p frond.Place) bool { return !p.Moving() && p.Gen == n && p.Change == m.Change })
+}
+
+// placing reports whether change m to generation n may have written a new
+// place: a store is placed by it, or marked raised (every store of the
+// change is marked before the first place is written). Such a change can
+// only be finished.
+func (c *changer) placing(m frond.Move, n int64) bool {
+	return m.Raised || c.placedBy(m, n) >= 0
+}
+
+// resume finishes change m to generation n, which fenced some of the
+// stores given (ChangeSet's rerun).
+func (c *changer) resume(ctx context.Context, m frond.Move, n int64) (SetChange, error) {
+	if err := c.matches(m, n); err != nil {
 		return SetChange{}, err
 	}
-	logf("changing the set of stores to generation %d (%d stores, %d retired)", out.Gen, len(set), len(retire))
-
-	// 2. Fence every store.
-	fences := make([]frond.Place, len(all))
-	for i, s := range ps {
-		fences[i] = places[i]
-		fences[i].Next = out.Gen
-		if err := s.SwapPlace(ctx, places[i], fences[i]); err != nil {
-			return SetChange{}, fmt.Errorf("fence %s (is another change running?): %w", name(i), err)
+	writing := c.placing(m, n)
+	standing := make([]frond.Place, len(c.places)) // the places before the change
+	for i, p := range c.places {
+		standing[i] = p.Settled()
+		switch {
+		case p.Moving() && p.Move.Change == m.Change:
+		case p.Moving() && writing && p.Gen == n && p.Change == m.Change:
+			c.done[i] = true // placed by it, and fenced since by another change
+			c.logf("%s is %s: placed by change %s, and fenced since", c.name(i), p.Describe(), m.Change)
+		case p.Moving():
+			return SetChange{}, fmt.Errorf("%w: %s is fenced by another change under way, %s to generation %d: "+
+				"abandon that one first (--abandon, with exactly its own stores)", frond.ErrInvalidArgument, c.name(i), p.Move.Change, p.Next)
+		case p.Gen == n && p.Change == m.Change:
+			c.done[i] = true
+		case writing:
+			// Every store of the change was fenced and raised before the
+			// first place was written, so this one was placed by it and
+			// replaced since by a later change, which saw every store of
+			// the change's new set placed (it had to give them all, and a
+			// fenced one would have refused it): the later change is the
+			// set now, and this one's part here is done.
+			c.done[i] = true
+			c.logf("%s is %s: placed by change %s and changed since", c.name(i), p.Describe(), m.Change)
+		case p.Gen >= n:
+			return SetChange{}, fmt.Errorf("%w: change %s to generation %d was interrupted, and %s has been placed since by another change (%s): "+
+				"undo the interrupted one (--abandon, with its stores), then change the set again", frond.ErrInvalidArgument, m.Change, n, c.name(i), p.Describe())
 		}
-		logf("fenced %s (%s)", name(i), places[i].Describe())
 	}
+	if !writing {
+		if err := c.complete(standing); err != nil {
+			return SetChange{}, err
+		}
+	}
+	c.logf("finishing the interrupted change %s to generation %d (%d stores, %d retired)", m.Change, n, c.nset, len(c.ids)-c.nset)
+	if err := c.fence(ctx, n, m); err != nil {
+		return SetChange{}, err
+	}
+	out, err := c.finish(ctx, n, m, !writing) // once placing may have begun, every store was raised
+	out.Resumed = true
+	return out, err
+}
 
-	// 3. Read every max_id, raise the stores of the new set above them.
+// swap sets the place of store i to p by compare-and-set from the place
+// last read, which a concurrent run of the same change may have written
+// already.
+func (c *changer) swap(ctx context.Context, i int, p frond.Place) error {
+	err := c.ps[i].SwapPlace(ctx, c.places[i], p)
+	if errors.Is(err, frond.ErrPlaceChanged) {
+		if now, rerr := c.ps[i].Place(ctx); rerr == nil && now == p {
+			err = nil
+		}
+	}
+	if err == nil {
+		c.places[i] = p
+	}
+	return err
+}
+
+// fence fences, for change m to generation n, every store not fenced or
+// placed by it yet.
+func (c *changer) fence(ctx context.Context, n int64, m frond.Move) error {
+	for i, p := range c.places {
+		if p.Moving() || c.done[i] {
+			continue
+		}
+		f := p
+		f.Next, f.Move = n, m
+		if err := c.swap(ctx, i, f); err != nil {
+			return fmt.Errorf("fence %s for change %s (is another change running?): %w; "+
+				"run the same command again to finish this change, or --abandon with the same stores to undo it", c.name(i), m.Change, err)
+		}
+		c.logf("fenced %s (%s)", c.name(i), p.Describe())
+	}
+	return nil
+}
+
+// finish raises the stores of the new set (if raise) and writes the new
+// places of change m to generation n: every store given is fenced by m or
+// placed by it.
+func (c *changer) finish(ctx context.Context, n int64, m frond.Move, raise bool) (SetChange, error) {
+	out := SetChange{Gen: n, Change: m.Change}
+	if raise {
+		if err := c.raise(ctx, &out); err != nil {
+			return out, err
+		}
+	}
+	// Mark every fence raised: from here the change can only be finished.
+	for i, p := range c.places {
+		if p.Moving() && !p.Move.Raised {
+			r := p
+			r.Move.Raised = true
+			if err := c.swap(ctx, i, r); err != nil {
+				return out, fmt.Errorf("mark %s raised for change %s (is another change running?): %w; run the same command again to finish it", c.name(i), m.Change, err)
+			}
+		}
+	}
+	k := int64(c.nset)
+	for i, p := range c.places {
+		q := frond.Place{Residue: int64(i), Of: k, Gen: n, Change: m.Change} // Of 1: the set's only store, served to nodes alone too
+		if i >= c.nset {
+			q = frond.Place{Gen: n, Change: m.Change} // retired: matches no node's request
+		}
+		if i < c.nset {
+			out.Places = append(out.Places, q)
+		}
+		if p == q || c.done[i] {
+			continue
+		}
+		if err := c.swap(ctx, i, q); err != nil {
+			return out, fmt.Errorf("place %s for change %s (is another change running?): %w; run the same command again to finish it", c.name(i), m.Change, err)
+		}
+		c.logf("%s is now %s", c.name(i), q.Describe())
+	}
+	return out, nil
+}
+
+// raise reads every tag's max_id in every store (all fenced) and raises
+// every store of the new set to the highest plus the margin.
+func (c *changer) raise(ctx context.Context, out *SetChange) error {
 	type seen struct {
 		tag frond.Tag
 		max int64
 	}
 	tags := map[string]*seen{}
-	have := make([]map[string]int64, len(all))
-	for i, s := range ps {
+	have := make([]map[string]int64, len(c.ps))
+	for i, s := range c.ps {
 		list, err := s.Tags(ctx)
 		if err != nil {
-			return SetChange{}, fmt.Errorf("read the tags of %s: %w", name(i), err)
+			return fmt.Errorf("read the tags of %s: %w", c.name(i), err)
 		}
 		have[i] = map[string]int64{}
 		for _, t := range list {
@@ -144,10 +449,10 @@ func ChangeSet(ctx context.Context, set, retire []frond.SegmentStore, o SetOptio
 	}
 	slices.Sort(names)
 	out.Tags = len(names)
-	for i := range set {
+	for i := range c.nset {
 		for _, n := range names {
 			v := tags[n]
-			margin := o.Margin
+			margin := c.o.Margin
 			if margin < 0 {
 				margin = v.tag.Step
 			}
@@ -162,105 +467,88 @@ func ChangeSet(ctx context.Context, set, retire []frond.SegmentStore, o SetOptio
 			case !ok:
 				t := v.tag
 				t.MaxID = target
-				if _, err := ps[i].CreateTag(ctx, t); err != nil {
-					return SetChange{}, fmt.Errorf("create tag %q in %s at max_id %d: %w", n, name(i), target, err)
+				if _, err := c.ps[i].CreateTag(ctx, t); err != nil && !errors.Is(err, frond.ErrTagExists) {
+					return fmt.Errorf("create tag %q in %s at max_id %d: %w", n, c.name(i), target, err)
+				} else if err != nil {
+					// Created meanwhile (a concurrent run of the same change): raise it.
+					if _, err := c.ps[i].UpdateTag(ctx, n, frond.TagUpdate{MaxID: &target}); err != nil && !errors.Is(err, frond.ErrWouldReissue) {
+						return fmt.Errorf("raise tag %q in %s to %d: %w", n, c.name(i), target, err)
+					}
 				}
 				out.Created++
 			case cur < target:
-				if _, err := ps[i].UpdateTag(ctx, n, frond.TagUpdate{MaxID: &target}); err != nil {
-					return SetChange{}, fmt.Errorf("raise tag %q in %s from max_id %d to %d: %w", n, name(i), cur, target, err)
+				// ErrWouldReissue: above the target already (a concurrent run).
+				if _, err := c.ps[i].UpdateTag(ctx, n, frond.TagUpdate{MaxID: &target}); err != nil && !errors.Is(err, frond.ErrWouldReissue) {
+					return fmt.Errorf("raise tag %q in %s from max_id %d to %d: %w", n, c.name(i), cur, target, err)
 				}
 				out.Raised++
 			}
 		}
-		logf("raised %s: every tag above the highest max_id of every store", name(i))
+		c.logf("raised %s: every tag above the highest max_id of every store", c.name(i))
 	}
-
-	// 4. Write the new places.
-	k := int64(len(set))
-	for i, s := range ps {
-		p := frond.Place{Residue: int64(i), Of: k, Gen: out.Gen} // Of 1: the set's only store, served to nodes alone too
-		if i >= len(set) {
-			p = frond.Place{Gen: out.Gen} // retired: matches no node's request
-		}
-		if err := s.SwapPlace(ctx, fences[i], p); err != nil {
-			return SetChange{}, fmt.Errorf("place %s (is another change running?): %w", name(i), err)
-		}
-		if i < len(set) {
-			out.Places = append(out.Places, p)
-		}
-		logf("%s is now %s", name(i), p.Describe())
-	}
-	return out, nil
+	return nil
 }
 
-// completeSet checks that the stores given hold every store that may hand
-// out IDs of the current set, so that this change sees every max_id:
+// complete checks that the stores given, at places standing (before any
+// change under way), hold every store that may hand out IDs of a set one
+// of them belongs to, so that the change sees every max_id:
 //
-//   - every residue of the newest set among them (a store fenced by an
-//     interrupted change counts by the place it was fenced at);
-//   - the set of the newest generation that retired a store among them (a
-//     store retired at generation g means the set of generation g exists);
-//   - when an interrupted change had begun writing its new places (a store
-//     is placed at the generation a fence names), its old set was fenced
-//     whole and raised past before any place was written: nothing of it is
-//     needed again, and the newest set is the interrupted change's.
-func completeSet(places []frond.Place, name func(int) string) error {
-	writing := map[int64]bool{} // generations an interrupted change was writing
-	for _, p := range places {
-		if p.Moving() {
-			for _, q := range places {
-				if !q.Moving() && q.Of > 0 && q.Gen == p.Next {
-					writing[p.Next] = true
-				}
-			}
-		}
+//   - every set among them (a generation and the change that made it) is
+//     given whole: each residue once, all of one size;
+//   - a store retired at generation g means the set of generation g, or a
+//     later one, exists: one of its stores must be given.
+func (c *changer) complete(standing []frond.Place) error {
+	type set struct {
+		gen    int64
+		change string
 	}
-	var newest frond.Place
-	retired := int64(0)
-	for _, p := range places {
-		if p.Retired() {
+	sets := map[set][]int{} // the stores of each set among those given
+	var order []set
+	live, retired := int64(0), int64(0)
+	for i, p := range standing {
+		switch {
+		case p.Retired():
 			retired = max(retired, p.Gen)
+		case p.Of > 0:
+			live = max(live, p.Gen)
+			k := set{p.Gen, p.Change}
+			if _, ok := sets[k]; !ok {
+				order = append(order, k)
+			}
+			sets[k] = append(sets[k], i)
 		}
-		if p.Of > 0 && p.Gen >= newest.Gen && (!p.Moving() || len(writing) == 0) {
-			newest = p
-		}
 	}
-	if newest.Of == 0 && retired == 0 {
-		return nil // every store stands alone, never placed
-	}
-	if writing[newest.Gen] {
-		return nil // the interrupted change's own new set: its stores are fenced or placed by it
-	}
-	if retired > newest.Gen {
-		return fmt.Errorf("%w: a store given was retired by the change to generation %d, but no store of that set is given: "+
+	if retired > live {
+		return fmt.Errorf("%w: a store given was retired by the change to generation %d, but no store of that set or a later one is given: "+
 			"give every store of the current set (in the new set, or to retire), since each may hold IDs this change must see", frond.ErrInvalidArgument, retired)
 	}
-	got := make([]int, newest.Of)
 	var errs []error
-	for i, p := range places {
-		if p.Gen != newest.Gen || p.Of == 0 || p.Moving() && len(writing) > 0 {
-			continue
+	for _, k := range order {
+		members := sets[k]
+		of := standing[members[0]].Of
+		got := make([]int, of)
+		for _, i := range members {
+			p := standing[i]
+			if p.Of != of {
+				errs = append(errs, fmt.Errorf("%s is %s, and %s %s: one set, two sizes", c.name(i), p.Describe(), c.name(members[0]), standing[members[0]].Describe()))
+				continue
+			}
+			got[p.Residue]++
 		}
-		if p.Of != newest.Of {
-			errs = append(errs, fmt.Errorf("%s is %s, another size of the same generation", name(i), p.Describe()))
-			continue
+		var missing []string
+		for r, n := range got {
+			if n == 0 {
+				missing = append(missing, fmt.Sprint(r))
+			}
+			if n > 1 {
+				errs = append(errs, fmt.Errorf("%d stores given are residue %d of the set of %s: two stores with one place", n, r, standing[members[0]].Set()))
+			}
 		}
-		got[p.Residue]++
-	}
-	var missing []string
-	for r, n := range got {
-		if n == 0 {
-			missing = append(missing, fmt.Sprint(r))
+		if len(missing) > 0 {
+			errs = append(errs, fmt.Errorf("the set of %s has %d stores, and residue %s %s not among the stores given: "+
+				"give every store of the current set (in the new set, or to retire), since each may hold IDs this change must see",
+				standing[members[0]].Set(), of, strings.Join(missing, ", "), map[bool]string{true: "is", false: "are"}[len(missing) == 1]))
 		}
-		if n > 1 {
-			errs = append(errs, fmt.Errorf("%d stores given are residue %d of generation %d: the same store twice?", n, r, newest.Gen))
-		}
-	}
-	if len(missing) > 0 {
-		errs = append(errs, fmt.Errorf("the set of generation %d has %d stores, and residue %s %s not among the stores given: "+
-			"give every store of the current set (in the new set, or to retire), since each may hold IDs this change must see",
-			newest.Gen, newest.Of, strings.Join(missing, ", "), map[bool]string{true: "is", false: "are"}[len(missing) == 1]))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: %w", frond.ErrInvalidArgument, err)

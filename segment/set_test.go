@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,9 +25,7 @@ func TestChangeSet_RefusesAnIncompleteSet(t *testing.T) {
 	if !errors.Is(err, frond.ErrInvalidArgument) || !strings.Contains(err.Error(), "residue 1 is not among the stores given") {
 		t.Fatalf("b left out: %v", err)
 	}
-	if p, _ := a.Place(bg); p != (frond.Place{Residue: 0, Of: 2, Gen: 1}) {
-		t.Fatalf("a refused change moved a: %s", p.Describe())
-	}
+	wantAt(t, a, "0/2@1")
 	got, err := ChangeSet(bg, []frond.SegmentStore{a, c}, []frond.SegmentStore{b}, SetOptions{})
 	if err != nil || got.Gen != 2 || len(got.Places) != 2 {
 		t.Fatalf("b retired: %+v, %v", got, err)
@@ -34,16 +33,12 @@ func TestChangeSet_RefusesAnIncompleteSet(t *testing.T) {
 	if p, _ := b.Place(bg); !p.Retired() {
 		t.Fatalf("b is %s, want retired", p.Describe())
 	}
-	if p, _ := c.Place(bg); p != (frond.Place{Residue: 1, Of: 2, Gen: 2}) {
-		t.Fatalf("c is %s", p.Describe())
-	}
+	wantAt(t, c, "1/2@2")
 	// Back to one store: it stands alone, the others are retired.
 	if _, err := ChangeSet(bg, []frond.SegmentStore{c}, []frond.SegmentStore{a, b}, SetOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if p, _ := c.Place(bg); p != (frond.Place{Residue: 0, Of: 1, Gen: 3}) {
-		t.Fatalf("c is %s, want the only store of the set of generation 3", p.Describe())
-	}
+	wantAt(t, c, "0/1@3")
 	// A set of one store is still a set: leaving it out is refused, also
 	// when only stores it retired are given (they handed out IDs long ago,
 	// c since: a change without c would not see them).
@@ -62,36 +57,403 @@ func TestChangeSet_RefusesAnIncompleteSet(t *testing.T) {
 	}
 }
 
+// wantAt checks that s is at place want ("r/K@g"), whatever change wrote
+// it, with no change under way.
+func wantAt(t *testing.T, s frond.SegmentStore, want string) {
+	t.Helper()
+	p, err := frond.PlaceOf(bg, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprintf("%d/%d@%d", p.Residue, p.Of, p.Gen); got != want || p.Moving() {
+		t.Fatalf("%v is %s, want %s", s, p.Describe(), want)
+	}
+}
+
+// wantFenced checks that s is fenced by a change under way.
+func wantFenced(t *testing.T, s frond.SegmentStore) frond.Place {
+	t.Helper()
+	p, err := frond.PlaceOf(bg, s)
+	if err != nil || !p.Moving() {
+		t.Fatalf("%v is %s (%v), want fenced", s, p.Describe(), err)
+	}
+	return p
+}
+
+func stores(ss ...*lossyStore) []frond.SegmentStore {
+	out := make([]frond.SegmentStore, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// noDuplicates runs a node over each list (a multi-store, or a store
+// alone), takes up to 200 IDs of tag "t" from each in turn, and fails if
+// two hand out the same ID. A node refused by its stores takes nothing.
+func noDuplicates(t *testing.T, lists ...[]frond.SegmentStore) int {
+	t.Helper()
+	seen := map[int64]int{}
+	var engines []*Engine
+	for _, l := range lists {
+		var s frond.SegmentStore = l[0]
+		if len(l) > 1 {
+			s = listing(t, l...)
+		}
+		engines = append(engines, newEngine(t, s, Settings{FixedStep: true, FailFast: -1}))
+	}
+	served := 0
+	for range 200 {
+		for i, e := range engines {
+			id, err := e.Next(bg, "t")
+			if err != nil {
+				continue
+			}
+			if j, dup := seen[id]; dup && j != i {
+				t.Fatalf("ID %d handed out by the node listing %v and by the node listing %v", id, lists[j], lists[i])
+			}
+			seen[id] = i
+			served++
+		}
+	}
+	return served
+}
+
+func killAfter(n int64) *atomic.Int64 {
+	k := new(atomic.Int64)
+	k.Store(n)
+	return k
+}
+
+// Issue 42, item 1: a rerun of an interrupted change with another list is
+// refused, naming the change; the rerun with its own list finishes it.
+func TestChangeSet_RerunWithAnotherList(t *testing.T) {
+	t.Run("B placed, A fenced to retire; rerun with A", func(t *testing.T) {
+		kill := killAfter(-1)
+		a, b := newLossy("a", kill), newLossy("b", kill)
+		mustCreate(t, a, "t", 1000, 10) // a served alone up to 1000
+		kill.Store(6)                   // fence b, a; create t in b; mark b, a raised; place b; killed placing a
+		if _, err := ChangeSet(bg, stores(b), stores(a), SetOptions{}); !errors.Is(err, errKilled) {
+			t.Fatalf("the change was not killed: %v", err)
+		}
+		kill.Store(-1)
+		wantAt(t, b, "0/1@1")
+		p := wantFenced(t, a)
+		_, err := ChangeSet(bg, stores(a), nil, SetOptions{})
+		if !errors.Is(err, frond.ErrInvalidArgument) || !strings.Contains(err.Error(), "fenced by change "+p.Move.Change) {
+			t.Fatalf("the rerun with a alone: %v", err)
+		}
+		if noDuplicates(t, stores(a), stores(b)) == 0 {
+			t.Fatal("b serves nothing")
+		}
+		got, err := ChangeSet(bg, stores(b), stores(a), SetOptions{})
+		if err != nil || !got.Resumed || got.Change != p.Move.Change {
+			t.Fatalf("the rerun with the change's own stores: %+v, %v", got, err)
+		}
+		if p, _ := a.Place(bg); !p.Retired() {
+			t.Fatalf("a is %s", p.Describe())
+		}
+		noDuplicates(t, stores(a), stores(b), stores(a, b))
+	})
+	t.Run("A placed, B fenced; rerun with B", func(t *testing.T) {
+		kill := killAfter(-1)
+		a, b := newLossy("a", kill), newLossy("b", kill)
+		mustCreate(t, a, "t", 1000, 10)
+		mustCreate(t, b, "t", 1, 10)
+		kill.Store(6) // fence a, b; raise b (margin 0: a is the highest); mark a, b raised; place a; killed placing b
+		if _, err := ChangeSet(bg, stores(a, b), nil, SetOptions{}); !errors.Is(err, errKilled) {
+			t.Fatalf("the change was not killed: %v", err)
+		}
+		kill.Store(-1)
+		wantAt(t, a, "0/2@1")
+		wantFenced(t, b)
+		if _, err := ChangeSet(bg, stores(b), nil, SetOptions{}); !errors.Is(err, frond.ErrInvalidArgument) {
+			t.Fatalf("the rerun with b alone: %v", err)
+		}
+		if _, err := ChangeSet(bg, stores(b, a), nil, SetOptions{}); !errors.Is(err, frond.ErrInvalidArgument) {
+			t.Fatalf("the rerun in another order: %v", err)
+		}
+		if _, err := ChangeSet(bg, stores(a), nil, SetOptions{}); !errors.Is(err, frond.ErrInvalidArgument) || !strings.Contains(err.Error(), "residue 1 is not among") {
+			t.Fatalf("a change of a alone: %v", err)
+		}
+		noDuplicates(t, stores(a, b), stores(b), stores(a))
+		if got, err := ChangeSet(bg, stores(a, b), nil, SetOptions{}); err != nil || !got.Resumed {
+			t.Fatalf("the rerun: %+v, %v", got, err)
+		}
+		wantAt(t, b, "1/2@1")
+		noDuplicates(t, stores(a, b), stores(b, a), stores(b), stores(a))
+	})
+}
+
+// Issue 42, item 2: two changes that pick the same generation are never
+// taken for one.
+func TestChangeSet_SameGeneration(t *testing.T) {
+	t.Run("concurrent", func(t *testing.T) {
+		a, b, c := newLossy("a", nil), newLossy("b", nil), newLossy("c", nil)
+		for _, s := range []*lossyStore{a, b, c} {
+			mustCreate(t, s, "t", 1, 10)
+		}
+		// "C A" reads the places, then "A B" runs whole, then "C A"
+		// fences c and is refused at a.
+		ab := func() {
+			if _, err := ChangeSet(bg, stores(a, b), nil, SetOptions{}); err != nil {
+				t.Errorf("A B: %v", err)
+			}
+		}
+		c.beforeSwap.Store(&ab)
+		if _, err := ChangeSet(bg, stores(c, a), nil, SetOptions{}); !errors.Is(err, frond.ErrPlaceChanged) {
+			t.Fatalf("C A beside A B: %v", err)
+		}
+		wantFenced(t, c)
+		wantAt(t, a, "0/2@1")
+		if _, err := ChangeSet(bg, stores(c, a), nil, SetOptions{}); !errors.Is(err, frond.ErrInvalidArgument) || !strings.Contains(err.Error(), "placed since by another change") {
+			t.Fatalf("the rerun of C A: %v", err)
+		}
+		noDuplicates(t, stores(a, b), stores(c, a), stores(b, c), stores(c))
+		got, err := AbandonChange(bg, stores(c, a), nil, SetOptions{})
+		if err != nil || !got.Abandoned {
+			t.Fatalf("abandon C A: %+v, %v", got, err)
+		}
+		if p, _ := c.Place(bg); !p.Alone() {
+			t.Fatalf("c is %s after the abandon, want alone again", p.Describe())
+		}
+		if got, err := ChangeSet(bg, stores(c, a, b), nil, SetOptions{}); err != nil || got.Gen != 2 {
+			t.Fatalf("C A B: %+v, %v", got, err)
+		}
+		noDuplicates(t, stores(a, b, c), stores(c), stores(b, a))
+	})
+	t.Run("a failed change, another, then the retry", func(t *testing.T) {
+		kill := killAfter(-1)
+		a, b, c := newLossy("a", kill), newLossy("b", kill), newLossy("c", kill)
+		for _, s := range []*lossyStore{a, b, c} {
+			mustCreate(t, s, "t", 1, 10)
+		}
+		kill.Store(1) // a unreachable: c fenced, a not
+		if _, err := ChangeSet(bg, stores(c, a), nil, SetOptions{}); !errors.Is(err, errKilled) {
+			t.Fatalf("C A: %v", err)
+		}
+		kill.Store(-1)
+		if _, err := ChangeSet(bg, stores(a, b), nil, SetOptions{}); err != nil {
+			t.Fatalf("A B instead: %v", err)
+		}
+		if _, err := ChangeSet(bg, stores(c, a), nil, SetOptions{}); !errors.Is(err, frond.ErrInvalidArgument) {
+			t.Fatalf("the retry of C A: %v", err)
+		}
+		noDuplicates(t, stores(a, b), stores(c, a), stores(b))
+		// A new change naming c is refused while c's change is recorded.
+		if _, err := ChangeSet(bg, stores(a, b, c), nil, SetOptions{}); !errors.Is(err, frond.ErrInvalidArgument) || !strings.Contains(err.Error(), "is fenced by change") {
+			t.Fatalf("A B C while C A is recorded: %v", err)
+		}
+		if _, err := AbandonChange(bg, stores(c, a), nil, SetOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ChangeSet(bg, stores(a, b, c), nil, SetOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		noDuplicates(t, stores(a, b, c), stores(c, b), stores(b))
+	})
+	t.Run("two changes under way", func(t *testing.T) {
+		kill := killAfter(-1)
+		a, b, c, d := newLossy("a", kill), newLossy("b", kill), newLossy("c", kill), newLossy("d", kill)
+		kill.Store(1)
+		ChangeSet(bg, stores(a, b), nil, SetOptions{})
+		kill.Store(1)
+		ChangeSet(bg, stores(c, d), nil, SetOptions{})
+		kill.Store(-1)
+		wantFenced(t, a)
+		wantFenced(t, c)
+		if _, err := ChangeSet(bg, stores(a, c), stores(b, d), SetOptions{}); !errors.Is(err, frond.ErrInvalidArgument) || !strings.Contains(err.Error(), "fenced by 2 changes under way") {
+			t.Fatalf("a change over both: %v", err)
+		}
+		// Each is abandoned with its own stores, also while the other
+		// still fences one of them.
+		if _, err := AbandonChange(bg, stores(a, b), nil, SetOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := AbandonChange(bg, stores(c, d), nil, SetOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []*lossyStore{a, b, c, d} {
+			if p, _ := s.Place(bg); !p.Alone() {
+				t.Fatalf("%s is %s after the abandons", s.name, p.Describe())
+			}
+		}
+	})
+	t.Run("two changes over one store, begun at once", func(t *testing.T) {
+		a, b := newLossy("a", nil), newLossy("b", nil)
+		// "A B" and "B A" at once: each fences its first store, waits for
+		// the other to do the same, and is refused at the other's.
+		var read, fenced sync.WaitGroup
+		read.Add(2)
+		fenced.Add(2)
+		meetRead := func() { read.Done(); read.Wait() }
+		meetFenced := func() { fenced.Done(); fenced.Wait() }
+		a.beforeSwap.Store(&meetRead)
+		b.beforeSwap.Store(&meetRead)
+		a.afterSwap.Store(&meetFenced)
+		b.afterSwap.Store(&meetFenced)
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		wg.Go(func() { _, errs[0] = ChangeSet(bg, stores(a, b), nil, SetOptions{}) })
+		wg.Go(func() { _, errs[1] = ChangeSet(bg, stores(b, a), nil, SetOptions{}) })
+		wg.Wait()
+		for _, err := range errs {
+			if !errors.Is(err, frond.ErrPlaceChanged) {
+				t.Fatalf("A B and B A at once: %v", errs)
+			}
+		}
+		wantFenced(t, a)
+		wantFenced(t, b)
+		for _, l := range [][]frond.SegmentStore{stores(a, b), stores(b, a)} {
+			if _, err := ChangeSet(bg, l, nil, SetOptions{}); !errors.Is(err, frond.ErrInvalidArgument) || !strings.Contains(err.Error(), "fenced by 2 changes") {
+				t.Fatalf("rerun %v: %v", l, err)
+			}
+		}
+		if _, err := AbandonChange(bg, stores(b, a), nil, SetOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := ChangeSet(bg, stores(a, b), nil, SetOptions{}); err != nil || !got.Resumed {
+			t.Fatalf("A B, once B A is abandoned: %+v, %v", got, err)
+		}
+		noDuplicates(t, stores(a, b), stores(b, a))
+	})
+}
+
+// AbandonChange puts every store an interrupted change fenced back at its
+// place, if the change placed none; one that placed a store is finished.
+func TestAbandonChange(t *testing.T) {
+	kill := killAfter(-1)
+	a, b, c := newLossy("a", kill), newLossy("b", kill), newLossy("c", kill)
+	for _, s := range []*lossyStore{a, b, c} {
+		mustCreate(t, s, "t", 1, 10)
+	}
+	if _, err := ChangeSet(bg, stores(a, b), nil, SetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := AbandonChange(bg, stores(a, b), nil, SetOptions{}); !errors.Is(err, frond.ErrInvalidArgument) || !strings.Contains(err.Error(), "nothing to abandon") {
+		t.Fatalf("abandon with no change under way: %v", err)
+	}
+	before, _ := a.Place(bg)
+	kill.Store(3) // fence b, a, c (every max_id is 1: nothing to raise); killed marking b raised
+	if _, err := ChangeSet(bg, stores(b, a, c), nil, SetOptions{}); !errors.Is(err, errKilled) {
+		t.Fatal(err)
+	}
+	kill.Store(-1)
+	if _, err := AbandonChange(bg, stores(b, a), nil, SetOptions{}); !errors.Is(err, frond.ErrInvalidArgument) {
+		t.Fatalf("abandon with other stores: %v", err)
+	}
+	got, err := AbandonChange(bg, stores(b, a, c), nil, SetOptions{})
+	if err != nil || !got.Abandoned {
+		t.Fatalf("abandon: %+v, %v", got, err)
+	}
+	if p, _ := a.Place(bg); p != before {
+		t.Fatalf("a is %s, want %s again", p.Describe(), before.Describe())
+	}
+	if p, _ := c.Place(bg); !p.Alone() {
+		t.Fatalf("c is %s, want alone again", p.Describe())
+	}
+	noDuplicates(t, stores(a, b), stores(b)) // c alone again: an ID space of its own, as before the change
+	// Killed after placing c: the abandon finishes the change instead.
+	kill.Store(8) // fence c, a, b; mark them raised; place c, a; killed retiring b
+	if _, err := ChangeSet(bg, stores(c, a), stores(b), SetOptions{}); !errors.Is(err, errKilled) {
+		t.Fatal(err)
+	}
+	kill.Store(-1)
+	got, err = AbandonChange(bg, stores(c, a), stores(b), SetOptions{})
+	if err != nil || got.Abandoned || !got.Resumed {
+		t.Fatalf("abandon after a place was written: %+v, %v", got, err)
+	}
+	wantAt(t, c, "0/2@2")
+	if p, _ := b.Place(bg); !p.Retired() {
+		t.Fatalf("b is %s", p.Describe())
+	}
+	noDuplicates(t, stores(a, c), stores(c), stores(b), stores(a, b, c))
+}
+
+// A change that placed a store, and whose store was placed again since by a
+// later change that left out the store still fenced (it was to be retired),
+// is finished by an abandon, never undone: undoing it would put the
+// retired store back in the old set, beside the later one.
+func TestAbandonChange_AfterALaterChange(t *testing.T) {
+	kill := killAfter(-1)
+	a, b := newLossy("a", kill), newLossy("b", kill)
+	mustCreate(t, a, "t", 1, 10)
+	mustCreate(t, b, "t", 1, 10)
+	if _, err := ChangeSet(bg, stores(b, a), nil, SetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	noDuplicates(t, stores(a, b), stores(b, a))
+	kill.Store(6) // fence a, b; raise a; mark them; place a; killed retiring b
+	if _, err := ChangeSet(bg, stores(a), stores(b), SetOptions{Margin: 10}); !errors.Is(err, errKilled) {
+		t.Fatal(err)
+	}
+	kill.Store(-1)
+	if _, err := ChangeSet(bg, stores(a), nil, SetOptions{}); err != nil { // b left out: it was retired by the change before
+		t.Fatal(err)
+	}
+	noDuplicates(t, stores(a), stores(b, a))
+	got, err := AbandonChange(bg, stores(a), stores(b), SetOptions{})
+	if err != nil || got.Abandoned {
+		t.Fatalf("abandon: %+v, %v", got, err)
+	}
+	if p, _ := b.Place(bg); !p.Retired() {
+		t.Fatalf("b is %s, want retired", p.Describe())
+	}
+	wantAt(t, a, "0/1@3")
+	noDuplicates(t, stores(a), stores(b, a), stores(b))
+}
+
 // A change cut short while fencing is finished by running it again with
-// the same stores, and refused if a store of the old set is left out on
-// the rerun (the completeness check is not skipped on a resume).
+// exactly its stores, and only with them: leaving C out on the rerun is
+// refused.
 func TestChangeSet_ResumeStillComplete(t *testing.T) {
-	a, b, c := memstore.New(nil), memstore.New(nil), memstore.New(nil)
-	if _, err := ChangeSet(bg, []frond.SegmentStore{a, b, c}, nil, SetOptions{}); err != nil {
+	kill := killAfter(-1)
+	a, b, c := newLossy("a", kill), newLossy("b", kill), newLossy("c", kill)
+	for _, s := range []*lossyStore{a, b, c} {
+		mustCreate(t, s, "t", 1, 10)
+	}
+	if _, err := ChangeSet(bg, stores(a, b, c), nil, SetOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// {A B} retiring C dies after fencing A.
-	if err := a.SwapPlace(bg, frond.Place{Residue: 0, Of: 3, Gen: 1}, frond.Place{Residue: 0, Of: 3, Gen: 1, Next: 2}); err != nil {
+	kill.Store(1) // {A B} retiring C dies after fencing A
+	if _, err := ChangeSet(bg, stores(a, b), stores(c), SetOptions{}); !errors.Is(err, errKilled) {
 		t.Fatal(err)
 	}
-	_, err := ChangeSet(bg, []frond.SegmentStore{a, b}, nil, SetOptions{})
-	if !errors.Is(err, frond.ErrInvalidArgument) || !strings.Contains(err.Error(), "residue 2 is not among the stores given") {
+	kill.Store(-1)
+	_, err := ChangeSet(bg, stores(a, b), nil, SetOptions{})
+	if !errors.Is(err, frond.ErrInvalidArgument) || !strings.Contains(err.Error(), "is fenced by change") {
 		t.Fatalf("the rerun left C out: %v", err)
 	}
-	got, err := ChangeSet(bg, []frond.SegmentStore{a, b}, []frond.SegmentStore{c}, SetOptions{})
+	got, err := ChangeSet(bg, stores(a, b), stores(c), SetOptions{})
 	if err != nil || !got.Resumed {
 		t.Fatalf("the rerun with C retired: %+v, %v", got, err)
 	}
 	// Cut short again, this time after writing b's new place: the rerun
-	// finishes it (the old set was fenced and raised past in full).
-	if err := a.SwapPlace(bg, frond.Place{Residue: 0, Of: 2, Gen: got.Gen}, frond.Place{Residue: 0, Of: 2, Gen: got.Gen, Next: got.Gen + 1}); err != nil {
+	// finishes it, without raising again (every store was raised before
+	// the first place was written).
+	kill.Store(5) // fence b, a; mark them raised (nothing to raise); place b; killed retiring a
+	if _, err := ChangeSet(bg, stores(b), stores(a), SetOptions{}); !errors.Is(err, errKilled) {
 		t.Fatal(err)
 	}
-	if err := b.SwapPlace(bg, frond.Place{Residue: 1, Of: 2, Gen: got.Gen}, frond.Place{Residue: 0, Of: 1, Gen: got.Gen + 1}); err != nil {
-		t.Fatal(err)
+	kill.Store(-1)
+	wantAt(t, b, "0/1@3")
+	if got, err := ChangeSet(bg, stores(b), stores(a), SetOptions{}); err != nil || !got.Resumed {
+		t.Fatalf("the rerun after a place was written: %+v, %v", got, err)
 	}
-	if _, err := ChangeSet(bg, []frond.SegmentStore{b}, []frond.SegmentStore{a}, SetOptions{}); err != nil {
-		t.Fatalf("the rerun after a place was written: %v", err)
+	noDuplicates(t, stores(a), stores(b), stores(a, b), stores(c))
+}
+
+// A store given twice (or a copy of a store's database, which keeps its
+// identity) is refused before anything is written.
+func TestChangeSet_SameStoreTwice(t *testing.T) {
+	a, b := newLossy("a", nil), newLossy("b", nil)
+	for _, l := range [][2][]frond.SegmentStore{{stores(a, b, a), nil}, {stores(a, b), stores(a)}} {
+		if _, err := ChangeSet(bg, l[0], l[1], SetOptions{}); !errors.Is(err, frond.ErrInvalidArgument) || !strings.Contains(err.Error(), "the same store") {
+			t.Fatalf("%v: %v", l, err)
+		}
+	}
+	if p, _ := a.Place(bg); !p.Alone() {
+		t.Fatalf("a refused change wrote %s", p.Describe())
 	}
 }
 
@@ -121,29 +483,29 @@ func TestChangeSet_Raises(t *testing.T) {
 // A change cut short leaves its stores fenced: no node allocates from them
 // (safe), and running it again finishes it.
 func TestChangeSet_Resumes(t *testing.T) {
-	a, b := newFakeStore(nil), newFakeStore(nil)
+	kill := killAfter(-1)
+	a, b := newLossy("a", kill), newLossy("b", kill)
 	mustCreate(t, a, "t", 1, 10)
 	mustCreate(t, b, "t", 1, 10)
 	m := newMulti(t, a, b)
-	// The change dies after fencing a: b's first SwapPlace fails.
-	if err := a.SwapPlace(bg, frond.Place{Residue: 0, Of: 2, Gen: 1}, frond.Place{Residue: 0, Of: 2, Gen: 1, Next: 2}); err != nil {
+	kill.Store(1) // the change to "b a" dies after fencing b
+	if _, err := ChangeSet(bg, stores(b, a), nil, SetOptions{}); !errors.Is(err, errKilled) {
 		t.Fatal(err)
 	}
-	m.pref.Store(0)
-	if _, err := a.AllocateAt(bg, frond.Place{Residue: 0, Of: 2, Gen: 1}, "t", 0); !errors.Is(err, frond.ErrWrongPlace) {
-		t.Fatalf("a fenced store allocated: %v", err)
+	kill.Store(-1)
+	m.pref.Store(1)
+	if r, err := m.Allocate(bg, "t", 0); err != nil || r.Start%2 != 0 {
+		t.Fatalf("the node fails over to a: %+v, %v", r, err)
 	}
-	if r, err := m.Allocate(bg, "t", 0); err != nil || r.Start%2 != 1 {
-		t.Fatalf("the node fails over to b: %+v, %v", r, err)
-	}
-	got, err := ChangeSet(bg, []frond.SegmentStore{b, a}, nil, SetOptions{})
-	if err != nil || !got.Resumed || got.Gen != 3 {
+	got, err := ChangeSet(bg, stores(b, a), nil, SetOptions{})
+	if err != nil || !got.Resumed || got.Gen != 2 {
 		t.Fatalf("resumed: %+v, %v", got, err)
 	}
 	// The node reads the new places when the stores refuse its old ones.
+	m.pref.Store(1)
 	r, err := m.Allocate(bg, "t", 0)
 	if err != nil || r.Start%2 != 0 || r.Start < 11 {
-		t.Fatalf("after the change: %+v, %v (b is residue 0 now, above b's old max_id 11)", r, err)
+		t.Fatalf("after the change: %+v, %v (b is residue 0 now, above a's max_id 21)", r, err)
 	}
 }
 

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 // must.
 func RunPlacedStore(t *testing.T, fresh func(t *testing.T) Opener) {
 	t.Run("Place_CompareAndSet", func(t *testing.T) { testPlaceSwap(t, fresh(t)) })
+	t.Run("Place_Identity", func(t *testing.T) { testPlaceIdentity(t, fresh(t)) })
 	t.Run("Place_Fence", func(t *testing.T) { testPlaceFence(t, fresh(t)) })
 	t.Run("Place_FenceUnderLoad", func(t *testing.T) { testPlaceFenceUnderLoad(t, fresh(t), false) })
 	t.Run("Place_FenceUnderLoad_Sequence", func(t *testing.T) { testPlaceFenceUnderLoad(t, fresh(t), true) })
@@ -48,18 +50,57 @@ func testPlaceSwap(t *testing.T, o Opener) {
 	if p := must(placed(t, o).Place(c))(t); p != p1 {
 		t.Fatalf("another client reads %s, want %s", p.Describe(), p1.Describe())
 	}
-	moving := frond.Place{Residue: 1, Of: 3, Gen: 1, Next: 2}
+	moving := frond.Place{Residue: 1, Of: 3, Gen: 1, Next: 2, Move: frond.Move{Change: "abcdefgh", Set: "aaaaaaaa,bbbbbbbb,cccccccc", Retire: "dddddddd"}}
 	if err := s.SwapPlace(c, p1, moving); err != nil {
 		t.Fatal(err)
 	}
 	if p := must(s.Place(c))(t); p != moving {
 		t.Fatalf("read %s, want %s", p.Describe(), moving.Describe())
 	}
-	if err := s.SwapPlace(c, moving, frond.Place{}); err != nil {
+	// The longest place a change writes (frond.MaxSetStores identities,
+	// the largest numbers) is kept whole.
+	var ids []string
+	for range frond.MaxSetStores {
+		ids = append(ids, frond.NewIdentity())
+	}
+	longest := frond.Place{Residue: 14, Of: 15, Gen: 1<<63 - 2, Change: frond.NewIdentity(), Next: 1<<63 - 1,
+		Move: frond.Move{Change: frond.NewIdentity(), Set: strings.Join(ids[:15], ","), Retire: ids[15], Raised: true}}
+	if err := s.SwapPlace(c, moving, longest); err != nil {
+		t.Fatal(err)
+	}
+	if p := must(placed(t, o).Place(c))(t); p != longest {
+		t.Fatalf("read %q, want %q", p, longest)
+	}
+	if err := s.SwapPlace(c, longest, frond.Place{}); err != nil {
 		t.Fatal(err)
 	}
 	if p := must(s.Place(c))(t); p != (frond.Place{}) {
 		t.Fatalf("read %s after going back alone", p.Describe())
+	}
+}
+
+// A store's identity is made once and read the same by every client, also
+// when many ask for it first at once.
+func testPlaceIdentity(t *testing.T, o Opener) {
+	c := testenv.Ctx(t)
+	clients := []frond.PlacedStore{placed(t, o), placed(t, o), placed(t, o), placed(t, o)}
+	got := make([]string, 4*len(clients))
+	errs := make([]error, len(got))
+	var wg sync.WaitGroup
+	for i := range got {
+		wg.Go(func() { got[i], errs[i] = clients[i%len(clients)].Identity(c) })
+	}
+	wg.Wait()
+	for i := range got {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		if !frond.ValidIdentity(got[i]) || got[i] != got[0] {
+			t.Fatalf("identities %q", got)
+		}
+	}
+	if again := must(placed(t, o).Identity(c))(t); again != got[0] {
+		t.Fatalf("read %q, then %q", got[0], again)
 	}
 }
 
@@ -123,7 +164,7 @@ func testPlaceFence(t *testing.T, o Opener) {
 	wantErr(t, "sequence IDs of a segment tag", err, frond.ErrNotSequence)
 	// While a change is under way: nothing, to anyone.
 	moving := at
-	moving.Next = 2
+	moving.Next, moving.Move = 2, frond.Move{Change: "abcdefgh", Set: "aaaaaaaa,bbbbbbbb"}
 	if err := s.SwapPlace(c, at, moving); err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +205,7 @@ func testPlaceFenceUnderLoad(t *testing.T, o Opener, sequence bool) {
 	var highest int64
 	var served int
 	var wg sync.WaitGroup
-	for range 4 {
+	for range 8 { // issue 42: a change of the set under the load of 8 callers finishes in bounded time
 		cl := placed(t, o)
 		wg.Go(func() {
 			for {
@@ -203,8 +244,12 @@ func testPlaceFenceUnderLoad(t *testing.T, o Opener, sequence bool) {
 		}
 	}
 	moving := at
-	moving.Next = 2
-	if err := s.SwapPlace(c, at, moving); err != nil {
+	moving.Next, moving.Move = 2, frond.Move{Change: "abcdefgh", Set: "aaaaaaaa,bbbbbbbb"}
+	began := time.Now()
+	err := s.SwapPlace(c, at, moving)
+	took := time.Since(began)
+	if err != nil {
+		wg.Wait() // the clients stop at the fence, or at their first error
 		t.Fatal(err)
 	}
 	read := must(s.Tag(c, tag))(t).MaxID
@@ -215,5 +260,5 @@ func testPlaceFenceUnderLoad(t *testing.T, o Opener, sequence bool) {
 	if served == 0 {
 		t.Fatal("no allocation was served before the swap")
 	}
-	t.Logf("%d allocations before the swap; max_id %d read after it", served, read)
+	t.Logf("%d allocations before the swap, which took %v under the load of 8 callers; max_id %d read after it", served, took, read)
 }

@@ -45,7 +45,7 @@ func TestCLI_Audit(t *testing.T) {
 	stores[1].Close()
 
 	code, out, errs := runCLI(t, nil, "stores", "set", "--data-dir", dir, "--store", a+" "+b, "--margin", "0")
-	if code != exitOK || !strings.Contains(out, "done: generation 1, 2 tags") {
+	if code != exitOK || !strings.Contains(out, "done: generation 1 (change ") || !strings.Contains(out, "), 2 tags") {
 		t.Fatalf("stores set: exit %d\n%s%s", code, out, errs)
 	}
 	// A tag created in one store only, after the change.
@@ -54,7 +54,7 @@ func TestCLI_Audit(t *testing.T) {
 		s.Close()
 	}
 	code, out, errs = runCLI(t, nil, "stores", "show", "--data-dir", dir, "--store", b+" "+a)
-	if code != exitOK || !strings.Contains(out, "residue 0 of 2 (generation 1)") || !strings.Contains(out, "residue 1 of 2 (generation 1)") {
+	if code != exitOK || !strings.Contains(out, "residue 0 of 2 (generation 1, change ") || !strings.Contains(out, "residue 1 of 2 (generation 1, change ") {
 		t.Fatalf("stores show: exit %d\n%s%s", code, out, errs)
 	}
 	audit := func(store string, extra ...string) (int, string, string) {
@@ -62,7 +62,7 @@ func TestCLI_Audit(t *testing.T) {
 	}
 	for _, list := range []string{a + " " + b, b + " " + a} {
 		code, out, errs = audit(list)
-		if code != exitOK || !strings.Contains(out, "residue 0 of 2 (generation 1)") || !strings.Contains(out, "residue 1 of 2 (generation 1)") ||
+		if code != exitOK || !strings.Contains(out, "residue 0 of 2 (generation 1, change ") || !strings.Contains(out, "residue 1 of 2 (generation 1, change ") ||
 			!strings.Contains(out, "only-a") || !strings.Contains(out, "not linearizable") || !strings.Contains(out, "layout twitter") {
 			t.Fatalf("listed as %q: exit %d\n%s%s", list, code, out, errs)
 		}
@@ -72,7 +72,7 @@ func TestCLI_Audit(t *testing.T) {
 		t.Fatalf("alone: exit %d\n%s%s", code, out, errs)
 	}
 	code, _, errs = runCLI(t, nil, "serve", "--data-dir", dir, "--store", a, "--http-addr", "127.0.0.1:0")
-	if code != exitError || !strings.Contains(errs, "is residue 0 of 2 (generation 1), but this node lists it alone") {
+	if code != exitError || !strings.Contains(errs, "is residue 0 of 2 (generation 1, change ") || !strings.Contains(errs, "but this node lists it alone") {
 		t.Fatalf("serve with a store of a set alone: exit %d, %s", code, errs)
 	}
 	// Leaving b out of a change is refused; retiring it is the way.
@@ -81,7 +81,7 @@ func TestCLI_Audit(t *testing.T) {
 		t.Fatalf("b left out: exit %d, %s", code, errs)
 	}
 	code, out, errs = runCLI(t, nil, "stores", "set", "--data-dir", dir, "--store", a, "--retire", b)
-	if code != exitOK || !strings.Contains(out, "is now the only store of the set (generation 2)") || !strings.Contains(out, "retired by the change to generation 2") {
+	if code != exitOK || !strings.Contains(out, "is now the only store of the set (generation 2, change ") || !strings.Contains(out, "retired by the change to generation 2") {
 		t.Fatalf("back to one store: exit %d\n%s%s", code, out, errs)
 	}
 	if code, out, errs = audit(a, "--json"); code != exitOK || !strings.Contains(out, `"level": "ok"`) || !strings.Contains(out, "the only store of the set") {

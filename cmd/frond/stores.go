@@ -42,14 +42,19 @@ matter (docs/stores.md).`,
 			}
 			defer closeStores(stores)
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "STORE\tPLACE")
+			fmt.Fprintln(tw, "STORE\tIDENTITY\tPLACE")
 			for i, s := range stores {
-				p, err := frond.PlaceOf(c.Context(), s)
+				id, err := frond.IdentityOf(c.Context(), s)
 				if err != nil {
-					fmt.Fprintf(tw, "%s\tcannot be read: %v\n", names[i], err)
+					fmt.Fprintf(tw, "%s\t-\tcannot be read: %v\n", names[i], err)
 					continue
 				}
-				fmt.Fprintf(tw, "%s\t%s\n", names[i], p.Describe())
+				p, err := frond.PlaceOf(c.Context(), s)
+				if err != nil {
+					fmt.Fprintf(tw, "%s\t%s\tcannot be read: %v\n", names[i], id, err)
+					continue
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", names[i], id, p.Describe())
 			}
 			return tw.Flush()
 		},
@@ -57,6 +62,7 @@ matter (docs/stores.md).`,
 	config.AddFlags(show.Flags())
 	var retire string
 	var margin int64
+	var abandon bool
 	set := &cobra.Command{
 		Use:   "set",
 		Short: "Make the configured stores the set, in this order (safe while nodes run)",
@@ -75,9 +81,15 @@ time, or goes back to one store, and is safe while nodes run:
      created);
   4. the new places are written. Nodes read them from the stores.
 
-If it stops midway the stores stay fenced (safe: no store serves); run it
-again with the same stores to finish. Every node must run a frond that
-checks places (this version or later): stop or upgrade older nodes first.`,
+Each change has an identity, and its fence records the identities of its
+stores (frond stores show prints each store's). If it stops midway the
+stores stay fenced (safe: no store serves): run it again with exactly the
+same --store and --retire, in the same order, to finish it. Any other list
+is refused while a change is recorded, and so is another change over its
+stores. --abandon with the same stores undoes a change that had not begun
+placing stores (each fenced store goes back to its place), and finishes
+one that had. Every node must run a frond that checks places (this
+version or later): stop or upgrade older nodes first.`,
 		Example: "  frond stores set --store \"mysql://frond:pw@db-a:3306/ids postgres://frond:pw@db-b:5432/ids\"\n" +
 			"  frond stores set --store \"postgres://frond:pw@db-b:5432/ids\" --retire \"mysql://frond:pw@db-a:3306/ids\"",
 		Args: args(cobra.NoArgs),
@@ -99,7 +111,11 @@ checks places (this version or later): stop or upgrade older nodes first.`,
 				return err
 			}
 			defer closeStores(out)
-			got, err := segment.ChangeSet(c.Context(), in, out, segment.SetOptions{
+			change := segment.ChangeSet
+			if abandon {
+				change = segment.AbandonChange
+			}
+			got, err := change(c.Context(), in, out, segment.SetOptions{
 				Margin: margin,
 				Names:  append(inNames, outNames...),
 				Log:    func(format string, args ...any) { fmt.Fprintf(e.stdout, format+"\n", args...) },
@@ -107,7 +123,11 @@ checks places (this version or later): stop or upgrade older nodes first.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(e.stdout, "done: generation %d, %d tags, %d raised, %d created", got.Gen, got.Tags, got.Raised, got.Created)
+			if got.Abandoned {
+				fmt.Fprintf(e.stdout, "abandoned: change %s to generation %d; every store it fenced is back at its place\n", got.Change, got.Gen)
+				return nil
+			}
+			fmt.Fprintf(e.stdout, "done: generation %d (change %s), %d tags, %d raised, %d created", got.Gen, got.Change, got.Tags, got.Raised, got.Created)
 			if got.Resumed {
 				fmt.Fprint(e.stdout, " (an interrupted change was finished)")
 			}
@@ -118,6 +138,7 @@ checks places (this version or later): stop or upgrade older nodes first.`,
 	config.AddFlags(set.Flags())
 	set.Flags().StringVar(&retire, "retire", "", "stores leaving the set, separated by spaces (no node allocates from them again)")
 	set.Flags().Int64Var(&margin, "margin", -1, "added to the highest max_id of each tag before the new set is raised to it (-1: the tag's step)")
+	set.Flags().BoolVar(&abandon, "abandon", false, "undo the interrupted change of exactly these stores (--store, --retire) instead of finishing it; one that had begun placing stores is finished")
 	c.AddCommand(show, set)
 	return c
 }

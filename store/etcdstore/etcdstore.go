@@ -285,6 +285,32 @@ func (s *Store) Place(ctx context.Context) (frond.Place, error) {
 	return p, nil
 }
 
+// identityKey holds the store's identity (frond.PlacedStore.Identity).
+func (s *Store) identityKey() string { return s.prefix + "identity" }
+
+// Identity implements frond.PlacedStore: one transaction that creates the
+// key if it is absent and reads it otherwise.
+func (s *Store) Identity(ctx context.Context) (string, error) {
+	c, cancel := s.bound(ctx)
+	defer cancel()
+	id := frond.NewIdentity()
+	r, err := s.c.Txn(c).If(clientv3.Compare(clientv3.CreateRevision(s.identityKey()), "=", 0)).
+		Then(clientv3.OpPut(s.identityKey(), id)).Else(clientv3.OpGet(s.identityKey())).Commit()
+	if err != nil {
+		return "", s.fail("read the store's identity", err)
+	}
+	if !r.Succeeded {
+		id = ""
+		if kvs := r.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+			id = string(kvs[0].Value)
+		}
+	}
+	if !frond.ValidIdentity(id) {
+		return "", fmt.Errorf("%w: the identity recorded in etcd %v (%s) reads %q", frond.ErrInvalidArgument, s.endpoints, s.identityKey(), id)
+	}
+	return id, nil
+}
+
 // SwapPlace implements frond.PlacedStore: a transaction conditional on the
 // place's value (or its absence, for a store alone); every allocation is
 // conditional on the place's revision, so it is before the swap or after.

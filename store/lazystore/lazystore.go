@@ -256,6 +256,15 @@ func (s *Store) Place(ctx context.Context) (frond.Place, error) {
 	return frond.PlaceOf(ctx, in)
 }
 
+// Identity implements frond.PlacedStore where the real store does.
+func (s *Store) Identity(ctx context.Context) (string, error) {
+	in, err := s.get()
+	if err != nil {
+		return "", err
+	}
+	return frond.IdentityOf(ctx, in)
+}
+
 // SwapPlace implements frond.PlacedStore where the real store does.
 func (s *Store) SwapPlace(ctx context.Context, old, p frond.Place) error {
 	in, err := s.get()

@@ -28,6 +28,7 @@ type Store struct {
 	mu     sync.Mutex
 	tags   map[string]frond.Tag
 	place  frond.Place
+	id     string                                               // Identity, made at its first call
 	before func(ctx context.Context, tag string, n int64) error // BeforeAllocate
 	closed bool
 }
@@ -142,6 +143,18 @@ func (s *Store) Place(ctx context.Context) (frond.Place, error) {
 	}
 	defer s.mu.Unlock()
 	return s.place, nil
+}
+
+// Identity implements frond.PlacedStore.
+func (s *Store) Identity(ctx context.Context) (string, error) {
+	if err := s.lock(ctx); err != nil {
+		return "", err
+	}
+	defer s.mu.Unlock()
+	if s.id == "" {
+		s.id = frond.NewIdentity()
+	}
+	return s.id, nil
 }
 
 // SwapPlace implements frond.PlacedStore.

@@ -167,7 +167,7 @@ func (s *Store) fail(op string, err error) error {
 // sequence tag asked for a segment.
 var allocateScript = redis.NewScript(`
 local place = redis.call('GET', KEYS[3]) or ''
-if place ~= ARGV[3] and not (ARGV[3] == '' and string.match(place, '^0/1@%d+$')) then return {4, place} end -- a set's only store serves a node alone
+if place ~= ARGV[3] and not (ARGV[3] == '' and string.match(place, '^0/1@%d+#?[a-z2-7]*$')) then return {4, place} end -- a set's only store serves a node alone
 if redis.call('EXISTS', KEYS[2]) == 0 then return {0} end
 local mode = redis.call('HGET', KEYS[2], 'mode')
 if ARGV[4] == 'sequence' and mode ~= 'sequence' then return {5} end
@@ -295,6 +295,27 @@ func (s *Store) Place(ctx context.Context) (frond.Place, error) {
 		return frond.Place{}, fmt.Errorf("%w: the place recorded in %s (%s): %v", frond.ErrWrongPlace, s.where, s.placeKey(), err)
 	}
 	return p, nil
+}
+
+// identityKey holds the store's identity (frond.PlacedStore.Identity).
+func (s *Store) identityKey() string { return s.prefix + "identity" }
+
+// Identity implements frond.PlacedStore: SET NX, then GET, in one
+// round trip (a concurrent first call's identity is kept).
+func (s *Store) Identity(ctx context.Context) (string, error) {
+	c, cancel := s.bound(ctx)
+	defer cancel()
+	pipe := s.c.TxPipeline()
+	pipe.SetNX(c, s.identityKey(), frond.NewIdentity(), 0)
+	get := pipe.Get(c, s.identityKey())
+	if _, err := pipe.Exec(c); err != nil {
+		return "", s.fail("read the store's identity", err)
+	}
+	id := get.Val()
+	if !frond.ValidIdentity(id) {
+		return "", fmt.Errorf("%w: the identity recorded in %s (%s) reads %q", frond.ErrInvalidArgument, s.where, s.identityKey(), id)
+	}
+	return id, nil
 }
 
 // KEYS: place. ARGV: old, new. Returns {1} when swapped, else {0, place}.

@@ -19,9 +19,19 @@ type dialect struct {
 	selectAlloc string
 	forUpdate   string // suffix that locks the row in a transaction
 	forShare    string // suffix that takes a shared lock on the row in a transaction
-	insert      string // args: tag, max_id, step, description; conflict: 0 rows or duplicate()
-	duplicate   func(error) bool
-	transient   func(error) bool // worth retrying at once: deadlock, serialization failure, busy
+	// lockMarks, when set, runs in SwapPlace's transaction before its
+	// UPDATE: a table lock that queues new allocations behind the swap.
+	// PostgreSQL lets a new FOR SHARE locker join the row's shared lockers
+	// ahead of an UPDATE waiting for them, so under a steady stream of
+	// allocations the UPDATE alone can wait without end (issue 42); its
+	// table locks are granted in order, so an EXCLUSIVE lock waits only for
+	// the allocations in flight, and later ones (ROW SHARE) wait for it.
+	// InnoDB queues a waiting exclusive record lock ahead of later shared
+	// ones by itself.
+	lockMarks string
+	insert    string // args: tag, max_id, step, description; conflict: 0 rows or duplicate()
+	duplicate func(error) bool
+	transient func(error) bool // worth retrying at once: deadlock, serialization failure, busy
 	// takeIDs takes n IDs of a sequence tag from Leaf's row in one
 	// statement (mysqlTake); empty: allocate's UPDATE.
 	takeIDs string
@@ -130,6 +140,7 @@ RETURNING max_id, step`,
 	returning: true,
 	forUpdate: " FOR UPDATE",
 	forShare:  " FOR SHARE",
+	lockMarks: "LOCK TABLE frond_mark IN EXCLUSIVE MODE",
 	insert:    `INSERT INTO leaf_alloc (biz_tag, max_id, step, description, update_time) VALUES (?, ?, ?, ?, now() AT TIME ZONE 'UTC') ON CONFLICT (biz_tag) DO NOTHING`,
 	duplicate: sqldb.Postgres.Duplicate,
 	transient: sqldb.Postgres.Transient,

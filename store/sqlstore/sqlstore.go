@@ -373,9 +373,36 @@ func (s *Store) Place(ctx context.Context) (frond.Place, error) {
 	return p, nil
 }
 
+// identityMark is the row of frond_mark that holds the store's identity
+// (frond.PlacedStore.Identity), inserted by the first call.
+const identityMark = "identity"
+
+// Identity implements frond.PlacedStore: the row identityMark, inserted if
+// absent (a concurrent insert is kept), then read.
+func (s *Store) Identity(ctx context.Context) (string, error) {
+	c, cancel := s.db.Bound(ctx)
+	defer cancel()
+	var id string
+	err := s.retry(c, func(c context.Context) error {
+		if _, err := s.db.ExecContext(c, s.d.q(s.d.insertMark), identityMark, frond.NewIdentity()); err != nil && !s.d.duplicate(err) {
+			return err
+		}
+		return s.db.QueryRowContext(c, s.d.q("SELECT value FROM frond_mark WHERE name = ?"), identityMark).Scan(&id)
+	})
+	if err != nil {
+		return "", s.fail("read the store's identity", err)
+	}
+	if !frond.ValidIdentity(id) {
+		return "", fmt.Errorf("%w: the identity recorded in %s (frond_mark %q) reads %q", frond.ErrInvalidArgument, s, identityMark, id)
+	}
+	return id, nil
+}
+
 // SwapPlace implements frond.PlacedStore: one UPDATE of the row placeMark
 // that matches only if it holds old. It waits for the allocations in
-// flight, which hold a shared lock on the row (placed).
+// flight, which hold a shared lock on the row (placeCheck), and later ones
+// wait for it (dialect.lockMarks), so it ends in the time of the longest
+// allocation in flight.
 func (s *Store) SwapPlace(ctx context.Context, old, p frond.Place) error {
 	if err := p.Validate(); err != nil {
 		return err
@@ -383,8 +410,14 @@ func (s *Store) SwapPlace(ctx context.Context, old, p frond.Place) error {
 	c, cancel := s.db.Bound(ctx)
 	defer cancel()
 	var res sql.Result
-	err := s.retry(c, func(c context.Context) (err error) {
-		res, err = s.db.ExecContext(c, s.d.q("UPDATE frond_mark SET value = ? WHERE name = ? AND value = ?"), p.String(), placeMark, old.String())
+	update := s.d.q("UPDATE frond_mark SET value = ? WHERE name = ? AND value = ?")
+	err := s.inTx(c, func(tx *sql.Tx) (err error) {
+		if s.d.lockMarks != "" {
+			if _, err := tx.ExecContext(c, s.d.lockMarks); err != nil {
+				return err
+			}
+		}
+		res, err = tx.ExecContext(c, update, p.String(), placeMark, old.String())
 		return err
 	})
 	if err != nil {
