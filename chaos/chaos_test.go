@@ -47,10 +47,12 @@
 package chaos
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"maps"
 	"math/rand/v2"
 	"net/http"
@@ -529,6 +531,9 @@ func (h *harness) deleteTags() {
 // changeSet changes the set of stores while the nodes run, by the
 // documented procedure (frond stores set, docs/stores.md): the stores in a
 // random order, so that each store's residue changes half of the time.
+// Half of the time a first run is killed (SIGKILL) at a random moment, and
+// then rerun with another list (refused while its change is recorded), or
+// abandoned, before the change is run to the end (issue 42).
 func (h *harness) changeSet(rng *rand.Rand) {
 	if len(h.setURLs) < 2 {
 		return
@@ -538,14 +543,84 @@ func (h *harness) changeSet(rng *rand.Rand) {
 	h.changing.Lock() // one change at a time, as an operator would
 	defer h.changing.Unlock()
 	h.tally("set_change")
+	if rng.IntN(2) == 0 {
+		h.killChange(rng, order)
+	}
 	h.logf("changing the set of stores (frond stores set), new order: %d stores", len(order))
-	cmd := exec.Command(h.binary, "stores", "set", "--data-dir", h.dataDir, "--store", strings.Join(order, " "))
-	cmd.Env = append(os.Environ(), "FROND_CONFIG=")
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if out, err := h.storesSet("--store", strings.Join(order, " ")); err != nil {
 		h.faultErr("frond stores set: %v\n%s", err, out)
 		return
 	}
 	h.logf("the set of stores changed")
+}
+
+// storesSet runs frond stores set with args.
+func (h *harness) storesSet(args ...string) ([]byte, error) {
+	cmd := exec.Command(h.binary, append([]string{"stores", "set", "--data-dir", h.dataDir}, args...)...)
+	cmd.Env = append(os.Environ(), "FROND_CONFIG=")
+	return cmd.CombinedOutput()
+}
+
+// killChange runs frond stores set with order and kills it at a random
+// moment, then reruns it with another list (a store left out, or another
+// order), which must be refused unless the killed run had fenced nothing
+// or had finished, or abandons it.
+func (h *harness) killChange(rng *rand.Rand, order []string) {
+	cmd := exec.Command(h.binary, "stores", "set", "--data-dir", h.dataDir, "--store", strings.Join(order, " "))
+	cmd.Env = append(os.Environ(), "FROND_CONFIG=")
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		h.faultErr("frond stores set: %v", err)
+		return
+	}
+	if err := cmd.Start(); err != nil {
+		h.faultErr("frond stores set: %v", err)
+		return
+	}
+	// It prints a line at each write (fenced, raised, placed): killed
+	// after a random one of them, before the last.
+	after := 1 + rng.IntN(3*len(order))
+	lines := bufio.NewScanner(pipe)
+	var last string
+	for n := 0; n < after && lines.Scan(); {
+		if last = lines.Text(); strings.HasPrefix(last, "fenced ") || strings.HasPrefix(last, "raised ") || strings.Contains(last, " is now ") {
+			n++
+		}
+	}
+	cmd.Process.Kill()
+	go io.Copy(io.Discard, pipe)
+	cmd.Wait()
+	show := exec.Command(h.binary, "stores", "show", "--data-dir", h.dataDir, "--store", strings.Join(order, " "))
+	show.Env = cmd.Env
+	out, _ := show.CombinedOutput()
+	fenced := bytes.Contains(out, []byte("fenced: change"))
+	if fenced {
+		h.tally("set_change_killed_midway")
+	}
+	h.logf("frond stores set killed after its line %q (stores fenced: %v)", last, fenced)
+	switch rng.IntN(3) {
+	case 0:
+		other := slices.Clone(order)
+		if rng.IntN(2) == 0 {
+			other = other[:len(other)-1] // a store left out
+		} else {
+			other[0], other[1] = other[1], other[0]
+		}
+		out, err := h.storesSet("--store", strings.Join(other, " "))
+		switch {
+		case err == nil && fenced:
+			h.faultErr("frond stores set with another list was accepted while a change was recorded:\n%s", out)
+		case err != nil && !bytes.Contains(out, []byte("is fenced by change")) && !bytes.Contains(out, []byte("not among the stores given")):
+			h.faultErr("frond stores set with another list: %v\n%s", err, out)
+		}
+		h.logf("the rerun with another list: %v", err)
+	case 1:
+		out, err := h.storesSet("--abandon", "--store", strings.Join(order, " "))
+		if err != nil && !bytes.Contains(out, []byte("nothing to abandon")) {
+			h.faultErr("frond stores set --abandon: %v\n%s", err, out)
+		}
+		h.logf("the abandon: %v, %s", err, bytes.TrimSpace(out))
+	}
 }
 
 // fault injects one random fault among those enabled and heals it.
@@ -874,7 +949,7 @@ func (h *harness) check(seed uint64, results []*result) {
 	recycled, lost, retries := h.recycled, h.lost, h.startRetries
 	h.mu.Unlock()
 	var fs, es []string
-	for _, k := range []string{"kill9", "sigterm", "sigterm_registry_cut", "sigstop", "store_cut", "registry_cut", "registry_partition", "steal", "steal_hit", "fresh_dir_cut", "clock_step", "restart_behind", "fresh_dir", "new_identity", "set_change"} {
+	for _, k := range []string{"kill9", "sigterm", "sigterm_registry_cut", "sigstop", "store_cut", "registry_cut", "registry_partition", "steal", "steal_hit", "fresh_dir_cut", "clock_step", "restart_behind", "fresh_dir", "new_identity", "set_change", "set_change_killed_midway"} {
 		fs = append(fs, fmt.Sprintf("%s=%d", k, counts[k]))
 	}
 	fs = append(fs, fmt.Sprintf("recycled=%d lost=%d start_retries=%d", recycled, lost, retries))
