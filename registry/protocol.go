@@ -258,6 +258,9 @@ func (p *Protocol) Acquire(ctx context.Context, maxNode int64) (frond.Worker, er
 	if err := p.b.Prepare(ctx); err != nil {
 		return frond.Worker{}, err
 	}
+	if err := p.checkLayout(ctx); err != nil {
+		return frond.Worker{}, err
+	}
 	for range 10 {
 		h := NewHold(-1, 0)
 		h.Token = NewToken()
@@ -278,6 +281,40 @@ func (p *Protocol) Acquire(ctx context.Context, maxNode int64) (frond.Worker, er
 	}
 	return frond.Worker{}, fmt.Errorf("worker registry: %w: other nodes kept taking the worker IDs this node chose on %s; retrying",
 		frond.ErrStoreUnavailable, p.b.Where())
+}
+
+// LayoutRecorder is a Backend that keeps the snowflake layout its worker
+// IDs serve (registry.Options.Layout), once for the whole registry, all
+// datacenters together.
+type LayoutRecorder interface {
+	// RecordLayout records layout if the registry keeps none yet, in one
+	// atomic step, and returns the layout it keeps (layout itself when it
+	// was recorded now).
+	RecordLayout(ctx context.Context, layout string) (string, error)
+}
+
+// ErrLayoutMismatch means the registry serves another snowflake layout than
+// this node's. It wraps frond.ErrInvalidArgument: a node refuses to start.
+var ErrLayoutMismatch = fmt.Errorf("%w: another snowflake layout", frond.ErrInvalidArgument)
+
+// checkLayout records this node's layout in the registry, or checks it
+// against the one recorded.
+func (p *Protocol) checkLayout(ctx context.Context) error {
+	lr, ok := p.b.(LayoutRecorder)
+	if p.o.Layout == "" || !ok {
+		return nil
+	}
+	got, err := lr.RecordLayout(ctx, p.o.Layout)
+	if err != nil {
+		return err
+	}
+	if got != p.o.Layout {
+		return fmt.Errorf("worker registry: %w: %s serves the layout %q, and this node's is %q: "+
+			"the node fields of two layouts meet, so their nodes could issue the same ID. Give every node of this registry the same "+
+			"snowflake.layout and snowflake.datacenter_bits, or give this one another registry (docs/registries.md#one-layout-per-registry)",
+			ErrLayoutMismatch, p.b.Where(), got, p.o.Layout)
+	}
+	return nil
 }
 
 // claim runs the order of choice once.

@@ -61,6 +61,13 @@ type Options struct {
 	// nodes of two datacenters sharing one registry may hold the same
 	// worker ID, and their IDs still differ by the datacenter bits.
 	Datacenter int64
+	// Layout is the snowflake layout this node issues with
+	// (snowflake.Layout.Fingerprint); "" checks nothing. A registry that
+	// keeps records (etcd, ZooKeeper, Redis, SQL: registry.LayoutRecorder)
+	// records the layout of the first node that acquires a worker ID, for
+	// every datacenter, and refuses a node whose layout differs: two
+	// layouts' node fields would meet.
+	Layout string
 }
 
 // DatacenterSuffix is what a registry adds to its names for the node's

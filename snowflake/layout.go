@@ -220,6 +220,16 @@ func (l Layout) String() string {
 		nodes, l.Rate(), l.Expires().Format("2006-01-02"))
 }
 
+// Fingerprint is what makes two layouts issue the same IDs or not, in one
+// line: the bits, the tick, the epoch and the datacenter split, without the
+// name (twitter and its alias leaf are one layout). Worker registries
+// record it (registry.Options.Layout), so that nodes of two layouts never
+// share one.
+func (l Layout) Fingerprint() string {
+	return fmt.Sprintf("1+%d+%d+%d bits of %v from %s, %d datacenter bits",
+		l.TimeBits, l.NodeBits, l.SeqBits, l.Unit, l.Epoch.UTC().Format(time.RFC3339Nano), l.DatacenterBits)
+}
+
 // Parts are the fields of an ID.
 type Parts struct {
 	Tick int64     // time field: ticks of Unit since Epoch

@@ -97,6 +97,7 @@ func openRegistry(ctx context.Context, cfg *config.Config, httpPort int, now fun
 		Host: cfg.Worker.Host, Port: cfg.Worker.Port, Now: now,
 		RecycleAfter: cfg.Worker.RecycleAfter, LeaseTTL: cfg.Worker.LeaseTTL, Logger: log,
 		Datacenter: cfg.Snowflake.Datacenter,
+		Layout:     cfg.ServiceConfig().Snowflake.Layout.Fingerprint(), // recorded in the registry: one layout per registry
 	}
 	if o.Port == 0 {
 		o.Port = httpPort

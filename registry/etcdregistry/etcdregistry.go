@@ -57,6 +57,7 @@ type Backend struct {
 	c         *clientv3.Client
 	o         registry.Options
 	prefix    string
+	layoutKey string // {prefix}layout, of every datacenter (registry.LayoutRecorder)
 	timeout   time.Duration
 	endpoints []string
 }
@@ -105,6 +106,7 @@ func Open(ctx context.Context, rawURL string, o registry.Options) (*registry.Pro
 	if v, ok := u.Params["frond_prefix"]; ok {
 		b.prefix = v
 	}
+	b.layoutKey = b.prefix + "layout"
 	b.prefix += o.DatacenterSuffix("dc") // "/frond/dc1/workers/...": the datacenter's own worker IDs
 	if o.Datacenter != 0 {
 		b.prefix += "/"
@@ -146,6 +148,27 @@ func (b *Backend) Where() string { return fmt.Sprintf("etcd %v under %s", b.endp
 
 // Prepare implements registry.Backend.
 func (b *Backend) Prepare(context.Context) error { return nil }
+
+var _ registry.LayoutRecorder = (*Backend)(nil)
+
+// RecordLayout implements registry.LayoutRecorder: one transaction that
+// creates the key if it is absent and reads it otherwise.
+func (b *Backend) RecordLayout(ctx context.Context, layout string) (string, error) {
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
+	r, err := b.c.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(b.layoutKey), "=", 0)).
+		Then(clientv3.OpPut(b.layoutKey, layout)).Else(clientv3.OpGet(b.layoutKey)).Commit()
+	if err != nil {
+		return "", b.fail("record the snowflake layout", err)
+	}
+	if r.Succeeded {
+		return layout, nil
+	}
+	if kvs := r.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+		return string(kvs[0].Value), nil
+	}
+	return "", b.fail("record the snowflake layout", errors.New("the layout key vanished"))
+}
 
 // snapshot is the registry's keys at one revision.
 type snapshot struct {

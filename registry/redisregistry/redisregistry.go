@@ -113,6 +113,7 @@ type Backend struct {
 	c             *redis.Client
 	o             registry.Options
 	base          string // {prefix}{dc}:
+	layoutKey     string // {prefix}layout, of every datacenter (registry.LayoutRecorder)
 	mode          string
 	timeout       time.Duration
 	where         string
@@ -166,6 +167,7 @@ func Open(rawURL string, o registry.Options) (*registry.Protocol, error) {
 		c:             redis.NewClient(u.Options),
 		o:             o.WithDefaults(),
 		base:          prefix + strconv.FormatInt(dc, 10) + ":",
+		layoutKey:     prefix + "layout",
 		mode:          mode,
 		timeout:       u.Timeout,
 		where:         u.Where,
@@ -178,6 +180,22 @@ func (b *Backend) addrKey() string         { return b.base + "addr:" + b.o.Ident
 func (b *Backend) counterKey() string      { return b.base + "counter" }
 func (b *Backend) liveKey(id int64) string { return b.base + "live:" + strconv.FormatInt(id, 10) }
 func (b *Backend) lastKey(id int64) string { return b.base + "last:" + strconv.FormatInt(id, 10) }
+
+var _ registry.LayoutRecorder = (*Backend)(nil)
+
+// RecordLayout implements registry.LayoutRecorder: SET NX, then GET, in
+// one transaction.
+func (b *Backend) RecordLayout(ctx context.Context, layout string) (string, error) {
+	ctx, cancel := redisutil.Bound(ctx, b.timeout)
+	defer cancel()
+	pipe := b.c.TxPipeline()
+	pipe.SetNX(ctx, b.layoutKey, layout, 0)
+	get := pipe.Get(ctx, b.layoutKey)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return "", b.fail("record the snowflake layout", err)
+	}
+	return get.Val(), nil
+}
 
 func (b *Backend) fail(op string, err error) error {
 	if errors.Is(err, redis.ErrClosed) {

@@ -60,6 +60,7 @@ func Run(t *testing.T, c Config) {
 	t.Run("DistinctConcurrent", func(t *testing.T) { testDistinct(t, c) })
 	t.Run("Exhaustion", func(t *testing.T) { testExhaustion(t, c) })
 	t.Run("DatacentersApart", func(t *testing.T) { testDatacenters(t, c) })
+
 	t.Run("RaceForTheLastIDs", func(t *testing.T) {
 		ns := Namespace(t)
 		RaceForIDs(t, func(port int) frond.WorkerRegistry { return open(t, c, ns, opts(port)) })
@@ -81,6 +82,7 @@ func Run(t *testing.T, c Config) {
 	if protocol {
 		t.Run("CrashRestartTakesOver", func(t *testing.T) { testTakeOver(t, c) })
 		t.Run("NoRecordNoExactTime", func(t *testing.T) { testNoProof(t, c) })
+		t.Run("OneLayout", func(t *testing.T) { testLayout(t, c) })
 	}
 	if c.Peers {
 		t.Run("PeerOffsets", func(t *testing.T) { testPeers(t, c) })
@@ -231,6 +233,28 @@ func testDatacenters(t *testing.T, c Config) {
 	_, err := open(t, c, ns, o).Acquire(testenv.Ctx(t), 0)
 	if !errors.Is(err, frond.ErrNoWorkerID) || errors.Is(err, frond.ErrWorkerLost) {
 		t.Fatalf("a second node of datacenter 1 with one worker ID: %v, want ErrNoWorkerID", err)
+	}
+}
+
+// testLayout (registries of the protocol, which keep records): the first node records its snowflake layout in the registry,
+// for every datacenter; a node of another layout is refused with both
+// named, in any datacenter, while nodes of the same layout are served.
+func testLayout(t *testing.T, c Config) {
+	ns := Namespace(t)
+	twitter, split := "1+41+10+12 bits of 1ms from 2010-11-04T01:42:54.657Z, 0 datacenter bits", "1+41+10+12 bits of 1ms from 2010-11-04T01:42:54.657Z, 5 datacenter bits"
+	o := opts(7401)
+	o.Layout = split
+	acquire(t, open(t, c, ns, o), 31)
+	o = opts(7402)
+	o.Layout, o.Datacenter = split, 1
+	acquire(t, open(t, c, ns, o), 31)
+	for dc := range int64(2) {
+		o := opts(7403 + int(dc))
+		o.Layout, o.Datacenter = twitter, dc
+		_, err := open(t, c, ns, o).Acquire(testenv.Ctx(t), 31)
+		if !errors.Is(err, registry.ErrLayoutMismatch) || !strings.Contains(err.Error(), twitter) || !strings.Contains(err.Error(), split) {
+			t.Fatalf("datacenter %d, another layout: %v, want ErrLayoutMismatch naming both", dc, err)
+		}
 	}
 }
 

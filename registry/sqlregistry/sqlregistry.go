@@ -111,6 +111,7 @@ type Backend struct {
 	o        registry.Options
 	table    string // WORKER_NODE
 	side     string // {table}_frond
+	base     string // the table without the datacenter's suffix: the row of frond_layout
 	mode     string
 	file     string // SQLite: the database file, whose directory Prepare creates
 	nodeType int
@@ -146,6 +147,7 @@ func Open(rawURL string, o registry.Options) (*registry.Protocol, error) {
 		}
 		b.table = v
 	}
+	b.base = b.table
 	if sfx := o.DatacenterSuffix("_DC"); sfx != "" { // the datacenter's own worker IDs: WORKER_NODE_DC1
 		if !tableName.MatchString(b.table + sfx) {
 			return nil, fmt.Errorf("%w: frond_table=%q with datacenter %d is %s: at most 57 characters", frond.ErrInvalidArgument, b.table, o.Datacenter, b.table+sfx)
@@ -243,7 +245,30 @@ func (b *Backend) ddl() []string {
   lease_until BIGINT NOT NULL,
   last_ns BIGINT NOT NULL
 )` + engine),
+		`CREATE TABLE IF NOT EXISTS frond_layout (
+  registry VARCHAR(64) NOT NULL PRIMARY KEY,
+  layout VARCHAR(255) NOT NULL
+)` + engine,
 	}
+}
+
+var _ registry.LayoutRecorder = (*Backend)(nil)
+
+// RecordLayout implements registry.LayoutRecorder: the row of the table
+// frond_layout named after the registry's table (of every datacenter),
+// inserted unless it exists (a concurrent insert is kept), then read.
+func (b *Backend) RecordLayout(ctx context.Context, layout string) (string, error) {
+	ctx, cancel := b.db.Bound(ctx)
+	defer cancel()
+	_, err := b.db.ExecContext(ctx, b.db.Kind.Rebind("INSERT INTO frond_layout (registry, layout) VALUES (?, ?)"), b.base, layout)
+	if err != nil && !b.db.Kind.Duplicate(err) {
+		return "", b.fail("record the snowflake layout", err)
+	}
+	var got string
+	if err := b.db.QueryRowContext(ctx, b.db.Kind.Rebind("SELECT layout FROM frond_layout WHERE registry = ?"), b.base).Scan(&got); err != nil {
+		return "", b.fail("read the snowflake layout", err)
+	}
+	return got, nil
 }
 
 // Prepare implements registry.Backend: it creates the tables once.

@@ -193,10 +193,11 @@ type liveValue struct {
 
 // Backend is the ZooKeeper backend of the worker registry.
 type Backend struct {
-	cfg  Config
-	o    registry.Options
-	conn *zk.Conn
-	cur  atomic.Pointer[registry.Hold] // the hold the session watcher may mark lost
+	cfg    Config
+	o      registry.Options
+	layout string // {root}/frond_layout, of every datacenter (registry.LayoutRecorder)
+	conn   *zk.Conn
+	cur    atomic.Pointer[registry.Hold] // the hold the session watcher may mark lost
 
 	mu     sync.Mutex // orders Prepare, Write, PeerOffsets and End (they change a claim's versions)
 	ready  bool       // the parent nodes exist
@@ -247,8 +248,9 @@ func Open(rawURL string, o registry.Options) (*registry.Protocol, error) {
 	if cfg.SessionTimeout == 0 {
 		cfg.SessionTimeout = o.LeaseTTL
 	}
+	layout := cfg.Root + "/frond_layout"  // beside Leaf's forever/, which Java Leaf nodes alone read
 	cfg.Root += o.DatacenterSuffix("/dc") // the datacenter's own worker IDs: /snowflake/frond/dc1/forever/...
-	b := &Backend{cfg: cfg, o: o}
+	b := &Backend{cfg: cfg, o: o, layout: layout}
 	conn, events, err := zk.Connect(cfg.Servers, cfg.SessionTimeout, zk.WithLogger(zkLogger{o.Logger}), zk.WithLogInfo(false))
 	if err != nil {
 		return nil, fmt.Errorf("%w: zookeeper: %v", frond.ErrInvalidArgument, err)
@@ -365,6 +367,28 @@ func (b *Backend) Prepare(ctx context.Context) error {
 	}
 	b.ready = true
 	return nil
+}
+
+var _ registry.LayoutRecorder = (*Backend)(nil)
+
+// RecordLayout implements registry.LayoutRecorder: the persistent node
+// {root}/frond_layout, created with the layout unless it exists (Prepare
+// made its parents), then read.
+func (b *Backend) RecordLayout(ctx context.Context, layout string) (string, error) {
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
+	_, err := call(ctx, func() (string, error) { return b.conn.Create(b.layout, []byte(layout), 0, zk.WorldACL(zk.PermAll)) })
+	if err == nil {
+		return layout, nil
+	}
+	if !errors.Is(err, zk.ErrNodeExists) {
+		return "", b.fail("record the snowflake layout in "+b.layout, err)
+	}
+	got, err := call(ctx, func() ([]byte, error) { v, _, err := b.conn.Get(b.layout); return v, err })
+	if err != nil {
+		return "", b.fail("read the snowflake layout in "+b.layout, err)
+	}
+	return string(got), nil
 }
 
 // node is one forever node.
