@@ -391,7 +391,7 @@ func (c *changer) finish(ctx context.Context, n int64, m frond.Move, raise bool)
 	}
 	// Mark every fence raised: from here the change can only be finished.
 	for i, p := range c.places {
-		if p.Moving() && !p.Move.Raised {
+		if p.Moving() && p.Move.Change == m.Change && !p.Move.Raised {
 			r := p
 			r.Move.Raised = true
 			if err := c.swap(ctx, i, r); err != nil {

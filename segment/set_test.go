@@ -587,3 +587,46 @@ func indexOf(xs []int, x int) int {
 	}
 	return -1
 }
+
+// A change that placed a store which a later change then fenced is
+// finished (by its abandon) without touching the later change's fence; the
+// later change is then finished or abandoned as its own.
+func TestChangeSet_ResumeBesideALaterFence(t *testing.T) {
+	kill := killAfter(-1)
+	a, b := newLossy("a", kill), newLossy("b", kill)
+	mustCreate(t, a, "t", 1, 10)
+	mustCreate(t, b, "t", 1, 10)
+	if _, err := ChangeSet(bg, stores(a, b), nil, SetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kill.Store(5) // X: fence a, b; mark them; place a; killed retiring b
+	if _, err := ChangeSet(bg, stores(a), stores(b), SetOptions{}); !errors.Is(err, errKilled) {
+		t.Fatal(err)
+	}
+	kill.Store(1) // W: a alone (b was to be retired); killed after fencing a
+	if _, err := ChangeSet(bg, stores(a), nil, SetOptions{}); !errors.Is(err, errKilled) {
+		t.Fatal(err)
+	}
+	kill.Store(-1)
+	w := wantFenced(t, a)
+	// A rerun of X is refused (two changes fence its stores); its abandon
+	// finishes it, since it had placed a.
+	if _, err := ChangeSet(bg, stores(a), stores(b), SetOptions{}); !errors.Is(err, frond.ErrInvalidArgument) || !strings.Contains(err.Error(), "fenced by 2 changes") {
+		t.Fatalf("X again: %v", err)
+	}
+	got, err := AbandonChange(bg, stores(a), stores(b), SetOptions{})
+	if err != nil || !got.Resumed || got.Abandoned {
+		t.Fatalf("abandon X: %+v, %v", got, err)
+	}
+	if p, _ := b.Place(bg); !p.Retired() {
+		t.Fatalf("b is %s", p.Describe())
+	}
+	if p := wantFenced(t, a); p != w {
+		t.Fatalf("X changed W's fence: %s, was %s", p.Describe(), w.Describe())
+	}
+	if got, err := AbandonChange(bg, stores(a), nil, SetOptions{}); err != nil || !got.Abandoned {
+		t.Fatalf("abandon W: %+v, %v", got, err)
+	}
+	wantAt(t, a, "0/1@2")
+	noDuplicates(t, stores(a), stores(a, b), stores(b))
+}
