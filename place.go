@@ -43,6 +43,11 @@ type Place struct {
 // in every store it fenced.
 type Move struct {
 	Change string // the change's identity (NewIdentity)
+	// Run is the identity of the run of the change (frond stores set, or
+	// its rerun or abandon) that wrote this fence: a fence taken off and
+	// written again by another run reads differently, so a run's
+	// compare-and-set from the fence it read cannot succeed on it.
+	Run    string
 	Set    string // the identities of the stores of the new set (PlacedStore.Identity), in residue order, comma-separated
 	Retire string // the identities of the stores it retires, comma-separated
 	// Raised is set once the change has raised every store of its new
@@ -50,6 +55,12 @@ type Move struct {
 	// can only be finished, never undone (a store it placed may serve,
 	// and a later change may have replaced that place).
 	Raised bool
+	// Abandon is set on every store of the change before an abandon puts
+	// the first one back at its old place: from then on the change can
+	// only be abandoned. A fence is marked one way or the other, never
+	// both, each by compare-and-set from the unmarked fence, so a rerun
+	// and an abandon running at once cannot both go through.
+	Abandon bool
 }
 
 // Stores returns the identities of the stores of m's new set and of those it
@@ -121,9 +132,11 @@ func (p Place) Set() string {
 
 // String encodes p as it is stored: "" for a store alone, "r/K@g#c" for a
 // member of a set placed by change c ("r/K@g" before changes had
-// identities), with ">n#x:set;retire" appended while change x to generation
-// n is under way ("0/0@0>n#x:..." for a store alone being moved into a
-// set), and "!" after it once the change has raised its stores.
+// identities), with ">n#x/r:set;retire" appended while change x to
+// generation n is under way, fenced by its run r ("0/0@0>n#x/r:..." for a
+// store alone being moved into a
+// set), and "!" after it once the change has raised its stores ("~" once
+// it is being abandoned).
 func (p Place) String() string {
 	if p == (Place{}) {
 		return ""
@@ -133,9 +146,12 @@ func (p Place) String() string {
 		s += "#" + p.Change
 	}
 	if p.Next != 0 {
-		s += ">" + strconv.FormatInt(p.Next, 10) + "#" + p.Move.Change + ":" + p.Move.Set + ";" + p.Move.Retire
+		s += ">" + strconv.FormatInt(p.Next, 10) + "#" + p.Move.Change + "/" + p.Move.Run + ":" + p.Move.Set + ";" + p.Move.Retire
 		if p.Move.Raised {
 			s += "!"
+		}
+		if p.Move.Abandon {
+			s += "~"
 		}
 	}
 	return s
@@ -167,6 +183,9 @@ func (p Place) Describe() string {
 		if p.Move.Raised {
 			s += ", raised: it can only be finished"
 		}
+		if p.Move.Abandon {
+			s += ", being abandoned: it can only be abandoned"
+		}
 	}
 	return s
 }
@@ -192,7 +211,7 @@ func (p Place) Validate() error {
 	}
 	set, retire := p.Move.Stores()
 	ids := append(slices.Clip(set), retire...)
-	ok := ValidIdentity(p.Move.Change) && len(set) > 0 && len(ids) <= MaxSetStores
+	ok := ValidIdentity(p.Move.Change) && ValidIdentity(p.Move.Run) && len(set) > 0 && len(ids) <= MaxSetStores && !(p.Move.Raised && p.Move.Abandon)
 	for i, id := range ids {
 		ok = ok && ValidIdentity(id) && !slices.Contains(ids[:i], id)
 	}
@@ -207,7 +226,7 @@ func ParsePlace(s string) (Place, error) {
 	if s == "" {
 		return Place{}, nil
 	}
-	bad := fmt.Errorf("%w: place %q: want r/K@g#change, with >n#change:set;retire while a change is under way", ErrInvalidArgument, s)
+	bad := fmt.Errorf("%w: place %q: want r/K@g#change, with >n#change/run:set;retire while a change is under way", ErrInvalidArgument, s)
 	rest, fence, moving := strings.Cut(s, ">")
 	rest, change, _ := strings.Cut(rest, "#")
 	rk, g, ok := strings.Cut(rest, "@")
@@ -222,12 +241,14 @@ func ParsePlace(s string) (Place, error) {
 	p.Gen, errs[2] = strconv.ParseInt(g, 10, 64)
 	if moving {
 		n, move, ok := strings.Cut(fence, "#")
-		x, stores, ok2 := strings.Cut(move, ":")
+		xr, stores, ok2 := strings.Cut(move, ":")
+		x, run, ok4 := strings.Cut(xr, "/")
 		set, retire, ok3 := strings.Cut(stores, ";")
+		retire, abandon := strings.CutSuffix(retire, "~")
 		retire, raised := strings.CutSuffix(retire, "!")
 		p.Next, errs[3] = strconv.ParseInt(n, 10, 64)
-		p.Move = Move{Change: x, Set: set, Retire: retire, Raised: raised}
-		if !ok || !ok2 || !ok3 || errs[3] == nil && p.Next == 0 {
+		p.Move = Move{Change: x, Run: run, Set: set, Retire: retire, Raised: raised, Abandon: abandon}
+		if !ok || !ok2 || !ok3 || !ok4 || errs[3] == nil && p.Next == 0 {
 			errs[3] = bad
 		}
 	}

@@ -14,10 +14,11 @@ func TestPlace_Text(t *testing.T) {
 		{Place{}, ""},
 		{Place{Residue: 1, Of: 3, Gen: 4}, "1/3@4"},
 		{Place{Residue: 1, Of: 3, Gen: 4, Change: "abcdefg2"}, "1/3@4#abcdefg2"},
-		{Place{Residue: 0, Of: 2, Gen: 1, Next: 2, Move: Move{Change: "x", Set: "a,b"}}, "0/2@1>2#x:a,b;"},
-		{Place{Residue: 0, Of: 2, Gen: 1, Change: "c", Next: 2, Move: Move{Change: "x", Set: "b", Retire: "a"}}, "0/2@1#c>2#x:b;a"},
-		{Place{Next: 1, Move: Move{Change: "x", Set: "a"}}, "0/0@0>1#x:a;"},
-		{Place{Next: 1, Move: Move{Change: "x", Set: "a", Retire: "b", Raised: true}}, "0/0@0>1#x:a;b!"},
+		{Place{Residue: 0, Of: 2, Gen: 1, Next: 2, Move: Move{Change: "x", Run: "r", Set: "a,b"}}, "0/2@1>2#x/r:a,b;"},
+		{Place{Residue: 0, Of: 2, Gen: 1, Change: "c", Next: 2, Move: Move{Change: "x", Run: "r", Set: "b", Retire: "a"}}, "0/2@1#c>2#x/r:b;a"},
+		{Place{Next: 1, Move: Move{Change: "x", Run: "r", Set: "a"}}, "0/0@0>1#x/r:a;"},
+		{Place{Next: 1, Move: Move{Change: "x", Run: "r", Set: "a", Retire: "b", Raised: true}}, "0/0@0>1#x/r:a;b!"},
+		{Place{Next: 1, Move: Move{Change: "x", Run: "r", Set: "a", Abandon: true}}, "0/0@0>1#x/r:a;~"},
 		{Place{Gen: 5}, "0/0@5"},
 		{Place{Gen: 5, Change: "q"}, "0/0@5#q"},
 	} {
@@ -30,12 +31,12 @@ func TestPlace_Text(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"0/0@0", "1/1@1", "2/2@1", "-1/2@1", "0/2@-1", "0/2@3>2", "0/2@1>0", "0/2@1>", "0/2", "0/2@1>2", "0/2@1>2#x", "0/2@1>2#x:;", "0/2@1>2#:a;", "0/2@1>2#x:a,a;", "0/2@1>2#x:a;a",
-		"0/2@1#", "0/2@1#A", "0/2@1#a1", "0/0@0#a", "0/2@1#a#b", "0/2@1>2#x:a;>3#y:b;", "0/2@1>2#x:a;b;c", "0/2@1>2#x:a;!!", "0/2@1>2#x:a!;", "0/2@1!", "0/2@1>2#x:" + strings.Repeat("a,", 16) + "b;", "a/b@c", "+1/2@1", "01/2@1", " 0/2@1"} {
+		"0/2@1#", "0/2@1#A", "0/2@1#a1", "0/0@0#a", "0/2@1#a#b", "0/2@1>2#x:a;>3#y:b;", "0/2@1>2#x:a;b;c", "0/2@1>2#x:a;!!", "0/2@1>2#x:a;!~", "0/2@1>2#x:a;~!", "0/2@1>2#x:a;~~", "0/2@1>2#x:a!;", "0/2@1!", "0/2@1>2#x:" + strings.Repeat("a,", 16) + "b;", "a/b@c", "+1/2@1", "01/2@1", " 0/2@1"} {
 		if p, err := ParsePlace(bad); !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("ParsePlace(%q) = %+v, %v: want ErrInvalidArgument", bad, p, err)
 		}
 	}
-	if !(Place{}).Alone() || !(Place{Gen: 2}).Retired() || !(Place{Of: 2, Gen: 1, Next: 2, Move: Move{Change: "x", Set: "a"}}).Moving() {
+	if !(Place{}).Alone() || !(Place{Gen: 2}).Retired() || !(Place{Of: 2, Gen: 1, Next: 2, Move: Move{Change: "x", Run: "r", Set: "a"}}).Moving() {
 		t.Fatal("Alone, Retired, Moving")
 	}
 }
@@ -44,7 +45,7 @@ func TestPlace_Text(t *testing.T) {
 // written anything: ParsePlace accepts exactly what String writes, and a
 // place it accepts is valid.
 func FuzzParsePlace(f *testing.F) {
-	for _, s := range []string{"", "1/3@4", "0/2@1#abcdefgh>2#x:a,b;c", "0/0@0>1#x:a;", "0/0@5#q", "0/0@0", "x", "9223372036854775807/9223372036854775807@0"} {
+	for _, s := range []string{"", "1/3@4", "0/2@1#abcdefgh>2#x/r:a,b;c", "0/0@0>1#x/r:a;", "0/0@0>1#x:a;", "0/0@0>1#x/:a;", "0/0@5#q", "0/0@0", "x", "9223372036854775807/9223372036854775807@0"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -91,7 +92,7 @@ func TestPlace_LongestFits(t *testing.T) {
 		ids = append(ids, NewIdentity())
 	}
 	p := Place{Residue: MaxSetStores - 2, Of: MaxSetStores - 1, Gen: 1<<63 - 2, Change: NewIdentity(), Next: 1<<63 - 1,
-		Move: Move{Change: NewIdentity(), Set: strings.Join(ids[:MaxSetStores-1], ","), Retire: ids[MaxSetStores-1], Raised: true}}
+		Move: Move{Change: NewIdentity(), Run: NewIdentity(), Set: strings.Join(ids[:MaxSetStores-1], ","), Retire: ids[MaxSetStores-1], Raised: true}}
 	if err := p.Validate(); err != nil {
 		t.Fatal(err)
 	}

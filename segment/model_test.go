@@ -206,6 +206,14 @@ func runSegmentModel(t *testing.T, seed uint64) (steps, checked, changes int) {
 	var set []int
 	type change struct{ in, out []frond.SegmentStore }
 	var pending []change // changes killed or cut short, not yet finished or abandoned
+	// indexes are the numbers of stores ss.
+	indexes := func(ss []frond.SegmentStore) []int {
+		var out []int
+		for _, s := range ss {
+			out = append(out, slices.Index(all, s))
+		}
+		return out
+	}
 	pick := func() (change, []int) {
 		n := 1 + rng.IntN(nStores)
 		if rng.IntN(3) == 0 {
@@ -244,8 +252,20 @@ func runSegmentModel(t *testing.T, seed uint64) (steps, checked, changes int) {
 			f := func() {
 				saved := kill.Load()
 				kill.Store(-1)
-				c2, next2 := pick()
-				run(c2, next2, depth+1)
+				switch r := rng.IntN(3); {
+				case len(pending) > 0 && r == 1: // a rerun of a change cut short, at once
+					pc := pending[rng.IntN(len(pending))]
+					run(pc, indexes(pc.in), depth+1)
+				case len(pending) > 0 && r == 2: // an abandon of one, at once
+					pc := pending[rng.IntN(len(pending))]
+					_, err := AbandonChange(ctx, pc.in, pc.out, SetOptions{Margin: -1, Log: logf})
+					if err != nil && !errors.Is(err, frond.ErrInvalidArgument) && !errors.Is(err, frond.ErrPlaceChanged) {
+						t.Errorf("seed %d step %d: abandon during a change: %v", seed, steps, err)
+					}
+				default:
+					c2, next2 := pick()
+					run(c2, next2, depth+1)
+				}
 				kill.Store(saved)
 			}
 			s.beforeSwap.Store(&f)
@@ -309,11 +329,20 @@ func runSegmentModel(t *testing.T, seed uint64) (steps, checked, changes int) {
 	settle := func(i int) {
 		c := pending[i]
 		pending = slices.Delete(pending, i, i+1)
+		if rng.IntN(4) == 0 { // the rerun or the abandon is killed too
+			kill.Store(rng.Int64N(int64(4 * nStores)))
+		}
+		defer kill.Store(-1)
 		if rng.IntN(2) == 0 {
-			if _, err := ChangeSet(ctx, c.in, c.out, SetOptions{Margin: -1, Log: logf}); err == nil {
+			_, err := ChangeSet(ctx, c.in, c.out, SetOptions{Margin: -1, Log: logf})
+			switch {
+			case err == nil:
 				changes++
 				return
-			} else if !errors.Is(err, frond.ErrInvalidArgument) {
+			case errors.Is(err, errKilled):
+				pending = append(pending, c)
+				return
+			case !errors.Is(err, frond.ErrInvalidArgument):
 				t.Fatalf("seed %d step %d: rerun: %v", seed, steps, err)
 			}
 		}
@@ -324,6 +353,10 @@ func runSegmentModel(t *testing.T, seed uint64) (steps, checked, changes int) {
 		// bound on the first change's tries and the changes that follow
 		// would show.
 		_, err := AbandonChange(ctx, c.in, c.out, SetOptions{Margin: -1, Log: logf})
+		if errors.Is(err, errKilled) {
+			pending = append(pending, c)
+			return
+		}
 		if err != nil && !strings.Contains(err.Error(), "nothing to abandon") && !strings.Contains(err.Error(), "not those of any change under way") &&
 			!strings.Contains(err.Error(), "a change is finished with exactly its stores") {
 			t.Fatalf("seed %d step %d: abandon: %v", seed, steps, err)
@@ -405,11 +438,7 @@ func runSegmentModel(t *testing.T, seed uint64) (steps, checked, changes int) {
 					settle(rng.IntN(len(pending)))
 				case len(pending) > 0 && r == 1: // a rerun with another list
 					c := vary(pending[rng.IntN(len(pending))])
-					var next []int
-					for _, s := range c.in {
-						next = append(next, slices.Index(all, s))
-					}
-					run(c, next, 1)
+					run(c, indexes(c.in), 1)
 				default:
 					changeSet()
 				}

@@ -131,16 +131,50 @@ func AbandonChange(ctx context.Context, set, retire []frond.SegmentStore, o SetO
 		c.logf("change %s had raised its stores and may have placed some: it cannot be undone; finishing it", m.Change)
 		return c.resume(ctx, m, n)
 	}
+	// 1. Mark the first store's fence "being abandoned" (fencing it if an
+	// earlier abandon had put it back): the opposite of a rerun's commit,
+	// on the same fence, so a rerun running at once and this abandon
+	// cannot both go through. A rerun that reads the mark refuses.
 	out := SetChange{Gen: n, Change: m.Change, Abandoned: true}
-	for i, p := range c.places {
-		if p.Moving() && p.Move.Change == m.Change {
-			if err := c.swap(ctx, i, p.Settled()); err != nil {
-				return out, fmt.Errorf("give %s its place back: %w", c.name(i), err)
-			}
-			c.logf("%s is %s again", c.name(i), c.places[i].Describe())
+	p0 := c.places[0]
+	f := p0
+	switch {
+	case p0.Moving() && p0.Move.Change == m.Change:
+		f.Move.Abandon = true
+	case p0.Moving():
+		return out, fmt.Errorf("%w: %s is fenced by another change under way, %s to generation %d: abandon that one first, with exactly its own stores",
+			frond.ErrInvalidArgument, c.name(0), p0.Move.Change, p0.Next)
+	case p0.Gen < n:
+		f.Next, f.Move = n, m
+		f.Move.Abandon = true
+	}
+	f.Move.Run = c.run
+	if f.Moving() && f != p0 {
+		if err := c.swap(ctx, 0, f); err != nil {
+			return out, fmt.Errorf("mark %s for the abandon of change %s (is a rerun of it running?): %w; run the same --abandon again", c.name(0), m.Change, err)
 		}
 	}
+	// 2. Put every store back at the place it had, the first store last.
+	for _, i := range append(seq(1, len(c.places)), 0) {
+		p := c.places[i]
+		if !p.Moving() || p.Move.Change != m.Change {
+			continue
+		}
+		if err := c.swap(ctx, i, p.Settled()); err != nil {
+			return out, fmt.Errorf("give %s its place back: %w; run the same --abandon again", c.name(i), err)
+		}
+		c.logf("%s is %s again", c.name(i), c.places[i].Describe())
+	}
 	return out, nil
+}
+
+// seq is from, from+1, ..., to-1.
+func seq(from, to int) []int {
+	var out []int
+	for i := from; i < to; i++ {
+		out = append(out, i)
+	}
+	return out
 }
 
 // changer is one run of ChangeSet or AbandonChange over the stores given.
@@ -150,6 +184,7 @@ type changer struct {
 	ids    []string            // each store's identity
 	places []frond.Place       // each store's place, as last read or written
 	nset   int                 // how many of ps are the new set
+	run    string              // this run's identity (frond.Move.Run), in the fences it writes
 	// done marks the stores a resumed change has nothing left to do
 	// with: placed by it, and replaced since by a later change.
 	done []bool
@@ -162,7 +197,7 @@ func survey(ctx context.Context, set, retire []frond.SegmentStore, o SetOptions)
 		return nil, fmt.Errorf("%w: a set of stores needs at least one store", frond.ErrInvalidArgument)
 	}
 	all := append(slices.Clip(set), retire...)
-	c := &changer{o: o, nset: len(set), ps: make([]frond.PlacedStore, len(all)), ids: make([]string, len(all)), places: make([]frond.Place, len(all)), done: make([]bool, len(all))}
+	c := &changer{o: o, nset: len(set), ps: make([]frond.PlacedStore, len(all)), ids: make([]string, len(all)), places: make([]frond.Place, len(all)), done: make([]bool, len(all)), run: frond.NewIdentity()}
 	if len(all) > frond.MaxSetStores {
 		return nil, fmt.Errorf("%w: %d stores given: a change of the set names at most %d (its set and the stores it retires)", frond.ErrInvalidArgument, len(all), frond.MaxSetStores)
 	}
@@ -222,6 +257,7 @@ func (c *changer) underWay() ([]frond.Move, []int64) {
 			continue
 		}
 		ms[j].Raised = ms[j].Raised || p.Move.Raised // one store marked is enough: every store was raised
+		ms[j].Abandon = ms[j].Abandon || p.Move.Abandon
 	}
 	return ms, ns
 }
@@ -291,10 +327,12 @@ func (c *changer) placedBy(m frond.Move, n int64) int {
 
 // placing reports whether change m to generation n may have written a new
 // place: a store is placed by it, or marked raised (every store of the
-// change is marked before the first place is written). Such a change can
-// only be finished.
+// change is marked before the first place is written), and none is marked
+// for an abandon (a store marked so was never marked raised, so the change
+// never marked every store, nor placed one). Such a change can only be
+// finished.
 func (c *changer) placing(m frond.Move, n int64) bool {
-	return m.Raised || c.placedBy(m, n) >= 0
+	return !m.Abandon && (m.Raised || c.placedBy(m, n) >= 0)
 }
 
 // resume finishes change m to generation n, which fenced some of the
@@ -303,29 +341,36 @@ func (c *changer) resume(ctx context.Context, m frond.Move, n int64) (SetChange,
 	if err := c.matches(m, n); err != nil {
 		return SetChange{}, err
 	}
+	if m.Abandon {
+		return SetChange{}, fmt.Errorf("%w: change %s to generation %d is being abandoned (an abandon stopped midway, or runs now): "+
+			"run --abandon with the same stores to finish the abandon, then change the set again", frond.ErrInvalidArgument, m.Change, n)
+	}
 	writing := c.placing(m, n)
 	standing := make([]frond.Place, len(c.places)) // the places before the change
 	for i, p := range c.places {
 		standing[i] = p.Settled()
 		switch {
 		case p.Moving() && p.Move.Change == m.Change:
-		case p.Moving() && writing && p.Gen == n && p.Change == m.Change:
-			c.done[i] = true // placed by it, and fenced since by another change
-			c.logf("%s is %s: placed by change %s, and fenced since", c.name(i), p.Describe(), m.Change)
+		case p.Gen == n && p.Change == m.Change:
+			c.done[i] = true // placed by it (and maybe fenced since by a later change)
+		case writing && p.Gen > n:
+			// Every store of the change was fenced and marked raised
+			// before the first place was written, and nothing but the
+			// change takes its fence off once so marked (an abandon gives
+			// way): so this one was placed by it and replaced since by a
+			// later change (of a generation above; maybe fenced since by
+			// another), which saw every store of the change's new set
+			// placed (it had to give them all, and a fenced one would have
+			// refused it). The later change is the set now, and this
+			// one's part here is done.
+			c.done[i] = true
+			c.logf("%s is %s: placed by change %s and changed since", c.name(i), p.Describe(), m.Change)
 		case p.Moving():
 			return SetChange{}, fmt.Errorf("%w: %s is fenced by another change under way, %s to generation %d: "+
 				"abandon that one first (--abandon, with exactly its own stores)", frond.ErrInvalidArgument, c.name(i), p.Move.Change, p.Next)
-		case p.Gen == n && p.Change == m.Change:
-			c.done[i] = true
 		case writing:
-			// Every store of the change was fenced and raised before the
-			// first place was written, so this one was placed by it and
-			// replaced since by a later change, which saw every store of
-			// the change's new set placed (it had to give them all, and a
-			// fenced one would have refused it): the later change is the
-			// set now, and this one's part here is done.
-			c.done[i] = true
-			c.logf("%s is %s: placed by change %s and changed since", c.name(i), p.Describe(), m.Change)
+			return SetChange{}, fmt.Errorf("%w: change %s to generation %d had raised its stores, but %s is %s, neither fenced nor placed by it nor by a later change: "+
+				"the stores were changed by hand or by another tool; read docs/stores.md before going on", frond.ErrInvalidArgument, m.Change, n, c.name(i), p.Describe())
 		case p.Gen >= n:
 			return SetChange{}, fmt.Errorf("%w: change %s to generation %d was interrupted, and %s has been placed since by another change (%s): "+
 				"undo the interrupted one (--abandon, with its stores), then change the set again", frond.ErrInvalidArgument, m.Change, n, c.name(i), p.Describe())
@@ -370,6 +415,7 @@ func (c *changer) fence(ctx context.Context, n int64, m frond.Move) error {
 		}
 		f := p
 		f.Next, f.Move = n, m
+		f.Move.Run, f.Move.Raised, f.Move.Abandon = c.run, false, false
 		if err := c.swap(ctx, i, f); err != nil {
 			return fmt.Errorf("fence %s for change %s (is another change running?): %w; "+
 				"run the same command again to finish this change, or --abandon with the same stores to undo it", c.name(i), m.Change, err)
@@ -389,14 +435,28 @@ func (c *changer) finish(ctx context.Context, n int64, m frond.Move, raise bool)
 			return out, err
 		}
 	}
-	// Mark every fence raised: from here the change can only be finished.
+	// Mark every fence raised, the first store's first: that mark is the
+	// change's commit. From it on the change can only be finished; an
+	// abandon's first write is the opposite mark on the same fence, and
+	// each is a compare-and-set from the fence as this run read it, which
+	// another run's fence (after an abandon put the store back) does not
+	// match: if this mark lands, no store was put back since this run
+	// read every max_id, and none will be.
 	for i, p := range c.places {
-		if p.Moving() && p.Move.Change == m.Change && !p.Move.Raised {
-			r := p
-			r.Move.Raised = true
-			if err := c.swap(ctx, i, r); err != nil {
-				return out, fmt.Errorf("mark %s raised for change %s (is another change running?): %w; run the same command again to finish it", c.name(i), m.Change, err)
+		if !p.Moving() || p.Move.Change != m.Change || p.Move.Raised {
+			continue
+		}
+		r := p
+		r.Move.Raised = true
+		err := c.swap(ctx, i, r)
+		if err != nil && i > 0 {
+			// Another run of the change, committed too, marked it first.
+			if now, rerr := c.ps[i].Place(ctx); rerr == nil && now.Moving() && now.Move.Change == m.Change && now.Move.Raised {
+				c.places[i], err = now, nil
 			}
+		}
+		if err != nil {
+			return out, fmt.Errorf("mark %s raised for change %s (is an abandon or another run of it running?): %w; run the same command again", c.name(i), m.Change, err)
 		}
 	}
 	k := int64(c.nset)

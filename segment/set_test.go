@@ -630,3 +630,127 @@ func TestChangeSet_ResumeBesideALaterFence(t *testing.T) {
 	wantAt(t, a, "0/1@2")
 	noDuplicates(t, stores(a), stores(a, b), stores(b))
 }
+
+// killedBetweenFences leaves change "b, retiring a" of the set {a b}
+// fenced at both stores, neither marked: the state in which a rerun and an
+// abandon may run at once.
+func killedBetweenFences(t *testing.T) (a, b *lossyStore) {
+	t.Helper()
+	kill := killAfter(-1)
+	a, b = newLossy("a", kill), newLossy("b", kill)
+	mustCreate(t, a, "t", 1, 10)
+	mustCreate(t, b, "t", 1, 10)
+	if _, err := ChangeSet(bg, stores(a, b), nil, SetOptions{}); err != nil { // a 0/2@1, b 1/2@1
+		t.Fatal(err)
+	}
+	kill.Store(2) // fence b, fence a; killed at the first mark
+	if _, err := ChangeSet(bg, stores(b), stores(a), SetOptions{}); !errors.Is(err, errKilled) {
+		t.Fatal(err)
+	}
+	kill.Store(-1)
+	return a, b
+}
+
+// onSwap runs f once, before the next SwapPlace of s.
+func onSwap(s *lossyStore, f func()) { s.beforeSwap.Store(&f) }
+
+// A rerun and an abandon of one change at once (a review of issue 42): the
+// abandon's first write marks the first store's fence, which a rerun reads
+// as "being abandoned" and refuses; a rerun that read the fences before
+// fails at its commit, the mark of the same fence.
+func TestAbandonChange_BesideARerun(t *testing.T) {
+	t.Run("the rerun starts while the abandon runs", func(t *testing.T) {
+		a, b := killedBetweenFences(t)
+		var rerun error
+		onSwap(a, func() { _, rerun = ChangeSet(bg, stores(b), stores(a), SetOptions{}) }) // after b is marked, before a goes back
+		got, err := AbandonChange(bg, stores(b), stores(a), SetOptions{})
+		if err != nil || !got.Abandoned {
+			t.Fatalf("abandon: %+v, %v", got, err)
+		}
+		if !errors.Is(rerun, frond.ErrInvalidArgument) || !strings.Contains(rerun.Error(), "being abandoned") {
+			t.Fatalf("the rerun during the abandon: %v", rerun)
+		}
+		wantAt(t, a, "0/2@1")
+		wantAt(t, b, "1/2@1")
+		noDuplicates(t, stores(a, b), stores(a), stores(b))
+	})
+	t.Run("the abandon runs while the rerun is about to commit", func(t *testing.T) {
+		a, b := killedBetweenFences(t)
+		var abandoned SetChange
+		var aerr error
+		onSwap(b, func() { abandoned, aerr = AbandonChange(bg, stores(b), stores(a), SetOptions{}) }) // the rerun's first mark is b's
+		_, err := ChangeSet(bg, stores(b), stores(a), SetOptions{})
+		if !errors.Is(err, frond.ErrPlaceChanged) || aerr != nil || !abandoned.Abandoned {
+			t.Fatalf("rerun: %v; abandon: %+v, %v", err, abandoned, aerr)
+		}
+		wantAt(t, a, "0/2@1")
+		wantAt(t, b, "1/2@1")
+		noDuplicates(t, stores(a, b), stores(a), stores(b))
+	})
+	t.Run("a rerun that read the fences before an abandon and a new fence", func(t *testing.T) {
+		// The change "b, retiring a and c" is killed after fencing b and
+		// a. A rerun R fences c, and waits to commit. Meanwhile the
+		// change is abandoned (b and a go back; c, fenced by R after the
+		// abandon read it, stays fenced), a serves past the max_id R
+		// read, and a second rerun fences b and a anew and is killed
+		// before its commit. Those fences read as the first ones but for
+		// their run: R's commit must fail, or R would place b below IDs a
+		// served.
+		kill := killAfter(-1)
+		a, b, c := newLossy("a", kill), newLossy("b", kill), newLossy("c", kill)
+		for _, s := range []*lossyStore{a, b, c} {
+			mustCreate(t, s, "t", 1, 10)
+		}
+		if _, err := ChangeSet(bg, stores(a, b), stores(c), SetOptions{}); err != nil { // a 0/2@1, b 1/2@1
+			t.Fatal(err)
+		}
+		kill.Store(2) // fence b, fence a; killed fencing c
+		if _, err := ChangeSet(bg, stores(b), stores(a, c), SetOptions{}); !errors.Is(err, errKilled) {
+			t.Fatal(err)
+		}
+		kill.Store(-1)
+		served := map[int64]bool{}
+		atCommit := func() { // R is about to commit
+			e := newEngine(t, listing(t, a, b), Settings{FixedStep: true, FailFast: -1})
+			for range 100 {
+				id, err := e.Next(bg, "t")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				served[id] = true
+			}
+			e.Close()
+			kill.Store(2) // R2: fence b, fence a; killed raising
+			if _, err := ChangeSet(bg, stores(b), stores(a, c), SetOptions{}); !errors.Is(err, errKilled) {
+				t.Errorf("R2: %v", err)
+			}
+			kill.Store(-1)
+		}
+		onSwap(c, func() { // R is about to fence c: the abandon runs now
+			if got, err := AbandonChange(bg, stores(b), stores(a, c), SetOptions{}); err != nil || !got.Abandoned {
+				t.Errorf("abandon: %+v, %v", got, err)
+			}
+			onSwap(b, atCommit)
+		})
+		if _, err := ChangeSet(bg, stores(b), stores(a, c), SetOptions{}); !errors.Is(err, frond.ErrPlaceChanged) {
+			t.Fatalf("R, which read the old fences: %v", err)
+		}
+		if got, err := ChangeSet(bg, stores(b), stores(a, c), SetOptions{}); err != nil || !got.Resumed {
+			t.Fatalf("the rerun after: %+v, %v", got, err)
+		}
+		if len(served) == 0 {
+			t.Fatal("a served nothing while the change was undone")
+		}
+		e := newEngine(t, b, Settings{FixedStep: true, FailFast: -1})
+		for range 300 {
+			id, err := e.Next(bg, "t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if served[id] {
+				t.Fatalf("ID %d served while the change was undone, and by b after it", id)
+			}
+		}
+	})
+}

@@ -50,7 +50,7 @@ func testPlaceSwap(t *testing.T, o Opener) {
 	if p := must(placed(t, o).Place(c))(t); p != p1 {
 		t.Fatalf("another client reads %s, want %s", p.Describe(), p1.Describe())
 	}
-	moving := frond.Place{Residue: 1, Of: 3, Gen: 1, Next: 2, Move: frond.Move{Change: "abcdefgh", Set: "aaaaaaaa,bbbbbbbb,cccccccc", Retire: "dddddddd"}}
+	moving := frond.Place{Residue: 1, Of: 3, Gen: 1, Next: 2, Move: frond.Move{Change: "abcdefgh", Run: "bcdefghi", Set: "aaaaaaaa,bbbbbbbb,cccccccc", Retire: "dddddddd"}}
 	if err := s.SwapPlace(c, p1, moving); err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func testPlaceSwap(t *testing.T, o Opener) {
 		ids = append(ids, frond.NewIdentity())
 	}
 	longest := frond.Place{Residue: 14, Of: 15, Gen: 1<<63 - 2, Change: frond.NewIdentity(), Next: 1<<63 - 1,
-		Move: frond.Move{Change: frond.NewIdentity(), Set: strings.Join(ids[:15], ","), Retire: ids[15], Raised: true}}
+		Move: frond.Move{Change: frond.NewIdentity(), Run: frond.NewIdentity(), Set: strings.Join(ids[:15], ","), Retire: ids[15], Raised: true}}
 	if err := s.SwapPlace(c, moving, longest); err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func testPlaceFence(t *testing.T, o Opener) {
 	wantErr(t, "sequence IDs of a segment tag", err, frond.ErrNotSequence)
 	// While a change is under way: nothing, to anyone.
 	moving := at
-	moving.Next, moving.Move = 2, frond.Move{Change: "abcdefgh", Set: "aaaaaaaa,bbbbbbbb"}
+	moving.Next, moving.Move = 2, frond.Move{Change: "abcdefgh", Run: "bcdefghi", Set: "aaaaaaaa,bbbbbbbb"}
 	if err := s.SwapPlace(c, at, moving); err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func testPlaceFenceUnderLoad(t *testing.T, o Opener, sequence bool) {
 		}
 	}
 	moving := at
-	moving.Next, moving.Move = 2, frond.Move{Change: "abcdefgh", Set: "aaaaaaaa,bbbbbbbb"}
+	moving.Next, moving.Move = 2, frond.Move{Change: "abcdefgh", Run: "bcdefghi", Set: "aaaaaaaa,bbbbbbbb"}
 	began := time.Now()
 	err := s.SwapPlace(c, at, moving)
 	took := time.Since(began)

@@ -58,7 +58,7 @@ WHERE NOT l.granted AND a.datname = current_database()`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	fence := at
-	fence.Next, fence.Move = 2, frond.Move{Change: "bcdefghi", Set: "aaaaaaaa,bbbbbbbb"}
+	fence.Next, fence.Move = 2, frond.Move{Change: "bcdefghi", Run: "cdefghij", Set: "aaaaaaaa,bbbbbbbb"}
 	swapped := make(chan error, 1)
 	go func() { swapped <- s.SwapPlace(ctx, at, fence) }()
 	testenv.WaitFor(t, "the swap waiting for the allocation in flight", func() bool { return waiting() >= 1 })
