@@ -564,13 +564,12 @@ func (c *changer) complete(standing []frond.Place) error {
 	}
 	sets := map[set][]int{} // the stores of each set among those given
 	var order []set
-	live, retired := int64(0), int64(0)
+	var retired []set // the changes that retired a store given
 	for i, p := range standing {
 		switch {
 		case p.Retired():
-			retired = max(retired, p.Gen)
+			retired = append(retired, set{p.Gen, p.Change})
 		case p.Of > 0:
-			live = max(live, p.Gen)
 			k := set{p.Gen, p.Change}
 			if _, ok := sets[k]; !ok {
 				order = append(order, k)
@@ -578,9 +577,14 @@ func (c *changer) complete(standing []frond.Place) error {
 			sets[k] = append(sets[k], i)
 		}
 	}
-	if retired > live {
-		return fmt.Errorf("%w: a store given was retired by the change to generation %d, but no store of that set or a later one is given: "+
-			"give every store of the current set (in the new set, or to retire), since each may hold IDs this change must see", frond.ErrInvalidArgument, retired)
+	for _, r := range retired {
+		// The set that change made, or a later one (of a generation
+		// above), must be among the stores given.
+		if !slices.ContainsFunc(order, func(k set) bool { return k == r || k.gen > r.gen }) {
+			return fmt.Errorf("%w: a store given was retired by the change to %s, but no store of that set or a later one is given: "+
+				"give every store of the current set (in the new set, or to retire), since each may hold IDs this change must see",
+				frond.ErrInvalidArgument, frond.Place{Gen: r.gen, Change: r.change}.Set())
+		}
 	}
 	var errs []error
 	for _, k := range order {

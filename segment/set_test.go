@@ -754,3 +754,28 @@ func TestAbandonChange_BesideARerun(t *testing.T) {
 		}
 	})
 }
+
+// A store retired by a change is given only with the set that change made
+// (or a later one): beside a set of the same generation made by another
+// change (another lineage of stores), its own set's IDs would go unread (a
+// review of issue 42).
+func TestChangeSet_RetiredNeedsItsOwnSet(t *testing.T) {
+	a, r, d, e := newLossy("a", nil), newLossy("r", nil), newLossy("d", nil), newLossy("e", nil)
+	for _, s := range []*lossyStore{a, r, d, e} {
+		mustCreate(t, s, "t", 1, 10)
+	}
+	for _, l := range [][2][]frond.SegmentStore{{stores(a, r), nil}, {stores(a), stores(r)}, {stores(d, e), nil}, {stores(d), stores(e)}} {
+		if _, err := ChangeSet(bg, l[0], l[1], SetOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	noDuplicates(t, stores(a)) // a serves past r's max_id
+	_, err := ChangeSet(bg, stores(r, d), nil, SetOptions{})
+	if !errors.Is(err, frond.ErrInvalidArgument) || !strings.Contains(err.Error(), "no store of that set or a later one is given") {
+		t.Fatalf("r beside another lineage's set: %v", err)
+	}
+	if _, err := ChangeSet(bg, stores(r, d, a), nil, SetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	noDuplicates(t, stores(a, r, d), stores(r), stores(d, a))
+}
