@@ -55,11 +55,12 @@ type Move struct {
 	// can only be finished, never undone (a store it placed may serve,
 	// and a later change may have replaced that place).
 	Raised bool
-	// Abandon is set on every store of the change before an abandon puts
-	// the first one back at its old place: from then on the change can
-	// only be abandoned. A fence is marked one way or the other, never
-	// both, each by compare-and-set from the unmarked fence, so a rerun
-	// and an abandon running at once cannot both go through.
+	// Abandon is set on the first store's fence before an abandon puts
+	// any store back at its old place: from then on the change can only
+	// be abandoned. That fence is marked one way (Raised: the commit) or
+	// the other, never both, each by compare-and-set from the unmarked
+	// fence, so a rerun and an abandon running at once cannot both go
+	// through.
 	Abandon bool
 }
 

@@ -131,25 +131,18 @@ func AbandonChange(ctx context.Context, set, retire []frond.SegmentStore, o SetO
 		c.logf("change %s had raised its stores and may have placed some: it cannot be undone; finishing it", m.Change)
 		return c.resume(ctx, m, n)
 	}
-	// 1. Mark the first store's fence "being abandoned" (fencing it if an
-	// earlier abandon had put it back): the opposite of a rerun's commit,
-	// on the same fence, so a rerun running at once and this abandon
-	// cannot both go through. A rerun that reads the mark refuses.
+	// 1. If the first store is fenced by the change, mark its fence "being
+	// abandoned": the opposite of a run's commit, on the same fence, so a
+	// run and this abandon cannot both go through, and a rerun that reads
+	// the mark refuses. If it is not (another change fences it, or an
+	// abandon put it back), no run of the change can commit until one
+	// fences it again and writes every fence of the change anew, each by
+	// compare-and-set from the fence it read, which a put-back below
+	// changes (or this abandon's put-back fails on the fence it wrote).
 	out := SetChange{Gen: n, Change: m.Change, Abandoned: true}
-	p0 := c.places[0]
-	f := p0
-	switch {
-	case p0.Moving() && p0.Move.Change == m.Change:
-		f.Move.Abandon = true
-	case p0.Moving():
-		return out, fmt.Errorf("%w: %s is fenced by another change under way, %s to generation %d: abandon that one first, with exactly its own stores",
-			frond.ErrInvalidArgument, c.name(0), p0.Move.Change, p0.Next)
-	case p0.Gen < n:
-		f.Next, f.Move = n, m
-		f.Move.Abandon = true
-	}
-	f.Move.Run = c.run
-	if f.Moving() && f != p0 {
+	if p0 := c.places[0]; p0.Moving() && p0.Move.Change == m.Change {
+		f := p0
+		f.Move.Abandon, f.Move.Run = true, c.run
 		if err := c.swap(ctx, 0, f); err != nil {
 			return out, fmt.Errorf("mark %s for the abandon of change %s (is a rerun of it running?): %w; run the same --abandon again", c.name(0), m.Change, err)
 		}
@@ -164,6 +157,17 @@ func AbandonChange(ctx context.Context, set, retire []frond.SegmentStore, o SetO
 			return out, fmt.Errorf("give %s its place back: %w; run the same --abandon again", c.name(i), err)
 		}
 		c.logf("%s is %s again", c.name(i), c.places[i].Describe())
+	}
+	// 3. A run of the change may have fenced a store this abandon read
+	// as not fenced: it is not done until none is.
+	for i, s := range c.ps {
+		p, err := s.Place(ctx)
+		if err != nil {
+			return out, fmt.Errorf("read the place of %s: %w", c.name(i), err)
+		}
+		if p.Moving() && p.Move.Change == m.Change {
+			return out, fmt.Errorf("%w: a run of change %s fenced %s while the abandon ran: run the same --abandon again", frond.ErrPlaceChanged, m.Change, c.name(i))
+		}
 	}
 	return out, nil
 }
@@ -382,7 +386,11 @@ func (c *changer) resume(ctx context.Context, m frond.Move, n int64) (SetChange,
 		}
 	}
 	c.logf("finishing the interrupted change %s to generation %d (%d stores, %d retired)", m.Change, n, c.nset, len(c.ids)-c.nset)
-	if err := c.fence(ctx, n, m); err != nil {
+	fence := c.claim // before it commits: every fence anew
+	if writing {
+		fence = c.fence // committed: no store goes back; nothing to claim
+	}
+	if err := fence(ctx, n, m); err != nil {
 		return SetChange{}, err
 	}
 	out, err := c.finish(ctx, n, m, !writing) // once placing may have begun, every store was raised
@@ -409,18 +417,36 @@ func (c *changer) swap(ctx context.Context, i int, p frond.Place) error {
 // fence fences, for change m to generation n, every store not fenced or
 // placed by it yet.
 func (c *changer) fence(ctx context.Context, n int64, m frond.Move) error {
+	return c.fenceAll(ctx, n, m, false)
+}
+
+// claim fences, for change m to generation n, every store not fenced yet,
+// and writes every fence of m anew with this run's identity, in order,
+// before the run reads a max_id: each by compare-and-set from the fence
+// it read, so that an abandon's put-back of a store and this run's claim
+// of it exclude each other, and a store this run holds cannot be put back
+// unless an abandon first marks the first store, which this run's commit
+// then finds changed. Without it a run could commit over a store put back
+// and serving since it read the fences (a review of issue 42).
+func (c *changer) claim(ctx context.Context, n int64, m frond.Move) error {
+	return c.fenceAll(ctx, n, m, true)
+}
+
+func (c *changer) fenceAll(ctx context.Context, n int64, m frond.Move, rewrite bool) error {
 	for i, p := range c.places {
-		if p.Moving() || c.done[i] {
+		if c.done[i] || p.Moving() && (!rewrite || p.Move.Change != m.Change) {
 			continue
 		}
 		f := p
 		f.Next, f.Move = n, m
 		f.Move.Run, f.Move.Raised, f.Move.Abandon = c.run, false, false
 		if err := c.swap(ctx, i, f); err != nil {
-			return fmt.Errorf("fence %s for change %s (is another change running?): %w; "+
+			return fmt.Errorf("fence %s for change %s (is another change, or an abandon, running?): %w; "+
 				"run the same command again to finish this change, or --abandon with the same stores to undo it", c.name(i), m.Change, err)
 		}
-		c.logf("fenced %s (%s)", c.name(i), p.Describe())
+		if !p.Moving() {
+			c.logf("fenced %s (%s)", c.name(i), p.Describe())
+		}
 	}
 	return nil
 }

@@ -779,3 +779,102 @@ func TestChangeSet_RetiredNeedsItsOwnSet(t *testing.T) {
 	}
 	noDuplicates(t, stores(a, r, d), stores(r), stores(d, a))
 }
+
+// serveN takes n IDs of tag "t" from a node over s.
+func serveN(t *testing.T, s frond.SegmentStore, n int) map[int64]bool {
+	t.Helper()
+	e := newEngine(t, s, Settings{FixedStep: true, FailFast: -1})
+	defer e.Close()
+	out := map[int64]bool{}
+	for range n {
+		id, err := e.Next(bg, "t")
+		if err != nil {
+			t.Fatalf("serve %v: %v", s, err)
+		}
+		out[id] = true
+	}
+	return out
+}
+
+// Leftovers of runs overtaken by abandons (a second review of issue 42).
+func TestAbandonChange_Leftovers(t *testing.T) {
+	// leftover: change m = {a} retiring c; its first run fences a, an
+	// abandon puts a back, then the run fences c: c stays fenced by m, and
+	// a later abandon or rerun must deal with that leftover.
+	leftover := func(t *testing.T) (a, c *lossyStore) {
+		a, c = newLossy("a", nil), newLossy("c", nil)
+		mustCreate(t, a, "t", 1, 10)
+		mustCreate(t, c, "t", 1000, 10)
+		var aerr error
+		onSwap(c, func() { _, aerr = AbandonChange(bg, stores(a), stores(c), SetOptions{}) })
+		if _, err := ChangeSet(bg, stores(a), stores(c), SetOptions{}); !errors.Is(err, frond.ErrPlaceChanged) {
+			t.Fatalf("first run: %v", err)
+		}
+		if aerr != nil {
+			t.Fatalf("the abandon during the run: %v", aerr)
+		}
+		if p, _ := a.Place(bg); !p.Alone() {
+			t.Fatalf("a is %s", p.Describe())
+		}
+		wantFenced(t, c)
+		return a, c
+	}
+	t.Run("a rerun overtaken by an abandon commits nothing", func(t *testing.T) {
+		a, c := leftover(t)
+		// A rerun R reads a alone and c fenced; a second abandon then
+		// fences a, puts c back (it serves) and puts a back; R fences a
+		// (it reads as R read it) and must fail to claim c.
+		onSwap(a, func() {
+			if _, err := AbandonChange(bg, stores(a), stores(c), SetOptions{}); err != nil {
+				t.Errorf("abandon 2: %v", err)
+			}
+		})
+		if _, err := ChangeSet(bg, stores(a), stores(c), SetOptions{}); !errors.Is(err, frond.ErrPlaceChanged) {
+			t.Fatalf("R: %v", err)
+		}
+		if p, _ := a.Place(bg); p.Moving() && p.Move.Raised {
+			t.Fatalf("R committed: a is %s", p.Describe())
+		}
+		served := serveN(t, c, 100) // c alone (it was never placed), past the max_id R read
+		// The change is finished (or abandoned) from here, and a never
+		// hands out what c did.
+		if got, err := ChangeSet(bg, stores(a), stores(c), SetOptions{}); err != nil || !got.Resumed {
+			t.Fatalf("the rerun: %+v, %v", got, err)
+		}
+		for id := range serveN(t, a, 100) {
+			if served[id] {
+				t.Fatalf("ID %d handed out by c, then by a", id)
+			}
+		}
+	})
+	t.Run("crossed first stores", func(t *testing.T) {
+		// m = {a b} fences a; an abandon puts a back; m2 = {b a} fences b;
+		// an abandon of m2 puts b back; m2's run fences a and fails; m's
+		// run fences b and fails: a is fenced by m2, b by m, each the
+		// other's first store. Each abandon goes through.
+		a, b := newLossy("a", nil), newLossy("b", nil)
+		mustCreate(t, a, "t", 1, 10)
+		mustCreate(t, b, "t", 1, 10)
+		onSwap(b, func() {
+			AbandonChange(bg, stores(a, b), nil, SetOptions{})
+			onSwap(a, func() { AbandonChange(bg, stores(b, a), nil, SetOptions{}) })
+			ChangeSet(bg, stores(b, a), nil, SetOptions{})
+		})
+		ChangeSet(bg, stores(a, b), nil, SetOptions{})
+		pa, pb := wantFenced(t, a), wantFenced(t, b)
+		if pa.Move.Change == pb.Move.Change {
+			t.Fatalf("a and b fenced by one change: %s, %s", pa.Describe(), pb.Describe())
+		}
+		if _, err := AbandonChange(bg, stores(a, b), nil, SetOptions{}); err != nil {
+			t.Fatalf("abandon {a b}: %v", err)
+		}
+		if _, err := AbandonChange(bg, stores(b, a), nil, SetOptions{}); err != nil {
+			t.Fatalf("abandon {b a}: %v", err)
+		}
+		for _, s := range []*lossyStore{a, b} {
+			if p, _ := s.Place(bg); !p.Alone() {
+				t.Fatalf("%s is %s", s.name, p.Describe())
+			}
+		}
+	})
+}
