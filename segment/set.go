@@ -139,7 +139,7 @@ func AbandonChange(ctx context.Context, set, retire []frond.SegmentStore, o SetO
 	// fences it again and writes every fence of the change anew, each by
 	// compare-and-set from the fence it read, which a put-back below
 	// changes (or this abandon's put-back fails on the fence it wrote).
-	out := SetChange{Gen: n, Change: m.Change, Abandoned: true}
+	out := SetChange{Gen: n, Change: m.Change}
 	if p0 := c.places[0]; p0.Moving() && p0.Move.Change == m.Change {
 		f := p0
 		f.Move.Abandon, f.Move.Run = true, c.run
@@ -169,6 +169,7 @@ func AbandonChange(ctx context.Context, set, retire []frond.SegmentStore, o SetO
 			return out, fmt.Errorf("%w: a run of change %s fenced %s while the abandon ran: run the same --abandon again", frond.ErrPlaceChanged, m.Change, c.name(i))
 		}
 	}
+	out.Abandoned = true
 	return out, nil
 }
 
@@ -350,6 +351,7 @@ func (c *changer) resume(ctx context.Context, m frond.Move, n int64) (SetChange,
 			"run --abandon with the same stores to finish the abandon, then change the set again", frond.ErrInvalidArgument, m.Change, n)
 	}
 	writing := c.placing(m, n)
+	reraise := false                               // committed, with a store put back since: raise again
 	standing := make([]frond.Place, len(c.places)) // the places before the change
 	for i, p := range c.places {
 		standing[i] = p.Settled()
@@ -372,6 +374,14 @@ func (c *changer) resume(ctx context.Context, m frond.Move, n int64) (SetChange,
 		case p.Moving():
 			return SetChange{}, fmt.Errorf("%w: %s is fenced by another change under way, %s to generation %d: "+
 				"abandon that one first (--abandon, with exactly its own stores)", frond.ErrInvalidArgument, c.name(i), p.Move.Change, p.Next)
+		case writing && p.Gen < n && c.placedBy(m, n) < 0:
+			// Committed, but this store was put back by an abandon that ran
+			// at once (it read the fence before the run marked it): the
+			// run could not mark it, so no store was placed. It is fenced
+			// again below and every store raised again, from max_id
+			// values read with all of them fenced.
+			reraise = true
+			c.logf("%s is %s: put back by an abandon while change %s committed; fencing it again", c.name(i), p.Describe(), m.Change)
 		case writing:
 			return SetChange{}, fmt.Errorf("%w: change %s to generation %d had raised its stores, but %s is %s, neither fenced nor placed by it nor by a later change: "+
 				"the stores were changed by hand or by another tool; read docs/stores.md before going on", frond.ErrInvalidArgument, m.Change, n, c.name(i), p.Describe())
@@ -393,7 +403,7 @@ func (c *changer) resume(ctx context.Context, m frond.Move, n int64) (SetChange,
 	if err := fence(ctx, n, m); err != nil {
 		return SetChange{}, err
 	}
-	out, err := c.finish(ctx, n, m, !writing) // once placing may have begun, every store was raised
+	out, err := c.finish(ctx, n, m, !writing || reraise) // once committed, every store was raised (unless one was put back)
 	out.Resumed = true
 	return out, err
 }
