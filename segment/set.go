@@ -351,7 +351,13 @@ func (c *changer) resume(ctx context.Context, m frond.Move, n int64) (SetChange,
 			"run --abandon with the same stores to finish the abandon, then change the set again", frond.ErrInvalidArgument, m.Change, n)
 	}
 	writing := c.placing(m, n)
-	reraise := false                               // committed, with a store put back since: raise again
+	// Committed but nothing placed yet: every store is still fenced (a
+	// store is placed only once every fence is marked, and a marked fence
+	// is never put back), so raising again is safe, and needed when a
+	// store was put back by an abandon running at once, served, and was
+	// fenced again by a run that then stopped before raising (a fourth
+	// review of issue 42): raise again, from max_id values read now.
+	reraise := writing && c.placedBy(m, n) < 0
 	standing := make([]frond.Place, len(c.places)) // the places before the change
 	for i, p := range c.places {
 		standing[i] = p.Settled()
@@ -380,7 +386,6 @@ func (c *changer) resume(ctx context.Context, m frond.Move, n int64) (SetChange,
 			// run could not mark it, so no store was placed. It is fenced
 			// again below and every store raised again, from max_id
 			// values read with all of them fenced.
-			reraise = true
 			c.logf("%s is %s: put back by an abandon while change %s committed; fencing it again", c.name(i), p.Describe(), m.Change)
 		case writing:
 			return SetChange{}, fmt.Errorf("%w: change %s to generation %d had raised its stores, but %s is %s, neither fenced nor placed by it nor by a later change: "+
