@@ -94,3 +94,22 @@ func Client(ctx context.Context, endpoints []string, timeout time.Duration) (*cl
 	}
 	return c, nil
 }
+
+// CreateOrGet puts value at key if the key does not exist, in one
+// transaction, and returns the value the key holds then (value itself when
+// it was put now): a record that the first writer makes and every later
+// one reads (a store's identity, a registry's layout).
+func CreateOrGet(ctx context.Context, c *clientv3.Client, key, value string) (string, error) {
+	r, err := c.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, value)).Else(clientv3.OpGet(key)).Commit()
+	if err != nil {
+		return "", err
+	}
+	if r.Succeeded {
+		return value, nil
+	}
+	if kvs := r.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+		return string(kvs[0].Value), nil
+	}
+	return "", fmt.Errorf("%s was deleted as it was read", key)
+}

@@ -202,3 +202,17 @@ func Explain(err error) error {
 	}
 	return err
 }
+
+// SetNXGet sets key to value if the key does not exist and returns the
+// value it holds then, in one transaction: a record that the first writer
+// makes and every later one reads (a store's identity, a registry's
+// layout).
+func SetNXGet(ctx context.Context, c *redis.Client, key, value string) (string, error) {
+	pipe := c.TxPipeline()
+	pipe.SetNX(ctx, key, value, 0)
+	get := pipe.Get(ctx, key)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return "", err
+	}
+	return get.Val(), nil
+}

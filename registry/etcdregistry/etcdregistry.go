@@ -151,23 +151,16 @@ func (b *Backend) Prepare(context.Context) error { return nil }
 
 var _ registry.LayoutRecorder = (*Backend)(nil)
 
-// RecordLayout implements registry.LayoutRecorder: one transaction that
-// creates the key if it is absent and reads it otherwise.
+// RecordLayout implements registry.LayoutRecorder: the key, created if it
+// is absent (etcdconn.CreateOrGet).
 func (b *Backend) RecordLayout(ctx context.Context, layout string) (string, error) {
 	ctx, cancel := b.bound(ctx)
 	defer cancel()
-	r, err := b.c.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(b.layoutKey), "=", 0)).
-		Then(clientv3.OpPut(b.layoutKey, layout)).Else(clientv3.OpGet(b.layoutKey)).Commit()
+	got, err := etcdconn.CreateOrGet(ctx, b.c, b.layoutKey, layout)
 	if err != nil {
 		return "", b.fail("record the snowflake layout", err)
 	}
-	if r.Succeeded {
-		return layout, nil
-	}
-	if kvs := r.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
-		return string(kvs[0].Value), nil
-	}
-	return "", b.fail("record the snowflake layout", errors.New("the layout key vanished"))
+	return got, nil
 }
 
 // snapshot is the registry's keys at one revision.

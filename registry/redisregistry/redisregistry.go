@@ -188,13 +188,11 @@ var _ registry.LayoutRecorder = (*Backend)(nil)
 func (b *Backend) RecordLayout(ctx context.Context, layout string) (string, error) {
 	ctx, cancel := redisutil.Bound(ctx, b.timeout)
 	defer cancel()
-	pipe := b.c.TxPipeline()
-	pipe.SetNX(ctx, b.layoutKey, layout, 0)
-	get := pipe.Get(ctx, b.layoutKey)
-	if _, err := pipe.Exec(ctx); err != nil {
+	got, err := redisutil.SetNXGet(ctx, b.c, b.layoutKey, layout)
+	if err != nil {
 		return "", b.fail("record the snowflake layout", err)
 	}
-	return get.Val(), nil
+	return got, nil
 }
 
 func (b *Backend) fail(op string, err error) error {

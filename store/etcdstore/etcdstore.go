@@ -288,22 +288,14 @@ func (s *Store) Place(ctx context.Context) (frond.Place, error) {
 // identityKey holds the store's identity (frond.PlacedStore.Identity).
 func (s *Store) identityKey() string { return s.prefix + "identity" }
 
-// Identity implements frond.PlacedStore: one transaction that creates the
-// key if it is absent and reads it otherwise.
+// Identity implements frond.PlacedStore: the key, created if it is absent
+// (etcdconn.CreateOrGet).
 func (s *Store) Identity(ctx context.Context) (string, error) {
 	c, cancel := s.bound(ctx)
 	defer cancel()
-	id := frond.NewIdentity()
-	r, err := s.c.Txn(c).If(clientv3.Compare(clientv3.CreateRevision(s.identityKey()), "=", 0)).
-		Then(clientv3.OpPut(s.identityKey(), id)).Else(clientv3.OpGet(s.identityKey())).Commit()
+	id, err := etcdconn.CreateOrGet(c, s.c, s.identityKey(), frond.NewIdentity())
 	if err != nil {
 		return "", s.fail("read the store's identity", err)
-	}
-	if !r.Succeeded {
-		id = ""
-		if kvs := r.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
-			id = string(kvs[0].Value)
-		}
 	}
 	if !frond.ValidIdentity(id) {
 		return "", fmt.Errorf("%w: the identity recorded in etcd %v (%s) reads %q", frond.ErrInvalidArgument, s.endpoints, s.identityKey(), id)

@@ -305,13 +305,10 @@ func (s *Store) identityKey() string { return s.prefix + "identity" }
 func (s *Store) Identity(ctx context.Context) (string, error) {
 	c, cancel := s.bound(ctx)
 	defer cancel()
-	pipe := s.c.TxPipeline()
-	pipe.SetNX(c, s.identityKey(), frond.NewIdentity(), 0)
-	get := pipe.Get(c, s.identityKey())
-	if _, err := pipe.Exec(c); err != nil {
+	id, err := redisutil.SetNXGet(c, s.c, s.identityKey(), frond.NewIdentity())
+	if err != nil {
 		return "", s.fail("read the store's identity", err)
 	}
-	id := get.Val()
 	if !frond.ValidIdentity(id) {
 		return "", fmt.Errorf("%w: the identity recorded in %s (%s) reads %q", frond.ErrInvalidArgument, s.where, s.identityKey(), id)
 	}
