@@ -53,6 +53,83 @@ type Tag struct {
 	// created and never changes. Stores keep it beside Leaf's table, so a
 	// Leaf table reads as all segment tags.
 	Mode string
+	// Mapping is how the tag's counter becomes the numbers it hands out,
+	// for its whole life and on every node: empty (MappingPlain: the
+	// counter itself), MappingMist (the counter and two random bytes) or
+	// MappingOpaque (a keyed permutation). Text forms (base62, prefixes)
+	// encode the mapped number and are free to ask for; another mapping
+	// is refused, since two mappings of one counter meet each other
+	// (issue 42). Stores keep it beside Leaf's table and hand it out with
+	// every allocation, read atomically with it (Allocation.Mapping).
+	Mapping string
+}
+
+// Mappings of a tag's counter to its numbers (Tag.Mapping).
+const (
+	MappingPlain  = "plain"
+	MappingMist   = "mist"
+	MappingOpaque = "opaque"
+)
+
+// MistShift is how far a Mist number moves the counter up: 16 bits of
+// salt below it.
+const MistShift = 16
+
+// CheckMapping reports whether m is a mapping: empty, MappingPlain,
+// MappingMist or MappingOpaque.
+func CheckMapping(m string) error {
+	switch m {
+	case "", MappingPlain, MappingMist, MappingOpaque:
+		return nil
+	}
+	if len(m) > 40 {
+		m = m[:40] + "..."
+	}
+	return fmt.Errorf("%w: mapping %q: plain, mist or opaque", ErrInvalidArgument, m)
+}
+
+// StoredMapping is the form of a mapping stores keep: empty for plain
+// numbers, so that a tag without a mapping record (a Leaf table) is plain.
+func StoredMapping(m string) string {
+	if m == MappingPlain {
+		return ""
+	}
+	return m
+}
+
+// MappingName is the tag's mapping by its name: MappingPlain for an empty
+// Mapping.
+func (t Tag) MappingName() string {
+	if t.Mapping == "" {
+		return MappingPlain
+	}
+	return t.Mapping
+}
+
+// MappingFloor is the max_id every store of a tag must be raised to (when
+// below it) as the tag's mapping moves from one to another, when top is the
+// highest max_id of the tag over its stores: the first counter value whose
+// numbers under the new mapping lie above every number the old mapping
+// gave (all from counters below top). Plain to Mist: a counter c gives
+// c<<16 and up, above every plain number below top once c >= ceil(top /
+// 2^16). Mist to plain: the Mist numbers of counters below top are below
+// top<<16. An opaque number may be any number of its width, so no raise
+// moves a tag past them: a change to or from opaque is refused.
+func MappingFloor(from, to string, top int64) (int64, error) {
+	from, to = StoredMapping(from), StoredMapping(to)
+	switch {
+	case from == to:
+		return top, nil
+	case from == MappingOpaque || to == MappingOpaque:
+		return 0, fmt.Errorf("%w: a tag's mapping cannot change to or from opaque: an opaque number may be any number below 2^width, so no raise moves the tag past the numbers it gave; use a new tag", ErrInvalidArgument)
+	case from == "" && to == MappingMist:
+		return (max(top, 0) + 1<<MistShift - 1) >> MistShift, nil
+	default: // Mist to plain
+		if top > math.MaxInt64>>MistShift {
+			return 0, fmt.Errorf("%w: max_id %d is past Mist's counter: its numbers fill the whole space", ErrTagExhausted, top)
+		}
+		return max(top, 0) << MistShift, nil
+	}
 }
 
 // Modes of a tag (Tag.Mode).
@@ -106,6 +183,9 @@ func (t Tag) Validate() error {
 	if err := CheckMode(t.Mode); err != nil {
 		return err
 	}
+	if err := CheckMapping(t.Mapping); err != nil {
+		return err
+	}
 	return validateDescription(t.Description)
 }
 
@@ -118,6 +198,13 @@ type TagUpdate struct {
 	// MaxID raises max_id. A value below the current max_id is refused with
 	// ErrWouldReissue; the same value is accepted and changes nothing.
 	MaxID *int64
+	// Mapping changes the tag's mapping (Tag.Mapping). Another mapping
+	// needs MaxID at least at MappingFloor of the tag's max_id, in the
+	// same update: the store raises and changes the mapping atomically,
+	// so every allocation is of one mapping, before or after. A sequence
+	// tag's mapping never changes (its IDs are formatted by the mapping a
+	// node has cached).
+	Mapping *string
 }
 
 // Validate checks the fields that can be checked without the stored tag.
@@ -127,6 +214,11 @@ func (u TagUpdate) Validate() error {
 	}
 	if u.MaxID != nil && *u.MaxID < 0 {
 		return fmt.Errorf("%w: max_id %d: must not be negative", ErrInvalidArgument, *u.MaxID)
+	}
+	if u.Mapping != nil {
+		if err := CheckMapping(*u.Mapping); err != nil {
+			return err
+		}
 	}
 	if u.Description != nil {
 		return validateDescription(*u.Description)
@@ -140,6 +232,7 @@ func (u TagUpdate) Apply(t Tag) (Tag, error) {
 	if err := u.Validate(); err != nil {
 		return t, err
 	}
+	old := t
 	if u.MaxID != nil {
 		if *u.MaxID < t.MaxID {
 			return t, fmt.Errorf("%w: max_id of %q is %d; %d would hand out IDs again", ErrWouldReissue, t.Name, t.MaxID, *u.MaxID)
@@ -152,7 +245,28 @@ func (u TagUpdate) Apply(t Tag) (Tag, error) {
 	if u.Description != nil {
 		t.Description = *u.Description
 	}
+	if u.Mapping != nil && StoredMapping(*u.Mapping) != StoredMapping(t.Mapping) {
+		to := StoredMapping(*u.Mapping)
+		if t.Mode == ModeSequence {
+			return t, fmt.Errorf("%w: tag %q is a sequence tag: its mapping is set when it is created", ErrInvalidArgument, t.Name)
+		}
+		// The floor of this store's own max_id; the caller raises every
+		// store of a set to the floor of the highest (MappingFloor).
+		floor, err := MappingFloor(t.Mapping, to, old.MaxID)
+		if err != nil {
+			return t, err
+		}
+		if u.MaxID == nil || t.MaxID < floor {
+			return t, fmt.Errorf("%w: tag %q: mapping %s to %s needs max_id raised to at least %d in the same update", ErrInvalidArgument, t.Name, old.MappingName(), MappingName(to), floor)
+		}
+		t.Mapping = to
+	}
 	return t, nil
+}
+
+// MappingName names a mapping: MappingPlain for empty.
+func MappingName(m string) string {
+	return Tag{Mapping: m}.MappingName()
 }
 
 // ValidateTagName reports whether name is a valid tag name: 1 to 128 bytes of
@@ -230,6 +344,29 @@ type Allocation struct {
 	// Step is the tag's configured step at the time of the allocation; the
 	// engine never asks for less.
 	Step int64
+	// Mapping is the tag's mapping (Tag.Mapping) as the allocation found
+	// it, read atomically with the raise: the IDs are handed out in it.
+	Mapping string
+}
+
+// TagCopier is a store made of several (segment.Multi): TagCopies reads a
+// tag from every one of them, for a change that must see the highest
+// max_id (a change of mapping, MappingFloor).
+type TagCopier interface {
+	TagCopies(ctx context.Context, name string) ([]Tag, error)
+}
+
+// TagCopies reads a tag from every store s is made of (TagCopier), or
+// from s alone.
+func TagCopies(ctx context.Context, s SegmentStore, name string) ([]Tag, error) {
+	if c, ok := s.(TagCopier); ok {
+		return c.TagCopies(ctx, name)
+	}
+	t, err := s.Tag(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return []Tag{t}, nil
 }
 
 // SegmentStore is the contract of a segment backend. Implementations must be

@@ -113,3 +113,42 @@ func TestTag_DescriptionControlCharacters(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestMappingFloor: after a change of mapping at the floor, the new
+// mapping's numbers lie above every number the old one gave.
+func TestMappingFloor(t *testing.T) {
+	mist := func(c int64, salt int64) int64 { return c<<frond.MistShift | salt }
+	for _, top := range []int64{0, 1, 2, 11, 65535, 65536, 65537, 1 << 40} {
+		// Plain to Mist: plain numbers below top; Mist from counters at the floor and up.
+		f, err := frond.MappingFloor("", frond.MappingMist, top)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f = max(f, top); mist(f, 0) < top {
+			t.Errorf("plain to mist at top %d: floor %d gives %d, below plain %d", top, f, mist(f, 0), top-1)
+		}
+		if f > top {
+			t.Errorf("plain to mist at top %d: a store at the top needs no raise, got floor %d", top, f)
+		}
+		// Mist to plain: Mist numbers of counters below top; plain from the floor.
+		f, err = frond.MappingFloor(frond.MappingMist, frond.MappingPlain, top)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if top > 0 && f <= mist(top-1, 0xffff) {
+			t.Errorf("mist to plain at top %d: floor %d is not above Mist's %d", top, f, mist(top-1, 0xffff))
+		}
+	}
+	// A store below the highest: plain to Mist raises it to ceil(top/2^16).
+	if f, _ := frond.MappingFloor(frond.MappingPlain, frond.MappingMist, 1<<20+1); f != 1<<4+1 {
+		t.Errorf("floor of plain to mist at 2^20+1 = %d, want 17", f)
+	}
+	for _, c := range [][2]string{{"", frond.MappingOpaque}, {frond.MappingOpaque, frond.MappingMist}, {frond.MappingOpaque, ""}} {
+		if _, err := frond.MappingFloor(c[0], c[1], 5); !errors.Is(err, frond.ErrInvalidArgument) {
+			t.Errorf("%q to %q: %v, want ErrInvalidArgument", c[0], c[1], err)
+		}
+	}
+	if _, err := frond.MappingFloor(frond.MappingMist, "", 1<<50); !errors.Is(err, frond.ErrTagExhausted) {
+		t.Errorf("mist to plain past 2^47: %v", err)
+	}
+}

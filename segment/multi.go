@@ -144,7 +144,7 @@ func (m *Multi) Allocate(ctx context.Context, tag string, step int64) (frond.All
 			if r.Len() == 0 {
 				return fmt.Errorf("%w: step %d of tag %q holds no ID of residue %d mod %d; use steps of at least %d", frond.ErrInvalidArgument, a.Len(), tag, p.Residue, k, k)
 			}
-			out = frond.Allocation{Range: r, Step: a.Step}
+			out = frond.Allocation{Range: r, Step: a.Step, Mapping: a.Mapping}
 			return nil
 		})
 	})
@@ -306,6 +306,20 @@ func (m *Multi) Tag(ctx context.Context, name string) (frond.Tag, error) {
 		return err
 	})
 	return out, err
+}
+
+// TagCopies implements frond.TagCopier: the tag as every store holds it,
+// in the order of the stores. It fails when one of them cannot answer.
+func (m *Multi) TagCopies(ctx context.Context, name string) ([]frond.Tag, error) {
+	out := make([]frond.Tag, len(m.stores))
+	err := m.each(func(i int, s frond.SegmentStore) (err error) {
+		out[i], err = s.Tag(ctx, name)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // TagsAfter implements frond.TagPager: a page of the first store that

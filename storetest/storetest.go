@@ -84,6 +84,7 @@ func RunSegmentStore(t *testing.T, o Opener) {
 	t.Run("ErrTagExhausted", func(t *testing.T) { testExhausted(t, o) })
 	t.Run("DeleteTag", func(t *testing.T) { testDelete(t, o) })
 	t.Run("Modes", func(t *testing.T) { testModes(t, o) })
+	t.Run("Mappings", func(t *testing.T) { testMappings(t, o) })
 	t.Run("TagsAfter_Pages", func(t *testing.T) { testTagsAfter(t, o) })
 	t.Run("ReturnTail", func(t *testing.T) { testReturnTail(t, o) })
 	t.Run("TagNames_CaseSensitive", func(t *testing.T) { testCase(t, o) })
@@ -290,6 +291,77 @@ func testTagsAfter(t *testing.T, o Opener) {
 	}
 	if page := must(p.TagsAfter(c, "", 1))(t); len(page) != 1 {
 		t.Fatalf("TagsAfter(\"\", 1) = %+v", page)
+	}
+}
+
+// testMappings: a tag's mapping (frond.Tag.Mapping) is kept, listed and
+// handed out with every allocation; it changes only with the raise it
+// needs, in one update, and goes with the tag when it is deleted.
+func testMappings(t *testing.T, o Opener) {
+	s, c := open(t, o), testenv.Ctx(t)
+	mist, plain, seq := uniqueTag(t)+"-mist", uniqueTag(t)+"-plain", uniqueTag(t)+"-seq"
+	if got := must(s.CreateTag(c, frond.Tag{Name: mist, MaxID: 1, Step: 10, Mapping: frond.MappingMist}))(t); got.Mapping != frond.MappingMist {
+		t.Fatalf("created %+v", got)
+	}
+	if got := must(s.CreateTag(c, frond.Tag{Name: plain, MaxID: 1, Step: 10, Mapping: frond.MappingPlain}))(t); got.Mapping != "" {
+		t.Fatalf("a plain tag reads back with mapping %q", got.Mapping)
+	}
+	must(s.CreateTag(c, frond.Tag{Name: seq, MaxID: 1, Step: 10, Mode: frond.ModeSequence, Mapping: frond.MappingMist}))(t)
+	_, err := s.CreateTag(c, frond.Tag{Name: uniqueTag(t) + "-bad", Step: 10, Mapping: "base62"})
+	wantErr(t, "unknown mapping", err, frond.ErrInvalidArgument)
+	if a := must(s.Allocate(c, mist, 0))(t); a.Mapping != frond.MappingMist || a.Start != 1 || a.End != 11 {
+		t.Fatalf("allocation of a Mist tag: %+v", a)
+	}
+	if a := must(s.Allocate(c, plain, 0))(t); a.Mapping != "" {
+		t.Fatalf("allocation of a plain tag: %+v", a)
+	}
+	if got := must(s.Tag(c, mist))(t); got.Mapping != frond.MappingMist || got.MaxID != 11 {
+		t.Fatalf("read back: %+v", got)
+	}
+	mappings := map[string]string{}
+	for _, tg := range must(s.Tags(c))(t) {
+		mappings[tg.Name] = tg.Mapping
+	}
+	if mappings[mist] != frond.MappingMist || mappings[plain] != "" || mappings[seq] != frond.MappingMist {
+		t.Fatalf("mappings listed: %v", mappings)
+	}
+	if p, ok := s.(frond.TagPager); ok {
+		for _, tg := range must(p.TagsAfter(c, mist[:len(mist)-5], 3))(t) {
+			if tg.Name == mist && tg.Mapping != frond.MappingMist {
+				t.Fatalf("TagsAfter: %+v", tg)
+			}
+		}
+	}
+	// Another mapping without its raise, or to opaque, or of a sequence
+	// tag, is refused and changes nothing.
+	to, low := frond.MappingPlain, int64(12)
+	_, err = s.UpdateTag(c, mist, frond.TagUpdate{Mapping: &to, MaxID: &low})
+	wantErr(t, "Mist to plain without the raise", err, frond.ErrInvalidArgument)
+	opaque := frond.MappingOpaque
+	_, err = s.UpdateTag(c, plain, frond.TagUpdate{Mapping: &opaque, MaxID: &low})
+	wantErr(t, "plain to opaque", err, frond.ErrInvalidArgument)
+	_, err = s.UpdateTag(c, seq, frond.TagUpdate{Mapping: &to, MaxID: &low})
+	wantErr(t, "a sequence tag's mapping", err, frond.ErrInvalidArgument)
+	if got := must(s.Tag(c, mist))(t); got.Mapping != frond.MappingMist || got.MaxID != 11 {
+		t.Fatalf("after refused changes: %+v", got)
+	}
+	// Mist to plain past every Mist number: 11<<16.
+	floor := must(frond.MappingFloor(frond.MappingMist, frond.MappingPlain, 11))(t)
+	if got := must(s.UpdateTag(c, mist, frond.TagUpdate{Mapping: &to, MaxID: &floor}))(t); got.Mapping != "" || got.MaxID != 11<<16 {
+		t.Fatalf("changed to plain: %+v", got)
+	}
+	if a := must(s.Allocate(c, mist, 0))(t); a.Mapping != "" || a.Start != 11<<16 {
+		t.Fatalf("allocation after the change: %+v", a)
+	}
+	// Deleted and created again: the mapping goes with it.
+	if err := s.DeleteTag(c, seq); err != nil {
+		t.Fatal(err)
+	}
+	if got := must(s.CreateTag(c, frond.Tag{Name: seq, MaxID: 100, Step: 10}))(t); got.Mapping != "" {
+		t.Fatalf("re-created plain: %+v", got)
+	}
+	if got := must(s.Tag(c, seq))(t); got.Mapping != "" {
+		t.Fatalf("re-created plain, read back: %+v", got)
 	}
 }
 

@@ -44,7 +44,8 @@ type value struct {
 	Step        int64     `json:"step"`
 	Description string    `json:"description,omitempty"`
 	UpdateTime  time.Time `json:"update_time"`
-	Mode        string    `json:"mode,omitempty"` // frond.Tag.Mode: empty for segment tags
+	Mode        string    `json:"mode,omitempty"`    // frond.Tag.Mode: empty for segment tags
+	Mapping     string    `json:"mapping,omitempty"` // frond.Tag.Mapping: empty for plain numbers
 }
 
 // Open connects to the etcd cluster of rawURL.
@@ -263,7 +264,7 @@ func (s *Store) allocate(ctx context.Context, at frond.Place, tag string, step i
 		}
 		return frond.Allocation{}, s.fail(fmt.Sprintf("allocate %q", tag), err)
 	}
-	return frond.Allocation{Range: frond.Range{Start: old.MaxID, End: next.MaxID, Stride: 1}, Step: next.Step}, nil
+	return frond.Allocation{Range: frond.Range{Start: old.MaxID, End: next.MaxID, Stride: 1}, Step: next.Step, Mapping: next.Mapping}, nil
 }
 
 // Place implements frond.PlacedStore.
@@ -363,7 +364,7 @@ func (s *Store) ReturnTail(ctx context.Context, tag string, from, to int64) (boo
 }
 
 func toTag(name string, v value) frond.Tag {
-	return frond.Tag{Name: name, MaxID: v.MaxID, Step: v.Step, Description: v.Description, UpdatedAt: v.UpdateTime, Mode: v.Mode}
+	return frond.Tag{Name: name, MaxID: v.MaxID, Step: v.Step, Description: v.Description, UpdatedAt: v.UpdateTime, Mode: v.Mode, Mapping: v.Mapping}
 }
 
 // Tag implements frond.SegmentStore.
@@ -441,7 +442,7 @@ func (s *Store) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error) {
 	c, cancel := s.bound(ctx)
 	defer cancel()
 	v := value{MaxID: t.MaxID, Step: t.Step, Description: t.Description, UpdateTime: time.Now().UTC().Truncate(time.Millisecond),
-		Mode: frond.StoredMode(t.Mode)}
+		Mode: frond.StoredMode(t.Mode), Mapping: frond.StoredMapping(t.Mapping)}
 	b, _ := json.Marshal(v)
 	r, err := s.c.Txn(c).If(clientv3.Compare(clientv3.CreateRevision(s.key(t.Name)), "=", 0)).
 		Then(clientv3.OpPut(s.key(t.Name), string(b))).Commit()
@@ -463,7 +464,7 @@ func (s *Store) UpdateTag(ctx context.Context, name string, u frond.TagUpdate) (
 	defer cancel()
 	_, next, err := s.cas(c, name, func(v value) (value, error) {
 		t, err := u.Apply(toTag(name, v))
-		return value{MaxID: t.MaxID, Step: t.Step, Description: t.Description, Mode: v.Mode}, err
+		return value{MaxID: t.MaxID, Step: t.Step, Description: t.Description, Mode: v.Mode, Mapping: t.Mapping}, err
 	})
 	if err != nil {
 		if isAnswer(err) {

@@ -63,7 +63,7 @@ func (s *Store) Allocate(ctx context.Context, tag string, step int64) (frond.All
 // (frond.ErrNotLeasable).
 func (s *Store) AllocateAt(ctx context.Context, at frond.Place, tag string, step int64) (frond.Allocation, error) {
 	r, t, err := s.raise(ctx, at, tag, step, false)
-	return frond.Allocation{Range: r, Step: t.Step}, err
+	return frond.Allocation{Range: r, Step: t.Step, Mapping: t.Mapping}, err
 }
 
 // AllocateIDs implements frond.SequenceStore: AllocateIDsAt a store alone.
@@ -239,6 +239,7 @@ func (s *Store) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error) {
 	}
 	t.UpdatedAt = s.clock.Now()
 	t.Mode = frond.StoredMode(t.Mode)
+	t.Mapping = frond.StoredMapping(t.Mapping)
 	s.tags[t.Name] = t
 	return t, nil
 }

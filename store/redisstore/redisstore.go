@@ -161,7 +161,7 @@ func (s *Store) fail(op string, err error) error {
 
 // KEYS: max, meta, place. ARGV: step (<= 0: the tag's), now (unix ms),
 // the place asked at (frond.Place.String), "sequence" for a sequence tag's
-// IDs or "" for a segment. Returns {status, max_id, step}: status 1 ok, 0
+// IDs or "" for a segment. Returns {status, max_id, step, mapping}: status 1 ok, 0
 // not found, 2 overflow, 3 the counter key is missing while the tag exists;
 // {4, place}: the store is at another place; 5 not a sequence tag; 6 a
 // sequence tag asked for a segment.
@@ -178,7 +178,7 @@ if tonumber(step) <= 0 then step = redis.call('HGET', KEYS[2], 'step') end
 local ok = pcall(redis.call, 'INCRBY', KEYS[1], step)
 if not ok then return {2} end
 redis.call('HSET', KEYS[2], 'update_time', ARGV[2])
-return {1, redis.call('GET', KEYS[1]), redis.call('HGET', KEYS[2], 'step')}
+return {1, redis.call('GET', KEYS[1]), redis.call('HGET', KEYS[2], 'step'), redis.call('HGET', KEYS[2], 'mapping') or ''}
 `)
 
 // Allocate implements frond.SegmentStore: AllocateAt a store alone.
@@ -249,7 +249,8 @@ func (s *Store) allocate(ctx context.Context, at frond.Place, tag string, step i
 	if used <= 0 {
 		used = tagStep
 	}
-	return frond.Allocation{Range: frond.Range{Start: maxID - used, End: maxID, Stride: 1}, Step: tagStep}, nil
+	mapping, _ := res[3].(string)
+	return frond.Allocation{Range: frond.Range{Start: maxID - used, End: maxID, Stride: 1}, Step: tagStep, Mapping: mapping}, nil
 }
 
 // KEYS: max, meta, place. ARGV: from, to, now. Returns 1 if max_id was to
@@ -353,7 +354,7 @@ func (s *Store) read(ctx context.Context, names []string) ([]frond.Tag, error) {
 	metas := make([]*redis.SliceCmd, len(names))
 	for i, n := range names {
 		maxes[i] = pipe.Get(ctx, s.maxKey(n))
-		metas[i] = pipe.HMGet(ctx, s.metaKey(n), "step", "description", "update_time", "mode")
+		metas[i] = pipe.HMGet(ctx, s.metaKey(n), "step", "description", "update_time", "mode", "mapping")
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, err
@@ -376,6 +377,9 @@ func (s *Store) read(ctx context.Context, names []string) ([]frond.Tag, error) {
 		}
 		if mode, ok := m[3].(string); ok {
 			t.Mode = mode
+		}
+		if mapping, ok := m[4].(string); ok {
+			t.Mapping = mapping
 		}
 		out = append(out, t)
 	}
@@ -440,12 +444,14 @@ func (s *Store) Tags(ctx context.Context) ([]frond.Tag, error) {
 	return tags, nil
 }
 
-// KEYS: max, meta, index. ARGV: name, max_id, step, description, now, mode.
+// KEYS: max, meta, index. ARGV: name, max_id, step, description, now, mode,
+// mapping.
 var createScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
 redis.call('SET', KEYS[1], ARGV[2])
 redis.call('HSET', KEYS[2], 'step', ARGV[3], 'description', ARGV[4], 'update_time', ARGV[5])
 if ARGV[6] ~= '' then redis.call('HSET', KEYS[2], 'mode', ARGV[6]) end
+if ARGV[7] ~= '' then redis.call('HSET', KEYS[2], 'mapping', ARGV[7]) end
 redis.call('SADD', KEYS[3], ARGV[1])
 return 1
 `)
@@ -459,8 +465,9 @@ func (s *Store) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error) {
 	defer cancel()
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	t.Mode = frond.StoredMode(t.Mode)
+	t.Mapping = frond.StoredMapping(t.Mapping)
 	n, err := createScript.Run(c, s.c, []string{s.maxKey(t.Name), s.metaKey(t.Name), s.indexKey()},
-		t.Name, t.MaxID, t.Step, t.Description, now.UnixMilli(), t.Mode).Int()
+		t.Name, t.MaxID, t.Step, t.Description, now.UnixMilli(), t.Mode, t.Mapping).Int()
 	if err != nil {
 		return frond.Tag{}, s.fail(fmt.Sprintf("create tag %q", t.Name), err)
 	}
@@ -471,11 +478,18 @@ func (s *Store) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error) {
 	return t, nil
 }
 
-// KEYS: max, meta. ARGV: step or "", description or "\0none", max_id or "", now.
-// Returns 1 ok, 0 not found, 2 max_id would go down, 3 counter missing.
+// KEYS: max, meta. ARGV: step or "", description or "\0none", max_id or "",
+// now, then for a change of mapping: the new mapping ("\0keep": none), and
+// the max_id and mapping it was computed from, which must be those stored.
+// Returns 1 ok, 0 not found, 2 max_id would go down, 3 counter missing, 4
+// the max_id or mapping moved since they were read.
 // 64-bit values travel as strings (redisutil.LuaGE); INCRBY does the arithmetic.
 var updateScript = redis.NewScript(redisutil.LuaGE + `
 if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
+if ARGV[5] ~= '\0keep' then
+  if (redis.call('GET', KEYS[1]) or '') ~= ARGV[6] or (redis.call('HGET', KEYS[2], 'mapping') or '') ~= ARGV[7] then return 4 end
+  if ARGV[5] == '' then redis.call('HDEL', KEYS[2], 'mapping') else redis.call('HSET', KEYS[2], 'mapping', ARGV[5]) end
+end
 if ARGV[3] ~= '' then
   local cur = redis.call('GET', KEYS[1])
   if not cur then return 3 end
@@ -505,9 +519,33 @@ func (s *Store) UpdateTag(ctx context.Context, name string, u frond.TagUpdate) (
 	if u.MaxID != nil {
 		maxID = strconv.FormatInt(*u.MaxID, 10)
 	}
-	n, err := updateScript.Run(c, s.c, []string{s.maxKey(name), s.metaKey(name)}, step, desc, maxID, time.Now().UnixMilli()).Int()
-	if err != nil {
-		return frond.Tag{}, s.fail(fmt.Sprintf("update tag %q", name), err)
+	// A change of mapping is checked against the tag as read
+	// (TagUpdate.Apply: the raise it needs), and made only if the tag is
+	// still as read: compare and set, read again on a race.
+	mapping, wasMax, wasMapping := "\x00keep", "", ""
+	var n int
+	for attempt := 0; ; attempt++ {
+		if u.Mapping != nil {
+			cur, err := s.Tag(ctx, name)
+			if err != nil {
+				return frond.Tag{}, err
+			}
+			if _, err := u.Apply(cur); err != nil {
+				return frond.Tag{}, err
+			}
+			mapping, wasMax, wasMapping = frond.StoredMapping(*u.Mapping), strconv.FormatInt(cur.MaxID, 10), cur.Mapping
+		}
+		var err error
+		n, err = updateScript.Run(c, s.c, []string{s.maxKey(name), s.metaKey(name)}, step, desc, maxID, time.Now().UnixMilli(), mapping, wasMax, wasMapping).Int()
+		if err != nil {
+			return frond.Tag{}, s.fail(fmt.Sprintf("update tag %q", name), err)
+		}
+		if n != 4 {
+			break
+		}
+		if attempt >= 16 {
+			return frond.Tag{}, fmt.Errorf("%w: update %q: the tag changed under each of %d attempts", frond.ErrStoreUnavailable, name, attempt+1)
+		}
 	}
 	switch n {
 	case 3:

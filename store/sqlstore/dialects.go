@@ -8,8 +8,11 @@ type dialect struct {
 	kind        sqldb.Kind
 	createTable string
 	createModes string // frond_tag_mode: the mode of each tag that is not a segment tag
-	createMarks string // frond_mark: frond's own values beside the tags (the store's place)
-	insertMark  string // args: name, value; a mark already set is kept
+	// createMappings: frond_tag_mapping, the mapping of each tag whose
+	// numbers are not plain (frond.Tag.Mapping)
+	createMappings string
+	createMarks    string // frond_mark: frond's own values beside the tags (the store's place)
+	insertMark     string // args: name, value; a mark already set is kept
 	// allocate raises max_id; with returning set it is one statement with
 	// args (step, step, tag, step, step, tag) returning max_id, step;
 	// otherwise it runs in a transaction followed by selectAlloc. {guard}
@@ -78,6 +81,20 @@ const modesMySQLDDL = "CREATE TABLE IF NOT EXISTS `frond_tag_mode` (\n" +
 	"  PRIMARY KEY (`biz_tag`)\n" +
 	") ENGINE=InnoDB"
 
+// The mappings of tags (frond.Tag.Mapping), as their modes: a row only for
+// a tag whose numbers are not plain.
+const mappingsMySQLDDL = "CREATE TABLE IF NOT EXISTS `frond_tag_mapping` (\n" +
+	"  `biz_tag` varchar(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,\n" +
+	"  `mapping` varchar(16) NOT NULL,\n" +
+	"  PRIMARY KEY (`biz_tag`)\n" +
+	") ENGINE=InnoDB"
+
+const mappingsPortableDDL = `CREATE TABLE IF NOT EXISTS frond_tag_mapping (
+  biz_tag VARCHAR(128) NOT NULL,
+  mapping VARCHAR(16) NOT NULL,
+  PRIMARY KEY (biz_tag)
+)`
+
 // frond's own values beside the tags: the row "place" holds the store's
 // place in a set of stores (frond.Place).
 const marksMySQLDDL = "CREATE TABLE IF NOT EXISTS `frond_mark` (\n" +
@@ -111,11 +128,12 @@ const portableDDL = `CREATE TABLE IF NOT EXISTS leaf_alloc (
 )`
 
 var mysqlDialect = &dialect{
-	kind:        sqldb.MySQL,
-	createTable: leafMySQLDDL,
-	createModes: modesMySQLDDL,
-	createMarks: marksMySQLDDL,
-	insertMark:  "INSERT IGNORE INTO frond_mark (name, value) VALUES (?, ?)",
+	kind:           sqldb.MySQL,
+	createTable:    leafMySQLDDL,
+	createModes:    modesMySQLDDL,
+	createMappings: mappingsMySQLDDL,
+	createMarks:    marksMySQLDDL,
+	insertMark:     "INSERT IGNORE INTO frond_mark (name, value) VALUES (?, ?)",
 	allocate: `UPDATE leaf_alloc SET max_id = max_id + IF(? > 0, ?, step)
 WHERE biz_tag = ? AND max_id <= 9223372036854775807 - IF(? > 0, ?, step) {guard}`,
 	selectAlloc: `SELECT max_id, step FROM leaf_alloc WHERE biz_tag = ?`,
@@ -129,11 +147,12 @@ WHERE biz_tag = ? AND max_id <= 9223372036854775807 - IF(? > 0, ?, step) {guard}
 }
 
 var postgresDialect = &dialect{
-	kind:        sqldb.Postgres,
-	createTable: portableDDL,
-	createModes: modesPortableDDL,
-	createMarks: marksPortableDDL,
-	insertMark:  "INSERT INTO frond_mark (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
+	kind:           sqldb.Postgres,
+	createTable:    portableDDL,
+	createModes:    modesPortableDDL,
+	createMappings: mappingsPortableDDL,
+	createMarks:    marksPortableDDL,
+	insertMark:     "INSERT INTO frond_mark (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
 	allocate: `UPDATE leaf_alloc SET max_id = max_id + (CASE WHEN ?::bigint > 0 THEN ?::bigint ELSE step END), update_time = now() AT TIME ZONE 'UTC'
 WHERE biz_tag = ? AND max_id <= 9223372036854775807 - (CASE WHEN ?::bigint > 0 THEN ?::bigint ELSE step END) {guard}
 RETURNING max_id, step`,
@@ -148,11 +167,12 @@ RETURNING max_id, step`,
 }
 
 var sqliteDialect = &dialect{
-	kind:        sqldb.SQLite,
-	createTable: portableDDL,
-	createModes: modesPortableDDL,
-	createMarks: marksPortableDDL,
-	insertMark:  "INSERT INTO frond_mark (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
+	kind:           sqldb.SQLite,
+	createTable:    portableDDL,
+	createModes:    modesPortableDDL,
+	createMappings: mappingsPortableDDL,
+	createMarks:    marksPortableDDL,
+	insertMark:     "INSERT INTO frond_mark (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
 	allocate: `UPDATE leaf_alloc SET max_id = max_id + (CASE WHEN ? > 0 THEN ? ELSE step END), update_time = CURRENT_TIMESTAMP
 WHERE biz_tag = ? AND max_id <= 9223372036854775807 - (CASE WHEN ? > 0 THEN ? ELSE step END) {guard}
 RETURNING max_id, step`,

@@ -104,7 +104,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	s := &Store{db: db, d: dialects[p.Kind], opts: opts}
 	c, cancel := s.db.Bound(ctx)
 	defer cancel()
-	for _, t := range []struct{ name, ddl string }{{"leaf_alloc", s.d.createTable}, {"frond_tag_mode", s.d.createModes}, {"frond_mark", s.d.createMarks}} {
+	for _, t := range []struct{ name, ddl string }{{"leaf_alloc", s.d.createTable}, {"frond_tag_mode", s.d.createModes}, {"frond_tag_mapping", s.d.createMappings}, {"frond_mark", s.d.createMarks}} {
 		if err := s.db.ExecDDL(c, t.ddl); err != nil { // other nodes may create it at the same moment
 			s.db.Close()
 			return nil, s.fail("create table "+t.name, err)
@@ -292,23 +292,48 @@ func (s *Store) allocate(ctx context.Context, at frond.Place, tag string, step i
 		guard = sequenceGuard
 	}
 	query := s.d.q(strings.Replace(s.d.allocate, "{guard}", guard+s.d.placeCheck(), 1))
+	var mapping sql.NullString
 	var err error
-	if s.d.returning {
+	if s.d.returning && sequence {
+		// A sequence tag's mapping never changes (frond.TagUpdate.Mapping):
+		// its IDs take one statement.
 		err = s.retry(c, func(c context.Context) error {
 			return s.db.QueryRowContext(c, query, args...).Scan(&maxID, &tagStep)
 		})
 	} else {
 		err = s.inTx(c, func(tx *sql.Tx) error {
-			res, err := tx.ExecContext(c, query, args...)
-			if err != nil {
-				return err
+			if s.d.returning {
+				if err := tx.QueryRowContext(c, query, args...).Scan(&maxID, &tagStep); err != nil {
+					return err
+				}
+			} else {
+				res, err := tx.ExecContext(c, query, args...)
+				if err != nil {
+					return err
+				}
+				if n, err := res.RowsAffected(); err != nil {
+					return err
+				} else if n == 0 {
+					return sql.ErrNoRows
+				}
+				if err := tx.QueryRowContext(c, s.d.q(s.d.selectAlloc), tag).Scan(&maxID, &tagStep); err != nil {
+					return err
+				}
 			}
-			if n, err := res.RowsAffected(); err != nil {
-				return err
-			} else if n == 0 {
-				return sql.ErrNoRows
+			if sequence {
+				return nil
 			}
-			return tx.QueryRowContext(c, s.d.q(s.d.selectAlloc), tag).Scan(&maxID, &tagStep)
+			// The segment's mapping, read after the raise in its
+			// transaction, with a locking read (the latest committed row):
+			// UpdateTag locks the tag's row before it changes the mapping,
+			// so the raise waited for a change in flight or the change
+			// waits for this transaction.
+			mapping = sql.NullString{}
+			err := tx.QueryRowContext(c, s.d.q("SELECT mapping FROM frond_tag_mapping WHERE biz_tag = ?"+s.d.forShare), tag).Scan(&mapping)
+			if errors.Is(err, sql.ErrNoRows) {
+				err = nil
+			}
+			return err
 		})
 	}
 	if errors.Is(err, sql.ErrNoRows) {
@@ -324,7 +349,7 @@ func (s *Store) allocate(ctx context.Context, at frond.Place, tag string, step i
 	if used <= 0 {
 		used = tagStep
 	}
-	return frond.Allocation{Range: frond.Range{Start: maxID - used, End: maxID, Stride: 1}, Step: tagStep}, nil
+	return frond.Allocation{Range: frond.Range{Start: maxID - used, End: maxID, Stride: 1}, Step: tagStep, Mapping: mapping.String}, nil
 }
 
 // mysqlTake raises max_id of a sequence tag by n and hands the new value
@@ -467,6 +492,9 @@ func (s *Store) Tag(ctx context.Context, name string) (frond.Tag, error) {
 		t.Mode = mode.String
 	}
 	if err == nil {
+		t.Mapping, err = s.mappingOf(c, s.db, name, "")
+	}
+	if err == nil {
 		err = s.withSequence(c, s.db, &t)
 	}
 	if err != nil {
@@ -487,12 +515,17 @@ func (s *Store) Tags(ctx context.Context) ([]frond.Tag, error) {
 	if err != nil {
 		return nil, s.fail("list tags", err)
 	}
-	modes, err := s.modes(c)
+	modes, err := s.modes(c, "frond_tag_mode", "mode")
+	if err != nil {
+		return nil, s.fail("list tags", err)
+	}
+	mappings, err := s.modes(c, "frond_tag_mapping", "mapping")
 	if err != nil {
 		return nil, s.fail("list tags", err)
 	}
 	for i := range out {
 		out[i].Mode = modes[out[i].Name]
+		out[i].Mapping = mappings[out[i].Name]
 		if err := s.withSequence(c, s.db, &out[i]); err != nil {
 			return nil, s.fail("list tags", err)
 		}
@@ -523,12 +556,17 @@ func (s *Store) TagsAfter(ctx context.Context, after string, limit int) ([]frond
 	}
 	// The modes of this page's range only (the same comparison as the
 	// page's, not a join: see Tag).
-	modes, err := s.modesIn(c, after, out[len(out)-1].Name)
+	modes, err := s.modesIn(c, "frond_tag_mode", "mode", after, out[len(out)-1].Name)
+	if err != nil {
+		return nil, s.fail("list tags", err)
+	}
+	mappings, err := s.modesIn(c, "frond_tag_mapping", "mapping", after, out[len(out)-1].Name)
 	if err != nil {
 		return nil, s.fail("list tags", err)
 	}
 	for i := range out {
 		out[i].Mode = modes[out[i].Name]
+		out[i].Mapping = mappings[out[i].Name]
 		if err := s.withSequence(c, s.db, &out[i]); err != nil {
 			return nil, s.fail("list tags", err)
 		}
@@ -536,9 +574,11 @@ func (s *Store) TagsAfter(ctx context.Context, after string, limit int) ([]frond
 	return out, nil
 }
 
-// modesIn reads the modes of the tags after after, up to last.
-func (s *Store) modesIn(ctx context.Context, after, last string) (map[string]string, error) {
-	rows, err := s.db.QueryContext(ctx, s.d.q("SELECT biz_tag, mode FROM frond_tag_mode WHERE biz_tag > ? AND biz_tag <= ?"), after, last)
+// modesIn reads a table of tags' modes or mappings (table and its column:
+// frond_tag_mode and mode, frond_tag_mapping and mapping), of the tags
+// after after, up to last.
+func (s *Store) modesIn(ctx context.Context, table, col, after, last string) (map[string]string, error) {
+	rows, err := s.db.QueryContext(ctx, s.d.q("SELECT biz_tag, "+col+" FROM "+table+" WHERE biz_tag > ? AND biz_tag <= ?"), after, last)
 	if err != nil {
 		return nil, err
 	}
@@ -559,9 +599,10 @@ func scanTags(rows *sql.Rows) ([]frond.Tag, error) {
 	return out, rows.Err()
 }
 
-// modes reads frond_tag_mode: the tags that are not segment tags.
-func (s *Store) modes(ctx context.Context) (map[string]string, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT biz_tag, mode FROM frond_tag_mode")
+// modes reads a table of tags' modes or mappings whole (see modesIn):
+// the tags that are not segment tags, or whose numbers are not plain.
+func (s *Store) modes(ctx context.Context, table, col string) (map[string]string, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT biz_tag, "+col+" FROM "+table)
 	if err != nil {
 		return nil, err
 	}
@@ -579,6 +620,27 @@ func scanModes(rows *sql.Rows) (map[string]string, error) {
 		out[tag] = mode
 	}
 	return out, rows.Err()
+}
+
+// mappingOf reads the mapping of tag (frond.Tag.Mapping), with lock
+// appended to the query (a locking read, or "").
+func (s *Store) mappingOf(ctx context.Context, q execer, tag, lock string) (string, error) {
+	var m sql.NullString
+	err := q.QueryRowContext(ctx, s.d.q("SELECT mapping FROM frond_tag_mapping WHERE biz_tag = ?"+lock), tag).Scan(&m)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = nil
+	}
+	return m.String, err
+}
+
+// setMapping records the mapping of tag in tx: no row for plain numbers.
+// A row left by a tag deleted outside frond is replaced.
+func (s *Store) setMapping(ctx context.Context, tx *sql.Tx, tag, mapping string) error {
+	if _, err := tx.ExecContext(ctx, s.d.q("DELETE FROM frond_tag_mapping WHERE biz_tag = ?"), tag); err != nil || mapping == "" {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, s.d.q("INSERT INTO frond_tag_mapping (biz_tag, mapping) VALUES (?, ?)"), tag, mapping)
+	return err
 }
 
 // Leaf's step column is an INT.
@@ -620,6 +682,9 @@ func (s *Store) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error) {
 		}
 		if mode != "" {
 			_, err = tx.ExecContext(c, s.d.q("INSERT INTO frond_tag_mode (biz_tag, mode) VALUES (?, ?)"), t.Name, mode)
+		}
+		if err == nil {
+			err = s.setMapping(c, tx, t.Name, frond.StoredMapping(t.Mapping))
 		}
 		if err == nil && mode == frond.ModeSequence && s.native {
 			err = s.reattach(c, tx, t.Name, t.MaxID)
@@ -667,6 +732,9 @@ func (s *Store) UpdateTag(ctx context.Context, name string, u frond.TagUpdate) (
 			return nil, err
 		}
 		cur.Mode = mode.String
+		if cur.Mapping, err = s.mappingOf(c, tx, name, s.d.forUpdate); err != nil {
+			return nil, err
+		}
 		if s.native && cur.Mode == frond.ModeSequence && s.d.seq.lock != nil {
 			if err := s.d.seq.lock(c, tx, seqName(name)); err != nil {
 				return nil, err
@@ -692,6 +760,12 @@ func (s *Store) UpdateTag(ctx context.Context, name string, u frond.TagUpdate) (
 		}
 		_, err = tx.ExecContext(c, s.d.q("UPDATE leaf_alloc SET max_id = ?, step = ?, description = ?, update_time = CURRENT_TIMESTAMP WHERE biz_tag = ?"),
 			rowMax, next.Step, desc, name)
+		if err == nil && next.Mapping != cur.Mapping {
+			// In the transaction that holds the tag's row (locked above),
+			// with the raise: an allocation is of the old mapping and below
+			// the raise, or of the new one and above it (allocate).
+			err = s.setMapping(c, tx, name, next.Mapping)
+		}
 		if err != nil || !sequence {
 			return nil, err
 		}
@@ -723,6 +797,9 @@ func (s *Store) DeleteTag(ctx context.Context, name string) error {
 			return nil, err
 		}
 		_, err = tx.ExecContext(c, s.d.q("DELETE FROM frond_tag_mode WHERE biz_tag = ?"), name)
+		if err == nil {
+			err = s.setMapping(c, tx, name, "")
+		}
 		if err != nil || !s.native {
 			return nil, err
 		}
