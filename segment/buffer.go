@@ -23,6 +23,7 @@ type segment struct {
 	count   int64
 	step    int64 // the step asked for
 	loaded  time.Time
+	mapping string // frond.Allocation.Mapping: the numbers its IDs are handed out as
 	_       [64]byte
 	pos     atomic.Int64 // next ID to hand out; runs past end once used up
 	_       [56]byte
@@ -30,8 +31,8 @@ type segment struct {
 
 var emptySegment = &segment{stride: 1, trigger: -1}
 
-func newSegment(r frond.Range, threshold float64, loaded time.Time, step int64) *segment {
-	s := &segment{start: r.Start, end: r.End, stride: max(r.Stride, 1), loaded: loaded, step: step}
+func newSegment(r frond.Range, threshold float64, loaded time.Time, step int64, mapping string) *segment {
+	s := &segment{start: r.Start, end: r.End, stride: max(r.Stride, 1), loaded: loaded, step: step, mapping: mapping}
 	s.count = r.Len()
 	k := min(int64(float64(s.count)*threshold), s.count-1)
 	s.trigger = s.start + k*s.stride
@@ -165,6 +166,27 @@ func (b *Buffer) Next(ctx context.Context) (int64, error) {
 }
 
 func (b *Buffer) nextSlow(ctx context.Context) (int64, error) {
+	v, _, err := b.nextMappedSlow(ctx)
+	return v, err
+}
+
+// NextMapped is Next, with the mapping of the segment the ID came from
+// (frond.Allocation.Mapping): the numbers it is to be handed out as. A
+// change of a tag's mapping reaches a node with its first segment of the
+// new mapping, whatever the node believed of the tag.
+func (b *Buffer) NextMapped(ctx context.Context) (int64, string, error) {
+	s := b.cur.Load()
+	v := s.pos.Add(s.stride) - s.stride
+	if uint64(v-s.start) < uint64(s.end-s.start) {
+		if v == s.trigger {
+			b.prefetch()
+		}
+		return v, s.mapping, nil
+	}
+	return b.nextMappedSlow(ctx)
+}
+
+func (b *Buffer) nextMappedSlow(ctx context.Context) (int64, string, error) {
 	for {
 		s := b.cur.Load()
 		v := s.pos.Add(s.stride) - s.stride
@@ -172,13 +194,13 @@ func (b *Buffer) nextSlow(ctx context.Context) (int64, error) {
 			if v == s.trigger {
 				b.prefetch()
 			}
-			return v, nil
+			return v, s.mapping, nil
 		}
 		if err := b.refill(ctx, s); err != nil {
 			if errors.Is(err, errDropped) {
-				return b.e.Next(ctx, b.tag)
+				return b.e.NextMapped(ctx, b.tag)
 			}
-			return 0, err
+			return 0, "", err
 		}
 	}
 }
@@ -188,21 +210,49 @@ func (b *Buffer) nextSlow(ctx context.Context) (int64, error) {
 // returns the ranges it already took together with the error; those IDs are
 // valid and will not be handed out again.
 func (b *Buffer) NextN(ctx context.Context, n int64) ([]frond.Range, error) {
-	return b.nextN(ctx, n, false)
+	return b.nextN(ctx, n, false, nil)
+}
+
+// ErrMappingChanged ends a batch (NextNMapped, NextRunMapped) that came to
+// a segment of another mapping than its first IDs': the tag's mapping
+// changed (frond.TagUpdate.Mapping). The IDs taken are valid and unique,
+// in the first mapping; the caller skips them and asks again.
+var ErrMappingChanged = errors.New("the tag's mapping changed within the batch")
+
+// NextNMapped is NextN, with the mapping of the segments the IDs came from:
+// all of one mapping, else the batch ends with ErrMappingChanged.
+func (b *Buffer) NextNMapped(ctx context.Context, n int64) ([]frond.Range, string, error) {
+	mapping := "\x00"
+	out, err := b.nextN(ctx, n, false, &mapping)
+	return out, mapping, err
+}
+
+// NextRunMapped is NextRun, with the mapping of the segment.
+func (b *Buffer) NextRunMapped(ctx context.Context, n int64) (frond.Range, string, error) {
+	mapping := "\x00"
+	out, err := b.nextN(ctx, n, true, &mapping)
+	if err != nil || len(out) == 0 {
+		return frond.Range{}, mapping, err
+	}
+	return out[0], mapping, nil
 }
 
 // NextRun takes up to n IDs from one segment: one range, shorter than n
 // when the current segment ends first (TinyID's segments, which its client
 // reads as one run).
 func (b *Buffer) NextRun(ctx context.Context, n int64) (frond.Range, error) {
-	out, err := b.nextN(ctx, n, true)
+	out, err := b.nextN(ctx, n, true, nil)
 	if err != nil || len(out) == 0 {
 		return frond.Range{}, err
 	}
 	return out[0], nil
 }
 
-func (b *Buffer) nextN(ctx context.Context, n int64, oneRun bool) ([]frond.Range, error) {
+// nextN takes n IDs (up to n from one segment, with oneRun). With mapping
+// set, *mapping becomes the mapping of the first segment IDs are taken
+// from (it starts as "\x00", none yet), and a later segment of another ends
+// the batch with ErrMappingChanged.
+func (b *Buffer) nextN(ctx context.Context, n int64, oneRun bool, mapping *string) ([]frond.Range, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("%w: count %d: must be at least 1", frond.ErrInvalidArgument, n)
 	}
@@ -212,6 +262,13 @@ func (b *Buffer) nextN(ctx context.Context, n int64, oneRun bool) ([]frond.Range
 		k := min(n, max(s.count, 1))
 		v := s.pos.Add(k*s.stride) - k*s.stride
 		if uint64(v-s.start) < uint64(s.end-s.start) {
+			if mapping != nil && *mapping != s.mapping {
+				if *mapping != "\x00" {
+					// The IDs just taken are skipped, as a failed batch's.
+					return out, fmt.Errorf("tag %q: %w", b.tag, ErrMappingChanged)
+				}
+				*mapping = s.mapping
+			}
 			end := s.end
 			if k*s.stride < s.end-v {
 				end = v + k*s.stride
@@ -236,11 +293,12 @@ func (b *Buffer) nextN(ctx context.Context, n int64, oneRun bool) ([]frond.Range
 		}
 		if err := b.refill(ctx, s); err != nil {
 			if errors.Is(err, errDropped) {
-				if oneRun {
-					r, err := b.e.NextRun(ctx, b.tag, n)
-					return []frond.Range{r}, err
+				nb, err := b.e.Buffer(b.tag)
+				if err != nil {
+					return out, err
 				}
-				more, err := b.e.NextN(ctx, b.tag, n)
+				// Its segments' mapping is checked against the first's.
+				more, err := nb.nextN(ctx, n, oneRun, mapping)
 				return append(out, more...), err
 			}
 			return out, err
@@ -458,7 +516,7 @@ func (b *Buffer) loadOnce() (err error, finished bool) {
 			cfg.Logger.Info("segment load recovered", "tag", b.tag, "failures", b.failures)
 		}
 		b.lastErr = nil
-		b.next = newSegment(a.Range, cfg.Threshold, t1, step)
+		b.next = newSegment(a.Range, cfg.Threshold, t1, step, a.Mapping)
 		if n := len(b.steps); n == 0 || b.steps[n-1].Step != step {
 			if n == maxStepChanges {
 				b.steps = append(b.steps[:0], b.steps[1:]...)

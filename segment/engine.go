@@ -316,6 +316,36 @@ func (e *Engine) Next(ctx context.Context, tag string) (int64, error) {
 	return b.Next(ctx)
 }
 
+// NextMapped is Next with the mapping of the ID's segment; see
+// Buffer.NextMapped.
+func (e *Engine) NextMapped(ctx context.Context, tag string) (int64, string, error) {
+	b, err := e.Buffer(tag)
+	if err != nil {
+		return 0, "", err
+	}
+	return b.NextMapped(ctx)
+}
+
+// NextNMapped is NextN with the mapping of the IDs' segments; see
+// Buffer.NextNMapped.
+func (e *Engine) NextNMapped(ctx context.Context, tag string, n int64) ([]frond.Range, string, error) {
+	b, err := e.Buffer(tag)
+	if err != nil {
+		return nil, "", err
+	}
+	return b.NextNMapped(ctx, n)
+}
+
+// NextRunMapped is NextRun with the mapping of the segment; see
+// Buffer.NextRunMapped.
+func (e *Engine) NextRunMapped(ctx context.Context, tag string, n int64) (frond.Range, string, error) {
+	b, err := e.Buffer(tag)
+	if err != nil {
+		return frond.Range{}, "", err
+	}
+	return b.NextRunMapped(ctx, n)
+}
+
 // NextRun returns up to n IDs of tag from one segment; see Buffer.NextRun.
 func (e *Engine) NextRun(ctx context.Context, tag string, n int64) (frond.Range, error) {
 	b, err := e.Buffer(tag)

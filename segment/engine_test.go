@@ -640,3 +640,62 @@ func TestBuffer_NextRun(t *testing.T) {
 		t.Fatalf("NextRun(0): %v", err)
 	}
 }
+
+// TestEngine_MappingOfEachSegment: a change of the tag's mapping reaches a
+// node that has segments buffered with its next segment: each ID comes with
+// its own segment's mapping, and a batch that crosses into the new mapping
+// ends with ErrMappingChanged instead of answering both.
+func TestEngine_MappingOfEachSegment(t *testing.T) {
+	s := memstore.New(nil)
+	if _, err := s.CreateTag(bg, frond.Tag{Name: "m", MaxID: 1, Step: 10, Mapping: frond.MappingMist}); err != nil {
+		t.Fatal(err)
+	}
+	e := newEngine(t, s, Settings{FixedStep: true, Threshold: 0.99})
+	for i := 0; i < 5; i++ {
+		if id, m, err := e.NextMapped(bg, "m"); err != nil || m != frond.MappingMist || id != int64(1+i) {
+			t.Fatalf("NextMapped = %d, %q, %v", id, m, err)
+		}
+	}
+	// Another node changes the mapping, past every Mist number.
+	plain := frond.MappingPlain
+	top, _ := s.Tag(bg, "m")
+	floor, _ := frond.MappingFloor(frond.MappingMist, plain, top.MaxID)
+	if _, err := s.UpdateTag(bg, "m", frond.TagUpdate{Mapping: &plain, MaxID: &floor}); err != nil {
+		t.Fatal(err)
+	}
+	// The rest of the Mist segment comes as Mist; the batch that reaches
+	// the next segment ends there.
+	rs, m, err := e.NextNMapped(bg, "m", 5)
+	if err != nil || m != frond.MappingMist || len(rs) != 1 || rs[0].Start != 6 || rs[0].End != 11 {
+		t.Fatalf("NextNMapped = %v, %q, %v", rs, m, err)
+	}
+	rs, m, err = e.NextNMapped(bg, "m", 1)
+	if err != nil || m != "" || rs[0].Start != floor {
+		t.Fatalf("first batch of the new mapping = %v, %q, %v; want %d plain", rs, m, err, floor)
+	}
+	if id, m, err := e.NextMapped(bg, "m"); err != nil || m != "" || id != floor+1 {
+		t.Fatalf("NextMapped after the change = %d, %q, %v", id, m, err)
+	}
+	// A batch across the change: a node whose buffer holds Mist IDs and
+	// then plain ones.
+	if _, err := s.CreateTag(bg, frond.Tag{Name: "x", MaxID: 1, Step: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if _, m, err := e.NextMapped(bg, "x"); err != nil || m != "" {
+		t.Fatal(m, err)
+	}
+	mist := frond.MappingMist
+	cur, _ := s.Tag(bg, "x")
+	floor, _ = frond.MappingFloor("", mist, cur.MaxID)
+	floor = max(floor, cur.MaxID)
+	if _, err := s.UpdateTag(bg, "x", frond.TagUpdate{Mapping: &mist, MaxID: &floor}); err != nil {
+		t.Fatal(err)
+	}
+	rs, m, err = e.NextNMapped(bg, "x", 30)
+	if !errors.Is(err, ErrMappingChanged) || m != "" || len(rs) == 0 || rs[len(rs)-1].End > cur.MaxID {
+		t.Fatalf("a batch across the change = %v, %q, %v; want the plain IDs and ErrMappingChanged", rs, m, err)
+	}
+	if r, m, err := e.NextRunMapped(bg, "x", 3); err != nil || m != frond.MappingMist || r.Start < floor {
+		t.Fatalf("NextRunMapped after the change = %v, %q, %v", r, m, err)
+	}
+}

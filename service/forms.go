@@ -78,10 +78,77 @@ func (s *Service) checkForm(kind, form string) error {
 	return fmt.Errorf("%w: form %s: number, base62, base32, opaque, opaque62 or %s", frond.ErrInvalidArgument, Quote(form), extra)
 }
 
+// FormMapping is the mapping (frond.Tag.Mapping) a form names: opaque for
+// FormOpaque and FormOpaque62, mist for FormMist; the others (number,
+// base62, base32, friendly) only encode a number, in whatever mapping the
+// tag has: "".
+func FormMapping(form string) string {
+	switch form {
+	case FormOpaque, FormOpaque62:
+		return frond.MappingOpaque
+	case FormMist:
+		return frond.MappingMist
+	}
+	return ""
+}
+
+// mappingForm is the form a tag's IDs take when neither the request nor
+// the configuration names one: the mapping's own.
+func mappingForm(mapping string) string {
+	switch mapping {
+	case frond.MappingOpaque:
+		return FormOpaque
+	case frond.MappingMist:
+		return FormMist
+	}
+	return FormNumber
+}
+
 // Numeric reports whether a form is a number (so it can go in ids and on
 // Leaf's API).
 func Numeric(form string) bool {
 	return form == "" || form == FormNumber || form == FormOpaque || form == FormMist
+}
+
+// fitMapping checks r, a segment request checked by Check, against the
+// tag's mapping (frond.Tag.Mapping) before any ID is taken, the one place
+// this rule is written: a request that names no form gets the mapping's
+// (mist, opaque, or number for plain numbers); a form that names another
+// mapping is refused, since another mapping of one counter meets the
+// tag's numbers (issue 42); encodings of the number (number, base62,
+// base32, prefixes) are free. Ranges and leases are plain numbers: of a
+// tag whose numbers are not plain they are refused, but for a list of
+// numbers (TinyID), answered in the mapping.
+func (s *Service) fitMapping(r *Request, mapping string) error {
+	if r.Form == "" {
+		r.Form = mappingForm(mapping)
+	} else if m := FormMapping(r.Form); m != "" && m != mapping {
+		why := "its configured form (forms:)"
+		if s.cfg.Forms[r.Name] != r.Form {
+			why = "the request's form"
+		}
+		return fmt.Errorf("%w: tag %s hands out %s numbers (its mapping); %s %s is %s numbers, which would meet them: ask for %s, base62 or base32",
+			frond.ErrInvalidArgument, Quote(r.Name), frond.MappingName(mapping), why, Quote(r.Form), frond.MappingName(m), mappingForm(mapping))
+	}
+	if mapping == "" {
+		return nil
+	}
+	if mapping == frond.MappingOpaque && s.kinds.cur.seg == nil {
+		return fmt.Errorf("%w: tag %s hands out opaque numbers, and this node has no obfuscation key (obfuscation.key_file)", frond.ErrInvalidArgument, Quote(r.Name))
+	}
+	if !r.Ranges && !r.Run && !r.Lease {
+		return nil
+	}
+	if r.Numbers && Numeric(r.Form) && r.Ranges && !r.Run && !r.Lease {
+		r.Ranges = false // TinyID's list of numbers, cut as formRules does
+		r.Count = min(r.Count, MaxBatch)
+		return nil
+	}
+	what := "ranges are plain numbers"
+	if r.Run || r.Lease {
+		what = "a lease is a range of plain numbers that the client hands out itself"
+	}
+	return fmt.Errorf("%w: tag %s hands out %s numbers (its mapping), and %s", frond.ErrFormNotCarried, Quote(r.Name), frond.MappingName(mapping), what)
 }
 
 // MaxPrefix is the longest prefix of a string ID, TypeID's limit.
@@ -119,7 +186,7 @@ func (s *Service) checkPrefix(r *Request) error {
 		if r.Kind == KindSnowflake {
 			text = "base62, base32, opaque62 or friendly"
 		}
-		return fmt.Errorf("%w: prefix %s: a prefix goes before text; form %s is a number (ask for %s)", frond.ErrInvalidArgument, Quote(r.Prefix), Quote(r.Form), text)
+		return fmt.Errorf("%w: prefix %s: a prefix goes before text; form %s is a number (ask for %s)", frond.ErrInvalidArgument, Quote(r.Prefix), Quote(cmp.Or(r.Form, FormNumber)), text)
 	}
 	return nil
 }
@@ -134,12 +201,20 @@ func (s *Service) Format(kind, form string, ids []int64) ([]string, []int64, err
 	return s.format(kind, form, "", ids)
 }
 
-// format is Format with a prefix before each text ID ("ord_2XgH4...").
+// format is Format with a prefix before each text ID ("ord_2XgH4..."): the
+// numbers in the mapping the form names (FormMapping), encoded in the form.
 func (s *Service) format(kind, form, prefix string, ids []int64) ([]string, []int64, error) {
+	return s.formatIn(kind, FormMapping(form), form, prefix, ids)
+}
+
+// formatIn is format of numbers in a mapping (frond.Tag.Mapping), encoded
+// in form: a segment tag's numbers are in its mapping whatever form is
+// asked (fitMapping has checked that the form is one of the mapping's).
+func (s *Service) formatIn(kind, mapping, form, prefix string, ids []int64) ([]string, []int64, error) {
 	if err := s.checkForm(kind, form); err != nil {
 		return nil, nil, err
 	}
-	if form == "" || form == FormNumber {
+	if mapping == "" && (form == "" || form == FormNumber) {
 		return nil, ids, nil
 	}
 	strs := make([]string, len(ids))
@@ -153,14 +228,14 @@ func (s *Service) format(kind, form, prefix string, ids []int64) ([]string, []in
 	}
 	for i, id := range ids {
 		v := id
-		switch form {
-		case FormOpaque, FormOpaque62:
+		switch mapping {
+		case frond.MappingOpaque:
 			var err error
 			if v, err = s.permOf(kind).Apply(id); err != nil {
 				// Not the caller's fault: the tag has outgrown the configured width.
 				return nil, nil, fmt.Errorf("%w: ID %d does not fit the %d-bit opaque form: raise obfuscation.segment_width or use a new tag", frond.ErrTagExhausted, id, s.permOf(kind).Width())
 			}
-		case FormMist:
+		case frond.MappingMist:
 			if id < 0 || id >= 1<<MistCounterBits {
 				return nil, nil, fmt.Errorf("%w: ID %d does not fit Mist's %d-bit counter: use a new tag, or another form", frond.ErrTagExhausted, id, MistCounterBits)
 			}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/segment"
 )
 
 // More kinds of request, beside KindSegment and KindSnowflake.
@@ -169,11 +170,17 @@ func (s *Service) segmentForm(r *Request) error {
 		r.Form = s.cfg.Forms[r.Name]
 	}
 	if r.Form == "" {
-		r.Form, configured = FormNumber, false
+		return nil // the form of the tag's mapping, once it is known (fitMapping)
 	}
 	if err := s.checkForm(KindSegment, r.Form); err != nil {
 		return err
 	}
+	return s.formRules(r, configured)
+}
+
+// formRules applies the rule of forms across protocols to r's form, asked
+// in the request or configured (the tag's: Config.Forms or its mapping).
+func (s *Service) formRules(r *Request, configured bool) error {
 	if r.Form == FormNumber {
 		return nil
 	}
@@ -224,7 +231,11 @@ func (s *Service) Peek(ctx context.Context, r *Request) error {
 	}
 	switch r.Kind {
 	case KindSegment:
-		if mode, err := s.modeOf(ctx, r.Name); err != nil || mode == frond.ModeSequence {
+		k, err := s.kindOf(ctx, r.Name)
+		if err == nil {
+			err = s.fitMapping(r, k.mapping)
+		}
+		if mode := k.mode; err != nil || mode == frond.ModeSequence {
 			if err == nil && (r.Run || r.Lease) {
 				err = fmt.Errorf("%w: tag %s is a sequence tag", frond.ErrNotLeasable, Quote(r.Name))
 			}
@@ -238,7 +249,7 @@ func (s *Service) Peek(ctx context.Context, r *Request) error {
 				return nil
 			}
 		}
-		_, err := s.Tag(ctx, r.Name)
+		_, err = s.Tag(ctx, r.Name)
 		return err
 	case KindSnowflake:
 		return s.w.Peek()
@@ -331,60 +342,77 @@ func (s *Service) take(ctx context.Context, r Request) (Answer, error) {
 // when not empty). With learn, a refusal of the store that says the tag
 // has the other mode (it was deleted and created again with it by another
 // node within modeTTL) is learnt, and the request served by it (misread).
+//
+// The IDs are handed out in the mapping their segment came with
+// (segment.Engine.NextMapped): the request is checked against the tag's
+// mapping as this node last read it (fitMapping), and when a segment
+// brings another (the tag's mapping changed), the IDs taken are skipped,
+// the new mapping learnt, and the request served once more by it.
 func (s *Service) takeTag(ctx context.Context, r Request, mode string, learn bool) (Answer, error) {
-	n := max(r.Count, 1)
-	if mode == "" {
-		m, err := s.modeOf(ctx, r.Name)
-		if err != nil {
-			return Answer{}, err
-		}
-		mode = cmp.Or(m, frond.ModeSegment)
+	k, err := s.kindOf(ctx, r.Name)
+	if err != nil {
+		return Answer{}, err
 	}
+	if mode == "" {
+		mode = cmp.Or(k.mode, frond.ModeSegment)
+	}
+	orig := r
+	if err := s.fitMapping(&r, k.mapping); err != nil {
+		return Answer{}, err
+	}
+	n := max(r.Count, 1)
 	if mode == frond.ModeSequence {
-		a, err := s.takeSequence(ctx, r, n)
+		a, err := s.takeSequence(ctx, r, n, k.mapping)
 		if err != nil {
 			return s.misread(ctx, r, mode, learn, err)
 		}
 		return a, nil
 	}
+	var m string
 	if r.Run {
 		if r.Count == 0 {
-			var err error
 			if n, err = s.tagStep(ctx, r.Name); err != nil {
 				return Answer{}, err
 			}
 		}
-		rg, err := s.seg.NextRun(ctx, r.Name, n)
-		if err != nil {
-			return s.misread(ctx, r, mode, learn, err)
+		var rg frond.Range
+		if rg, m, err = s.seg.NextRunMapped(ctx, r.Name, n); err == nil && m == k.mapping {
+			return Answer{Form: FormNumber, Ranges: []frond.Range{rg}}, nil
 		}
-		return Answer{Form: FormNumber, Ranges: []frond.Range{rg}}, nil
-	}
-	if r.Ranges {
-		rs, err := s.seg.NextN(ctx, r.Name, n)
-		if err != nil {
-			return s.misread(ctx, r, mode, learn, err)
+	} else if r.Ranges {
+		var rs []frond.Range
+		if rs, m, err = s.seg.NextNMapped(ctx, r.Name, n); err == nil && m == k.mapping {
+			return Answer{Form: FormNumber, Ranges: rs}, nil
 		}
-		return Answer{Form: FormNumber, Ranges: rs}, nil
-	}
-	var ids []int64
-	if n == 1 {
-		id, err := s.seg.Next(ctx, r.Name)
-		if err != nil {
-			return s.misread(ctx, r, mode, learn, err)
+	} else if n == 1 {
+		var id int64
+		if id, m, err = s.seg.NextMapped(ctx, r.Name); err == nil && m == k.mapping {
+			return s.answerIn(KindSegment, m, r.Form, r.Prefix, []int64{id})
 		}
-		ids = []int64{id}
 	} else {
-		rs, err := s.seg.NextN(ctx, r.Name, n)
-		if err != nil {
-			return s.misread(ctx, r, mode, learn, err)
-		}
-		ids = make([]int64, 0, n)
-		for _, x := range rs {
-			ids = x.Append(ids)
+		var rs []frond.Range
+		if rs, m, err = s.seg.NextNMapped(ctx, r.Name, n); err == nil && m == k.mapping {
+			ids := make([]int64, 0, n)
+			for _, x := range rs {
+				ids = x.Append(ids)
+			}
+			return s.answerIn(KindSegment, m, r.Form, r.Prefix, ids)
 		}
 	}
-	return s.answer(KindSegment, r.Form, r.Prefix, ids)
+	if err != nil && !errors.Is(err, segment.ErrMappingChanged) {
+		return s.misread(ctx, r, mode, learn, err)
+	}
+	// Another mapping came with a segment: the tag's mapping changed.
+	if err == nil {
+		s.setKind(r.Name, tagKind{mode, m})
+	} else if fresh, rerr := s.store.Tag(ctx, r.Name); rerr == nil {
+		s.setTag(fresh)
+	}
+	if !learn {
+		return Answer{}, fmt.Errorf("%w: tag %s: its mapping changed while this request was served; retry", frond.ErrStoreUnavailable, Quote(r.Name))
+	}
+	s.log.Info("tag mapping learnt from a segment", "tag", r.Name, "was", frond.MappingName(k.mapping), "now", frond.MappingName(m))
+	return s.takeTag(ctx, orig, mode, false)
 }
 
 // misread handles a failed takeTag of mode: with learn, when the store
@@ -407,7 +435,7 @@ func (s *Service) misread(ctx context.Context, r Request, mode string, learn boo
 // group commit (sequencer). A lease (Run: TinyID's segments, the client
 // library) is refused: a leased range would be handed out later, after
 // requests that were answered by the store meanwhile.
-func (s *Service) takeSequence(ctx context.Context, r Request, n int64) (Answer, error) {
+func (s *Service) takeSequence(ctx context.Context, r Request, n int64, mapping string) (Answer, error) {
 	if r.Run || r.Lease {
 		return Answer{}, fmt.Errorf("%w: tag %s is a sequence tag, whose IDs come from the store when they are asked for", frond.ErrNotLeasable, Quote(r.Name))
 	}
@@ -422,11 +450,16 @@ func (s *Service) takeSequence(ctx context.Context, r Request, n int64) (Answer,
 	for _, x := range rs {
 		ids = x.Append(ids)
 	}
-	return s.answer(KindSegment, r.Form, r.Prefix, ids)
+	return s.answerIn(KindSegment, mapping, r.Form, r.Prefix, ids)
 }
 
 func (s *Service) answer(kind, form, prefix string, ids []int64) (Answer, error) {
-	strs, nums, err := s.format(kind, form, prefix, ids)
+	return s.answerIn(kind, FormMapping(form), form, prefix, ids)
+}
+
+// answerIn answers ids in a mapping, encoded in form (formatIn).
+func (s *Service) answerIn(kind, mapping, form, prefix string, ids []int64) (Answer, error) {
+	strs, nums, err := s.formatIn(kind, mapping, form, prefix, ids)
 	if err != nil {
 		return Answer{}, err
 	}

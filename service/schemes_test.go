@@ -363,8 +363,9 @@ func TestFriendly_RoundTrip(t *testing.T) {
 func TestPrefixes(t *testing.T) {
 	s := newKindsService(t, newClock(), Config{Prefixes: map[string]string{"orders": "ord"}, Forms: map[string]string{"users": FormBase62},
 		ObfuscationKey: []byte("a key of sixteen bytes or more")})
-	for _, tag := range []string{"orders", "users"} {
-		if _, err := s.CreateTag(bg, frond.Tag{Name: tag, MaxID: 1, Step: 100}); err != nil {
+	// orders hands out opaque numbers (its mapping), users plain ones.
+	for tag, mapping := range map[string]string{"orders": frond.MappingOpaque, "users": ""} {
+		if _, err := s.CreateTag(bg, frond.Tag{Name: tag, MaxID: 1, Step: 100, Mapping: mapping}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -46,6 +46,7 @@ type modeCache struct {
 
 type modeEntry struct {
 	mode       string // frond.Tag.Mode as stored: "" or ModeSequence
+	mapping    string // frond.Tag.Mapping as stored: "" (plain), mist or opaque
 	epoch      int64  // Service.modes.epoch when it was read
 	refreshing atomic.Bool
 }
@@ -87,19 +88,31 @@ func (c *modeCache) age() {
 // segment engine holds buffers of is a segment tag; its mode is still read
 // once, so a sequence tag that a stale node served from buffers is found.
 func (s *Service) modeOf(ctx context.Context, tag string) (string, error) {
+	k, err := s.kindOf(ctx, tag)
+	return k.mode, err
+}
+
+// tagKind is what a node caches of a tag: its mode and mapping.
+type tagKind struct{ mode, mapping string }
+
+// kindOf is modeOf with the tag's mapping (frond.Tag.Mapping) as last
+// read. A segment's IDs are handed out in the mapping that came with the
+// segment (segment.Engine.NextMapped), not this one: this one checks a
+// request before any ID is taken.
+func (s *Service) kindOf(ctx context.Context, tag string) (tagKind, error) {
 	if v, ok := s.modes.m.Load(tag); ok {
 		e := v.(*modeEntry)
 		if e.epoch != s.modes.epoch.Load() && e.refreshing.CompareAndSwap(false, true) {
 			go s.refreshMode(tag, e)
 		}
-		return e.mode, nil
+		return tagKind{e.mode, e.mapping}, nil
 	}
 	// As the segment engine does for first loads: for a moment after the
 	// store failed to answer, a tag whose mode is not known yet fails at
 	// once instead of waiting for the store again.
 	if at := s.modes.fail.Load(); at != 0 {
 		if since := time.Since(time.Unix(0, at)); since < s.failFast() {
-			return "", fmt.Errorf("%w: tag %s: its mode is not known yet, and a store read failed %v ago", frond.ErrStoreUnavailable, Quote(tag), since.Round(time.Millisecond))
+			return tagKind{}, fmt.Errorf("%w: tag %s: its mode is not known yet, and a store read failed %v ago", frond.ErrStoreUnavailable, Quote(tag), since.Round(time.Millisecond))
 		}
 	}
 	t, err := s.store.Tag(ctx, tag)
@@ -107,10 +120,10 @@ func (s *Service) modeOf(ctx context.Context, tag string) (string, error) {
 		if errors.Is(err, frond.ErrStoreUnavailable) && ctx.Err() == nil {
 			s.modes.fail.Store(time.Now().UnixNano())
 		}
-		return "", err
+		return tagKind{}, err
 	}
-	s.setMode(tag, t.Mode)
-	return t.Mode, nil
+	s.setTag(t)
+	return tagKind{frond.StoredMode(t.Mode), frond.StoredMapping(t.Mapping)}, nil
 }
 
 // failFast is the segment engine's FailFast: the sequence tags' too.
@@ -123,7 +136,7 @@ func (s *Service) refreshMode(tag string, old *modeEntry) {
 	t, err := s.store.Tag(ctx, tag)
 	switch {
 	case err == nil:
-		s.setMode(tag, t.Mode)
+		s.setTag(t)
 	case errors.Is(err, frond.ErrTagNotFound):
 		s.modes.m.Delete(tag)
 	default:
@@ -131,13 +144,26 @@ func (s *Service) refreshMode(tag string, old *modeEntry) {
 		// (and its buffers served) as if read now; it is read again next
 		// epoch. Aging it out would make its next request wait on the
 		// store it cannot reach.
-		s.modes.m.CompareAndSwap(tag, old, &modeEntry{mode: old.mode, epoch: s.modes.epoch.Load()})
+		s.modes.m.CompareAndSwap(tag, old, &modeEntry{mode: old.mode, mapping: old.mapping, epoch: s.modes.epoch.Load()})
 	}
 }
 
+// setMode records a mode learnt from a store's refusal; the mapping stays
+// as cached.
 func (s *Service) setMode(tag, mode string) {
-	mode = frond.StoredMode(mode)
-	s.modes.m.Store(tag, &modeEntry{mode: mode, epoch: s.modes.epoch.Load()})
+	mapping := ""
+	if v, ok := s.modes.m.Load(tag); ok {
+		mapping = v.(*modeEntry).mapping
+	}
+	s.setKind(tag, tagKind{mode, mapping})
+}
+
+// setTag records the mode and mapping of a tag as read.
+func (s *Service) setTag(t frond.Tag) { s.setKind(t.Name, tagKind{t.Mode, t.Mapping}) }
+
+func (s *Service) setKind(tag string, k tagKind) {
+	mode := frond.StoredMode(k.mode)
+	s.modes.m.Store(tag, &modeEntry{mode: mode, mapping: frond.StoredMapping(k.mapping), epoch: s.modes.epoch.Load()})
 	if mode == frond.ModeSequence {
 		s.seg.Forget(tag) // buffers of a tag that became a sequence tag
 	}

@@ -145,6 +145,11 @@ func New(ctx context.Context, cfg Config, store frond.SegmentStore, reg frond.Wo
 	if idle := s.seg.Settings().IdleAfter; idle > 0 {
 		s.modes.idleEpochs = max(2, int64((idle+modeTTL-1)/modeTTL))
 	}
+	if err := s.checkMappings(ctx); err != nil {
+		s.seg.Close()
+		s.bg.cancel()
+		return nil, err
+	}
 	if s.w, err = worker.New(ctx, reg, cfg.Snowflake, log); err != nil {
 		s.seg.Close() // nothing buffered yet: the store is not called
 		s.bg.cancel()
@@ -296,10 +301,13 @@ func (s *Service) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error)
 		return frond.Tag{}, err
 	}
 	t.Mode = frond.StoredMode(t.Mode)
+	if err := s.createMapping(&t); err != nil {
+		return frond.Tag{}, err
+	}
 	out, err := s.store.CreateTag(ctx, t)
 	if err == nil {
-		s.setMode(out.Name, out.Mode)
-		s.log.Info("tag created", "tag", t.Name, "max_id", t.MaxID, "step", t.Step, "mode", out.ModeName())
+		s.setTag(out)
+		s.log.Info("tag created", "tag", t.Name, "max_id", t.MaxID, "step", t.Step, "mode", out.ModeName(), "mapping", out.MappingName())
 	}
 	return out, err
 }
@@ -309,8 +317,11 @@ func (s *Service) UpdateTag(ctx context.Context, name string, u frond.TagUpdate)
 	if err := frond.ValidateTagName(name); err != nil {
 		return frond.Tag{}, err
 	}
-	if u.Step == nil && u.Description == nil && u.MaxID == nil {
-		return frond.Tag{}, fmt.Errorf("%w: nothing to change: give step, description or max_id", frond.ErrInvalidArgument)
+	if u.Step == nil && u.Description == nil && u.MaxID == nil && u.Mapping == nil {
+		return frond.Tag{}, fmt.Errorf("%w: nothing to change: give step, description, max_id or mapping", frond.ErrInvalidArgument)
+	}
+	if u.Mapping != nil {
+		return s.changeMapping(ctx, name, u)
 	}
 	out, err := s.store.UpdateTag(ctx, name, u)
 	if err == nil {

@@ -295,7 +295,11 @@ func TestGRPC_Admin(t *testing.T) {
 
 func TestGRPC_Reveal(t *testing.T) {
 	f := start(t, api.Options{})
-	op, err := f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "order", Form: "opaque"})
+	// Opaque numbers are a mapping of the tag's (frond.Tag.Mapping).
+	if _, err := f.svc.CreateTag(bg, frond.Tag{Name: "opq", MaxID: 1, Step: 1000, Mapping: frond.MappingOpaque}); err != nil {
+		t.Fatal(err)
+	}
+	op, err := f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "opq", Form: "opaque"})
 	if err != nil || len(op.Ids) != 1 || len(op.IdStrs) != 1 || op.Ids[0] == 1 {
 		t.Fatalf("opaque: %v, %v", op, err)
 	}
@@ -633,7 +637,10 @@ func TestGRPC_Schemes(t *testing.T) {
 	}
 	_, err = f.c.NextUUID(bg, &frondv1.NextUUIDRequest{Version: 5, Namespace: "dns"})
 	wantCode(t, err, codes.InvalidArgument, frond.CodeInvalidArgument)
-	m, err := f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "order", Form: "mist", N: 2})
+	if _, err := f.svc.CreateTag(bg, frond.Tag{Name: "mst", MaxID: 1, Step: 1000, Mapping: frond.MappingMist}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "mst", Form: "mist", N: 2})
 	if err != nil || len(m.Ids) != 2 || m.Ids[0]>>16 != 1 || m.Ids[1]>>16 != 2 {
 		t.Fatalf("mist: %v, %v", m, err)
 	}
@@ -642,7 +649,7 @@ func TestGRPC_Schemes(t *testing.T) {
 		t.Fatalf("reveal mist: %v, %v", r, err)
 	}
 	p, err := f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "order", Form: "base62", Prefix: "ord"})
-	if err != nil || p.IdStrs[0] != "ord_00000000003" {
+	if err != nil || p.IdStrs[0] != "ord_00000000001" {
 		t.Fatalf("prefix: %v, %v", p, err)
 	}
 	_, err = f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "order", Prefix: "ord"})

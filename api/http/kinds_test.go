@@ -69,8 +69,14 @@ func TestV1Forms(t *testing.T) {
 	f.want(f.do("POST", "/v1/reveal", `{"kind":"segment","form":"opaque","value":"1"}`), 401)
 
 	// Explicit forms.
+	// base62 encodes the tag's number: its opaque number, not the counter.
 	r = f.do("GET", "/v1/segment/order?n=3&form=base62", "")
-	f.want(r, 200, `"id_strs":["00000000003","00000000004","00000000005"]`, `"form":"base62"`)
+	f.want(r, 200, `"form":"base62"`)
+	if strings.Contains(r.body, `"00000000003"`) {
+		t.Fatalf("base62 of an opaque tag gave its counter: %s", r.body)
+	}
+	f.want(f.do("GET", "/v1/segment/order?form=number", ""), 200, `"id_str"`)
+	f.want(f.do("GET", "/v1/segment/order?form=mist", ""), 400, `"code":"invalid_argument"`, "opaque numbers (its mapping)")
 	if strings.Contains(r.body, `"ids"`) {
 		t.Fatalf("a string form gave numbers: %s", r.body)
 	}

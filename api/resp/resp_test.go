@@ -433,7 +433,7 @@ func TestServer_TagToken(t *testing.T) {
 
 // The schemes of issue 33 over RESP.
 func TestServer_Schemes(t *testing.T) {
-	addr, _ := start(t, api.Options{})
+	addr, svc := start(t, api.Options{})
 	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2})
 	defer c.Close()
 	if got, err := c.Do(bg, "UUID", "VERSION", "5", "NAMESPACE", "dns", "NAME", "example.com").Text(); err != nil || got != "cfbff0d1-9375-5685-968c-48ce8b15ae17" {
@@ -445,10 +445,13 @@ func TestServer_Schemes(t *testing.T) {
 	if got, err := c.Do(bg, "UUID", "VERSION", "7", "FORM", "typeid", "PREFIX", "user").Text(); err != nil || !strings.HasPrefix(got, "user_") || len(got) != 31 {
 		t.Fatalf("UUID typeid: %q, %v", got, err)
 	}
-	if got, err := c.Do(bg, "SEGMENT", "order", "FORM", "mist").Int64(); err != nil || got>>16 != 1 {
+	if _, err := svc.CreateTag(bg, frond.Tag{Name: "mst", MaxID: 1, Step: 1000, Mapping: frond.MappingMist}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.Do(bg, "SEGMENT", "mst", "FORM", "mist").Int64(); err != nil || got>>16 != 1 {
 		t.Fatalf("SEGMENT mist: %d, %v", got, err)
 	}
-	if got, err := c.Do(bg, "SEGMENT", "order", "FORM", "base32", "PREFIX", "ord").Text(); err != nil || got != "ord_0000000000002" {
+	if got, err := c.Do(bg, "SEGMENT", "order", "FORM", "base32", "PREFIX", "ord").Text(); err != nil || got != "ord_0000000000001" {
 		t.Fatalf("SEGMENT prefix: %q, %v", got, err)
 	}
 	if got, err := c.Do(bg, "SNOWFLAKE", "FORM", "friendly").Text(); err != nil || strings.Count(got, "-") != 2 {
@@ -463,7 +466,7 @@ func TestServer_Schemes(t *testing.T) {
 			t.Errorf("%v: %v", args, err)
 		}
 	}
-	if got, err := c.Incr(bg, "order").Result(); err != nil || got != 3 {
+	if got, err := c.Incr(bg, "order").Result(); err != nil || got != 2 {
 		t.Fatalf("the refusals took IDs: INCR %d, %v", got, err)
 	}
 }
