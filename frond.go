@@ -205,6 +205,12 @@ type TagUpdate struct {
 	// tag's mapping never changes (its IDs are formatted by the mapping a
 	// node has cached).
 	Mapping *string
+	// Adopt records Mapping on a tag that has none recorded (plain) without
+	// the raise: the operator's word that the tag's numbers have been in
+	// that mapping all along (a tag a node's configured form served before
+	// frond kept mappings). Another mapping's numbers handed out before
+	// would meet the tag's.
+	Adopt bool
 }
 
 // Validate checks the fields that can be checked without the stored tag.
@@ -245,10 +251,17 @@ func (u TagUpdate) Apply(t Tag) (Tag, error) {
 	if u.Description != nil {
 		t.Description = *u.Description
 	}
+	if u.Adopt && (u.Mapping == nil || StoredMapping(*u.Mapping) == "" || StoredMapping(old.Mapping) != "") {
+		return t, fmt.Errorf("%w: tag %q: adopt records mist or opaque on a tag with no mapping recorded (plain); it has %s", ErrInvalidArgument, t.Name, old.MappingName())
+	}
 	if u.Mapping != nil && StoredMapping(*u.Mapping) != StoredMapping(t.Mapping) {
 		to := StoredMapping(*u.Mapping)
 		if t.Mode == ModeSequence {
 			return t, fmt.Errorf("%w: tag %q is a sequence tag: its mapping is set when it is created", ErrInvalidArgument, t.Name)
+		}
+		if u.Adopt {
+			t.Mapping = to
+			return t, nil
 		}
 		// The floor of this store's own max_id; the caller raises every
 		// store of a set to the floor of the highest (MappingFloor).

@@ -60,6 +60,15 @@ func (s *Service) changeMapping(ctx context.Context, name string, u frond.TagUpd
 	if to == frond.MappingOpaque && s.kinds.cur.seg == nil {
 		return frond.Tag{}, fmt.Errorf("%w: tag %s: opaque numbers need an obfuscation key on every node (obfuscation.key_file)", frond.ErrInvalidArgument, Quote(name))
 	}
+	if u.Adopt {
+		// The operator's word, no raise: every store records it.
+		out, err := s.store.UpdateTag(ctx, name, u)
+		if err == nil {
+			s.setTag(out)
+			s.log.Warn("tag mapping adopted: recorded without a raise", "tag", name, "mapping", out.MappingName(), "max_id", out.MaxID)
+		}
+		return out, err
+	}
 	var last error
 	for attempt := 0; attempt < mappingAttempts; attempt++ {
 		copies, err := frond.TagCopies(ctx, s.store, name)
@@ -133,8 +142,12 @@ func (s *Service) checkMappings(ctx context.Context) error {
 			continue
 		}
 		if got := frond.StoredMapping(t.Mapping); got != want {
-			return configError(fmt.Errorf("%w: form %s is %s numbers, and tag %s hands out %s numbers (its mapping, kept with the tag): change the tag's mapping (frond tag update %s --mapping %s), or remove the form",
-				frond.ErrInvalidArgument, form, frond.MappingName(want), name, t.MappingName(), name, want), "Forms["+name+"]")
+			how := fmt.Sprintf("change the tag's mapping (frond tag set %s --mapping %s)", name, want)
+			if want == frond.MappingOpaque || got != "" {
+				how = fmt.Sprintf("if every node always gave its numbers in form %s, record it (frond tag set %s --mapping %s --adopt); else use a new tag", form, name, want)
+			}
+			return configError(fmt.Errorf("%w: form %s is %s numbers, and tag %s hands out %s numbers (its mapping, kept with the tag): %s, or remove the form",
+				frond.ErrInvalidArgument, form, frond.MappingName(want), name, t.MappingName(), how), "Forms["+name+"]")
 		}
 	}
 	return nil

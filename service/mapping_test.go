@@ -2,6 +2,7 @@ package service
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,5 +157,37 @@ func TestMapping_ChangeUnderLoad(t *testing.T) {
 	// its headroom, 65,536 at least.)
 	if after, _ := st.Tag(bg, "order"); after.Mapping != before.Mapping || after.MaxID > before.MaxID+1000 {
 		t.Fatalf("a refused change changed %+v to %+v", before, after)
+	}
+}
+
+// TestMapping_Adopt: a tag a node's configured form served as opaque before
+// frond kept mappings has none recorded; the node refuses to start,
+// naming --adopt, which records the mapping without a raise. Adopt is
+// refused on a tag that has a mapping recorded, and to plain.
+func TestMapping_Adopt(t *testing.T) {
+	st := memstore.New(nil)
+	if _, err := st.CreateTag(bg, frond.Tag{Name: "order", MaxID: 500, Step: 50}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Forms: map[string]string{"order": FormOpaque62}, ObfuscationKey: []byte("a key of sixteen bytes or more")}
+	if _, err := New(bg, cfg, st, &memRegistry{id: 3}, nil); err == nil || !strings.Contains(err.Error(), "frond tag set order --mapping opaque --adopt") {
+		t.Fatalf("forms {order: opaque62} on a tag without a mapping: %v", err)
+	}
+	admin := mappingNode(t, st, nil)
+	opaque, plain := frond.MappingOpaque, frond.MappingPlain
+	if _, err := admin.UpdateTag(bg, "order", frond.TagUpdate{Mapping: &opaque}); Code(err) != frond.CodeInvalidArgument {
+		t.Fatalf("plain to opaque without adopt: %v", err)
+	}
+	got, err := admin.UpdateTag(bg, "order", frond.TagUpdate{Mapping: &opaque, Adopt: true})
+	if err != nil || got.Mapping != frond.MappingOpaque || got.MaxID != 500 {
+		t.Fatalf("adopt: %+v, %v", got, err)
+	}
+	if _, err := admin.UpdateTag(bg, "order", frond.TagUpdate{Mapping: &plain, Adopt: true}); Code(err) != frond.CodeInvalidArgument {
+		t.Fatalf("adopt on a tag with a mapping: %v", err)
+	}
+	n := mappingNode(t, st, cfg.Forms)
+	a, err := n.Take(bg, Request{Kind: KindSegment, Name: "order", Count: 3})
+	if err != nil || len(a.Strs) != 3 || a.Form != FormOpaque62 {
+		t.Fatalf("after adopt: %+v, %v", a, err)
 	}
 }

@@ -317,7 +317,7 @@ func (s *Service) UpdateTag(ctx context.Context, name string, u frond.TagUpdate)
 	if err := frond.ValidateTagName(name); err != nil {
 		return frond.Tag{}, err
 	}
-	if u.Step == nil && u.Description == nil && u.MaxID == nil && u.Mapping == nil {
+	if u.Step == nil && u.Description == nil && u.MaxID == nil && u.Mapping == nil && !u.Adopt {
 		return frond.Tag{}, fmt.Errorf("%w: nothing to change: give step, description, max_id or mapping", frond.ErrInvalidArgument)
 	}
 	if u.Mapping != nil {

@@ -172,7 +172,7 @@ func (s *Server) Reveal(_ context.Context, in *frondv1.RevealRequest) (*frondv1.
 }
 
 func tag(t frond.Tag) *frondv1.Tag {
-	return &frondv1.Tag{Name: t.Name, MaxId: t.MaxID, Step: t.Step, Description: t.Description, UpdatedAt: timestamppb.New(t.UpdatedAt), Mode: t.ModeName()}
+	return &frondv1.Tag{Name: t.Name, MaxId: t.MaxID, Step: t.Step, Description: t.Description, UpdatedAt: timestamppb.New(t.UpdatedAt), Mode: t.ModeName(), Mapping: t.MappingName()}
 }
 
 func (s *Server) ListTags(ctx context.Context, in *frondv1.ListTagsRequest) (*frondv1.TagList, error) {
@@ -199,7 +199,7 @@ func (s *Server) CreateTag(ctx context.Context, in *frondv1.CreateTagRequest) (*
 	if in.Step == nil {
 		return nil, fmt.Errorf("%w: step is required", frond.ErrInvalidArgument)
 	}
-	t := frond.Tag{Name: in.GetName(), MaxID: 1, Step: in.GetStep(), Description: in.GetDescription(), Mode: in.GetMode()}
+	t := frond.Tag{Name: in.GetName(), MaxID: 1, Step: in.GetStep(), Description: in.GetDescription(), Mode: in.GetMode(), Mapping: in.GetMapping()}
 	if in.MaxId != nil {
 		t.MaxID = in.GetMaxId()
 	}
@@ -211,7 +211,7 @@ func (s *Server) CreateTag(ctx context.Context, in *frondv1.CreateTagRequest) (*
 }
 
 func (s *Server) UpdateTag(ctx context.Context, in *frondv1.UpdateTagRequest) (*frondv1.Tag, error) {
-	t, err := s.svc.UpdateTag(ctx, in.GetName(), frond.TagUpdate{Step: in.Step, MaxID: in.MaxId, Description: in.Description})
+	t, err := s.svc.UpdateTag(ctx, in.GetName(), frond.TagUpdate{Step: in.Step, MaxID: in.MaxId, Description: in.Description, Mapping: in.Mapping})
 	if err != nil {
 		return nil, err
 	}

@@ -364,12 +364,13 @@ type tagJSON struct {
 	Step        int64     `json:"step"`
 	Description string    `json:"description"`
 	UpdatedAt   time.Time `json:"updated_at"`
-	Mode        string    `json:"mode"` // segment or sequence
+	Mode        string    `json:"mode"`    // segment or sequence
+	Mapping     string    `json:"mapping"` // plain, mist or opaque
 }
 
 func toTagJSON(t frond.Tag) tagJSON {
 	return tagJSON{Name: t.Name, MaxID: t.MaxID, MaxIDStr: strconv.FormatInt(t.MaxID, 10), Step: t.Step, Description: t.Description, UpdatedAt: t.UpdatedAt,
-		Mode: t.ModeName()}
+		Mode: t.ModeName(), Mapping: t.MappingName()}
 }
 
 // v1ListTags is GET /v1/tags?limit=&after=: a page of the store's tags by
@@ -486,9 +487,10 @@ type createTagJSON struct {
 	Step        *int64  `json:"step"`
 	Description *string `json:"description"`
 	Mode        string  `json:"mode"`
+	Mapping     string  `json:"mapping"`
 }
 
-// v1CreateTag: POST /v1/tags {"name", "step", "max_id" (default 1, as Leaf's table), "description", "mode" (segment or sequence)}.
+// v1CreateTag: POST /v1/tags {"name", "step", "max_id" (default 1, as Leaf's table), "description", "mode" (segment or sequence), "mapping" (plain, mist or opaque)}.
 func (s *Server) v1CreateTag(w http.ResponseWriter, r *http.Request) {
 	var in createTagJSON
 	if err := decodeBody(w, r, &in); err != nil {
@@ -499,7 +501,7 @@ func (s *Server) v1CreateTag(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, badRequest("step is required"))
 		return
 	}
-	t := frond.Tag{Name: in.Name, MaxID: 1, Step: *in.Step, Mode: in.Mode}
+	t := frond.Tag{Name: in.Name, MaxID: 1, Step: *in.Step, Mode: in.Mode, Mapping: in.Mapping}
 	if in.MaxID != nil {
 		t.MaxID = *in.MaxID
 	}
@@ -528,16 +530,18 @@ type updateTagJSON struct {
 	MaxID       *int64  `json:"max_id"`
 	Step        *int64  `json:"step"`
 	Description *string `json:"description"`
+	Mapping     *string `json:"mapping"`
+	Adopt       bool    `json:"adopt"`
 }
 
-// v1UpdateTag: PATCH /v1/tags/{tag} {"step", "description", "max_id" (raise only)}.
+// v1UpdateTag: PATCH /v1/tags/{tag} {"step", "description", "max_id" (raise only), "mapping" (plain or mist, with its raise), "adopt"}.
 func (s *Server) v1UpdateTag(w http.ResponseWriter, r *http.Request) {
 	var in updateTagJSON
 	if err := decodeBody(w, r, &in); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	t, err := s.svc.UpdateTag(r.Context(), r.PathValue("tag"), frond.TagUpdate{Step: in.Step, Description: in.Description, MaxID: in.MaxID})
+	t, err := s.svc.UpdateTag(r.Context(), r.PathValue("tag"), frond.TagUpdate{Step: in.Step, Description: in.Description, MaxID: in.MaxID, Mapping: in.Mapping, Adopt: in.Adopt})
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -93,6 +93,9 @@ func (s *Server) tag(c redcon.Conn, args [][]byte) {
 			break
 		}
 		t = frond.Tag{Name: name, MaxID: 1, Step: *u.Step, Mode: mode}
+		if u.Mapping != nil {
+			t.Mapping = *u.Mapping
+		}
 		if u.MaxID != nil {
 			t.MaxID = *u.MaxID
 		}
@@ -120,11 +123,11 @@ func (s *Server) tag(c redcon.Conn, args [][]byte) {
 	writeTag(c, t)
 }
 
-// tagOptions reads STEP, MAXID and DESCRIPTION, and MODE when creating (a
-// tag's mode is fixed for its life).
+// tagOptions reads STEP, MAXID, DESCRIPTION and MAPPING, and MODE when
+// creating (a tag's mode is fixed for its life).
 func tagOptions(args [][]byte, create bool) (frond.TagUpdate, string, error) {
 	var u frond.TagUpdate
-	allowed := []string{"STEP", "MAXID", "DESCRIPTION"}
+	allowed := []string{"STEP", "MAXID", "DESCRIPTION", "MAPPING"}
 	if create {
 		allowed = append(allowed, "MODE")
 	}
@@ -150,12 +153,16 @@ func tagOptions(args [][]byte, create bool) (frond.TagUpdate, string, error) {
 	if d, ok := opts["DESCRIPTION"]; ok {
 		u.Description = &d
 	}
+	if m, ok := opts["MAPPING"]; ok {
+		m = strings.ToLower(m)
+		u.Mapping = &m
+	}
 	return u, strings.ToLower(opts["MODE"]), nil
 }
 
 // writeTag answers a tag as field-value pairs, as HGETALL does.
 func writeTag(c redcon.Conn, t frond.Tag) {
-	c.WriteArray(12)
+	c.WriteArray(14)
 	c.WriteBulkString("name")
 	c.WriteBulkString(t.Name)
 	c.WriteBulkString("max_id")
@@ -168,6 +175,8 @@ func writeTag(c redcon.Conn, t frond.Tag) {
 	c.WriteBulkString(t.UpdatedAt.UTC().Format(time.RFC3339Nano))
 	c.WriteBulkString("mode")
 	c.WriteBulkString(t.ModeName())
+	c.WriteBulkString("mapping")
+	c.WriteBulkString(t.MappingName())
 }
 
 // reveal runs REVEAL kind form value [key_version] [PREFIX p] [TAG t]: the

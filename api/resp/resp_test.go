@@ -327,7 +327,7 @@ func TestServer_Admin(t *testing.T) {
 	a := redis.NewClient(&redis.Options{Addr: addr, Password: "s3cret"})
 	defer a.Close()
 	got, err := a.Do(bg, "TAG", "CREATE", "x", "STEP", "10", "MAXID", "500", "DESCRIPTION", "two words").Slice()
-	if err != nil || len(got) != 12 || got[1] != "x" || got[3] != int64(500) || got[5] != int64(10) || got[7] != "two words" || got[11] != "segment" {
+	if err != nil || len(got) != 14 || got[1] != "x" || got[3] != int64(500) || got[5] != int64(10) || got[7] != "two words" || got[11] != "segment" || got[13] != "plain" {
 		t.Fatalf("TAG CREATE: %v, %v", got, err)
 	}
 	// A page at a time: COUNT tags after AFTER.

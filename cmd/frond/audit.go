@@ -17,6 +17,7 @@ import (
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/internal/config"
 	"github.com/frond-id/frond/internal/secret"
+	"github.com/frond-id/frond/service"
 	"github.com/spf13/cobra"
 )
 
@@ -53,6 +54,8 @@ flags) and report, without taking an ID:
     set or of an older set listed with it;
   - tags missing from some stores of a multi-store, and sequence tags on
     several stores (unique, not linearizable);
+  - a tag whose stores hold different mappings, or whose configured form
+    (forms:) names another mapping than the tag's (docs/kinds.md);
   - max_id near the top of the ID space, and at the rate observed while the
     audit samples (--sample), how long the IDs last;
   - a step that a load cannot keep up with at that rate;
@@ -333,12 +336,26 @@ func (a *auditor) settle(tables, first []*tagTable) {
 // frond.Tag values in maps took about 600: a store of a million tags is
 // audited in tens of megabytes.
 type tagTable struct {
-	buf   []byte
-	end   []uint32 // name i is buf[end[i-1]:end[i]]
-	max   []int64
-	step  []int64
-	seq   []bool
-	order []uint32 // indexes by name
+	buf  []byte
+	end  []uint32 // name i is buf[end[i-1]:end[i]]
+	max  []int64
+	step []int64
+	seq  []bool
+	// mapping is the tag's mapping (frond.Tag.Mapping), as an index of
+	// auditMappings.
+	mapping []uint8
+	order   []uint32 // indexes by name
+}
+
+// auditMappings are the mappings a tagTable records: plain (empty), mist,
+// opaque, and any other a store holds.
+var auditMappings = []string{"", frond.MappingMist, frond.MappingOpaque, "another"}
+
+func mappingCode(m string) uint8 {
+	if i := slices.Index(auditMappings[:3], m); i >= 0 {
+		return uint8(i)
+	}
+	return 3
 }
 
 func (t *tagTable) add(tag frond.Tag) {
@@ -347,6 +364,7 @@ func (t *tagTable) add(tag frond.Tag) {
 	t.max = append(t.max, tag.MaxID)
 	t.step = append(t.step, tag.Step)
 	t.seq = append(t.seq, tag.Mode == frond.ModeSequence)
+	t.mapping = append(t.mapping, mappingCode(tag.Mapping))
 }
 
 func (t *tagTable) len() int { return len(t.end) }
@@ -435,6 +453,7 @@ func readTags(ctx context.Context, st frond.SegmentStore, f func(frond.Tag)) (ti
 type tagRow struct {
 	max, step int64
 	seq       bool
+	mapping   uint8         // an index of auditMappings
 	read      time.Duration // the store's round trip
 }
 
@@ -472,7 +491,7 @@ func (a *auditor) walkTags(stores []*auditStore, tables, first []*tagTable, elap
 			}
 			k := t.order[at[i]]
 			at[i]++
-			rows = append(rows, tagRow{max: t.max[k], step: t.step[k], seq: t.seq[k], read: stores[i].read})
+			rows = append(rows, tagRow{max: t.max[k], step: t.step[k], seq: t.seq[k], mapping: t.mapping[k], read: stores[i].read})
 			if first == nil || first[i] == nil {
 				continue
 			}
@@ -512,6 +531,7 @@ func (a *auditor) checkTag(name string, rows []tagRow, missing []string, nstores
 	if len(missing) > 0 {
 		note(auditWarn, "missing from %s: its residue is not served for this tag (create it there with max_id at least that of the others)", strings.Join(missing, ", "))
 	}
+	a.checkMapping(note, name, rows)
 	if t.seq && nstores > 1 {
 		note(auditWarn, "a sequence tag on %d stores: unique, but not linearizable across the stores (docs/kinds.md)", nstores)
 	}
@@ -541,6 +561,33 @@ func (a *auditor) checkTag(name string, rows []tagRow, missing []string, nstores
 		return finding{}, false
 	}
 	return finding{Level: level, Subject: "tag " + name, Message: strings.Join(msgs, "; ")}, true
+}
+
+// checkMapping notes a tag whose stores hold different mappings (a change
+// of mapping that did not reach every store), and a form configured for
+// it that names another mapping than its own: a node of this configuration
+// refuses to start (service.checkMappings), and two mappings of one
+// counter would hand out the same numbers.
+func (a *auditor) checkMapping(note func(level, format string, args ...any), name string, rows []tagRow) {
+	if len(rows) == 0 {
+		return
+	}
+	m := rows[0].mapping
+	for _, r := range rows[1:] {
+		if r.mapping != m {
+			var names []string
+			for _, r := range rows {
+				names = append(names, frond.MappingName(auditMappings[r.mapping]))
+			}
+			note(auditDanger, "its stores hold different mappings (%s): a change of mapping did not finish; run frond tag set %s --mapping M again", strings.Join(names, ", "), name)
+			return
+		}
+	}
+	form := a.cfg.Forms[name]
+	if want := service.FormMapping(form); want != "" && mappingCode(want) != m {
+		note(auditDanger, "configured form %s is %s numbers, and the tag hands out %s numbers (its mapping): frond serve refuses to start with it; change the tag (frond tag set %s --mapping %s) or the form",
+			form, want, frond.MappingName(auditMappings[m]), name, want)
+	}
 }
 
 // stepCheck notes whether a tag's segments outlast a store round trip at

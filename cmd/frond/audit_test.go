@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -265,5 +266,39 @@ func TestAudit_Settle(t *testing.T) {
 	a.settle([]*tagTable{nil, nil}, nil)
 	if len(a.found) != 1 || a.found[0].Level != auditDanger {
 		t.Fatalf("nothing read: %v", a.found)
+	}
+}
+
+// A tag whose stores hold different mappings (a change of mapping that
+// did not reach every store), and a configured form that names another
+// mapping than the tag's, are dangers (issue 42).
+func TestAudit_Mappings(t *testing.T) {
+	dir := t.TempDir()
+	a, b := "sqlite://"+filepath.Join(dir, "a.db"), "sqlite://"+filepath.Join(dir, "b.db")
+	ctx := context.Background()
+	for _, u := range []string{a, b} {
+		s, err := sqlstore.Open(ctx, u, sqlstore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.CreateTag(ctx, frond.Tag{Name: "order", MaxID: 1, Step: 100})
+		mapping := frond.MappingMist
+		if u == b {
+			mapping = ""
+		}
+		s.CreateTag(ctx, frond.Tag{Name: "invite", MaxID: 1, Step: 100, Mapping: mapping})
+		s.Close()
+	}
+	if code, out, errs := runCLI(t, nil, "stores", "set", "--data-dir", dir, "--store", a+" "+b, "--margin", "0"); code != exitOK {
+		t.Fatalf("stores set: exit %d\n%s%s", code, out, errs)
+	}
+	cfg := filepath.Join(dir, "frond.yaml")
+	if err := os.WriteFile(cfg, []byte("forms:\n  order: mist\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, nil, "audit", "--config", cfg, "--data-dir", dir, "--store", a+" "+b, "--sample", "0")
+	if code != exitError || !strings.Contains(out, "hold different mappings (mist, plain)") || !strings.Contains(out, "frond tag set invite --mapping M") ||
+		!strings.Contains(out, "configured form mist is mist numbers, and the tag hands out plain numbers") {
+		t.Fatalf("audit: exit %d\n%s%s", code, out, errs)
 	}
 }

@@ -68,8 +68,13 @@ prefixes:
 			t.Fatalf("reveal %s: %v", v, got)
 		}
 	}
-	if b62 := run("id", "segment", "order", "--form", "base62"); len(b62) != 1 || b62[0] != "ord_00000000004" { // the tag's prefix
+	// base62 encodes the tag's number (opaque, its mapping), with its prefix.
+	b62 := run("id", "segment", "order", "--form", "base62")
+	if len(b62) != 1 || len(b62[0]) != 15 || !strings.HasPrefix(b62[0], "ord_") || b62[0] == "ord_00000000004" {
 		t.Fatalf("base62 %v", b62)
+	}
+	if num := run("reveal", b62[0], "--form", "base62"); len(num) != 1 || run("reveal", num[0], "--form", "opaque")[0] != "4" {
+		t.Fatalf("base62 %v is %v", b62, num)
 	}
 	// Key rotation: an opaque ID the previous key (version 1) gave is
 	// revealed with its version; the current key's with or without it.
@@ -123,12 +128,16 @@ prefixes:
 	if got := run("reveal", pre[0], "--tag", "order"); len(got) != 1 || got[0] != "6" {
 		t.Fatalf("reveal %s: %v", pre[0], got)
 	}
-	if m := run("id", "segment", "order", "--form", "mist"); len(m) != 1 {
+	// Mist is a mapping of the tag's own: a tag created with it hands out
+	// Mist numbers; another tag refuses the form (another mapping).
+	run("tag", "create", "invite", "--step", "100", "--mapping", "mist")
+	if m := run("id", "segment", "invite"); len(m) != 1 {
 		t.Fatalf("mist: %v", m)
-	} else if v, _ := strconv.ParseInt(m[0], 10, 64); v>>16 != 7 {
+	} else if v, _ := strconv.ParseInt(m[0], 10, 64); v>>16 != 1 {
 		t.Fatalf("mist %s: counter %d", m[0], v>>16)
 	}
 	for _, bad := range [][]string{{"id", "uuid", "--version", "5", "--namespace", "dns"}, {"id", "uuid", "--version", "2"},
+		{"id", "segment", "order", "--form", "mist"}, {"id", "segment", "invite", "--form", "opaque"},
 		{"id", "segment", "order", "--form", "base62", "--prefix", "Ord"}} {
 		cmd := exec.Command(binary, append(bad, "--server", s.url)...)
 		if out, err := cmd.CombinedOutput(); err == nil {

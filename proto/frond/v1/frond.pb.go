@@ -1346,7 +1346,10 @@ type Tag struct {
 	UpdatedAt   *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=updated_at,proto3" json:"updated_at,omitempty"`
 	// "segment" (IDs from buffered segments) or "sequence" (every ID taken
 	// from the store when asked: linearizable across nodes).
-	Mode          string `protobuf:"bytes,6,opt,name=mode,proto3" json:"mode,omitempty"`
+	Mode string `protobuf:"bytes,6,opt,name=mode,proto3" json:"mode,omitempty"`
+	// How the tag's counter becomes its numbers, the same on every node:
+	// "plain", "mist" or "opaque" (docs/kinds.md#a-tags-mapping).
+	Mapping       string `protobuf:"bytes,7,opt,name=mapping,proto3" json:"mapping,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1419,6 +1422,13 @@ func (x *Tag) GetUpdatedAt() *timestamppb.Timestamp {
 func (x *Tag) GetMode() string {
 	if x != nil {
 		return x.Mode
+	}
+	return ""
+}
+
+func (x *Tag) GetMapping() string {
+	if x != nil {
+		return x.Mapping
 	}
 	return ""
 }
@@ -1583,7 +1593,10 @@ type CreateTagRequest struct {
 	MaxId       *int64 `protobuf:"varint,3,opt,name=max_id,proto3,oneof" json:"max_id,omitempty"`
 	Description string `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
 	// "segment" (the default) or "sequence"; fixed for the tag's life.
-	Mode          string `protobuf:"bytes,5,opt,name=mode,proto3" json:"mode,omitempty"`
+	Mode string `protobuf:"bytes,5,opt,name=mode,proto3" json:"mode,omitempty"`
+	// "plain", "mist" or "opaque"; empty: the one the node's configured form
+	// names, else plain.
+	Mapping       string `protobuf:"bytes,6,opt,name=mapping,proto3" json:"mapping,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1653,13 +1666,23 @@ func (x *CreateTagRequest) GetMode() string {
 	return ""
 }
 
+func (x *CreateTagRequest) GetMapping() string {
+	if x != nil {
+		return x.Mapping
+	}
+	return ""
+}
+
 type UpdateTagRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	Step  *int64                 `protobuf:"varint,2,opt,name=step,proto3,oneof" json:"step,omitempty"`
 	// Can only be raised.
-	MaxId         *int64  `protobuf:"varint,3,opt,name=max_id,proto3,oneof" json:"max_id,omitempty"`
-	Description   *string `protobuf:"bytes,4,opt,name=description,proto3,oneof" json:"description,omitempty"`
+	MaxId       *int64  `protobuf:"varint,3,opt,name=max_id,proto3,oneof" json:"max_id,omitempty"`
+	Description *string `protobuf:"bytes,4,opt,name=description,proto3,oneof" json:"description,omitempty"`
+	// Another mapping: "plain" or "mist" (to or from opaque is refused),
+	// with the raise it needs (docs/kinds.md#a-tags-mapping).
+	Mapping       *string `protobuf:"bytes,5,opt,name=mapping,proto3,oneof" json:"mapping,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1718,6 +1741,13 @@ func (x *UpdateTagRequest) GetMaxId() int64 {
 func (x *UpdateTagRequest) GetDescription() string {
 	if x != nil && x.Description != nil {
 		return *x.Description
+	}
+	return ""
+}
+
+func (x *UpdateTagRequest) GetMapping() string {
+	if x != nil && x.Mapping != nil {
+		return *x.Mapping
 	}
 	return ""
 }
@@ -1916,7 +1946,7 @@ const file_frond_v1_frond_proto_rawDesc = "" +
 	"\x02id\x18\x02 \x01(\x03R\x02id\x12\x12\n" +
 	"\x04uuid\x18\x03 \x01(\tR\x04uuid\x12\x16\n" +
 	"\x06prefix\x18\x04 \x01(\tR\x06prefix\x12\x14\n" +
-	"\x05salts\x18\x05 \x03(\x05R\x05salts\"\xb7\x01\n" +
+	"\x05salts\x18\x05 \x03(\x05R\x05salts\"\xd1\x01\n" +
 	"\x03Tag\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06max_id\x18\x02 \x01(\x03R\x06max_id\x12\x12\n" +
@@ -1925,7 +1955,8 @@ const file_frond_v1_frond_proto_rawDesc = "" +
 	"\n" +
 	"updated_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"updated_at\x12\x12\n" +
-	"\x04mode\x18\x06 \x01(\tR\x04mode\"O\n" +
+	"\x04mode\x18\x06 \x01(\tR\x04mode\x12\x18\n" +
+	"\amapping\x18\a \x01(\tR\amapping\"O\n" +
 	"\x0fListTagsRequest\x12\x1c\n" +
 	"\tpage_size\x18\x01 \x01(\x05R\tpage_size\x12\x1e\n" +
 	"\n" +
@@ -1935,23 +1966,27 @@ const file_frond_v1_frond_proto_rawDesc = "" +
 	"\x04tags\x18\x01 \x03(\v2\r.frond.v1.TagR\x04tags\x12(\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\x0fnext_page_token\"#\n" +
 	"\rGetTagRequest\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\xa6\x01\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\xc0\x01\n" +
 	"\x10CreateTagRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x17\n" +
 	"\x04step\x18\x02 \x01(\x03H\x00R\x04step\x88\x01\x01\x12\x1b\n" +
 	"\x06max_id\x18\x03 \x01(\x03H\x01R\x06max_id\x88\x01\x01\x12 \n" +
 	"\vdescription\x18\x04 \x01(\tR\vdescription\x12\x12\n" +
-	"\x04mode\x18\x05 \x01(\tR\x04modeB\a\n" +
+	"\x04mode\x18\x05 \x01(\tR\x04mode\x12\x18\n" +
+	"\amapping\x18\x06 \x01(\tR\amappingB\a\n" +
 	"\x05_stepB\t\n" +
-	"\a_max_id\"\xa7\x01\n" +
+	"\a_max_id\"\xd2\x01\n" +
 	"\x10UpdateTagRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x17\n" +
 	"\x04step\x18\x02 \x01(\x03H\x00R\x04step\x88\x01\x01\x12\x1b\n" +
 	"\x06max_id\x18\x03 \x01(\x03H\x01R\x06max_id\x88\x01\x01\x12%\n" +
-	"\vdescription\x18\x04 \x01(\tH\x02R\vdescription\x88\x01\x01B\a\n" +
+	"\vdescription\x18\x04 \x01(\tH\x02R\vdescription\x88\x01\x01\x12\x1d\n" +
+	"\amapping\x18\x05 \x01(\tH\x03R\amapping\x88\x01\x01B\a\n" +
 	"\x05_stepB\t\n" +
 	"\a_max_idB\x0e\n" +
-	"\f_description\"&\n" +
+	"\f_descriptionB\n" +
+	"\n" +
+	"\b_mapping\"&\n" +
 	"\x10DeleteTagRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x13\n" +
 	"\x11DeleteTagResponse2\xd3\x06\n" +
