@@ -284,3 +284,102 @@ func answerIDs(t *testing.T, body string) ([]string, error) {
 	}
 	return decimal(out.IDs), nil
 }
+
+// Issue 42, item 5, end to end: two frond processes on one store, one
+// configured forms: {order: mist} and one not (a rolling change, or one
+// file forgotten), both serving their defaults. The node without the form
+// used to hand out the plain counter, which walks through the Mist values
+// the other gave (plain 129582 is Mist(1)); now both hand out the tag's
+// Mist numbers, every one once. A node configured opaque62 for the tag
+// refuses to start, and the mapping moves to plain only with its raise.
+func TestE2E_MappingAcrossNodes(t *testing.T) {
+	dir := t.TempDir()
+	db := "sqlite://" + filepath.Join(dir, "shared.db")
+	t.Setenv("FROND_SEGMENT__FIXED_STEP", "true") // a node holds at most two segments of 20
+	cfg := filepath.Join(dir, "mist.yaml")
+	if err := os.WriteFile(cfg, []byte("forms:\n  order: mist\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := mustStart(t, t.TempDir(), "--store", db, "--node", "1", "--config", cfg)
+	b := mustStart(t, t.TempDir(), "--store", db, "--node", "2")
+	if code, body := a.req("POST", "/v1/tags", `{"name":"order","step":20}`); code != 201 || !strings.Contains(body, `"mapping":"mist"`) {
+		t.Fatalf("create through the node configured mist: %d %s", code, body)
+	}
+	seen := map[int64]string{}
+	for i := 0; i < 30; i++ {
+		for _, n := range []struct {
+			s    *server
+			name string
+		}{{a, "a"}, {b, "b"}} {
+			id := n.s.id("/api/segment/get/order") // Leaf's API: the default form
+			if id>>16 < 1 || id>>16 > 1000 {
+				t.Fatalf("node %s handed out %d: not a Mist number", n.name, id)
+			}
+			if was, ok := seen[id]; ok {
+				t.Fatalf("%d handed out by %s and by %s", id, was, n.name)
+			}
+			seen[id] = n.name
+			for _, v := range n.s.batch("/v1/segment/order?n=3&form=number") {
+				if _, ok := seen[v]; ok || v>>16 < 1 {
+					t.Fatalf("node %s: form=number gave %d", n.name, v)
+				}
+				seen[v] = n.name
+			}
+		}
+	}
+	// A node whose configured form names another mapping does not start.
+	opq := filepath.Join(dir, "opaque.yaml")
+	os.WriteFile(opq, []byte("forms:\n  order: opaque62\nobfuscation:\n  key: an obfuscation key, long enough\n  scheme: ff1\n"), 0o644)
+	if _, err := startServer(t, t.TempDir(), "--store", db, "--node", "3", "--config", opq); err == nil || !strings.Contains(err.Error(), "Forms[order]") {
+		t.Fatalf("a node configured opaque62 for a Mist tag: %v", err)
+	}
+	// Mist to plain, through the node without the form: max_id moves past
+	// every Mist number; both nodes then hand out plain numbers above them.
+	var top int64
+	for v := range seen {
+		top = max(top, v)
+	}
+	code, body := b.req("PATCH", "/v1/tags/order", `{"mapping":"plain"}`)
+	var changed struct {
+		MaxID   int64 `json:"max_id"`
+		Mapping string
+	}
+	if json.Unmarshal([]byte(body), &changed); code != 200 || changed.Mapping != "plain" || changed.MaxID <= top {
+		t.Fatalf("PATCH mapping: %d %s", code, body)
+	}
+	// Every number the Mist mapping gave or can still give (the segments
+	// nodes hold) is below the new max_id; the plain numbers start there.
+	floor, plain := changed.MaxID, 0
+	for i := 0; i < 60; i++ {
+		id := b.id("/api/segment/get/order")
+		if was, ok := seen[id]; ok {
+			t.Fatalf("%d handed out by %s and by b after the change", id, was)
+		}
+		seen[id] = "b after"
+		if id >= floor {
+			plain++
+		}
+	}
+	if plain < 20 {
+		t.Fatalf("b handed out %d plain numbers in 60 after the change", plain)
+	}
+	// a, still configured mist, now refuses the tag rather than answer Mist
+	// numbers of new segments (it serves those it holds, then refuses).
+	for i := 0; ; i++ {
+		code, body := a.get("/api/segment/get/order")
+		if code != 200 {
+			if !strings.Contains(body, "configured form") {
+				t.Fatalf("a after the change: %d %s", code, body)
+			}
+			break
+		}
+		id, _ := strconv.ParseInt(body, 10, 64)
+		if _, ok := seen[id]; ok || id >= floor {
+			t.Fatalf("a handed out %d after the change (plain numbers from %d)", id, floor)
+		}
+		seen[id] = "a after"
+		if i > 100 {
+			t.Fatalf("a still answers after 100 requests: %s", body)
+		}
+	}
+}
