@@ -154,19 +154,7 @@ func (b *Buffer) Tag() string { return b.tag }
 // frond.ErrStoreUnavailable when both buffers are empty and the store cannot
 // give a segment (or ctx ended first); frond.ErrClosed after Engine.Close.
 func (b *Buffer) Next(ctx context.Context) (int64, error) {
-	s := b.cur.Load()
-	v := s.pos.Add(s.stride) - s.stride
-	if uint64(v-s.start) < uint64(s.end-s.start) {
-		if v == s.trigger {
-			b.prefetch()
-		}
-		return v, nil
-	}
-	return b.nextSlow(ctx)
-}
-
-func (b *Buffer) nextSlow(ctx context.Context) (int64, error) {
-	v, _, err := b.nextMappedSlow(ctx)
+	v, _, err := b.NextMapped(ctx)
 	return v, err
 }
 

@@ -356,7 +356,7 @@ func (s *Service) takeTag(ctx context.Context, r Request, mode string, learn boo
 	if mode == "" {
 		mode = cmp.Or(k.mode, frond.ModeSegment)
 	}
-	orig := r
+	form, ranges, count := r.Form, r.Ranges, r.Count // what fitMapping fills
 	if err := s.fitMapping(&r, k.mapping); err != nil {
 		return Answer{}, err
 	}
@@ -412,7 +412,8 @@ func (s *Service) takeTag(ctx context.Context, r Request, mode string, learn boo
 		return Answer{}, fmt.Errorf("%w: tag %s: its mapping changed while this request was served; retry", frond.ErrStoreUnavailable, Quote(r.Name))
 	}
 	s.log.Info("tag mapping learnt from a segment", "tag", r.Name, "was", frond.MappingName(k.mapping), "now", frond.MappingName(m))
-	return s.takeTag(ctx, orig, mode, false)
+	r.Form, r.Ranges, r.Count = form, ranges, count
+	return s.takeTag(ctx, r, mode, false)
 }
 
 // misread handles a failed takeTag of mode: with learn, when the store
