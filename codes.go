@@ -30,6 +30,7 @@ const (
 	CodeTooLarge         = "request_too_large"
 	CodeRateLimited      = "rate_limited"
 	CodeInternal         = "internal"
+	CodeOverloaded       = "overloaded"
 )
 
 // ErrorCode describes a stable error code.
@@ -72,6 +73,7 @@ var errorCodes = [...]ErrorCode{
 	{CodeTooLarge, nil, false, ""},
 	{CodeRateLimited, nil, false, ""},
 	{CodeInternal, nil, false, "report this: it is a bug"},
+	{CodeOverloaded, ErrOverloaded, true, "retry in a moment, with a smaller batch, or on another node: the node's answers not yet read by their clients fill its budget (limits.answer_budget)"},
 }
 
 // ErrorCodes returns every stable error code.

@@ -60,4 +60,10 @@ var (
 	// that is not a sequence tag: a node's knowledge of the tag's mode was
 	// out of date (the tag was deleted and created again).
 	ErrNotSequence = errors.New("not a sequence tag")
+
+	// ErrOverloaded means the node holds as many answers built and not
+	// yet written to their clients as its answer budget allows
+	// (limits.answer_budget): the request is refused before any ID is
+	// taken, and a retry (or another node) may succeed.
+	ErrOverloaded = errors.New("overloaded")
 )

@@ -145,6 +145,9 @@ var (
 	descIdemRepl   = prometheus.NewDesc("frond_idempotency_replays_total", "Answers given again to a request with the same idempotency key.", nil, nil)
 	descIdemEvict  = prometheus.NewDesc("frond_idempotency_evicted_total", "Remembered answers forgotten before their window ended (idempotency.max_entries or max_ids reached).", nil, nil)
 	descIdemConfl  = prometheus.NewDesc("frond_idempotency_conflicts_total", "Requests refused because their idempotency key came with another request within the window.", nil, nil)
+	descBudget     = prometheus.NewDesc("frond_answer_budget_bytes", "Bytes of the node's answer budget held by answers built and not yet read by their clients (limits.answer_budget).", nil, nil)
+	descBudgetMax  = prometheus.NewDesc("frond_answer_budget_limit_bytes", "The node's answer budget (limits.answer_budget); 0: no bound.", nil, nil)
+	descBudgetRef  = prometheus.NewDesc("frond_answer_budget_refused_total", "Requests refused with overloaded: their answer did not fit in the node's answer budget.", nil, nil)
 )
 
 type engineCollector struct {
@@ -155,7 +158,7 @@ type engineCollector struct {
 func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descIssued, descTagIssued, descTags, descMinHorizon, descOmitted, descRemaining, descHorizon, descStep, descTagLoads,
 		descSteps, descRefusals, descBorrows, descLead, descBehind, descWorker, descIssuing, descFromCache, descExpiry,
-		descSeqCalls, descSeqGroup, descIdemKeys, descIdemIDs, descIdemRepl, descIdemEvict, descIdemConfl} {
+		descSeqCalls, descSeqGroup, descIdemKeys, descIdemIDs, descIdemRepl, descIdemEvict, descIdemConfl, descBudget, descBudgetMax, descBudgetRef} {
 		ch <- d
 	}
 }
@@ -216,6 +219,11 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descIdemRepl, float64(idem.Replays))
 	counter(descIdemEvict, float64(idem.Evicted))
 	counter(descIdemConfl, float64(idem.Conflict))
+
+	used, limit, refused := c.svc.AnswerBudget()
+	gauge(descBudget, float64(used))
+	gauge(descBudgetMax, float64(limit))
+	counter(descBudgetRef, float64(refused))
 
 	counter(descIssued, float64(c.svc.SnowflakeIssued()), "snowflake")
 	st := c.svc.SnowflakeStats()

@@ -20,6 +20,8 @@ func Code(err error) string {
 		return frond.CodeSeqOverflow
 	case errors.Is(err, frond.ErrWorkerLost):
 		return frond.CodeWorkerLost
+	case errors.Is(err, frond.ErrOverloaded):
+		return frond.CodeOverloaded
 	case errors.Is(err, frond.ErrInvalidArgument), errors.Is(err, snowflake.ErrInvalidID), errors.Is(err, snowflake.ErrInvalidLayout),
 		errors.Is(err, idfmt.ErrInvalid):
 		return frond.CodeInvalidArgument

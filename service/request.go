@@ -81,6 +81,8 @@ type Answer struct {
 	// Replayed says the answer was given before, to a request with the
 	// same idempotency key.
 	Replayed bool
+	// hold is the answer's place in the node's answer budget (Release).
+	hold Hold
 }
 
 // Texts are the IDs as text: Strs, or for plain numbers the numbers in
@@ -262,6 +264,11 @@ func (s *Service) Peek(ctx context.Context, r *Request) error {
 // batch that fails part-way, or whose caller goes away while it waits for
 // the store, are valid and unique but are not answered: they are skipped,
 // never handed to anyone else.
+//
+// Before any ID is taken, the answer's most bytes are reserved in the
+// node's answer budget (budget): an answer that would not fit is refused
+// with frond.ErrOverloaded. The caller writes the answer and then calls
+// Answer.Release, whatever happened to the write.
 func (s *Service) Take(ctx context.Context, r Request) (Answer, error) {
 	if err := s.Check(&r); err != nil {
 		return Answer{}, err
@@ -269,18 +276,40 @@ func (s *Service) Take(ctx context.Context, r Request) (Answer, error) {
 	if err := ctx.Err(); err != nil {
 		return Answer{}, err
 	}
-	if r.IdempotencyKey != "" {
-		return s.takeKeyed(ctx, r)
+	hold, err := s.budget.reserve(answerBound(&r))
+	if err != nil {
+		return Answer{}, err
 	}
 	var a Answer
-	var err error
-	if r.Kind == KindSegment {
+	switch {
+	case r.IdempotencyKey != "":
+		a, err = s.takeKeyed(ctx, r)
+	case r.Kind == KindSegment:
 		a, err = s.takeTag(ctx, r, "", true) // the hot path: one call less
-	} else {
+	default:
 		a, err = s.take(ctx, r)
 	}
-	a.Request = r
+	if err != nil {
+		hold.Release()
+	}
+	a.Request, a.hold = r, hold
 	return a, err
+}
+
+// Release gives the answer's place in the node's answer budget back: its
+// front door calls it once the answer is written, or will never be.
+func (a *Answer) Release() { a.hold.Release() }
+
+// TakeHold moves the answer's place in the node's answer budget out of it,
+// for a front door that writes the answer later (gRPC: when its transport
+// has sent it), and releases it then; nil when the answer holds none.
+func (a *Answer) TakeHold() *Hold {
+	if !a.hold.Held() {
+		return nil
+	}
+	h := a.hold
+	a.hold = Hold{}
+	return &h
 }
 
 // takeKeyed is Take of a request with an idempotency key: its own function,

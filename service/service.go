@@ -66,6 +66,10 @@ type Config struct {
 	// Idempotency configures the memory of idempotent requests
 	// (Request.IdempotencyKey).
 	Idempotency Idempotency
+	// AnswerBudget bounds the bytes of answers built and not yet read by
+	// their clients, every protocol and client together (budget): 0 means
+	// DefaultAnswerBudget, a negative value no bound.
+	AnswerBudget int64
 }
 
 // Service issues IDs of every kind and administers tags.
@@ -80,6 +84,7 @@ type Service struct {
 	kinds  kindSet                    // serials and opaque forms
 	tokens map[string]map[string]bool // Config.Tokens: token, then tag
 	idem   *idempotency
+	budget budget // answers built and not yet read (Config.AnswerBudget)
 	bg     background
 }
 
@@ -114,6 +119,10 @@ func New(ctx context.Context, cfg Config, store frond.SegmentStore, reg frond.Wo
 		cfg.Segment.Logger = log
 	}
 	s := &Service{cfg: cfg, store: store, log: log}
+	s.budget.limit = cfg.AnswerBudget
+	if s.budget.limit == 0 {
+		s.budget.limit = DefaultAnswerBudget
+	}
 	s.seq.s = s
 	s.idem = newIdempotency(cfg.Idempotency, cfg.Now)
 	s.bg.ctx, s.bg.cancel = context.WithCancel(context.Background())

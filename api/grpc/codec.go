@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/frond-id/frond"
 )
@@ -19,7 +20,31 @@ import (
 // instead, and the interceptors answer INVALID_ARGUMENT (malformed).
 type codec struct {
 	encoding.CodecV2
-	bad sync.Map // the message (a pointer) → its decoding error
+	bad  sync.Map // the message (a pointer) → its decoding error
+	held sync.Map // an answer (a pointer) → its heldAnswer (Server.held)
+}
+
+// Marshal implements encoding.CodecV2: an answer with a place in the
+// node's answer budget is encoded into a buffer that gives the place back
+// once grpc-go has written it (answers.go).
+func (c *codec) Marshal(v any) (mem.BufferSlice, error) {
+	if p, ok := c.held.LoadAndDelete(v); ok {
+		if m, ok := v.(proto.Message); ok {
+			return c.marshalHeld(m, p.(heldAnswer))
+		}
+		p.(heldAnswer).ca.done(p.(heldAnswer).h)
+	}
+	return c.CodecV2.Marshal(v)
+}
+
+// drop gives back the place of an answer that will not be encoded.
+func (c *codec) drop(v any) {
+	if v == nil {
+		return
+	}
+	if p, ok := c.held.LoadAndDelete(v); ok {
+		p.(heldAnswer).ca.done(p.(heldAnswer).h)
+	}
 }
 
 func newCodec() *codec { return &codec{CodecV2: encoding.GetCodecV2("proto")} }

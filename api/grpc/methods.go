@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/frond-id/frond"
@@ -27,12 +28,19 @@ func ids(a service.Answer) *frondv1.IDs {
 	return out
 }
 
+// held registers m, the answer of a, with a's place in the node's answer
+// budget (Server.held), and returns it.
+func held[M proto.Message](s *Server, ctx context.Context, m M, a service.Answer) M {
+	s.held(ctx, m, a)
+	return m
+}
+
 func (s *Server) NextSegment(ctx context.Context, in *frondv1.NextSegmentRequest) (*frondv1.IDs, error) {
 	a, err := s.take(ctx, service.Request{Kind: service.KindSegment, Name: in.GetTag(), Count: in.GetN(), Form: in.GetForm(), Prefix: in.GetPrefix(), Numbers: in.GetNumbers(), Token: tagToken(ctx)})
 	if err != nil {
 		return nil, err
 	}
-	return ids(a), nil
+	return held(s, ctx, ids(a), a), nil
 }
 
 func (s *Server) NextSnowflake(ctx context.Context, in *frondv1.NextSnowflakeRequest) (*frondv1.IDs, error) {
@@ -40,7 +48,7 @@ func (s *Server) NextSnowflake(ctx context.Context, in *frondv1.NextSnowflakeReq
 	if err != nil {
 		return nil, err
 	}
-	return ids(a), nil
+	return held(s, ctx, ids(a), a), nil
 }
 
 func (s *Server) NextSegmentRanges(ctx context.Context, in *frondv1.NextSegmentRangesRequest) (*frondv1.Ranges, error) {
@@ -48,7 +56,7 @@ func (s *Server) NextSegmentRanges(ctx context.Context, in *frondv1.NextSegmentR
 	if err != nil {
 		return nil, err
 	}
-	return ranges(a), nil
+	return held(s, ctx, ranges(a), a), nil
 }
 
 func ranges(a service.Answer) *frondv1.Ranges {
@@ -120,7 +128,7 @@ func (s *Server) NextUUID(ctx context.Context, in *frondv1.NextUUIDRequest) (*fr
 	if err != nil {
 		return nil, err
 	}
-	return &frondv1.UUIDs{Version: int32(a.Request.Version), Uuids: a.Strs, Form: a.Request.Form}, nil
+	return held(s, ctx, &frondv1.UUIDs{Version: int32(a.Request.Version), Uuids: a.Strs, Form: a.Request.Form}, a), nil
 }
 
 func (s *Server) NextSerial(ctx context.Context, in *frondv1.NextSerialRequest) (*frondv1.Serials, error) {
@@ -128,7 +136,7 @@ func (s *Server) NextSerial(ctx context.Context, in *frondv1.NextSerialRequest) 
 	if err != nil {
 		return nil, err
 	}
-	return &frondv1.Serials{Name: a.Request.Name, Serials: a.Strs}, nil
+	return held(s, ctx, &frondv1.Serials{Name: a.Request.Name, Serials: a.Strs}, a), nil
 }
 
 func (s *Server) Decode(_ context.Context, in *frondv1.DecodeRequest) (*frondv1.Decoded, error) {

@@ -47,6 +47,7 @@ type Server struct {
 	o       api.Options
 	gs      *grpc.Server
 	codec   *codec
+	answers *answers // the answers not yet written, by connection (answers.go)
 	health  *health
 	ops     map[string]*api.Op // by full method name
 	started time.Time
@@ -83,8 +84,10 @@ func New(svc *service.Service, o api.Options) *Server {
 		creds = append(creds, grpc.Creds(credentials.NewTLS(o.TLS)))
 	}
 	s.codec = newCodec()
+	s.answers = &answers{timeout: o.Conn.WriteTimeout}
 	s.gs = grpc.NewServer(append(creds,
 		grpc.ForceServerCodecV2(s.codec),
+		grpc.StatsHandler(s.answers),
 		grpc.ChainUnaryInterceptor(s.unary),
 		grpc.ChainStreamInterceptor(s.stream),
 		grpc.MaxRecvMsgSize(o.MaxRequest),
@@ -114,7 +117,7 @@ func New(svc *service.Service, o api.Options) *Server {
 
 // Serve answers the connections of ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
-	err := s.gs.Serve(ln)
+	err := s.gs.Serve(trackListener{ln, s.answers})
 	if errors.Is(err, grpc.ErrServerStopped) {
 		return nil
 	}
@@ -154,6 +157,9 @@ func (s *Server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 	}
 	if err == nil {
 		resp, err = h(ctx, req)
+		if err != nil {
+			s.codec.drop(resp)
+		}
 	}
 	err = s.done(ctx, info.FullMethod, start, err)
 	s.access(ctx, info.FullMethod, start, id, err)

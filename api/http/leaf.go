@@ -56,6 +56,7 @@ func (s *Server) leafSnowflake(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) leafTake(w http.ResponseWriter, r *http.Request, req service.Request) {
 	if a, ok := s.take(w, r, req, textPlain[0], func(err error) { s.leafError(w, err) }); ok {
+		defer a.Release() // written (or the write timed out) when the handler returns
 		writeID(w, a.Nums[0])
 	}
 }

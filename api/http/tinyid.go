@@ -114,6 +114,7 @@ func (s *Server) tinyIDs(w http.ResponseWriter, r *http.Request) ([]int64, error
 	if err != nil {
 		return nil, err
 	}
+	releaseAfter(r, a)
 	if !a.Request.Ranges {
 		return a.Nums, nil // a tag whose form is opaque: its numbers
 	}
@@ -163,6 +164,7 @@ func (s *Server) tinyLease(w http.ResponseWriter, r *http.Request) (tinySegment,
 	if err != nil {
 		return tinySegment{}, err
 	}
+	releaseAfter(r, a)
 	if len(a.Ranges) != 1 || a.Ranges[0].Len() < 1 {
 		return tinySegment{}, errors.New("tinyid: a run of no IDs")
 	}

@@ -240,14 +240,16 @@ func TestDashboard_Browser(t *testing.T) {
 	}
 
 	// The Take form offers every kind and form: a UUID v5 of a name (the
-	// known answer), a TypeID with its prefix, Mist and friendly forms.
+	// known answer), a TypeID with its prefix, Mist (of a Mist tag: the
+	// tag's mapping) and friendly forms.
+	f.want(f.do("POST", "/v1/tags", `{"name":"invite","step":100,"mapping":"mist"}`, "Authorization", "Bearer s3cret"), 201)
 	for _, c := range []struct {
 		kind, name, form, prefix, namespace, want string
 	}{
 		{"uuid-5", "example.com", "", "", "dns", `"uuid": "cfbff0d1-9375-5685-968c-48ce8b15ae17"`},
 		{"typeid", "", "", "user", "", `"user_0`},
 		{"uuid-6", "", "", "", "", `"version": 6`},
-		{"segment", "order", "mist", "", "", `"form": "mist"`},
+		{"segment", "invite", "mist", "", "", `"form": "mist"`},
 		{"snowflake", "", "friendly", "evt", "", `"evt_2026`},
 	} {
 		fields, _ := json.Marshal(map[string]string{"kind": c.kind, "name": c.name, "form": c.form, "prefix": c.prefix, "namespace": c.namespace})

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -138,10 +139,21 @@ func (s *Server) take(w http.ResponseWriter, r *http.Request, req service.Reques
 	return a, true
 }
 
-// takeKeyed takes req's IDs with the request's idempotency key.
+// takeKeyed takes req's IDs with the request's idempotency key. The
+// caller releases the answer's place in the node's answer budget
+// (service.Answer.Release) once it is written.
 func (s *Server) takeKeyed(r *http.Request, req service.Request) (service.Answer, error) {
 	req.IdempotencyKey = r.Header.Get(IdempotencyKeyHeader)
 	return s.svc.Take(r.Context(), req)
+}
+
+// releaseAfter releases a's place in the answer budget when the request's
+// handler has returned (its answer written, or its write timed out): for
+// the routes that build their answer away from where they take it.
+func releaseAfter(r *http.Request, a service.Answer) {
+	if h := a.TakeHold(); h != nil {
+		context.AfterFunc(r.Context(), h.Release)
+	}
 }
 
 // v1Take decodes the query of a /v1 ID route with parse and answers with
@@ -159,6 +171,7 @@ func (s *Server) v1Take(w http.ResponseWriter, r *http.Request, known []string, 
 		return
 	}
 	if a, ok := s.take(w, r, req, contentJSON, fail); ok {
+		defer a.Release() // written (or the write timed out) when the handler returns
 		writeJSON(w, http.StatusOK, encode(a))
 	}
 }

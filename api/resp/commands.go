@@ -104,6 +104,18 @@ func (s *Server) take(c redcon.Conn, r service.Request) {
 		return
 	}
 	write(c, a)
+	held(c, a)
+}
+
+// held keeps a's place in the node's answer budget until its reply is
+// flushed (limitConn.hold); a connection of another kind (a test's) has
+// its reply written at once.
+func held(c redcon.Conn, a service.Answer) {
+	if lc, ok := c.NetConn().(*limitConn); ok {
+		lc.hold(&a)
+		return
+	}
+	a.Release()
 }
 
 func (s *Server) incr(c redcon.Conn, args [][]byte) {
@@ -155,6 +167,7 @@ func (s *Server) ranges(c redcon.Conn, args [][]byte) {
 		c.WriteInt64(r.End)
 		c.WriteInt64(r.Stride)
 	}
+	held(c, a)
 }
 
 func (s *Server) snowflake(c redcon.Conn, args [][]byte) {

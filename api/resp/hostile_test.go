@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"runtime"
@@ -14,8 +15,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/api"
+	"github.com/frond-id/frond/api/apitest"
 	"github.com/frond-id/frond/internal/tlsconf/tlstest"
+	"github.com/frond-id/frond/segment"
+	"github.com/frond-id/frond/service"
+	"github.com/frond-id/frond/storetest"
 )
 
 // The hostile-client tests of the RESP listener (issue 29): each sends
@@ -413,5 +419,60 @@ func TestHostile_TLSRefusal(t *testing.T) {
 	tc.SetReadDeadline(time.Now().Add(3 * time.Second))
 	if line, err := bufio.NewReader(tc).ReadString('\n'); !strings.Contains(line, "max number of clients") {
 		t.Fatalf("over TLS: %q, %v", line, err)
+	}
+}
+
+// Issue 43, item 2: the replies of a pipeline are held in the node's one
+// answer budget until they are flushed: past it, a command is refused
+// (OVERLOADED, retryable) before it takes an ID, and the places come back
+// once the replies are written.
+func TestHostile_AnswerBudget(t *testing.T) {
+	svc := apitest.Service(t, storetest.NewFaulty(), service.Config{Segment: segment.Settings{FixedStep: true}, AnswerBudget: 4 << 20},
+		frond.Tag{Name: "order", MaxID: 1, Step: 1000})
+	addr := serve(t, svc, api.Options{})
+	c, r := raw(t, addr)
+	defer c.Close()
+	prefix := strings.Repeat("a", 63)
+	var pipe strings.Builder
+	for range 5 {
+		fmt.Fprintf(&pipe, "UUID VERSION 7 COUNT 10000 FORM typeid PREFIX %s\r\n", prefix)
+	}
+	pipe.WriteString("INCR order\r\n")
+	if _, err := io.WriteString(c, pipe.String()); err != nil {
+		t.Fatal(err)
+	}
+	var answered, refused int
+	for range 5 {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case strings.HasPrefix(line, "*10000"):
+			answered++
+			for range 10000 * 2 {
+				if _, err := r.ReadString('\n'); err != nil {
+					t.Fatal(err)
+				}
+			}
+		case strings.HasPrefix(line, "-OVERLOADED "):
+			refused++
+		default:
+			t.Fatalf("reply %q", line)
+		}
+	}
+	// A reply may take up to 512 + 10000*(96+63) bytes: two fit in 4 MiB.
+	if answered != 2 || refused != 3 {
+		t.Fatalf("%d answered and %d refused of 5 replies of a pipeline; want 2 and 3", answered, refused)
+	}
+	if line, _ := r.ReadString('\n'); line != ":1\r\n" {
+		t.Fatalf("INCR after the refusals: %q (the refused commands took IDs?)", line)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for used, _, _ := svc.AnswerBudget(); used != 0; used, _, _ = svc.AnswerBudget() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes still held after the replies were read", used)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

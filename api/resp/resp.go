@@ -214,6 +214,31 @@ type limitConn struct {
 	frame    framer    // only redcon's reading goroutine uses frame, rest and fail
 	rest     []byte    // read from the network, not yet handed to redcon
 	fail     error     // the framing error to answer once the commands before it are handled
+	// held are the places in the node's answer budget of the replies
+	// written into redcon's buffer and not yet flushed: released when the
+	// flush (one Write) returns, or when the connection closes.
+	heldMu sync.Mutex
+	held   []service.Hold
+}
+
+// hold keeps a reply's place in the answer budget until it is flushed.
+func (c *limitConn) hold(a *service.Answer) {
+	if h := a.TakeHold(); h != nil {
+		c.heldMu.Lock()
+		c.held = append(c.held, *h)
+		c.heldMu.Unlock()
+	}
+}
+
+// release gives back the places of the replies flushed (or never to be).
+func (c *limitConn) release() {
+	c.heldMu.Lock()
+	held := c.held
+	c.held = c.held[:0]
+	c.heldMu.Unlock()
+	for i := range held {
+		held[i].Release()
+	}
 }
 
 func (c *limitConn) Read(p []byte) (int, error) {
@@ -298,12 +323,15 @@ func (c *limitConn) Write(p []byte) (int, error) {
 		c.wdl = at
 		c.Conn.SetWriteDeadline(at)
 	}
-	return c.Conn.Write(p)
+	n, err := c.Conn.Write(p)
+	c.release() // redcon flushes its buffer in one Write: every reply held is in it
+	return n, err
 }
 
 // Close closes the connection and frees its place.
 func (c *limitConn) Close() error {
 	err := c.Conn.Close()
+	c.release()
 	c.once.Do(c.conns.Release)
 	return err
 }

@@ -120,6 +120,9 @@ type Limits struct {
 	WriteTimeout     time.Duration `koanf:"write_timeout"`
 	IdleTimeout      time.Duration `koanf:"idle_timeout"`
 	MaxHeaderBytes   int           `koanf:"max_header_bytes"`
+	// AnswerBudget bounds the bytes of answers built and not yet read by
+	// their clients, node-wide (service.Config.AnswerBudget).
+	AnswerBudget int64 `koanf:"answer_budget"`
 }
 
 // Metrics bound the series per tag of /metrics (docs/operations.md).
@@ -497,6 +500,7 @@ func (c *Config) ServiceConfig() service.Config {
 		Prefixes:            c.Prefixes,
 		Tokens:              c.Tokens,
 		Idempotency:         service.Idempotency{Window: c.Idempotency.Window, MaxEntries: c.Idempotency.MaxEntries, MaxIDs: c.Idempotency.MaxIDs},
+		AnswerBudget:        c.Limits.AnswerBudget,
 	}
 }
 
