@@ -143,6 +143,24 @@ func (g *Guard) Admit(token, addr string) error {
 		Msg: fmt.Sprintf("over the rate limit of %g requests per second (burst %d) for this token or address: retry in %s", g.o.Rate, g.o.Burst, wait.Round(time.Millisecond))}
 }
 
+// AdminToken is the one check of an admin token, on every protocol and
+// path (issue 43): it reports whether got is want (TokenOK, in constant
+// time), and counts a token sent and refused against addr (AuthFailed),
+// whatever the path answers then: a 401, a page with the tags hidden, RESP
+// WRONGPASS. An empty got is no guess and does not count. limited reports
+// that addr has now reached the limit of wrong tokens (a RESP connection
+// is closed). The tag tokens' refusals are counted where they are answered
+// (frond.CodeForbidden), since the service checks them.
+func (g *Guard) AdminToken(want, got, addr string) (ok, limited bool) {
+	if TokenOK(want, got) {
+		return true, false
+	}
+	if got == "" {
+		return false, false
+	}
+	return false, g.AuthFailed(addr)
+}
+
 // AuthFailed records a wrong token (admin or tag token) from addr. It
 // reports whether the address has now reached the limit, so that a
 // connection-oriented protocol can close the connection. Only a token that

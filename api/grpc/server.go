@@ -225,7 +225,7 @@ func (s *Server) admit(ctx context.Context, method string) error {
 	if s.o.AdminToken == "" {
 		return api.AdminWithoutToken(peerAddr(ctx))
 	}
-	if !api.TokenOK(s.o.AdminToken, bearer(ctx)) {
+	if ok, _ := s.o.Guard.AdminToken(s.o.AdminToken, bearer(ctx), peerAddr(ctx)); !ok {
 		return &api.Error{Code: frond.CodeUnauthorized,
 			Msg: "this method needs the admin token: send the metadata authorization: Bearer <token>"}
 	}
@@ -252,8 +252,9 @@ func (s *Server) done(ctx context.Context, method string, start time.Time, err e
 	}
 	st, code := toStatus(ctx, err)
 	s.o.Metrics.Failed(api.GRPC, code)
-	if (code == frond.CodeUnauthorized || code == frond.CodeForbidden) && (bearer(ctx) != "" || tagToken(ctx) != "") {
-		// A token sent and refused; a call without one does not count.
+	if code == frond.CodeForbidden && tagToken(ctx) != "" {
+		// A tag token sent and refused; a call without one does not count,
+		// and a wrong admin token was counted by its check (admit).
 		s.o.Guard.AuthFailed(peerAddr(ctx))
 	}
 	if st.Code() == codes.Internal {

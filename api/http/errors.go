@@ -76,10 +76,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // count records a failure, and marks the request as refused for a wrong
-// token (admin or tag token), whichever API's shape answers it, so that
-// the Guard counts it.
+// tag token, whichever API's shape answers it, so that the Guard counts
+// it (a wrong admin token is counted by its check, Guard.AdminToken).
 func (s *Server) count(w http.ResponseWriter, e *apiError) {
-	if e.Code == frond.CodeUnauthorized || e.Code == frond.CodeForbidden {
+	if e.Code == frond.CodeForbidden {
 		for w != nil {
 			if sw, ok := w.(*statusWriter); ok {
 				sw.authFailed = true

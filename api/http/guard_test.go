@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -180,5 +182,59 @@ func TestServerLog_Handshakes(t *testing.T) {
 	fmt.Fprintf(l, "http: something else\n")
 	if n := strings.Count(buf.String(), "TLS handshake error"); n != 1 || !strings.Contains(buf.String(), "something else") {
 		t.Fatalf("%d handshake lines:\n%s", n, buf.String())
+	}
+}
+
+// Issue 43, item 10: every path that takes a token counts a wrong one
+// against the address, whatever it answers then: the JSON API's admin
+// routes (401), the dashboard's pages and its event stream (which answers
+// 200 with the tags hidden), TinyID's tag token; after the limit even the
+// right admin token is refused.
+func TestHTTP_EveryTokenPathCounts(t *testing.T) {
+	tokens := func(c *service.Config) { c.Tokens = map[string][]string{"tag-secret": {"order"}} }
+	for _, p := range []struct{ method, path, body, header string }{
+		{"GET", "/v1/tags", "", "Bearer"},
+		{"POST", "/v1/tags", `{"name":"x","step":1}`, "Bearer"},
+		{"PATCH", "/v1/tags/order", `{"step":5}`, "Bearer"},
+		{"DELETE", "/v1/tags/order", "", "Bearer"},
+		{"POST", "/v1/reveal", `{"kind":"segment","form":"base62","value":"1"}`, "Bearer"},
+		{"GET", "/ui/tags", "", "Bearer"},
+		{"GET", "/ui/tags?token=guess", "", ""},
+		{"GET", "/ui/events?token=guess", "", ""},
+		{"GET", "/ui/events", "", "Bearer"},
+		{"GET", "/tinyid/id/nextIdSimple?bizType=order&token=guess", "", ""},
+		{"GET", "/v1/segment/order", "", "X-Frond-Token"},
+	} {
+		g := api.NewGuard(api.GuardOptions{AuthFailures: 3, AuthWindow: time.Minute})
+		f := newFixture(t, api.Options{AdminToken: "s3cret", Guard: g}, tokens)
+		srv := httptest.NewServer(f.h)
+		for range 3 {
+			req, _ := http.NewRequest(p.method, srv.URL+p.path, strings.NewReader(p.body))
+			switch p.header {
+			case "Bearer":
+				req.Header.Set("Authorization", "Bearer guess")
+			case "X-Frond-Token":
+				req.Header.Set("X-Frond-Token", "guess")
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond) // the event stream never ends
+			res, err := http.DefaultClient.Do(req.WithContext(ctx))
+			if err == nil {
+				io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+			}
+			cancel()
+		}
+		req, _ := http.NewRequest("GET", srv.URL+"/v1/tags", nil)
+		req.Header.Set("Authorization", "Bearer s3cret")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusTooManyRequests {
+			t.Errorf("%s %s: three wrong tokens, then the right one answered %d, want 429", p.method, p.path, res.StatusCode)
+		}
+		srv.Close()
+		f.h.(*Server).StopStreams()
 	}
 }

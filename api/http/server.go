@@ -245,7 +245,7 @@ func (s *Server) mayReadTags(r *http.Request, token string) error {
 		}
 		return nil
 	}
-	if !api.TokenOK(s.opts.AdminToken, token) {
+	if ok, _ := s.opts.Guard.AdminToken(s.opts.AdminToken, token, r.RemoteAddr); !ok {
 		return &api.Error{Code: frond.CodeUnauthorized, Msg: "tag details need the admin token: send Authorization: Bearer <token>"}
 	}
 	return nil

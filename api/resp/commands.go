@@ -334,8 +334,7 @@ func (s *Server) hello(c redcon.Conn, args [][]byte) {
 				c.WriteError("ERR syntax error in HELLO option 'AUTH'")
 				return
 			}
-			if !s.checkToken(args[i+2]) {
-				c.WriteError("WRONGPASS invalid admin token")
+			if !s.checkToken(c, args[i+2]) {
 				return
 			}
 			sess(c).authed = true
@@ -365,13 +364,24 @@ func (s *Server) hello(c redcon.Conn, args [][]byte) {
 	c.WriteArray(0)
 }
 
-func (s *Server) checkToken(t []byte) bool { return api.TokenOK(s.o.AdminToken, string(t)) }
-
-func (s *Server) auth(c redcon.Conn, args [][]byte) {
-	if !s.checkToken(args[len(args)-1]) {
+// checkToken checks an admin token (AUTH, HELLO's AUTH) with the one
+// check of every protocol (api.Guard.AdminToken): a wrong one is answered
+// WRONGPASS and counts against the address, whose connection is closed
+// once it reaches the limit. It reports whether t is the admin token.
+func (s *Server) checkToken(c redcon.Conn, t []byte) bool {
+	ok, limited := s.o.Guard.AdminToken(s.o.AdminToken, string(t), c.RemoteAddr())
+	if !ok {
 		s.o.Metrics.Failed(api.RESP, frond.CodeUnauthorized)
 		c.WriteError("WRONGPASS invalid admin token")
-		s.authFailed(c)
+		if limited {
+			hangUp(c)
+		}
+	}
+	return ok
+}
+
+func (s *Server) auth(c redcon.Conn, args [][]byte) {
+	if !s.checkToken(c, args[len(args)-1]) {
 		return
 	}
 	sess(c).authed = true

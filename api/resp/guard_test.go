@@ -79,3 +79,31 @@ func TestServer_GuardNoTokenNoLockout(t *testing.T) {
 		t.Fatalf("the admin after 5 token-less commands from the address: %v", err)
 	}
 }
+
+// Issue 43, item 10: HELLO's AUTH counts a wrong token as AUTH does (2,000
+// guesses in 0.02 s went uncounted, the right token working after): the
+// connection is closed at the limit and the address refused.
+func TestServer_HelloAuthCounts(t *testing.T) {
+	addr, _ := start(t, api.Options{AdminToken: "s3cret", Guard: api.NewGuard(api.GuardOptions{AuthFailures: 3})})
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	r := bufio.NewReader(c)
+	for i := range 3 {
+		io.WriteString(c, "HELLO 2 AUTH default guess\r\n")
+		line, err := r.ReadString('\n')
+		if i < 3 && (err != nil || !strings.HasPrefix(line, "-WRONGPASS")) {
+			t.Fatalf("wrong HELLO AUTH %d: %q, %v", i, line, err)
+		}
+	}
+	if _, err := r.ReadString('\n'); err == nil {
+		t.Fatal("the connection stays open after the limit of wrong tokens")
+	}
+	c2 := dial(t, addr)
+	if err := c2.Do(bg, "AUTH", "s3cret").Err(); err == nil || !strings.HasPrefix(err.Error(), "RATE_LIMITED") {
+		t.Fatalf("the right token after three wrong HELLO AUTH: %v", err)
+	}
+}
