@@ -281,3 +281,18 @@ func TestCLI_ConfigEffective(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", code, out, errs)
 	}
 }
+
+// Issue 43, item 9: store passwords with '#', '?', '\', '"' or U+3000 made
+// the URL fail to parse, and the parser's error (cut or escaped) printed
+// them: frond config --check and frond serve print no part of them.
+func TestCLI_PasswordsThatBreakTheURL(t *testing.T) {
+	for _, pass := range []string{"zq#xw9", "zq?xw9", `zq\xw9`, `zq"xw9`, "zq\u3000xw9"} {
+		env := []string{"FROND_STORE=mysql://frond:" + pass + "@127.0.0.1:1/ids"}
+		for _, argv := range [][]string{{"config", "--check"}, {"config"}, {"serve", "--http-addr", "127.0.0.1:0"}} {
+			_, out, errs := runCLI(t, env, argv...)
+			if strings.Contains(out+errs, "zq") || strings.Contains(out+errs, "xw9") {
+				t.Errorf("frond %v with password %q printed it:\n%s%s", argv, pass, out, errs)
+			}
+		}
+	}
+}

@@ -6,6 +6,7 @@ package secret
 import (
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -35,7 +36,11 @@ func asciiSpace(r rune) bool {
 var passwordParams = []string{"password", "pass", "passwd", "pwd", "secret", "token", "sslpassword"}
 
 // Passwords returns the secrets of a URL (or of several separated by
-// spaces), as written and percent-decoded, whether or not it parses.
+// spaces), as written and percent-decoded, whether or not it parses. A URL
+// that does not parse is a secret whole, as written and as Go quotes it
+// (url.Parse's error quotes it, escaping a '"', a '\\' or a U+3000, and a
+// password with '#' or '?' is cut where the parser reads a fragment or a
+// query: masking the password alone would miss it; issue 43).
 func Passwords(raw string) []string {
 	var out []string
 	add := func(s string) {
@@ -54,6 +59,11 @@ func Passwords(raw string) []string {
 		add(m[2])
 	}
 	for _, f := range strings.FieldsFunc(raw, asciiSpace) {
+		if i := strings.Index(f, "://"); i >= 0 {
+			if _, err := url.Parse(f); err != nil {
+				addUnparsed(f, i+3, add)
+			}
+		}
 		if _, q, ok := strings.Cut(f, "?"); ok {
 			for _, kv := range strings.Split(q, "&") {
 				k, v, _ := strings.Cut(kv, "=")
@@ -66,6 +76,36 @@ func Passwords(raw string) []string {
 		}
 	}
 	return out
+}
+
+// addUnparsed adds the secrets of f, a URL that does not parse (its
+// authority from at): f whole, and as the parser's error quotes what it
+// read of it: cut at a '#' (the fragment) or a '?' (the query), quoted as
+// Go quotes it; and what stands after the user's ':' in the authority the
+// parser read, which its errors name alone ("invalid port \":s3cr\"").
+func addUnparsed(f string, at int, add func(string)) {
+	quoted := func(s string) {
+		add(s)
+		if q := strconv.Quote(s); q[1:len(q)-1] != s {
+			add(q[1 : len(q)-1])
+		}
+	}
+	quoted(f)
+	for _, c := range []byte{'#', '?'} {
+		if i := strings.IndexByte(f, c); i > at {
+			quoted(f[:i])
+		}
+	}
+	auth := f[at:]
+	if i := strings.IndexAny(auth, "/?#"); i >= 0 {
+		auth = auth[:i]
+	}
+	if i := strings.LastIndexByte(auth, '@'); i >= 0 {
+		auth = auth[:i]
+	}
+	if _, pass, ok := strings.Cut(auth, ":"); ok {
+		quoted(pass)
+	}
 }
 
 // URL returns raw with its secrets masked, whether or not it parses.
@@ -88,6 +128,7 @@ func Scrub(s string, secrets ...string) string {
 		// A short one only where a URL holds it: anywhere, it would mask
 		// the text around it.
 		s = strings.ReplaceAll(s, ":"+sec+"@", ":"+Mask+"@")
+		s = strings.ReplaceAll(s, `":`+sec+`"`, `":`+Mask+`"`) // url.Parse's "invalid port \":pw\""
 		for _, end := range []string{"&", "\"", " ", ")"} {
 			s = strings.ReplaceAll(s, "="+sec+end, "="+Mask+end)
 		}

@@ -3,22 +3,40 @@ package secret
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 )
 
 func TestURL(t *testing.T) {
 	for raw, want := range map[string]string{
-		"mysql://u:pa%ss@h:3306/db":                   "mysql://u:***@h:3306/db",
-		"redis://u:se%cret@h:99999/0":                 "redis://u:***@h:99999/0",
+		"mysql://u:pa%ss@h:3306/db":                   "***", // does not parse: masked whole
+		"redis://u:se%cret@h:99999/0":                 "***",
 		"postgres://u:p@ss:w@rd@h/db":                 "postgres://u:***@h/db",
 		"postgres://h/db?sslmode=disable&password=hx": "postgres://h/db?sslmode=disable&password=***",
 		"sqlite:///var/lib/frond.db":                  "sqlite:///var/lib/frond.db",
 		"redis://:only-password@h:6379/0":             "redis://:***@h:6379/0",
-		"mysql://u:a b@h/db etcd://h:2379":            "mysql://u:a b@h/db etcd://h:2379", // a space splits URLs: not one of them
+		"mysql://u:a b@h/db etcd://h:2379":            "*** b@h/db etcd://h:2379", // a space splits URLs: the first does not parse, masked whole
 	} {
 		if got := URL(raw); got != want {
 			t.Errorf("URL(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}
+
+// Issue 43, item 9: a password with '#', '?', '\\', '"' or U+3000 makes
+// the URL fail to parse, and the parser's error cuts or escapes it, so that
+// the password as written was not in the message: a URL that does not
+// parse is masked whole, as written and as Go quotes it.
+func TestURL_DoesNotParse(t *testing.T) {
+	for _, pass := range []string{"zq#xw", "zq?xw", `zq\xw`, `zq"xw`, "zq\u3000xw", "zqxw#t?k", "zq?", "zq#"} {
+		raw := "mysql://frond:" + pass + "@db:3306/ids"
+		_, perr := url.Parse(raw)
+		for _, out := range []string{URL(raw), ScrubError(fmt.Errorf("open store: %w", perr), Passwords(raw)...).Error(),
+			ScrubError(fmt.Errorf("store %q: %v", raw, perr), Passwords(raw)...).Error()} {
+			if strings.Contains(out, "zq") {
+				t.Errorf("password %q shows in %q", pass, out)
+			}
 		}
 	}
 }
