@@ -6,35 +6,63 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/secret"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 )
 
-// URL is a parsed etcd://host:2379[,host2:2379...][?params] URL.
+// URL is a parsed etcd://[user:password@]host:2379[,host2:2379...][?params]
+// URL.
 type URL struct {
-	Endpoints []string          // http://host:port
+	Endpoints []string          // http://host:port, never with the user
 	Params    map[string]string // the query, in order of no importance
 	Keys      []string          // the query's keys, in order
+	// Username and Password authenticate to etcd (its auth); empty: none.
+	Username, Password string
+	// Secrets are the URL's secrets (secret.Passwords): every error of
+	// the client is masked with them before it leaves (Mask).
+	Secrets []string
 }
+
+// Mask returns err with the URL's secrets masked: the one masking step of
+// every error an etcd backend returns (issue 43: the client's errors
+// named its endpoints with their password).
+func (u URL) Mask(err error) error { return secret.ScrubError(err, u.Secrets...) }
 
 // Parse parses rawURL; params must be among allowed.
 func Parse(rawURL string, allowed ...string) (URL, error) {
+	shown := secret.URL(rawURL)
 	rest, ok := strings.CutPrefix(rawURL, "etcd://")
 	if !ok {
-		return URL{}, fmt.Errorf("%w: etcd URL %q must start with etcd://", frond.ErrInvalidArgument, rawURL)
+		return URL{}, fmt.Errorf("%w: etcd URL %q must start with etcd://", frond.ErrInvalidArgument, shown)
 	}
 	hosts, query, _ := strings.Cut(rest, "?")
 	hosts = strings.TrimSuffix(hosts, "/")
-	u := URL{Params: map[string]string{}}
+	u := URL{Params: map[string]string{}, Secrets: secret.Passwords(rawURL)}
+	if at := strings.LastIndexByte(hosts, '@'); at >= 0 {
+		// The user, before the first host: etcd's own authentication,
+		// never part of an endpoint (the client names its endpoints in
+		// its errors).
+		user, pass, _ := strings.Cut(hosts[:at], ":")
+		var err1, err2 error
+		u.Username, err1 = url.PathUnescape(user)
+		u.Password, err2 = url.PathUnescape(pass)
+		if err := errors.Join(err1, err2); err != nil || u.Username == "" || strings.Contains(hosts[:at], ",") {
+			return URL{}, fmt.Errorf("%w: etcd URL %q: the user before @ must be user:password, percent-encoded", frond.ErrInvalidArgument, shown)
+		}
+		u.Secrets = append(u.Secrets, pass, u.Password)
+		hosts = hosts[at+1:]
+	}
 	for _, h := range strings.Split(hosts, ",") {
-		if h == "" || strings.ContainsAny(h, "/ ") {
-			return URL{}, fmt.Errorf("%w: etcd URL %q: bad endpoint %q", frond.ErrInvalidArgument, rawURL, h)
+		if h == "" || strings.ContainsAny(h, "/ @") {
+			return URL{}, fmt.Errorf("%w: etcd URL %q: bad endpoint %q", frond.ErrInvalidArgument, shown, secret.Scrub(h, u.Secrets...))
 		}
 		u.Endpoints = append(u.Endpoints, "http://"+h)
 	}
@@ -48,7 +76,7 @@ func Parse(rawURL string, allowed ...string) (URL, error) {
 			known = known || a == k
 		}
 		if !known {
-			return URL{}, fmt.Errorf("%w: etcd URL parameter %s=%q: unknown parameter", frond.ErrInvalidArgument, k, v)
+			return URL{}, fmt.Errorf("%w: etcd URL parameter %s=%q: unknown parameter", frond.ErrInvalidArgument, k, secret.Scrub(v, u.Secrets...))
 		}
 		u.Params[k] = v
 		u.Keys = append(u.Keys, k)
@@ -78,10 +106,14 @@ var reconnect = grpc.ConnectParams{
 	MinConnectTimeout: 5 * time.Second,
 }
 
-// Client opens a client; it does not wait for the cluster.
-func Client(ctx context.Context, endpoints []string, timeout time.Duration) (*clientv3.Client, error) {
+// Client opens a client of u's endpoints, as u's user; it does not wait
+// for the cluster.
+func Client(ctx context.Context, u URL, timeout time.Duration) (*clientv3.Client, error) {
+	endpoints := u.Endpoints
 	c, err := clientv3.New(clientv3.Config{
 		Endpoints:            endpoints,
+		Username:             u.Username,
+		Password:             u.Password,
 		DialTimeout:          timeout,
 		DialKeepAliveTime:    5 * time.Second,
 		DialKeepAliveTimeout: timeout,
@@ -90,7 +122,7 @@ func Client(ctx context.Context, endpoints []string, timeout time.Duration) (*cl
 		Context:              context.WithoutCancel(ctx),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: etcd %v: %v", frond.ErrStoreUnavailable, endpoints, err)
+		return nil, fmt.Errorf("%w: etcd %v: %v", frond.ErrStoreUnavailable, endpoints, u.Mask(err))
 	}
 	return c, nil
 }

@@ -60,6 +60,7 @@ type Backend struct {
 	layoutKey string // {prefix}layout, of every datacenter (registry.LayoutRecorder)
 	timeout   time.Duration
 	endpoints []string
+	url       etcdconn.URL // its user and secrets (every error is masked with them)
 }
 
 // claim is an etcd claim's own state (registry.Hold.Ext).
@@ -102,7 +103,7 @@ func Open(ctx context.Context, rawURL string, o registry.Options) (*registry.Pro
 	if err := o.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %v", frond.ErrInvalidArgument, err)
 	}
-	b := &Backend{o: o.WithDefaults(), prefix: "/frond/", timeout: 5 * time.Second, endpoints: u.Endpoints}
+	b := &Backend{o: o.WithDefaults(), prefix: "/frond/", timeout: 5 * time.Second, endpoints: u.Endpoints, url: u}
 	if v, ok := u.Params["frond_prefix"]; ok {
 		b.prefix = v
 	}
@@ -116,7 +117,7 @@ func Open(ctx context.Context, rawURL string, o registry.Options) (*registry.Pro
 			return nil, err
 		}
 	}
-	if b.c, err = etcdconn.Client(ctx, b.endpoints, b.timeout); err != nil {
+	if b.c, err = etcdconn.Client(ctx, u, b.timeout); err != nil {
 		return nil, err
 	}
 	return registry.NewProtocol(b, b.o), nil
@@ -137,7 +138,7 @@ func (b *Backend) bound(ctx context.Context) (context.Context, context.CancelFun
 }
 
 func (b *Backend) fail(op string, err error) error {
-	return fmt.Errorf("worker registry: %s on etcd %v: %w: %w", op, b.endpoints, frond.ErrStoreUnavailable, err)
+	return fmt.Errorf("worker registry: %s on etcd %v: %w: %w", op, b.endpoints, frond.ErrStoreUnavailable, b.url.Mask(err))
 }
 
 // Policy implements registry.Backend.

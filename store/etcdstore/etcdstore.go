@@ -37,6 +37,7 @@ type Store struct {
 	timeout   time.Duration
 	retries   int
 	endpoints []string
+	url       etcdconn.URL // its user and secrets (every error is masked with them)
 }
 
 type value struct {
@@ -61,7 +62,7 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := etcdconn.Client(ctx, s.endpoints, s.timeout)
+	c, err := etcdconn.Client(ctx, s.url, s.timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +75,7 @@ func parse(rawURL string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{prefix: "/frond/", timeout: 5 * time.Second, retries: 100, endpoints: u.Endpoints}
+	s := &Store{prefix: "/frond/", timeout: 5 * time.Second, retries: 100, endpoints: u.Endpoints, url: u}
 	for _, k := range u.Keys {
 		v := u.Params[k]
 		switch k {
@@ -103,7 +104,7 @@ func (s *Store) fail(op string, err error) error {
 	if errors.Is(err, context.Canceled) && s.c.Ctx().Err() != nil {
 		return fmt.Errorf("%s on etcd: %w", op, frond.ErrClosed)
 	}
-	return fmt.Errorf("%s on etcd %v: %w: %w", op, s.endpoints, frond.ErrStoreUnavailable, err)
+	return fmt.Errorf("%s on etcd %v: %w: %w", op, s.endpoints, frond.ErrStoreUnavailable, s.url.Mask(err))
 }
 
 // get reads a tag's value and its ModRevision (0: absent).
