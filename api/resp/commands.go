@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -344,7 +345,9 @@ func (s *Server) hello(c redcon.Conn, args [][]byte) {
 				c.WriteError("ERR syntax error in HELLO option 'SETNAME'")
 				return
 			}
-			sess(c).name = string(args[i+1])
+			if !setName(c, args[i+1]) {
+				return
+			}
 			i++
 		default:
 			c.WriteError(fmt.Sprintf("ERR syntax error in HELLO option '%s'", quote(args[i])))
@@ -391,6 +394,10 @@ func (s *Server) auth(c redcon.Conn, args [][]byte) {
 // setToken sets the connection's tag token (service.Config.Tokens); it is
 // checked with each segment command, not here.
 func setToken(_ *Server, c redcon.Conn, args [][]byte) {
+	if len(args[1]) > maxToken {
+		c.WriteError(fmt.Sprintf("INVALID_ARGUMENT a token of %d bytes: tokens are at most %d", len(args[1]), maxToken))
+		return
+	}
 	sess(c).token = string(args[1])
 	c.WriteString("OK")
 }
@@ -402,8 +409,9 @@ func client(_ *Server, c redcon.Conn, args [][]byte) {
 			c.WriteError("ERR wrong number of arguments for 'client|setname' command")
 			return
 		}
-		sess(c).name = string(args[2])
-		c.WriteString("OK")
+		if setName(c, args[2]) {
+			c.WriteString("OK")
+		}
 	case "GETNAME":
 		if n := sess(c).name; n != "" {
 			c.WriteBulkString(n)
@@ -417,6 +425,17 @@ func client(_ *Server, c redcon.Conn, args [][]byte) {
 	default:
 		c.WriteError(fmt.Sprintf("ERR unknown subcommand '%s'", quote(args[1])))
 	}
+}
+
+// setName sets the connection's name (CLIENT SETNAME, HELLO SETNAME),
+// checked before it is kept; it answers a refusal itself.
+func setName(c redcon.Conn, name []byte) bool {
+	if len(name) > maxClientName || bytes.ContainsAny(name, " \r\n") {
+		c.WriteError(fmt.Sprintf("ERR Client names are at most %d bytes, without spaces or newlines", maxClientName))
+		return false
+	}
+	sess(c).name = string(name)
+	return true
 }
 
 func selectDB(_ *Server, c redcon.Conn, args [][]byte) {

@@ -476,3 +476,54 @@ func TestHostile_AnswerBudget(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// heapInUse is the live heap after a collection.
+func heapInUse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// Issue 43, item 3: a connection kept up to 64 tag names of INCR before
+// they were checked, and its CLIENT SETNAME and TOKEN arguments, after the
+// commands were refused: about 69 MB a connection for as long as it
+// PINGs. Each is checked before it is kept now. (redcon's read buffer
+// keeps the size of the largest command a connection sent, about 2 MB
+// here: counted in the bound.)
+func TestHostile_ConnectionStateChecked(t *testing.T) {
+	addr, _ := start(t, api.Options{})
+	before := heapInUse()
+	big := strings.Repeat("x", 1000<<10)
+	var conns []net.Conn
+	for range 4 {
+		c, r := raw(t, addr)
+		conns = append(conns, c)
+		var cmds []string
+		for i := range 8 { // 8 distinct names of 1 MB each (a command is at most 1 MiB)
+			cmds = append(cmds, fmt.Sprintf("*2\r\n$4\r\nINCR\r\n$%d\r\n%d%s\r\n", len(big)+1, i, big))
+		}
+		cmds = append(cmds, fmt.Sprintf("*3\r\n$6\r\nCLIENT\r\n$7\r\nSETNAME\r\n$%d\r\n%s\r\n", len(big), big),
+			fmt.Sprintf("*2\r\n$5\r\nTOKEN\r\n$%d\r\n%s\r\n", len(big), big))
+		for i, cmd := range cmds {
+			if _, err := io.WriteString(c, cmd); err != nil {
+				t.Fatal(err)
+			}
+			if line, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(line, "-") {
+				t.Fatalf("command %d with a word of 1 MB: %q, %v", i, line, err)
+			}
+		}
+		if _, err := io.WriteString(c, "PING\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		if line, _ := r.ReadString('\n'); line != "+PONG\r\n" {
+			t.Fatalf("PING: %q", line)
+		}
+	}
+	if grown := int64(heapInUse()) - int64(before); grown > 16<<20 {
+		t.Fatalf("4 connections that sent oversized names and tokens hold %d MB", grown>>20)
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+}

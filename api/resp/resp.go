@@ -130,13 +130,27 @@ type session struct {
 // maxInterned bounds the tag names a connection keeps.
 const maxInterned = 64
 
+// What a connection keeps of its client's words is checked before it is
+// kept (issue 43, item 3: 64 tag names of a megabyte each, a name and a
+// token kept after the commands were refused, held 69 MB a connection):
+// a tag name only when valid (128 bytes at most), a client name and a
+// token only within these bounds.
+const (
+	maxClientName = 128
+	maxToken      = 512
+)
+
 // tag returns b as a string, without an allocation for a tag the
 // connection has named before: a connection mostly asks for a few tags.
+// Only a valid name is kept; another is the request's to refuse.
 func (s *session) tag(b []byte) string {
 	if t, ok := s.tags[string(b)]; ok {
 		return t
 	}
 	t := string(b)
+	if frond.ValidateTagName(t) != nil {
+		return t
+	}
 	if s.tags == nil {
 		s.tags = map[string]string{}
 	}
