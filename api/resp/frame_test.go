@@ -2,6 +2,7 @@ package resp
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -37,9 +38,17 @@ func TestFramer(t *testing.T) {
 	}
 	for _, in := range []string{"*199999999999999\r\n", "*1\r\n$99999999999\r\n", "PING\r\n*" + strings.Repeat("9", 30) + "\r\n"} {
 		f := framer{max: 1 << 20}
-		if err := f.feed([]byte(in)); !errors.Is(err, errFrameTooLarge) {
-			t.Errorf("%q: %v, want errFrameTooLarge", in, err)
+		if err := f.feed([]byte(in)); !errors.Is(err, errFrameTooLarge) && !errors.Is(err, errTooManyArgs) {
+			t.Errorf("%q: %v, want errFrameTooLarge or errTooManyArgs", in, err)
 		}
+	}
+	// Issue 43, item 4: at most MaxArgs arguments (redcon parses an
+	// incomplete command from its start on every read).
+	if err := (&framer{max: 1 << 20}).feed([]byte(fmt.Sprintf("*%d\r\n", MaxArgs))); err != nil {
+		t.Errorf("%d arguments: %v", MaxArgs, err)
+	}
+	if err := (&framer{max: 1 << 20}).feed([]byte(fmt.Sprintf("*%d\r\n", MaxArgs+1))); !errors.Is(err, errTooManyArgs) {
+		t.Errorf("%d arguments: %v, want errTooManyArgs", MaxArgs+1, err)
 	}
 	// Whatever redcon's strconv.Atoi would read but the framing does not
 	// allow ends the connection: a framer that let it through could be
