@@ -14,6 +14,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -262,5 +263,48 @@ func TestAnswerBudget_SmallAnswersReleased(t *testing.T) {
 			t.Fatalf("%d bytes still held after every answer was read", used)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Issue 43, item 6: a LeaseRanges or Watch stream that sends nothing held
+// its connection open for ever, even with limits.idle_timeout at 5 s
+// (MaxConnectionIdle does not apply while a stream is open): each ends
+// after the idle timeout without a message now.
+func TestHostile_IdleStreamsEnd(t *testing.T) {
+	f := start(t, api.Options{Conn: api.ConnPolicy{IdleTimeout: 300 * time.Millisecond}})
+	ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+	defer cancel()
+	st, err := f.c.LeaseRanges(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	if _, err := st.Recv(); status.Code(err) != codes.Unavailable || time.Since(t0) > 5*time.Second {
+		t.Fatalf("an idle LeaseRanges stream: %v after %v", err, time.Since(t0))
+	}
+	w, err := healthpb.NewHealthClient(f.conn).Watch(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Recv(); err != nil {
+		t.Fatalf("the first status: %v", err)
+	}
+	t0 = time.Now()
+	if _, err := w.Recv(); status.Code(err) != codes.Unavailable || time.Since(t0) > 5*time.Second {
+		t.Fatalf("an idle Watch stream: %v after %v", err, time.Since(t0))
+	}
+	// A stream in use is not ended: requests every 100 ms for a second.
+	st, err = f.c.LeaseRanges(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		time.Sleep(100 * time.Millisecond)
+		if err := st.Send(&frondv1.NextSegmentRangesRequest{Tag: "order", N: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Recv(); err != nil {
+			t.Fatalf("a stream in use: %v", err)
+		}
 	}
 }

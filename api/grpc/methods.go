@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -88,13 +89,21 @@ func (s *Server) LeaseRanges(st grpc.BidiStreamingServer[frondv1.NextSegmentRang
 		err error
 	}
 	next := make(chan recv, 1)
+	// A stream waiting for its client's next request holds its connection
+	// open (MaxConnectionIdle does not apply while a stream is): it ends
+	// after the idle timeout without one (issue 43).
+	idle := time.NewTimer(s.o.Conn.IdleTimeout)
+	defer idle.Stop()
 	for {
 		go func() {
 			in, err := st.Recv()
 			next <- recv{in, err}
 		}()
+		idle.Reset(s.o.Conn.IdleTimeout)
 		var r recv
 		select {
+		case <-idle.C:
+			return status.Errorf(codes.Unavailable, "no request for %v (limits.idle_timeout): open a new stream", s.o.Conn.IdleTimeout)
 		case r = <-next:
 		case <-s.stopping:
 			return status.Error(codes.Unavailable, "the server is shutting down: open a stream to another server")
