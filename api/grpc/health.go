@@ -32,10 +32,6 @@ type health struct {
 	svc     *service.Service
 	stopped atomic.Bool
 	done    chan struct{}
-	// idle ends a Watch stream that has sent nothing for this long
-	// (limits.idle_timeout): a stream holds its connection open, and a
-	// status that never changes would hold it for ever (issue 43).
-	idle time.Duration
 
 	// The readiness the Watch streams share: every client connection
 	// watches, and each would otherwise ping the store every healthPoll.
@@ -70,8 +66,8 @@ func (h *health) readiness(ctx context.Context, shared bool) (seg, snow bool) {
 	return seg, snow
 }
 
-func newHealth(svc *service.Service, idle time.Duration) *health {
-	return &health{svc: svc, done: make(chan struct{}), idle: idle}
+func newHealth(svc *service.Service) *health {
+	return &health{svc: svc, done: make(chan struct{})}
 }
 
 // shutdown makes every service NOT_SERVING: a balancer watching stops
@@ -131,8 +127,6 @@ func (h *health) Watch(in *healthpb.HealthCheckRequest, ws healthpb.Health_Watch
 	last := healthpb.HealthCheckResponse_ServingStatus(-1)
 	t := time.NewTicker(healthPoll)
 	defer t.Stop()
-	idle := time.NewTimer(h.idle)
-	defer idle.Stop()
 	for {
 		st, _ := h.status(ctx, in.GetService(), true)
 		if st != last {
@@ -140,11 +134,12 @@ func (h *health) Watch(in *healthpb.HealthCheckRequest, ws healthpb.Health_Watch
 				return err
 			}
 			last = st
-			idle.Reset(h.idle)
 		}
+		// Not ended when idle, unlike LeaseRanges: a client's health
+		// checking keeps one Watch per connection open for as long as it
+		// uses it, and a Watch that ended would put that connection in
+		// TRANSIENT_FAILURE until the next one answers.
 		select {
-		case <-idle.C:
-			return status.Errorf(codes.Unavailable, "no change of status for %v (limits.idle_timeout): watch again", h.idle)
 		case <-ctx.Done():
 			return status.FromContextError(ctx.Err()).Err()
 		case <-h.done:

@@ -14,7 +14,6 @@ import (
 	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -266,10 +265,11 @@ func TestAnswerBudget_SmallAnswersReleased(t *testing.T) {
 	}
 }
 
-// Issue 43, item 6: a LeaseRanges or Watch stream that sends nothing held
-// its connection open for ever, even with limits.idle_timeout at 5 s
-// (MaxConnectionIdle does not apply while a stream is open): each ends
-// after the idle timeout without a message now.
+// Issue 43, item 6: a LeaseRanges stream that sends nothing held its
+// connection open for ever, even with limits.idle_timeout at 5 s
+// (MaxConnectionIdle does not apply while a stream is open): it ends after
+// the idle timeout without a request now. (A health Watch does not: see
+// health.Watch.)
 func TestHostile_IdleStreamsEnd(t *testing.T) {
 	f := start(t, api.Options{Conn: api.ConnPolicy{IdleTimeout: 300 * time.Millisecond}})
 	ctx, cancel := context.WithTimeout(bg, 10*time.Second)
@@ -281,17 +281,6 @@ func TestHostile_IdleStreamsEnd(t *testing.T) {
 	t0 := time.Now()
 	if _, err := st.Recv(); status.Code(err) != codes.Unavailable || time.Since(t0) > 5*time.Second {
 		t.Fatalf("an idle LeaseRanges stream: %v after %v", err, time.Since(t0))
-	}
-	w, err := healthpb.NewHealthClient(f.conn).Watch(ctx, &healthpb.HealthCheckRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Recv(); err != nil {
-		t.Fatalf("the first status: %v", err)
-	}
-	t0 = time.Now()
-	if _, err := w.Recv(); status.Code(err) != codes.Unavailable || time.Since(t0) > 5*time.Second {
-		t.Fatalf("an idle Watch stream: %v after %v", err, time.Since(t0))
 	}
 	// A stream in use is not ended: requests every 100 ms for a second.
 	st, err = f.c.LeaseRanges(ctx)

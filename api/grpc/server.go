@@ -78,7 +78,7 @@ func New(svc *service.Service, o api.Options) *Server {
 	o = o.WithLogger()
 	o.Conn = o.Conn.WithDefaults()
 	s := &Server{svc: svc, o: o, ops: map[string]*api.Op{}, started: time.Now(), stopping: make(chan struct{})}
-	s.health = newHealth(svc, o.Conn.IdleTimeout)
+	s.health = newHealth(svc)
 	var creds []grpc.ServerOption
 	if o.TLS != nil {
 		creds = append(creds, grpc.Creds(credentials.NewTLS(o.TLS)))
