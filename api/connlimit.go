@@ -1,9 +1,12 @@
 package api
 
 import (
+	"errors"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -11,36 +14,73 @@ import (
 // listener (as Redis's maxclients).
 const DefaultMaxConns = 10_000
 
-// ConnLimit bounds the open connections of one listener: every protocol
-// counts its connections with one, so the bound means the same everywhere.
+// DefaultMaxConnsPerAddress is the default bound on the open connections
+// of one listener from one client address (issue 43: 10,000 HTTP and
+// 10,000 gRPC connections from one address took every file descriptor of
+// the process).
+const DefaultMaxConnsPerAddress = 1000
+
+// ConnLimit bounds the open connections of one listener, all together and
+// from each client address: every protocol counts its connections with
+// one, so the bounds mean the same everywhere.
 type ConnLimit struct {
 	max     int64
+	perAddr int // <= 0: no bound per address
 	open    atomic.Int64
 	refused atomic.Uint64
+	mu      sync.Mutex
+	byAddr  map[netip.Prefix]int
 }
 
 // NewConnLimit returns a bound of max open connections (DefaultMaxConns if
-// max <= 0).
-func NewConnLimit(max int) *ConnLimit {
+// max <= 0), and of perAddr from one address (an IPv4 address, an IPv6
+// /64; <= 0: none).
+func NewConnLimit(max, perAddr int) *ConnLimit {
 	if max <= 0 {
 		max = DefaultMaxConns
 	}
-	return &ConnLimit{max: int64(max)}
+	return &ConnLimit{max: int64(max), perAddr: perAddr, byAddr: map[netip.Prefix]int{}}
 }
 
-// Acquire counts a new connection; false means the listener is full and
-// the connection must be refused (Release is not called for it).
-func (l *ConnLimit) Acquire() bool {
+// Acquire counts a new connection from addr (host:port); false means the
+// listener is full, or full for that address, and the connection must be
+// refused (Release is not called for it).
+func (l *ConnLimit) Acquire(addr string) bool {
 	if l.open.Add(1) > l.max {
 		l.open.Add(-1)
 		l.refused.Add(1)
 		return false
 	}
+	if l.perAddr > 0 {
+		p := prefixOf(addr)
+		l.mu.Lock()
+		n := l.byAddr[p]
+		if n >= l.perAddr {
+			l.mu.Unlock()
+			l.open.Add(-1)
+			l.refused.Add(1)
+			return false
+		}
+		l.byAddr[p] = n + 1
+		l.mu.Unlock()
+	}
 	return true
 }
 
-// Release counts a connection closed.
-func (l *ConnLimit) Release() { l.open.Add(-1) }
+// Release counts a connection from addr closed.
+func (l *ConnLimit) Release(addr string) {
+	l.open.Add(-1)
+	if l.perAddr > 0 {
+		p := prefixOf(addr)
+		l.mu.Lock()
+		if n := l.byAddr[p]; n <= 1 {
+			delete(l.byAddr, p)
+		} else {
+			l.byAddr[p] = n - 1
+		}
+		l.mu.Unlock()
+	}
+}
 
 // Open is the number of open connections.
 func (l *ConnLimit) Open() int64 { return l.open.Load() }
@@ -60,16 +100,17 @@ type limitListener struct {
 	net.Listener
 	l      *ConnLimit
 	refuse func(net.Conn)
+	wait   time.Duration // AcceptBackoff's pause
 }
 
 func (ll *limitListener) Accept() (net.Conn, error) {
 	for {
-		c, err := ll.Listener.Accept()
+		c, err := AcceptBackoff(ll.Listener, &ll.wait)
 		if err != nil {
 			return nil, err
 		}
-		if ll.l.Acquire() {
-			return &limitedConn{Conn: c, l: ll.l}, nil
+		if addr := c.RemoteAddr().String(); ll.l.Acquire(addr) {
+			return &limitedConn{Conn: c, l: ll.l, addr: addr}, nil
 		}
 		if ll.refuse != nil {
 			c.SetWriteDeadline(time.Now().Add(time.Second))
@@ -82,11 +123,32 @@ func (ll *limitListener) Accept() (net.Conn, error) {
 type limitedConn struct {
 	net.Conn
 	l    *ConnLimit
+	addr string
 	once sync.Once
 }
 
 func (c *limitedConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(c.l.Release)
+	c.once.Do(func() { c.l.Release(c.addr) })
 	return err
+}
+
+// AcceptBackoff accepts the next connection of ln. When the process (or
+// the system) has no file descriptor left (EMFILE, ENFILE) it waits and
+// tries again, 5 ms doubling up to a second, instead of returning: an
+// accept loop that retried at once kept a core busy for as long as one
+// connection was pending (issue 43). *wait is the current pause.
+func AcceptBackoff(ln net.Listener, wait *time.Duration) (net.Conn, error) {
+	for {
+		c, err := ln.Accept()
+		if err == nil {
+			*wait = 0
+			return c, nil
+		}
+		if !errors.Is(err, syscall.EMFILE) && !errors.Is(err, syscall.ENFILE) {
+			return nil, err
+		}
+		*wait = min(max(2**wait, 5*time.Millisecond), time.Second)
+		time.Sleep(*wait)
+	}
 }

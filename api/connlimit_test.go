@@ -16,7 +16,7 @@ func TestLimitListener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := NewConnLimit(2)
+	l := NewConnLimit(2, 0)
 	lim := LimitListener(ln, l, func(c net.Conn) { io.WriteString(c, "-ERR max number of clients reached\r\n") })
 	defer lim.Close()
 	accepted := make(chan net.Conn, 4)
@@ -65,5 +65,40 @@ func TestLimitListener(t *testing.T) {
 	a2.Close()
 	if l.Open() != 0 {
 		t.Fatalf("open %d at the end", l.Open())
+	}
+}
+
+// Issue 43, item 5: one address may hold at most perAddr connections of a
+// listener (10,000 HTTP and 10,000 gRPC connections from one address took
+// every file descriptor); another address is still served, and a closed
+// connection frees its address's place.
+func TestConnLimit_PerAddress(t *testing.T) {
+	l := NewConnLimit(100, 2)
+	a, b, v6a, v6b := "10.0.0.1:1000", "10.0.0.2:1000", "[2001:db8::1]:1", "[2001:db8::2]:2"
+	if !l.Acquire(a) || !l.Acquire(a) {
+		t.Fatal("two connections from one address refused")
+	}
+	if l.Acquire("10.0.0.1:2000") {
+		t.Fatal("a third connection from one address accepted")
+	}
+	if !l.Acquire(b) {
+		t.Fatal("another address refused")
+	}
+	// One IPv6 /64 is one address (a host has billions).
+	if !l.Acquire(v6a) || !l.Acquire(v6b) || l.Acquire("[2001:db8::3]:3") {
+		t.Fatal("an IPv6 /64 is not counted as one address")
+	}
+	l.Release(a)
+	if !l.Acquire(a) {
+		t.Fatal("a closed connection did not free its address's place")
+	}
+	if l.Open() != 5 || l.Refused() != 2 {
+		t.Fatalf("open %d, refused %d", l.Open(), l.Refused())
+	}
+	for _, x := range []string{a, a, b, v6a, v6b} {
+		l.Release(x)
+	}
+	if l.Open() != 0 || len(l.byAddr) != 0 {
+		t.Fatalf("after every close: open %d, addresses %d", l.Open(), len(l.byAddr))
 	}
 }

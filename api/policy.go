@@ -10,6 +10,11 @@ type ConnPolicy struct {
 	// MaxConns bounds the open connections of one listener
 	// (DefaultMaxConns).
 	MaxConns int
+	// MaxConnsPerAddress bounds the open connections of one listener from
+	// one client address (an IPv4 address, an IPv6 /64), so that one
+	// address cannot take every slot (DefaultMaxConnsPerAddress; negative:
+	// no bound).
+	MaxConnsPerAddress int
 	// HandshakeTimeout bounds a TLS handshake (and gRPC's HTTP/2 preface)
 	// from the accept: a client that connects and never finishes it is
 	// closed (DefaultHandshakeTimeout).
@@ -45,6 +50,9 @@ const (
 func (p ConnPolicy) WithDefaults() ConnPolicy {
 	if p.MaxConns <= 0 {
 		p.MaxConns = DefaultMaxConns
+	}
+	if p.MaxConnsPerAddress == 0 {
+		p.MaxConnsPerAddress = DefaultMaxConnsPerAddress
 	}
 	if p.HandshakeTimeout <= 0 {
 		p.HandshakeTimeout = DefaultHandshakeTimeout

@@ -558,3 +558,32 @@ func TestHostile_SlowCommandArgs(t *testing.T) {
 		t.Fatalf("the command cost %v of CPU", used)
 	}
 }
+
+// Issue 43, item 5 on a real listener: an address over its cap of
+// connections is refused in Redis's words, another address is served.
+func TestHostile_ConnectionsPerAddress(t *testing.T) {
+	addr, _ := start(t, api.Options{Conn: api.ConnPolicy{MaxConnsPerAddress: 3}})
+	ping := func(local string) string {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}, Timeout: 5 * time.Second}
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		io.WriteString(c, "PING\r\n")
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		return line
+	}
+	for i := range 3 {
+		if got := ping("127.0.0.1"); got != "+PONG\r\n" {
+			t.Fatalf("connection %d: %q", i, got)
+		}
+	}
+	if got := ping("127.0.0.1"); !strings.HasPrefix(got, "-ERR max number of clients") {
+		t.Fatalf("a fourth connection from one address: %q", got)
+	}
+	if got := ping("127.0.0.2"); got != "+PONG\r\n" {
+		t.Fatalf("another address: %q", got)
+	}
+}

@@ -72,7 +72,7 @@ func New(svc *service.Service, o api.Options) *Server {
 	}
 	o = o.WithLogger()
 	s := &Server{svc: svc, o: o, cmds: table(), lookup: map[string]*entry{}, unknown: o.Metrics.Op(api.RESP, "unknown"),
-		conns: api.NewConnLimit(o.Conn.MaxConns)}
+		conns: api.NewConnLimit(o.Conn.MaxConns, o.Conn.MaxConnsPerAddress)}
 	for name, cmd := range s.cmds {
 		e := &entry{command: cmd, name: name, op: o.Metrics.Op(api.RESP, name)}
 		s.lookup[name], s.lookup[strings.ToUpper(name)] = e, e
@@ -182,6 +182,7 @@ type limitListener struct {
 	max   int
 	p     api.ConnPolicy
 	conns *api.ConnLimit
+	wait  time.Duration // api.AcceptBackoff's pause
 }
 
 // maxPipeline is the most whole commands handed to redcon per read.
@@ -192,11 +193,11 @@ const maxPipeline = 32
 // second, so that no client holds up the accept loop.
 func (l *limitListener) Accept() (net.Conn, error) {
 	for {
-		c, err := l.Listener.Accept()
+		c, err := api.AcceptBackoff(l.Listener, &l.wait)
 		if err != nil {
 			return nil, err
 		}
-		if !l.conns.Acquire() {
+		if !l.conns.Acquire(c.RemoteAddr().String()) {
 			go func() {
 				c.SetDeadline(time.Now().Add(time.Second))
 				c.Write([]byte("-ERR max number of clients reached\r\n"))
@@ -346,7 +347,7 @@ func (c *limitConn) Write(p []byte) (int, error) {
 func (c *limitConn) Close() error {
 	err := c.Conn.Close()
 	c.release()
-	c.once.Do(c.conns.Release)
+	c.once.Do(func() { c.conns.Release(c.RemoteAddr().String()) })
 	return err
 }
 func (s *Server) handle(c redcon.Conn, cmd redcon.Command) {

@@ -102,7 +102,7 @@ func serveAll(fes []*frontEnd, svc *service.Service, m *api.Metrics, cfg *config
 		AuthFailures: cfg.Limits.AuthFailures, AuthWindow: cfg.Limits.AuthWindow, Known: known})
 	// One connection policy for every listener (api.ConnPolicy).
 	l := cfg.Limits
-	policy := api.ConnPolicy{MaxConns: l.MaxConnections, HandshakeTimeout: l.HandshakeTimeout, ReadTimeout: l.ReadTimeout,
+	policy := api.ConnPolicy{MaxConns: l.MaxConnections, MaxConnsPerAddress: l.MaxConnectionsPerAddress, HandshakeTimeout: l.HandshakeTimeout, ReadTimeout: l.ReadTimeout,
 		WriteTimeout: l.WriteTimeout, IdleTimeout: l.IdleTimeout, MaxHeaderBytes: l.MaxHeaderBytes}.WithDefaults()
 	// What every front end takes (api.Options), each adding its own.
 	common := api.Options{AdminToken: cfg.AdminToken, Metrics: m, Logger: log, AccessLog: cfg.Log.Access, Guard: guard, Conn: policy}
@@ -110,7 +110,7 @@ func serveAll(fes []*frontEnd, svc *service.Service, m *api.Metrics, cfg *config
 		if base != nil {
 			refuse = nil // no plain text on a TLS port: the connection is closed
 		}
-		return api.LimitListener(ln, api.NewConnLimit(policy.MaxConns), refuse)
+		return api.LimitListener(ln, api.NewConnLimit(policy.MaxConns, policy.MaxConnsPerAddress), refuse)
 	}
 	for _, fe := range fes {
 		switch fe.key {
@@ -171,7 +171,7 @@ func serveAll(fes []*frontEnd, svc *service.Service, m *api.Metrics, cfg *config
 // refuseHTTP answers a connection over limits.max_connections on a plain
 // HTTP port: 503 with Retry-After and frond's JSON error.
 func refuseHTTP(c net.Conn) {
-	body := `{"error":{"code":"` + frond.CodeUnavailable + `","message":"too many connections to this listener (limits.max_connections): retry, or use another node"}}`
+	body := `{"error":{"code":"` + frond.CodeUnavailable + `","message":"too many connections to this listener, or from this address (limits.max_connections, limits.max_connections_per_address): retry, or use another node"}}`
 	fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 }
 
