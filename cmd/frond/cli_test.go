@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -294,5 +297,23 @@ func TestCLI_PasswordsThatBreakTheURL(t *testing.T) {
 				t.Errorf("frond %v with password %q printed it:\n%s%s", argv, pass, out, errs)
 			}
 		}
+	}
+}
+
+// The listeners leave file descriptors to the stores and the registry
+// (issue 43, item 5): their bounds are lowered when full listeners would
+// take them all.
+func TestReserveFDs(t *testing.T) {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Cur > math.MaxInt32 {
+		t.Skip("no finite file limit")
+	}
+	log := slog.New(slog.DiscardHandler)
+	if got := reserveFDs(10, 3, log); got != 10 {
+		t.Fatalf("a bound that fits: %d", got)
+	}
+	n := int(rl.Cur)
+	if got := reserveFDs(n, 2, log); got*2 > n-fdReserve || got < 16 {
+		t.Fatalf("two listeners of %d each with %d descriptors: lowered to %d", n, n, got)
 	}
 }

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/api"
@@ -104,6 +106,7 @@ func serveAll(fes []*frontEnd, svc *service.Service, m *api.Metrics, cfg *config
 	l := cfg.Limits
 	policy := api.ConnPolicy{MaxConns: l.MaxConnections, MaxConnsPerAddress: l.MaxConnectionsPerAddress, HandshakeTimeout: l.HandshakeTimeout, ReadTimeout: l.ReadTimeout,
 		WriteTimeout: l.WriteTimeout, IdleTimeout: l.IdleTimeout, MaxHeaderBytes: l.MaxHeaderBytes}.WithDefaults()
+	policy.MaxConns = reserveFDs(policy.MaxConns, len(fes), log)
 	// What every front end takes (api.Options), each adding its own.
 	common := api.Options{AdminToken: cfg.AdminToken, Metrics: m, Logger: log, AccessLog: cfg.Log.Access, Guard: guard, Conn: policy}
 	limit := func(ln net.Listener, refuse func(net.Conn)) net.Listener {
@@ -166,6 +169,32 @@ func serveAll(fes []*frontEnd, svc *service.Service, m *api.Metrics, cfg *config
 		}()
 	}
 	return nil
+}
+
+// fdReserve is how many file descriptors the listeners leave to the rest of
+// the node: its stores, registry, log and data directory. When every
+// listener full would take them (10,000 HTTP and 10,000 gRPC connections
+// took all 20,000 of the process, and the registry could not record the
+// snowflake time; issue 43), each listener's bound is lowered.
+const fdReserve = 256
+
+// reserveFDs returns the bound on each of n listeners' connections: bound,
+// or less when n full listeners would leave fewer than fdReserve file
+// descriptors of the process's limit (which Go raises to the hard limit
+// at start), said once in the log.
+func reserveFDs(bound, n int, log *slog.Logger) int {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Cur > math.MaxInt32 || n < 1 {
+		return bound
+	}
+	avail := int64(rl.Cur) - fdReserve
+	if int64(bound)*int64(n) <= avail {
+		return bound
+	}
+	lowered := int(max(avail/int64(n), 16))
+	log.Warn("limits.max_connections lowered: the listeners full would take the file descriptors the stores and the registry need",
+		"configured", bound, "per_listener", lowered, "listeners", n, "nofile", rl.Cur, "reserved", fdReserve)
+	return lowered
 }
 
 // refuseHTTP answers a connection over limits.max_connections on a plain
