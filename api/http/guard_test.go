@@ -1,10 +1,12 @@
 package httpapi
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -236,5 +238,53 @@ func TestHTTP_EveryTokenPathCounts(t *testing.T) {
 		}
 		srv.Close()
 		f.h.(*Server).StopStreams()
+	}
+}
+
+// Issue 43, item 7: one address may hold maxStreamsPerAddress dashboard
+// event streams (1,000 from one address cost 36% of a core); another
+// address is served; every stream sends the one snapshot of the second.
+func TestDashboard_StreamsPerAddress(t *testing.T) {
+	f := newFixture(t, api.Options{})
+	srv := httptest.NewServer(f.h)
+	defer srv.Close()
+	defer f.h.(*Server).StopStreams()
+	open := func(local string) (*http.Response, error) {
+		tr := &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}).DialContext}
+		t.Cleanup(tr.CloseIdleConnections)
+		req, _ := http.NewRequest("GET", srv.URL+"/ui/events", nil)
+		return (&http.Client{Transport: tr}).Do(req)
+	}
+	var first []string
+	for i := range maxStreamsPerAddress {
+		res, err := open("127.0.0.1")
+		if err != nil || res.StatusCode != 200 {
+			t.Fatalf("stream %d: %v, %v", i, res, err)
+		}
+		defer res.Body.Close()
+		line, _ := bufio.NewReader(res.Body).ReadString('\n')
+		first = append(first, line)
+	}
+	for i, line := range first {
+		if line != "event: snapshot\n" {
+			t.Fatalf("stream %d began %q", i, line)
+		}
+	}
+	res, err := open("127.0.0.1")
+	if err != nil || res.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("a stream past the bound: %v, %v", res, err)
+	}
+	res.Body.Close()
+	res, err = open("127.0.0.2")
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("another address: %v, %v", res, err)
+	}
+	res.Body.Close()
+	e := &f.h.(*Server).events
+	e.mu.Lock()
+	shared := e.json[0] != nil || e.json[1] != nil
+	e.mu.Unlock()
+	if !shared {
+		t.Fatal("no shared snapshot")
 	}
 }

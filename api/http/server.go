@@ -43,6 +43,8 @@ type Server struct {
 	rates rateRing
 	// samplerDone is closed when the sampler of hist has stopped.
 	samplerDone chan struct{}
+	// events is what the dashboard's event streams share (uiEvents).
+	events eventStreams
 }
 
 // New returns the handler. m may be nil (no /metrics).

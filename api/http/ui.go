@@ -9,10 +9,13 @@ import (
 	"io/fs"
 	"math"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/api"
 	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/service"
@@ -242,15 +245,85 @@ type tagPage struct {
 	Tags    []tagStats `json:"tags"`
 }
 
+// maxStreamsPerAddress bounds the dashboard's event streams open from one
+// address (a few pages of a few operators).
+const maxStreamsPerAddress = 8
+
+// eventStreams is what the dashboard's event streams share (issue 43,
+// item 7: 1,000 streams from one address cost 36% of a core, each reading
+// the node's readiness, a store ping, every second): one snapshot a second
+// for all of them (of each kind, with tags or without), and the count of
+// streams of each address.
+type eventStreams struct {
+	mu     sync.Mutex
+	at     [2]time.Time
+	json   [2][]byte
+	byAddr map[netip.Prefix]int
+}
+
+// sharedSnapshot is the snapshot of this second, made once for every
+// stream (the first to ask makes it, the others wait for it).
+func (s *Server) sharedSnapshot(ctx context.Context, tags bool) ([]byte, error) {
+	i := 0
+	if tags {
+		i = 1
+	}
+	e := &s.events
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.json[i] != nil && time.Since(e.at[i]) < uiEvery*9/10 {
+		return e.json[i], nil
+	}
+	// Not ended by the stream that asked first: the others use it too.
+	b, err := json.Marshal(s.snapshot(context.WithoutCancel(ctx), tags))
+	if err != nil {
+		return nil, err
+	}
+	e.at[i], e.json[i] = time.Now(), b
+	return b, nil
+}
+
+// openStream counts a stream of addr, or refuses it past
+// maxStreamsPerAddress; close is to be deferred.
+func (s *Server) openStream(addr string) (close func(), ok bool) {
+	p := api.AddressOf(addr)
+	e := &s.events
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.byAddr == nil {
+		e.byAddr = map[netip.Prefix]int{}
+	}
+	if e.byAddr[p] >= maxStreamsPerAddress {
+		return nil, false
+	}
+	e.byAddr[p]++
+	return func() {
+		e.mu.Lock()
+		if e.byAddr[p]--; e.byAddr[p] <= 0 {
+			delete(e.byAddr, p)
+		}
+		e.mu.Unlock()
+	}, true
+}
+
 // uiEvents is GET /ui/events: server-sent events, one snapshot a second. A
 // stream is one connection the server pushes on (no request per update,
 // as polling would need); the browser's EventSource reconnects by itself.
+// Every stream sends the one snapshot of the second (sharedSnapshot); one
+// address may hold maxStreamsPerAddress; each event must be written
+// within the write timeout, so that a stream no one reads ends.
 func (s *Server) uiEvents(w http.ResponseWriter, r *http.Request) {
-	fl, ok := w.(http.Flusher)
-	if !ok {
+	if _, ok := w.(http.Flusher); !ok {
 		s.writeError(w, r, fmt.Errorf("streaming is not supported on this connection"))
 		return
 	}
+	done, ok := s.openStream(r.RemoteAddr)
+	if !ok {
+		s.writeError(w, r, &api.Error{Code: frond.CodeRateLimited, RetryAfter: time.Second,
+			Msg: fmt.Sprintf("this address has %d dashboard event streams open already: close a page", maxStreamsPerAddress)})
+		return
+	}
+	defer done()
 	// Tag details go to whoever may list tags; the page sends the admin
 	// token it was given as ?token= (EventSource cannot set a header).
 	token, _ := api.Bearer(r.Header.Get("Authorization"))
@@ -259,8 +332,10 @@ func (s *Server) uiEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	tags := s.mayReadTags(r, token) == nil
 	// The server's WriteTimeout would end the stream: this one is open for
-	// as long as the page is.
-	http.NewResponseController(w).SetWriteDeadline(time.Time{})
+	// as long as the page is, and each event has a write timeout of its
+	// own.
+	rc := http.NewResponseController(w)
+	timeout := s.opts.Conn.WithDefaults().WriteTimeout
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -269,14 +344,17 @@ func (s *Server) uiEvents(w http.ResponseWriter, r *http.Request) {
 	t := time.NewTicker(uiEvery)
 	defer t.Stop()
 	for {
-		b, err := json.Marshal(s.snapshot(r.Context(), tags))
+		b, err := s.sharedSnapshot(r.Context(), tags)
 		if err != nil {
 			return
 		}
+		rc.SetWriteDeadline(time.Now().Add(timeout))
 		if _, err := fmt.Fprintf(w, "event: snapshot\ndata: %s\n\n", b); err != nil {
 			return
 		}
-		fl.Flush()
+		if err := rc.Flush(); err != nil {
+			return
+		}
 		select {
 		case <-r.Context().Done():
 			return
