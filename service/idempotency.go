@@ -151,7 +151,10 @@ func (d *idempotency) do(ctx context.Context, r Request, take func() (Answer, er
 		if e.ok {
 			d.replays.Add(1)
 			a := e.ans
-			a.Request, a.Replayed = r, true
+			a.Replayed = true
+			if a.Request.Kind == "" { // else the first answer's, as fitted to the tag (takeTag)
+				a.Request = r
+			}
 			return a, nil
 		}
 		// The first request failed, and its entry is gone: serve this one.

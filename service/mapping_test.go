@@ -191,3 +191,21 @@ func TestMapping_Adopt(t *testing.T) {
 		t.Fatalf("after adopt: %+v, %v", a, err)
 	}
 }
+
+// TinyID's nextId (a list of numbers asked as ranges) of a tag whose
+// mapping is not plain: the answer's Request says the numbers came as a
+// list (Ranges false, the batch cut), as fitted to the mapping; the front
+// door reads the numbers by it.
+func TestMapping_NumbersListOfAMistTag(t *testing.T) {
+	st := memstore.New(nil)
+	n := mappingNode(t, st, nil)
+	if _, err := n.CreateTag(bg, frond.Tag{Name: "m", MaxID: 1, Step: 100, Mapping: frond.MappingMist}); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"", "k1", "k1"} { // the second k1 is a replay
+		a, err := n.Take(bg, Request{Kind: KindSegment, Name: "m", Count: 3, Ranges: true, Numbers: true, IdempotencyKey: key})
+		if err != nil || a.Request.Ranges || len(a.Nums) != 3 || a.Nums[0]>>16 < 1 || a.Request.Form != FormMist {
+			t.Fatalf("key %q: %+v, %v", key, a, err)
+		}
+	}
+}

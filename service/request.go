@@ -292,7 +292,10 @@ func (s *Service) Take(ctx context.Context, r Request) (Answer, error) {
 	if err != nil {
 		hold.Release()
 	}
-	a.Request, a.hold = r, hold
+	if a.Request.Kind == "" { // takeTag's is r as fitted to the tag's mapping
+		a.Request = r
+	}
+	a.hold = hold
 	return a, err
 }
 
@@ -325,7 +328,9 @@ func (s *Service) takeKeyed(ctx context.Context, r Request) (Answer, error) {
 		defer stop()
 		return s.take(tctx, r)
 	})
-	a.Request = r
+	if a.Request.Kind == "" {
+		a.Request = r
+	}
 	return a, err
 }
 
@@ -377,7 +382,15 @@ func (s *Service) take(ctx context.Context, r Request) (Answer, error) {
 // mapping as this node last read it (fitMapping), and when a segment
 // brings another (the tag's mapping changed), the IDs taken are skipped,
 // the new mapping learnt, and the request served once more by it.
-func (s *Service) takeTag(ctx context.Context, r Request, mode string, learn bool) (Answer, error) {
+//
+// The answer's Request is r as fitted to the mapping (its form filled,
+// TinyID's list of numbers no longer ranges): the caller answers by it.
+func (s *Service) takeTag(ctx context.Context, r Request, mode string, learn bool) (a Answer, err error) {
+	defer func() {
+		if err == nil && a.Request.Kind == "" {
+			a.Request = r
+		}
+	}()
 	k, err := s.kindOf(ctx, r.Name)
 	if err != nil {
 		return Answer{}, err
