@@ -18,7 +18,7 @@ import (
 // flow-control window lets them go. A client that keeps its window at 0
 // and answers pings held every answer it asked for, without bound. Here
 // each answer keeps its place in the node's answer budget
-// (service.Answer.Hold) until the transport has written it:
+// (service.Answer.TakeHold) until the transport has written it:
 //
 //   - the codec encodes an answer that has a place into a buffer of its
 //     own whose release (mem.BufferPool.Put, called by grpc-go once the
