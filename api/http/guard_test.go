@@ -288,3 +288,25 @@ func TestDashboard_StreamsPerAddress(t *testing.T) {
 		t.Fatal("no shared snapshot")
 	}
 }
+
+// Issue 43, item 7: /metrics (2.5 ms of CPU each) and the readiness pages
+// (a store ping each) are exempt from limits.rate, so that an orchestrator
+// or Prometheus is never limited out, but have a rate of their own per
+// address far above theirs; /healthz costs nothing and has none.
+func TestHTTP_ProbesRate(t *testing.T) {
+	f := newFixture(t, api.Options{})
+	for _, p := range []string{"/metrics", "/readyz", "/readyz/segment"} {
+		limited := 0
+		for range probeBurst + 50 {
+			if r := f.do("GET", p, ""); r.code == http.StatusTooManyRequests {
+				limited++
+			}
+		}
+		if limited == 0 {
+			t.Errorf("%s: %d requests at once from one address, none limited", p, probeBurst+50)
+		}
+	}
+	for range probeBurst * 2 {
+		f.want(f.do("GET", "/healthz", ""), 200)
+	}
+}

@@ -45,6 +45,8 @@ type Server struct {
 	samplerDone chan struct{}
 	// events is what the dashboard's event streams share (uiEvents).
 	events eventStreams
+	// probes limits /metrics and the readiness pages per address (costly).
+	probes *api.Guard
 }
 
 // New returns the handler. m may be nil (no /metrics).
@@ -55,7 +57,8 @@ func New(svc *service.Service, opts api.Options) *Server {
 		m = api.NewMetrics(api.MetricsOptions{})
 	}
 	s := &Server{svc: svc, m: m, opts: opts, mux: http.NewServeMux(), started: time.Now(), stopping: make(chan struct{}),
-		hist: newHistory(), samplerDone: make(chan struct{})}
+		hist: newHistory(), samplerDone: make(chan struct{}),
+		probes: api.NewGuard(api.GuardOptions{Rate: probeRate, Burst: probeBurst})}
 	// The rates' first base, before any request is served: every request
 	// counts in the first window (the sampler goroutine took it when it
 	// first ran, which could be after the first requests).
@@ -196,6 +199,15 @@ func (s *Server) StopStreams() { s.stopOnce.Do(func() { close(s.stopping) }) }
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if costly(r.URL.Path) {
+		// Exempt from limits.rate, but each costs a store ping (readiness)
+		// or milliseconds of CPU (/metrics): a rate of their own per
+		// address, far above any orchestrator's or Prometheus's (issue 43).
+		if err := s.probes.Admit("", r.RemoteAddr); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
 	if s.opts.Guard != nil && !unguarded(r.URL.Path) {
 		token, _ := api.Bearer(r.Header.Get("Authorization"))
 		if token == "" {
@@ -227,8 +239,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // unguarded paths are the probes and the metrics: an orchestrator or a
 // Prometheus server must never be limited out.
 func unguarded(path string) bool {
-	return path == "/healthz" || path == "/metrics" || path == "/readyz" || strings.HasPrefix(path, "/readyz/")
+	return path == "/healthz" || costly(path)
 }
+
+// costly are the unguarded paths that cost the node something each:
+// readiness pings the store, /metrics renders every series.
+func costly(path string) bool {
+	return path == "/metrics" || path == "/readyz" || strings.HasPrefix(path, "/readyz/")
+}
+
+// Probes' own rate per address (costly): an orchestrator probes every few
+// seconds and Prometheus scrapes every 15; 1,000 requests a second of
+// /metrics from one address cost 2.5 cores before.
+const (
+	probeRate  = 50
+	probeBurst = 100
+)
 
 // mayReadTags is the one rule of who may read tag details (names, steps,
 // max_id, descriptions, buffers): whoever may administer tags (admin), on
