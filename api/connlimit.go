@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"log/slog"
 	"net"
 	"net/netip"
 	"sync"
@@ -24,6 +25,9 @@ const DefaultMaxConnsPerAddress = 1000
 // from each client address: every protocol counts its connections with
 // one, so the bounds mean the same everywhere.
 type ConnLimit struct {
+	// Log, when set, is told once when accepting stops for want of file
+	// descriptors (AcceptBackoff).
+	Log     *slog.Logger
 	max     int64
 	perAddr int // <= 0: no bound per address
 	open    atomic.Int64
@@ -105,7 +109,7 @@ type limitListener struct {
 
 func (ll *limitListener) Accept() (net.Conn, error) {
 	for {
-		c, err := AcceptBackoff(ll.Listener, &ll.wait)
+		c, err := AcceptBackoff(ll.Listener, &ll.wait, ll.l.Log)
 		if err != nil {
 			return nil, err
 		}
@@ -137,16 +141,24 @@ func (c *limitedConn) Close() error {
 // the system) has no file descriptor left (EMFILE, ENFILE) it waits and
 // tries again, 5 ms doubling up to a second, instead of returning: an
 // accept loop that retried at once kept a core busy for as long as one
-// connection was pending (issue 43). *wait is the current pause.
-func AcceptBackoff(ln net.Listener, wait *time.Duration) (net.Conn, error) {
+// connection was pending (issue 43). *wait is the current pause; log, when
+// set, is told once when the descriptors run out (not at every retry).
+func AcceptBackoff(ln net.Listener, wait *time.Duration, log *slog.Logger) (net.Conn, error) {
 	for {
 		c, err := ln.Accept()
 		if err == nil {
+			if *wait > 0 && log != nil {
+				log.Info("accepting connections again", "addr", ln.Addr().String())
+			}
 			*wait = 0
 			return c, nil
 		}
 		if !errors.Is(err, syscall.EMFILE) && !errors.Is(err, syscall.ENFILE) {
 			return nil, err
+		}
+		if *wait == 0 && log != nil {
+			log.Warn("no file descriptor left: connections wait until some close (limits.max_connections, limits.max_connections_per_address, the process's nofile limit)",
+				"addr", ln.Addr().String(), "err", err)
 		}
 		*wait = min(max(2**wait, 5*time.Millisecond), time.Second)
 		time.Sleep(*wait)

@@ -2,9 +2,13 @@ package api
 
 import (
 	"bufio"
+	"bytes"
 	"io"
+	"log/slog"
 	"net"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -100,5 +104,45 @@ func TestConnLimit_PerAddress(t *testing.T) {
 	}
 	if l.Open() != 0 || len(l.byAddr) != 0 {
 		t.Fatalf("after every close: open %d, addresses %d", l.Open(), len(l.byAddr))
+	}
+}
+
+// emfileListener fails with EMFILE n times, then accepts.
+type emfileListener struct {
+	net.Listener
+	n int
+}
+
+func (l *emfileListener) Accept() (net.Conn, error) {
+	if l.n > 0 {
+		l.n--
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+	}
+	c, _ := net.Pipe()
+	return c, nil
+}
+
+// Issue 43, item 5: with no file descriptor left, accepting waits (5 ms
+// doubling) instead of retrying at once, says so once, and goes on.
+func TestAcceptBackoff_EMFILE(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	var wait time.Duration
+	start := time.Now()
+	c, err := AcceptBackoff(&emfileListener{Listener: ln, n: 4}, &wait, log)
+	if err != nil || c == nil {
+		t.Fatalf("after EMFILE: %v, %v", c, err)
+	}
+	c.Close()
+	if d := time.Since(start); d < 5*time.Millisecond+10*time.Millisecond+20*time.Millisecond+40*time.Millisecond {
+		t.Fatalf("four EMFILE in %v: no pause between the tries", d)
+	}
+	if n := strings.Count(logs.String(), "no file descriptor left"); n != 1 || !strings.Contains(logs.String(), "accepting connections again") || wait != 0 {
+		t.Fatalf("logged %d times, wait %v:\n%s", n, wait, logs.String())
 	}
 }

@@ -73,6 +73,7 @@ func New(svc *service.Service, o api.Options) *Server {
 	o = o.WithLogger()
 	s := &Server{svc: svc, o: o, cmds: table(), lookup: map[string]*entry{}, unknown: o.Metrics.Op(api.RESP, "unknown"),
 		conns: api.NewConnLimit(o.Conn.MaxConns, o.Conn.MaxConnsPerAddress)}
+	s.conns.Log = s.o.Logger
 	for name, cmd := range s.cmds {
 		e := &entry{command: cmd, name: name, op: o.Metrics.Op(api.RESP, name)}
 		s.lookup[name], s.lookup[strings.ToUpper(name)] = e, e
@@ -193,7 +194,7 @@ const maxPipeline = 32
 // second, so that no client holds up the accept loop.
 func (l *limitListener) Accept() (net.Conn, error) {
 	for {
-		c, err := api.AcceptBackoff(l.Listener, &l.wait)
+		c, err := api.AcceptBackoff(l.Listener, &l.wait, l.conns.Log)
 		if err != nil {
 			return nil, err
 		}

@@ -113,7 +113,9 @@ func serveAll(fes []*frontEnd, svc *service.Service, m *api.Metrics, cfg *config
 		if base != nil {
 			refuse = nil // no plain text on a TLS port: the connection is closed
 		}
-		return api.LimitListener(ln, api.NewConnLimit(policy.MaxConns, policy.MaxConnsPerAddress), refuse)
+		conns := api.NewConnLimit(policy.MaxConns, policy.MaxConnsPerAddress)
+		conns.Log = log
+		return api.LimitListener(ln, conns, refuse)
 	}
 	for _, fe := range fes {
 		switch fe.key {
