@@ -29,11 +29,60 @@ type ConnLimit struct {
 	// descriptors (AcceptBackoff).
 	Log     *slog.Logger
 	max     int64
-	perAddr int // <= 0: no bound per address
 	open    atomic.Int64
 	refused atomic.Uint64
-	mu      sync.Mutex
-	byAddr  map[netip.Prefix]int
+	byAddr  PerAddress
+}
+
+// PerAddress counts what each client address holds (its connections, its
+// streams), at most Max each (<= 0: no bound): the one count per address
+// of every listener and stream (an IPv4 address, an IPv6 /64: prefixOf, as the Guard counts).
+// The zero value counts without a bound; it is safe for concurrent use.
+type PerAddress struct {
+	Max int
+	mu  sync.Mutex
+	n   map[netip.Prefix]int
+}
+
+// Acquire counts one more for addr (host:port), or reports false when addr
+// holds Max already (Release is not called then).
+func (p *PerAddress) Acquire(addr string) bool {
+	if p.Max <= 0 {
+		return true
+	}
+	k := prefixOf(addr)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.n[k] >= p.Max {
+		return false
+	}
+	if p.n == nil {
+		p.n = map[netip.Prefix]int{}
+	}
+	p.n[k]++
+	return true
+}
+
+// Release counts one less for addr.
+func (p *PerAddress) Release(addr string) {
+	if p.Max <= 0 {
+		return
+	}
+	k := prefixOf(addr)
+	p.mu.Lock()
+	if p.n[k] <= 1 {
+		delete(p.n, k)
+	} else {
+		p.n[k]--
+	}
+	p.mu.Unlock()
+}
+
+// addresses is how many addresses hold something.
+func (p *PerAddress) addresses() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.n)
 }
 
 // NewConnLimit returns a bound of max open connections (DefaultMaxConns if
@@ -43,7 +92,7 @@ func NewConnLimit(max, perAddr int) *ConnLimit {
 	if max <= 0 {
 		max = DefaultMaxConns
 	}
-	return &ConnLimit{max: int64(max), perAddr: perAddr, byAddr: map[netip.Prefix]int{}}
+	return &ConnLimit{max: int64(max), byAddr: PerAddress{Max: perAddr}}
 }
 
 // Acquire counts a new connection from addr (host:port); false means the
@@ -55,18 +104,10 @@ func (l *ConnLimit) Acquire(addr string) bool {
 		l.refused.Add(1)
 		return false
 	}
-	if l.perAddr > 0 {
-		p := prefixOf(addr)
-		l.mu.Lock()
-		n := l.byAddr[p]
-		if n >= l.perAddr {
-			l.mu.Unlock()
-			l.open.Add(-1)
-			l.refused.Add(1)
-			return false
-		}
-		l.byAddr[p] = n + 1
-		l.mu.Unlock()
+	if !l.byAddr.Acquire(addr) {
+		l.open.Add(-1)
+		l.refused.Add(1)
+		return false
 	}
 	return true
 }
@@ -74,16 +115,7 @@ func (l *ConnLimit) Acquire(addr string) bool {
 // Release counts a connection from addr closed.
 func (l *ConnLimit) Release(addr string) {
 	l.open.Add(-1)
-	if l.perAddr > 0 {
-		p := prefixOf(addr)
-		l.mu.Lock()
-		if n := l.byAddr[p]; n <= 1 {
-			delete(l.byAddr, p)
-		} else {
-			l.byAddr[p] = n - 1
-		}
-		l.mu.Unlock()
-	}
+	l.byAddr.Release(addr)
 }
 
 // Open is the number of open connections.

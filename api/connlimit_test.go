@@ -102,8 +102,8 @@ func TestConnLimit_PerAddress(t *testing.T) {
 	for _, x := range []string{a, a, b, v6a, v6b} {
 		l.Release(x)
 	}
-	if l.Open() != 0 || len(l.byAddr) != 0 {
-		t.Fatalf("after every close: open %d, addresses %d", l.Open(), len(l.byAddr))
+	if l.Open() != 0 || l.byAddr.addresses() != 0 {
+		t.Fatalf("after every close: open %d, addresses %d", l.Open(), l.byAddr.addresses())
 	}
 }
 

@@ -217,11 +217,6 @@ func (g *Guard) sweepFails(now time.Time) {
 // prefixOf is the client a limit applies to: the IPv4 address, or the /64
 // of an IPv6 address (one host usually holds a whole /64). An address that
 // does not parse (a Unix socket, a test's pipe) is one client.
-// AddressOf is the address a limit per address counts addr (host:port)
-// under: an IPv4 address, or an IPv6 /64 (a host has billions of IPv6
-// addresses); the zero Prefix for one that does not parse.
-func AddressOf(addr string) netip.Prefix { return prefixOf(addr) }
-
 func prefixOf(addr string) netip.Prefix {
 	host := addr
 	if h, _, err := net.SplitHostPort(addr); err == nil {

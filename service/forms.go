@@ -139,9 +139,7 @@ func (s *Service) fitMapping(r *Request, mapping string) error {
 	if !r.Ranges && !r.Run && !r.Lease {
 		return nil
 	}
-	if r.Numbers && Numeric(r.Form) && r.Ranges && !r.Run && !r.Lease {
-		r.Ranges = false // TinyID's list of numbers, cut as formRules does
-		r.Count = min(r.Count, MaxBatch)
+	if numbersList(r) {
 		return nil
 	}
 	what := "ranges are plain numbers"

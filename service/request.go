@@ -195,12 +195,7 @@ func (s *Service) formRules(r *Request, configured bool) error {
 		}
 		return nil
 	}
-	if r.Numbers && Numeric(r.Form) && r.Ranges && !r.Run && !r.Lease {
-		// The numbers themselves, in the form. Such a caller (TinyID's
-		// nextId) cuts its batch to what it serves, as TinyID does: a
-		// list of numbers is cut to MaxBatch, not refused.
-		r.Ranges = false
-		r.Count = min(r.Count, MaxBatch)
+	if numbersList(r) {
 		return nil
 	}
 	var what string
@@ -220,6 +215,21 @@ func (s *Service) formRules(r *Request, configured bool) error {
 	// protocol adds.
 	return fmt.Errorf("%w: tag %s answers in form %s (its configured form), and %s",
 		frond.ErrFormNotCarried, Quote(r.Name), Quote(r.Form), what)
+}
+
+// numbersList answers TinyID's list of numbers (nextId: ranges asked of
+// an API that answers numbers) of a tag whose form is a number but not
+// plain: the numbers themselves, in the form, instead of ranges. Such a
+// caller cuts its batch to what it serves, as TinyID does: the list is cut
+// to MaxBatch, not refused. It reports whether r is such a request (and
+// is now the list).
+func numbersList(r *Request) bool {
+	if !r.Numbers || !Numeric(r.Form) || !r.Ranges || r.Run || r.Lease {
+		return false
+	}
+	r.Ranges = false
+	r.Count = min(r.Count, MaxBatch)
+	return true
 }
 
 // Peek checks r (see Check) and reports whether Take could serve it now,

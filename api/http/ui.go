@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"math"
 	"net/http"
-	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -258,7 +257,7 @@ type eventStreams struct {
 	mu     sync.Mutex
 	at     [2]time.Time
 	json   [2][]byte
-	byAddr map[netip.Prefix]int
+	byAddr api.PerAddress // Max: maxStreamsPerAddress
 }
 
 // sharedSnapshot is the snapshot of this second, made once for every
@@ -283,29 +282,6 @@ func (s *Server) sharedSnapshot(ctx context.Context, tags bool) ([]byte, error) 
 	return b, nil
 }
 
-// openStream counts a stream of addr, or refuses it past
-// maxStreamsPerAddress; close is to be deferred.
-func (s *Server) openStream(addr string) (close func(), ok bool) {
-	p := api.AddressOf(addr)
-	e := &s.events
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.byAddr == nil {
-		e.byAddr = map[netip.Prefix]int{}
-	}
-	if e.byAddr[p] >= maxStreamsPerAddress {
-		return nil, false
-	}
-	e.byAddr[p]++
-	return func() {
-		e.mu.Lock()
-		if e.byAddr[p]--; e.byAddr[p] <= 0 {
-			delete(e.byAddr, p)
-		}
-		e.mu.Unlock()
-	}, true
-}
-
 // uiEvents is GET /ui/events: server-sent events, one snapshot a second. A
 // stream is one connection the server pushes on (no request per update,
 // as polling would need); the browser's EventSource reconnects by itself.
@@ -317,13 +293,12 @@ func (s *Server) uiEvents(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fmt.Errorf("streaming is not supported on this connection"))
 		return
 	}
-	done, ok := s.openStream(r.RemoteAddr)
-	if !ok {
+	if !s.events.byAddr.Acquire(r.RemoteAddr) {
 		s.writeError(w, r, &api.Error{Code: frond.CodeRateLimited, RetryAfter: time.Second,
 			Msg: fmt.Sprintf("this address has %d dashboard event streams open already: close a page", maxStreamsPerAddress)})
 		return
 	}
-	defer done()
+	defer s.events.byAddr.Release(r.RemoteAddr)
 	// Tag details go to whoever may list tags; the page sends the admin
 	// token it was given as ?token= (EventSource cannot set a header).
 	token, _ := api.Bearer(r.Header.Get("Authorization"))
