@@ -85,6 +85,7 @@ func RunSegmentStore(t *testing.T, o Opener) {
 	t.Run("DeleteTag", func(t *testing.T) { testDelete(t, o) })
 	t.Run("Modes", func(t *testing.T) { testModes(t, o) })
 	t.Run("Mappings", func(t *testing.T) { testMappings(t, o) })
+	t.Run("Mappings_RaceAllocations", func(t *testing.T) { testMappingRace(t, o) })
 	t.Run("TagsAfter_Pages", func(t *testing.T) { testTagsAfter(t, o) })
 	t.Run("ReturnTail", func(t *testing.T) { testReturnTail(t, o) })
 	t.Run("TagNames_CaseSensitive", func(t *testing.T) { testCase(t, o) })
@@ -522,5 +523,72 @@ func testReopen(t *testing.T, o Opener) {
 	b := must(s2.Allocate(c, tag, 0))(t)
 	if b.Start != a.End {
 		t.Fatalf("after reopen %+v, before %+v", b, a)
+	}
+}
+
+// testMappingRace: allocations racing a change of mapping are each of one
+// side: of the old mapping and below the raise, or of the new one and at
+// or above it (the store reads the mapping with the raise, atomically). A
+// segment of the new mapping below the raise would be answered in a
+// mapping whose numbers meet the old one's: duplicates.
+func testMappingRace(t *testing.T, o Opener) {
+	s, c := open(t, o), testenv.Ctx(t)
+	tag := uniqueTag(t) + "-race"
+	must(s.CreateTag(c, frond.Tag{Name: tag, MaxID: 1, Step: 3, Mapping: frond.MappingMist}))(t)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	var mu sync.Mutex
+	var got []frond.Allocation
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				a, err := s.Allocate(c, tag, 0)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				got = append(got, a)
+				mu.Unlock()
+			}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond)
+	to := frond.MappingPlain
+	var floor int64
+	for range 8 { // the floor moves with the racing allocations: read again
+		cur := must(s.Tag(c, tag))(t)
+		f := must(frond.MappingFloor(cur.Mapping, to, cur.MaxID+1000))(t)
+		if _, err := s.UpdateTag(c, tag, frond.TagUpdate{Mapping: &to, MaxID: &f}); err == nil {
+			floor = f
+			break
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	if floor == 0 {
+		t.Fatal("the change of mapping never got past the racing allocations")
+	}
+	var before, after int
+	for _, a := range got {
+		switch {
+		case a.Mapping == frond.MappingMist && a.End <= floor>>frond.MistShift+1000:
+			before++
+		case a.Mapping == "" && a.Start >= floor:
+			after++
+		default:
+			t.Fatalf("allocation %+v straddles the change to plain at %d", a, floor)
+		}
+	}
+	if before == 0 || after == 0 {
+		t.Fatalf("%d allocations before the change and %d after: the race did not happen", before, after)
 	}
 }
