@@ -587,3 +587,32 @@ func TestHostile_ConnectionsPerAddress(t *testing.T) {
 		t.Fatalf("another address: %q", got)
 	}
 }
+
+// The replies held for a flush are given back by the flush (or the close)
+// while the connection's goroutine holds more: release took the held list
+// but kept its backing array, into which hold appended while the list was
+// released (a data race CI's race detector found: a place could be given
+// back twice, or never). Run with -race.
+func TestLimitConn_HoldWhileReleasing(t *testing.T) {
+	svc := apitest.Service(t, storetest.NewFaulty(), service.Config{AnswerBudget: 1 << 30}, frond.Tag{Name: "order", MaxID: 1, Step: 1000})
+	lc := &limitConn{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 2000 {
+			lc.release()
+		}
+	}()
+	for range 2000 {
+		a, err := svc.Take(bg, service.Request{Kind: service.KindUUID, Version: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lc.hold(&a)
+	}
+	<-done
+	lc.release()
+	if used, _, _ := svc.AnswerBudget(); used != 0 {
+		t.Fatalf("%d bytes of the answer budget still held after every reply was released", used)
+	}
+}

@@ -250,7 +250,7 @@ func (c *limitConn) hold(a *service.Answer) {
 func (c *limitConn) release() {
 	c.heldMu.Lock()
 	held := c.held
-	c.held = c.held[:0]
+	c.held = nil // not held[:0]: hold may append while these are released
 	c.heldMu.Unlock()
 	for i := range held {
 		held[i].Release()
