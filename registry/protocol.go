@@ -77,6 +77,7 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/secret"
 )
 
 // ErrRace is a Backend's answer when the ID it was asked to claim changed
@@ -242,7 +243,16 @@ func (p *Protocol) continues(s Slot) bool {
 }
 
 // Acquire implements frond.WorkerRegistry.
+//
+// No error of the Protocol shows a secret the process remembers (secret.
+// Remember: a registry URL's password, however the backend's client quotes
+// it): each passes through secret.Hide on its way out.
 func (p *Protocol) Acquire(ctx context.Context, maxNode int64) (frond.Worker, error) {
+	w, err := p.acquire(ctx, maxNode)
+	return w, secret.Hide(err)
+}
+
+func (p *Protocol) acquire(ctx context.Context, maxNode int64) (frond.Worker, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -435,12 +445,14 @@ func Floor(last int64, recycleAfter time.Duration) int64 {
 
 // Save implements frond.WorkerRegistry: the later of the times recorded,
 // while this node's claim holds the ID.
-func (p *Protocol) Save(ctx context.Context, last time.Time) error { return p.write(ctx, last, false) }
+func (p *Protocol) Save(ctx context.Context, last time.Time) error {
+	return secret.Hide(p.write(ctx, last, false))
+}
 
 // Release implements frond.Releaser: it records last exactly, even below a
 // time saved before, and ends the claim.
 func (p *Protocol) Release(ctx context.Context, last time.Time) error {
-	return p.write(ctx, last, true)
+	return secret.Hide(p.write(ctx, last, true))
 }
 
 func (p *Protocol) write(ctx context.Context, last time.Time, exact bool) error {
@@ -497,15 +509,19 @@ func (p *Protocol) PeerOffsets(ctx context.Context) ([]frond.PeerOffset, error) 
 	if h == nil || h.IsLost() {
 		return nil, fmt.Errorf("worker registry: %w: no worker ID is held on %s", frond.ErrWorkerLost, p.b.Where())
 	}
-	return pc.PeerOffsets(ctx, h)
+	offsets, err := pc.PeerOffsets(ctx, h)
+	return offsets, secret.Hide(err)
 }
 
 // Warnings implements frond.Warner with the backend's.
 func (p *Protocol) Warnings() []string {
+	var out []string
 	if w, ok := p.b.(frond.Warner); ok {
-		return w.Warnings()
+		for _, msg := range w.Warnings() {
+			out = append(out, secret.HideString(msg))
+		}
 	}
-	return nil
+	return out
 }
 
 // Abandon stops keeping the claim and closes the backend without ending
@@ -519,7 +535,7 @@ func (p *Protocol) Abandon() error {
 	}
 	p.dropLocked(false)
 	p.closed = true
-	return p.b.Close()
+	return secret.Hide(p.b.Close())
 }
 
 // Close implements frond.WorkerRegistry: it ends the claim if it still
@@ -534,5 +550,5 @@ func (p *Protocol) Close() error {
 	}
 	p.dropLocked(true)
 	p.closed = true
-	return p.b.Close()
+	return secret.Hide(p.b.Close())
 }

@@ -74,7 +74,7 @@ Exit 0 when nothing is dangerous (warnings included), 1 when something is,
 			if sample < 0 {
 				return usagef("--sample %v: 0 (no rate checks) or a positive duration", sample)
 			}
-			log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+			log := commandLogger(e)
 			a := &auditor{cfg: cfg, log: log}
 			p := &auditPrinter{w: e.stdout, json: asJSON}
 			counts := a.run(c.Context(), sample, p.print)

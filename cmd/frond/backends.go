@@ -168,6 +168,7 @@ func isURLRegistry(b *backend) bool { return b.openRegistry != nil }
 
 // storeBackend returns the backend of the store at raw.
 func storeBackend(raw string) (*backend, error) {
+	secret.RememberURLs(raw) // a store named by a flag (--retire) too
 	u, err := url.Parse(raw)
 	if err != nil {
 		// url.Parse's error quotes the URL whole, password included.
@@ -182,6 +183,7 @@ func storeBackend(raw string) (*backend, error) {
 
 // registryBackend returns the backend of the worker registry raw names.
 func registryBackend(raw string) (*backend, error) {
+	secret.RememberURLs(raw)
 	b, _ := backendOf(raw)
 	if b == nil || b.node == nil && !(isURLRegistry(b) && strings.Contains(raw, "://")) {
 		return nil, fmt.Errorf("%q: want file, static:N, static:ordinal[+BASE] or a URL with scheme %s", secret.URL(raw), schemes(isURLRegistry))
@@ -220,9 +222,15 @@ func openStoreNow(ctx context.Context, raw string, log *slog.Logger) (frond.Segm
 		return nil, usageError{err}
 	}
 	if b.remote {
-		c, cancel := context.WithTimeout(ctx, storeStartTimeout)
-		defer cancel()
-		return b.openStore(c, raw, log)
+		// Through lazystore, without its retries: its errors, as the
+		// node's, pass through secret.Hide.
+		s, err := lazystore.Open(ctx, func(ctx context.Context) (frond.SegmentStore, error) {
+			return b.openStore(ctx, raw, log)
+		}, lazystore.Options{Name: storeName(raw), Timeout: storeStartTimeout, Logger: log, Retry: func(error) bool { return false }})
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
 	}
 	return b.openStore(ctx, raw, log)
 }

@@ -5,6 +5,7 @@ import (
 	"net"
 
 	"github.com/frond-id/frond/internal/config"
+	"github.com/frond-id/frond/internal/secret"
 	"github.com/frond-id/frond/registry"
 	"github.com/knadh/koanf/v2"
 	"github.com/spf13/cobra"
@@ -64,6 +65,9 @@ func loadConfig(c *cobra.Command, e env) (*config.Config, *koanf.Koanf, error) {
 	if err != nil {
 		return nil, nil, usageError{err}
 	}
+	// From here on no error or log line shows a configured secret, whoever
+	// wrote it (a driver, a client library, frond).
+	secret.Remember(cfg.Secrets()...)
 	if err := checkBackends(cfg); err != nil {
 		return nil, nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/frond-id/frond/internal/secret"
 	"github.com/frond-id/frond/internal/suggest"
 )
 
@@ -169,7 +170,7 @@ func run(ctx context.Context, argv []string, stdout, stderr io.Writer, environ [
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintln(stderr, "frond:", err)
+	fmt.Fprintln(stderr, "frond:", secret.Hide(err))
 	var ue usageError
 	var se *serverError
 	switch {

@@ -14,6 +14,7 @@ import (
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/api"
 	"github.com/frond-id/frond/internal/config"
+	"github.com/frond-id/frond/internal/redisutil"
 	"github.com/frond-id/frond/internal/secret"
 	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/service"
@@ -49,13 +50,26 @@ over the file. See docs/configuration.md.`,
 	return c
 }
 
+// newLogger is serve's logger: the configured level and format, no
+// remembered secret shown (secret.Handler), go-redis's own lines included.
 func newLogger(cfg *config.Config, e env) *slog.Logger {
 	level, _ := cfg.LogLevel()
 	opts := &slog.HandlerOptions{Level: level}
+	h := slog.Handler(slog.NewTextHandler(e.stderr, opts))
 	if cfg.Log.Format == "json" {
-		return slog.New(slog.NewJSONHandler(e.stderr, opts))
+		h = slog.NewJSONHandler(e.stderr, opts)
 	}
-	return slog.New(slog.NewTextHandler(e.stderr, opts))
+	log := slog.New(secret.Handler(h))
+	redisutil.SetLogger(log)
+	return log
+}
+
+// commandLogger is the logger of a command that opens stores (audit,
+// stores): errors only, to stderr, as serve's hides secrets.
+func commandLogger(e env) *slog.Logger {
+	log := slog.New(secret.Handler(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+	redisutil.SetLogger(log)
+	return log
 }
 
 // storeStartTimeout bounds the first attempt to open a store over the

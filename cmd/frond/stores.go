@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"text/tabwriter"
 
 	"github.com/frond-id/frond"
@@ -146,7 +145,7 @@ version or later): stop or upgrade older nodes first.`,
 // openAll opens the stores at urls for a command (no background retries:
 // a store that cannot be opened is an error), with their names.
 func openAll(ctx context.Context, urls []string, e env) ([]frond.SegmentStore, []string, error) {
-	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	log := commandLogger(e)
 	var stores []frond.SegmentStore
 	var names []string
 	for _, raw := range urls {

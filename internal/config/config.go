@@ -594,6 +594,34 @@ func loopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// Secrets returns every secret of the configuration: the admin token, the
+// keys, the tag tokens, and the passwords of the store and registry URLs
+// (also of URLs that do not parse). frond remembers them (secret.Remember)
+// so that no error or log line shows one, whoever wrote it.
+func (c *Config) Secrets() []string {
+	var out []string
+	for _, d := range c.declarations() {
+		switch v := d.ptr.(type) {
+		case *string:
+			if d.secret {
+				out = append(out, *v)
+			}
+			if d.urls {
+				out = append(out, secret.Passwords(*v)...)
+			}
+		case *map[string]PreviousKey:
+			for _, k := range *v {
+				out = append(out, k.Key)
+			}
+		case *map[string][]string:
+			for token := range *v {
+				out = append(out, token)
+			}
+		}
+	}
+	return out
+}
+
 // Masked returns the configuration as a nested map for printing, with the
 // admin token and any password in a URL replaced by "***".
 func Masked(k *koanf.Koanf, c *Config) ([]byte, error) {

@@ -440,3 +440,19 @@ func TestLoad_SecretsFromTheEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// Secrets lists every configured secret: what frond remembers so that no
+// error or log line shows one (issue 43, item 8).
+func TestSecrets(t *testing.T) {
+	c, err := load(t, []string{"--admin-token", "adm-Tok-1", "--store", "mysql://u:st-Pw-2@h/db redis://:rd-Pw-3@h:6379/0",
+		"--registry", "etcd://u:rg-Pw-4@h:2379"}, []string{"FROND_TOKENS__tg-Tok-5=order"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(c.Secrets(), " ")
+	for _, want := range []string{"adm-Tok-1", "st-Pw-2", "rd-Pw-3", "rg-Pw-4", "tg-Tok-5"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Secrets() = %q: no %s", got, want)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"slices"
 	"strconv"
@@ -215,4 +216,19 @@ func SetNXGet(ctx context.Context, c *redis.Client, key, value string) (string, 
 		return "", err
 	}
 	return get.Val(), nil
+}
+
+// SetLogger sends go-redis's own log lines (it writes them to stderr by
+// default, whatever frond's log format) to log at debug level, through
+// log's handler (which masks secrets: secret.Handler). They are the
+// client's view of an outage frond already reports (a pool that cannot
+// dial logs a line per attempt). go-redis has one logger per process.
+func SetLogger(log *slog.Logger) { redis.SetLogger(redisLog{log}) }
+
+type redisLog struct{ log *slog.Logger }
+
+func (l redisLog) Printf(ctx context.Context, format string, v ...any) {
+	if l.log.Enabled(ctx, slog.LevelDebug) {
+		l.log.DebugContext(ctx, "redis client", "detail", fmt.Sprintf(format, v...))
+	}
 }

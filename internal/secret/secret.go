@@ -4,10 +4,15 @@
 package secret
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
 	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Mask is what a secret is printed as.
@@ -112,8 +117,17 @@ func addUnparsed(f string, at int, add func(string)) {
 func URL(raw string) string { return Scrub(raw, Passwords(raw)...) }
 
 // Scrub returns s with every occurrence of each secret masked, the longest
-// first.
-func Scrub(s string, secrets ...string) string {
+// first; one shorter than 4 bytes only where it stands as a password or a
+// parameter's value (anywhere, it would mask the text around it).
+func Scrub(s string, secrets ...string) string { return scrub(s, 4, secrets) }
+
+// anywhereRemembered is the length from which a remembered secret (one not
+// known to be a URL's password) is masked anywhere in a text: a short
+// token or password ("frond") is also a word of frond's messages.
+const anywhereRemembered = 8
+
+// scrub is Scrub, masking secrets of anywhere bytes or more anywhere.
+func scrub(s string, anywhere int, secrets []string) string {
 	sorted := append([]string(nil), secrets...)
 	for i := 1; i < len(sorted); i++ { // a handful: insertion sort, longest first
 		for j := i; j > 0 && len(sorted[j]) > len(sorted[j-1]); j-- {
@@ -121,7 +135,7 @@ func Scrub(s string, secrets ...string) string {
 		}
 	}
 	for _, sec := range sorted {
-		if len(sec) >= 4 {
+		if len(sec) >= anywhere {
 			s = strings.ReplaceAll(s, sec, Mask)
 			continue
 		}
@@ -155,7 +169,146 @@ func ScrubError(err error, secrets ...string) error {
 	return &Error{err: err, secrets: secrets}
 }
 
-func (e *Error) Error() string { return Scrub(e.err.Error(), e.secrets...) }
+// Error returns the message with the error's secrets and every remembered
+// one masked.
+func (e *Error) Error() string {
+	return HideString(Scrub(e.err.Error(), e.secrets...))
+}
 
 // Unwrap returns the original error.
 func (e *Error) Unwrap() error { return e.err }
+
+// known holds the secrets this process was configured with (Remember):
+// every error from a backend passes through Hide before it can reach an
+// output, and every log line through Handler, so a secret is masked even
+// where no parser recognised it as one (a driver quoting its DSN, a client
+// naming its endpoints with their user and password; issue 43).
+var known struct {
+	sync.RWMutex
+	list []string
+	set  map[string]bool
+}
+
+// Remember adds secrets to those Hide and Handler mask, as written, quoted
+// as Go quotes them and escaped as JSON escapes them. Empty strings are
+// ignored. One shorter than 8 bytes is masked only where it stands as a
+// password or a parameter's value (":pw@", "=pw&"): anywhere, a short
+// password such as "frond" would mask frond's own words.
+func Remember(secrets ...string) {
+	known.Lock()
+	defer known.Unlock()
+	if known.set == nil {
+		known.set = map[string]bool{}
+	}
+	for _, s := range secrets {
+		if s == "" || s == Mask {
+			continue
+		}
+		q := strconv.Quote(s)
+		for _, v := range []string{s, q[1 : len(q)-1], jsonQuoted(s)} {
+			if !known.set[v] {
+				known.set[v] = true
+				known.list = append(known.list, v)
+			}
+		}
+	}
+}
+
+// RememberURLs remembers the secrets of URLs (Passwords), parsed or not.
+func RememberURLs(raws ...string) {
+	for _, raw := range raws {
+		Remember(Passwords(raw)...)
+	}
+}
+
+// remembered returns the remembered secrets.
+func remembered() []string {
+	known.RLock()
+	defer known.RUnlock()
+	return known.list
+}
+
+// jsonQuoted is s as a JSON string holds it, without the quotes.
+func jsonQuoted(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b[1 : len(b)-1])
+}
+
+// Hide returns err with every remembered secret, and the extra ones,
+// masked in its message; errors.Is and errors.As see through it. Nil for
+// nil; err itself when no secret is known.
+func Hide(err error, extra ...string) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := err.(*Error); ok && len(extra) == 0 {
+		return err // already hidden: Error masks what is remembered when printed
+	}
+	return &Error{err: err, secrets: extra}
+}
+
+// HideString returns s with every remembered secret masked.
+func HideString(s string) string {
+	if list := remembered(); len(list) > 0 {
+		return scrub(s, anywhereRemembered, list)
+	}
+	return s
+}
+
+// Handler returns a slog.Handler that masks every remembered secret in
+// what it passes to h: the message and every attribute's value (strings,
+// errors, and anything else as it prints), in groups too.
+func Handler(h slog.Handler) slog.Handler { return hiding{h} }
+
+type hiding struct{ h slog.Handler }
+
+func (x hiding) Enabled(ctx context.Context, l slog.Level) bool { return x.h.Enabled(ctx, l) }
+
+func (x hiding) Handle(ctx context.Context, r slog.Record) error {
+	if len(remembered()) == 0 {
+		return x.h.Handle(ctx, r)
+	}
+	out := slog.NewRecord(r.Time, r.Level, HideString(r.Message), r.PC)
+	r.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(hideAttr(a))
+		return true
+	})
+	return x.h.Handle(ctx, out)
+}
+
+func (x hiding) WithAttrs(as []slog.Attr) slog.Handler {
+	hidden := make([]slog.Attr, len(as))
+	for i, a := range as {
+		hidden[i] = hideAttr(a)
+	}
+	return hiding{x.h.WithAttrs(hidden)}
+}
+
+func (x hiding) WithGroup(name string) slog.Handler { return hiding{x.h.WithGroup(name)} }
+
+// hideAttr masks the remembered secrets in a's value.
+func hideAttr(a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindString:
+		return slog.String(a.Key, HideString(v.String()))
+	case slog.KindGroup:
+		g := v.Group()
+		hidden := make([]any, len(g))
+		for i, b := range g {
+			hidden[i] = hideAttr(b)
+		}
+		return slog.Group(a.Key, hidden...)
+	case slog.KindAny:
+		var text string
+		if err, ok := v.Any().(error); ok {
+			text = err.Error()
+		} else {
+			text = fmt.Sprint(v.Any())
+		}
+		if hidden := HideString(text); hidden != text {
+			return slog.String(a.Key, hidden)
+		}
+	}
+	return slog.Attr{Key: a.Key, Value: v}
+}

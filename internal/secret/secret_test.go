@@ -3,7 +3,9 @@ package secret
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -67,4 +69,51 @@ func FuzzURL(f *testing.F) {
 			t.Fatalf("URL(%q) = %q keeps the password", raw, got)
 		}
 	})
+}
+
+// Issue 43, item 8: what the process remembers is masked in any error
+// (Hide) and any log line (Handler), as written, as Go quotes it and as
+// JSON escapes it, in the message and every kind of attribute.
+func TestHideAndHandler(t *testing.T) {
+	const pw = `hid"e\pw`
+	Remember(pw)
+	err := Hide(fmt.Errorf("dial [http://u:%s@h:1]: %w", pw, errSentinel))
+	if strings.Contains(err.Error(), pw) || !errors.Is(err, errSentinel) {
+		t.Fatalf("Hide: %v", err)
+	}
+	if Hide(nil) != nil {
+		t.Fatal("Hide(nil) is not nil")
+	}
+	for _, format := range []string{"text", "json"} {
+		var out strings.Builder
+		var h slog.Handler = slog.NewTextHandler(&out, nil)
+		if format == "json" {
+			h = slog.NewJSONHandler(&out, nil)
+		}
+		log := slog.New(Handler(h)).With("with", "at "+pw)
+		log.Error("opening "+pw, "s", pw, "err", fmt.Errorf("x %s", pw), "list", []string{pw},
+			slog.Group("g", "inner", pw), "n", 7)
+		text := out.String()
+		q := strconv.Quote(pw)
+		for _, form := range []string{pw, q[1 : len(q)-1]} {
+			if strings.Contains(text, form) {
+				t.Fatalf("%s: %q shows in %s", format, form, text)
+			}
+		}
+		if strings.Count(text, Mask) < 6 || !strings.Contains(text, "7") {
+			t.Fatalf("%s: not every attribute is there, masked: %s", format, text)
+		}
+	}
+}
+
+var errSentinel = errors.New("sentinel")
+
+// A short remembered secret is masked where it stands as a password, not
+// in the words around it (a password "frond" in frond's own messages).
+func TestHide_ShortSecret(t *testing.T) {
+	Remember("frond")
+	got := HideString(`run frond stores set: dial [mysql://u:frond@h:1] user=u password=frond`)
+	if want := `run frond stores set: dial [mysql://u:***@h:1] user=u password=***`; got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
 }

@@ -15,6 +15,9 @@
 //     returned by Open, so a misconfigured node still refuses to start.
 //   - Once open, the Store forwards every call to the real store, and Ping
 //     and Warnings to its frond.Pinger and frond.Warner.
+//   - No error it returns or logs shows a secret the process remembers
+//     (secret.Remember: the store's password, however its driver quotes
+//     it): every error of the real store passes through secret.Hide.
 //   - Close stops the retries and closes the real store if it was opened.
 package lazystore
 
@@ -31,6 +34,7 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/secret"
 )
 
 var (
@@ -141,7 +145,8 @@ func Open(ctx context.Context, open OpenFunc, o Options) (*Store, error) {
 func (s *Store) try(ctx context.Context) (frond.SegmentStore, error) {
 	c, cancel := context.WithTimeout(ctx, s.o.Timeout)
 	defer cancel()
-	return s.open(c)
+	inner, err := s.open(c)
+	return inner, secret.Hide(err)
 }
 
 // retry runs open with backoff until it succeeds or ctx ends.
@@ -195,8 +200,8 @@ func (s *Store) get() (frond.SegmentStore, error) {
 	case s.inner == nil:
 		// %v: the open error may wrap frond.ErrInvalidArgument (a refusal
 		// seen on a retry), which must not turn the outage into a 400.
-		return nil, fmt.Errorf("store %s not open (down since %s): %w: %v",
-			s.o.Name, s.since.UTC().Format(time.RFC3339), frond.ErrStoreUnavailable, s.lastErr)
+		return nil, secret.Hide(fmt.Errorf("store %s not open (down since %s): %w: %v",
+			s.o.Name, s.since.UTC().Format(time.RFC3339), frond.ErrStoreUnavailable, s.lastErr))
 	}
 	return s.inner, nil
 }
@@ -217,7 +222,7 @@ func (s *Store) Allocate(ctx context.Context, tag string, step int64) (frond.All
 	if err != nil {
 		return frond.Allocation{}, err
 	}
-	return in.Allocate(ctx, tag, step)
+	return hide(in.Allocate(ctx, tag, step))
 }
 
 // AllocateIDs implements frond.SequenceStore, as the real store does.
@@ -226,7 +231,7 @@ func (s *Store) AllocateIDs(ctx context.Context, tag string, n int64) ([]frond.R
 	if err != nil {
 		return nil, err
 	}
-	return frond.SequenceIDs(ctx, in, tag, n)
+	return hide(frond.SequenceIDs(ctx, in, tag, n))
 }
 
 // AllocateAt implements frond.PlacedStore, as the real store does.
@@ -235,7 +240,7 @@ func (s *Store) AllocateAt(ctx context.Context, at frond.Place, tag string, step
 	if err != nil {
 		return frond.Allocation{}, err
 	}
-	return frond.AllocateAt(ctx, in, at, tag, step)
+	return hide(frond.AllocateAt(ctx, in, at, tag, step))
 }
 
 // AllocateIDsAt implements frond.PlacedStore, as the real store does.
@@ -244,7 +249,7 @@ func (s *Store) AllocateIDsAt(ctx context.Context, at frond.Place, tag string, n
 	if err != nil {
 		return nil, err
 	}
-	return frond.SequenceIDsAt(ctx, in, at, tag, n)
+	return hide(frond.SequenceIDsAt(ctx, in, at, tag, n))
 }
 
 // Place implements frond.PlacedStore, as the real store does.
@@ -253,7 +258,7 @@ func (s *Store) Place(ctx context.Context) (frond.Place, error) {
 	if err != nil {
 		return frond.Place{}, err
 	}
-	return frond.PlaceOf(ctx, in)
+	return hide(frond.PlaceOf(ctx, in))
 }
 
 // Identity implements frond.PlacedStore where the real store does.
@@ -262,7 +267,7 @@ func (s *Store) Identity(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return frond.IdentityOf(ctx, in)
+	return hide(frond.IdentityOf(ctx, in))
 }
 
 // SwapPlace implements frond.PlacedStore where the real store does.
@@ -275,7 +280,7 @@ func (s *Store) SwapPlace(ctx context.Context, old, p frond.Place) error {
 	if !ok {
 		return fmt.Errorf("%w: store %s keeps no place: it cannot be part of a set of stores", frond.ErrInvalidArgument, s.o.Name)
 	}
-	return ps.SwapPlace(ctx, old, p)
+	return secret.Hide(ps.SwapPlace(ctx, old, p))
 }
 
 // ReturnTail implements frond.TailReturner where the real store does.
@@ -285,7 +290,7 @@ func (s *Store) ReturnTail(ctx context.Context, tag string, from, to int64) (boo
 		return false, err
 	}
 	if tr, ok := in.(frond.TailReturner); ok {
-		return tr.ReturnTail(ctx, tag, from, to)
+		return hide(tr.ReturnTail(ctx, tag, from, to))
 	}
 	return false, nil
 }
@@ -296,7 +301,7 @@ func (s *Store) Tag(ctx context.Context, name string) (frond.Tag, error) {
 	if err != nil {
 		return frond.Tag{}, err
 	}
-	return in.Tag(ctx, name)
+	return hide(in.Tag(ctx, name))
 }
 
 // TagsAfter implements frond.TagPager.
@@ -305,7 +310,7 @@ func (s *Store) TagsAfter(ctx context.Context, after string, limit int) ([]frond
 	if err != nil {
 		return nil, err
 	}
-	return frond.TagsAfter(ctx, in, after, limit)
+	return hide(frond.TagsAfter(ctx, in, after, limit))
 }
 
 // Tags implements frond.SegmentStore.
@@ -314,7 +319,7 @@ func (s *Store) Tags(ctx context.Context) ([]frond.Tag, error) {
 	if err != nil {
 		return nil, err
 	}
-	return in.Tags(ctx)
+	return hide(in.Tags(ctx))
 }
 
 // CreateTag implements frond.SegmentStore.
@@ -323,7 +328,7 @@ func (s *Store) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error) {
 	if err != nil {
 		return frond.Tag{}, err
 	}
-	return in.CreateTag(ctx, t)
+	return hide(in.CreateTag(ctx, t))
 }
 
 // UpdateTag implements frond.SegmentStore.
@@ -332,7 +337,7 @@ func (s *Store) UpdateTag(ctx context.Context, name string, u frond.TagUpdate) (
 	if err != nil {
 		return frond.Tag{}, err
 	}
-	return in.UpdateTag(ctx, name, u)
+	return hide(in.UpdateTag(ctx, name, u))
 }
 
 // DeleteTag implements frond.SegmentStore.
@@ -341,7 +346,7 @@ func (s *Store) DeleteTag(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	return in.DeleteTag(ctx, name)
+	return secret.Hide(in.DeleteTag(ctx, name))
 }
 
 // Ping implements frond.Pinger: the open error while the store is not open,
@@ -352,10 +357,10 @@ func (s *Store) Ping(ctx context.Context) error {
 		return err
 	}
 	if p, ok := in.(frond.Pinger); ok {
-		return p.Ping(ctx)
+		return secret.Hide(p.Ping(ctx))
 	}
 	_, err = frond.TagsAfter(ctx, in, "", 1)
-	return err
+	return secret.Hide(err)
 }
 
 // Warnings implements frond.Warner: the real store's, once open.
@@ -365,7 +370,11 @@ func (s *Store) Warnings() []string {
 		return nil
 	}
 	if w, ok := in.(frond.Warner); ok {
-		return w.Warnings()
+		var ws []string
+		for _, w := range w.Warnings() {
+			ws = append(ws, secret.HideString(w))
+		}
+		return ws
 	}
 	return nil
 }
@@ -386,7 +395,10 @@ func (s *Store) Close() error {
 	in := s.inner
 	s.mu.Unlock()
 	if in != nil {
-		return in.Close()
+		return secret.Hide(in.Close())
 	}
 	return nil
 }
+
+// hide is v with err's remembered secrets masked (secret.Hide).
+func hide[T any](v T, err error) (T, error) { return v, secret.Hide(err) }

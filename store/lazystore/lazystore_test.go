@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/secret"
 	"github.com/frond-id/frond/store/lazystore"
 	"github.com/frond-id/frond/store/memstore"
 )
@@ -234,3 +235,64 @@ func TestOpen_Timeout(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Issue 43, item 8: every error of the store, at the first attempt, while
+// it is down and once it is open, passes through secret.Hide: a remembered
+// password does not leave the Store, however the driver quoted it.
+func TestStore_HidesRememberedSecrets(t *testing.T) {
+	const pw = "lazy-Pw\"9#"
+	secret.Remember(pw)
+	leak := fmt.Errorf("dial tcp [mysql://u:%s@10.0.0.1:1]: %w", pw, syscall.ECONNREFUSED)
+	check := func(what string, err error) {
+		t.Helper()
+		if err == nil || strings.Contains(err.Error(), pw) || strings.Contains(err.Error(), `lazy-Pw\"9#`) || !strings.Contains(err.Error(), "10.0.0.1:1") {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	// Refused: Open returns the error.
+	_, err := lazystore.Open(context.Background(), func(context.Context) (frond.SegmentStore, error) {
+		return nil, fmt.Errorf("%w: %v", frond.ErrInvalidArgument, leak)
+	}, lazystore.Options{})
+	check("Open", err)
+	// Down: every method returns the open error.
+	s, err := lazystore.Open(context.Background(), func(context.Context) (frond.SegmentStore, error) {
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: leak}
+	}, lazystore.Options{MinBackoff: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, err = s.Allocate(context.Background(), "order", 10)
+	check("Allocate while down", err)
+	check("Ping while down", s.Ping(context.Background()))
+	if !errors.Is(err, frond.ErrStoreUnavailable) {
+		t.Fatalf("the hidden error no longer says what it is: %v", err)
+	}
+	// Open: the real store's errors.
+	up, err := lazystore.Open(context.Background(), func(context.Context) (frond.SegmentStore, error) {
+		return leakyStore{memstore.New(nil), leak}, nil
+	}, lazystore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	_, err = up.Allocate(context.Background(), "order", 10)
+	check("Allocate", err)
+	_, err = up.Tag(context.Background(), "order")
+	check("Tag", err)
+	check("Ping", up.Ping(context.Background()))
+}
+
+// leakyStore fails every allocation and ping with err.
+type leakyStore struct {
+	*memstore.Store
+	err error
+}
+
+func (l leakyStore) Allocate(context.Context, string, int64) (frond.Allocation, error) {
+	return frond.Allocation{}, l.err
+}
+
+func (l leakyStore) Tag(context.Context, string) (frond.Tag, error) { return frond.Tag{}, l.err }
+
+func (l leakyStore) Ping(context.Context) error { return l.err }
