@@ -1,78 +1,175 @@
 #!/usr/bin/env bash
-# Builds frond's release binaries for linux/amd64 and linux/arm64 into
-# dist/ (or DIST), with SHA256SUMS. One command, reproducible: the same commit
-# gives the same bytes on any machine with the same Go version (see
-# scripts/build.sh). --check then builds linux/amd64 again from nothing
-# (go build -a: no cached package) at another output path and fails unless
-# the bytes are the same.
+# Makes a release of frond: the archives users download, and the set of git
+# tags that `go get` resolves.
 #
-#   scripts/release.sh [--check] [--tag] [VERSION]
+#   scripts/release.sh --prepare VERSION
+#   scripts/release.sh [--check] [--tag] [--proxy DIR] [VERSION]
 #
-# VERSION (v1.2.3, or a pre-release such as v1.3.0-rc.1) is linked in:
-# frond version prints it. CHANGELOG.md must describe it: a "## VERSION"
-# section, or for a pre-release the "## Unreleased" one. --tag then makes
-# the annotated git tag VERSION at HEAD (push it yourself: git push origin
-# VERSION), so that go get github.com/frond-id/frond@VERSION finds it.
-# Without VERSION the version is git's nearest v* tag, or "dev".
+# A release is one version of every Go module in the repository that users
+# depend on: the root module (github.com/frond-id/frond, with the client) and
+# each contrib module (contrib/gorm, contrib/ent), tagged VERSION and
+# contrib/NAME/VERSION at one commit. A contrib module requires the root
+# module at the version it is released with: --prepare VERSION writes that
+# requirement into each contrib go.mod (commit it); a release refuses a set
+# whose contrib modules require another version, and a tree with changes
+# that are not committed (the tags and the proxy take the commit, not the
+# working tree).
+#
+# VERSION (v1.2.3, or a pre-release such as v1.3.0-rc.1) is linked in: frond
+# version prints it. CHANGELOG.md must describe it: a "## VERSION" section,
+# or for a pre-release the "## Unreleased" one. Without VERSION, the
+# archives are built with git's nearest v* tag (or "dev") and nothing is
+# checked, tagged or published.
+#
+# It writes into dist/ (or DIST): frond-VERSION-OS-ARCH.tar.gz for linux and
+# darwin on amd64 and arm64 (the binary, README.md, CHANGELOG.md), and
+# SHA256SUMS. The archives are reproducible: the same commit and Go version
+# give the same bytes on any machine (scripts/build.sh; tar with fixed
+# owners, order and times, gzip without a name or time).
+#
+#   --check       builds the linux/amd64 archive again from nothing (go build
+#                 -a: no cached package) and fails unless its bytes are the same
+#   --tag         makes the annotated tags VERSION and contrib/NAME/VERSION at
+#                 HEAD (push them: git push origin VERSION contrib/gorm/VERSION ...)
+#   --proxy DIR   writes every module at VERSION into DIR in the layout that
+#                 GOPROXY=file://DIR reads (scripts/modproxy), to try the
+#                 release as users will get it before pushing its tags
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+usage="usage: scripts/release.sh --prepare VERSION | scripts/release.sh [--check] [--tag] [--proxy DIR] [VERSION]"
 check=false
 tag=false
+prepare=false
+proxy=""
 version=""
-for arg in "$@"; do
-  case "$arg" in
+while [ $# -gt 0 ]; do
+  case "$1" in
     --check) check=true ;;
     --tag) tag=true ;;
-    v*) version="$arg" ;;
-    *) echo "usage: scripts/release.sh [--check] [--tag] [VERSION]" >&2; exit 2 ;;
+    --prepare) prepare=true ;;
+    --proxy) proxy="${2:?--proxy needs a directory}"; shift ;;
+    v*) version="$1" ;;
+    *) echo "$usage" >&2; exit 2 ;;
   esac
+  shift
 done
+
+root_module="github.com/frond-id/frond"
+# The modules users depend on besides the root: every contrib/*/go.mod git
+# knows.
+contrib=$(git ls-files 'contrib/*/go.mod' | xargs -r -n1 dirname)
+
+if [ -n "$version" ] && ! [[ $version =~ ^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$ ]]; then
+  echo "release: $version: a version is v1.2.3 or v1.2.3-rc.1 (semantic versioning, as Go modules need)" >&2
+  exit 2
+fi
+if [ -z "$version" ] && { $tag || $prepare || [ -n "$proxy" ]; }; then
+  echo "release: --tag, --prepare and --proxy need a VERSION" >&2
+  exit 2
+fi
+
+# required prints the version of the root module that the go.mod in $1
+# requires.
+required() {
+  go mod edit -json "$1/go.mod" | awk -v m="\"$root_module\"" '$1 == "\"Path\":" && $2 == m"," { getline; gsub(/[",]/, "", $2); print $2; exit }'
+}
+
+if $prepare; then
+  for m in $contrib; do
+    (cd "$m" && go mod edit -require="$root_module@$version")
+    echo "release: $m/go.mod requires $root_module $version"
+  done
+  echo "release: commit these, then run scripts/release.sh --check --tag $version"
+  exit 0
+fi
+
 if [ -n "$version" ]; then
-  if ! [[ $version =~ ^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$ ]]; then
-    echo "release: $version: a version is v1.2.3 or v1.2.3-rc.1 (semantic versioning, as Go modules need)" >&2
-    exit 2
-  fi
   section="## $version"
   [[ $version == *-* ]] && ! grep -q "^$section\b" CHANGELOG.md && section="## Unreleased"
   if ! grep -q "^$section\b" CHANGELOG.md; then
     echo "release: CHANGELOG.md has no \"## $version\" section: say what the version changes for users first" >&2
     exit 1
   fi
+  bad=""
+  for m in $contrib; do
+    got="$(required "$m")"
+    [ "$got" = "$version" ] || bad="$bad $m/go.mod requires $root_module ${got:-nothing};"
+  done
+  if [ -n "$bad" ]; then
+    echo "release: an inconsistent set: each contrib module must require the root module at $version:$bad run scripts/release.sh --prepare $version and commit" >&2
+    exit 1
+  fi
+  if $tag || [ -n "$proxy" ]; then
+    if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
+      git status --short --untracked-files=no >&2
+      echo "release: the tree has changes that are not committed; the tags and the proxy take the commit: commit or stash them" >&2
+      exit 1
+    fi
+    for t in "$version" $(for m in $contrib; do echo "$m/$version"; done); do
+      if git rev-parse -q --verify "refs/tags/$t" >/dev/null; then
+        echo "release: the tag $t exists already: a version is released once (go.sum holds its hash everywhere)" >&2
+        exit 1
+      fi
+    done
+  fi
   export FROND_VERSION="$version"
-elif $tag; then
-  echo "release: --tag needs a VERSION" >&2
-  exit 2
 fi
 
 dist="${DIST:-dist}"
-targets="linux/amd64 linux/arm64"
+targets="linux/amd64 linux/arm64 darwin/amd64 darwin/arm64"
+name_version="${version:-$(git describe --tags --match 'v*' 2>/dev/null || echo dev)}"
+# Archive entries carry the commit's time, not the clock's.
+epoch="$(git log -1 --format=%ct HEAD 2>/dev/null || echo 0)"
 
-build_all() {
-  local dir="$1"
-  rm -rf "$dir"
-  mkdir -p "$dir"
-  for t in $targets; do
-    bash scripts/build.sh "$dir/frond-${t%/*}-${t#*/}" "$t"
-  done
-  (cd "$dir" && sha256sum frond-* > SHA256SUMS)
+# archive builds the archive of target $2 into directory $1.
+archive() {
+  local dir="$1" t="$2"
+  local base="frond-$name_version-${t%/*}-${t#*/}"
+  local stage
+  stage="$(mktemp -d)"
+  mkdir "$stage/$base"
+  bash scripts/build.sh "$stage/$base/frond" "$t"
+  cp README.md CHANGELOG.md "$stage/$base/"
+  chmod 0755 "$stage/$base/frond"
+  chmod 0644 "$stage/$base/README.md" "$stage/$base/CHANGELOG.md"
+  tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$epoch" --format=gnu \
+    -C "$stage" -cf - "$base" | gzip -n -9 > "$dir/$base.tar.gz"
+  rm -rf "$stage"
 }
 
-build_all "$dist"
+rm -rf "$dist"
+mkdir -p "$dist"
+for t in $targets; do
+  archive "$dist" "$t"
+done
+(cd "$dist" && sha256sum frond-*.tar.gz > SHA256SUMS)
 cat "$dist/SHA256SUMS"
+
 if $check; then
   again="$(mktemp -d)"
   trap 'rm -rf "$again"' EXIT
-  GOFLAGS="${GOFLAGS:-} -a" bash scripts/build.sh "$again/frond" linux/amd64
-  a="$(sha256sum < "$dist/frond-linux-amd64")"
-  b="$(sha256sum < "$again/frond")"
+  GOFLAGS="${GOFLAGS:-} -a" archive "$again" linux/amd64
+  f="frond-$name_version-linux-amd64.tar.gz"
+  a="$(sha256sum < "$dist/$f")"
+  b="$(sha256sum < "$again/$f")"
   if [ "$a" != "$b" ]; then
     echo "release: two builds of the same commit differ ($a, $b): not reproducible" >&2
     exit 1
   fi
-  echo "release: reproducible (linux/amd64 built twice, the second without the build cache: same SHA-256 ${a%% *})"
+  echo "release: reproducible ($f built twice, the second without the build cache: the same SHA-256 ${a%% *})"
 fi
+
+if [ -n "$proxy" ]; then
+  go run ./scripts/modproxy -dir "$proxy" -version "$version" -revision HEAD . $contrib
+  echo "release: try it as users will: GOPROXY=file://$(cd "$proxy" && pwd),\$(go env GOPROXY) GOSUMDB=off go get $root_module@$version"
+fi
+
 if $tag; then
   git tag -a "$version" -m "frond $version (CHANGELOG.md)"
-  echo "release: tagged $version at $(git rev-parse --short HEAD); push it: git push origin $version"
+  for m in $contrib; do
+    git tag -a "$m/$version" -m "frond $m $version (CHANGELOG.md)"
+  done
+  echo "release: tagged $version$(for m in $contrib; do printf ' %s' "$m/$version"; done) at $(git rev-parse --short HEAD); push them:"
+  echo "  git push origin $version$(for m in $contrib; do printf ' %s' "$m/$version"; done)"
 fi

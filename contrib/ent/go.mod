@@ -6,7 +6,7 @@ replace github.com/frond-id/frond => ../..
 
 require (
 	entgo.io/ent v0.14.5
-	github.com/frond-id/frond v0.0.0
+	github.com/frond-id/frond v0.1.0
 	modernc.org/sqlite v1.61.1
 )
 

@@ -5,7 +5,7 @@ go 1.26.0
 replace github.com/frond-id/frond => ../..
 
 require (
-	github.com/frond-id/frond v0.0.0
+	github.com/frond-id/frond v0.1.0
 	github.com/glebarez/sqlite v1.11.0
 	gorm.io/driver/mysql v1.6.0
 	gorm.io/driver/postgres v1.6.3
