@@ -23,6 +23,15 @@ const (
 	exitServer = 3 // the server answered with an error
 )
 
+// exitCodeError is an error with its own exit code.
+type exitCodeError struct {
+	code int
+	err  error
+}
+
+func (e exitCodeError) Error() string { return e.err.Error() }
+func (e exitCodeError) Unwrap() error { return e.err }
+
 // usageError marks a bad command line.
 type usageError struct{ err error }
 
@@ -173,7 +182,10 @@ func run(ctx context.Context, argv []string, stdout, stderr io.Writer, environ [
 	fmt.Fprintln(stderr, "frond:", secret.Hide(err))
 	var ue usageError
 	var se *serverError
+	var ce exitCodeError
 	switch {
+	case errors.As(err, &ce):
+		return ce.code
 	case errors.As(err, &se):
 		return exitServer
 	case errors.As(err, &ue):

@@ -192,3 +192,32 @@ func TestE2E_StoreRefusedAtStart(t *testing.T) {
 		t.Fatalf("exit %v, log:\n%s", s.err, s.log())
 	}
 }
+
+// Issue 44, item 4: frond health --ready printed "/readyz: ok" and exited 0
+// while /readyz said degraded (a store down, segment IDs answering 503). It
+// says degraded, names the failing check and exits 4; a kind that cannot be
+// served is "not ready", exit 1.
+func TestE2E_HealthReadyDegraded(t *testing.T) {
+	t.Setenv("FROND_SEGMENT__FAIL_FAST", "100ms")
+	s := mustStart(t, t.TempDir(), "--store", "redis://127.0.0.1:1/0?frond_timeout=300ms")
+	for _, c := range []struct {
+		argv []string
+		code int
+		want []string
+	}{
+		{[]string{"--ready"}, exitDegraded, []string{"/readyz: degraded", "store: ", "127.0.0.1:1"}},
+		{[]string{"--ready=segment"}, exitError, []string{"/readyz/segment: not ready", "segment: "}},
+		{[]string{"--ready=snowflake"}, exitOK, []string{"/readyz/snowflake: ok"}},
+		{nil, exitOK, []string{"/healthz: ok"}},
+	} {
+		code, out, errs := runCLI(t, nil, append([]string{"health", "--server", s.url}, c.argv...)...)
+		if code != c.code {
+			t.Errorf("health %v: exit %d, want %d\n%s%s", c.argv, code, c.code, out, errs)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("health %v: no %q in\n%s", c.argv, w, out)
+			}
+		}
+	}
+}
