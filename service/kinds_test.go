@@ -391,4 +391,11 @@ func TestCheck_FormsRule(t *testing.T) {
 	if err := s.Check(&r); err != nil {
 		t.Errorf("ranges of form number asked for: %v", err)
 	}
+	// TinyID's nextId of a text tag said "ranges are plain numbers", about
+	// ranges its caller never asked for (issue 44, item 8): it says what
+	// the route answers.
+	r = Request{Kind: KindSegment, Name: "b", Count: 5, Ranges: true, Numbers: true}
+	if err := s.Check(&r); err == nil || strings.Contains(err.Error(), "ranges") || !strings.Contains(err.Error(), "this API answers numbers, and base62 is text") {
+		t.Errorf("TinyID's nextId of a base62 tag: %v", err)
+	}
 }

@@ -187,11 +187,11 @@ func (s *Service) formRules(r *Request, configured bool) error {
 		return nil
 	}
 	if !configured { // a form asked for in the request
-		if r.Ranges {
-			return fmt.Errorf("%w: ranges are plain numbers: they cannot be given in form %s", frond.ErrInvalidArgument, Quote(r.Form))
-		}
 		if r.Numbers && !Numeric(r.Form) {
 			return fmt.Errorf("%w: this API answers numbers: form %s is text", frond.ErrInvalidArgument, Quote(r.Form))
+		}
+		if r.Ranges {
+			return fmt.Errorf("%w: ranges are plain numbers: they cannot be given in form %s", frond.ErrInvalidArgument, Quote(r.Form))
 		}
 		return nil
 	}
@@ -204,10 +204,12 @@ func (s *Service) formRules(r *Request, configured bool) error {
 		what = "a lease is a range of plain numbers that the client hands out itself"
 	case r.Run:
 		what = "a segment lease is a range of plain numbers that the client hands out itself"
+	case r.Numbers && !Numeric(r.Form):
+		// Before ranges: TinyID's nextId takes ranges for numbers its
+		// caller never asked to be ranges (issue 44, item 8).
+		what = "this API answers numbers, and " + r.Form + " is text"
 	case r.Ranges:
 		what = "ranges are plain numbers"
-	case r.Numbers && !Numeric(r.Form):
-		what = "this API answers numbers, and " + r.Form + " is text"
 	default:
 		return nil
 	}

@@ -87,7 +87,7 @@ Exit 0 when nothing is dangerous (warnings included), 1 when something is,
 			return nil
 		},
 	}
-	config.AddFlags(c.Flags())
+	config.AddFlags(c.Flags(), backendFlags...)
 	c.Flags().DurationVar(&sample, "sample", 10*time.Second, "read max_id twice this far apart to measure the rate (0: no rate checks)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the findings as JSON")
 	return c

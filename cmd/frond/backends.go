@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/frond-id/frond"
@@ -165,6 +166,14 @@ func schemes(is func(*backend) bool) string {
 
 func isStore(b *backend) bool       { return b.openStore != nil }
 func isURLRegistry(b *backend) bool { return b.openRegistry != nil }
+
+// The flags of the commands that open stores without serving: they read the
+// configuration file, the data directory and the stores (frond stores), and
+// the registry and layout (frond audit); the listeners' flags are serve's.
+var (
+	storeFlags   = []string{"config", "data-dir", "store"}
+	backendFlags = append(slices.Clip(storeFlags), "registry", "node", "layout", "datacenter")
+)
 
 // storeBackend returns the backend of the store at raw.
 func storeBackend(raw string) (*backend, error) {

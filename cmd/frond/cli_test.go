@@ -317,3 +317,43 @@ func TestReserveFDs(t *testing.T) {
 		t.Fatalf("two listeners of %d each with %d descriptors: lowered to %d", n, n, got)
 	}
 }
+
+// Issue 44, item 7: what a newcomer tripped on in the CLI.
+func TestCLI_NewcomerTrips(t *testing.T) {
+	// frond --version was unknown; it prints what frond version prints.
+	code, out, errs := runCLI(t, nil, "--version")
+	_, want, _ := runCLI(t, nil, "version")
+	if code != exitOK || out != want || !strings.HasPrefix(out, "frond ") {
+		t.Errorf("frond --version: exit %d, %q (frond version: %q) %s", code, out, want, errs)
+	}
+	// The root help named UUIDs v4 and v7 only.
+	_, _, help := runCLI(t, nil)
+	if !strings.Contains(help, "UUIDs (v1\nto v7") {
+		t.Errorf("the root help:\n%s", help)
+	}
+	// frond audit and frond stores listed every serve flag.
+	for _, argv := range [][]string{{"audit", "--help"}, {"stores", "show", "--help"}, {"stores", "set", "--help"}} {
+		_, out, _ := runCLI(t, nil, argv...)
+		for _, f := range []string{"--grpc-addr", "--pprof", "--http-addr", "--admin-token", "--tls-cert-file"} {
+			if strings.Contains(out, f) {
+				t.Errorf("frond %v shows %s, which it does not read:\n%s", argv, f, out)
+			}
+		}
+		if !strings.Contains(out, "--store") || !strings.Contains(out, "--config") {
+			t.Errorf("frond %v does not show --store and --config:\n%s", argv, out)
+		}
+	}
+	// frond decode --datacenter-bits: every value in one column.
+	_, out, _ = runCLI(t, nil, "decode", "--datacenter-bits", "5", "2124376161118060544")
+	col := -1
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		i := strings.IndexFunc(line[strings.IndexByte(line, ' '):], func(r rune) bool { return r != ' ' }) + strings.IndexByte(line, ' ')
+		if col >= 0 && i != col {
+			t.Fatalf("decode's values are not in one column:\n%s", out)
+		}
+		col = i
+	}
+	if !strings.Contains(out, "datacenter") {
+		t.Fatalf("decode --datacenter-bits:\n%s", out)
+	}
+}

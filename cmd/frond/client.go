@@ -54,7 +54,7 @@ func addClientFlags(c *cobra.Command, e env) *client {
 	if server == "" {
 		server = defaultServer
 	}
-	c.PersistentFlags().StringVar(&cl.base, "server", server, "frond server URL, http:// or https:// (env FROND_SERVER)")
+	c.PersistentFlags().StringVar(&cl.base, "server", server, "frond server: a URL (http:// or https://) or host:port (env FROND_SERVER)")
 	c.PersistentFlags().StringVar(&cl.token, "token", e.get("FROND_ADMIN_TOKEN"), "admin token for tag commands (env FROND_ADMIN_TOKEN)")
 	c.PersistentFlags().StringVar(&cl.caFile, "ca-file", e.get("FROND_CA_FILE"), "CA certificates (PEM) to trust for an https:// server (env FROND_CA_FILE)")
 	c.PersistentFlags().StringVar(&cl.certFile, "cert-file", e.get("FROND_CERT_FILE"), "client certificate (PEM), for servers that ask for one (env FROND_CERT_FILE)")
@@ -86,6 +86,19 @@ func (cl *client) tlsConfig() (*tls.Config, error) {
 	return c, nil
 }
 
+// baseURL is --server as a URL: a bare host:port ("localhost:8080", as
+// the other tools take it) is http://host:port, or https:// when a TLS
+// file is given.
+func (cl *client) baseURL() string {
+	if strings.Contains(cl.base, "://") {
+		return cl.base
+	}
+	if cl.caFile != "" || cl.certFile != "" || cl.keyFile != "" {
+		return "https://" + cl.base
+	}
+	return "http://" + cl.base
+}
+
 // do sends a request and decodes a JSON answer into out (if non-nil).
 func (cl *client) do(ctx context.Context, method, path string, in, out any) error {
 	var body io.Reader
@@ -105,7 +118,7 @@ func (cl *client) do(ctx context.Context, method, path string, in, out any) erro
 	if cl.tlsErr != nil {
 		return cl.tlsErr
 	}
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(cl.base, "/")+path, body)
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(cl.baseURL(), "/")+path, body)
 	if err != nil {
 		return usagef("server URL %q: %v", cl.base, err)
 	}

@@ -22,7 +22,9 @@ token and passwords in URLs are shown as ***. The configuration is validated
 as frond serve validates it: an unknown key or an invalid value is an error
 (exit 2) naming the key, its environment variable and its flag.
 
-With --check it prints only "configuration OK" (exit 0) or the error (exit 2).`,
+With --check it prints only "configuration OK" (exit 0) or the error (exit 2).
+It takes every flag of frond serve, so that it checks a serve command line
+as it stands: frond config --check --store ... --grpc-addr :9090.`,
 		Example: "  frond config\n  FROND_HTTP_ADDR=127.0.0.1:9090 frond config --config /etc/frond.yaml\n  frond config --check --config /etc/frond.yaml",
 		Args:    args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {

@@ -43,10 +43,17 @@ func newDecodeCmd(e env) *cobra.Command {
 				enc.SetIndent("", "  ")
 				return enc.Encode(d)
 			}
-			fmt.Fprintf(e.stdout, "id        %d\nlayout    %s\ntime      %s\ntick      %d\nnode      %d\nsequence  %d\n",
-				d.ID, d.Layout, d.Time.Format(time.RFC3339Nano), d.Tick, d.Node, d.Seq)
+			rows := [][2]any{{"id", d.ID}, {"layout", d.Layout}, {"time", d.Time.Format(time.RFC3339Nano)},
+				{"tick", d.Tick}, {"node", d.Node}, {"sequence", d.Seq}}
 			if d.Datacenter != nil {
-				fmt.Fprintf(e.stdout, "datacenter %d\nworker    %d\n", *d.Datacenter, *d.Worker)
+				rows = append(rows, [2]any{"datacenter", *d.Datacenter}, [2]any{"worker", *d.Worker})
+			}
+			width := 0
+			for _, r := range rows {
+				width = max(width, len(r[0].(string)))
+			}
+			for _, r := range rows { // one column of values: two spaces after the longest name
+				fmt.Fprintf(e.stdout, "%-*s  %v\n", width, r[0], r[1])
 			}
 			return nil
 		},

@@ -60,8 +60,8 @@ func newRoot(ctx context.Context, e env) *cobra.Command {
 		Use:   "frond",
 		Short: "frond: a distributed unique-ID service",
 		Long: `frond issues unique IDs: segment IDs per business tag (Leaf's segment mode,
-and sequence tags for strictly increasing ones), snowflake IDs, UUIDs (v4,
-v7) and business serial numbers, as numbers or in short or non-guessable
+and sequence tags for strictly increasing ones), snowflake IDs, UUIDs (v1
+to v7, and TypeIDs) and business serial numbers, as numbers or in short or non-guessable
 forms; over HTTP (Leaf's and TinyID's APIs, and a JSON API), gRPC and the
 Redis protocol, and to Go programs through a client library that leases
 segments.
@@ -79,6 +79,9 @@ an error.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	// frond --version prints what frond version prints.
+	root.Version = readBuildInfo().Version
+	root.SetVersionTemplate(readBuildInfo().text())
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
 	root.SetContext(ctx)

@@ -210,7 +210,13 @@ func TestE2E_HealthReadyDegraded(t *testing.T) {
 		{[]string{"--ready=snowflake"}, exitOK, []string{"/readyz/snowflake: ok"}},
 		{nil, exitOK, []string{"/healthz: ok"}},
 	} {
-		code, out, errs := runCLI(t, nil, append([]string{"health", "--server", s.url}, c.argv...)...)
+		// --server as a bare host:port (issue 44, item 7: "unsupported
+		// protocol scheme") and as a URL.
+		server := s.url
+		if c.argv == nil {
+			server = strings.TrimPrefix(s.url, "http://")
+		}
+		code, out, errs := runCLI(t, nil, append([]string{"health", "--server", server}, c.argv...)...)
 		if code != c.code {
 			t.Errorf("health %v: exit %d, want %d\n%s%s", c.argv, code, c.code, out, errs)
 		}

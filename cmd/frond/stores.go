@@ -58,7 +58,7 @@ matter (docs/stores.md).`,
 			return tw.Flush()
 		},
 	}
-	config.AddFlags(show.Flags())
+	config.AddFlags(show.Flags(), storeFlags...)
 	var retire string
 	var margin int64
 	var abandon bool
@@ -134,7 +134,7 @@ version or later): stop or upgrade older nodes first.`,
 			return nil
 		},
 	}
-	config.AddFlags(set.Flags())
+	config.AddFlags(set.Flags(), storeFlags...)
 	set.Flags().StringVar(&retire, "retire", "", "stores leaving the set, separated by spaces (no node allocates from them again)")
 	set.Flags().Int64Var(&margin, "margin", -1, "added to the highest max_id of each tag before the new set is raised to it (-1: the tag's step)")
 	set.Flags().BoolVar(&abandon, "abandon", false, "undo the interrupted change of exactly these stores (--store, --retire) instead of finishing it; one that had begun placing stores is finished")

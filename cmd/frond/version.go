@@ -57,6 +57,15 @@ func readBuildInfo() buildInfo {
 	return b
 }
 
+// text is frond version's output (and frond --version's).
+func (b buildInfo) text() string {
+	mod := ""
+	if b.Modified {
+		mod = " (modified)"
+	}
+	return fmt.Sprintf("frond %s\ncommit    %s%s\nbuilt     %s\ngo        %s %s\n", b.Version, b.Commit, mod, b.Date, b.Go, b.Platform)
+}
+
 func newVersionCmd(e env) *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
@@ -74,12 +83,8 @@ and the platform.`,
 				enc.SetIndent("", "  ")
 				return enc.Encode(b)
 			}
-			mod := ""
-			if b.Modified {
-				mod = " (modified)"
-			}
-			fmt.Fprintf(e.stdout, "frond %s\ncommit    %s%s\nbuilt     %s\ngo        %s %s\n", b.Version, b.Commit, mod, b.Date, b.Go, b.Platform)
-			return nil
+			_, err := fmt.Fprint(e.stdout, b.text())
+			return err
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")

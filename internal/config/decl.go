@@ -262,9 +262,22 @@ func Flags() []Flag {
 }
 
 // AddFlags defines the flags on fs with the defaults.
-func AddFlags(fs *pflag.FlagSet) {
+//
+// With names, only those flags are added: a command shows the flags it
+// reads (frond audit reads the store and the registry, not the listeners'
+// addresses); the other keys still come from the file and the environment.
+// A name that is no flag panics: a mistake in frond's code.
+func AddFlags(fs *pflag.FlagSet, names ...string) {
 	d := Defaults()
+	for _, n := range names {
+		if !slices.ContainsFunc(Flags(), func(f Flag) bool { return f.Name == n }) {
+			panic("config.AddFlags: no flag " + n)
+		}
+	}
 	for _, f := range Flags() {
+		if len(names) > 0 && !slices.Contains(names, f.Name) {
+			continue
+		}
 		switch v := d[f.Key].(type) {
 		case bool:
 			fs.Bool(f.Name, v, f.Usage)
