@@ -23,6 +23,24 @@ var (
 // others answer: segment IDs are still served, from the stores that answer.
 var ErrDegraded = errors.New("some stores are down")
 
+// ErrNotPlaced means a store this node lists with others stands alone: it
+// was never made a member of a set of stores (frond stores set). No ID is
+// taken from it and no tag created through it (issue 44, item 5). It wraps
+// frond.ErrWrongPlace.
+var ErrNotPlaced = fmt.Errorf("%w: stores never made a set", frond.ErrWrongPlace)
+
+// notPlaced is ErrNotPlaced for the stores named alone of total, with what
+// to do: the same words at start, in /readyz, and for every refusal.
+func notPlaced(alone []string, total int) error {
+	verb := "stands"
+	if len(alone) > 1 {
+		verb = "stand"
+	}
+	return fmt.Errorf("%w: this node lists %d stores, and %s %s alone, never made a set: "+
+		"run frond stores set once with this node's store setting (its store: key, FROND_STORE or --store; docs/stores.md), "+
+		"then every node listing them serves them", ErrNotPlaced, total, strings.Join(alone, ", "), verb)
+}
+
 // Multi combines K independent stores for availability (seed 000's "several
 // instances with offset and step", TinyID's delta and remainder). Each store
 // keeps its own max_id per tag in the shared ID space, and a store whose
@@ -265,8 +283,7 @@ func (m *Multi) usable(i int, p frond.Place) error {
 		return fmt.Errorf("%w: %s was %s: remove it from this node's list", frond.ErrWrongPlace, m.name(i), p.Describe())
 	case p.Alone() && len(m.stores) > 1:
 		// A store never placed is a whole ID space of its own.
-		return fmt.Errorf("%w: %s stands alone, not as a member of a set of stores, and this node lists other stores: "+
-			"run frond stores set with the stores of the set (docs/stores.md) before nodes use them together", frond.ErrWrongPlace, m.name(i))
+		return notPlaced([]string{m.name(i)}, len(m.stores))
 	}
 	for j := range m.places {
 		q := m.places[j].Load()
@@ -354,11 +371,34 @@ func (m *Multi) each(op func(i int, s frond.SegmentStore) error) error {
 	return errors.Join(errs...)
 }
 
+// Unplaced returns an error wrapping ErrNotPlaced, naming them, when stores
+// of m stand alone (never made a set); nil otherwise, and for a store that
+// cannot be read now (its place is checked at each allocation). It reads a
+// store's place only when none that is usable was read before.
+func (m *Multi) Unplaced(ctx context.Context) error {
+	var alone []string
+	for i := range m.stores {
+		if _, err := m.place(ctx, i, false); errors.Is(err, ErrNotPlaced) {
+			alone = append(alone, m.name(i))
+		}
+	}
+	if len(alone) == 0 {
+		return nil
+	}
+	return notPlaced(alone, len(m.stores))
+}
+
 // CreateTag implements frond.SegmentStore: it creates the tag in every
 // store. If some stores fail, the tag exists in the others; the error names
 // the failed ones, and creating again reports ErrTagExists for those that
 // have it.
+//
+// It refuses while stores stand alone (Unplaced): the tag would be created
+// and then every request of it refused.
 func (m *Multi) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error) {
+	if err := m.Unplaced(ctx); err != nil {
+		return frond.Tag{}, err
+	}
 	var out frond.Tag
 	err := m.each(func(i int, s frond.SegmentStore) error {
 		got, err := s.CreateTag(ctx, t)
@@ -417,11 +457,17 @@ func (m *Multi) Ping(ctx context.Context) error {
 		})
 	}
 	wg.Wait()
-	var down []string
+	var down, alone []string
 	for i, err := range errs {
 		if err != nil {
 			down = append(down, fmt.Sprintf("%s: %v", m.name(i), err))
 		}
+		if errors.Is(err, ErrNotPlaced) {
+			alone = append(alone, m.name(i))
+		}
+	}
+	if len(alone) == len(m.stores) {
+		return notPlaced(alone, len(m.stores)) // one line that says what to do
 	}
 	// %v for the stores' errors: a store's answer must not make the whole
 	// look like something else (a 404, a 400).

@@ -130,6 +130,22 @@ func checkAlone(ctx context.Context, store frond.SegmentStore, raw string) error
 		storeName(raw), p.Describe())
 }
 
+// warnUnplaced says at start, in one line with the command to run, that
+// the stores this node lists were never made a set (issue 44, item 5): the
+// node serves snowflake IDs, and refuses segment IDs and tag creation with
+// the same words (/readyz and the dashboard show them too).
+func warnUnplaced(ctx context.Context, store frond.SegmentStore, log *slog.Logger) {
+	m, ok := store.(*segment.Multi)
+	if !ok {
+		return
+	}
+	c, cancel := context.WithTimeout(ctx, storeStartTimeout)
+	defer cancel()
+	if err := m.Unplaced(c); err != nil {
+		log.Error("STORES NOT A SET: no segment ID and no new tag until frond stores set is run", "err", err.Error())
+	}
+}
+
 func serve(ctx context.Context, cfg *config.Config, e env) error {
 	start := time.Now()
 	log := newLogger(cfg, e)
@@ -156,6 +172,7 @@ func serve(ctx context.Context, cfg *config.Config, e env) error {
 		closeListeners(fes)
 		return err
 	}
+	warnUnplaced(ctx, store, log)
 	reg, err := openRegistry(ctx, cfg, listenPort(ln.Addr()), func() time.Time { return time.Unix(0, clock.Now()) }, log)
 	if err != nil {
 		closeListeners(fes)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -225,5 +226,37 @@ func TestE2E_HealthReadyDegraded(t *testing.T) {
 				t.Errorf("health %v: no %q in\n%s", c.argv, w, out)
 			}
 		}
+	}
+}
+
+// Issue 44, item 5: a node listing several stores never made a set started
+// healthy, created tags, and then failed every segment request with a long
+// store_unavailable error. It says so at start in one line with the
+// command, /readyz says it, and tag creation is refused in the same words;
+// once frond stores set has run, the same node serves.
+func TestE2E_StoresNeverASet(t *testing.T) {
+	dir := t.TempDir()
+	stores := "sqlite://" + filepath.Join(dir, "a.db") + " sqlite://" + filepath.Join(dir, "b.db")
+	s := mustStart(t, dir, "--store", stores)
+	const words = "never made a set: run frond stores set once"
+	if log := s.log(); !strings.Contains(log, "STORES NOT A SET") || !strings.Contains(log, words) {
+		t.Fatalf("no clear line at start:\n%s", log)
+	}
+	_, r, body := s.readyz()
+	if ok, detail := r.store(); ok || !strings.Contains(detail, words) {
+		t.Fatalf("readyz: %s", body)
+	}
+	code, body := s.req("POST", "/v1/tags", `{"name":"order","step":100}`)
+	if code == 201 || !strings.Contains(body, words) {
+		t.Fatalf("tag creation through a node whose stores are not a set: %d %s", code, body)
+	}
+	if code, out, errs := runCLI(t, nil, "stores", "set", "--data-dir", dir, "--store", stores); code != exitOK {
+		t.Fatalf("frond stores set: exit %d\n%s%s", code, out, errs)
+	}
+	if code, body := s.req("POST", "/v1/tags", `{"name":"order","step":100}`); code != 201 {
+		t.Fatalf("tag creation once the stores are a set: %d %s", code, body)
+	}
+	if id := s.id("/api/segment/get/order"); id <= 0 {
+		t.Fatalf("segment ID %d", id)
 	}
 }
