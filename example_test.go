@@ -61,10 +61,37 @@ func ExampleID() {
 	if err := db.QueryRow(`SELECT id, item FROM orders WHERE id = ?`, id).Scan(&order.ID, &order.Item); err != nil {
 		panic(err)
 	}
-	b, _ := json.Marshal(order)
+	b, _ := json.Marshal(order) // {"id":"2124376161118060544","item":"tea"}
 	fmt.Println(string(b))
 	fmt.Println(order.ID.Base62())
 	// Output:
 	// {"id":"2124376161118060544","item":"tea"}
 	// 2WvfFcwgYuO
+}
+
+// The README's snowflake snippet ("The engines, as a library"), word for
+// word (TestDocs_GoSnippetsAreCode).
+func Example_readmeSnowflake() {
+	g, err := snowflake.New(snowflake.Settings{Node: 42}) // zero value: twitter/Leaf layout
+	id, err := g.Next()                                   // or g.NextN(n), g.AppendN(dst, n)
+	parts, err := g.Layout().Decompose(id)                // time, node, sequence
+	fmt.Println(parts.Node, err)
+	// Output: 42 <nil>
+}
+
+// The README's segment snippet, word for word: it creates the tag it asks
+// for, on the memory store.
+func Example_readmeSegment() {
+	ctx := context.Background()
+	store := memstore.New(nil)                                                     // or sqlstore.Open, redisstore.Open, ...: any frond.SegmentStore
+	_, err := store.CreateTag(ctx, frond.Tag{Name: "order", MaxID: 1, Step: 1000}) // once, as frond tag create does
+	e, err := segment.New(store, segment.Settings{})
+	id, err := e.Next(ctx, "order")           // waits on the store only if both buffers are empty
+	ranges, err := e.NextN(ctx, "order", 500) // crosses segment boundaries; []frond.Range
+	buf, err := e.Buffer("order")             // keep the handle: buf.Next(ctx) skips the tag lookup
+	stats := e.Stats()                        // per tag: both buffers, step, loads, rate, horizon
+	defer e.Close()
+	next, _ := buf.Next(ctx)
+	fmt.Println(id, ranges[0].Start, ranges[len(ranges)-1].End, next, len(stats), err)
+	// Output: 1 2 502 502 1 <nil>
 }

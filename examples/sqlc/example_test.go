@@ -9,8 +9,22 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/client"
 	"github.com/frond-id/frond/examples/sqlc/db"
 )
+
+// createOrder is docs/integrations.md's sqlc snippet, word for word
+// (TestDocs_GoSnippetsAreCode): compiled by go test.
+func createOrder(ctx context.Context, ids *client.Client, q *db.Queries) error {
+	n, err := ids.Next(ctx, "order") // ids: a *client.Client
+	if err != nil {
+		return err // frond unreachable and the lease used up: no insert
+	}
+	err = q.CreateOrder(ctx, db.CreateOrderParams{ID: frond.ID(n), Item: "tea"})
+	return err
+}
+
+var _ = createOrder
 
 // The key column is a frond.ID in sqlc's generated code: the insert takes
 // one, the read gives one back, and JSON carries it as a string.
