@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	"entgo.io/ent"
+	"entgo.io/ent/dialect/entsql"
 	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/mixin"
 
@@ -29,12 +30,20 @@ import (
 )
 
 // IDMixin declares an entity's ID as an int64 that frond gives (Hook): a
-// positive, immutable BIGINT primary key, not auto-incremented.
+// positive, immutable BIGINT primary key, not auto-incremented: no
+// AUTO_INCREMENT on MySQL, no identity on PostgreSQL (ent makes an int64
+// key one by default; a table GORM or sqlc created with a plain BIGINT key
+// then failed ent's migration: "unexpected attribute change (expect
+// IDENTITY)").
 type IDMixin struct{ mixin.Schema }
+
+// notIncremental is the annotation of IDMixin's key.
+var notIncremental = false
 
 // Fields implements ent.Mixin.
 func (IDMixin) Fields() []ent.Field {
-	return []ent.Field{field.Int64("id").Positive().Immutable().Comment("from frond (frondent.Hook)")}
+	return []ent.Field{field.Int64("id").Positive().Immutable().Comment("from frond (frondent.Hook)").
+		Annotations(entsql.Annotation{Incremental: &notIncremental})}
 }
 
 // Options say which IDs each entity type takes.

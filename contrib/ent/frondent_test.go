@@ -187,3 +187,41 @@ func TestHook_Concurrent(t *testing.T) {
 		})
 	}
 }
+
+// Issue 44, item 11: ent made IDMixin's key an identity on PostgreSQL
+// (AUTO_INCREMENT on MySQL) although frond supplies the IDs, and its
+// migration failed on a table GORM or sqlc had created with a plain BIGINT
+// key ("unexpected attribute change (expect IDENTITY)"). The key is
+// declared not incremental: ent migrates such a table, creates none of its
+// own, and the IDs still come from frond.
+func TestIDMixin_NotIncremental(t *testing.T) {
+	for name, drv := range databases(t) {
+		t.Run(name, func(t *testing.T) {
+			d := drv()
+			ctx := context.Background()
+			// The table as GORM creates it for the same model.
+			if _, err := d.DB().ExecContext(ctx, `CREATE TABLE orders (id BIGINT NOT NULL PRIMARY KEY, item VARCHAR(255) NOT NULL)`); err != nil {
+				t.Fatal(err)
+			}
+			_, db := setup(t, d) // ent's migration
+			o, err := db.Order.Create().SetItem("tea").Save(ctx)
+			if err != nil || o.ID != 1 {
+				t.Fatalf("an order on the table ent migrated: %+v, %v", o, err)
+			}
+			// The events table is ent's own: no identity, no AUTO_INCREMENT.
+			var q string
+			switch name {
+			case "postgres":
+				q = `SELECT COUNT(*) FROM information_schema.columns WHERE table_name = 'events' AND column_name = 'id' AND (is_identity = 'YES' OR column_default IS NOT NULL)`
+			case "mysql":
+				q = `SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = 'events' AND column_name = 'id' AND extra LIKE '%auto_increment%'`
+			default:
+				return // SQLite: an INTEGER PRIMARY KEY is the rowid whatever ent says
+			}
+			var n int
+			if err := d.DB().QueryRowContext(ctx, q).Scan(&n); err != nil || n != 0 {
+				t.Fatalf("the events table's id is incremental (%d), %v", n, err)
+			}
+		})
+	}
+}

@@ -10,7 +10,7 @@ import (
 var (
 	// EventsColumns holds the columns for the "events" table.
 	EventsColumns = []*schema.Column{
-		{Name: "id", Type: field.TypeInt64, Increment: true},
+		{Name: "id", Type: field.TypeInt64},
 		{Name: "name", Type: field.TypeString},
 	}
 	// EventsTable holds the schema information for the "events" table.
@@ -32,7 +32,7 @@ var (
 	}
 	// OrdersColumns holds the columns for the "orders" table.
 	OrdersColumns = []*schema.Column{
-		{Name: "id", Type: field.TypeInt64, Increment: true},
+		{Name: "id", Type: field.TypeInt64},
 		{Name: "item", Type: field.TypeString},
 	}
 	// OrdersTable holds the schema information for the "orders" table.
