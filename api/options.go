@@ -48,6 +48,10 @@ type Options struct {
 	// their own: a wait for the store is bounded by the segment engine
 	// (segment.load_timeout); snowflake and UUID commands never wait.
 	Timeout time.Duration
+	// Now is the clock of the front ends' own limits (HTTP's rate of
+	// probes); nil: time.Now. Tests give one that stands still, so a busy
+	// machine cannot spread a burst over a refill.
+	Now func() time.Time
 }
 
 // WithLogger returns o with a Logger that discards when it has none.

@@ -563,7 +563,11 @@ func testMappingRace(t *testing.T, o Opener) {
 	time.Sleep(50 * time.Millisecond)
 	to := frond.MappingPlain
 	var floor int64
-	for range 8 { // the floor moves with the racing allocations: read again
+	// The floor moves with the racing allocations, and a store that changes
+	// a tag by compare-and-set (Redis) loses to them: read again, for as
+	// long as it takes (eight tries were not enough on a busy machine:
+	// issue 44, item 3).
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
 		cur := must(s.Tag(c, tag))(t)
 		f := must(frond.MappingFloor(cur.Mapping, to, cur.MaxID+1000))(t)
 		if _, err := s.UpdateTag(c, tag, frond.TagUpdate{Mapping: &to, MaxID: &f}); err == nil {

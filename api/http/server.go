@@ -58,7 +58,7 @@ func New(svc *service.Service, opts api.Options) *Server {
 	}
 	s := &Server{svc: svc, m: m, opts: opts, mux: http.NewServeMux(), started: time.Now(), stopping: make(chan struct{}),
 		hist: newHistory(), samplerDone: make(chan struct{}),
-		probes: api.NewGuard(api.GuardOptions{Rate: probeRate, Burst: probeBurst})}
+		probes: api.NewGuard(api.GuardOptions{Rate: probeRate, Burst: probeBurst, Now: opts.Now})}
 	s.events.byAddr.Max = maxStreamsPerAddress
 	// The rates' first base, before any request is served: every request
 	// counts in the first window (the sampler goroutine took it when it

@@ -75,9 +75,23 @@ func TestE2E_Registry_RuntimeSteps(t *testing.T) {
 		}
 		time.Sleep(30 * time.Millisecond) // the clock's resync interval
 	}
+	// A node whose reservation in the registry is not recorded yet answers
+	// registry_behind (retryable): on a busy machine the background save
+	// falls behind (issue 44, item 3). That is not what these steps test:
+	// it is retried, for as long as a save can take.
+	get := func(path string) (int, string) {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			code, body := s.get(path)
+			if code != 503 || !strings.Contains(body, "registry_behind") || time.Now().After(deadline) {
+				return code, body
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	step("-3ms")
 	for range 20 {
-		code, body := s.get("/api/snowflake/get/x")
+		code, body := get("/api/snowflake/get/x")
 		if code != 200 {
 			t.Fatalf("after a 3 ms step back: %d %s", code, body)
 		}
@@ -89,7 +103,7 @@ func TestE2E_Registry_RuntimeSteps(t *testing.T) {
 		prev = id
 	}
 	step("-10s")
-	if code, body := s.get("/v1/snowflake"); code != 503 || !strings.Contains(body, "clock_backwards") {
+	if code, body := get("/v1/snowflake"); code != 503 || !strings.Contains(body, "clock_backwards") {
 		t.Fatalf("after a 10 s step back: %d %s", code, body)
 	}
 	if code, body := s.get("/readyz"); !strings.Contains(body, `"name":"clock","ok":false`) {

@@ -366,10 +366,16 @@ func TestAcquire_ReuseCaseSensitive(t *testing.T) {
 func TestSaveReleaseRenew(t *testing.T) {
 	for _, db := range targets(t) {
 		t.Run(db.name, func(t *testing.T) {
+			t.Parallel() // a wait of several seconds each
 			table := "w" + registrytest.Namespace(t)
 			rdb := raw(t, db.url, table)
 			u := with(db.url, "frond_mode=reuse&frond_table="+table)
-			o := registry.Options{Host: "10.7.0.1", LeaseTTL: 300 * time.Millisecond}
+			// Leases in the database's clock, renewed every third of their
+			// TTL: 300 ms was lost on a busy machine (load 10-19 on 2
+			// cores: a renewal late by 200 ms); 2 s holds a renewal late
+			// by more than a second (issue 44, item 3).
+			const ttl = 2 * time.Second
+			o := registry.Options{Host: "10.7.0.1", LeaseTTL: ttl}
 			r := openT(t, u, o)
 			w, err := r.Acquire(testenv.Ctx(t), 1023)
 			if err != nil {
@@ -391,13 +397,13 @@ func TestSaveReleaseRenew(t *testing.T) {
 			if n := lastNS(); n != base.UnixNano() {
 				t.Fatalf("last_ns %d after saving a time and an earlier one, want %d", n, base.UnixNano())
 			}
-			time.Sleep(time.Second) // > 3 lease TTLs: only renewals keep the ID
+			time.Sleep(3*ttl + ttl/4) // > 3 lease TTLs: only renewals keep the ID
 			select {
 			case <-w.Lost:
 				t.Fatal("lost while renewing")
 			default:
 			}
-			other := openT(t, u, registry.Options{Host: "10.7.0.2", LeaseTTL: 300 * time.Millisecond, RecycleAfter: time.Nanosecond, Now: func() time.Time { return base.Add(time.Hour) }})
+			other := openT(t, u, registry.Options{Host: "10.7.0.2", LeaseTTL: ttl, RecycleAfter: time.Nanosecond, Now: func() time.Time { return base.Add(time.Hour) }})
 			if w2, err := other.Acquire(testenv.Ctx(t), w.ID); err == nil && w2.ID == w.ID {
 				t.Fatalf("another node took the renewed ID %d", w.ID)
 			}
