@@ -8,10 +8,12 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -27,7 +29,28 @@ func Skip(t testing.TB, format string, args ...any) {
 	if Require() {
 		t.Fatal(msg + ", and FROND_TEST_REQUIRE=1: the test cannot run")
 	}
+	sayOnce.Do(func() { say(msg) })
 	t.Skip(msg)
+}
+
+var sayOnce sync.Once
+
+// openTerminal opens the terminal of the person running the tests.
+var openTerminal = func() (io.WriteCloser, error) { return os.OpenFile("/dev/tty", os.O_WRONLY, 0) }
+
+// say tells the person at the terminal, once per test binary, that tests
+// skip and how to run them: go test shows nothing of a package that passes
+// (its skips included) unless -v is given, and a newcomer took a green run
+// for a whole one (issue 44, item 9). It writes to /dev/tty, which go test
+// does not capture; without a terminal (CI, a pipe) it says nothing.
+func say(first string) {
+	tty, err := openTerminal()
+	if err != nil {
+		return
+	}
+	defer tty.Close()
+	pkg := strings.TrimSuffix(filepath.Base(os.Args[0]), ".test")
+	fmt.Fprintf(tty, "frond: %s skips the tests that need a real server or tool (first: %s); eval \"$(bash scripts/test-env.sh)\" starts them all (docs/development.md)\n", pkg, first)
 }
 
 // Getenv returns the environment variable name (a real server's address),

@@ -122,7 +122,13 @@ function render(s) {
       el("td", { class: "horizon " + hclass }, h < 0 ? "no use measured" : dur(h)),
       el("td", { class: "num remaining" }, num(t.remaining)),
       el("td", { class: "num" }, num(Math.round(t.rate)) + "/s"),
-      el("td", { class: "num" }, num(t.step) + (hist.length > 1 ? " (" + hist.map(num).join(" → ") + ")" : "") + (t.waits ? ` · ${count(t.waits, "wait", "waits")}` : "")),
+      // The step now, the one before it (the whole history in the tooltip),
+      // and the requests that found both buffers empty, said as such.
+      el("td", { class: "num step", title: hist.length > 1 ? "the adaptive step since the buffer was made: " + hist.map(num).join(" → ") : "" },
+        num(t.step),
+        hist.length > 1 ? el("div", { class: "range" }, `was ${num(hist[hist.length - 2])}`) : "",
+        t.waits ? el("div", { class: "range waits", title: "requests that found both buffers empty and waited for the store to load a segment" },
+          `${count(t.waits, "request", "requests")} waited for a load`) : ""),
       el("td", {}, t.last_load ? `${t.last_load.slice(11, 19)} in ${dur(t.last_load_seconds)} · ${count(t.loads, "load", "loads")}` : "–"),
       el("td", { class: "err" }, t.last_error || "")));
   }
@@ -300,7 +306,9 @@ function svg(tag, attrs) {
   return e;
 }
 
-function plot(id, points, value, step, fmt) {
+// plot draws points (value < 0: not measured that minute, not drawn); empty
+// is what an empty plot says.
+function plot(id, points, value, step, fmt, empty) {
   const box = $(id);
   box.replaceChildren();
   const W = 600, H = 120, top = 14, bottom = H - 4;
@@ -317,13 +325,20 @@ function plot(id, points, value, step, fmt) {
   if (drawn.length) {
     box.append(svg("polyline", { points: drawn.map((p) => `${xs(p.at).toFixed(1)},${ys(value(p)).toFixed(1)}`).join(" "),
       fill: "none", stroke: "#2c7be5", "stroke-width": 2, class: "line" }));
-    for (const p of drawn) box.append(svg("circle", { cx: xs(p.at), cy: ys(value(p)), r: 1.5, fill: "#2c7be5" }));
+    for (const p of drawn) box.append(svg("circle", { cx: xs(p.at), cy: ys(value(p)), r: drawn.length === 1 ? 3 : 1.5, fill: "#2c7be5" }));
+    if (drawn.length === 1) { // a level, not a lone dot: a short line through it
+      const x = xs(drawn[0].at), y = ys(value(drawn[0]));
+      box.append(svg("line", { x1: Math.max(0, x - 12), x2: Math.min(W, x + 12), y1: y, y2: y, stroke: "#2c7be5", "stroke-width": 2, class: "level" }));
+    }
   }
   for (let i = 1; i < points.length; i++) {
     if (step(points[i], points[i - 1])) box.append(svg("circle", { cx: xs(points[i].at), cy: top - 6, r: 4, fill: "#e67e22", class: "step-change" }));
   }
   const label = svg("text", { x: 4, y: 11, "font-size": 11, fill: "#555" });
-  label.textContent = points.length ? `max ${fmt(max)} · ${points.length} point${points.length === 1 ? "" : "s"}` : "no point yet: the first comes a minute after start";
+  if (!points.length) label.textContent = empty;
+  else if (!drawn.length) label.textContent = `not measured in the ${count(points.length, "minute", "minutes")} shown (a horizon needs IDs used in the minute)`;
+  else if (drawn.length < points.length) label.textContent = `max ${fmt(max)} · measured in ${drawn.length} of ${points.length} minutes (a horizon needs IDs used in the minute)`;
+  else label.textContent = `max ${fmt(max)} · ${count(points.length, "minute", "minutes")}`;
   box.append(label);
 }
 
@@ -344,12 +359,14 @@ function drawHistory() {
   const d = histState.data || { node: [] };
   const rate = (p) => p.rate, horizon = (p) => p.horizon_seconds;
   const perSec = (v) => num(Math.round(v)) + "/s";
-  plot("plot-node-rate", d.node, rate, (p) => p.step_changes > 0, perSec);
-  plot("plot-node-horizon", d.node, horizon, (p) => p.step_changes > 0, dur);
+  const nodeEmpty = "no point yet: the server keeps one a minute, the first a minute after it started";
+  plot("plot-node-rate", d.node, rate, (p) => p.step_changes > 0, perSec, nodeEmpty);
+  plot("plot-node-horizon", d.node, horizon, (p) => p.step_changes > 0, dur, nodeEmpty);
   const t = d.tag ? d.tag.points : [];
   $("plot-tag-rate-caption").textContent = d.tag ? `IDs/s of ${d.tag.name}` : (d.error || "IDs/s of the tag (pick one)");
-  plot("plot-tag-rate", t, rate, (p, q) => p.step !== q.step, perSec);
-  plot("plot-tag-horizon", t, horizon, (p, q) => p.step !== q.step, dur);
+  const tagEmpty = d.tag ? `no point yet for ${d.tag.name}: its first comes a minute after this node first served it` : "pick a tag above";
+  plot("plot-tag-rate", t, rate, (p, q) => p.step !== q.step, perSec, tagEmpty);
+  plot("plot-tag-horizon", t, horizon, (p, q) => p.step !== q.step, dur, tagEmpty);
 }
 
 // The tags to pick from: those the snapshot lists, the picked one kept.
