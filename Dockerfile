@@ -40,8 +40,18 @@ ARG FROND_DATE
 # Set by docker buildx for each --platform; pure Go cross-compiles.
 ARG TARGETOS
 ARG TARGETARCH
+# The binary of the release archive when scripts/release.sh VERSION has
+# built it into dist/ (checked against dist/SHA256SUMS): the image holds the
+# bytes users download. Otherwise built here the same way: the same commit,
+# Go release and FROND_* values give the same bytes.
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    bash scripts/build.sh /out/frond "${TARGETOS:-linux}/${TARGETARCH:-amd64}"
+    archive="frond-${FROND_VERSION}-${TARGETOS:-linux}-${TARGETARCH:-amd64}"; \
+    if [ -n "${FROND_VERSION}" ] && [ -f "dist/${archive}.tar.gz" ]; then \
+      (cd dist && grep " ${archive}.tar.gz\$" SHA256SUMS | sha256sum -c -) && \
+      mkdir -p /out && tar -xzf "dist/${archive}.tar.gz" -O "${archive}/frond" > /out/frond && chmod 0755 /out/frond; \
+    else \
+      bash scripts/build.sh /out/frond "${TARGETOS:-linux}/${TARGETARCH:-amd64}"; \
+    fi
 # The data directory, empty and owned by the user frond runs as. A new named
 # volume mounted on it takes its owner and mode.
 RUN install -d -m 0700 -o 65532 -g 65532 /out/data

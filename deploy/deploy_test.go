@@ -515,10 +515,21 @@ func TestDockerignore(t *testing.T) {
 			patterns = append(patterns, l)
 		}
 	}
-	for _, p := range []string{".git", ".git/HEAD", "dist/frond-linux-amd64", "data/frond.db"} {
+	for _, p := range []string{".git", ".git/HEAD", "dist/frond-linux-amd64", "dist/frond-v0.1.0-linux-amd64/frond", "data/frond.db"} {
 		if !dockerignored(patterns, p) {
 			t.Errorf(".dockerignore does not leave out %s", p)
 		}
+	}
+	// The release archives and their sums: the image takes its binary from
+	// them when scripts/release.sh has built them (issue 44, item 2), after
+	// checking the archive's SHA-256.
+	for _, p := range []string{"dist/frond-v0.1.0-linux-amd64.tar.gz", "dist/SHA256SUMS"} {
+		if dockerignored(patterns, p) {
+			t.Errorf(".dockerignore leaves out %s, which the image is built from", p)
+		}
+	}
+	if df := read(t, "Dockerfile"); !strings.Contains(df, `dist/${archive}.tar.gz`) || !strings.Contains(df, "sha256sum -c") {
+		t.Error("the Dockerfile does not take the release archive from dist/, checked against SHA256SUMS")
 	}
 	out, err := exec.Command("go", "list", "-deps", "-e", "-f",
 		`{{if .Module}}{{if eq .Module.Path "github.com/frond-id/frond"}}{{.Dir}}|{{join .GoFiles ","}}|{{join .EmbedFiles ","}}{{end}}{{end}}`,
