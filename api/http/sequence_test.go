@@ -31,3 +31,20 @@ func TestHTTP_SequenceTag(t *testing.T) {
 	f.want(f.do("GET", "/metrics", ""), 200, `frond_ids_issued_total{kind="sequence"} 8`, `frond_tag_ids_issued_total{kind="sequence",tag="ticket"} 8`, `frond_sequence_store_calls_total{tag="ticket"} 6`,
 		`frond_sequence_max_group{tag="ticket"} 1`)
 }
+
+// A lease over HTTP (lease=1 with format=ranges, for clients that lease
+// over HTTP: the Java and TypeScript clients) has gRPC's LeaseRanges
+// semantics: ranges of a segment tag; a sequence tag refuses it
+// (not_leasable), so does a tag whose IDs are not plain numbers
+// (form_not_carried); lease=1 without ranges is a bad request.
+func TestHTTP_Lease(t *testing.T) {
+	f := newFixture(t, api.Options{})
+	f.want(f.do("GET", "/v1/segment/order?n=100&format=ranges&lease=1", ""), 200, `"start":1,"end":101`)
+	f.want(f.do("POST", "/v1/tags", `{"name":"ticket","step":1,"mode":"sequence"}`), 201)
+	f.want(f.do("GET", "/v1/segment/ticket?n=2&format=ranges&lease=1", ""), 409, `"code":"not_leasable"`)
+	f.want(f.do("GET", "/v1/segment/ticket?n=2&format=ranges&lease=0", ""), 200, `"start":1,"end":3`)
+	f.want(f.do("POST", "/v1/tags", `{"name":"misty","step":100,"mapping":"mist"}`), 201)
+	f.want(f.do("GET", "/v1/segment/misty?n=2&format=ranges&lease=1", ""), 409, `"code":"form_not_carried"`)
+	f.want(f.do("GET", "/v1/segment/order?n=2&lease=1", ""), 400, "needs format=ranges")
+	f.want(f.do("GET", "/v1/segment/order?n=2&format=ranges&lease=yes", ""), 400, "lease=")
+}

@@ -197,10 +197,27 @@ func idsAnswer(a service.Answer) any {
 
 // v1Segment: GET|POST /v1/segment/{tag}[?n=N][&format=ids|ranges][&form=F][&prefix=P].
 func (s *Server) v1Segment(w http.ResponseWriter, r *http.Request) {
-	s.v1Take(w, r, []string{"n", "format", "form", "prefix", "token"}, func(q query, req *service.Request) error {
+	s.v1Take(w, r, []string{"n", "format", "form", "prefix", "token", "lease"}, func(q query, req *service.Request) error {
 		format, _ := q.get("format")
 		if format != "" && format != "ids" && format != "ranges" {
 			return badRequest("format=%s: must be ids or ranges", service.Quote(format))
+		}
+		// lease=1: the caller hands the IDs out later (a client library's
+		// lease, as gRPC's LeaseRanges): a sequence tag refuses it
+		// (not_leasable), and a tag whose IDs are not plain numbers too
+		// (form_not_carried).
+		lease := false
+		if v, ok := q.get("lease"); ok {
+			switch v {
+			case "1", "true":
+				lease = true
+			case "0", "false":
+			default:
+				return badRequest("lease=%s: 1 or 0", service.Quote(v))
+			}
+			if lease && format != "ranges" {
+				return badRequest("lease=1 needs format=ranges: a lease is ranges the client hands out itself")
+			}
 		}
 		limit := int64(service.MaxBatch)
 		if format == "ranges" {
@@ -210,7 +227,7 @@ func (s *Server) v1Segment(w http.ResponseWriter, r *http.Request) {
 		prefix, _ := q.get("prefix")
 		n, err := parseCount(q, limit)
 		token, _ := q.get("token")
-		*req = service.Request{Kind: service.KindSegment, Name: r.PathValue("tag"), Count: n, Form: form, Prefix: prefix, Ranges: format == "ranges", Token: tagToken(r, token)}
+		*req = service.Request{Kind: service.KindSegment, Name: r.PathValue("tag"), Count: n, Form: form, Prefix: prefix, Ranges: format == "ranges", Lease: lease, Token: tagToken(r, token)}
 		return err
 	}, func(a service.Answer) any {
 		req := a.Request
