@@ -77,12 +77,39 @@ public enum ErrorCode {
 	return b.String()
 }
 
+// typescriptErrorCodes is the TypeScript client's table of codes.
+func typescriptErrorCodes() string {
+	var b strings.Builder
+	b.WriteString(`// Code generated from frond.ErrorCodes (codes.go) by TestClientErrorCodes
+// (go test -run TestClientErrorCodes -update-clients .); DO NOT EDIT.
+
+/** One of frond's stable error codes: what a server answers with, whether a retry may succeed, what to do. */
+export interface CodeInfo {
+  readonly retryable: boolean;
+  readonly hint: string;
+}
+
+/** frond's stable error codes, one table for every protocol and client (codes.go). */
+export const errorCodes = {
+`)
+	for _, c := range frond.ErrorCodes() {
+		fmt.Fprintf(&b, "  %s: { retryable: %v, hint: %q },\n", c.Name, c.Retryable, c.Hint)
+	}
+	b.WriteString(`} as const satisfies Record<string, CodeInfo>;
+
+/** A code of frond's table; "unknown" is one this client does not know (a newer server's), or no answer at all. */
+export type ErrorCode = keyof typeof errorCodes | "unknown";
+`)
+	return b.String()
+}
+
 // The client libraries' tables of error codes are frond.ErrorCodes: they
 // are generated from it, and this test fails when one has drifted (a code
 // added, a retry rule changed) until -update-clients writes it again.
 func TestClientErrorCodes(t *testing.T) {
 	for path, want := range map[string]string{
 		"clients/java/src/main/java/io/github/frondid/frond/ErrorCode.java": javaErrorCodes(),
+		"clients/typescript/src/codes.ts":                                   typescriptErrorCodes(),
 	} {
 		if *updateClients {
 			if err := os.WriteFile(path, []byte(want), 0o644); err != nil {

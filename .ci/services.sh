@@ -133,10 +133,11 @@ ensure_tools() {
   command -v docker-compose >/dev/null || apt_install --no-install-recommends docker-compose
   command -v systemd-analyze >/dev/null || apt_install --no-install-recommends systemd
   command -v javac >/dev/null || apt_install --no-install-recommends openjdk-17-jdk-headless
+  command -v npm >/dev/null || apt_install --no-install-recommends nodejs npm
   [ -f /usr/share/java/junit-platform-console-standalone.jar ] || apt_install --no-install-recommends junit5
   local gobin
   gobin="$(go env GOPATH)/bin"
   export PATH="$PATH:$gobin"
   command -v grpcurl >/dev/null || go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.3
-  echo "tools: $(redis-cli --version), $(protoc --version), $(promtool --version 2>&1 | head -1), $(chromium --version 2>/dev/null), grpcurl $(grpcurl -version 2>&1 | awk '{print $2}'), $(docker-compose version --short 2>/dev/null | sed 's/^/docker-compose /'), $(systemd-analyze --version | head -1), $(javac -version 2>&1), JUnit $(ls /usr/share/java/junit-platform-console-standalone-*.jar 2>/dev/null | sed 's/.*standalone-//; s/.jar$//')"
+  echo "tools: $(redis-cli --version), $(protoc --version), $(promtool --version 2>&1 | head -1), $(chromium --version 2>/dev/null), grpcurl $(grpcurl -version 2>&1 | awk '{print $2}'), $(docker-compose version --short 2>/dev/null | sed 's/^/docker-compose /'), $(systemd-analyze --version | head -1), $(javac -version 2>&1), JUnit $(ls /usr/share/java/junit-platform-console-standalone-*.jar 2>/dev/null | sed 's/.*standalone-//; s/.jar$//'), node $(node --version)"
 }

@@ -6,7 +6,7 @@
 #   clients/java/build.sh [jar|test|bench]
 #
 #   jar    build/frond-client.jar (the default)
-#   test   the jar, then the tests against a real frond serve: FROND_BIN, or
+#   test   the jar, then the tests against a real frond serve: FROND_TEST_BIN, or
 #          the binary built here from the repository (go build ./cmd/frond)
 #   bench  the jar, then Bench: nextId against AtomicLong.incrementAndGet
 set -euo pipefail
@@ -20,11 +20,11 @@ jar --create --file "$out/frond-client.jar" -C "$out/classes" .
 echo "built $out/frond-client.jar"
 
 frond_bin() {
-  if [ -z "${FROND_BIN:-}" ]; then
+  if [ -z "${FROND_TEST_BIN:-}" ]; then
     (cd ../.. && go build -o clients/java/build/frond ./cmd/frond)
-    FROND_BIN="$PWD/$out/frond"
+    FROND_TEST_BIN="$PWD/$out/frond"
   fi
-  export FROND_BIN
+  export FROND_TEST_BIN
 }
 
 case "${1:-jar}" in

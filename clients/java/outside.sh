@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 jar="$PWD/build/frond-client.jar"
-bin="${FROND_BIN:-$PWD/build/frond}"
+bin="${FROND_TEST_BIN:-$PWD/build/frond}"
 work="$(mktemp -d)"
 pid=""
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT

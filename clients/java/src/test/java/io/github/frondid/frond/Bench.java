@@ -11,7 +11,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * The cost of an ID from the lease against an AtomicLong.incrementAndGet in
  * the same run (JMH is not reachable here: a harness of its own that warms
  * up, then reports the median of rounds, in ns per ID), one thread, against
- * a real frond serve (FROND_BIN):
+ * a real frond serve (FROND_TEST_BIN):
  *
  * <pre>clients/java/build.sh bench [ROUNDS] [IDS_PER_ROUND]</pre>
  */

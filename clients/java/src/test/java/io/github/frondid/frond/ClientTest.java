@@ -25,7 +25,7 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The client against real frond servers (FROND_BIN). */
+/** The client against real frond servers (FROND_TEST_BIN). */
 class ClientTest {
     @TempDir
     Path dir;

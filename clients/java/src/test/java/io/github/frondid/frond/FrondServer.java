@@ -14,7 +14,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * A real frond serve (the binary at FROND_BIN) on a free port, for the
+ * A real frond serve (the binary at FROND_TEST_BIN) on a free port, for the
  * tests: started with extra flags and environment, stopped with SIGKILL
  * (kill -9) or at close.
  */
@@ -33,15 +33,14 @@ final class FrondServer implements AutoCloseable {
     }
 
     static FrondServer start(Path dataDir, Map<String, String> env, String... flags) throws IOException, InterruptedException {
-        String bin = System.getenv("FROND_BIN");
+        String bin = System.getenv("FROND_TEST_BIN");
         if (bin == null || bin.isEmpty()) {
-            throw new IllegalStateException("FROND_BIN is not set: run the tests with clients/java/build.sh test");
+            throw new IllegalStateException("FROND_TEST_BIN is not set: run the tests with clients/java/build.sh test");
         }
         Files.createDirectories(dataDir);
         List<String> cmd = new ArrayList<>(List.of(bin, "serve", "--data-dir", dataDir.toString(), "--http-addr", "127.0.0.1:0", "--log-format", "json"));
         cmd.addAll(List.of(flags));
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectOutput(ProcessBuilder.Redirect.DISCARD);
-        pb.environment().remove("FROND_BIN"); // the tests' variable, not a key of frond's
         pb.environment().put("FROND_CONFIG", "");
         pb.environment().putAll(env);
         Process p = pb.start();

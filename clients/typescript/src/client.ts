@@ -1,0 +1,606 @@
+import * as http from "node:http";
+import * as https from "node:https";
+import { FrondError } from "./errors.js";
+import type { ErrorCode } from "./codes.js";
+
+/** The options of a client (docs/clients.md). */
+export interface ClientOptions {
+  /** The servers' HTTP addresses (http://host:8080, https://..., or host:port), sharing one store. */
+  servers: string[];
+  /** Bounds one attempt on one server, in ms (2000). */
+  timeoutMs?: number;
+  /** Bounds the attempts of one call across all servers (three per server). */
+  attempts?: number;
+  /** A server that failed rests, doubling from min to max with ±20% jitter, at least its Retry-After (100, 5000 ms). */
+  backoffMinMs?: number;
+  backoffMaxMs?: number;
+  /** The bounds of one lease, and how long a lease should last (1000, 1,000,000, 10,000 ms). */
+  minLease?: number;
+  maxLease?: number;
+  leaseTargetMs?: number;
+  /** Accept leases below IDs already handed out (servers combining stores by residue class); by default IDs increase strictly. */
+  unordered?: boolean;
+  /** The tag token (X-Frond-Token), for servers configured with tokens. */
+  tagToken?: string;
+  /** The admin token, for createTag. */
+  adminToken?: string;
+  /** CA certificates (PEM) to trust for https:// servers, instead of Node's. */
+  ca?: string | Buffer;
+}
+
+/** IDs start, start+stride, ... below end (exclusive): count of them. */
+export interface Range {
+  readonly start: bigint;
+  readonly end: bigint;
+  readonly stride: bigint;
+  readonly count: number;
+}
+
+/** The client's counters. */
+export interface Stats {
+  calls: number;
+  failovers: number;
+  waits: number;
+  /** Per tag: the IDs in hand (both leases) and the size of the last lease. */
+  leases: Record<string, { remaining: number; size: number }>;
+}
+
+const MAX_LEASE = 1_000_000; // the server's largest ranges request
+
+type Answer = Record<string, unknown>;
+
+/** One server and its health as this client sees it. */
+class Server {
+  downUntil = 0; // performance.now()
+  fails = 0;
+  readonly agent: http.Agent;
+  constructor(readonly base: string, ca: string | Buffer | undefined) {
+    this.agent = base.startsWith("https:") ? new https.Agent({ keepAlive: true, ca }) : new http.Agent({ keepAlive: true });
+  }
+}
+
+/** A segment of a lease: its ranges. */
+interface Segment {
+  readonly ranges: Range[];
+  readonly count: number;
+  readonly loadedAt: number;
+}
+
+/**
+ * The leases of one tag: the current one, handed out from memory, and the
+ * next one, fetched in the background once a tenth of the current one is
+ * used (Leaf's double buffer, over a client's leases).
+ */
+class Lease {
+  // The range in hand: val is its next ID.
+  private val = 0n;
+  private stride = 1n;
+  private left = 0;
+  // The segment in hand: the ranges after the one in hand.
+  private rest: Range[] = [];
+  // The next lease is fetched when the range in hand has this many IDs
+  // left (a tenth of the segment used), or never (-1).
+  private prefetchLeft = -1;
+  private prefetchAt = 0; // the segment's IDs handed out before the prefetch
+  private cur: Segment | undefined;
+  private pending: Segment | undefined;
+  private fetching: Promise<FrondError | undefined> | undefined;
+  private floor = -1n; // the highest ID leased (strictly increasing IDs)
+  size: number;
+  via: ErrorCode | undefined; // set once the server refused to lease the tag
+
+  constructor(private readonly c: FrondClient, readonly tag: string) {
+    this.size = c.o.minLease;
+  }
+
+  /** An ID from the lease in hand, or undefined: no I/O. */
+  tryNext(): bigint | undefined {
+    const left = this.left;
+    if (left > 0) {
+      const id = this.val;
+      this.val = id + this.stride;
+      this.left = left - 1;
+      if (left === this.prefetchLeft) {
+        this.prefetch();
+      }
+      return id;
+    }
+    return this.advance();
+  }
+
+  next(): Promise<bigint> {
+    const id = this.tryNext();
+    return id !== undefined ? Promise.resolve(id) : this.slow();
+  }
+
+  remaining(): number {
+    let n = this.left;
+    for (const r of this.rest) n += r.count;
+    if (this.pending) n += this.pending.count;
+    return n;
+  }
+
+  // advance moves to the next range of the segment, or to the next
+  // segment once it is there.
+  private advance(): bigint | undefined {
+    for (;;) {
+      const r = this.rest.shift();
+      if (r !== undefined) {
+        if (r.count === 0) continue;
+        this.val = r.start;
+        this.stride = r.stride;
+        this.left = r.count;
+        // The prefetch falls in this range when a tenth of the segment ends in it.
+        this.prefetchLeft = this.prefetchAt >= 0 && this.prefetchAt < r.count ? r.count - this.prefetchAt : -1;
+        this.prefetchAt = this.prefetchLeft >= 0 ? -1 : this.prefetchAt - r.count;
+        return this.tryNext();
+      }
+      const n = this.pending;
+      if (n === undefined) {
+        return undefined;
+      }
+      this.install(n, false);
+    }
+  }
+
+  private install(n: Segment, waited: boolean): void {
+    this.resize(waited);
+    this.pending = undefined;
+    this.cur = n;
+    this.rest = n.ranges.slice();
+    this.left = 0;
+    this.prefetchLeft = -1;
+    this.prefetchAt = Math.floor(n.count / 10);
+  }
+
+  // resize sizes the next lease by how long the one used up lasted.
+  private resize(waited: boolean): void {
+    const o = this.c.o;
+    if (this.cur === undefined) return;
+    const lasted = performance.now() - this.cur.loadedAt;
+    if (waited || lasted < o.leaseTargetMs / 2) {
+      this.size = Math.min(this.size * 2, o.maxLease);
+    } else if (lasted > 2 * o.leaseTargetMs) {
+      this.size = Math.max(Math.floor(this.size / 2), o.minLease);
+    }
+  }
+
+  // slow runs when nothing is in hand: the next lease, fetched now if it is
+  // not under way (the caller waits).
+  private async slow(): Promise<bigint> {
+    for (;;) {
+      const id = this.tryNext();
+      if (id !== undefined) return id;
+      if (this.via !== undefined) {
+        return (await this.c.unleasedIds(this.tag, 1))[0];
+      }
+      let err: FrondError | undefined;
+      if (this.fetching !== undefined) {
+        err = await this.fetching;
+      } else {
+        this.c.counters.waits++;
+        this.size = Math.min(this.size * 2, this.c.o.maxLease); // a lease that came too late doubles
+        err = await this.start(this.size, true);
+      }
+      if (err !== undefined && this.via === undefined && this.pending === undefined && this.left === 0 && this.rest.length === 0) {
+        throw new FrondError(err.wireCode, err.status, `tag ${this.tag}: no ID in hand and none could be leased: ${err.message}`, err.retryAfterMs, { cause: err });
+      }
+    }
+  }
+
+  private prefetch(): void {
+    if (this.fetching === undefined && this.pending === undefined && !this.c.closed) {
+      void this.start(this.size, false);
+    }
+  }
+
+  // start fetches a lease of n; the promise answers its error (or none):
+  // it never rejects, so that every caller waiting on it sees the outcome.
+  private start(n: number, waited: boolean): Promise<FrondError | undefined> {
+    const p = this.fetch(n).then(
+      (seg) => {
+        if (this.pending === undefined) {
+          this.pending = seg;
+        }
+        if (waited && this.left === 0 && this.rest.length === 0 && this.pending !== undefined) {
+          this.install(this.pending, true);
+        }
+        return undefined;
+      },
+      (e: unknown) => {
+        const err = e instanceof FrondError ? e : new FrondError("", 0, `tag ${this.tag}: ${String(e)}`, 0, { cause: e });
+        if (err.code === "not_leasable" || err.code === "form_not_carried") {
+          this.via = err.code;
+        }
+        return err;
+      },
+    );
+    this.fetching = p.finally(() => {
+      this.fetching = undefined;
+    });
+    return this.fetching;
+  }
+
+  // fetch leases n IDs. By default IDs increase strictly: what lies below
+  // the IDs leased before is skipped (after a fail-over to a server whose
+  // buffered ranges are lower): a gap, never a duplicate.
+  private async fetch(n: number): Promise<Segment> {
+    for (let tries = 0; ; tries++) {
+      const rs = await this.c.lease(this.tag, n);
+      const kept: Range[] = [];
+      let count = 0;
+      for (const r of rs) {
+        let x = r;
+        if (!this.c.o.unordered && r.count > 0 && r.start <= this.floor) {
+          const last = r.start + BigInt(r.count - 1) * r.stride;
+          if (last <= this.floor) continue; // wholly below
+          const skip = (this.floor - r.start) / r.stride + 1n;
+          x = { start: r.start + skip * r.stride, end: r.end, stride: r.stride, count: r.count - Number(skip) };
+        }
+        kept.push(x);
+        count += x.count;
+      }
+      if (count > 0) {
+        for (const r of kept) {
+          if (r.count > 0) {
+            const last = r.start + BigInt(r.count - 1) * r.stride;
+            if (last > this.floor) this.floor = last;
+          }
+        }
+        return { ranges: kept, count, loadedAt: performance.now() };
+      }
+      if (tries >= 10) {
+        throw new FrondError("", 0, `tag ${this.tag}: ten leases in a row lay below the IDs handed out; set unordered for servers whose stores interleave`);
+      }
+    }
+  }
+}
+
+/** A handle on one tag (FrondClient.tag): its next() skips the tag lookup. */
+export class Tag {
+  /** @internal */
+  constructor(private readonly lease: Lease, private readonly c: FrondClient) {}
+
+  /** The tag's name. */
+  get name(): string {
+    return this.lease.tag;
+  }
+
+  /** The next segment ID: from memory on a warm lease (no I/O). */
+  next(): Promise<bigint> {
+    return this.lease.next();
+  }
+
+  /** The next segment ID as a decimal string. */
+  async nextString(): Promise<string> {
+    return (await this.lease.next()).toString();
+  }
+
+  /** An ID from the lease in hand, synchronously, or undefined when it is used up (then await next()). */
+  tryNext(): bigint | undefined {
+    return this.lease.via === undefined ? this.lease.tryNext() : undefined;
+  }
+
+  /** n segment IDs, in order. */
+  async nextN(n: number): Promise<bigint[]> {
+    count(n, 10_000);
+    if (this.lease.via !== undefined) {
+      return this.c.unleasedIds(this.lease.tag, n);
+    }
+    const out: bigint[] = [];
+    for (let i = 0; i < n; i++) {
+      out.push(this.lease.tryNext() ?? (await this.lease.next()));
+    }
+    return out;
+  }
+}
+
+/**
+ * A client of frond servers over their HTTP API, with the Go client's
+ * semantics: segment IDs from leases in process, per-call snowflake IDs,
+ * UUIDs and serials, fail-over across servers, typed errors. Every ID is a
+ * bigint (or its decimal string): none passes through a JavaScript number.
+ */
+export class FrondClient {
+  /** @internal */
+  readonly o: Required<Omit<ClientOptions, "ca" | "tagToken" | "adminToken">> & { tagToken: string; adminToken: string };
+  private readonly servers: Server[];
+  private preferred = 0;
+  private readonly leases = new Map<string, Lease>();
+  /** @internal */
+  readonly counters = { calls: 0, failovers: 0, waits: 0 };
+  /** @internal */
+  closed = false;
+
+  constructor(options: ClientOptions) {
+    const o = options;
+    if (!o || !Array.isArray(o.servers) || o.servers.length === 0) {
+      throw new TypeError("frond: no servers");
+    }
+    const pos = (v: number | undefined, d: number, what: string): number => {
+      if (v === undefined) return d;
+      if (!Number.isFinite(v) || v <= 0) throw new RangeError(`frond: ${what} ${v}: must be positive`);
+      return v;
+    };
+    this.o = {
+      servers: o.servers,
+      timeoutMs: pos(o.timeoutMs, 2000, "timeoutMs"),
+      attempts: o.attempts ?? 0,
+      backoffMinMs: pos(o.backoffMinMs, 100, "backoffMinMs"),
+      backoffMaxMs: pos(o.backoffMaxMs, 5000, "backoffMaxMs"),
+      minLease: pos(o.minLease, 1000, "minLease"),
+      maxLease: pos(o.maxLease, MAX_LEASE, "maxLease"),
+      leaseTargetMs: pos(o.leaseTargetMs, 10_000, "leaseTargetMs"),
+      unordered: o.unordered ?? false,
+      tagToken: o.tagToken ?? "",
+      adminToken: o.adminToken ?? "",
+    };
+    if (this.o.minLease > this.o.maxLease || this.o.maxLease > MAX_LEASE) {
+      throw new RangeError(`frond: lease ${this.o.minLease}..${this.o.maxLease}: 1 <= min <= max <= ${MAX_LEASE}`);
+    }
+    if (this.o.backoffMaxMs < this.o.backoffMinMs) {
+      throw new RangeError("frond: backoffMaxMs below backoffMinMs");
+    }
+    this.servers = o.servers.map((raw) => {
+      let u = raw.trim();
+      if (!u.includes("://")) u = "http://" + u;
+      const url = new URL(u);
+      if (url.protocol !== "http:" && url.protocol !== "https:") {
+        throw new TypeError(`frond: server ${raw}: want http://host:port or https://host:port`);
+      }
+      return new Server(u.replace(/\/+$/, ""), o.ca);
+    });
+  }
+
+  // ---- Segment IDs ----
+
+  /** The next segment ID of tag, from the lease: no I/O unless both the lease and the next one are used up. */
+  nextId(tag: string): Promise<bigint> {
+    const l = this.leases.get(tag);
+    return l !== undefined ? l.next() : this.tag(tag).next();
+  }
+
+  /** The next segment ID of tag as a decimal string. */
+  async nextString(tag: string): Promise<string> {
+    return (await this.nextId(tag)).toString();
+  }
+
+  /** n segment IDs of tag, in order. */
+  nextIds(tag: string, n: number): Promise<bigint[]> {
+    return this.tag(tag).nextN(n);
+  }
+
+  /** A handle on tag; handles of one tag share one lease. */
+  tag(tag: string): Tag {
+    if (typeof tag !== "string" || tag === "") {
+      throw new TypeError("frond: a tag needs a name");
+    }
+    let l = this.leases.get(tag);
+    if (l === undefined) {
+      l = new Lease(this, tag);
+      this.leases.set(tag, l);
+    }
+    return new Tag(l, this);
+  }
+
+  /** An ID of tag from the lease in hand, synchronously, or undefined (then await nextId). */
+  tryNext(tag: string): bigint | undefined {
+    const l = this.leases.get(tag);
+    return l !== undefined && l.via === undefined ? l.tryNext() : undefined;
+  }
+
+  /** n segment IDs of tag as ranges, straight from a server (not from the lease). */
+  async nextRanges(tag: string, n: number): Promise<Range[]> {
+    return ranges(await this.call(`/v1/segment/${path(tag)}?format=ranges&n=${count(n, MAX_LEASE)}`));
+  }
+
+  /** n segment IDs of tag in its form (a text form: base62, opaque62, ...), from a server. */
+  async nextStrings(tag: string, n: number): Promise<string[]> {
+    return strs(await this.call(`/v1/segment/${path(tag)}?n=${count(n, 10_000)}`), "id_strs", "id_str");
+  }
+
+  /** @internal The IDs of a tag that cannot be leased, call by call. */
+  async unleasedIds(tag: string, n: number): Promise<bigint[]> {
+    const l = this.leases.get(tag);
+    if (l?.via === "not_leasable") {
+      const out: bigint[] = [];
+      for (const r of await this.nextRanges(tag, n)) {
+        for (let i = 0; i < r.count && out.length < n; i++) out.push(r.start + BigInt(i) * r.stride);
+      }
+      return out;
+    }
+    const m = await this.call(`/v1/segment/${path(tag)}?n=${n}`);
+    if (!("ids" in m) && !("id" in m)) {
+      throw new FrondError("form_not_carried", 409, `tag ${tag} hands out text IDs (its form), not numbers: use nextStrings`);
+    }
+    return strs(m, "id_strs", "id_str").map((s) => BigInt(s));
+  }
+
+  /** @internal A lease of n IDs of tag. */
+  async lease(tag: string, n: number): Promise<Range[]> {
+    return ranges(await this.call(`/v1/segment/${path(tag)}?format=ranges&lease=1&n=${n}`));
+  }
+
+  // ---- Per call ----
+
+  /** n snowflake IDs (1 to 10,000). */
+  async snowflake(n = 1): Promise<bigint[]> {
+    return strs(await this.call(`/v1/snowflake?n=${count(n, 10_000)}`), "id_strs", "id_str").map((s) => BigInt(s));
+  }
+
+  /** n snowflake IDs in a text form (base62, base32, friendly, ...), with an optional prefix. */
+  async snowflakeStrings(form: string, n = 1, prefix = ""): Promise<string[]> {
+    const p = prefix ? `&prefix=${encodeURIComponent(prefix)}` : "";
+    return strs(await this.call(`/v1/snowflake?n=${count(n, 10_000)}&form=${encodeURIComponent(form)}${p}`), "id_strs", "id_str");
+  }
+
+  /** n UUIDs of version 1, 4, 6 or 7. */
+  async uuids(version: number, n = 1): Promise<string[]> {
+    return strs(await this.call(`/v1/uuid?version=${version}&n=${count(n, 10_000)}`), "uuids", "uuid");
+  }
+
+  /** The name-based UUID (version 3 or 5) of name in namespace (dns, url, oid, x500 or a UUID). */
+  async nameUuid(version: number, namespace: string, name: string): Promise<string> {
+    return strs(await this.call(`/v1/uuid?version=${version}&namespace=${encodeURIComponent(namespace)}&name=${encodeURIComponent(name)}`), "uuids", "uuid")[0];
+  }
+
+  /** n TypeIDs (UUID version 7) with the prefix: user_01h455vb4pex5vsknk084sn02q. */
+  async typeIds(prefix: string, n = 1): Promise<string[]> {
+    return strs(await this.call(`/v1/uuid?version=7&form=typeid&prefix=${encodeURIComponent(prefix)}&n=${count(n, 10_000)}`), "uuids", "uuid");
+  }
+
+  /** n serial numbers of the serial configured as name (serials: on the servers). */
+  async serials(name: string, n = 1): Promise<string[]> {
+    return strs(await this.call(`/v1/serial/${path(name)}?n=${count(n, 10_000)}`), "serials", "serial");
+  }
+
+  /** Creates a tag (tag administration, with the admin token): step, and optionally its mode and first ID. */
+  async createTag(name: string, step: number, opts: { mode?: "segment" | "sequence"; maxId?: bigint } = {}): Promise<void> {
+    // Built by hand: a maxId past 2^53 must not pass through a number.
+    let body = `{"name":${JSON.stringify(name)},"step":${Math.trunc(step)}`;
+    if (opts.mode) body += `,"mode":${JSON.stringify(opts.mode)}`;
+    if (opts.maxId !== undefined) body += `,"max_id":${opts.maxId.toString()}`;
+    await this.send("POST", "/v1/tags", body + "}", true);
+  }
+
+  /** The client's counters. */
+  stats(): Stats {
+    const leases: Stats["leases"] = {};
+    for (const [t, l] of this.leases) leases[t] = { remaining: l.remaining(), size: l.size };
+    return { ...this.counters, leases };
+  }
+
+  /** Closes the connections. frond has no call to give a lease's tail back: it is skipped (a gap), never reused. */
+  close(): void {
+    this.closed = true;
+    for (const s of this.servers) s.agent.destroy();
+  }
+
+  // ---- Transport ----
+
+  /** @internal */
+  call(pathAndQuery: string): Promise<Answer> {
+    return this.send("GET", pathAndQuery, undefined, false);
+  }
+
+  // send runs one call with fail-over: the preferred server unless it
+  // rests, else the next that does not, else the one resting least, after
+  // its rest. A non-retryable answer is thrown at once.
+  private async send(method: string, pathAndQuery: string, body: string | undefined, admin: boolean): Promise<Answer> {
+    if (this.closed) throw new FrondError("", 0, "frond: the client is closed");
+    const attempts = this.o.attempts > 0 ? this.o.attempts : 3 * this.servers.length;
+    let last: FrondError | undefined;
+    for (let a = 0; a < attempts; a++) {
+      const i = this.pick();
+      const s = this.servers[i];
+      const rest = s.downUntil - performance.now();
+      if (rest > 0) await new Promise((r) => setTimeout(r, rest));
+      try {
+        this.counters.calls++;
+        const m = await this.once(s, method, pathAndQuery, body, admin);
+        s.fails = 0;
+        s.downUntil = 0;
+        this.preferred = i;
+        return m;
+      } catch (e) {
+        const err = e as FrondError;
+        if (!(err instanceof FrondError) || !err.retryable) throw e;
+        s.fails = Math.min(s.fails + 1, 30);
+        let wait = Math.min(this.o.backoffMaxMs, this.o.backoffMinMs * 2 ** Math.min(s.fails - 1, 20));
+        wait = Math.max(wait * (0.8 + 0.4 * Math.random()), err.retryAfterMs);
+        s.downUntil = performance.now() + wait;
+        last = err;
+        if (this.servers.length > 1) this.counters.failovers++;
+      }
+    }
+    const l = last as FrondError;
+    throw new FrondError(l.wireCode, l.status,
+      `no server could answer (${attempts} attempts on ${this.servers.length} server${this.servers.length === 1 ? "" : "s"}); the last: ${l.message}`, l.retryAfterMs, { cause: l });
+  }
+
+  private pick(): number {
+    const now = performance.now();
+    let best = this.preferred;
+    let bestRest = Infinity;
+    for (let k = 0; k < this.servers.length; k++) {
+      const i = (this.preferred + k) % this.servers.length;
+      const r = this.servers[i].downUntil - now;
+      if (r <= 0) return i;
+      if (r < bestRest) {
+        best = i;
+        bestRest = r;
+      }
+    }
+    return best;
+  }
+
+  private once(s: Server, method: string, pathAndQuery: string, body: string | undefined, admin: boolean): Promise<Answer> {
+    const url = new URL(s.base + pathAndQuery);
+    const headers: Record<string, string> = { accept: "application/json" };
+    if (this.o.tagToken) headers["x-frond-token"] = this.o.tagToken;
+    if (admin && this.o.adminToken) headers["authorization"] = `Bearer ${this.o.adminToken}`;
+    if (body !== undefined) headers["content-type"] = "application/json";
+    const mod = url.protocol === "https:" ? https : http;
+    return new Promise<Answer>((resolve, reject) => {
+      const fail = (e: Error) => reject(new FrondError("", 0, `server ${s.base}: ${e.message}`, 0, { cause: e }));
+      const req = mod.request(url, { method, headers, agent: s.agent, signal: AbortSignal.timeout(this.o.timeoutMs) }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("error", fail);
+        res.on("end", () => {
+          const status = res.statusCode ?? 0;
+          const text = Buffer.concat(chunks).toString("utf8");
+          const ra = Number(res.headers["retry-after"] ?? 0);
+          const retryAfterMs = Number.isFinite(ra) && ra > 0 ? ra * 1000 : 0;
+          let v: unknown;
+          try {
+            // IDs are read from the *_str fields: a number past 2^53 in
+            // this parse is never used.
+            v = JSON.parse(text);
+          } catch {
+            reject(new FrondError("", status === 200 ? 0 : status, `server ${s.base} answered ${status}: ${text.slice(0, 200)}`, retryAfterMs));
+            return;
+          }
+          const m = (v ?? {}) as Answer;
+          if (status >= 200 && status < 300) {
+            resolve(m);
+            return;
+          }
+          const e = m.error as { code?: string; message?: string } | undefined;
+          reject(new FrondError(e?.code ?? "", status, e?.message ?? `server ${s.base} answered ${status}: ${text.slice(0, 200)}`, retryAfterMs));
+        });
+      });
+      req.on("error", fail);
+      if (body !== undefined) req.write(body);
+      req.end();
+    });
+  }
+}
+
+function ranges(m: Answer): Range[] {
+  const rs = m.ranges;
+  if (!Array.isArray(rs)) throw new FrondError("", 0, "frond's answer has no ranges");
+  return rs.map((r: Record<string, unknown>) => ({
+    start: BigInt(r.start_str as string),
+    end: BigInt(r.end_str as string),
+    stride: BigInt(r.stride as number),
+    count: r.count as number,
+  }));
+}
+
+function strs(m: Answer, many: string, one: string): string[] {
+  if (typeof m[one] === "string") return [m[one] as string];
+  const v = m[many];
+  if (!Array.isArray(v)) throw new FrondError("", 0, `frond's answer has no ${many}`);
+  return v.map(String);
+}
+
+function count(n: number, max: number): number {
+  if (!Number.isInteger(n) || n < 1 || n > max) throw new RangeError(`frond: n ${n}: 1 to ${max}`);
+  return n;
+}
+
+function path(s: string): string {
+  if (typeof s !== "string" || s === "") throw new TypeError("frond: an empty name");
+  return encodeURIComponent(s);
+}
