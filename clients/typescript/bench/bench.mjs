@@ -32,6 +32,18 @@ const counter = async (k) => {
   }
   sink ^= x;
 };
+// The same counter kept in an object, as a lease keeps its next ID: each
+// increment is a new bigint on the heap.
+const box = { v: 0n };
+const boxed = async (k) => {
+  let x = 0n;
+  for (let i = 0; i < k; i++) {
+    const id = box.v;
+    box.v = id + 1n;
+    x ^= id;
+  }
+  sink ^= x;
+};
 const tryNext = async (k) => {
   let x = 0n;
   for (let i = 0; i < k; i++) x ^= tag.tryNext() ?? (await tag.next());
@@ -47,13 +59,14 @@ const byName = async (k) => {
   for (let i = 0; i < k; i++) x ^= await c.nextId("bench");
   sink ^= x;
 };
-const fs = { counter, tryNext, awaitNext, byName };
+const fs = { counter, boxed, tryNext, awaitNext, byName };
 for (let w = 0; w < 3; w++) for (const f of Object.values(fs)) await time(f, n / 4);
 const res = Object.fromEntries(Object.keys(fs).map((k) => [k, []]));
 for (let r = 0; r < rounds; r++) for (const [k, f] of Object.entries(fs)) res[k].push(await time(f, n));
 const med = (v) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
 const base = med(res.counter);
 console.log(`${rounds} rounds of ${n.toLocaleString("en")} IDs, one loop, medians (ns per ID): bigint counter ${base.toFixed(1)}; ` +
+  `the counter in an object ${med(res.boxed).toFixed(1)} (${(med(res.boxed) / base).toFixed(2)}x); ` +
   `tag.tryNext() ${med(res.tryNext).toFixed(1)} (${(med(res.tryNext) / base).toFixed(2)}x); ` +
   `await tag.next() ${med(res.awaitNext).toFixed(1)} (${(med(res.awaitNext) / base).toFixed(2)}x); ` +
   `await client.nextId(tag) ${med(res.byName).toFixed(1)} (${(med(res.byName) / base).toFixed(2)}x)`);
