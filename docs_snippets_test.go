@@ -5,32 +5,39 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// Every Go snippet of the README and docs/ is code that compiles (issue 44,
-// item 6: the README's segment snippet did not, and never created the tag
-// it asked for). A snippet is the body, word for word, of an example or a
-// test somewhere in the repository (the root module's, a contrib module's,
-// examples/), which its package's tests compile and, where they can, run.
-// Its lines must stand in one Go file in the same order, contiguous; an
-// import block at its top needs only each import in that file. A snippet
-// that is not Go code (the output of a command) is not a go block.
+// Every Go, Java and JavaScript snippet of the README, docs/ and the
+// clients' READMEs is code that compiles (issue 44, item 6: the README's
+// segment snippet did not, and never created the tag it asked for). A
+// snippet is the body, word for word, of an example or a test somewhere in
+// the repository (the root module's, a contrib module's, examples/, the
+// clients' tests), which their tests compile and, where they can, run. Its
+// lines must stand in one file of its language in the same order,
+// contiguous; an import block at the top of a Go snippet needs only each
+// import in that file, and so do the import lines at the top of a Java or
+// JavaScript snippet. A block that is not code (a command's output) is
+// not a go, java or js block; one that needs what the repository cannot
+// build (Spring) says so after its language ("java spring") and is not
+// checked.
 func TestDocs_GoSnippetsAreCode(t *testing.T) {
 	type source struct {
 		path  string
 		lines []string
 	}
+	langs := map[string][]string{"go": {".go"}, "java": {".java"}, "js": {".mjs", ".ts"}}
 	var sources []source
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
-			return filepath.SkipDir // not compiled by go test
+		if d.IsDir() && path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules" || d.Name() == "dist" || d.Name() == "build") {
+			return filepath.SkipDir // not compiled by the tests
 		}
-		if !d.IsDir() && strings.HasSuffix(path, ".go") {
+		if ext := filepath.Ext(path); !d.IsDir() && (ext == ".go" || ext == ".java" || ext == ".mjs" || ext == ".ts") {
 			b, err := os.ReadFile(path)
 			if err != nil {
 				return err
@@ -44,8 +51,9 @@ func TestDocs_GoSnippetsAreCode(t *testing.T) {
 	}
 	docs, _ := filepath.Glob("docs/*.md")
 	more, _ := filepath.Glob("docs/*/*.md")
-	docs = append(append([]string{"README.md"}, docs...), more...)
-	block := regexp.MustCompile("(?ms)^```go\n(.*?)^```")
+	clients, _ := filepath.Glob("clients/*/README.md")
+	docs = append(append(append([]string{"README.md"}, docs...), more...), clients...)
+	block := regexp.MustCompile("(?ms)^```(go|java|js)\n(.*?)^```")
 	imports := regexp.MustCompile(`(?s)\Aimport \((.*?)\)\n`)
 	n := 0
 	for _, doc := range docs {
@@ -55,7 +63,7 @@ func TestDocs_GoSnippetsAreCode(t *testing.T) {
 		}
 		for _, m := range block.FindAllStringSubmatchIndex(string(b), -1) {
 			n++
-			snippet := string(b)[m[2]:m[3]]
+			lang, snippet := string(b)[m[2]:m[3]], string(b)[m[4]:m[5]]
 			line := strings.Count(string(b)[:m[0]], "\n") + 1
 			var want []string
 			if im := imports.FindStringSubmatch(snippet); im != nil {
@@ -63,15 +71,21 @@ func TestDocs_GoSnippetsAreCode(t *testing.T) {
 				snippet = snippet[len(im[0]):]
 			}
 			code := codeLines(snippet)
+			for len(code) > 0 && lang != "go" && strings.HasPrefix(code[0], "import ") {
+				want, code = append(want, code[0]), code[1:] // Java's and JavaScript's imports: in the file, anywhere
+			}
 			found := ""
 			for _, s := range sources {
+				if !slices.Contains(langs[lang], filepath.Ext(s.path)) {
+					continue
+				}
 				if contains(s.lines, code) && containsAll(s.lines, want) {
 					found = s.path
 					break
 				}
 			}
 			if found == "" {
-				t.Errorf("%s:%d: this Go snippet is in no Go file of the repository: make it the body of an example or a test, word for word\n%s", doc, line, snippet)
+				t.Errorf("%s:%d: this %s snippet is in no %s file of the repository: make it the body of an example or a test, word for word\n%s", doc, line, lang, strings.Join(langs[lang], " or "), snippet)
 			}
 		}
 	}
