@@ -15,8 +15,13 @@ version="${1:?usage: .ci/goget/run.sh VERSION}"
 work="$(mktemp -d)"
 server_pid=""
 cleanup() {
-  [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true
-  rm -rf "$work"
+  local rc=$?
+  if [ -n "$server_pid" ]; then
+    kill "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+  fi
+  rm -rf "$work" || true
+  exit "$rc"
 }
 trap cleanup EXIT
 

@@ -8,7 +8,18 @@ jar="$PWD/build/frond-client.jar"
 bin="${FROND_TEST_BIN:-$PWD/build/frond}"
 work="$(mktemp -d)"
 pid=""
-trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
+# The server stopped and waited for (it writes its data directory as it
+# stops) before the directory goes; the script's status is its own.
+cleanup() {
+  local rc=$?
+  if [ -n "$pid" ]; then
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  fi
+  rm -rf "$work" || true
+  exit "$rc"
+}
+trap cleanup EXIT
 cp ../../.ci/javaget/Main.java "$work/"
 "$bin" serve --data-dir "$work/data" --http-addr 127.0.0.1:0 --log-format json 2>"$work/serve.log" &
 pid=$!

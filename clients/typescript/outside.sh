@@ -7,7 +7,18 @@ cd "$(dirname "$0")"
 bin="${FROND_TEST_BIN:?FROND_TEST_BIN: a frond binary}"
 work="$(mktemp -d)"
 pid=""
-trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
+# The server stopped and waited for (it writes its data directory as it
+# stops) before the directory goes; the script's status is its own.
+cleanup() {
+  local rc=$?
+  if [ -n "$pid" ]; then
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  fi
+  rm -rf "$work" || true
+  exit "$rc"
+}
+trap cleanup EXIT
 npm run build >/dev/null
 tarball="$(npm pack --silent --pack-destination "$work")"
 mkdir "$work/use"
