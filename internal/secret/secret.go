@@ -235,8 +235,8 @@ func jsonQuoted(s string) string {
 }
 
 // Hide returns err with every remembered secret, and the extra ones,
-// masked in its message; errors.Is and errors.As see through it. Nil for
-// nil; err itself when no secret is known.
+// masked in its message (when it is printed: a secret remembered later is
+// masked too); errors.Is and errors.As see through it. Nil for nil.
 func Hide(err error, extra ...string) error {
 	if err == nil {
 		return nil
