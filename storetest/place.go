@@ -205,10 +205,29 @@ func testPlaceFenceUnderLoad(t *testing.T, o Opener, sequence bool) {
 	var highest int64
 	var served int
 	var wg sync.WaitGroup
+	// The clients end before the test does, however it ends: a client's
+	// t.Error after the test had failed (the store's context then
+	// cancelled) panicked the whole binary and hid the first failure.
+	stop := make(chan struct{})
+	defer func() {
+		close(stop)
+		wg.Wait()
+	}()
+	// Every client opened before any runs: opening one (it writes the
+	// store's record) behind 7 clients allocating flat out on SQLite timed
+	// out on a busy machine (issue 44, item 3).
+	var clients []frond.PlacedStore
 	for range 8 { // issue 42: a change of the set under the load of 8 callers finishes in bounded time
-		cl := placed(t, o)
+		clients = append(clients, placed(t, o))
+	}
+	for _, cl := range clients {
 		wg.Go(func() {
 			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
 				var a frond.Range
 				var err error
 				if sequence {
