@@ -12,18 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 version="${1:?usage: .ci/goget/run.sh VERSION}"
-work="$(mktemp -d)"
-server_pid=""
-cleanup() {
-  local rc=$?
-  if [ -n "$server_pid" ]; then
-    kill "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-  fi
-  rm -rf "$work" || true
-  exit "$rc"
-}
-trap cleanup EXIT
+. .ci/frond.sh
 
 git clone -q . "$work/repo"
 (
@@ -50,8 +39,7 @@ bin="$work/frond-$version-linux-amd64/frond"
 got="$("$bin" version | head -1)"
 [ "$got" = "frond $version" ] || { echo "release: frond version printed \"$got\", not frond $version" >&2; exit 1; }
 
-"$bin" serve --data-dir "$work/data" --http-addr 127.0.0.1:0 --grpc-addr 127.0.0.1:0 --log-format json 2>"$work/serve.log" &
-server_pid=$!
+frond_start "$bin" --grpc-addr 127.0.0.1:0
 
 mkdir "$work/use"
 cp .ci/goget/main.go "$work/use/"
@@ -62,13 +50,7 @@ cp .ci/goget/main.go "$work/use/"
   go get "github.com/frond-id/frond@$version" "github.com/frond-id/frond/contrib/gorm@$version" "github.com/frond-id/frond/contrib/ent@$version"
   go mod tidy
   grep -q "github.com/frond-id/frond $version" go.mod || { cat go.mod; echo "go.mod does not require frond $version"; exit 1; }
-  grpc=""
-  for i in $(seq 100); do
-    grpc="$(sed -n 's/.*"msg":"frond listening for gRPC".*"addr":"\([^"]*\)".*/\1/p' "$work/serve.log")"
-    [ -n "$grpc" ] && break
-    sleep 0.2
-  done
-  [ -n "$grpc" ] || { cat "$work/serve.log"; echo "the release's frond serve did not listen"; exit 1; }
+  grpc="$(frond_addr gRPC)"
   go run . "$grpc" || { cat "$work/serve.log"; exit 1; }
 )
 echo "release $version: archives reproducible, tags made, resolved by version from a module proxy and run"
