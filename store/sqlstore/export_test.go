@@ -1,5 +1,7 @@
 package sqlstore
 
+import "context"
+
 // UseRows makes s serve sequence tags from Leaf's row, as on MySQL, even on
 // a database with sequence objects: the tests cover both paths on one
 // server. A real deployment never mixes them on one database.
@@ -20,4 +22,9 @@ func (s *Store) QueryInt(query string, args ...any) (int64, error) {
 	var v int64
 	err := s.db.QueryRow(s.d.q(query), args...).Scan(&v)
 	return v, err
+}
+
+// Retry runs op as the store retries its transactions.
+func (s *Store) Retry(ctx context.Context, op func(ctx context.Context) error) error {
+	return s.retry(ctx, op)
 }

@@ -2,10 +2,13 @@ package sqlstore_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/internal/testenv"
@@ -83,4 +86,39 @@ func TestMySQL_Placed(t *testing.T) {
 func TestPostgres_Placed(t *testing.T) {
 	raw := testenv.Getenv(t, "FROND_TEST_POSTGRES_URL")
 	storetest.RunPlacedStore(t, func(t *testing.T) storetest.Opener { return opener(dbtest.FreshDatabase(t, raw)) })
+}
+
+// Transactions that deadlocked and were retried at once met again: under
+// load (CI's busy step, 8 callers of AllocateIDs on MySQL) every retry
+// deadlocked and the allocation failed with error 1213. A store now waits
+// a random, doubling moment between retries, and retries 6 times.
+func TestRetry_DeadlocksWaitedOut(t *testing.T) {
+	s, err := sqlstore.Open(context.Background(), testenv.Getenv(t, "FROND_TEST_MYSQL_URL"), sqlstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	deadlock := &mysql.MySQLError{Number: 1213, Message: "Deadlock found when trying to get lock"}
+	var at []time.Time
+	err = s.Retry(context.Background(), func(context.Context) error {
+		at = append(at, time.Now())
+		if len(at) <= 5 {
+			return deadlock
+		}
+		return nil
+	})
+	if err != nil || len(at) != 6 {
+		t.Fatalf("after 5 deadlocks: %v, %d attempts", err, len(at))
+	}
+	at = nil
+	err = s.Retry(context.Background(), func(context.Context) error {
+		at = append(at, time.Now())
+		return deadlock
+	})
+	if !errors.Is(err, deadlock) || len(at) != 7 {
+		t.Fatalf("a deadlock every time: %v after %d attempts, want 7", err, len(at))
+	}
+	if at[6].Sub(at[0]) <= 0 {
+		t.Fatal("no wait between the attempts")
+	}
 }

@@ -19,7 +19,8 @@
 //
 // frond's own parameters, removed before the URL reaches the driver:
 // frond_timeout (per statement, default 5s), frond_max_conns (pool size,
-// default 4), frond_retries (immediate retries on deadlock or busy, default 2).
+// default 4), frond_retries (retries on deadlock or busy, after a random wait that
+// doubles, default 6).
 package sqlstore
 
 import (
@@ -29,6 +30,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,7 +55,8 @@ type Options struct {
 	// MaxOpenConns caps the connection pool. Zero means 4.
 	MaxOpenConns int
 	// Retries is how many times a statement that hit a deadlock or a busy
-	// database is retried at once. Zero means 2; negative means none.
+	// database is retried, after a random wait that doubles with each
+	// attempt. Zero means 6; negative means none.
 	Retries int
 	// Logger receives Open's warnings (a case-insensitive leaf_alloc). Nil
 	// means none; Warnings reports them either way.
@@ -95,7 +98,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		opts.MaxOpenConns = 4
 	}
 	if opts.Retries == 0 {
-		opts.Retries = 2
+		opts.Retries = 6
 	}
 	db, err := sqldb.Open(p, sqldb.Options{Timeout: opts.Timeout, MaxOpenConns: opts.MaxOpenConns, MakeDir: true})
 	if err != nil {
@@ -181,13 +184,23 @@ func takeOptions(params map[string]string, opts *Options) error {
 // fail wraps a database error: an outage unless it is a known answer.
 func (s *Store) fail(op string, err error) error { return s.db.Fail(op, err) }
 
-// retry runs op, again at once when it fails with a transient error
-// (deadlock, serialization failure, busy database).
+// retry runs op, again when it fails with a transient error (deadlock,
+// serialization failure, busy database), after a random wait that doubles
+// with each attempt (up to 1, 2, 4, ... ms): transactions that deadlocked
+// and were retried at once met again, and under load every retry deadlocked
+// (CI's busy step: MySQL error 1213 out of AllocateIDs with 8 callers).
 func (s *Store) retry(ctx context.Context, op func(ctx context.Context) error) error {
 	for attempt := 0; ; attempt++ {
 		err := op(ctx)
 		if err == nil || attempt >= s.opts.Retries || !s.d.transient(err) || ctx.Err() != nil {
 			return err
+		}
+		t := time.NewTimer(time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 10))))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
 		}
 	}
 }
