@@ -15,7 +15,7 @@ import (
 
 var sink int64
 
-// BenchmarkBaselineAtomicAdd is the floor any CAS-based generator sits on.
+// BenchmarkBaselineAtomicAdd is the floor a generator built on one shared word sits on.
 func BenchmarkBaselineAtomicAdd(b *testing.B) {
 	var a atomic.Int64
 	for b.Loop() {
@@ -86,7 +86,7 @@ func BenchmarkNext_FlatOutParallel(b *testing.B) {
 	benchutil.Rate(b, b.N)
 }
 
-// BenchmarkAppendN_100: batches reserve a tick's worth in one CAS.
+// BenchmarkAppendN_100: batches reserve up to a tick's worth in one atomic step.
 func BenchmarkAppendN_100(b *testing.B) {
 	g := newBenchGen(b, time.Hour)
 	buf := make([]int64, 0, 100)

@@ -23,9 +23,11 @@
 //
 // # Clock policy
 //
-// The hot path is a compare-and-swap of the packed time|sequence word; no
-// mutex. The clock is read on every call (SystemClock: the monotonic clock
-// plus a wall-clock anchor renewed every 10 ms, half the cost of time.Now).
+// The hot path is an atomic add on the packed time|sequence word within a
+// tick and a compare-and-swap to a new tick; no mutex, and within a tick no
+// retry however many cores call at once. The clock is read on every call
+// (SystemClock: the monotonic clock plus a wall-clock anchor renewed every
+// 10 ms, half the cost of time.Now).
 //
 //   - The clock behind the latest reading by at most MaxBackward (default
 //     5 ms, as Leaf): the step is absorbed. The generator keeps issuing from

@@ -78,8 +78,9 @@ func (e *ClockError) Error() string {
 func (e *ClockError) Unwrap() error { return ErrClockBackwards }
 
 // Generator issues snowflake IDs for one node. It is safe for concurrent use:
-// the time and sequence of the last ID are packed in one 64-bit word updated
-// by compare-and-swap, so there is no mutex on the hot path.
+// the time and sequence of the last ID are packed in one 64-bit word, raised
+// by an atomic add within a tick and by compare-and-swap to a new tick, so
+// there is no mutex and, within a tick, no retry on the hot path.
 //
 // IDs of one generator strictly increase in the order the calls take effect.
 type Generator struct {
@@ -96,6 +97,7 @@ type Generator struct {
 	maxLead   int64 // ticks
 	budget    int64 // ns a single call may wait in all
 	randStart uint64
+	adds      bool // the state's fields leave bit 63 free: an add may run past the end
 	now       func() int64
 	sys       *SystemClock // when set, called directly (cheaper than now)
 	sleep     func(time.Duration)
@@ -167,6 +169,7 @@ func New(s Settings) (*Generator, error) {
 		maxBackNs: int64(s.MaxBackward),
 		maxLead:   int64(s.MaxLead) / int64(l.Unit),
 		randStart: uint64(s.RandomStart),
+		adds:      l.TimeBits+l.SeqBits < 63,
 		now:       s.Now,
 		sys:       sys,
 		sleep:     s.Sleep,
@@ -237,14 +240,22 @@ func (g *Generator) compose(state uint64) int64 {
 	return int64(state>>g.seqBits)<<g.timeShift | g.nodePart | int64(state&g.seqMask)
 }
 
-// reserve takes up to n (>= 1) consecutive sequence numbers of one tick and
-// returns the first and last packed states.
+// reserve takes up to n (>= 1) consecutive values of the packed state and
+// returns the first and last. The range lies in one tick, except that a
+// range taken by an atomic add may run on into the following tick.
+//
+// Values that continue the current tick are taken with one atomic add, which
+// never fails under contention (a compare-and-swap loop on one word loses
+// most of its races on many cores and re-reads the clock for each). Only
+// moving to a new tick (the clock's, or the next one when the sequence is
+// used up) takes a compare-and-swap. An add may run past what may be issued
+// now when other callers took the last values of the tick at the same time;
+// such a caller holds values of a later tick and waits for the clock to allow
+// them, as it would have waited for that tick anyway. Callers add only after
+// they saw the state within what may be issued, so the state runs ahead by at
+// most one value per concurrent caller, never by one per refused call.
 func (g *Generator) reserve(n uint64) (lo, hi uint64, err error) {
-	// A wait is bounded by the clock, not by how often a call waits: under
-	// contention a call may lose the race for several ticks in a row while
-	// the clock is fine. What counts is how far the clock fell short of the
-	// time slept (stalled); past the budget, the call gives up.
-	var stalled, sleptNs, sleptAt int64
+	var w waiter
 	for {
 		// Load the state before reading the clock, so a reading older than
 		// the state can only come from a clock that really stepped back.
@@ -260,78 +271,175 @@ func (g *Generator) reserve(n uint64) (lo, hi uint64, err error) {
 		} else {
 			nowNs = g.now()
 		}
-		t := g.tickOf(nowNs)
-		switch {
-		case t > seenTick:
-			// Once per tick. The pair is not updated atomically: a reader may
-			// pair the new tick with the old reading and underestimate a
-			// backward step by less than a tick.
-			if g.seenTick.CompareAndSwap(seenTick, t) {
-				g.seen.Store(nowNs)
-			}
-		case t < seenTick:
-			behind := max(seen, g.epochNs+seenTick*g.unitNs) - nowNs
-			g.noteStep(seenTick)
-			if behind > g.maxBackNs {
-				g.refusals.Add(1)
-				return 0, 0, &ClockError{Offset: time.Duration(behind), Max: time.Duration(g.maxBackNs)}
+		t, top := g.tickOf(nowNs), seenTick
+		if t != seenTick {
+			if top, err = g.moved(nowNs, t, seenTick, seen); err != nil {
+				return 0, 0, err
 			}
 		}
 		last := int64(old >> g.seqBits)
-		borrowed := int64(0)
+		next, fresh := last, false
 		switch {
 		case t > last:
-			if t > g.maxTick {
-				return 0, 0, fmt.Errorf("%w: layout %s ran out on %s", ErrLayoutExpired, g.layout.Name, g.layout.Expires().Format(time.RFC3339))
+			next, fresh = t, true
+		case old&g.seqMask == g.seqMask: // the sequence of tick last is used up
+			next, fresh = last+1, true
+		}
+		if next > g.maxTick || next > g.limit.Load() {
+			return 0, 0, g.notIssuable(next)
+		}
+		// A new tick may lead the clock by MaxLead. The tick of the state
+		// goes on being issued after a backward step the generator waits
+		// out, so it is measured against the latest tick the clock showed.
+		lead := next - top
+		if fresh {
+			lead = next - t
+		}
+		if lead > g.maxLead {
+			// Wait until the clock reaches tick next-maxLead.
+			if err := w.sleep(g, (next-g.maxLead)*g.unitNs+g.epochNs-nowNs, nowNs); err != nil {
+				return 0, 0, err
 			}
-			if limit := g.limit.Load(); t > limit {
-				return 0, 0, g.unreserved(t, limit)
+			continue
+		}
+		if fresh || !g.adds {
+			lo = uint64(next)<<g.seqBits | old&g.seqMask + 1
+			if fresh {
+				lo = uint64(next)<<g.seqBits | g.startSeq()
 			}
-			lo = uint64(t)<<g.seqBits | g.startSeq()
-		case old&g.seqMask < g.seqMask:
-			lo = old + 1
-		default: // the sequence of tick last is used up
-			next := last + 1
-			if next > g.maxTick {
-				return 0, 0, fmt.Errorf("%w: layout %s ran out on %s", ErrLayoutExpired, g.layout.Name, g.layout.Expires().Format(time.RFC3339))
-			}
-			maxLead := g.maxLead
-			if next > g.limit.Load() {
-				maxLead = 0 // do not borrow past the limit; the clock decides
-			}
-			if lead := next - t; lead > maxLead {
-				// Wait until the clock reaches tick next-maxLead.
-				d := (next-maxLead)*g.unitNs + g.epochNs - nowNs
-				if sleptNs > 0 {
-					stalled += max(sleptNs-(nowNs-sleptAt), 0)
-				}
-				if stalled+d > g.budget {
-					g.refusals.Add(1)
-					return 0, 0, &ClockError{Offset: time.Duration(d), Max: time.Duration(g.maxBackNs), Stalled: true}
-				}
-				g.waits.Add(1)
-				g.sleep(time.Duration(d))
-				sleptNs, sleptAt = d, nowNs
+			hi = min(lo|g.seqMask, lo+n-1)
+			if !g.state.CompareAndSwap(old, hi) {
 				continue
 			}
-			lo = uint64(next)<<g.seqBits | g.startSeq()
-			if next > t {
-				borrowed = next - t
-			}
-		}
-		hi = lo | g.seqMask
-		if n-1 < hi-lo {
-			hi = lo + n - 1
-		}
-		if g.state.CompareAndSwap(old, hi) {
-			if borrowed > 0 {
-				g.borrows.Add(1)
-				for m := g.maxLeadT.Load(); borrowed > m && !g.maxLeadT.CompareAndSwap(m, borrowed); m = g.maxLeadT.Load() {
-				}
-			}
+			g.noteLead(hi, t, fresh)
 			return lo, hi, nil
 		}
+		k := min(n, g.seqMask-old&g.seqMask)
+		hi = g.state.Add(k)
+		lo = hi - k + 1
+		if hi&sealedBit != 0 {
+			return 0, 0, ErrSealed
+		}
+		if end := int64(hi >> g.seqBits); end != next {
+			// Others took the rest of the tick meanwhile: the range ends in
+			// a later tick, which may have to wait for the clock.
+			if t, err = g.await(end, &w); err != nil {
+				return 0, 0, err // the range is lost: a gap, never a duplicate
+			}
+		}
+		g.noteLead(hi, t, lo&g.seqMask == 0 || lo>>g.seqBits != hi>>g.seqBits)
+		return lo, hi, nil
 	}
+}
+
+// read reads the clock and returns the reading, its tick and the latest tick
+// the clock has shown, refusing a backward step larger than the generator
+// waits out.
+func (g *Generator) read() (nowNs, t, top int64, err error) {
+	seenTick := g.seenTick.Load()
+	seen := g.seen.Load()
+	if g.sys != nil {
+		nowNs = g.sys.Now()
+	} else {
+		nowNs = g.now()
+	}
+	t, top = g.tickOf(nowNs), seenTick
+	if t != seenTick {
+		top, err = g.moved(nowNs, t, seenTick, seen)
+	}
+	return nowNs, t, top, err
+}
+
+// moved handles a reading whose tick t is not the latest the clock has shown
+// (seenTick, first shown by the reading seen): it records a later tick, and
+// refuses a backward step larger than the generator waits out. It returns
+// the latest tick shown.
+func (g *Generator) moved(nowNs, t, seenTick, seen int64) (int64, error) {
+	if t > seenTick {
+		// Once per tick. The pair is not updated atomically: a reader may
+		// pair the new tick with the old reading and underestimate a
+		// backward step by less than a tick.
+		if g.seenTick.CompareAndSwap(seenTick, t) {
+			g.seen.Store(nowNs)
+		}
+		return t, nil
+	}
+	behind := max(seen, g.epochNs+seenTick*g.unitNs) - nowNs
+	g.noteStep(seenTick)
+	if behind > g.maxBackNs {
+		g.refusals.Add(1)
+		return 0, &ClockError{Offset: time.Duration(behind), Max: time.Duration(g.maxBackNs)}
+	}
+	return seenTick, nil
+}
+
+// notIssuable returns the error for a tick past the layout's end or past the
+// limit, nil for a tick that may be issued.
+func (g *Generator) notIssuable(tick int64) error {
+	if tick > g.maxTick {
+		return fmt.Errorf("%w: layout %s ran out on %s", ErrLayoutExpired, g.layout.Name, g.layout.Expires().Format(time.RFC3339))
+	}
+	if limit := g.limit.Load(); tick > limit {
+		return g.unreserved(tick, limit)
+	}
+	return nil
+}
+
+// await waits until tick may be issued: within the limit and at most
+// MaxLead ahead of the clock. It returns the clock's tick.
+func (g *Generator) await(tick int64, w *waiter) (int64, error) {
+	for {
+		if err := g.notIssuable(tick); err != nil {
+			return 0, err
+		}
+		nowNs, t, _, err := g.read()
+		if err != nil {
+			return 0, err
+		}
+		if tick-t <= g.maxLead {
+			return t, nil
+		}
+		if err := w.sleep(g, (tick-g.maxLead)*g.unitNs+g.epochNs-nowNs, nowNs); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// noteLead counts a tick taken ahead of the clock's tick t: the tick of the
+// last value taken, hi, when the range started it.
+func (g *Generator) noteLead(hi uint64, t int64, started bool) {
+	tick := int64(hi >> g.seqBits)
+	if !started || tick <= t {
+		return
+	}
+	g.borrows.Add(1)
+	lead := tick - t
+	for m := g.maxLeadT.Load(); lead > m && !g.maxLeadT.CompareAndSwap(m, lead); m = g.maxLeadT.Load() {
+	}
+}
+
+// waiter bounds the waits of one call by the clock, not by how often the
+// call waits: under contention a call may lose the race for several ticks in
+// a row while the clock is fine. What counts is how far the clock fell short
+// of the time slept (stalled); past the budget, the call gives up.
+type waiter struct {
+	stalled, sleptNs, sleptAt int64
+}
+
+// sleep waits d nanoseconds after the reading nowNs, or refuses when the
+// clock has fallen too far short of the earlier waits.
+func (w *waiter) sleep(g *Generator, d, nowNs int64) error {
+	if w.sleptNs > 0 {
+		w.stalled += max(w.sleptNs-(nowNs-w.sleptAt), 0)
+	}
+	if w.stalled+d > g.budget {
+		g.refusals.Add(1)
+		return &ClockError{Offset: time.Duration(d), Max: time.Duration(g.maxBackNs), Stalled: true}
+	}
+	g.waits.Add(1)
+	g.sleep(time.Duration(d))
+	w.sleptNs, w.sleptAt = d, nowNs
+	return nil
 }
 
 // noteStep counts a backward step once per latest tick.
@@ -385,12 +493,8 @@ const sealedBit = 1 << 63
 // last ID it issued. Every call that has not yet taken effect fails with
 // ErrSealed, so the time returned is final: a registry may record it.
 func (g *Generator) Seal() time.Time {
-	for {
-		old := g.state.Load()
-		if old&sealedBit != 0 || g.state.CompareAndSwap(old, old|sealedBit) {
-			return g.layout.TickTime(int64(old &^ sealedBit >> g.seqBits))
-		}
-	}
+	old := g.state.Or(sealedBit)
+	return g.layout.TickTime(int64(old &^ sealedBit >> g.seqBits))
 }
 
 func (g *Generator) unreserved(t, limit int64) error {

@@ -566,3 +566,67 @@ func TestGenerator_Seal(t *testing.T) {
 		t.Fatal("Seal or Last moved after sealing")
 	}
 }
+
+// A caller whose atomic add runs past the tick (others took its last values
+// between its look at the state and its add) holds a value of the next tick:
+// it waits for the clock to reach that tick, and past the limit it is
+// refused without pushing the state any further, however often it is called.
+func TestGenerator_AddPastTheTick(t *testing.T) {
+	for _, limited := range []bool{false, true} {
+		c := testclock.New(testNow)
+		var g *Generator
+		race := false
+		g, err := New(Settings{Sleep: c.Sleep, Now: func() int64 {
+			if race { // between the caller's look at the state and its add
+				race = false
+				if _, err := g.Next(); err != nil {
+					t.Errorf("competitor: %v", err)
+				}
+			}
+			return c.Now()
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if limited {
+			g.SetLimit(testNow)
+		}
+		if _, err := g.NextN(4095); err != nil { // all but the tick's last value
+			t.Fatal(err)
+		}
+		race = true
+		id, err := g.Next()
+		if limited {
+			if !errors.Is(err, ErrUnreserved) {
+				t.Fatalf("past the limit: %v, %v", id, err)
+			}
+			for range 10000 {
+				if _, err := g.Next(); !errors.Is(err, ErrUnreserved) {
+					t.Fatalf("refused call: %v", err)
+				}
+			}
+			if want := testNow.Add(time.Millisecond); !g.Last().Equal(want) {
+				t.Fatalf("refused calls moved the state to %v, want %v", g.Last(), want)
+			}
+			g.SetLimit(testNow.Add(time.Second))
+			c.Add(time.Millisecond)
+			if id, err = g.Next(); err != nil {
+				t.Fatal(err)
+			}
+			if p, _ := g.Layout().Decompose(id); !p.Time.Equal(testNow.Add(time.Millisecond)) || p.Seq != 1 {
+				t.Fatalf("after raising the limit: %+v", p)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := g.Layout().Decompose(id)
+		if !p.Time.Equal(testNow.Add(time.Millisecond)) || p.Seq != 0 || c.Now() < testNow.Add(time.Millisecond).UnixNano() {
+			t.Fatalf("ID %+v at clock %v: not waited for", p, time.Unix(0, c.Now()))
+		}
+		if st := g.Stats(); st.Waits != 1 || st.Borrows != 0 {
+			t.Fatalf("stats %+v", st)
+		}
+	}
+}
