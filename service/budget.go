@@ -43,6 +43,22 @@ func (h *Hold) Release() {
 	}
 }
 
+// add moves o's place into h. Both are places in the same budget (or in
+// none).
+func (h *Hold) add(o *Hold) {
+	switch {
+	case o.b == nil:
+		return
+	case h.b == nil:
+		*h = *o
+	case h.b != o.b:
+		panic("service: holds of two answer budgets merged")
+	default:
+		h.n += o.n
+	}
+	o.b = nil
+}
+
 // Held reports whether h is a place not yet given back.
 func (h *Hold) Held() bool { return h != nil && h.b != nil }
 

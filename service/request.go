@@ -315,6 +315,14 @@ func (s *Service) Take(ctx context.Context, r Request) (Answer, error) {
 // front door calls it once the answer is written, or will never be.
 func (a *Answer) Release() { a.hold.Release() }
 
+// MoveHoldTo moves the answer's place in the node's answer budget into h,
+// adding it to the place h already holds: a front door that writes many
+// answers before one flush (RESP's pipelines) gives them back with one
+// Release. Places of one node's answers are always in one budget.
+func (a *Answer) MoveHoldTo(h *Hold) {
+	h.add(&a.hold)
+}
+
 // TakeHold moves the answer's place in the node's answer budget out of it,
 // for a front door that writes the answer later (gRPC: when its transport
 // has sent it), and releases it then; nil when the answer holds none.

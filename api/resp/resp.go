@@ -230,31 +230,28 @@ type limitConn struct {
 	frame    framer    // only redcon's reading goroutine uses frame, rest and fail
 	rest     []byte    // read from the network, not yet handed to redcon
 	fail     error     // the framing error to answer once the commands before it are handled
-	// held are the places in the node's answer budget of the replies
-	// written into redcon's buffer and not yet flushed: released when the
-	// flush (one Write) returns, or when the connection closes.
+	// held is the place in the node's answer budget of the replies
+	// written into redcon's buffer and not yet flushed, all together:
+	// released when the flush (one Write) returns, or when the connection
+	// closes.
 	heldMu sync.Mutex
-	held   []service.Hold
+	held   service.Hold
 }
 
 // hold keeps a reply's place in the answer budget until it is flushed.
 func (c *limitConn) hold(a *service.Answer) {
-	if h := a.TakeHold(); h != nil {
-		c.heldMu.Lock()
-		c.held = append(c.held, *h)
-		c.heldMu.Unlock()
-	}
+	c.heldMu.Lock()
+	a.MoveHoldTo(&c.held)
+	c.heldMu.Unlock()
 }
 
 // release gives back the places of the replies flushed (or never to be).
 func (c *limitConn) release() {
 	c.heldMu.Lock()
 	held := c.held
-	c.held = nil // not held[:0]: hold may append while these are released
+	c.held = service.Hold{}
 	c.heldMu.Unlock()
-	for i := range held {
-		held[i].Release()
-	}
+	held.Release()
 }
 
 func (c *limitConn) Read(p []byte) (int, error) {
