@@ -2,6 +2,7 @@ package api
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,7 +34,16 @@ var latencyBounds = func() []int64 {
 	return out
 }()
 
-const opShards = 8
+// opShards is how many shards an Op's counters have: twice the cores
+// (two random picks of one core's counters rarely meet), at least 8, a
+// power of two. Each shard is 240 bytes without pointers.
+var opShards = func() int {
+	n := 8
+	for n < 2*runtime.GOMAXPROCS(0) && n < 128 {
+		n *= 2
+	}
+	return n
+}()
 
 type opShard struct {
 	count   atomic.Uint64
@@ -47,7 +57,7 @@ type opShard struct {
 // of every protocol at zero).
 type Op struct {
 	protocol, operation string
-	shards              [opShards]opShard
+	shards              []opShard
 }
 
 // Op returns the metrics of an operation. Operations are a fixed set per
@@ -64,7 +74,7 @@ func (m *Metrics) Op(protocol, operation string) *Op {
 			return o
 		}
 	}
-	o := &Op{protocol: protocol, operation: operation}
+	o := &Op{protocol: protocol, operation: operation, shards: make([]opShard, opShards)}
 	m.ops = append(m.ops, o)
 	return o
 }
@@ -75,17 +85,22 @@ func (o *Op) Done(start time.Time) {
 }
 
 // Took counts a request that took took.
-func (o *Op) Took(took time.Duration) {
-	if o == nil {
+func (o *Op) Took(took time.Duration) { o.TookN(1, took) }
+
+// TookN counts n requests that took took together, each the same share
+// of it: a RESP pipeline's commands, run one after another in one call.
+func (o *Op) TookN(n int, took time.Duration) {
+	if o == nil || n <= 0 {
 		return
 	}
 	d := int64(took)
-	s := &o.shards[rand.Uint32()%opShards]
+	each := d / int64(n)
+	s := &o.shards[rand.Uint32()&uint32(len(o.shards)-1)]
 	i := 0
-	for i < len(latencyBounds) && d > latencyBounds[i] {
+	for i < len(latencyBounds) && each > latencyBounds[i] {
 		i++
 	}
-	s.buckets[i].Add(1) // the buckets add up to the count
+	s.buckets[i].Add(uint64(n)) // the buckets add up to the count
 	s.sum.Add(d)
 }
 

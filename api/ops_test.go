@@ -33,6 +33,22 @@ func TestOp_Totals(t *testing.T) {
 	}
 }
 
+// TookN counts n requests that shared a time: each in the bucket of its
+// share, the sum the whole time.
+func TestOp_TookN(t *testing.T) {
+	op := NewMetrics(MetricsOptions{}).Op(RESP, "incr")
+	op.TookN(16, 16*30*time.Microsecond) // 30 µs each: the bucket of 50 µs
+	op.TookN(0, time.Second)             // nothing
+	op.Took(2 * time.Millisecond)
+	count, sum, buckets := op.totals()
+	if count != 17 || sum < 0.00247 || sum > 0.00249 {
+		t.Fatalf("count %d, sum %v", count, sum)
+	}
+	if buckets[0.000025] != 0 || buckets[0.00005] != 16 || buckets[0.001] != 16 || buckets[0.0025] != 17 {
+		t.Fatalf("buckets %v", buckets)
+	}
+}
+
 // BenchmarkOpDone is a request's metrics from two cores at once (the
 // clock reads of the request's start and end included).
 func BenchmarkOpDone(b *testing.B) {

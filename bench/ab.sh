@@ -9,8 +9,9 @@
 # commit (paired, the steadier figure: compare ratios, not absolute rates).
 # Usage: bench/ab.sh COMMIT_A COMMIT_B [COMMIT ...]
 # Environment: PROTO (http, the default, or resp), ROUNDS (default 5);
-# for http SECS (seconds per wrk run, default 3); for resp N (INCRs per run,
-# default 2,000,000) and DEPTH (the pipeline, default 16).
+# for http SECS (seconds per wrk run, default 3); for resp N (commands per
+# run, default 2,000,000), DEPTH (the pipeline, default 16) and CMD (the
+# command, default "INCR bench"; "SNOWFLAKE" for snowflake IDs).
 # The older form bench/ab-http.sh A B SECS ROUNDS still works.
 # (needs wrk or redis-benchmark: apt-get install wrk redis-tools; builds each
 # commit in a git worktree)
@@ -21,6 +22,7 @@ secs=${SECS:-3}
 rounds=${ROUNDS:-5}
 n=${N:-2000000}
 depth=${DEPTH:-16}
+cmd=${CMD:-INCR bench}
 [[ $proto == http || $proto == resp ]] || { echo "PROTO=$proto: http or resp" >&2; exit 2; }
 commits=()
 for arg in "$@"; do
@@ -68,8 +70,9 @@ if [[ $proto == http ]]; then
 	how="wrk -t2 -c32 -d${secs}s"
 else
 	for _ in $(seq 100); do redis-cli -p 16480 PING >/dev/null 2>&1 && break; sleep 0.1; done
-	rps() { redis-benchmark -p "$((16480 + $1))" -c 32 -n "$n" -P "$depth" INCR bench 2>&1 | awk '/throughput summary/ {print $3}'; }
-	how="redis-benchmark -c 32 -n $n -P $depth INCR"
+	# shellcheck disable=SC2086 # cmd is words
+	rps() { redis-benchmark -p "$((16480 + $1))" -c 32 -n "$n" -P "$depth" $cmd 2>&1 | awk '/throughput summary/ {print $3}'; }
+	how="redis-benchmark -c 32 -n $n -P $depth $cmd"
 fi
 names=()
 for c in "${commits[@]}"; do names+=("$(git rev-parse --short "$c")"); done

@@ -30,7 +30,11 @@ func BenchmarkTake(b *testing.B) {
 	s := benchService(b)
 	r := Request{Kind: KindSegment, Name: "bench"}
 	for b.Loop() {
-		s.Take(bg, r)
+		a, err := s.Take(bg, r)
+		if err != nil {
+			b.Fatal(err) // the answer budget full, say: a benchmark of the error path
+		}
+		a.Release()
 	}
 }
 

@@ -353,18 +353,30 @@ func (s *Server) handle(c redcon.Conn, cmd redcon.Command) {
 		lc.handled()
 	}
 	// The commands read with this one (a pipeline) run here, one after
-	// another: one clock read each, the end of one the start of the next.
+	// another, and share the time they took: each run of commands of one
+	// operation is counted at once (Op.TookN), with one clock read at its
+	// end, not one per command (a pipeline of INCRs is one run).
 	rest := c.ReadPipeline()
 	start := time.Now()
+	var cur *api.Op
+	n := 0
 	for {
 		op := s.run(c, cmd)
-		end := time.Now()
-		op.Took(end.Sub(start))
+		if op != cur && n > 0 {
+			// The clock is read after op's command ran: the run before
+			// it is charged that command's time too (a fraction of a
+			// microsecond), and the run of op starts here.
+			end := time.Now()
+			cur.TookN(n, end.Sub(start))
+			start, n = end, 0
+		}
+		cur = op
+		n++
 		if len(rest) == 0 || sess(c).hungUp {
+			cur.TookN(n, time.Since(start))
 			return
 		}
 		cmd, rest = rest[0], rest[1:]
-		start = end
 	}
 }
 
