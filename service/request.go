@@ -297,7 +297,7 @@ func (s *Service) Take(ctx context.Context, r Request) (Answer, error) {
 	case r.IdempotencyKey != "":
 		a, err = s.takeKeyed(ctx, r)
 	case r.Kind == KindSegment:
-		a, err = s.takeTag(ctx, r, "", true) // the hot path: one call less
+		a, err = s.takeTag(ctx, &r, "", true) // the hot path: one call less
 	default:
 		a, err = s.take(ctx, r)
 	}
@@ -358,7 +358,7 @@ func (s *Service) take(ctx context.Context, r Request) (Answer, error) {
 	n := max(r.Count, 1)
 	switch r.Kind {
 	case KindSegment:
-		return s.takeTag(ctx, r, "", true)
+		return s.takeTag(ctx, &r, "", true)
 	case KindSnowflake:
 		var ids []int64
 		var err error
@@ -405,10 +405,10 @@ func (s *Service) take(ctx context.Context, r Request) (Answer, error) {
 //
 // The answer's Request is r as fitted to the mapping (its form filled,
 // TinyID's list of numbers no longer ranges): the caller answers by it.
-func (s *Service) takeTag(ctx context.Context, r Request, mode string, learn bool) (a Answer, err error) {
+func (s *Service) takeTag(ctx context.Context, r *Request, mode string, learn bool) (a Answer, err error) {
 	defer func() {
 		if err == nil && a.Request.Kind == "" {
-			a.Request = r
+			a.Request = *r
 		}
 	}()
 	k, err := s.kindOf(ctx, r.Name)
@@ -419,12 +419,12 @@ func (s *Service) takeTag(ctx context.Context, r Request, mode string, learn boo
 		mode = cmp.Or(k.mode, frond.ModeSegment)
 	}
 	form, ranges, count := r.Form, r.Ranges, r.Count // what fitMapping fills
-	if err := s.fitMapping(&r, k.mapping); err != nil {
+	if err := s.fitMapping(r, k.mapping); err != nil {
 		return Answer{}, err
 	}
 	n := max(r.Count, 1)
 	if mode == frond.ModeSequence {
-		a, err := s.takeSequence(ctx, r, n, k.mapping)
+		a, err := s.takeSequence(ctx, *r, n, k.mapping)
 		if err != nil {
 			return s.misread(ctx, r, mode, learn, err)
 		}
@@ -481,7 +481,7 @@ func (s *Service) takeTag(ctx context.Context, r Request, mode string, learn boo
 // misread handles a failed takeTag of mode: with learn, when the store
 // said the tag has the other mode, this node learns it and serves the
 // request once more by it; any other error is the answer.
-func (s *Service) misread(ctx context.Context, r Request, mode string, learn bool, err error) (Answer, error) {
+func (s *Service) misread(ctx context.Context, r *Request, mode string, learn bool, err error) (Answer, error) {
 	switch {
 	case !learn:
 	case mode == frond.ModeSequence && errors.Is(err, frond.ErrNotSequence):
