@@ -83,7 +83,7 @@ func BenchmarkKinds(b *testing.B) {
 	})
 	b.Run("uuid-typeid", func(b *testing.B) {
 		for b.Loop() {
-			s.take(bg, Request{Kind: KindUUID, Version: 7, Form: FormTypeID, Prefix: "user"})
+			s.take(bg, &Request{Kind: KindUUID, Version: 7, Form: FormTypeID, Prefix: "user"})
 		}
 	})
 }

@@ -194,7 +194,7 @@ func (s *Service) serials(ctx context.Context, name string, n int) ([]string, er
 		}
 		// By the tag's mode: a sequence tag's serials are taken from the
 		// store request by request, as its IDs are.
-		a, err := s.take(ctx, Request{Kind: KindSegment, Name: tag, Count: int64(n - len(out)), Ranges: true, Form: FormNumber}) // the serial's own form, whatever the tag's
+		a, err := s.take(ctx, &Request{Kind: KindSegment, Name: tag, Count: int64(n - len(out)), Ranges: true, Form: FormNumber}) // the serial's own form, whatever the tag's
 		rs := a.Ranges
 		if errors.Is(err, frond.ErrTagNotFound) && !sr.resets() {
 			// A missing tag may be one that was deleted: creating it again

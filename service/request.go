@@ -299,7 +299,7 @@ func (s *Service) Take(ctx context.Context, r Request) (Answer, error) {
 	case r.Kind == KindSegment:
 		a, err = s.takeTag(ctx, &r, "", true) // the hot path: one call less
 	default:
-		a, err = s.take(ctx, r)
+		a, err = s.take(ctx, &r)
 	}
 	if err != nil {
 		hold.Release()
@@ -346,7 +346,7 @@ func (s *Service) takeKeyed(ctx context.Context, r Request) (Answer, error) {
 		defer cancel()
 		stop := context.AfterFunc(s.bg.ctx, cancel)
 		defer stop()
-		return s.take(tctx, r)
+		return s.take(tctx, &r)
 	})
 	if a.Request.Kind == "" {
 		a.Request = r
@@ -354,11 +354,11 @@ func (s *Service) takeKeyed(ctx context.Context, r Request) (Answer, error) {
 	return a, err
 }
 
-func (s *Service) take(ctx context.Context, r Request) (Answer, error) {
+func (s *Service) take(ctx context.Context, r *Request) (Answer, error) {
 	n := max(r.Count, 1)
 	switch r.Kind {
 	case KindSegment:
-		return s.takeTag(ctx, &r, "", true)
+		return s.takeTag(ctx, r, "", true)
 	case KindSnowflake:
 		var ids []int64
 		var err error

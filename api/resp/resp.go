@@ -486,6 +486,9 @@ func options(args [][]byte, allowed ...string) (map[string]string, error) {
 	if len(args)%2 != 0 {
 		return nil, fmt.Errorf("%w: options come in pairs (%s value)", frond.ErrInvalidArgument, strings.Join(allowed, ", "))
 	}
+	if len(args) == 0 {
+		return nil, nil // most commands have none: no map to make (a nil map reads as empty)
+	}
 	out := map[string]string{}
 	for i := 0; i < len(args); i += 2 {
 		k := strings.ToUpper(string(args[i]))
