@@ -303,7 +303,7 @@ func (g *Generator) reserve(n uint64) (lo, hi uint64, err error) {
 			continue
 		}
 		if fresh || !g.adds {
-			lo = uint64(next)<<g.seqBits | old&g.seqMask + 1
+			lo = old + 1 // the next value of tick last
 			if fresh {
 				lo = uint64(next)<<g.seqBits | g.startSeq()
 			}
