@@ -24,7 +24,7 @@ type Issuer struct {
 
 	state    atomic.Pointer[state]    // what calls use; never nil after New
 	lastHeld atomic.Int64             // the last worker ID held, -1 before the first
-	issued   atomic.Uint64            // IDs issued since New
+	issued   *counter                 // IDs issued since New
 	saveErr  atomic.Pointer[error]    // the last failed reservation, nil when fine
 	peerSkew atomic.Pointer[peerSkew] // the last clock check against the live peers
 
@@ -78,7 +78,7 @@ func New(ctx context.Context, reg frond.WorkerRegistry, set Settings, log *slog.
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	w := &Issuer{set: set.WithDefaults(), reg: reg, log: log, stop: make(chan struct{}), done: make(chan struct{})}
+	w := &Issuer{set: set.WithDefaults(), reg: reg, log: log, stop: make(chan struct{}), done: make(chan struct{}), issued: newCounter()}
 	w.runCtx, w.cancelRun = context.WithCancel(context.Background())
 	if c := w.layoutCheck(); !c.OK {
 		log.Warn("SNOWFLAKE LAYOUT RUNS OUT SOON: " + c.Detail)
