@@ -1,13 +1,13 @@
 package api
 
 import (
-	"math/rand/v2"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/frond-id/frond/internal/stripes"
 )
 
 // An operation's request count and latency histogram, recorded on every
@@ -34,16 +34,9 @@ var latencyBounds = func() []int64 {
 	return out
 }()
 
-// opShards is how many shards an Op's counters have: twice the cores
-// (two random picks of one core's counters rarely meet), at least 8, a
-// power of two. Each shard is 240 bytes without pointers.
-var opShards = func() int {
-	n := 8
-	for n < 2*runtime.GOMAXPROCS(0) && n < 128 {
-		n *= 2
-	}
-	return n
-}()
+// opShards is how many shards an Op's counters have (stripes.Count, at
+// least 8). Each shard is 240 bytes without pointers.
+var opShards = stripes.Count(8)
 
 type opShard struct {
 	count   atomic.Uint64
@@ -95,7 +88,7 @@ func (o *Op) TookN(n int, took time.Duration) {
 	}
 	d := int64(took)
 	each := d / int64(n)
-	s := &o.shards[rand.Uint32()&uint32(len(o.shards)-1)]
+	s := &o.shards[stripes.Pick(len(o.shards))]
 	i := 0
 	for i < len(latencyBounds) && each > latencyBounds[i] {
 		i++

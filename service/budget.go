@@ -2,12 +2,11 @@ package service
 
 import (
 	"fmt"
-	"math/rand/v2"
-	"runtime"
 	"sync"
 	"sync/atomic"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/stripes"
 )
 
 // DefaultAnswerBudget is the default bound on the bytes of answers a node
@@ -53,10 +52,7 @@ type budgetStripe struct {
 const minChunk = 8 << 10
 
 func (b *budget) init() {
-	n := 4
-	for n < 2*runtime.GOMAXPROCS(0) && n < 128 {
-		n *= 2
-	}
+	n := stripes.Count(4)
 	// n stripes of at most two chunks each hold at most an eighth.
 	if chunk := b.limit / int64(16*n); chunk >= minChunk {
 		b.chunk = chunk
@@ -125,7 +121,7 @@ func (b *budget) reserve(n int64) (Hold, error) {
 	}
 	b.once.Do(b.init)
 	if b.chunk > 0 && n <= b.chunk {
-		s := &b.stripes[rand.Uint32()&uint32(len(b.stripes)-1)]
+		s := &b.stripes[stripes.Pick(len(b.stripes))]
 		if s.credit.Add(-n) >= 0 {
 			return Hold{b: b, n: n, s: s}, nil
 		}

@@ -1,9 +1,9 @@
 package worker
 
 import (
-	"math/rand/v2"
-	"runtime"
 	"sync/atomic"
+
+	"github.com/frond-id/frond/internal/stripes"
 )
 
 // counter is a count that every core adds to: each add goes to one of
@@ -19,18 +19,13 @@ type counterSlot struct {
 	_ [56]byte
 }
 
-// newCounter returns a counter with twice as many slots as cores (at least
-// 4, a power of two).
+// newCounter returns a counter with stripes.Count(4) slots.
 func newCounter() *counter {
-	n := 4
-	for n < 2*runtime.GOMAXPROCS(0) && n < 128 {
-		n *= 2
-	}
-	return &counter{slots: make([]counterSlot, n)}
+	return &counter{slots: make([]counterSlot, stripes.Count(4))}
 }
 
 func (c *counter) Add(d uint64) {
-	c.slots[rand.Uint32()&uint32(len(c.slots)-1)].n.Add(d)
+	c.slots[stripes.Pick(len(c.slots))].n.Add(d)
 }
 
 // Load sums the slots: exact when no add runs at the same time, and never
