@@ -283,9 +283,10 @@ func MappingName(m string) string {
 }
 
 // ValidateTagName reports whether name is a valid tag name: 1 to 128 bytes of
-// ASCII letters, digits and the punctuation - _ . : (enough for Leaf's
-// "leaf-segment-test" and for "order:2026" style names, and safe in a URL
-// path, a Redis key and an etcd key without escaping).
+// ASCII letters, digits and the punctuation - _ . : @ (enough for Leaf's
+// "leaf-segment-test", for "order:2026" style names and for CosId's
+// date-grouped segments, "order@20261128", and safe in a URL path, a Redis
+// key and an etcd key without escaping).
 func ValidateTagName(name string) error {
 	if name == "" {
 		return fmt.Errorf("%w: empty tag name", ErrInvalidArgument)
@@ -297,9 +298,9 @@ func ValidateTagName(name string) error {
 		c := name[i]
 		switch {
 		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case c == '-', c == '_', c == '.', c == ':':
+		case c == '-', c == '_', c == '.', c == ':', c == '@':
 		default:
-			return fmt.Errorf("%w: tag name %q: byte %d (%q) is not a letter, a digit, '-', '_', '.' or ':'", ErrInvalidArgument, name, i, c)
+			return fmt.Errorf("%w: tag name %q: byte %d (%q) is not a letter, a digit, '-', '_', '.', ':' or '@'", ErrInvalidArgument, name, i, c)
 		}
 	}
 	return nil

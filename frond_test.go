@@ -9,7 +9,7 @@ import (
 )
 
 func TestValidateTagName(t *testing.T) {
-	for _, ok := range []string{"leaf-segment-test", "order:2026", "a", "A_b.c-9", strings.Repeat("x", 128)} {
+	for _, ok := range []string{"leaf-segment-test", "order:2026", "a", "A_b.c-9", "order@20261128", strings.Repeat("x", 128)} {
 		if err := frond.ValidateTagName(ok); err != nil {
 			t.Errorf("%q: %v", ok, err)
 		}

@@ -93,6 +93,44 @@ func RunSegmentStore(t *testing.T, o Opener) {
 	t.Run("Reopen_Continues", func(t *testing.T) { testReopen(t, o) })
 }
 
+// RunPlainSegmentStore runs the conformance suite of a store that keeps
+// plain segment tags only (store/cosidstore: another system's counter,
+// which has no room for a mode, and whose numbers a mapping would meet):
+// the suite less modes, mappings, pages and tails, and a check that it
+// refuses those with frond.ErrInvalidArgument.
+func RunPlainSegmentStore(t *testing.T, o Opener) {
+	t.Run("Allocate_LeafSemantics", func(t *testing.T) { testAllocate(t, o) })
+	t.Run("ErrTagNotFound", func(t *testing.T) { testNotFound(t, o) })
+	t.Run("CreateTag", func(t *testing.T) { testCreate(t, o) })
+	t.Run("UpdateTag", func(t *testing.T) { testUpdate(t, o) })
+	t.Run("ErrTagExhausted", func(t *testing.T) { testExhausted(t, o) })
+	t.Run("DeleteTag", func(t *testing.T) { testDelete(t, o) })
+	t.Run("PlainOnly", func(t *testing.T) { testPlainOnly(t, o) })
+	t.Run("TagNames_CaseSensitive", func(t *testing.T) { testCase(t, o) })
+	t.Run("Concurrent_Disjoint", func(t *testing.T) { testConcurrent(t, o) })
+	t.Run("Reopen_Continues", func(t *testing.T) { testReopen(t, o) })
+}
+
+func testPlainOnly(t *testing.T, o Opener) {
+	s, c, tag := open(t, o), testenv.Ctx(t), uniqueTag(t)
+	for _, bad := range []frond.Tag{{Name: tag + "-seq", Step: 10, Mode: frond.ModeSequence}, {Name: tag + "-mist", Step: 10, Mapping: frond.MappingMist},
+		{Name: tag + "-opaque", Step: 10, Mapping: frond.MappingOpaque}} {
+		_, err := s.CreateTag(c, bad)
+		wantErr(t, fmt.Sprintf("CreateTag(%+v)", bad), err, frond.ErrInvalidArgument)
+		_, err = s.Tag(c, bad.Name)
+		wantErr(t, "Tag after a refused create", err, frond.ErrTagNotFound)
+	}
+	if got := must(s.CreateTag(c, frond.Tag{Name: tag, MaxID: 1, Step: 10, Mode: frond.ModeSegment, Mapping: frond.MappingPlain}))(t); got.Mode != "" || got.Mapping != "" {
+		t.Fatalf("a plain segment tag reads back as %+v", got)
+	}
+	mist, raise := frond.MappingMist, int64(1<<20)
+	_, err := s.UpdateTag(c, tag, frond.TagUpdate{Mapping: &mist, MaxID: &raise})
+	wantErr(t, "UpdateTag to mist", err, frond.ErrInvalidArgument)
+	if got := must(s.Tag(c, tag))(t); got.MaxID != 1 || got.Mapping != "" {
+		t.Fatalf("a refused update changed the tag: %+v", got)
+	}
+}
+
 func testAllocate(t *testing.T, o Opener) {
 	s, c, tag := open(t, o), testenv.Ctx(t), uniqueTag(t)
 	created := must(s.CreateTag(c, frond.Tag{Name: tag, MaxID: 1, Step: 2000, Description: "leaf sample"}))(t)
@@ -127,10 +165,10 @@ func testNotFound(t *testing.T, o Opener) {
 
 func testCreate(t *testing.T, o Opener) {
 	s, c, tag := open(t, o), testenv.Ctx(t), uniqueTag(t)
-	must(s.CreateTag(c, frond.Tag{Name: tag, MaxID: 0, Step: 10}))(t)
+	must(s.CreateTag(c, frond.Tag{Name: tag, MaxID: 1, Step: 10}))(t)
 	_, err := s.CreateTag(c, frond.Tag{Name: tag, MaxID: 100, Step: 10})
 	wantErr(t, "second CreateTag", err, frond.ErrTagExists)
-	if got := must(s.Tag(c, tag))(t); got.MaxID != 0 {
+	if got := must(s.Tag(c, tag))(t); got.MaxID != 1 {
 		t.Fatalf("a refused create changed the tag: %+v", got)
 	}
 	for _, bad := range []frond.Tag{{Name: tag + " x", Step: 1}, {Name: tag + "-b", Step: 0}, {Name: tag + "-c", Step: 1, MaxID: -1},

@@ -19,6 +19,7 @@ import (
 	"github.com/frond-id/frond/registry/static"
 	"github.com/frond-id/frond/registry/zkregistry"
 	"github.com/frond-id/frond/snowflake"
+	"github.com/frond-id/frond/store/cosidstore"
 	"github.com/frond-id/frond/store/etcdstore"
 	"github.com/frond-id/frond/store/lazystore"
 	"github.com/frond-id/frond/store/memstore"
@@ -69,6 +70,10 @@ var backends = []backend{
 		openRegistry: func(_ context.Context, raw string, o registry.Options) (frond.WorkerRegistry, error) {
 			return reg(redisregistry.Open(raw, o))
 		}},
+	{schemes: cosidstore.Schemes, remote: true, checkStore: cosidstore.Check,
+		openStore: func(ctx context.Context, raw string, log *slog.Logger) (frond.SegmentStore, error) {
+			return logRisks(cosidstore.Open(ctx, raw))(log)
+		}},
 	{schemes: []string{"etcd"}, remote: true,
 		checkStore: etcdstore.Check,
 		openStore: func(ctx context.Context, raw string, _ *slog.Logger) (frond.SegmentStore, error) {
@@ -103,14 +108,23 @@ func openSQLRegistry(_ context.Context, raw string, o registry.Options) (frond.W
 }
 
 func openRedisStore(ctx context.Context, raw string, log *slog.Logger) (frond.SegmentStore, error) {
-	s, err := redisstore.Open(ctx, raw)
-	if err != nil {
-		return nil, err
+	return logRisks(store(redisstore.Open(ctx, raw)))(log)
+}
+
+// logRisks returns an opened store, after logging the risks it warns of
+// (frond.Warner: a Redis that may lose its keys).
+func logRisks(s frond.SegmentStore, err error) func(log *slog.Logger) (frond.SegmentStore, error) {
+	return func(log *slog.Logger) (frond.SegmentStore, error) {
+		if err != nil {
+			return nil, err
+		}
+		if w, ok := s.(frond.Warner); ok {
+			for _, warning := range w.Warnings() {
+				log.Warn("STORE RISK: " + warning)
+			}
+		}
+		return s, nil
 	}
-	for _, w := range s.Warnings() {
-		log.Warn("STORE RISK: " + w)
-	}
-	return s, nil
 }
 
 // store and reg return a backend's opened value as the interface, nil on

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/frond-id/frond"
@@ -178,6 +179,99 @@ func (r Risk) Accept(where, why string, allow bool) (warning string, err error) 
 	}
 	return "", fmt.Errorf("%w: redis at %s %s: after a Redis crash or restart %s. Turn on AOF synced on every write (appendonly yes, appendfsync always), or accept the risk with frond_allow_volatile=true in the %s URL",
 		frond.ErrInvalidArgument, where, why, r.Refusal, r.URL)
+}
+
+// Watch is a store's view of its server's persistence: read when the
+// store opens, and again by Recheck (its Ping) at most every Every, since an
+// operator can change it at run time (CONFIG SET appendfsync everysec).
+// Warnings (shown by /readyz) says what the last read found.
+type Watch struct {
+	Risk  Risk
+	Every time.Duration // how often Recheck reads again; zero at Start: 30 s
+	// Check reads the server's persistence; nil: Volatile.
+	Check func(context.Context, *redis.Client) (string, error)
+
+	mu        sync.Mutex
+	warning   string // the last check's, "" when the server persists
+	checkedAt time.Time
+	allow     bool // frond_allow_volatile=true
+}
+
+func (w *Watch) check(ctx context.Context, c *redis.Client) (string, error) {
+	w.mu.Lock()
+	f := w.Check
+	w.mu.Unlock()
+	if f == nil {
+		f = Volatile
+	}
+	return f(ctx, c)
+}
+
+// Start reads the server's persistence for a store opening on it, and
+// applies Risk.Accept: a server that does not answer is the error of
+// Volatile; one that may lose the store's keys, Accept's refusal.
+func (w *Watch) Start(ctx context.Context, c *redis.Client, where string, allow bool) error {
+	why, err := w.check(ctx, c)
+	if err != nil {
+		return err
+	}
+	warning, err := w.Risk.Accept(where, why, allow)
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	w.warning, w.checkedAt, w.allow = warning, time.Now(), allow
+	if w.Every == 0 {
+		w.Every = 30 * time.Second
+	}
+	w.mu.Unlock()
+	return nil
+}
+
+// Warnings is the server's persistence as last read, for frond.Warner.
+func (w *Watch) Warnings() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.warning == "" {
+		return nil
+	}
+	return []string{w.warning}
+}
+
+// Recheck reads the server's persistence again if the last read is older
+// than Every. A server that stopped persisting after Start is a warning
+// even without frond_allow_volatile (it was accepted at Start; the keys it
+// holds are at risk from now on, which /readyz shows). A server that does
+// not answer changes nothing: Ping reports the outage.
+func (w *Watch) Recheck(ctx context.Context, c *redis.Client) {
+	w.mu.Lock()
+	due := time.Since(w.checkedAt) >= w.Every
+	if due {
+		w.checkedAt = time.Now()
+	}
+	w.mu.Unlock()
+	if !due {
+		return
+	}
+	why, err := w.check(ctx, c)
+	if err != nil {
+		return
+	}
+	warning, _ := w.Risk.Accept("", why, true)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if why != "" && !w.allow {
+		warning = "redis " + why + ": " + w.Risk.Warning + " (changed since frond opened the store; frond_allow_volatile only decides at start)"
+	}
+	w.warning = warning
+}
+
+// SetCheck replaces Check and Every (zero: every Recheck reads), and
+// forgets frond_allow_volatile (tests).
+func (w *Watch) SetCheck(every time.Duration, check func(context.Context, *redis.Client) (string, error)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.Every, w.Check, w.allow = every, check, false
 }
 
 // LuaGE defines ge(a, b), a >= b for non-negative decimal strings. Lua

@@ -18,6 +18,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/url"
 	"os"
@@ -393,4 +394,42 @@ func sqliteCode(err error) int {
 		return se.Code()
 	}
 	return 0
+}
+
+// Retry runs op, again when it fails with a transient error (deadlock,
+// serialization failure, busy database), up to retries times, after a
+// random wait that doubles with each attempt (up to 1, 2, 4, ... ms):
+// transactions that deadlocked and were retried at once met again, and
+// under load every retry deadlocked (CI's busy step: MySQL error 1213 out
+// of AllocateIDs with 8 callers).
+func (d *DB) Retry(ctx context.Context, retries int, op func(ctx context.Context) error) error {
+	for attempt := 0; ; attempt++ {
+		err := op(ctx)
+		if err == nil || attempt >= retries || !d.Kind.Transient(err) || ctx.Err() != nil {
+			return err
+		}
+		t := time.NewTimer(time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 10))))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}
+
+// InTx runs op in a transaction, committed if op returns nil, again as
+// Retry does.
+func (d *DB) InTx(ctx context.Context, retries int, op func(tx *sql.Tx) error) error {
+	return d.Retry(ctx, retries, func(ctx context.Context) error {
+		tx, err := d.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if err := op(tx); err != nil {
+			tx.Rollback()
+			return err
+		}
+		return tx.Commit()
+	})
 }

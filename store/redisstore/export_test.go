@@ -10,7 +10,5 @@ import (
 // SetPersistenceCheck replaces the check of the server's persistence that
 // Ping repeats, and how often it repeats it.
 func (s *Store) SetPersistenceCheck(every time.Duration, check func(context.Context, *redis.Client) (string, error)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.recheckEvery, s.volatile, s.allowVolatile = every, check, false
+	s.watch.SetCheck(every, check)
 }

@@ -27,7 +27,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/frond-id/frond"
@@ -49,19 +48,9 @@ type Store struct {
 	timeout time.Duration
 	where   string
 
-	// The server's persistence, read at Open and again by Ping at most
-	// every recheckEvery: an operator can change it at run time (CONFIG SET
-	// appendfsync everysec), and Warnings (shown by /readyz) says so.
-	mu            sync.Mutex
-	warning       string // the last check's, "" when the server persists
-	checkedAt     time.Time
-	recheckEvery  time.Duration
-	volatile      func(context.Context, *redis.Client) (string, error)
-	allowVolatile bool // frond_allow_volatile=true
+	// The server's persistence, read at Open and again by Ping.
+	watch redisutil.Watch
 }
-
-// persistenceRecheck is how often Ping reads the server's persistence again.
-const persistenceRecheck = 30 * time.Second
 
 // storeRisk words the refusal and the warning of a volatile server.
 var storeRisk = redisutil.Risk{
@@ -84,7 +73,7 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{prefix: "frond:", timeout: u.Timeout, where: u.Where, recheckEvery: persistenceRecheck, volatile: redisutil.Volatile}
+	s := &Store{prefix: "frond:", timeout: u.Timeout, where: u.Where, watch: redisutil.Watch{Risk: storeRisk}}
 	if v, ok := u.Params["frond_prefix"]; ok {
 		s.prefix = v
 	}
@@ -92,57 +81,19 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 
 	c, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	why, err := redisutil.Volatile(c, s.c)
-	if err != nil { // no answer: an outage, not a server that hides its configuration
+	if err := s.watch.Start(c, s.c, s.where, u.AllowVolatile); err != nil {
 		s.c.Close()
-		return nil, s.fail("check persistence", err)
+		if errors.Is(err, frond.ErrInvalidArgument) {
+			return nil, err
+		}
+		return nil, s.fail("check persistence", err) // no answer: an outage
 	}
-	warning, err := storeRisk.Accept(s.where, why, u.AllowVolatile)
-	if err != nil {
-		s.c.Close()
-		return nil, err
-	}
-	s.warning, s.checkedAt, s.allowVolatile = warning, time.Now(), u.AllowVolatile
 	return s, nil
 }
 
 // Warnings implements frond.Warner: the server's persistence as last read
 // (at Open, then by Ping).
-func (s *Store) Warnings() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.warning == "" {
-		return nil
-	}
-	return []string{s.warning}
-}
-
-// recheck reads the server's persistence again if the last read is older
-// than recheckEvery. A server that stopped persisting after Open is a
-// warning even without frond_allow_volatile (it was accepted at Open; the
-// IDs it hands out are at risk from now on, which /readyz shows).
-func (s *Store) recheck(ctx context.Context) {
-	s.mu.Lock()
-	due := time.Since(s.checkedAt) >= s.recheckEvery
-	if due {
-		s.checkedAt = time.Now()
-	}
-	s.mu.Unlock()
-	if !due {
-		return
-	}
-	why, err := s.volatile(ctx, s.c)
-	if err != nil {
-		return // no answer: Ping reports the outage
-	}
-	warning, _ := storeRisk.Accept(s.where, why, true)
-	if why != "" && !s.allowVolatile {
-		warning = "redis " + why + ": " + storeRisk.Warning + " (changed since frond opened the store; frond_allow_volatile only decides at start)"
-	}
-	s.mu.Lock()
-	s.warning = warning
-	s.mu.Unlock()
-}
+func (s *Store) Warnings() []string { return s.watch.Warnings() }
 
 func (s *Store) maxKey(tag string) string  { return s.prefix + "max:" + tag }
 func (s *Store) metaKey(tag string) string { return s.prefix + "tag:" + tag }
@@ -595,7 +546,7 @@ func (s *Store) Ping(ctx context.Context) error {
 	if err := s.c.Ping(c).Err(); err != nil {
 		return s.fail("ping", err)
 	}
-	s.recheck(c)
+	s.watch.Recheck(c, s.c)
 	return nil
 }
 

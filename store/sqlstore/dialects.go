@@ -34,7 +34,6 @@ type dialect struct {
 	lockMarks string
 	insert    string // args: tag, max_id, step, description; conflict: 0 rows or duplicate()
 	duplicate func(error) bool
-	transient func(error) bool // worth retrying at once: deadlock, serialization failure, busy
 	// takeIDs takes n IDs of a sequence tag from Leaf's row in one
 	// statement (mysqlTake); empty: allocate's UPDATE.
 	takeIDs string
@@ -141,7 +140,6 @@ WHERE biz_tag = ? AND max_id <= 9223372036854775807 - IF(? > 0, ?, step) {guard}
 	forShare:    " LOCK IN SHARE MODE", // MySQL 5.7 and 8, and MariaDB
 	insert:      `INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES (?, ?, ?, ?)`,
 	duplicate:   sqldb.MySQL.Duplicate,
-	transient:   sqldb.MySQL.Transient,
 	takeIDs:     mysqlTake,
 	seq:         mariaDBSequences,
 }
@@ -162,7 +160,6 @@ RETURNING max_id, step`,
 	lockMarks: "LOCK TABLE frond_mark IN EXCLUSIVE MODE",
 	insert:    `INSERT INTO leaf_alloc (biz_tag, max_id, step, description, update_time) VALUES (?, ?, ?, ?, now() AT TIME ZONE 'UTC') ON CONFLICT (biz_tag) DO NOTHING`,
 	duplicate: sqldb.Postgres.Duplicate,
-	transient: sqldb.Postgres.Transient,
 	seq:       postgresSequences,
 }
 
@@ -179,7 +176,6 @@ RETURNING max_id, step`,
 	returning: true,
 	insert:    `INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES (?, ?, ?, ?) ON CONFLICT (biz_tag) DO NOTHING`,
 	duplicate: sqldb.SQLite.Duplicate,
-	transient: sqldb.SQLite.Transient,
 }
 
 // q returns query with the dialect's placeholders.

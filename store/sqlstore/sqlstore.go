@@ -30,7 +30,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -74,22 +73,20 @@ type Store struct {
 
 // Check parses rawURL as Open does, without contacting the database.
 func Check(rawURL string) error {
-	p, err := sqldb.Parse(rawURL, "frond_timeout", "frond_max_conns", "frond_retries")
-	if err != nil {
-		return fmt.Errorf("store URL: %w", err)
-	}
-	return takeOptions(p.Params, &Options{})
+	_, _, err := ParseURL(rawURL, Options{})
+	return err
 }
 
-// Open connects to the database of rawURL and creates Leaf's table if it is
-// absent.
-func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
+// ParseURL parses rawURL as Open does: the database's URL without frond's
+// parameters, and opts with them applied and the defaults filled in. A
+// store on another table (store/cosidstore) takes the same parameters.
+func ParseURL(rawURL string, opts Options) (*sqldb.URL, Options, error) {
 	p, err := sqldb.Parse(rawURL, "frond_timeout", "frond_max_conns", "frond_retries")
 	if err != nil {
-		return nil, fmt.Errorf("store URL: %w", err)
+		return nil, opts, fmt.Errorf("store URL: %w", err)
 	}
 	if err := takeOptions(p.Params, &opts); err != nil {
-		return nil, err
+		return nil, opts, err
 	}
 	if opts.Timeout == 0 {
 		opts.Timeout = 5 * time.Second
@@ -99,6 +96,16 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	}
 	if opts.Retries == 0 {
 		opts.Retries = 6
+	}
+	return p, opts, nil
+}
+
+// Open connects to the database of rawURL and creates Leaf's table if it is
+// absent.
+func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
+	p, opts, err := ParseURL(rawURL, opts)
+	if err != nil {
+		return nil, err
 	}
 	db, err := sqldb.Open(p, sqldb.Options{Timeout: opts.Timeout, MaxOpenConns: opts.MaxOpenConns, MakeDir: true})
 	if err != nil {
@@ -184,40 +191,14 @@ func takeOptions(params map[string]string, opts *Options) error {
 // fail wraps a database error: an outage unless it is a known answer.
 func (s *Store) fail(op string, err error) error { return s.db.Fail(op, err) }
 
-// retry runs op, again when it fails with a transient error (deadlock,
-// serialization failure, busy database), after a random wait that doubles
-// with each attempt (up to 1, 2, 4, ... ms): transactions that deadlocked
-// and were retried at once met again, and under load every retry deadlocked
-// (CI's busy step: MySQL error 1213 out of AllocateIDs with 8 callers).
+// retry runs op, again when it fails with a transient error (sqldb.DB.Retry).
 func (s *Store) retry(ctx context.Context, op func(ctx context.Context) error) error {
-	for attempt := 0; ; attempt++ {
-		err := op(ctx)
-		if err == nil || attempt >= s.opts.Retries || !s.d.transient(err) || ctx.Err() != nil {
-			return err
-		}
-		t := time.NewTimer(time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 10))))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-	}
+	return s.db.Retry(ctx, s.opts.Retries, op)
 }
 
-// inTx runs op in a transaction, committed if op returns nil.
+// inTx runs op in a transaction, committed if op returns nil (sqldb.DB.InTx).
 func (s *Store) inTx(ctx context.Context, op func(tx *sql.Tx) error) error {
-	return s.retry(ctx, func(ctx context.Context) error {
-		tx, err := s.db.BeginTx(ctx, nil)
-		if err != nil {
-			return err
-		}
-		if err := op(tx); err != nil {
-			tx.Rollback()
-			return err
-		}
-		return tx.Commit()
-	})
+	return s.db.InTx(ctx, s.opts.Retries, op)
 }
 
 // seqOp changes a sequence object along with rows (inTxSeq).
