@@ -53,6 +53,12 @@ type Request struct {
 	// segments): at most Count IDs, fewer when the segment ends first;
 	// Count 0 means the tag's step. It implies Ranges.
 	Run bool
+	// Whole answers exactly Count contiguous segment IDs taken from the
+	// store in one allocation, past every ID handed out so far (CosId's
+	// segment distributor, whose clients hand out (max-step, max] by
+	// themselves: fewer IDs, or a stride, would hand out others' IDs). It
+	// implies Run and Lease; a set of stores (strided) cannot serve it.
+	Whole bool
 	// Token is the caller's tag token, when Config.Tokens is set.
 	Token string
 	// Lease says the caller hands the IDs out later (the client library's
@@ -110,6 +116,12 @@ func (s *Service) Check(r *Request) error {
 		}
 		if err := s.checkToken(r.Token, r.Name); err != nil {
 			return err
+		}
+		if r.Whole {
+			if r.Count < 1 {
+				return fmt.Errorf("%w: a whole segment needs its step, from 1 to %d", frond.ErrInvalidArgument, MaxRangesBatch)
+			}
+			r.Run, r.Lease = true, true
 		}
 		if r.Run {
 			r.Ranges = true
@@ -431,6 +443,9 @@ func (s *Service) takeTag(ctx context.Context, r *Request, mode string, learn bo
 		return a, nil
 	}
 	var m string
+	if r.Whole {
+		return s.takeWhole(ctx, r, k.mapping)
+	}
 	if r.Run {
 		if r.Count == 0 {
 			if n, err = s.tagStep(ctx, r.Name); err != nil {
@@ -476,6 +491,27 @@ func (s *Service) takeTag(ctx context.Context, r *Request, mode string, learn bo
 	s.log.Info("tag mapping learnt from a segment", "tag", r.Name, "was", frond.MappingName(k.mapping), "now", frond.MappingName(m))
 	r.Form, r.Ranges, r.Count = form, ranges, count
 	return s.takeTag(ctx, r, mode, false)
+}
+
+// takeWhole serves a Whole request: one allocation of r.Count IDs from the
+// store, past every segment any node holds, answered only when it is
+// exactly that (a plain, contiguous range of the tag's numbers). A range
+// that is not is lost (a gap), never handed out.
+func (s *Service) takeWhole(ctx context.Context, r *Request, mapping string) (Answer, error) {
+	a, err := s.store.Allocate(ctx, r.Name, r.Count)
+	if err != nil {
+		return s.misread(ctx, r, frond.ModeSegment, true, err)
+	}
+	switch {
+	case a.Mapping != mapping:
+		s.setKind(r.Name, tagKind{frond.ModeSegment, a.Mapping})
+		return Answer{}, fmt.Errorf("%w: tag %s: its mapping changed while this request was served; retry", frond.ErrStoreUnavailable, Quote(r.Name))
+	case a.Stride > 1:
+		return Answer{}, fmt.Errorf("%w: tag %s: this node's stores are a set, whose segments are strided; a whole segment is contiguous", frond.ErrInvalidArgument, Quote(r.Name))
+	case a.Len() != r.Count:
+		return Answer{}, fmt.Errorf("%w: tag %s: the store gave %d IDs for a segment of %d", frond.ErrStoreUnavailable, Quote(r.Name), a.Len(), r.Count)
+	}
+	return Answer{Form: FormNumber, Ranges: []frond.Range{a.Range}}, nil
 }
 
 // misread handles a failed takeTag of mode: with learn, when the store
@@ -534,6 +570,10 @@ func (s *Service) answerIn(kind, mapping, form, prefix string, ids []int64) (Ans
 var ErrForbidden = frond.ErrForbidden
 
 // checkToken enforces Config.Tokens.
+// TokensSet reports whether tag tokens are configured (Config.Tokens):
+// then every request for segment IDs carries one.
+func (s *Service) TokensSet() bool { return len(s.tokens) > 0 }
+
 func (s *Service) checkToken(token, tag string) error {
 	if len(s.tokens) == 0 {
 		return nil

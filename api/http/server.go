@@ -80,6 +80,9 @@ func New(svc *service.Service, opts api.Options) *Server {
 		mux.HandleFunc("GET "+path, tinyHead(h))
 		mux.HandleFunc("POST "+path, h)
 	}
+	// CosId proxy's API (cosid.go).
+	s.cosidRoutes(mux, "")
+	s.cosidRoutes(mux, "/cosid/{token}")
 	// JSON API.
 	mux.HandleFunc("GET /v1/segment/{tag}", s.v1Segment)
 	mux.HandleFunc("POST /v1/segment/{tag}", s.noBody(s.v1Segment))

@@ -1,0 +1,225 @@
+package httpapi
+
+import (
+	"errors"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/api"
+	"github.com/frond-id/frond/service"
+)
+
+// CosId proxy's HTTP API (cosid-proxy-server 3.2.1: SegmentApi, IdController),
+// so that CosId applications configured with the proxy segment
+// distributor (cosid.segment.distributor.type: proxy, cosid.proxy.host)
+// take their segments from frond: docs/cosid.md. CosId's segment
+// {namespace}/{name} is the frond tag "{namespace}.{name}". The routes are
+// served at CosId's paths and under /cosid/{token}, for a tag token (or
+// the admin token) that CosId's client, which sends no headers of its
+// own, carries in its base URL.
+
+// cosidRoutes registers the routes at prefix ("" or "/cosid/{token}").
+func (s *Server) cosidRoutes(mux routes, prefix string) {
+	mux.HandleFunc("POST "+prefix+"/segments/distributor/{namespace}/{name}", s.cosidCreate)
+	mux.HandleFunc("PATCH "+prefix+"/segments/{namespace}/{name}", s.cosidNextMaxID)
+	mux.HandleFunc("GET "+prefix+"/ids", s.cosidSnowflake(false))
+	mux.HandleFunc("GET "+prefix+"/ids/as-string", s.cosidSnowflake(true))
+	mux.HandleFunc("GET "+prefix+"/ids/{name}", s.cosidSegmentID(false))
+	mux.HandleFunc("GET "+prefix+"/ids/as-string/{name}", s.cosidSegmentID(true))
+}
+
+// cosidError is CosId proxy's ErrorResponse: {"code", "msg", "errors"}.
+// The code is frond's (docs/api.md#errors); CosId's client reads only the
+// machine codes (M-01, M-02, M-03).
+type cosidError struct {
+	Code   string `json:"code"`
+	Msg    string `json:"msg"`
+	Errors []any  `json:"errors"`
+}
+
+// cosidFail answers err in CosId's shape, with frond's status.
+func (s *Server) cosidFail(w http.ResponseWriter, err error) {
+	e := toAPIError(err)
+	s.count(w, e)
+	w.Header().Set("X-Frond-Error", e.Code)
+	if e.retry > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.retry))
+	}
+	writeJSON(w, e.status, cosidError{Code: e.Code, Msg: e.Message, Errors: []any{}})
+}
+
+// cosidToken is the caller's tag token: the route's {token}, else the
+// token header.
+func cosidToken(r *http.Request) string { return tagToken(r, r.PathValue("token")) }
+
+// cosidTag is the frond tag of CosId's segment {namespace}/{name}.
+func cosidTag(r *http.Request) (string, error) {
+	ns, name := r.PathValue("namespace"), r.PathValue("name")
+	if ns == "" || name == "" {
+		return "", badRequest("a CosId segment is /segments/{namespace}/{name}")
+	}
+	tag := ns + "." + name
+	return tag, frond.ValidateTagName(tag)
+}
+
+// cosidParams reads CosId's @RequestParam values from the query (or a
+// form body): each name a whole number from lo.
+func cosidParams(w http.ResponseWriter, r *http.Request, lo int64, names ...string) ([]int64, error) {
+	r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
+	if err := r.ParseForm(); err != nil {
+		return nil, badRequest("malformed query or form: %s", brief(err.Error()))
+	}
+	out := make([]int64, len(names))
+	for i, name := range names {
+		raw := r.Form.Get(name)
+		n, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil || n < lo {
+			return nil, badRequest("%s=%s: a whole number from %d", name, service.Quote(raw), lo)
+		}
+		out[i] = n
+	}
+	return out, nil
+}
+
+// mayCreate says whether the caller may create tag, as CosId's distributor
+// initialisation does on the first request for a name: with a tag token
+// that names it (when tokens are configured), or as the admin (the admin
+// token, in the Authorization header or as the route's {token}; without
+// one, a client on this machine).
+func (s *Server) mayCreate(r *http.Request, tag string) error {
+	token := cosidToken(r)
+	if s.svc.TokensSet() && s.svc.Check(&service.Request{Kind: service.KindSegment, Name: tag, Token: token}) == nil {
+		return nil
+	}
+	admin, _ := api.Bearer(r.Header.Get("Authorization"))
+	if admin == "" {
+		admin = r.PathValue("token")
+	}
+	return s.mayReadTags(r, admin)
+}
+
+// ensure creates tag at CosId's offset (its first ID offset+1) unless it
+// exists; an existing tag is left as it is, as CosId's initialisation
+// leaves an existing row.
+func (s *Server) ensure(r *http.Request, tag string, offset, step int64) error {
+	if _, err := s.svc.Tag(r.Context(), tag); !errors.Is(err, frond.ErrTagNotFound) {
+		return err
+	}
+	if err := s.mayCreate(r, tag); err != nil {
+		return err
+	}
+	if offset == math.MaxInt64 {
+		return badRequest("offset=%d: the first ID would be past 2^63-1", offset)
+	}
+	_, err := s.svc.CreateTag(r.Context(), frond.Tag{Name: tag, MaxID: offset + 1, Step: step, Description: "created by CosId's segment distributor"})
+	if errors.Is(err, frond.ErrTagExists) {
+		err = nil
+	}
+	return err
+}
+
+// cosidCreate: POST /segments/distributor/{namespace}/{name}?offset=&step=
+// (SegmentApi.createDistributor): the tag made at the offset if it is
+// missing; 200 with no body.
+func (s *Server) cosidCreate(w http.ResponseWriter, r *http.Request) {
+	tag, err := cosidTag(r)
+	if err == nil {
+		var p []int64
+		if p, err = cosidParams(w, r, 0, "offset", "step"); err == nil {
+			if p[1] < 1 {
+				err = badRequest("step=%d: must be greater than 0", p[1])
+			} else {
+				err = s.ensure(r, tag, p[0], p[1])
+			}
+		}
+	}
+	if err != nil {
+		s.cosidFail(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// cosidNextMaxID: PATCH /segments/{namespace}/{name}?step= (SegmentApi.
+// nextMaxId): step IDs taken from the store in one allocation (a Whole
+// request), answered as CosId's new max, the JSON number of the last of
+// them: the client hands out (max-step, max]. A name never seen is made at
+// offset 0 first, as CosId's server does.
+func (s *Server) cosidNextMaxID(w http.ResponseWriter, r *http.Request) {
+	tag, err := cosidTag(r)
+	var p []int64
+	if err == nil {
+		p, err = cosidParams(w, r, 1, "step")
+	}
+	if err != nil {
+		s.cosidFail(w, err)
+		return
+	}
+	req := service.Request{Kind: service.KindSegment, Name: tag, Count: p[0], Whole: true, Token: cosidToken(r)}
+	a, err := s.svc.Take(r.Context(), req)
+	if errors.Is(err, frond.ErrTagNotFound) {
+		if err = s.ensure(r, tag, 0, p[0]); err == nil {
+			a, err = s.svc.Take(r.Context(), req)
+		}
+	}
+	if err != nil {
+		s.cosidFail(w, err)
+		return
+	}
+	defer a.Release()
+	writeCosidLong(w, a.Ranges[0].End-1)
+}
+
+// writeCosidLong answers a Java long as Spring's JSON does: the number.
+func writeCosidLong(w http.ResponseWriter, n int64) {
+	w.Header().Set("Content-Type", "application/json")
+	var b [24]byte
+	w.Write(strconv.AppendInt(b[:0], n, 10))
+}
+
+// writeCosidString answers a Java String as Spring does: the text.
+func writeCosidString(w http.ResponseWriter, v string) {
+	w.Header()["Content-Type"] = textPlain
+	w.Write([]byte(v))
+}
+
+// cosidSnowflake: GET /ids and /ids/as-string (IdController): a snowflake
+// ID of this node, as a number or in CosId's default string form
+// (Radix62, 11 characters padded with '0': frond's base62).
+func (s *Server) cosidSnowflake(text bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.cosidTake(w, r, service.Request{Kind: service.KindSnowflake}, text)
+	}
+}
+
+// cosidSegmentID: GET /ids/{name} and /ids/as-string/{name}: a segment ID
+// of the tag name, as a number or in base62.
+func (s *Server) cosidSegmentID(text bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.cosidTake(w, r, service.Request{Kind: service.KindSegment, Name: r.PathValue("name"), Token: cosidToken(r)}, text)
+	}
+}
+
+func (s *Server) cosidTake(w http.ResponseWriter, r *http.Request, req service.Request, text bool) {
+	if r.URL.RawQuery != "" {
+		s.cosidFail(w, badRequest("this route takes no parameters"))
+		return
+	}
+	req.Form = service.FormNumber
+	if text {
+		req.Form = service.FormBase62
+	}
+	a, ok := s.take(w, r, req, contentJSON, func(err error) { s.cosidFail(w, err) })
+	if !ok {
+		return
+	}
+	defer a.Release()
+	if text {
+		writeCosidString(w, strings.Join(a.Texts(), ""))
+		return
+	}
+	writeCosidLong(w, a.Nums[0])
+}

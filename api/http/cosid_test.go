@@ -1,0 +1,145 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/api"
+	"github.com/frond-id/frond/service"
+)
+
+// cosidMax is the answer of CosId's nextMaxId route: a JSON number.
+func (f *fixture) cosidMax(path string, hdr ...string) int64 {
+	f.t.Helper()
+	r := f.do("PATCH", path, "", hdr...)
+	f.want(r, 200)
+	n, err := strconv.ParseInt(r.body, 10, 64)
+	if err != nil || !strings.HasPrefix(r.hdr.Get("Content-Type"), "application/json") {
+		f.t.Fatalf("PATCH %s: %q (%s), want a JSON number", path, r.body, r.hdr.Get("Content-Type"))
+	}
+	return n
+}
+
+// CosId's proxy segment distributor: a CosId application creates its
+// distributor (the tag at its offset), then takes segments (max-step, max]
+// by the new max; frond's own requests for the tag take other IDs.
+func TestCosId_Segments(t *testing.T) {
+	f := newFixture(t, api.Options{})
+	f.want(f.do("POST", "/segments/distributor/cosid/bill?offset=100&step=10", ""), 200)
+	f.want(f.do("POST", "/segments/distributor/cosid/bill?offset=5000&step=10", ""), 200) // idempotent: the tag stays
+	if got, err := f.svc.Tag(context.Background(), "cosid.bill"); err != nil || got.MaxID != 101 || got.Step != 10 {
+		t.Fatalf("the tag of CosId's cosid.bill at offset 100: %+v, %v", got, err)
+	}
+	seen := map[int64]string{}
+	take := func(who string, id int64) {
+		if prev, ok := seen[id]; ok {
+			t.Fatalf("ID %d handed out to %s and %s", id, prev, who)
+		}
+		seen[id] = who
+	}
+	cosid := func(step int64) {
+		maxID := f.cosidMax("/segments/cosid/bill?step=" + strconv.FormatInt(step, 10))
+		for id := maxID - step + 1; id <= maxID; id++ { // DefaultIdSegment: (max-step, max]
+			take("CosId", id)
+		}
+	}
+	cosid(10)
+	if _, ok := seen[101]; !ok {
+		t.Fatalf("CosId's first segment at offset 100 is not (100, 110]: %v", seen)
+	}
+	for round := range 30 {
+		r := f.do("GET", "/api/segment/get/cosid.bill", "")
+		f.want(r, 200)
+		id, _ := strconv.ParseInt(r.body, 10, 64)
+		take("frond", id)
+		cosid(int64(1 + round%7))
+	}
+	// A name never created: made at offset 0, as CosId's server does.
+	if got := f.cosidMax("/segments/cosid/fresh?step=10"); got != 10 {
+		t.Fatalf("first max of a new name: %d, want 10", got)
+	}
+	for _, bad := range []string{"/segments/cosid/bill?step=0", "/segments/cosid/bill", "/segments/cosid/bill?step=x", "/segments/cosid/a%20b?step=1"} {
+		r := f.do("PATCH", bad, "")
+		f.want(r, 400, `"code":"invalid_argument"`, `"errors":[]`)
+	}
+	f.want(f.do("POST", "/segments/distributor/cosid/bill?offset=-1&step=10", ""), 400)
+}
+
+// A name frond would hand out in another shape is refused before a
+// segment goes to CosId: a sequence tag's IDs come from the store one
+// request at a time, and a mapped tag's numbers are not its counter's.
+func TestCosId_RefusedTags(t *testing.T) {
+	f := newFixture(t, api.Options{})
+	for _, tag := range []frond.Tag{{Name: "cosid.seq", Step: 10, MaxID: 1, Mode: frond.ModeSequence}, {Name: "cosid.mist", Step: 10, MaxID: 1, Mapping: frond.MappingMist}} {
+		if _, err := f.svc.CreateTag(context.Background(), tag); err != nil {
+			t.Fatal(err)
+		}
+		r := f.do("PATCH", "/segments/"+strings.Replace(tag.Name, ".", "/", 1)+"?step=10", "")
+		if r.code < 400 || r.code >= 500 {
+			t.Fatalf("PATCH of %+v: %d %s", tag, r.code, r.body)
+		}
+	}
+}
+
+// Creating a name is the admin's, or a token's that names the tag: a
+// client on another machine without either takes segments of existing
+// names only.
+func TestCosId_Access(t *testing.T) {
+	f := newFixture(t, api.Options{})
+	remote := []string{":remote", "192.0.2.7:5000", ":host", "frond.example:8080"}
+	f.want(f.do("PATCH", "/segments/cosid/new?step=10", "", remote...), 403)
+	f.want(f.do("POST", "/segments/distributor/cosid/new?offset=0&step=10", "", remote...), 403)
+	if _, err := f.svc.CreateTag(context.Background(), frond.Tag{Name: "cosid.new", Step: 10, MaxID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	f.cosidMax("/segments/cosid/new?step=10", remote...)
+	f.want(f.do("POST", "/segments/distributor/cosid/new?offset=0&step=10", "", remote...), 200) // exists: nothing to create
+
+	g := newFixture(t, api.Options{AdminToken: "adm1n"}, func(c *service.Config) {
+		c.Tokens = map[string][]string{"t0k": {"cosid.bill", "cosid.made"}}
+	})
+	if _, err := g.svc.CreateTag(context.Background(), frond.Tag{Name: "cosid.bill", Step: 10, MaxID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	g.want(g.do("PATCH", "/segments/cosid/bill?step=10", ""), 403)
+	g.want(g.do("PATCH", "/cosid/wrong/segments/cosid/bill?step=10", ""), 403)
+	if got := g.cosidMax("/cosid/t0k/segments/cosid/bill?step=10"); got != 10 {
+		t.Fatalf("max %d", got)
+	}
+	g.cosidMax("/segments/cosid/bill?step=10", "X-Frond-Token", "t0k")
+	g.want(g.do("PATCH", "/cosid/t0k/segments/cosid/other?step=10", ""), 403)              // a tag the token does not name
+	g.want(g.do("POST", "/cosid/t0k/segments/distributor/cosid/made?offset=7&step=10", ""), 200) // one it names
+	if got, err := g.svc.Tag(context.Background(), "cosid.made"); err != nil || got.MaxID != 8 {
+		t.Fatalf("made with the tag token: %+v, %v", got, err)
+	}
+	g.want(g.do("POST", "/cosid/adm1n/segments/distributor/cosid/admins?offset=0&step=10", ""), 200)
+	g.want(g.do("POST", "/segments/distributor/cosid/admins2?offset=0&step=10", "", "Authorization", "Bearer adm1n"), 200)
+	g.want(g.do("POST", "/segments/distributor/cosid/admins3?offset=0&step=10", "", "Authorization", "Bearer nope"), 401)
+}
+
+// CosId's IdController: a snowflake ID and a segment ID, as numbers and in
+// CosId's default string form (Radix62, 11 characters).
+func TestCosId_IDs(t *testing.T) {
+	f := newFixture(t, api.Options{})
+	for _, path := range []string{"/ids", "/ids/order"} {
+		r := f.do("GET", path, "")
+		f.want(r, 200)
+		var n int64
+		if err := json.Unmarshal([]byte(r.body), &n); err != nil || n <= 0 {
+			t.Fatalf("%s: %q", path, r.body)
+		}
+	}
+	for _, path := range []string{"/ids/as-string", "/ids/as-string/order"} {
+		r := f.do("GET", path, "")
+		f.want(r, 200)
+		if len(r.body) != 11 || strings.Trim(r.body, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") != "" {
+			t.Fatalf("%s: %q, want 11 base62 characters", path, r.body)
+		}
+	}
+	f.want(f.do("GET", "/ids/missing", ""), 404, `"msg"`)
+	f.want(f.do("GET", "/ids?n=5", ""), 400)
+}
