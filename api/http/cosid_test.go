@@ -111,7 +111,7 @@ func TestCosId_Access(t *testing.T) {
 		t.Fatalf("max %d", got)
 	}
 	g.cosidMax("/segments/cosid/bill?step=10", "X-Frond-Token", "t0k")
-	g.want(g.do("PATCH", "/cosid/t0k/segments/cosid/other?step=10", ""), 403)              // a tag the token does not name
+	g.want(g.do("PATCH", "/cosid/t0k/segments/cosid/other?step=10", ""), 403)                    // a tag the token does not name
 	g.want(g.do("POST", "/cosid/t0k/segments/distributor/cosid/made?offset=7&step=10", ""), 200) // one it names
 	if got, err := g.svc.Tag(context.Background(), "cosid.made"); err != nil || got.MaxID != 8 {
 		t.Fatalf("made with the tag token: %+v, %v", got, err)
