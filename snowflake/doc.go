@@ -10,7 +10,8 @@
 // Presets: twitter (Leaf's: 1+41+10+12, ms, epoch 1288834974657, until 2080),
 // sonyflake (39 bits of 10 ms, 16 node, 8 sequence), uid-generator (Baidu's
 // 28 bits of seconds, 22 node, 13 sequence, from 2025-01-01 until 2033) and
-// javascript (38 bits of 10 ms, 6 node, 9 sequence: every ID below 2^53).
+// javascript (38 bits of 10 ms, 6 node, 9 sequence: every ID below 2^53)
+// and cosid (CosId's: 1+41+10+12, ms, from 2019-12-24T16:00Z).
 // Layout.Validate checks a custom layout; Layout.Expires tells when its time
 // field runs out.
 //

@@ -67,6 +67,7 @@ const (
 	Sonyflake    = "sonyflake"
 	UIDGenerator = "uid-generator"
 	JavaScript   = "javascript"
+	CosId        = "cosid"
 )
 
 // The epochs of the presets. Twitter's is Leaf's twepoch. UidGenerator's own
@@ -78,6 +79,8 @@ var (
 	SonyflakeEpoch    = time.Date(2014, 9, 1, 0, 0, 0, 0, time.UTC)
 	UIDGeneratorEpoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	JavaScriptEpoch   = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	// CosIdEpoch is CosId's CosId.COSID_EPOCH, 1577203200000 ms.
+	CosIdEpoch = time.UnixMilli(1577203200000).UTC()
 )
 
 func presetLayouts() []Layout {
@@ -91,6 +94,9 @@ func presetLayouts() []Layout {
 		// JavaScript-safe: 38 bits of 10 ms + 6 node + 9 sequence = 53 bits, so every ID
 		// is below 2^53 (Number.MAX_SAFE_INTEGER); 51,200 IDs/s per node, 64 nodes, until 2112.
 		{Name: JavaScript, Unit: 10 * time.Millisecond, TimeBits: 38, NodeBits: 6, SeqBits: 9, Epoch: JavaScriptEpoch},
+		// CosId's MillisecondSnowflakeId (3.2.1): 1+41+10+12, ms, from 2019-12-24T16:00Z, until 2089;
+		// with CosId's machine IDs (registry cosid+...), frond's nodes and CosId's share one ID space.
+		{Name: CosId, Unit: time.Millisecond, TimeBits: 41, NodeBits: 10, SeqBits: 12, Epoch: CosIdEpoch},
 	}
 }
 
