@@ -10,6 +10,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -164,4 +169,53 @@ func (a *App) Next(ctx context.Context) (int64, error) {
 	}
 	a.seq++
 	return a.seq, nil
+}
+
+// Proxy is cosid-proxy's ProxyIdSegmentDistributor: its SegmentClient's
+// requests (SegmentApi 3.2.1) to the server at Base ("http://host:8688",
+// CosId's cosid.proxy.host), for the segment Namespace.Name.
+type Proxy struct {
+	Client          *http.Client
+	Base            string
+	Namespace, Name string
+	Step            int64 // the application's step, sent with the distributor's definition
+}
+
+// Init is ProxyIdSegmentDistributorFactory.create: POST
+// /segments/distributor/{namespace}/{name}?offset=&step=.
+func (p Proxy) Init(ctx context.Context, offset int64) error {
+	q := url.Values{"offset": {strconv.FormatInt(offset, 10)}, "step": {strconv.FormatInt(max(p.Step, 1), 10)}}
+	_, err := p.do(ctx, http.MethodPost, "/segments/distributor/"+url.PathEscape(p.Namespace)+"/"+url.PathEscape(p.Name)+"?"+q.Encode())
+	return err
+}
+
+// NextMaxID is ProxyIdSegmentDistributor.nextMaxId: PATCH
+// /segments/{namespace}/{name}?step=, the body a JSON long.
+func (p Proxy) NextMaxID(ctx context.Context, step int64) (int64, error) {
+	body, err := p.do(ctx, http.MethodPatch, "/segments/"+url.PathEscape(p.Namespace)+"/"+url.PathEscape(p.Name)+"?step="+strconv.FormatInt(step, 10))
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(strings.TrimSpace(body), 10, 64)
+}
+
+func (p Proxy) do(ctx context.Context, method, path string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, method, p.Base+path, nil)
+	if err != nil {
+		return "", err
+	}
+	c := p.Client
+	if c == nil {
+		c = http.DefaultClient
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode/100 != 2 {
+		return "", fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, b)
+	}
+	return string(b), nil
 }

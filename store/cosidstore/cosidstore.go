@@ -11,9 +11,11 @@
 //
 //	cosid:{<namespace>.<name>}.adder               (cosid-spring-redis, SpringRedisIdSegmentDistributor)
 //
-// A frond tag is CosId's segment name <namespace>.<tag> (the namespace is
-// "cosid" unless the URL says frond_namespace=...; a date-grouped segment
-// of CosId is the tag "<name>@<group key>"). CosId's counter is the last ID
+// A frond tag is CosId's segment name as CosId writes it, namespace and all:
+// the tag "cosid.order" is CosId's segment order of the namespace cosid
+// (its default), and a date-grouped segment is the tag
+// "cosid.order@20261128". The same tag is what CosId's proxy clients name
+// /segments/cosid/order, so every way in reaches one counter. CosId's counter is the last ID
 // handed out (its segments are (max-step, max]) where frond's max_id is
 // the first not handed out, so a tag's max_id reads as last_max_id+1 and
 // a segment raised to M is [M-step+1, M+1): the same IDs CosId would hand
@@ -32,7 +34,7 @@
 //
 // URLs:
 //
-//	cosid+mysql://user:pass@host:3306/db[?frond_namespace=cosid&frond_step=1000&...]
+//	cosid+mysql://user:pass@host:3306/db[?frond_step=1000&...]
 //	cosid+postgres://user:pass@host:5432/db[?...]   (also cosid+postgresql://)
 //	cosid+redis://[user:pass@]host:6379/0[?...]     (also cosid+rediss://)
 //
@@ -52,17 +54,13 @@ import (
 	"github.com/frond-id/frond"
 )
 
-// DefaultNamespace is CosId's default namespace (CosId.COSID, the
-// starter's CosIdProperties.DEFAULT_NAMESPACE).
-const DefaultNamespace = "cosid"
-
 // DefaultStep is the step of a tag frond has no record of (a segment name
 // CosId created): CosId keeps its applications' steps in their
 // configuration, not in the store.
 const DefaultStep = 1000
 
 // MaxNameLen is the width of CosId's name column, varchar(100): the longest
-// <namespace>.<tag>.
+// tag.
 const MaxNameLen = 100
 
 // Schemes are the URL schemes of the store, each "cosid+" and the scheme
@@ -71,14 +69,13 @@ var Schemes = []string{"cosid+mysql", "cosid+postgres", "cosid+postgresql", "cos
 
 // settings are the URL parameters of every kind.
 type settings struct {
-	namespace string
-	step      int64
+	step int64
 }
 
 // split takes the store's own parameters out of rawURL and returns the
 // server's URL (without "cosid+" and those parameters).
 func split(rawURL string) (server string, o settings, err error) {
-	o = settings{namespace: DefaultNamespace, step: DefaultStep}
+	o = settings{step: DefaultStep}
 	rest, ok := strings.CutPrefix(rawURL, "cosid+")
 	if !ok {
 		return "", o, fmt.Errorf("%w: a CosId store URL starts with cosid+ (cosid+mysql://, cosid+postgres://, cosid+redis://)", frond.ErrInvalidArgument)
@@ -90,13 +87,6 @@ func split(rawURL string) (server string, o settings, err error) {
 	q, err := url.ParseQuery(u.RawQuery)
 	if err != nil {
 		return "", o, fmt.Errorf("%w: store URL query: %v", frond.ErrInvalidArgument, err)
-	}
-	if q.Has("frond_namespace") {
-		o.namespace = q.Get("frond_namespace")
-		if err := checkNamespace(o.namespace); err != nil {
-			return "", o, err
-		}
-		q.Del("frond_namespace")
 	}
 	if q.Has("frond_step") {
 		v := q.Get("frond_step")
@@ -110,25 +100,13 @@ func split(rawURL string) (server string, o settings, err error) {
 	return u.String(), o, nil
 }
 
-// checkNamespace: a namespace is made of a tag name's bytes, and leaves
-// room for a name in CosId's column.
-func checkNamespace(ns string) error {
-	if err := frond.ValidateTagName(ns); err != nil || len(ns) > MaxNameLen-2 {
-		return fmt.Errorf("%w: frond_namespace=%q: 1 to %d letters, digits, '-', '_', '.', ':' or '@'", frond.ErrInvalidArgument, ns, MaxNameLen-2)
-	}
-	return nil
-}
-
-// name is CosId's segment name of tag (IdSegmentDistributor.getNamespacedName).
-func (o settings) name(tag string) string { return o.namespace + "." + tag }
-
 // checkName refuses a tag whose CosId name does not fit CosId's column.
-func (o settings) checkName(tag string) error {
+func checkName(tag string) error {
 	if err := frond.ValidateTagName(tag); err != nil {
 		return err
 	}
-	if n := len(o.name(tag)); n > MaxNameLen {
-		return fmt.Errorf("%w: tag %q: CosId's segment name %q is %d bytes, its column holds %d", frond.ErrInvalidArgument, tag, o.name(tag), n, MaxNameLen)
+	if len(tag) > MaxNameLen {
+		return fmt.Errorf("%w: tag %q: %d bytes, and CosId's name column holds %d", frond.ErrInvalidArgument, tag, len(tag), MaxNameLen)
 	}
 	return nil
 }
@@ -136,8 +114,8 @@ func (o settings) checkName(tag string) error {
 // missing is CosId's refusal of a name that has no row or key
 // (SegmentNameMissingException: "name:[%s] missing."), as frond's
 // ErrTagNotFound.
-func (o settings) missing(tag string) error {
-	return fmt.Errorf("tag %q: %w: name:[%s] missing.", tag, frond.ErrTagNotFound, o.name(tag))
+func missing(tag string) error {
+	return fmt.Errorf("tag %q: %w: name:[%s] missing.", tag, frond.ErrTagNotFound, tag)
 }
 
 // plainOnly refuses what CosId's counter cannot carry: a tag that is not a

@@ -36,14 +36,13 @@ func with(raw string, params ...string) string {
 }
 
 // cosidURL is the store's URL on the server of the environment variable
-// env, in the namespace ns.
-func cosidURL(t *testing.T, env, ns string) string {
+// env.
+func cosidURL(t *testing.T, env string) string {
 	raw := testenv.Getenv(t, env)
-	params := []string{"frond_namespace=" + ns}
 	if strings.HasPrefix(raw, "redis") {
-		params = append(params, "frond_allow_volatile=true") // the test server keeps nothing on disk
+		return with("cosid+"+raw, "frond_allow_volatile=true") // the test server keeps nothing on disk
 	}
-	return with("cosid+"+raw, params...)
+	return "cosid+" + raw
 }
 
 func opener(raw string) storetest.Opener {
@@ -69,23 +68,23 @@ func caseSensitive(t *testing.T, raw string) {
 }
 
 func TestMySQL_Conformance(t *testing.T) {
-	raw := cosidURL(t, "FROND_TEST_MYSQL_URL", "conformance")
+	raw := cosidURL(t, "FROND_TEST_MYSQL_URL")
 	opener(raw)(t).Close()
 	caseSensitive(t, raw)
 	storetest.RunPlainSegmentStore(t, opener(raw))
 }
 
 func TestPostgres_Conformance(t *testing.T) {
-	storetest.RunPlainSegmentStore(t, opener(cosidURL(t, "FROND_TEST_POSTGRES_URL", "conformance")))
+	storetest.RunPlainSegmentStore(t, opener(cosidURL(t, "FROND_TEST_POSTGRES_URL")))
 }
 
 func TestRedis_Conformance(t *testing.T) {
-	storetest.RunPlainSegmentStore(t, opener(cosidURL(t, "FROND_TEST_REDIS_URL", "conformance")))
+	storetest.RunPlainSegmentStore(t, opener(cosidURL(t, "FROND_TEST_REDIS_URL")))
 }
 
 func outageOpener(env string) storetest.OutageOpener {
 	return func(t *testing.T, addr string, timeout time.Duration) frond.SegmentStore {
-		raw := storetest.WithHost(t, cosidURL(t, env, "outage"), addr)
+		raw := storetest.WithHost(t, cosidURL(t, env), addr)
 		s, err := cosidstore.Open(context.Background(), with(raw, "frond_timeout="+timeout.String()))
 		if err != nil {
 			t.Fatal(err)
@@ -154,8 +153,8 @@ func testBoundary(t *testing.T, raw string, play side) {
 	c := testenv.Ctx(t)
 	s := opener(raw)(t)
 	defer s.Close()
-	tag := fmt.Sprintf("boundary-%d", rand.Int64())
-	app := &cosidplay.App{D: play(t, "sbs."+tag), Step: 10, Offset: 0}
+	tag := fmt.Sprintf("sbs.boundary-%d", rand.Int64()) // CosId's namespace sbs, its name boundary-N
+	app := &cosidplay.App{D: play(t, tag), Step: 10, Offset: 0}
 	if err := app.Start(c); err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +178,7 @@ func testBoundary(t *testing.T, raw string, play side) {
 		t.Fatalf("CosId's next segment after frond's [11, 16): first ID %d, %v; want 16", id, err)
 	}
 	_, err = s.Allocate(c, "never-created", 0)
-	if !errors.Is(err, frond.ErrTagNotFound) || !strings.Contains(err.Error(), "name:[sbs.never-created] missing.") {
+	if !errors.Is(err, frond.ErrTagNotFound) || !strings.Contains(err.Error(), "name:[never-created] missing.") {
 		t.Fatalf("a name missing from CosId's storage: %v", err)
 	}
 	// frond's creation is CosId's initialisation: the offset is max_id-1,
@@ -188,7 +187,7 @@ func testBoundary(t *testing.T, raw string, play side) {
 	if _, err := s.CreateTag(c, frond.Tag{Name: mine, MaxID: 1001, Step: 100}); err != nil {
 		t.Fatal(err)
 	}
-	late := &cosidplay.App{D: play(t, "sbs."+mine), Step: 10, Offset: 0}
+	late := &cosidplay.App{D: play(t, mine), Step: 10, Offset: 0}
 	if err := late.Start(c); err != nil {
 		t.Fatal(err)
 	}
@@ -201,17 +200,17 @@ func testBoundary(t *testing.T, raw string, play side) {
 }
 
 func TestMySQL_Boundary(t *testing.T) {
-	raw := cosidURL(t, "FROND_TEST_MYSQL_URL", "sbs")
+	raw := cosidURL(t, "FROND_TEST_MYSQL_URL")
 	testBoundary(t, raw, jdbcSide(raw))
 }
 
 func TestPostgres_Boundary(t *testing.T) {
-	raw := cosidURL(t, "FROND_TEST_POSTGRES_URL", "sbs")
+	raw := cosidURL(t, "FROND_TEST_POSTGRES_URL")
 	testBoundary(t, raw, jdbcSide(raw))
 }
 
 func TestRedis_Boundary(t *testing.T) {
-	raw := cosidURL(t, "FROND_TEST_REDIS_URL", "sbs")
+	raw := cosidURL(t, "FROND_TEST_REDIS_URL")
 	testBoundary(t, raw, redisSide(raw))
 }
 
@@ -269,8 +268,8 @@ func (n *frondNode) next(ctx context.Context, tag string) (int64, error) {
 // is handed out twice.
 func testSideBySide(t *testing.T, raw string, play side, target string, frondFirst bool) {
 	c := testenv.Ctx(t)
-	tag := fmt.Sprintf("together-%d", rand.Int64())
-	name := "sbs." + tag
+	tag := fmt.Sprintf("sbs.together-%d", rand.Int64())
+	name := tag
 	apps := []*cosidplay.App{{D: play(t, name), Step: 10}, {D: play(t, name), Step: 7}, {D: play(t, name), Step: 100}}
 	nodes := []*frondNode{{t: t, raw: with(raw, "frond_step=50")}, {t: t, raw: raw, proxy: storetest.StartProxy(t, target)}}
 	if frondFirst {
@@ -377,21 +376,21 @@ func testSideBySide(t *testing.T, raw string, play side, target string, frondFir
 }
 
 func TestMySQL_SideBySide(t *testing.T) {
-	raw := cosidURL(t, "FROND_TEST_MYSQL_URL", "sbs")
+	raw := cosidURL(t, "FROND_TEST_MYSQL_URL")
 	target := storetest.HostOf(t, os.Getenv("FROND_TEST_MYSQL_URL"), "3306")
 	t.Run("CosIdFirst", func(t *testing.T) { testSideBySide(t, raw, jdbcSide(raw), target, false) })
 	t.Run("FrondFirst", func(t *testing.T) { testSideBySide(t, raw, jdbcSide(raw), target, true) })
 }
 
 func TestPostgres_SideBySide(t *testing.T) {
-	raw := cosidURL(t, "FROND_TEST_POSTGRES_URL", "sbs")
+	raw := cosidURL(t, "FROND_TEST_POSTGRES_URL")
 	target := storetest.HostOf(t, os.Getenv("FROND_TEST_POSTGRES_URL"), "5432")
 	t.Run("CosIdFirst", func(t *testing.T) { testSideBySide(t, raw, jdbcSide(raw), target, false) })
 	t.Run("FrondFirst", func(t *testing.T) { testSideBySide(t, raw, jdbcSide(raw), target, true) })
 }
 
 func TestRedis_SideBySide(t *testing.T) {
-	raw := cosidURL(t, "FROND_TEST_REDIS_URL", "sbs")
+	raw := cosidURL(t, "FROND_TEST_REDIS_URL")
 	target := storetest.HostOf(t, os.Getenv("FROND_TEST_REDIS_URL"), "6379")
 	t.Run("CosIdFirst", func(t *testing.T) { testSideBySide(t, raw, redisSide(raw), target, false) })
 	t.Run("FrondFirst", func(t *testing.T) { testSideBySide(t, raw, redisSide(raw), target, true) })
@@ -399,13 +398,13 @@ func TestRedis_SideBySide(t *testing.T) {
 
 // Check refuses a URL that is not a CosId store's, or has a bad parameter.
 func TestURL(t *testing.T) {
-	for _, bad := range []string{"mysql://x/db", "cosid+sqlite:///tmp/x.db", "cosid+mysql://x/db?frond_step=0", "cosid+mysql://x/db?frond_namespace=a%20b",
+	for _, bad := range []string{"mysql://x/db", "cosid+sqlite:///tmp/x.db", "cosid+mysql://x/db?frond_step=0", "cosid+mysql://x/db?frond_step=-5",
 		"cosid+mysql://x/db?frond_bogus=1", "cosid+redis://x?frond_bogus=1", "cosid+http://x"} {
 		if err := cosidstore.Check(bad); !errors.Is(err, frond.ErrInvalidArgument) {
 			t.Errorf("Check(%q) = %v, want ErrInvalidArgument", bad, err)
 		}
 	}
-	for _, good := range []string{"cosid+mysql://root@127.0.0.1:3306/test", "cosid+postgres://u@h/db?sslmode=disable&frond_namespace=orders&frond_step=5000",
+	for _, good := range []string{"cosid+mysql://root@127.0.0.1:3306/test", "cosid+postgres://u@h/db?sslmode=disable&frond_step=5000",
 		"cosid+redis://127.0.0.1:6379/0?frond_timeout=2s"} {
 		if err := cosidstore.Check(good); err != nil {
 			t.Errorf("Check(%q) = %v", good, err)

@@ -65,10 +65,10 @@ func openRedis(ctx context.Context, server string, o settings) (*redisStore, err
 
 // adderKey is CosId's counter of tag
 // (SpringRedisIdSegmentDistributor: "cosid:" + hashTag(namespacedName) + ".adder").
-func (s *redisStore) adderKey(tag string) string { return "cosid:{" + s.o.name(tag) + "}.adder" }
+func (s *redisStore) adderKey(tag string) string { return "cosid:{" + tag + "}.adder" }
 
 // metaKey is frond's record of tag, in the counter's hash slot.
-func (s *redisStore) metaKey(tag string) string { return "cosid:{" + s.o.name(tag) + "}.frond" }
+func (s *redisStore) metaKey(tag string) string { return "cosid:{" + tag + "}.frond" }
 
 func (s *redisStore) fail(op string, err error) error {
 	if errors.Is(err, redis.ErrClosed) {
@@ -110,7 +110,7 @@ return {1, last, tagStep}
 // the step, in a script that first refuses a missing counter (INCRBY
 // alone would make it at 0, below every ID handed out).
 func (s *redisStore) Allocate(ctx context.Context, tag string, step int64) (frond.Allocation, error) {
-	if err := s.o.checkName(tag); err != nil {
+	if err := checkName(tag); err != nil {
 		return frond.Allocation{}, err
 	}
 	c, cancel := redisutil.Bound(ctx, s.timeout)
@@ -121,7 +121,7 @@ func (s *redisStore) Allocate(ctx context.Context, tag string, step int64) (fron
 	}
 	switch res[0].(int64) {
 	case 0:
-		return frond.Allocation{}, s.o.missing(tag)
+		return frond.Allocation{}, missing(tag)
 	case 2:
 		return frond.Allocation{}, fmt.Errorf("allocate %q: step %d: %w", tag, step, frond.ErrTagExhausted)
 	case 3:
@@ -182,7 +182,7 @@ func (s *redisStore) read(ctx context.Context, tag string) (t frond.Tag, found b
 
 // Tag implements frond.SegmentStore.
 func (s *redisStore) Tag(ctx context.Context, name string) (frond.Tag, error) {
-	if err := s.o.checkName(name); err != nil {
+	if err := checkName(name); err != nil {
 		return frond.Tag{}, err
 	}
 	c, cancel := redisutil.Bound(ctx, s.timeout)
@@ -192,17 +192,17 @@ func (s *redisStore) Tag(ctx context.Context, name string) (frond.Tag, error) {
 		return frond.Tag{}, s.fail(fmt.Sprintf("read tag %q", name), err)
 	}
 	if !found {
-		return frond.Tag{}, s.o.missing(name)
+		return frond.Tag{}, missing(name)
 	}
 	return t, nil
 }
 
-// Tags implements frond.SegmentStore: the counters of the namespace, found
-// by SCAN (CosId keeps no index of them).
+// Tags implements frond.SegmentStore: CosId's counters, found by SCAN
+// (CosId keeps no index of them).
 func (s *redisStore) Tags(ctx context.Context) ([]frond.Tag, error) {
 	c, cancel := redisutil.Bound(ctx, s.timeout)
 	defer cancel()
-	prefix, suffix := "cosid:{"+s.o.namespace+".", "}.adder"
+	prefix, suffix := "cosid:{", "}.adder"
 	var names []string
 	iter := s.c.Scan(c, 0, prefix+"*"+suffix, 1000).Iterator()
 	for iter.Next(c) {
@@ -250,7 +250,7 @@ func (s *redisStore) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, err
 	if err := plainOnly(t); err != nil {
 		return frond.Tag{}, err
 	}
-	if err := s.o.checkName(t.Name); err != nil {
+	if err := checkName(t.Name); err != nil {
 		return frond.Tag{}, err
 	}
 	c, cancel := redisutil.Bound(ctx, s.timeout)
@@ -283,7 +283,7 @@ func (s *redisStore) UpdateTag(ctx context.Context, name string, u frond.TagUpda
 	if err := checkUpdate(name, u); err != nil {
 		return frond.Tag{}, err
 	}
-	if err := s.o.checkName(name); err != nil {
+	if err := checkName(name); err != nil {
 		return frond.Tag{}, err
 	}
 	c, cancel := redisutil.Bound(ctx, s.timeout)
@@ -293,7 +293,7 @@ func (s *redisStore) UpdateTag(ctx context.Context, name string, u frond.TagUpda
 		return frond.Tag{}, s.fail(fmt.Sprintf("update tag %q", name), err)
 	}
 	if !found {
-		return frond.Tag{}, s.o.missing(name)
+		return frond.Tag{}, missing(name)
 	}
 	next, err := u.Apply(cur)
 	if err != nil {
@@ -308,7 +308,7 @@ func (s *redisStore) UpdateTag(ctx context.Context, name string, u frond.TagUpda
 		return frond.Tag{}, s.fail(fmt.Sprintf("update tag %q", name), err)
 	}
 	if n == 0 {
-		return frond.Tag{}, s.o.missing(name)
+		return frond.Tag{}, missing(name)
 	}
 	return s.Tag(ctx, name)
 }
@@ -317,7 +317,7 @@ func (s *redisStore) UpdateTag(ctx context.Context, name string, u frond.TagUpda
 // record. CosId's applications then start the name again at their offset
 // (SETNX): deleting a name in use is an operator's decision.
 func (s *redisStore) DeleteTag(ctx context.Context, name string) error {
-	if err := s.o.checkName(name); err != nil {
+	if err := checkName(name); err != nil {
 		return err
 	}
 	c, cancel := redisutil.Bound(ctx, s.timeout)
@@ -329,7 +329,7 @@ func (s *redisStore) DeleteTag(ctx context.Context, name string) error {
 		return s.fail(fmt.Sprintf("delete tag %q", name), err)
 	}
 	if del.Val() == 0 {
-		return s.o.missing(name)
+		return missing(name)
 	}
 	return nil
 }

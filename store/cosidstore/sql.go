@@ -107,7 +107,7 @@ func checkSQL(server string) error {
 	case sqlDialects[p.Kind] == nil:
 		return fmt.Errorf("%w: CosId's table is on MySQL, MariaDB or PostgreSQL, not %s", frond.ErrInvalidArgument, p.Kind)
 	case len(p.Unknown()) > 0:
-		return fmt.Errorf("%w: store URL parameter %s: unknown (frond_namespace, frond_step, frond_timeout, frond_max_conns, frond_retries)", frond.ErrInvalidArgument, p.Unknown()[0])
+		return fmt.Errorf("%w: store URL parameter %s: unknown (frond_step, frond_timeout, frond_max_conns, frond_retries)", frond.ErrInvalidArgument, p.Unknown()[0])
 	}
 	return nil
 }
@@ -140,7 +140,7 @@ func (s *sqlStore) fail(op string, err error) error { return s.db.Fail(op, err) 
 // stepOf reads frond's step of tag: its record, else the URL's.
 func (s *sqlStore) stepOf(ctx context.Context, tx *sql.Tx, tag string) (int64, error) {
 	var step sql.NullInt64
-	err := tx.QueryRowContext(ctx, s.q("SELECT step FROM frond_cosid_tag WHERE name = ?"), s.o.name(tag)).Scan(&step)
+	err := tx.QueryRowContext(ctx, s.q("SELECT step FROM frond_cosid_tag WHERE name = ?"), tag).Scan(&step)
 	if errors.Is(err, sql.ErrNoRows) {
 		return s.o.step, nil
 	}
@@ -154,12 +154,12 @@ func (s *sqlStore) stepOf(ctx context.Context, tx *sql.Tx, tag string) (int64, e
 // JdbcIdSegmentDistributor.nextMaxId does: in one transaction the UPDATE
 // that raises last_max_id by the step, and the SELECT that reads it back.
 func (s *sqlStore) Allocate(ctx context.Context, tag string, step int64) (frond.Allocation, error) {
-	if err := s.o.checkName(tag); err != nil {
+	if err := checkName(tag); err != nil {
 		return frond.Allocation{}, err
 	}
 	c, cancel := s.db.Bound(ctx)
 	defer cancel()
-	name := s.o.name(tag)
+	name := tag // CosId's segment name
 	var last, tagStep, used int64
 	var refused error
 	err := s.db.InTx(c, s.retries, func(tx *sql.Tx) error {
@@ -182,7 +182,7 @@ func (s *sqlStore) Allocate(ctx context.Context, tag string, step int64) (frond.
 			// No row, or one too high to raise by step.
 			switch err := tx.QueryRowContext(c, s.q(s.d.fetch), name).Scan(&last); {
 			case errors.Is(err, sql.ErrNoRows):
-				refused = s.o.missing(tag)
+				refused = missing(tag)
 			case err != nil:
 				return err
 			default:
@@ -215,7 +215,7 @@ func (s *sqlStore) scanTag(r interface{ Scan(...any) error }) (frond.Tag, string
 	if err := r.Scan(&name, &last, &fetched, &step, &desc); err != nil {
 		return frond.Tag{}, "", err
 	}
-	t := frond.Tag{Name: strings.TrimPrefix(name, s.o.namespace+"."), MaxID: maxIDOf(min(last, highest)), Step: s.o.step, Description: desc.String}
+	t := frond.Tag{Name: name, MaxID: maxIDOf(min(last, highest)), Step: s.o.step, Description: desc.String}
 	if step.Valid && step.Int64 >= 1 {
 		t.Step = step.Int64
 	}
@@ -227,14 +227,14 @@ func (s *sqlStore) scanTag(r interface{ Scan(...any) error }) (frond.Tag, string
 
 // Tag implements frond.SegmentStore.
 func (s *sqlStore) Tag(ctx context.Context, name string) (frond.Tag, error) {
-	if err := s.o.checkName(name); err != nil {
+	if err := checkName(name); err != nil {
 		return frond.Tag{}, err
 	}
 	c, cancel := s.db.Bound(ctx)
 	defer cancel()
-	t, _, err := s.scanTag(s.db.QueryRowContext(c, s.q("SELECT "+tagCols+" WHERE c.name = ?"), s.o.name(name)))
+	t, _, err := s.scanTag(s.db.QueryRowContext(c, s.q("SELECT "+tagCols+" WHERE c.name = ?"), name))
 	if errors.Is(err, sql.ErrNoRows) {
-		return frond.Tag{}, s.o.missing(name)
+		return frond.Tag{}, missing(name)
 	}
 	if err != nil {
 		return frond.Tag{}, s.fail(fmt.Sprintf("read tag %q", name), err)
@@ -243,25 +243,23 @@ func (s *sqlStore) Tag(ctx context.Context, name string) (frond.Tag, error) {
 	return t, nil
 }
 
-// Tags implements frond.SegmentStore: the rows of the namespace.
+// Tags implements frond.SegmentStore: every row of the table whose name
+// is a tag name.
 func (s *sqlStore) Tags(ctx context.Context) ([]frond.Tag, error) {
 	c, cancel := s.db.Bound(ctx)
 	defer cancel()
-	prefix := s.o.namespace + "."
-	rows, err := s.db.QueryContext(c, s.q("SELECT "+tagCols+" WHERE substr(c.name, 1, ?) = ?"), len(prefix), prefix)
+	rows, err := s.db.QueryContext(c, "SELECT "+tagCols)
 	if err != nil {
 		return nil, s.fail("list tags", err)
 	}
 	defer rows.Close()
 	var out []frond.Tag
 	for rows.Next() {
-		t, full, err := s.scanTag(rows)
+		t, _, err := s.scanTag(rows)
 		if err != nil {
 			return nil, s.fail("list tags", err)
 		}
-		// Another namespace's names that compare equal without case, and
-		// names frond cannot serve, are not this store's tags.
-		if strings.HasPrefix(full, prefix) && frond.ValidateTagName(t.Name) == nil {
+		if frond.ValidateTagName(t.Name) == nil { // a name frond cannot serve is not one of its tags
 			out = append(out, t)
 		}
 	}
@@ -296,12 +294,12 @@ func (s *sqlStore) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error
 	if err := plainOnly(t); err != nil {
 		return frond.Tag{}, err
 	}
-	if err := s.o.checkName(t.Name); err != nil {
+	if err := checkName(t.Name); err != nil {
 		return frond.Tag{}, err
 	}
 	c, cancel := s.db.Bound(ctx)
 	defer cancel()
-	name := s.o.name(t.Name)
+	name := t.Name // CosId's segment name
 	err := s.db.InTx(c, s.retries, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(c, s.q(s.d.insert), name, lastOf(t.MaxID)); err != nil {
 			return err
@@ -324,18 +322,17 @@ func (s *sqlStore) UpdateTag(ctx context.Context, name string, u frond.TagUpdate
 	if err := checkUpdate(name, u); err != nil {
 		return frond.Tag{}, err
 	}
-	if err := s.o.checkName(name); err != nil {
+	if err := checkName(name); err != nil {
 		return frond.Tag{}, err
 	}
 	c, cancel := s.db.Bound(ctx)
 	defer cancel()
-	full := s.o.name(name)
 	var refused error
 	err := s.db.InTx(c, s.retries, func(tx *sql.Tx) error {
 		refused = nil
-		cur, _, err := s.scanTag(tx.QueryRowContext(c, s.q("SELECT "+tagCols+" WHERE c.name = ?"+s.d.forUpdate), full))
+		cur, _, err := s.scanTag(tx.QueryRowContext(c, s.q("SELECT "+tagCols+" WHERE c.name = ?"+s.d.forUpdate), name))
 		if errors.Is(err, sql.ErrNoRows) {
-			refused = s.o.missing(name)
+			refused = missing(name)
 			return refused
 		}
 		if err != nil {
@@ -348,11 +345,11 @@ func (s *sqlStore) UpdateTag(ctx context.Context, name string, u frond.TagUpdate
 			return err
 		}
 		if next.MaxID != cur.MaxID {
-			if _, err := tx.ExecContext(c, s.q("UPDATE cosid SET last_max_id = ?, last_fetch_time = "+s.d.now+" WHERE name = ?"), lastOf(next.MaxID), full); err != nil {
+			if _, err := tx.ExecContext(c, s.q("UPDATE cosid SET last_max_id = ?, last_fetch_time = "+s.d.now+" WHERE name = ?"), lastOf(next.MaxID), name); err != nil {
 				return err
 			}
 		}
-		return s.setMeta(c, tx, full, next.Step, next.Description)
+		return s.setMeta(c, tx, name, next.Step, next.Description)
 	})
 	if refused != nil {
 		return frond.Tag{}, refused
@@ -368,28 +365,28 @@ func (s *sqlStore) UpdateTag(ctx context.Context, name string, u frond.TagUpdate
 // their initializer inserts it again at their offset: deleting a name in
 // use is an operator's decision.
 func (s *sqlStore) DeleteTag(ctx context.Context, name string) error {
-	if err := s.o.checkName(name); err != nil {
+	if err := checkName(name); err != nil {
 		return err
 	}
 	c, cancel := s.db.Bound(ctx)
 	defer cancel()
 	var n int64
 	err := s.db.InTx(c, s.retries, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(c, s.q("DELETE FROM cosid WHERE name = ?"), s.o.name(name))
+		res, err := tx.ExecContext(c, s.q("DELETE FROM cosid WHERE name = ?"), name)
 		if err != nil {
 			return err
 		}
 		if n, err = res.RowsAffected(); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(c, s.q("DELETE FROM frond_cosid_tag WHERE name = ?"), s.o.name(name))
+		_, err = tx.ExecContext(c, s.q("DELETE FROM frond_cosid_tag WHERE name = ?"), name)
 		return err
 	})
 	if err != nil {
 		return s.fail(fmt.Sprintf("delete tag %q", name), err)
 	}
 	if n == 0 {
-		return s.o.missing(name)
+		return missing(name)
 	}
 	return nil
 }
