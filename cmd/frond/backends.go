@@ -13,6 +13,7 @@ import (
 	"github.com/frond-id/frond/internal/config"
 	"github.com/frond-id/frond/internal/secret"
 	"github.com/frond-id/frond/registry"
+	"github.com/frond-id/frond/registry/cosidregistry"
 	"github.com/frond-id/frond/registry/etcdregistry"
 	"github.com/frond-id/frond/registry/redisregistry"
 	"github.com/frond-id/frond/registry/sqlregistry"
@@ -70,10 +71,12 @@ var backends = []backend{
 		openRegistry: func(_ context.Context, raw string, o registry.Options) (frond.WorkerRegistry, error) {
 			return reg(redisregistry.Open(raw, o))
 		}},
-	{schemes: cosidstore.Schemes, remote: true, checkStore: cosidstore.Check,
-		openStore: func(ctx context.Context, raw string, log *slog.Logger) (frond.SegmentStore, error) {
-			return logRisks(cosidstore.Open(ctx, raw))(log)
+	{schemes: cosidregistry.Schemes, remote: true, checkStore: cosidstore.Check, openStore: openCosIdStore,
+		checkRegistry: cosidregistry.Check,
+		openRegistry: func(_ context.Context, raw string, o registry.Options) (frond.WorkerRegistry, error) {
+			return reg(cosidregistry.Open(raw, o))
 		}},
+	{schemes: []string{"cosid+redis", "cosid+rediss"}, remote: true, checkStore: cosidstore.Check, openStore: openCosIdStore},
 	{schemes: []string{"etcd"}, remote: true,
 		checkStore: etcdstore.Check,
 		openStore: func(ctx context.Context, raw string, _ *slog.Logger) (frond.SegmentStore, error) {
@@ -101,6 +104,10 @@ var backends = []backend{
 
 func openSQLStore(ctx context.Context, raw string, log *slog.Logger) (frond.SegmentStore, error) {
 	return store(sqlstore.Open(ctx, raw, sqlstore.Options{Logger: log}))
+}
+
+func openCosIdStore(ctx context.Context, raw string, log *slog.Logger) (frond.SegmentStore, error) {
+	return logRisks(cosidstore.Open(ctx, raw))(log)
 }
 
 func openSQLRegistry(_ context.Context, raw string, o registry.Options) (frond.WorkerRegistry, error) {

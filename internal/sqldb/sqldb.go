@@ -433,3 +433,16 @@ func (d *DB) InTx(ctx context.Context, retries int, op func(tx *sql.Tx) error) e
 		return tx.Commit()
 	})
 }
+
+// NowMicros is an SQL expression of the database server's clock in
+// microseconds since 1970: the one clock every node of a registry's leases
+// reads alike.
+func (k Kind) NowMicros() string {
+	switch k {
+	case MySQL:
+		return "CAST(UNIX_TIMESTAMP(CURRENT_TIMESTAMP(6)) * 1000000 AS SIGNED)"
+	case Postgres:
+		return "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT)"
+	}
+	return "CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER)"
+}

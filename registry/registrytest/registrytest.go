@@ -42,6 +42,9 @@ type Config struct {
 	Lose func(t *testing.T, r frond.WorkerRegistry)
 	// Peers: the registry implements frond.PeerClock.
 	Peers bool
+	// Layout, when set, is the one layout (its fingerprint) the registry
+	// serves, whatever its first node's: CosId's machine IDs serve CosId's.
+	Layout string
 	// Fixed: the ID comes from configuration (the file registry, and static
 	// through it), so assignment, exhaustion, recycling and the local record
 	// do not apply; the suite runs Restart and ClockBehindRefuses (set
@@ -240,6 +243,10 @@ func testDatacenters(t *testing.T, c Config) {
 // for every datacenter; a node of another layout is refused with both
 // named, in any datacenter, while nodes of the same layout are served.
 func testLayout(t *testing.T, c Config) {
+	if c.Layout != "" {
+		testFixedLayout(t, c)
+		return
+	}
 	ns := Namespace(t)
 	twitter, split := "1+41+10+12 bits of 1ms from 2010-11-04T01:42:54.657Z, 0 datacenter bits", "1+41+10+12 bits of 1ms from 2010-11-04T01:42:54.657Z, 5 datacenter bits"
 	o := opts(7401)
@@ -255,6 +262,22 @@ func testLayout(t *testing.T, c Config) {
 		if !errors.Is(err, registry.ErrLayoutMismatch) || !strings.Contains(err.Error(), twitter) || !strings.Contains(err.Error(), split) {
 			t.Fatalf("datacenter %d, another layout: %v, want ErrLayoutMismatch naming both", dc, err)
 		}
+	}
+}
+
+// testFixedLayout: a registry of one layout serves nodes of that layout and
+// refuses any other, naming both.
+func testFixedLayout(t *testing.T, c Config) {
+	ns := Namespace(t)
+	o := opts(7401)
+	o.Layout = c.Layout
+	acquire(t, open(t, c, ns, o), 31)
+	twitter := "1+41+10+12 bits of 1ms from 2010-11-04T01:42:54.657Z, 0 datacenter bits"
+	o = opts(7402)
+	o.Layout = twitter
+	_, err := open(t, c, ns, o).Acquire(testenv.Ctx(t), 31)
+	if !errors.Is(err, registry.ErrLayoutMismatch) || !strings.Contains(err.Error(), twitter) || !strings.Contains(err.Error(), c.Layout) {
+		t.Fatalf("another layout: %v, want ErrLayoutMismatch naming both", err)
 	}
 }
 

@@ -201,20 +201,10 @@ func (b *Backend) Policy() registry.Policy {
 // q rebinds query's placeholders and puts in the table names ({t}, {s})
 // and the database clock in microseconds ({now}).
 func (b *Backend) q(query string) string {
-	query = strings.NewReplacer("{t}", b.table, "{s}", b.side, "{now}", nowMicros(b.db.Kind)).Replace(query)
+	query = strings.NewReplacer("{t}", b.table, "{s}", b.side, "{now}", b.db.Kind.NowMicros()).Replace(query)
 	return b.db.Kind.Rebind(query)
 }
 
-// nowMicros is the database server's clock in microseconds since 1970.
-func nowMicros(k sqldb.Kind) string {
-	switch k {
-	case sqldb.MySQL:
-		return "CAST(UNIX_TIMESTAMP(CURRENT_TIMESTAMP(6)) * 1000000 AS SIGNED)"
-	case sqldb.Postgres:
-		return "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT)"
-	}
-	return "CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER)"
-}
 
 func (b *Backend) ddl() []string {
 	idCol, engine, ts, bin := "ID INTEGER PRIMARY KEY AUTOINCREMENT", "", "TIMESTAMP", ""

@@ -63,10 +63,6 @@ const DefaultStep = 1000
 // tag.
 const MaxNameLen = 100
 
-// Schemes are the URL schemes of the store, each "cosid+" and the scheme
-// of the server's own URL.
-var Schemes = []string{"cosid+mysql", "cosid+postgres", "cosid+postgresql", "cosid+redis", "cosid+rediss"}
-
 // settings are the URL parameters of every kind.
 type settings struct {
 	step int64
