@@ -72,7 +72,7 @@ func TestRegistry_Conformance(t *testing.T) {
 				Open:            open,
 				Recycles:        true,
 				SameIDOnRestart: true,
-				Layout:   cosidregistry.Layout(),
+				Layout:          cosidregistry.Layout(),
 				// A CosId application takes the ID (its revert-and-take
 				// UPDATE, as on a row whose guard it saw lapse).
 				Lose: func(t *testing.T, wr frond.WorkerRegistry) {

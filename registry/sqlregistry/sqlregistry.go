@@ -205,7 +205,6 @@ func (b *Backend) q(query string) string {
 	return b.db.Kind.Rebind(query)
 }
 
-
 func (b *Backend) ddl() []string {
 	idCol, engine, ts, bin := "ID INTEGER PRIMARY KEY AUTOINCREMENT", "", "TIMESTAMP", ""
 	switch b.db.Kind {
