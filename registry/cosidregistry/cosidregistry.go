@@ -202,9 +202,12 @@ func (b *Backend) fail(op string, err error) error {
 // nowMs is this node's clock in ms, as CosId's System.currentTimeMillis.
 func (b *Backend) nowMs() int64 { return b.o.Now().UnixMilli() }
 
-// ceilMs is a time in ns as ms, rounded up: the recorded time is never
-// below the one saved.
-func ceilMs(ns int64) int64 { return (ns + int64(time.Millisecond) - 1) / int64(time.Millisecond) }
+// afterMs is the millisecond after the one of a time in ns: what frond
+// writes in last_timestamp for a time it may have issued up to. CosId
+// issues from last_timestamp's own millisecond on (its clock sync waits
+// only while last_timestamp is ahead), so the millisecond frond used must
+// be before it.
+func afterMs(ns int64) int64 { return ns/int64(time.Millisecond) + 1 }
 
 // CosId's INIT_COSID_MACHINE_TABLE_SQL (JdbcMachineIdInitializer.java), verbatim.
 const machineMySQLDDL = `create table if not exists cosid_machine
@@ -315,8 +318,15 @@ FROM cosid_machine m LEFT JOIN cosid_machine_frond f ON f.name = m.name WHERE m.
 // its lease runs (token, leased: frond's record beside the row), by a
 // CosId application while CosId's rule says so.
 func (b *Backend) slot(id int64, instance string, last, now int64, token string, leased bool) registry.Slot {
-	s := registry.Slot{ID: id, Last: last * int64(time.Millisecond), Owner: instance, Rev: rev{instance, last}}
 	owner, claim, frondRow := strings.Cut(instance, "#")
+	// The ID's last time: frond's rows hold the millisecond after the
+	// last frond used (afterMs); CosId's the last it may have used
+	// (revert and guard write its clock), so frond starts after it.
+	lastMs := last
+	if !frondRow {
+		lastMs++
+	}
+	s := registry.Slot{ID: id, Last: lastMs * int64(time.Millisecond), Owner: instance, Rev: rev{instance, last}}
 	switch {
 	case frondRow && claim == token:
 		s.Owner, s.Claim = owner, claim
@@ -406,7 +416,7 @@ func (b *Backend) Claim(ctx context.Context, s registry.Slot, floor int64, h *re
 	now := b.nowMs()
 	err := b.db.InTx(c, 0, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(c, b.q(`UPDATE cosid_machine SET instance_id = ?, last_timestamp = ?, distribute_time = ? WHERE name = ? AND instance_id = ? AND last_timestamp = ?`),
-			b.instance(h.Token), max(now, ceilMs(floor)), now, b.rowName(s.ID), r.instance, r.last)
+			b.instance(h.Token), max(now, afterMs(floor)), now, b.rowName(s.ID), r.instance, r.last)
 		if err != nil {
 			return err
 		}
@@ -464,7 +474,7 @@ func (b *Backend) Write(ctx context.Context, h *registry.Hold, ns int64, exact b
 	if exact {
 		err = b.db.InTx(c, 0, func(tx *sql.Tx) error {
 			res, err := tx.ExecContext(c, b.q(`UPDATE cosid_machine SET last_timestamp = ?, revert_time = ? WHERE name = ? AND instance_id = ?`),
-				ceilMs(ns), b.nowMs(), b.rowName(h.ID), inst)
+				afterMs(ns), b.nowMs(), b.rowName(h.ID), inst)
 			if err != nil {
 				return err
 			}
@@ -478,7 +488,7 @@ func (b *Backend) Write(ctx context.Context, h *registry.Hold, ns int64, exact b
 	} else {
 		ok, err = b.update(c, `UPDATE cosid_machine SET last_timestamp = GREATEST(last_timestamp, ?) WHERE name = ? AND instance_id = ?
 AND EXISTS (SELECT 1 FROM cosid_machine_frond f WHERE f.name = ? AND f.token = ? AND f.lease_until >= {now})`,
-			ceilMs(ns), b.rowName(h.ID), inst, b.rowName(h.ID), h.Token)
+			afterMs(ns), b.rowName(h.ID), inst, b.rowName(h.ID), h.Token)
 	}
 	if err != nil {
 		return false, b.fail("save the last time", err)
