@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/tls"
 	"log/slog"
 	"time"
@@ -28,6 +29,10 @@ type Options struct {
 	// tokens per address. Probes and /metrics are never limited; a RESP
 	// connection whose address reaches the limit of wrong tokens is closed.
 	Guard *Guard
+	// CosIdMachines, when set, serves CosId proxy's machine routes (HTTP
+	// /machines/{namespace}): registry/cosidregistry's Distributor, on the
+	// table of a CosId registry.
+	CosIdMachines CosIdMachines
 	// Conn is the connection policy (ConnPolicy; zero fields are its
 	// defaults) of gRPC and RESP; HTTP takes it in NewHTTPServer.
 	Conn ConnPolicy
@@ -60,4 +65,15 @@ func (o Options) WithLogger() Options {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return o
+}
+
+// CosIdMachines is CosId's machine-ID distributor for CosId applications
+// that use CosId proxy's machine routes (registry/cosidregistry.Distributor).
+// Distribute answers the machine ID and the time (ms) the instance must
+// pass; an overflow wraps frond.ErrNoWorkerID, a lost machine ID
+// frond.ErrWorkerLost.
+type CosIdMachines interface {
+	Distribute(ctx context.Context, ns string, machineBit int, instance string, stable bool, safeGuard time.Duration) (id, last int64, err error)
+	Guard(ctx context.Context, ns, instance string, stable bool, safeGuard time.Duration) error
+	Revert(ctx context.Context, ns, instance string, stable bool) error
 }

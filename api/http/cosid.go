@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/api"
@@ -29,6 +30,9 @@ func (s *Server) cosidRoutes(mux routes, prefix string) {
 	mux.HandleFunc("GET "+prefix+"/ids/as-string", s.cosidSnowflake(true))
 	mux.HandleFunc("GET "+prefix+"/ids/{name}", s.cosidSegmentID(false))
 	mux.HandleFunc("GET "+prefix+"/ids/as-string/{name}", s.cosidSegmentID(true))
+	mux.HandleFunc("POST "+prefix+"/machines/{namespace}", s.cosidMachine(s.cosidDistribute))
+	mux.HandleFunc("DELETE "+prefix+"/machines/{namespace}", s.cosidMachine(s.cosidRevert))
+	mux.HandleFunc("PATCH "+prefix+"/machines/{namespace}", s.cosidMachine(s.cosidGuard))
 }
 
 // cosidError is CosId proxy's ErrorResponse: {"code", "msg", "errors"}.
@@ -49,6 +53,171 @@ func (s *Server) cosidFail(w http.ResponseWriter, err error) {
 		w.Header().Set("Retry-After", strconv.Itoa(e.retry))
 	}
 	writeJSON(w, e.status, cosidError{Code: e.Code, Msg: e.Message, Errors: []any{}})
+}
+
+// CosId's codes of the machine errors its proxy client reads
+// (ErrorResponse: MACHINE_ID_OVERFLOW, MACHINE_ID_LOST), answered with
+// 400 as CosId's GlobalRestExceptionHandler does.
+const (
+	cosidMachineOverflow = "M-01"
+	cosidMachineLost     = "M-03"
+)
+
+// cosidMachineFail answers a machine route's error: CosId's codes for an
+// overflow and a lost machine ID, frond's for the rest.
+func (s *Server) cosidMachineFail(w http.ResponseWriter, err error) {
+	code := ""
+	switch {
+	case errors.Is(err, frond.ErrNoWorkerID):
+		code = cosidMachineOverflow
+	case errors.Is(err, frond.ErrWorkerLost):
+		code = cosidMachineLost
+	default:
+		s.cosidFail(w, err)
+		return
+	}
+	e := toAPIError(err)
+	s.count(w, e)
+	w.Header().Set("X-Frond-Error", e.Code)
+	writeJSON(w, http.StatusBadRequest, cosidError{Code: code, Msg: e.Message, Errors: []any{}})
+}
+
+// machineRequest is a machine route's parameters (MachineApi).
+type machineRequest struct {
+	ns, instance string
+	machineBit   int
+	stable       bool
+	safeGuard    time.Duration
+}
+
+// cosidMachine runs a machine route: the admin's (the admin token as
+// {token} or Authorization: Bearer; without one, a client on this
+// machine), on a node whose registry is CosId's.
+func (s *Server) cosidMachine(h func(w http.ResponseWriter, r *http.Request, m machineRequest)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.opts.CosIdMachines == nil {
+			s.cosidFail(w, &api.Error{Code: frond.CodeNotFound, Msg: "CosId's machine routes are served by a node whose worker registry is CosId's table (registry: cosid+mysql://... or cosid+postgres://...: docs/cosid.md)"})
+			return
+		}
+		admin, _ := api.Bearer(r.Header.Get("Authorization"))
+		if admin == "" {
+			admin = r.PathValue("token")
+		}
+		if err := s.mayReadTags(r, admin); err != nil {
+			s.cosidFail(w, err)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
+		if err := r.ParseForm(); err != nil {
+			s.cosidFail(w, badRequest("malformed query or form: %s", brief(err.Error())))
+			return
+		}
+		m := machineRequest{ns: r.PathValue("namespace"), instance: r.Form.Get("instanceId")}
+		var err error
+		if v := r.Form.Get("stable"); v != "" {
+			if m.stable, err = strconv.ParseBool(v); err != nil {
+				s.cosidFail(w, badRequest("stable=%s: true or false", service.Quote(v)))
+				return
+			}
+		}
+		if r.Form.Has("machineBit") {
+			n, err := strconv.Atoi(r.Form.Get("machineBit"))
+			if err != nil {
+				s.cosidFail(w, badRequest("machineBit=%s: a whole number", service.Quote(r.Form.Get("machineBit"))))
+				return
+			}
+			m.machineBit = n
+		}
+		if r.Form.Has("safeGuardDuration") {
+			if m.safeGuard, err = parseISODuration(r.Form.Get("safeGuardDuration")); err != nil {
+				s.cosidFail(w, err)
+				return
+			}
+		}
+		h(w, r, m)
+	}
+}
+
+// cosidDistribute: POST /machines/{namespace}?machineBit=&instanceId=&stable=&safeGuardDuration=
+// (MachineApi.distribute): {"machineId", "lastTimeStamp"}.
+func (s *Server) cosidDistribute(w http.ResponseWriter, r *http.Request, m machineRequest) {
+	if m.machineBit == 0 || m.safeGuard == 0 && !m.stable {
+		s.cosidFail(w, badRequest("distribute needs machineBit and safeGuardDuration"))
+		return
+	}
+	id, last, err := s.opts.CosIdMachines.Distribute(r.Context(), m.ns, m.machineBit, m.instance, m.stable, m.safeGuard)
+	if err != nil {
+		s.cosidMachineFail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		MachineID     int64 `json:"machineId"`
+		LastTimeStamp int64 `json:"lastTimeStamp"`
+	}{id, last})
+}
+
+// cosidRevert: DELETE /machines/{namespace}?instanceId=&stable= (MachineApi.revert).
+func (s *Server) cosidRevert(w http.ResponseWriter, r *http.Request, m machineRequest) {
+	if err := s.opts.CosIdMachines.Revert(r.Context(), m.ns, m.instance, m.stable); err != nil {
+		s.cosidMachineFail(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// cosidGuard: PATCH /machines/{namespace}?instanceId=&stable=&safeGuardDuration= (MachineApi.guard).
+func (s *Server) cosidGuard(w http.ResponseWriter, r *http.Request, m machineRequest) {
+	if err := s.opts.CosIdMachines.Guard(r.Context(), m.ns, m.instance, m.stable, m.safeGuard); err != nil {
+		s.cosidMachineFail(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// parseISODuration reads an ISO-8601 duration as Java's Duration.toString
+// writes it (PT5M, PT1H30M, PT0.5S, P2DT3H): days, hours, minutes and
+// seconds with a fraction, none negative, at most 100 years.
+func parseISODuration(v string) (time.Duration, error) {
+	bad := badRequest("safeGuardDuration=%s: an ISO-8601 duration such as PT5M", service.Quote(v))
+	rest, ok := strings.CutPrefix(strings.ToUpper(v), "P")
+	if !ok || rest == "" || len(v) > 64 {
+		return 0, bad
+	}
+	var total float64
+	inTime, seen := false, false
+	for rest != "" {
+		if rest[0] == 'T' {
+			if inTime {
+				return 0, bad
+			}
+			inTime, rest = true, rest[1:]
+			if rest == "" {
+				return 0, bad
+			}
+			continue
+		}
+		i := 0
+		for i < len(rest) && (rest[i] >= '0' && rest[i] <= '9' || rest[i] == '.') {
+			i++
+		}
+		if i == 0 || i == len(rest) {
+			return 0, bad
+		}
+		n, err := strconv.ParseFloat(rest[:i], 64)
+		if err != nil {
+			return 0, bad
+		}
+		unit := map[bool]map[byte]float64{false: {'D': 24 * 3600}, true: {'H': 3600, 'M': 60, 'S': 1}}[inTime][rest[i]]
+		if unit == 0 || rest[i] != 'S' && strings.Contains(rest[:i], ".") {
+			return 0, bad
+		}
+		total += n * unit
+		seen, rest = true, rest[i+1:]
+	}
+	if !seen || total > 100*365*24*3600 {
+		return 0, bad
+	}
+	return time.Duration(total * float64(time.Second)), nil
 }
 
 // cosidToken is the caller's tag token: the route's {token}, else the

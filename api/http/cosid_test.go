@@ -3,9 +3,13 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/api"
@@ -142,4 +146,88 @@ func TestCosId_IDs(t *testing.T) {
 	}
 	f.want(f.do("GET", "/ids/missing", ""), 404, `"msg"`)
 	f.want(f.do("GET", "/ids?n=5", ""), 400)
+}
+
+// fakeMachines records the proxy's machine calls.
+type fakeMachines struct {
+	calls []string
+	err   error
+}
+
+func (f *fakeMachines) Distribute(_ context.Context, ns string, bits int, instance string, stable bool, guard time.Duration) (int64, int64, error) {
+	f.calls = append(f.calls, fmt.Sprintf("distribute %s %d %s %v %v", ns, bits, instance, stable, guard))
+	return 5, 1700000000123, f.err
+}
+
+func (f *fakeMachines) Guard(_ context.Context, ns, instance string, stable bool, guard time.Duration) error {
+	f.calls = append(f.calls, fmt.Sprintf("guard %s %s %v %v", ns, instance, stable, guard))
+	return f.err
+}
+
+func (f *fakeMachines) Revert(_ context.Context, ns, instance string, stable bool) error {
+	f.calls = append(f.calls, fmt.Sprintf("revert %s %s %v", ns, instance, stable))
+	return f.err
+}
+
+// CosId proxy's machine routes: MachineApi's requests, its MachineState
+// answer and its error codes, the admin's only.
+func TestCosId_Machines(t *testing.T) {
+	f := newFixture(t, api.Options{})
+	f.want(f.do("POST", "/machines/cosid?machineBit=10&instanceId=10.0.0.1:8080&stable=false&safeGuardDuration=PT5M", ""), 404, "registry")
+
+	m := &fakeMachines{}
+	f = newFixture(t, api.Options{CosIdMachines: m})
+	f.want(f.do("POST", "/machines/cosid?machineBit=10&instanceId=10.0.0.1:8080&stable=false&safeGuardDuration=PT5M", ""), 200, `{"machineId":5,"lastTimeStamp":1700000000123}`)
+	f.want(f.do("PATCH", "/machines/cosid?instanceId=10.0.0.1:8080&stable=true&safeGuardDuration=PT1H30M", ""), 200)
+	f.want(f.do("DELETE", "/machines/cosid?instanceId=10.0.0.1:8080&stable=true", ""), 200)
+	want := []string{"distribute cosid 10 10.0.0.1:8080 false 5m0s", "guard cosid 10.0.0.1:8080 true 1h30m0s", "revert cosid 10.0.0.1:8080 true"}
+	if !slices.Equal(m.calls, want) {
+		t.Fatalf("calls %q, want %q", m.calls, want)
+	}
+	m.err = fmt.Errorf("%w: all taken", frond.ErrNoWorkerID)
+	f.want(f.do("POST", "/machines/cosid?machineBit=3&instanceId=i&stable=false&safeGuardDuration=PT5M", ""), 400, `"code":"M-01"`)
+	m.err = fmt.Errorf("%w: gone", frond.ErrWorkerLost)
+	f.want(f.do("PATCH", "/machines/cosid?instanceId=i&stable=false&safeGuardDuration=PT5M", ""), 400, `"code":"M-03"`)
+	for _, bad := range []string{"machineBit=x&instanceId=i&safeGuardDuration=PT5M", "machineBit=3&instanceId=i&safeGuardDuration=5m", "machineBit=3&instanceId=i&stable=maybe&safeGuardDuration=PT5M", "instanceId=i"} {
+		f.want(f.do("POST", "/machines/cosid?"+bad, ""), 400, `"code":"invalid_argument"`)
+	}
+	remote := []string{":remote", "192.0.2.7:5000", ":host", "frond.example:8080"}
+	f.want(f.do("DELETE", "/machines/cosid?instanceId=i&stable=false", "", remote...), 403)
+
+	g := newFixture(t, api.Options{CosIdMachines: m, AdminToken: "adm1n"})
+	m.err = nil
+	g.want(g.do("DELETE", "/machines/cosid?instanceId=i&stable=false", "", remote...), 401)
+	g.want(g.do("DELETE", "/cosid/adm1n/machines/cosid?instanceId=i&stable=false", "", remote...), 200)
+	g.want(g.do("DELETE", "/machines/cosid?instanceId=i&stable=false", "", append(remote, "Authorization", "Bearer adm1n")...), 200)
+}
+
+func TestParseISODuration(t *testing.T) {
+	for in, want := range map[string]time.Duration{"PT5M": 5 * time.Minute, "PT1H30M": 90 * time.Minute, "PT0.5S": 500 * time.Millisecond, "P2DT3H": 51 * time.Hour, "PT0S": 0, "pt10s": 10 * time.Second} {
+		if got, err := parseISODuration(in); err != nil || got != want {
+			t.Errorf("%s: %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "P", "PT", "5m", "PT5", "PT-5M", "PT1.5M", "P1H", "PTT5M", "P1000000D", "PT5X"} {
+		if _, err := parseISODuration(bad); !errors.Is(err, frond.ErrInvalidArgument) {
+			t.Errorf("%q: %v, want invalid_argument", bad, err)
+		}
+	}
+}
+
+func FuzzParseISODuration(f *testing.F) {
+	for _, s := range []string{"PT5M", "P2DT3H", "PT0.5S", "PT", "P1000000D"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := parseISODuration(s)
+		if err != nil {
+			if !errors.Is(err, frond.ErrInvalidArgument) {
+				t.Fatalf("%q: %v", s, err)
+			}
+			return
+		}
+		if d < 0 || d > 100*365*24*time.Hour {
+			t.Fatalf("%q: %v", s, d)
+		}
+	})
 }

@@ -285,7 +285,8 @@ func checkBackends(cfg *config.Config) error {
 		return badKey("registry", raw, err)
 	}
 	if b.checkRegistry != nil {
-		if err := b.checkRegistry(raw, registry.Options{Datacenter: cfg.Snowflake.Datacenter}); err != nil {
+		o := registry.Options{Datacenter: cfg.Snowflake.Datacenter, RecycleAfter: cfg.Worker.RecycleAfter, LeaseTTL: cfg.Worker.LeaseTTL}
+		if err := b.checkRegistry(raw, o); err != nil {
 			return badKey("registry", raw, err)
 		}
 	}

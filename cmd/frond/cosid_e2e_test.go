@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -123,5 +124,38 @@ func TestE2E_CosIdSideBySide(t *testing.T) {
 		if id > last {
 			t.Fatalf("ID %d above CosId's last_max_id %d", id, last)
 		}
+	}
+}
+
+// A frond node takes its worker ID from CosId's machine table in CosId's
+// layout, and serves CosId proxy's machine routes on the same table: a
+// CosId application distributed through it gets another machine ID.
+func TestE2E_CosIdMachines(t *testing.T) {
+	raw := testenv.Getenv(t, "FROND_TEST_MYSQL_URL")
+	ns := fmt.Sprintf("e2e_%d", rand.Int64N(1<<40))
+	t.Setenv("FROND_WORKER__RECYCLE_AFTER", "4m")
+	s := mustStart(t, t.TempDir(), "--layout", "cosid", "--registry", "cosid+"+raw+"?frond_namespace="+ns)
+	var decoded struct{ Node int64 }
+	id := s.batch("/v1/snowflake?n=1")[0]
+	code, body := s.get("/v1/decode/" + strconv.FormatInt(id, 10))
+	if code != 200 || json.Unmarshal([]byte(body), &decoded) != nil || !strings.Contains(body, `"layout":"cosid"`) {
+		t.Fatalf("decode: %d %s", code, body)
+	}
+	code, body = s.req("POST", "/machines/"+ns+"?machineBit=10&instanceId=10.1.1.1:8080&stable=false&safeGuardDuration=PT5M", "")
+	var state struct{ MachineID, LastTimeStamp int64 }
+	if code != 200 || json.Unmarshal([]byte(body), &state) != nil {
+		t.Fatalf("distribute: %d %s", code, body)
+	}
+	if state.MachineID == decoded.Node {
+		t.Fatalf("the CosId application got machine ID %d, the frond node's", state.MachineID)
+	}
+	if code, body := s.req("PATCH", "/machines/"+ns+"?instanceId=10.1.1.1:8080&stable=false&safeGuardDuration=PT5M", ""); code != 200 {
+		t.Fatalf("guard: %d %s", code, body)
+	}
+	if code, body := s.req("DELETE", "/machines/"+ns+"?instanceId=10.1.1.1:8080&stable=false", ""); code != 200 {
+		t.Fatalf("revert: %d %s", code, body)
+	}
+	if code, body := s.req("PATCH", "/machines/"+ns+"?instanceId=10.1.1.1:8080&stable=false&safeGuardDuration=PT5M", ""); code != 400 || !strings.Contains(body, `"M-03"`) {
+		t.Fatalf("guard after revert: %d %s, want 400 M-03", code, body)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"syscall"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/frond-id/frond/api/resp"
 	"github.com/frond-id/frond/internal/config"
 	"github.com/frond-id/frond/internal/tlsconf"
+	"github.com/frond-id/frond/registry/cosidregistry"
 	"github.com/frond-id/frond/service"
 )
 
@@ -109,6 +111,14 @@ func serveAll(fes []*frontEnd, svc *service.Service, m *api.Metrics, cfg *config
 	policy.MaxConns = reserveFDs(policy.MaxConns, len(fes), log)
 	// What every front end takes (api.Options), each adding its own.
 	common := api.Options{AdminToken: cfg.AdminToken, Metrics: m, Logger: log, AccessLog: cfg.Log.Access, Guard: guard, Conn: policy}
+	if b, _ := backendOf(cfg.Registry); b != nil && slices.Equal(b.schemes, cosidregistry.Schemes) {
+		// CosId proxy's machine routes, on the table of the node's registry.
+		d, err := cosidregistry.OpenDistributor(cfg.Registry)
+		if err != nil {
+			return err
+		}
+		common.CosIdMachines = d
+	}
 	limit := func(ln net.Listener, refuse func(net.Conn)) net.Listener {
 		if base != nil {
 			refuse = nil // no plain text on a TLS port: the connection is closed

@@ -144,7 +144,7 @@ func Open(rawURL string, o registry.Options) (*registry.Protocol, error) {
 	if most := b.safeGuard - b.skew(); o.RecycleAfter > most || o.LeaseTTL > most {
 		return nil, fmt.Errorf("%w: recycle_after %v and lease_ttl %v must be at most %v with CosId's safe guard of %v (frond_safe_guard): "+
 			"CosId's applications take a machine ID once the safe guard has passed its holder's last renewal, and a frond node cut off from the database "+
-			"issues up to recycle_after past its last confirmed time; set snowflake.recycle_after (docs/cosid.md)",
+			"issues up to recycle_after past its last confirmed time; set worker.recycle_after and worker.lease_ttl (docs/cosid.md)",
 			frond.ErrInvalidArgument, o.RecycleAfter, o.LeaseTTL, most, b.safeGuard)
 	}
 	if n := len(b.instance(strings.Repeat("0", 32))); n > 100 {
@@ -262,18 +262,26 @@ func (b *Backend) Prepare(ctx context.Context) error {
 	if b.ready {
 		return nil
 	}
-	ddl := []string{machineMySQLDDL, sideMySQLDDL}
-	if b.db.Kind == sqldb.Postgres {
-		ddl = append(slices.Clip(machinePostgresDDL), sidePostgresDDL)
-	}
-	c, cancel := b.db.Bound(ctx)
-	defer cancel()
-	for _, stmt := range ddl {
-		if err := b.db.ExecDDL(c, stmt); err != nil {
-			return b.fail("create table cosid_machine", err)
-		}
+	if err := createTables(ctx, b.db); err != nil {
+		return b.fail("create table cosid_machine", err)
 	}
 	b.ready = true
+	return nil
+}
+
+// createTables creates CosId's table and frond's beside it when missing.
+func createTables(ctx context.Context, db *sqldb.DB) error {
+	ddl := []string{machineMySQLDDL, sideMySQLDDL}
+	if db.Kind == sqldb.Postgres {
+		ddl = append(slices.Clip(machinePostgresDDL), sidePostgresDDL)
+	}
+	c, cancel := db.Bound(ctx)
+	defer cancel()
+	for _, stmt := range ddl {
+		if err := db.ExecDDL(c, stmt); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

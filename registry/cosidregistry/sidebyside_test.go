@@ -1,6 +1,7 @@
 package cosidregistry_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -107,7 +108,16 @@ func testSideBySide(t *testing.T, db target) {
 	}
 	warm.Close()
 
-	for i := range 5 { // CosId applications
+	proxied, err := cosidregistry.OpenDistributor("cosid+" + db.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxied.Close()
+	for i := range 5 { // CosId applications: three on CosId's JDBC distributor, two through frond's (CosId proxy's machine routes)
+		var machine machineSide = machine
+		if i >= 3 {
+			machine = proxy{proxied, ns, bits, safeGuard}
+		}
 		wg.Go(func() {
 			stable := i%2 == 0
 			for n := 0; time.Now().Before(stop); n++ {
@@ -224,4 +234,36 @@ func testSideBySide(t *testing.T, db target) {
 		t.Error(err)
 	}
 	l.check(t)
+}
+
+// machineSide is how a CosId application takes its machine ID: CosId's
+// JDBC distributor (cosidplay), or frond's for the proxy's routes.
+type machineSide interface {
+	Distribute(ctx context.Context, instance string, stable bool) (int64, int64, error)
+	Guard(ctx context.Context, instance string, id, last int64) error
+	Revert(ctx context.Context, instance string, stable bool, last int64) error
+}
+
+// proxy is frond's Distributor as the proxy's routes call it.
+type proxy struct {
+	d         *cosidregistry.Distributor
+	ns        string
+	bits      int
+	safeGuard time.Duration
+}
+
+func (p proxy) Distribute(ctx context.Context, instance string, stable bool) (int64, int64, error) {
+	id, last, err := p.d.Distribute(ctx, p.ns, p.bits, instance, stable, p.safeGuard)
+	if errors.Is(err, cosidregistry.ErrMachineOverflow) {
+		err = fmt.Errorf("%w: %w", cosidplay.ErrMachineOverflow, err)
+	}
+	return id, last, err
+}
+
+func (p proxy) Guard(ctx context.Context, instance string, _, _ int64) error {
+	return p.d.Guard(ctx, p.ns, instance, false, p.safeGuard)
+}
+
+func (p proxy) Revert(ctx context.Context, instance string, stable bool, _ int64) error {
+	return p.d.Revert(ctx, p.ns, instance, stable)
 }
