@@ -76,7 +76,6 @@ var backends = []backend{
 		openRegistry: func(_ context.Context, raw string, o registry.Options) (frond.WorkerRegistry, error) {
 			return reg(cosidregistry.Open(raw, o))
 		}},
-	{schemes: []string{"cosid+redis", "cosid+rediss"}, remote: true, checkStore: cosidstore.Check, openStore: openCosIdStore},
 	{schemes: []string{"etcd"}, remote: true,
 		checkStore: etcdstore.Check,
 		openStore: func(ctx context.Context, raw string, _ *slog.Logger) (frond.SegmentStore, error) {

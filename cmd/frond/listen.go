@@ -9,7 +9,6 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"slices"
 	"sync"
 	"syscall"
 
@@ -111,7 +110,7 @@ func serveAll(fes []*frontEnd, svc *service.Service, m *api.Metrics, cfg *config
 	policy.MaxConns = reserveFDs(policy.MaxConns, len(fes), log)
 	// What every front end takes (api.Options), each adding its own.
 	common := api.Options{AdminToken: cfg.AdminToken, Metrics: m, Logger: log, AccessLog: cfg.Log.Access, Guard: guard, Conn: policy}
-	if b, _ := backendOf(cfg.Registry); b != nil && slices.Equal(b.schemes, cosidregistry.Schemes) {
+	if cosidregistry.HasTable(cfg.Registry) {
 		// CosId proxy's machine routes, on the table of the node's registry.
 		d, err := cosidregistry.OpenDistributor(cfg.Registry)
 		if err != nil {

@@ -80,7 +80,7 @@ const (
 )
 
 // Schemes are the URL schemes of the registry.
-var Schemes = []string{"cosid+mysql", "cosid+postgres", "cosid+postgresql"}
+var Schemes = []string{"cosid+mysql", "cosid+postgres", "cosid+postgresql", "cosid+redis", "cosid+rediss"}
 
 var (
 	_ registry.Backend        = (*Backend)(nil)
@@ -89,10 +89,8 @@ var (
 
 // Backend is CosId's cosid_machine table as a registry backend.
 type Backend struct {
-	db        *sqldb.DB
-	o         registry.Options
-	ns        string
-	safeGuard time.Duration
+	common
+	db *sqldb.DB
 
 	mu    sync.Mutex
 	ready bool
@@ -107,12 +105,15 @@ func Layout() string {
 // Check parses rawURL as Open does, without contacting the database.
 func Check(rawURL string, o registry.Options) error { return registry.CheckIn(rawURL, o, Open) }
 
-// Open parses rawURL and opens a connection pool; it does not contact the
-// database.
+// Open parses rawURL and opens a connection pool (a Redis client for
+// cosid+redis://: redis.go); it does not contact the server.
 func Open(rawURL string, o registry.Options) (*registry.Protocol, error) {
 	rest, ok := strings.CutPrefix(rawURL, "cosid+")
 	if !ok {
-		return nil, fmt.Errorf("%w: a CosId registry URL starts with cosid+ (cosid+mysql://, cosid+postgres://)", frond.ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: a CosId registry URL starts with cosid+ (cosid+mysql://, cosid+postgres://, cosid+redis://)", frond.ErrInvalidArgument)
+	}
+	if strings.HasPrefix(rest, "redis://") || strings.HasPrefix(rest, "rediss://") {
+		return openRedis(rest, o)
 	}
 	p, err := sqldb.Parse(rest, "frond_namespace", "frond_safe_guard", "frond_timeout", "frond_max_conns")
 	if err != nil {
@@ -124,32 +125,11 @@ func Open(rawURL string, o registry.Options) (*registry.Protocol, error) {
 	if u := p.Unknown(); len(u) > 0 {
 		return nil, fmt.Errorf("%w: registry URL parameter %s: unknown (frond_namespace, frond_safe_guard, frond_timeout, frond_max_conns)", frond.ErrInvalidArgument, u[0])
 	}
-	if err := o.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %v", frond.ErrInvalidArgument, err)
+	c, o, err := parseCommon(p.Params, o)
+	if err != nil {
+		return nil, err
 	}
-	o = o.WithDefaults()
-	b := &Backend{o: o, ns: DefaultNamespace, safeGuard: DefaultSafeGuard}
-	if v, ok := p.Params["frond_namespace"]; ok {
-		if frond.ValidateTagName(v) != nil || len(v) > 80 {
-			return nil, fmt.Errorf("%w: frond_namespace=%q: 1 to 80 letters, digits, '-', '_', '.', ':' or '@'", frond.ErrInvalidArgument, v)
-		}
-		b.ns = v
-	}
-	b.ns += o.DatacenterSuffix("_dc") // a datacenter's own machine IDs
-	if v, ok := p.Params["frond_safe_guard"]; ok {
-		if b.safeGuard, err = sqldb.Duration("frond_safe_guard", v); err != nil {
-			return nil, err
-		}
-	}
-	if most := b.safeGuard - b.skew(); o.RecycleAfter > most || o.LeaseTTL > most {
-		return nil, fmt.Errorf("%w: recycle_after %v and lease_ttl %v must be at most %v with CosId's safe guard of %v (frond_safe_guard): "+
-			"CosId's applications take a machine ID once the safe guard has passed its holder's last renewal, and a frond node cut off from the database "+
-			"issues up to recycle_after past its last confirmed time; set worker.recycle_after and worker.lease_ttl (docs/cosid.md)",
-			frond.ErrInvalidArgument, o.RecycleAfter, o.LeaseTTL, most, b.safeGuard)
-	}
-	if n := len(b.instance(strings.Repeat("0", 32))); n > 100 {
-		return nil, fmt.Errorf("%w: this node's instance_id (%s and a claim) is %d characters; CosId's column holds 100", frond.ErrInvalidArgument, o.Identity(), n)
-	}
+	b := &Backend{common: c}
 	timeout, conns := DefaultTimeout, DefaultMaxConns
 	if v, ok := p.Params["frond_timeout"]; ok {
 		if timeout, err = sqldb.Duration("frond_timeout", v); err != nil {
@@ -167,22 +147,63 @@ func Open(rawURL string, o registry.Options) (*registry.Protocol, error) {
 	return registry.NewProtocol(b, o), nil
 }
 
+// common is what CosId's two layouts share: the namespace, the safe
+// guard, and this node's options.
+type common struct {
+	o         registry.Options
+	ns        string
+	safeGuard time.Duration
+}
+
+// parseCommon reads frond_namespace and frond_safe_guard and checks the
+// node's options against the safe guard; o comes back with its defaults.
+func parseCommon(params map[string]string, o registry.Options) (common, registry.Options, error) {
+	if err := o.Validate(); err != nil {
+		return common{}, o, fmt.Errorf("%w: %v", frond.ErrInvalidArgument, err)
+	}
+	o = o.WithDefaults()
+	c := common{o: o, ns: DefaultNamespace, safeGuard: DefaultSafeGuard}
+	if v, ok := params["frond_namespace"]; ok {
+		if frond.ValidateTagName(v) != nil || len(v) > 80 {
+			return c, o, fmt.Errorf("%w: frond_namespace=%q: 1 to 80 letters, digits, '-', '_', '.', ':' or '@'", frond.ErrInvalidArgument, v)
+		}
+		c.ns = v
+	}
+	c.ns += o.DatacenterSuffix("_dc") // a datacenter's own machine IDs
+	if v, ok := params["frond_safe_guard"]; ok {
+		var err error
+		if c.safeGuard, err = sqldb.Duration("frond_safe_guard", v); err != nil {
+			return c, o, err
+		}
+	}
+	if most := c.safeGuard - c.skew(); o.RecycleAfter > most || o.LeaseTTL > most {
+		return c, o, fmt.Errorf("%w: recycle_after %v and lease_ttl %v must be at most %v with CosId's safe guard of %v (frond_safe_guard): "+
+			"CosId's applications take a machine ID once the safe guard has passed its holder's last renewal, and a frond node cut off from the database "+
+			"issues up to recycle_after past its last confirmed time; set worker.recycle_after and worker.lease_ttl (docs/cosid.md)",
+			frond.ErrInvalidArgument, o.RecycleAfter, o.LeaseTTL, most, c.safeGuard)
+	}
+	if n := len(c.instance(strings.Repeat("0", 32))); n > 100 {
+		return c, o, fmt.Errorf("%w: this node's instance_id (%s and a claim) is %d characters; CosId's column holds 100", frond.ErrInvalidArgument, o.Identity(), n)
+	}
+	return c, o, nil
+}
+
 // skew is how far apart the clocks of frond's nodes and CosId's
 // applications may be: a fifth of the safe guard.
-func (b *Backend) skew() time.Duration { return b.safeGuard / 5 }
+func (c common) skew() time.Duration { return c.safeGuard / 5 }
 
 // instance is frond's instance_id of a claim: "host:port#token".
-func (b *Backend) instance(token string) string { return b.o.Identity() + "#" + token }
+func (c common) instance(token string) string { return c.o.Identity() + "#" + token }
 
 // rowName is CosId's name of a machine ID (MachineIdDistributor.namespacedMachineId).
-func (b *Backend) rowName(id int64) string { return fmt.Sprintf("%s.%08d", b.ns, id) }
+func (c common) rowName(id int64) string { return fmt.Sprintf("%s.%08d", c.ns, id) }
 
 // Where implements registry.Backend.
 func (b *Backend) Where() string { return "cosid+" + b.db.Where + " namespace " + b.ns }
 
 // Policy implements registry.Backend: a node takes back its own ID first,
 // as CosId's instances do; gone holders' IDs are recycled.
-func (b *Backend) Policy() registry.Policy { return registry.Policy{OwnFirst: true, Recycle: true} }
+func (common) Policy() registry.Policy { return registry.Policy{OwnFirst: true, Recycle: true} }
 
 // q rebinds query's placeholders and puts in the database's clock in µs
 // ({now}).
@@ -200,7 +221,7 @@ func (b *Backend) fail(op string, err error) error {
 }
 
 // nowMs is this node's clock in ms, as CosId's System.currentTimeMillis.
-func (b *Backend) nowMs() int64 { return b.o.Now().UnixMilli() }
+func (c common) nowMs() int64 { return c.o.Now().UnixMilli() }
 
 // afterMs is the millisecond after the one of a time in ns: what frond
 // writes in last_timestamp for a time it may have issued up to. CosId
@@ -287,7 +308,7 @@ func createTables(ctx context.Context, db *sqldb.DB) error {
 
 // RecordLayout implements registry.LayoutRecorder: CosId's machine IDs
 // serve CosId's layout, whatever was asked.
-func (b *Backend) RecordLayout(context.Context, string) (string, error) { return Layout(), nil }
+func (common) RecordLayout(context.Context, string) (string, error) { return Layout(), nil }
 
 // rev is a row as read: what Claim compares.
 type rev struct {
@@ -325,7 +346,7 @@ FROM cosid_machine m LEFT JOIN cosid_machine_frond f ON f.name = m.name WHERE m.
 // slot is frond's view of a row at now (ms): held by a frond node while
 // its lease runs (token, leased: frond's record beside the row), by a
 // CosId application while CosId's rule says so.
-func (b *Backend) slot(id int64, instance string, last, now int64, token string, leased bool) registry.Slot {
+func (c common) slot(id int64, instance string, last, now int64, token string, leased bool) registry.Slot {
 	owner, claim, frondRow := strings.Cut(instance, "#")
 	// The ID's last time: frond's rows hold the millisecond after the
 	// last frond used (afterMs); CosId's the last it may have used
@@ -341,7 +362,7 @@ func (b *Backend) slot(id int64, instance string, last, now int64, token string,
 		if leased {
 			s.Holder = claim
 		}
-	case instance != "" && last > now-b.safeGuard.Milliseconds():
+	case instance != "" && last > now-c.safeGuard.Milliseconds():
 		// A CosId application's (or a frond claim without its record: by
 		// CosId's rule too).
 		s.Holder = "cosid:" + instance

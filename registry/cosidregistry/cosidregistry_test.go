@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/internal/sqldb"
 	"github.com/frond-id/frond/internal/testenv"
@@ -92,6 +94,67 @@ func TestRegistry_Conformance(t *testing.T) {
 			})
 		})
 	}
+}
+
+// redisURL is the registry's URL on the test Redis, which keeps nothing on
+// disk.
+func redisURL(t *testing.T) string {
+	return with("cosid+"+testenv.Getenv(t, "FROND_TEST_REDIS_URL"), "frond_allow_volatile=true")
+}
+
+func redisClient(t *testing.T) *goredis.Client {
+	opts, err := goredis.ParseURL(testenv.Getenv(t, "FROND_TEST_REDIS_URL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := goredis.NewClient(opts)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// CosId's Redis machine layout through the conformance suite.
+func TestRedis_Conformance(t *testing.T) {
+	c := redisClient(t)
+	registrytest.Run(t, registrytest.Config{
+		Open: func(t *testing.T, ns string, o registry.Options, down bool) frond.WorkerRegistry {
+			u := redisURL(t)
+			if down {
+				u = "cosid+redis://127.0.0.1:1/0?frond_allow_volatile=true"
+			}
+			r, err := cosidregistry.Open(with(u, "frond_timeout=3s&frond_safe_guard="+testSafeGuard+"&frond_namespace="+ns), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		},
+		Recycles:        true,
+		SameIDOnRestart: true,
+		Layout:          cosidregistry.Layout(),
+		// A CosId application takes the ID: its field replaces the claim's
+		// (moveRecyclableToCurrent).
+		Lose: func(t *testing.T, wr frond.WorkerRegistry) {
+			h := wr.(*registry.Protocol).Held()
+			if h == nil {
+				t.Fatal("no hold")
+			}
+			ctx := testenv.Ctx(t)
+			iter := c.Scan(ctx, 0, "cosid:{*}:itc_idx", 1000).Iterator()
+			for iter.Next(ctx) {
+				fields, err := c.HGetAll(ctx, iter.Val()).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for f, v := range fields {
+					if strings.HasSuffix(f, "#"+h.Token) {
+						c.HDel(ctx, iter.Val(), f)
+						c.HSet(ctx, iter.Val(), "10.9.9.9:8080", v)
+						return
+					}
+				}
+			}
+			t.Fatal("the claim's field was not found")
+		},
+	})
 }
 
 // Open refuses what would let CosId's applications and frond's nodes meet:

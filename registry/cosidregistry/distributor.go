@@ -29,6 +29,17 @@ type Distributor struct {
 	ready bool
 }
 
+// HasTable reports whether rawURL is a CosId registry on CosId's table
+// (cosid+mysql://, cosid+postgres://), which OpenDistributor serves.
+func HasTable(rawURL string) bool {
+	for _, p := range []string{"cosid+mysql://", "cosid+postgres://", "cosid+postgresql://"} {
+		if strings.HasPrefix(strings.ToLower(rawURL), p) {
+			return true
+		}
+	}
+	return false
+}
+
 // OpenDistributor opens the distributor on the database of a CosId
 // registry URL (cosid+mysql://, cosid+postgres://; the namespace and safe
 // guard come with each request). It does not contact the database.

@@ -74,21 +74,48 @@ func (l *ledger) check(t *testing.T) {
 // ignores CosId's rule for CosId's rows.
 func TestSideBySide(t *testing.T) {
 	for _, db := range targets(t) {
-		t.Run(db.name, func(t *testing.T) { testSideBySide(t, db) })
+		t.Run(db.name, func(t *testing.T) {
+			ns := registrytest.Namespace(t)
+			sql := raw(t, db.url)
+			jdbc := cosidplay.JDBCMachine{DB: sql.DB, Rebind: sql.Kind.Rebind, Namespace: ns, MachineBit: sideBits, SafeGuard: sideSafeGuard}
+			proxied, err := cosidregistry.OpenDistributor("cosid+" + db.url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer proxied.Close()
+			// Three CosId applications on CosId's JDBC distributor, two
+			// through frond's (CosId proxy's machine routes).
+			testSideBySide(t, "cosid+"+db.url, ns, func(i int) machineSide {
+				if i >= 3 {
+					return proxy{proxied, ns, sideBits, sideSafeGuard}
+				}
+				return jdbc
+			})
+		})
 	}
+	t.Run("redis", func(t *testing.T) {
+		ns := registrytest.Namespace(t)
+		c := redisClient(t)
+		m := cosidplay.RedisMachine{C: c, Namespace: ns, MachineBit: sideBits, SafeGuard: sideSafeGuard}
+		testSideBySide(t, redisURL(t), ns, func(int) machineSide { return m })
+	})
 }
 
-func testSideBySide(t *testing.T, db target) {
+// The side-by-side runs: four machine IDs for nine holders, CosId's safe
+// guard of 2 s.
+const (
+	sideBits      = 2
+	sideSafeGuard = 2 * time.Second
+)
+
+func testSideBySide(t *testing.T, base, ns string, cosid func(i int) machineSide) {
 	const (
-		bits      = 2 // four machine IDs for nine holders
-		safeGuard = 2 * time.Second
+		bits      = sideBits
+		safeGuard = sideSafeGuard
 		wave      = 2500 * time.Millisecond // CosId's applications start holdings in even waves, frond's nodes in odd ones
 		run       = 4 * wave
 	)
-	ns := registrytest.Namespace(t)
-	sql := raw(t, db.url)
-	machine := cosidplay.JDBCMachine{DB: sql.DB, Rebind: sql.Kind.Rebind, Namespace: ns, MachineBit: bits, SafeGuard: safeGuard}
-	url := with("cosid+"+db.url, "frond_timeout=3s&frond_safe_guard="+safeGuard.String()+"&frond_namespace="+ns)
+	url := with(base, "frond_timeout=3s&frond_safe_guard="+safeGuard.String()+"&frond_namespace="+ns)
 	ctx := testenv.Ctx(t)
 	start := time.Now()
 	stop := start.Add(run)
@@ -108,16 +135,8 @@ func testSideBySide(t *testing.T, db target) {
 	}
 	warm.Close()
 
-	proxied, err := cosidregistry.OpenDistributor("cosid+" + db.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxied.Close()
-	for i := range 5 { // CosId applications: three on CosId's JDBC distributor, two through frond's (CosId proxy's machine routes)
-		var machine machineSide = machine
-		if i >= 3 {
-			machine = proxy{proxied, ns, bits, safeGuard}
-		}
+	for i := range 5 { // CosId applications
+		machine := cosid(i)
 		wg.Go(func() {
 			stable := i%2 == 0
 			for n := 0; time.Now().Before(stop); n++ {
