@@ -10,6 +10,7 @@ import (
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/api"
+	"github.com/frond-id/frond/internal/secret"
 	"github.com/frond-id/frond/service"
 )
 
@@ -218,6 +219,26 @@ func parseISODuration(v string) (time.Duration, error) {
 		return 0, bad
 	}
 	return time.Duration(total * float64(time.Second)), nil
+}
+
+// cosidPathToken is the token of a path under /cosid/{token}/, and the
+// path after it.
+func cosidPathToken(path string) (token, rest string) {
+	after, ok := strings.CutPrefix(path, "/cosid/")
+	if !ok {
+		return "", path
+	}
+	token, rest, _ = strings.Cut(after, "/")
+	return token, "/" + rest
+}
+
+// loggedPath is a request's path as the access log writes it: a token in
+// it (/cosid/{token}/...) masked.
+func loggedPath(path string) string {
+	if token, rest := cosidPathToken(path); token != "" {
+		return "/cosid/" + secret.Mask + rest
+	}
+	return path
 }
 
 // cosidToken is the caller's tag token: the route's {token}, else the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -230,4 +231,38 @@ func FuzzParseISODuration(f *testing.F) {
 			t.Fatalf("%q: %v", s, d)
 		}
 	})
+}
+
+// A token in CosId's base URL (/cosid/{token}/...) is a token like any
+// other: wrong ones count against the address, as on every route, and the
+// access log never writes it.
+func TestCosId_PathToken(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	tokens := func(c *service.Config) { c.Tokens = map[string][]string{"tag-secret": {"cosid.bill"}} }
+	known := func(tok string) bool { return tok == "s3cret" || tok == "tag-secret" }
+	for _, wrong := range []string{"/cosid/wrong/segments/cosid/bill?step=10", "/cosid/wrong/ids/cosid.bill", "/cosid/wrong/machines/cosid?instanceId=i&stable=false"} {
+		g := api.NewGuard(api.GuardOptions{AuthFailures: 3, AuthWindow: time.Minute, Now: func() time.Time { return now }, Known: known})
+		f := newFixture(t, api.Options{AdminToken: "s3cret", Guard: g, CosIdMachines: &fakeMachines{}}, tokens)
+		if _, err := f.svc.CreateTag(context.Background(), frond.Tag{Name: "cosid.bill", Step: 10, MaxID: 1}); err != nil {
+			t.Fatal(err)
+		}
+		method := map[bool]string{true: "PATCH", false: "GET"}[strings.Contains(wrong, "segments")]
+		if strings.Contains(wrong, "machines") {
+			method = "DELETE"
+		}
+		for range 3 {
+			if r := f.do(method, wrong, ""); r.code != 403 && r.code != 401 {
+				t.Fatalf("%s: %d %s", wrong, r.code, r.body)
+			}
+		}
+		if r := f.do("PATCH", "/cosid/tag-secret/segments/cosid/bill?step=10", ""); r.code != 429 {
+			t.Fatalf("%s: after 3 wrong tokens the right one got %d %s; want rate_limited", wrong, r.code, r.body)
+		}
+	}
+	var logs strings.Builder
+	f := newFixture(t, api.Options{AccessLog: true, Logger: slog.New(slog.NewJSONHandler(&logs, nil))}, tokens)
+	f.do("PATCH", "/cosid/tag-secret/segments/cosid/bill?step=10", "")
+	if strings.Contains(logs.String(), "tag-secret") || !strings.Contains(logs.String(), `/cosid/***/segments/cosid/bill`) {
+		t.Fatalf("access log: %s", logs.String())
+	}
 }

@@ -155,7 +155,7 @@ func (r routes) HandleFunc(pattern string, h http.HandlerFunc) {
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		h(sw, req)
 		op.Done(start)
-		r.log.Info("request", "protocol", api.HTTP, "method", req.Method, "route", pattern, "path", service.Quote(req.URL.Path),
+		r.log.Info("request", "protocol", api.HTTP, "method", req.Method, "route", pattern, "path", service.Quote(loggedPath(req.URL.Path)),
 			"status", sw.status, "bytes", sw.bytes, "duration", time.Since(start), "remote", req.RemoteAddr, "request_id", id)
 	})
 }
@@ -219,6 +219,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if token == "" {
 			token = queryToken(r)
+		}
+		if token == "" {
+			token, _ = cosidPathToken(r.URL.Path)
 		}
 		if err := s.opts.Guard.Admit(token, r.RemoteAddr); err != nil {
 			s.writeError(w, r, err)
