@@ -25,6 +25,7 @@ type holding struct {
 	who         string
 	id          int64
 	first, last int64
+	lapsed      bool // a CosId application that did not guard within the safe guard
 }
 
 // ledger collects holdings and checks that two holders of one machine ID
@@ -50,7 +51,7 @@ func (l *ledger) check(t *testing.T) {
 	for id, hs := range byID {
 		slices.SortFunc(hs, func(a, b holding) int { return int(a.first - b.first) })
 		for i := 1; i < len(hs); i++ {
-			if hs[i].first <= hs[i-1].last {
+			if hs[i].first <= hs[i-1].last && !hs[i].lapsed && !hs[i-1].lapsed {
 				t.Errorf("machine ID %d: %s issued in ms %d..%d and %s from ms %d", id, hs[i-1].who, hs[i-1].first, hs[i-1].last, hs[i].who, hs[i].first)
 			}
 			if !strings.HasPrefix(hs[i].who, strings.Fields(hs[i-1].who)[0]) {
@@ -159,6 +160,7 @@ func testSideBySide(t *testing.T, base, ns string, cosid func(i int) machineSide
 				}
 				h := holding{who: "cosid " + instance, id: id, first: max(nowMs(), last)}
 				end := time.Now().Add(time.Duration(100+rand.IntN(400)) * time.Millisecond)
+				guarded := time.Now()
 				lost := false
 				for time.Now().Before(end) {
 					pause := 100 * time.Millisecond
@@ -167,6 +169,15 @@ func testSideBySide(t *testing.T, base, ns string, cosid func(i int) machineSide
 						end = end.Add(pause)
 					}
 					time.Sleep(pause)
+					if gap := time.Since(guarded); gap > safeGuard*4/5 {
+						// A machine too busy to run the application's guard
+						// in time: CosId's contract (guard within the safe
+						// guard, clocks within a fifth of it) is broken by
+						// the application itself, and CosId would issue on
+						// regardless. Not frond's to answer for.
+						h.lapsed = true
+					}
+					guarded = time.Now()
 					if err := machine.Guard(ctx, instance, id, nowMs()); err != nil {
 						lost = true // MachineIdLostException: it stops
 						break
@@ -174,9 +185,12 @@ func testSideBySide(t *testing.T, base, ns string, cosid func(i int) machineSide
 				}
 				h.last = nowMs()
 				l.add(h)
-				if lost {
-					errs <- fmt.Errorf("CosId %s lost machine ID %d while guarding it", instance, id)
+				if lost && !h.lapsed {
+					errs <- fmt.Errorf("CosId %s lost machine ID %d while guarding it within the safe guard", instance, id)
 					return
+				}
+				if lost {
+					continue
 				}
 				if rand.IntN(3) > 0 {
 					if err := machine.Revert(ctx, instance, stable, h.last); err != nil {
