@@ -284,6 +284,16 @@ local function ge(a, b) -- a >= b for non-negative decimal strings
 end
 `
 
+// Fail wraps an error of operation op on the server where: frond.ErrClosed
+// when the client was closed, else frond.ErrStoreUnavailable with what to
+// do about refused credentials (Explain).
+func Fail(op, where string, err error) error {
+	if errors.Is(err, redis.ErrClosed) {
+		return fmt.Errorf("%s on %s: %w", op, where, frond.ErrClosed)
+	}
+	return fmt.Errorf("%s on %s: %w: %w", op, where, frond.ErrStoreUnavailable, Explain(err))
+}
+
 // Explain adds what to do to a server's refusal of the credentials (ACL's
 // WRONGPASS, NOAUTH without them):
 // Redis's own words name neither the URL nor where the credentials go.

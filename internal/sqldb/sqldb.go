@@ -446,3 +446,21 @@ func (k Kind) NowMicros() string {
 	}
 	return "CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER)"
 }
+
+// Pool reads the pool's parameters of a URL: frond_timeout and
+// frond_max_conns, with their defaults.
+func Pool(params map[string]string, timeout time.Duration, conns int) (Options, error) {
+	o := Options{Timeout: timeout, MaxOpenConns: conns}
+	var err error
+	if v, ok := params["frond_timeout"]; ok {
+		if o.Timeout, err = Duration("frond_timeout", v); err != nil {
+			return o, err
+		}
+	}
+	if v, ok := params["frond_max_conns"]; ok {
+		if o.MaxOpenConns, err = strconv.Atoi(v); err != nil || o.MaxOpenConns < 1 {
+			return o, fmt.Errorf("%w: frond_max_conns=%q: 1 or more", frond.ErrInvalidArgument, v)
+		}
+	}
+	return o, nil
+}

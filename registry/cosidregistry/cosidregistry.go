@@ -130,18 +130,11 @@ func Open(rawURL string, o registry.Options) (*registry.Protocol, error) {
 		return nil, err
 	}
 	b := &Backend{common: c}
-	timeout, conns := DefaultTimeout, DefaultMaxConns
-	if v, ok := p.Params["frond_timeout"]; ok {
-		if timeout, err = sqldb.Duration("frond_timeout", v); err != nil {
-			return nil, err
-		}
+	pool, err := sqldb.Pool(p.Params, DefaultTimeout, DefaultMaxConns)
+	if err != nil {
+		return nil, err
 	}
-	if v, ok := p.Params["frond_max_conns"]; ok {
-		if conns, err = strconv.Atoi(v); err != nil || conns < 1 {
-			return nil, fmt.Errorf("%w: frond_max_conns=%q: 1 or more", frond.ErrInvalidArgument, v)
-		}
-	}
-	if b.db, err = sqldb.Open(p, sqldb.Options{Timeout: timeout, MaxOpenConns: conns}); err != nil {
+	if b.db, err = sqldb.Open(p, pool); err != nil {
 		return nil, err
 	}
 	return registry.NewProtocol(b, o), nil

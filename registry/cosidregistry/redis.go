@@ -81,12 +81,7 @@ func (b *redisBackend) bound(ctx context.Context) (context.Context, context.Canc
 	return redisutil.Bound(ctx, b.timeout)
 }
 
-func (b *redisBackend) fail(op string, err error) error {
-	if errors.Is(err, redis.ErrClosed) {
-		return fmt.Errorf("%s on %s: %w", op, b.Where(), frond.ErrClosed)
-	}
-	return fmt.Errorf("%s on %s: %w: %w", op, b.Where(), frond.ErrStoreUnavailable, redisutil.Explain(err))
-}
+func (b *redisBackend) fail(op string, err error) error { return redisutil.Fail(op, b.Where(), err) }
 
 // Where implements registry.Backend.
 func (b *redisBackend) Where() string { return "cosid+" + b.where + " namespace " + b.ns }

@@ -71,7 +71,6 @@ package redisregistry
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -196,10 +195,7 @@ func (b *Backend) RecordLayout(ctx context.Context, layout string) (string, erro
 }
 
 func (b *Backend) fail(op string, err error) error {
-	if errors.Is(err, redis.ErrClosed) {
-		return fmt.Errorf("worker registry: %s on %s: %w", op, b.where, frond.ErrClosed)
-	}
-	return fmt.Errorf("worker registry: %s on %s: %w: %w", op, b.where, frond.ErrStoreUnavailable, redisutil.Explain(err))
+	return fmt.Errorf("worker registry: %w", redisutil.Fail(op, b.where, err))
 }
 
 func (b *Backend) ttlMillis() int64 { return max(b.o.LeaseTTL.Milliseconds(), 1) }

@@ -70,12 +70,7 @@ func (s *redisStore) adderKey(tag string) string { return "cosid:{" + tag + "}.a
 // metaKey is frond's record of tag, in the counter's hash slot.
 func (s *redisStore) metaKey(tag string) string { return "cosid:{" + tag + "}.frond" }
 
-func (s *redisStore) fail(op string, err error) error {
-	if errors.Is(err, redis.ErrClosed) {
-		return fmt.Errorf("%s on %s: %w", op, s.where, frond.ErrClosed)
-	}
-	return fmt.Errorf("%s on %s: %w: %w", op, s.where, frond.ErrStoreUnavailable, redisutil.Explain(err))
-}
+func (s *redisStore) fail(op string, err error) error { return redisutil.Fail(op, s.where, err) }
 
 // The counter holds the last ID handed out (CosId's segment is
 // (max-step, max]); every value travels as a decimal string (Lua's numbers

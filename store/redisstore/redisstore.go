@@ -103,12 +103,7 @@ func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc)
 	return redisutil.Bound(ctx, s.timeout)
 }
 
-func (s *Store) fail(op string, err error) error {
-	if errors.Is(err, redis.ErrClosed) {
-		return fmt.Errorf("%s on %s: %w", op, s.where, frond.ErrClosed)
-	}
-	return fmt.Errorf("%s on %s: %w: %w", op, s.where, frond.ErrStoreUnavailable, redisutil.Explain(err))
-}
+func (s *Store) fail(op string, err error) error { return redisutil.Fail(op, s.where, err) }
 
 // KEYS: max, meta, place. ARGV: step (<= 0: the tag's), now (unix ms),
 // the place asked at (frond.Place.String), "sequence" for a sequence tag's
