@@ -11,6 +11,7 @@ import (
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/internal/benchutil"
+	"github.com/frond-id/frond/store/cosidstore"
 	"github.com/frond-id/frond/store/etcdstore"
 	"github.com/frond-id/frond/store/redisstore"
 	"github.com/frond-id/frond/store/sqlstore"
@@ -29,21 +30,24 @@ func BenchmarkStores(b *testing.B) {
 	}
 	if u := os.Getenv("FROND_TEST_MYSQL_URL"); u != "" {
 		stores["mysql"] = func() (frond.SegmentStore, error) { return sqlstore.Open(ctx, u, sqlstore.Options{}) }
+		stores["cosid-mysql"] = func() (frond.SegmentStore, error) { return cosidstore.Open(ctx, "cosid+"+u) }
 	}
 	if u := os.Getenv("FROND_TEST_POSTGRES_URL"); u != "" {
 		stores["postgres"] = func() (frond.SegmentStore, error) { return sqlstore.Open(ctx, u, sqlstore.Options{}) }
+		stores["cosid-postgres"] = func() (frond.SegmentStore, error) { return cosidstore.Open(ctx, "cosid+"+u) }
 	}
 	if u := os.Getenv("FROND_TEST_REDIS_URL"); u != "" {
 		stores["redis"] = func() (frond.SegmentStore, error) {
 			return redisstore.Open(ctx, u+"?frond_allow_volatile=true&frond_prefix=frondbench:")
 		}
+		stores["cosid-redis"] = func() (frond.SegmentStore, error) { return cosidstore.Open(ctx, "cosid+"+u+"?frond_allow_volatile=true") }
 	}
 	if ep := os.Getenv("FROND_TEST_ETCD_ENDPOINTS"); ep != "" {
 		stores["etcd"] = func() (frond.SegmentStore, error) {
 			return etcdstore.Open(ctx, "etcd://"+ep+"?frond_prefix=/frondbench/")
 		}
 	}
-	for _, name := range []string{"sqlite", "mysql", "postgres", "redis", "etcd"} {
+	for _, name := range []string{"sqlite", "mysql", "cosid-mysql", "postgres", "cosid-postgres", "redis", "cosid-redis", "etcd"} {
 		open, ok := stores[name]
 		if !ok {
 			continue
