@@ -569,11 +569,11 @@ func (s *Service) answerIn(kind, mapping, form, prefix string, ids []int64) (Ans
 // (Config.Tokens).
 var ErrForbidden = frond.ErrForbidden
 
-// checkToken enforces Config.Tokens.
 // TokensSet reports whether tag tokens are configured (Config.Tokens):
 // then every request for segment IDs carries one.
 func (s *Service) TokensSet() bool { return len(s.tokens) > 0 }
 
+// checkToken enforces Config.Tokens.
 func (s *Service) checkToken(token, tag string) error {
 	if len(s.tokens) == 0 {
 		return nil
