@@ -1,0 +1,263 @@
+// Package keyseq hands out strictly increasing values per key, for very
+// many keys: the sequence number of each message within a conversation,
+// invoice numbers per tenant. It is WeChat seqsvr's design (docs/
+// sequences.md): keys are grouped in sections that share one persisted
+// maximum, raised by a step before any value past it is answered; a
+// section's owner keeps each key's last value in memory, and after a
+// restart (or a new owner) every key of the section starts above the
+// persisted maximum, so a value is never given twice, with gaps allowed.
+//
+// An Engine owns every section of one space (a single node; the owner of
+// each section across nodes is chosen above it). Keys are not kept: each
+// section has a fixed table of counters indexed by a hash of the key, so
+// memory is the table's whatever the number of keys, and two keys whose
+// hashes meet share a counter, which still increases for each of them.
+package keyseq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/frond-id/frond"
+)
+
+// Defaults of a Space.
+const (
+	DefaultStep     = 10_000
+	DefaultSections = 1024
+	DefaultSlots    = 1 << 14 // counters per section: 16 Mi in all, 64 MiB
+	MaxKeyLen       = 255
+	MaxCount        = 10_000 // values in one request
+)
+
+// Space configures a keyed sequence space.
+type Space struct {
+	// Name names the space, as a tag is named (frond.ValidateTagName).
+	Name string
+	// Step is how far a section's maximum is raised at a time: the values
+	// a restart may skip per section. Zero: DefaultStep.
+	Step int64
+	// Sections is how many sections share the keys (each one persisted
+	// maximum, and later one owner). Zero: DefaultSections.
+	Sections int
+	// Slots is the counters per section, a power of two. Zero:
+	// DefaultSlots.
+	Slots int
+}
+
+// WithDefaults fills the zero fields.
+func (s Space) WithDefaults() Space {
+	if s.Step == 0 {
+		s.Step = DefaultStep
+	}
+	if s.Sections == 0 {
+		s.Sections = DefaultSections
+	}
+	if s.Slots == 0 {
+		s.Slots = DefaultSlots
+	}
+	return s
+}
+
+// Validate checks a space with its defaults filled.
+func (s Space) Validate() error {
+	if err := frond.ValidateTagName(s.Name); err != nil {
+		return fmt.Errorf("space name: %w", err)
+	}
+	switch {
+	case s.Step < 1 || s.Step > math.MaxUint32/2:
+		return fmt.Errorf("%w: step %d: 1 to %d", frond.ErrInvalidArgument, s.Step, math.MaxUint32/2)
+	case s.Sections < 1 || s.Sections > 1<<20:
+		return fmt.Errorf("%w: sections %d: 1 to %d", frond.ErrInvalidArgument, s.Sections, 1<<20)
+	case s.Slots < 1 || s.Slots > 1<<24 || s.Slots&(s.Slots-1) != 0:
+		return fmt.Errorf("%w: slots %d: a power of two up to %d", frond.ErrInvalidArgument, s.Slots, 1<<24)
+	}
+	return nil
+}
+
+// SectionStore keeps the sections' maxima. Raise raises the maximum of
+// each of sections of space by step, each in one atomic operation of the
+// store, and returns for each the values it took, [old, new): every value
+// handed out before is below old. A section never raised starts at 1. It
+// returns what Allocate of a frond.SegmentStore returns on failure; after
+// an ambiguous failure a raise may have happened (values are skipped,
+// never given twice).
+type SectionStore interface {
+	Raise(ctx context.Context, space string, sections []int, step int64) ([]frond.Range, error)
+}
+
+// Engine hands out the values of one space's keys, owning every section.
+type Engine struct {
+	space    Space
+	store    SectionStore
+	sections []section
+}
+
+// section is one section's state: its values run from base (the first
+// value not handed out before this engine loaded it) to below ceil (the
+// persisted maximum); slot i holds the last value of its keys minus base
+// plus one (0: none since the load).
+type section struct {
+	mu     sync.Mutex
+	closed bool // the engine was closed: it answers no more
+	loaded bool
+	base   int64
+	ceil   int64
+	slots  []uint32
+}
+
+// New returns an engine over store. Nothing is read until the first value.
+func New(space Space, store SectionStore) (*Engine, error) {
+	space = space.WithDefaults()
+	if err := space.Validate(); err != nil {
+		return nil, err
+	}
+	e := &Engine{space: space, store: store, sections: make([]section, space.Sections)}
+	return e, nil
+}
+
+// Space is the engine's space, its defaults filled.
+func (e *Engine) Space() Space { return e.space }
+
+// hash is FNV-1a with a final mix: the same on every node and version, so
+// that a key's section is (its owner is chosen by section).
+func hash(key string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(key); i++ {
+		h ^= uint64(key[i])
+		h *= 1099511628211
+	}
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return h
+}
+
+// CheckKey checks a key: 1 to 255 bytes.
+func CheckKey(key string) error {
+	if key == "" || len(key) > MaxKeyLen {
+		return fmt.Errorf("%w: key of %d bytes: 1 to %d", frond.ErrInvalidArgument, len(key), MaxKeyLen)
+	}
+	return nil
+}
+
+// SectionOf is the section of key in a space of that many sections.
+func SectionOf(key string, sections int) int { return int(hash(key) % uint64(sections)) }
+
+// Next hands out the next n values of key, first to last, each above every
+// value key was given before, by this engine or any other that owned its
+// section before it.
+func (e *Engine) Next(ctx context.Context, key string, n int64) (first, last int64, err error) {
+	if err := CheckKey(key); err != nil {
+		return 0, 0, err
+	}
+	if n < 1 || n > MaxCount {
+		return 0, 0, fmt.Errorf("%w: count %d: 1 to %d", frond.ErrInvalidArgument, n, MaxCount)
+	}
+	h := hash(key)
+	i := int(h % uint64(len(e.sections)))
+	s := &e.sections[i]
+	slot := (h >> 32) & uint64(e.space.Slots-1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		if s.closed {
+			return 0, 0, fmt.Errorf("keyed sequence space %q: %w", e.space.Name, frond.ErrClosed)
+		}
+		if s.loaded {
+			first = s.base + int64(s.slots[slot])
+			last = first + n - 1
+			if last < s.ceil {
+				if off := last - s.base + 1; off <= math.MaxUint32 {
+					s.slots[slot] = uint32(off)
+					return first, last, nil
+				}
+				// The counter's offset would not fit: start the section
+				// again above everything it handed out.
+				s.loaded = false
+				s.base = s.ceil
+			}
+		}
+		if err := e.raise(ctx, i, s); err != nil {
+			return 0, 0, err
+		}
+	}
+}
+
+// Close stops the engine: it waits for the calls in flight and answers no
+// more. An owner that hands a section over closes first (the fence: no two
+// engines answer for one section at once).
+func (e *Engine) Close() error {
+	for i := range e.sections {
+		s := &e.sections[i]
+		s.mu.Lock()
+		s.closed, s.slots = true, nil
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// raise raises the section's maximum by one step; called with s.mu held.
+// A raise that continues the section's range extends it; any other (the
+// first, one after values were skipped, an answer that was lost) starts
+// the section again at the raise's first value, every counter from there.
+func (e *Engine) raise(ctx context.Context, i int, s *section) error {
+	rs, err := e.store.Raise(ctx, e.space.Name, []int{i}, e.space.Step)
+	if err != nil {
+		return err
+	}
+	if len(rs) != 1 || rs[0].Len() < 1 || rs[0].Stride > 1 {
+		return fmt.Errorf("%w: space %q section %d: the store answered %v for one raise", frond.ErrStoreUnavailable, e.space.Name, i, rs)
+	}
+	r := rs[0]
+	if s.loaded && r.Start < s.ceil {
+		// Below values this section handed out: the store lost raises (a
+		// Redis restarted without its data, a database restored).
+		return fmt.Errorf("%w: space %q section %d: the store's maximum went back from %d to %d; values would be given twice",
+			frond.ErrStoreUnavailable, e.space.Name, i, s.ceil, r.Start)
+	}
+	if s.loaded && r.Start == s.ceil {
+		s.ceil = r.End
+		return nil
+	}
+	if s.slots == nil {
+		s.slots = make([]uint32, e.space.Slots)
+	} else {
+		clear(s.slots)
+	}
+	s.base, s.ceil, s.loaded = r.Start, r.End, true
+	return nil
+}
+
+// Segments is a SectionStore on a frond.SegmentStore: each section is a tag
+// ("frond.seq.{space}.{section}"), made the first time it is raised. Every
+// store frond has serves it; one raise is one Allocate.
+type Segments struct{ Store frond.SegmentStore }
+
+// SectionTag is the tag of a section.
+func SectionTag(space string, section int) string { return fmt.Sprintf("frond.seq.%s.%05d", space, section) }
+
+// Raise implements SectionStore, one section after another.
+func (g Segments) Raise(ctx context.Context, space string, sections []int, step int64) ([]frond.Range, error) {
+	out := make([]frond.Range, 0, len(sections))
+	for _, i := range sections {
+		tag := SectionTag(space, i)
+		a, err := g.Store.Allocate(ctx, tag, step)
+		if errors.Is(err, frond.ErrTagNotFound) {
+			_, err = g.Store.CreateTag(ctx, frond.Tag{Name: tag, MaxID: 1, Step: step, Description: "keyed sequence section"})
+			if err == nil || errors.Is(err, frond.ErrTagExists) {
+				a, err = g.Store.Allocate(ctx, tag, step)
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a.Range)
+	}
+	return out, nil
+}

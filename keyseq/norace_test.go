@@ -1,0 +1,5 @@
+//go:build !race
+
+package keyseq_test
+
+const raceOn = false
