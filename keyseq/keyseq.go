@@ -240,7 +240,9 @@ func (e *Engine) raise(ctx context.Context, i int, s *section) error {
 type Segments struct{ Store frond.SegmentStore }
 
 // SectionTag is the tag of a section.
-func SectionTag(space string, section int) string { return fmt.Sprintf("frond.seq.%s.%05d", space, section) }
+func SectionTag(space string, section int) string {
+	return fmt.Sprintf("frond.seq.%s.%05d", space, section)
+}
 
 // Raise implements SectionStore, one section after another.
 func (g Segments) Raise(ctx context.Context, space string, sections []int, step int64) ([]frond.Range, error) {

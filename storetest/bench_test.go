@@ -40,7 +40,9 @@ func BenchmarkStores(b *testing.B) {
 		stores["redis"] = func() (frond.SegmentStore, error) {
 			return redisstore.Open(ctx, u+"?frond_allow_volatile=true&frond_prefix=frondbench:")
 		}
-		stores["cosid-redis"] = func() (frond.SegmentStore, error) { return cosidstore.Open(ctx, "cosid+"+u+"?frond_allow_volatile=true") }
+		stores["cosid-redis"] = func() (frond.SegmentStore, error) {
+			return cosidstore.Open(ctx, "cosid+"+u+"?frond_allow_volatile=true")
+		}
 	}
 	if ep := os.Getenv("FROND_TEST_ETCD_ENDPOINTS"); ep != "" {
 		stores["etcd"] = func() (frond.SegmentStore, error) {
