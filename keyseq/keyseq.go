@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/frond-id/frond"
@@ -189,6 +190,53 @@ func (e *Engine) Next(ctx context.Context, key string, n int64) (first, last int
 	}
 }
 
+// Load loads sections (every section when nil) that are not loaded yet,
+// in one raise of the store for them all: an owner that takes many
+// sections starts them in one round trip.
+func (e *Engine) Load(ctx context.Context, sections []int) error {
+	if sections == nil {
+		sections = make([]int, len(e.sections))
+		for i := range sections {
+			sections[i] = i
+		}
+	}
+	for _, i := range sections {
+		if i < 0 || i >= len(e.sections) {
+			return fmt.Errorf("%w: section %d: 0 to %d", frond.ErrInvalidArgument, i, len(e.sections)-1)
+		}
+	}
+	// In ascending order, each once: two loads lock their sections in one
+	// order, and never wait for each other in a circle.
+	sections = slices.Compact(slices.Sorted(slices.Values(sections)))
+	var todo []int
+	for _, i := range sections {
+		s := &e.sections[i]
+		s.mu.Lock()
+		if !s.loaded && !s.closed {
+			todo = append(todo, i)
+			defer s.mu.Unlock()
+			continue
+		}
+		s.mu.Unlock()
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	rs, err := e.store.Raise(ctx, e.space.Name, todo, e.space.Step)
+	if err != nil {
+		return err
+	}
+	if len(rs) != len(todo) {
+		return fmt.Errorf("%w: space %q: the store answered %d raises for %d sections", frond.ErrStoreUnavailable, e.space.Name, len(rs), len(todo))
+	}
+	for k, i := range todo {
+		if err := e.apply(i, &e.sections[i], rs[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Close stops the engine: it waits for the calls in flight and answers no
 // more. An owner that hands a section over closes first (the fence: no two
 // engines answer for one section at once).
@@ -211,10 +259,17 @@ func (e *Engine) raise(ctx context.Context, i int, s *section) error {
 	if err != nil {
 		return err
 	}
-	if len(rs) != 1 || rs[0].Len() < 1 || rs[0].Stride > 1 {
+	if len(rs) != 1 {
 		return fmt.Errorf("%w: space %q section %d: the store answered %v for one raise", frond.ErrStoreUnavailable, e.space.Name, i, rs)
 	}
-	r := rs[0]
+	return e.apply(i, s, rs[0])
+}
+
+// apply takes a raise of the section into it; called with s.mu held.
+func (e *Engine) apply(i int, s *section, r frond.Range) error {
+	if r.Len() < 1 || r.Stride > 1 {
+		return fmt.Errorf("%w: space %q section %d: the store answered %v for a raise", frond.ErrStoreUnavailable, e.space.Name, i, r)
+	}
 	if s.loaded && r.Start < s.ceil {
 		// Below values this section handed out: the store lost raises (a
 		// Redis restarted without its data, a database restored).
