@@ -84,7 +84,7 @@ func TestSQLSections_Concurrent(t *testing.T) {
 					next = r.End
 				}
 			}
-			if _, err := openSQL(t, url).Raise(ctx, space, []int{1, 1}, 10); !errors.Is(err, frond.ErrTagExhausted) {
+			if _, err := openSQL(t, url).Raise(ctx, space, []int{1, 1}, 10); !errors.Is(err, frond.ErrInvalidArgument) {
 				t.Fatalf("a section named twice: %v", err)
 			}
 		})
