@@ -498,6 +498,10 @@ func (s *Service) takeTag(ctx context.Context, r *Request, mode string, learn bo
 // exactly that (a plain, contiguous range of the tag's numbers). A range
 // that is not is lost (a gap), never handed out.
 func (s *Service) takeWhole(ctx context.Context, r *Request, mapping string) (Answer, error) {
+	if _, set := s.store.(frond.TagCopier); set {
+		// Refused before the store is asked: its segments are strided.
+		return Answer{}, fmt.Errorf("%w: tag %s: this node's stores are a set, whose segments are strided; a whole segment is contiguous", frond.ErrInvalidArgument, Quote(r.Name))
+	}
 	a, err := s.store.Allocate(ctx, r.Name, r.Count)
 	if err != nil {
 		return s.misread(ctx, r, frond.ModeSegment, true, err)
@@ -506,9 +510,7 @@ func (s *Service) takeWhole(ctx context.Context, r *Request, mapping string) (An
 	case a.Mapping != mapping:
 		s.setKind(r.Name, tagKind{frond.ModeSegment, a.Mapping})
 		return Answer{}, fmt.Errorf("%w: tag %s: its mapping changed while this request was served; retry", frond.ErrStoreUnavailable, Quote(r.Name))
-	case a.Stride > 1:
-		return Answer{}, fmt.Errorf("%w: tag %s: this node's stores are a set, whose segments are strided; a whole segment is contiguous", frond.ErrInvalidArgument, Quote(r.Name))
-	case a.Len() != r.Count:
+	case a.Stride > 1 || a.Len() != r.Count:
 		return Answer{}, fmt.Errorf("%w: tag %s: the store gave %d IDs for a segment of %d", frond.ErrStoreUnavailable, Quote(r.Name), a.Len(), r.Count)
 	}
 	return Answer{Form: FormNumber, Ranges: []frond.Range{a.Range}}, nil

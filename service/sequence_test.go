@@ -633,3 +633,41 @@ func TestSequence_NoBufferForAKnownSequenceTag(t *testing.T) {
 		t.Fatalf("buffers: %+v", st)
 	}
 }
+
+// A whole segment (CosId proxy's nextMaxId) is contiguous; a set of stores
+// hands out strided ones: the request is refused before any store is
+// asked, so it takes no ID.
+func TestWhole_MultiStoreTakesNothing(t *testing.T) {
+	stores := []frond.SegmentStore{memstore.New(nil), memstore.New(nil)}
+	if _, err := segment.ChangeSet(bg, stores, nil, segment.SetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := segment.NewMulti(stores...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(bg, Config{Snowflake: worker.Settings{PersistEvery: time.Hour}}, m, &memRegistry{id: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(bg) })
+	if _, err := s.CreateTag(bg, frond.Tag{Name: "cosid.order", MaxID: 1, Step: 10}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := frond.TagCopies(bg, m, "cosid.order")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Take(bg, Request{Kind: KindSegment, Name: "cosid.order", Count: 10, Whole: true}); !errors.Is(err, frond.ErrInvalidArgument) {
+		t.Fatalf("a whole segment on a set of stores: %v", err)
+	}
+	after, err := frond.TagCopies(bg, m, "cosid.order")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range before {
+		if after[i].MaxID != before[i].MaxID {
+			t.Fatalf("store %d: max_id %d -> %d: the refused request took IDs", i, before[i].MaxID, after[i].MaxID)
+		}
+	}
+}
