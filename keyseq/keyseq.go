@@ -21,6 +21,8 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/frond-id/frond"
 )
@@ -95,6 +97,21 @@ type Engine struct {
 	space    Space
 	store    SectionStore
 	sections []section
+	gate     *gate // nil: every section is served (one node owns them all)
+}
+
+// gate is an owner's fence (Node): a section is served only once granted
+// (taken under a lease), and only while now is before valid, the end of
+// the lease as this node may count it on its monotonic clock.
+type gate struct {
+	now   func() time.Time
+	valid atomic.Pointer[time.Time]
+}
+
+// open reports whether the lease may still be counted on.
+func (g *gate) open() bool {
+	v := g.valid.Load()
+	return v != nil && g.now().Before(*v)
 }
 
 // section is one section's state: its values run from base (the first
@@ -103,8 +120,9 @@ type Engine struct {
 // plus one (0: none since the load).
 type section struct {
 	mu     sync.Mutex
-	closed bool // the engine was closed: it answers no more
-	loaded bool
+	closed  bool // the engine was closed: it answers no more
+	granted bool // with a gate: the section is this node's
+	loaded  bool
 	base   int64
 	ceil   int64
 	slots  []uint32
@@ -170,6 +188,11 @@ func (e *Engine) Next(ctx context.Context, key string, n int64) (first, last int
 		if s.closed {
 			return 0, 0, fmt.Errorf("keyed sequence space %q: %w", e.space.Name, frond.ErrClosed)
 		}
+		if e.gate != nil && (!s.granted || !e.gate.open()) {
+			// Checked again after every raise: the answer below is given
+			// within the lease.
+			return 0, 0, &NotOwnerError{Space: e.space.Name, Section: i}
+		}
 		if s.loaded {
 			first = s.base + int64(s.slots[slot])
 			last = first + n - 1
@@ -185,9 +208,49 @@ func (e *Engine) Next(ctx context.Context, key string, n int64) (first, last int
 			}
 		}
 		if err := e.raise(ctx, i, s); err != nil {
+			if errors.Is(err, ErrNotOwner) {
+				s.drop() // the lease is gone from the store: not ours any more
+			}
 			return 0, 0, err
 		}
 	}
+}
+
+// drop forgets the section; called with s.mu held.
+func (s *section) drop() { s.granted, s.loaded, s.slots = false, false, nil }
+
+// grant starts serving section i, taken with a raise that answered r (an
+// engine with a gate: Node). Every key of it starts at r.Start.
+func (e *Engine) grant(i int, r frond.Range) error {
+	s := &e.sections[i]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.granted, s.loaded = true, false
+	if err := e.apply(i, s, r); err != nil {
+		s.drop()
+		return err
+	}
+	return nil
+}
+
+// revoke stops serving section i; it returns once no call in flight can
+// answer for it.
+func (e *Engine) revoke(i int) {
+	s := &e.sections[i]
+	s.mu.Lock()
+	s.drop()
+	s.mu.Unlock()
+}
+
+// granted reports whether section i is served.
+func (e *Engine) granted(i int) bool {
+	s := &e.sections[i]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.granted && !s.closed
 }
 
 // Load loads sections (every section when nil) that are not loaded yet,

@@ -1,0 +1,103 @@
+package keyseq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/frond-id/frond"
+)
+
+// Owner names one node's holding of sections: a random token (a restart
+// is a new owner) and the address where it answers (requests for its
+// sections are forwarded there).
+type Owner struct {
+	Token string
+	Addr  string
+}
+
+// Taken is a section a Take took, with the values of the raise it made.
+type Taken struct {
+	Section int
+	Range   frond.Range
+}
+
+// Table is what a LeaseStore read of a space: the owner of each section
+// whose lease is live by the store's clock ("" if none), and the nodes
+// whose membership lease is live.
+type Table struct {
+	Owners  []Owner // by section; the zero Owner: no live lease
+	Members []Owner // the live members, each once
+}
+
+// LeaseStore keeps, beside each section's maximum, the section's owner
+// under a lease counted on the store's own clock (the database's, Redis
+// server's), as the SQL and Redis worker registries keep theirs: one clock
+// decides every expiry, whatever the nodes' clocks say.
+//
+// The promises a Node builds its fence on:
+//   - Take takes only sections whose lease has run out by the store's clock
+//     (or that the caller holds already), and raises each it takes in the
+//     same atomic step: a new owner's first values are above every value
+//     the section answered before.
+//   - A lease runs from no earlier than when the store ran the take or the
+//     renewal that set it, and lasts ttl on the store's clock.
+//   - RaiseOwned raises only sections the caller's lease still holds.
+type LeaseStore interface {
+	// Take takes, for me, those of sections that no live lease holds or
+	// that me holds, each with a lease of ttl and a raise of step, in one
+	// atomic step of the store for them all. It returns those it took.
+	Take(ctx context.Context, space string, sections []int, me Owner, ttl time.Duration, step int64) ([]Taken, error)
+	// Renew extends every lease me holds in space to ttl from now, and me's
+	// membership of the space (made if missing), in one atomic step; it
+	// returns the sections me holds.
+	Renew(ctx context.Context, space string, me Owner, ttl time.Duration) ([]int, error)
+	// RaiseOwned is SectionStore.Raise for sections me's live lease holds;
+	// ErrNotOwner (and no raise at all) if one is not.
+	RaiseOwned(ctx context.Context, space string, sections []int, step int64, me Owner) ([]frond.Range, error)
+	// Release ends me's leases on sections (every one when nil) and, with
+	// sections nil, its membership: others may take them at once.
+	Release(ctx context.Context, space string, sections []int, me Owner) error
+	// Read reads the space's owners and members, for that many sections.
+	Read(ctx context.Context, space string, sections int) (Table, error)
+}
+
+// ErrNotOwner: the section is not this node's (another node's lease holds
+// it, or this node's ran out).
+var ErrNotOwner = errors.New("keyed sequence: this node does not own the section")
+
+// NotOwnerError is a request for a section this node does not serve: Addr
+// is the owner's, from the last read of the table ("" if none is known:
+// the section is between owners, try again).
+type NotOwnerError struct {
+	Space   string
+	Section int
+	Addr    string
+}
+
+func (e *NotOwnerError) Error() string {
+	if e.Addr == "" {
+		return fmt.Sprintf("keyed sequence space %q section %d: no node owns it now; try again", e.Space, e.Section)
+	}
+	return fmt.Sprintf("keyed sequence space %q section %d is owned by %s", e.Space, e.Section, e.Addr)
+}
+
+// Unwrap: a NotOwnerError is ErrNotOwner, and, with no owner known,
+// frond.ErrStoreUnavailable (unavailable for now: try again).
+func (e *NotOwnerError) Unwrap() []error {
+	if e.Addr == "" {
+		return []error{ErrNotOwner, frond.ErrStoreUnavailable}
+	}
+	return []error{ErrNotOwner}
+}
+
+// ownedRaise is the SectionStore of an owner: raises under its lease.
+type ownedRaise struct {
+	store LeaseStore
+	me    Owner
+}
+
+func (o ownedRaise) Raise(ctx context.Context, space string, sections []int, step int64) ([]frond.Range, error) {
+	return o.store.RaiseOwned(ctx, space, sections, step, o.me)
+}

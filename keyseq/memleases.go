@@ -1,0 +1,201 @@
+package keyseq
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/frond-id/frond"
+)
+
+// MemLeases is a LeaseStore in memory, on the clock it is given: one
+// process's spaces (tests, the model) and the reference the SQL and Redis
+// stores are checked against.
+type MemLeases struct {
+	Now func() time.Time // the store's clock; nil: time.Now
+
+	mu     sync.Mutex
+	spaces map[string]*memSpace
+}
+
+type memSpace struct {
+	max     map[int]int64
+	owner   map[int]Owner
+	until   map[int]time.Time
+	members map[string]memMember // by token
+}
+
+type memMember struct {
+	o     Owner
+	until time.Time
+}
+
+var _ LeaseStore = (*MemLeases)(nil)
+
+func (m *MemLeases) now() time.Time {
+	if m.Now != nil {
+		return m.Now()
+	}
+	return time.Now()
+}
+
+func (m *MemLeases) space(name string) *memSpace {
+	if m.spaces == nil {
+		m.spaces = map[string]*memSpace{}
+	}
+	s := m.spaces[name]
+	if s == nil {
+		s = &memSpace{max: map[int]int64{}, owner: map[int]Owner{}, until: map[int]time.Time{}, members: map[string]memMember{}}
+		m.spaces[name] = s
+	}
+	return s
+}
+
+// holds reports whether o's live lease holds section i at now.
+func (s *memSpace) holds(i int, o Owner, now time.Time) bool {
+	return s.owner[i].Token == o.Token && now.Before(s.until[i])
+}
+
+func (s *memSpace) raise(i int, step int64) (frond.Range, error) {
+	m, ok := s.max[i]
+	if !ok {
+		m = 1
+	}
+	if m > math.MaxInt64-step {
+		return frond.Range{}, fmt.Errorf("section %d: %w", i, frond.ErrTagExhausted)
+	}
+	s.max[i] = m + step
+	return frond.Range{Start: m, End: m + step, Stride: 1}, nil
+}
+
+// Take implements LeaseStore.
+func (m *MemLeases) Take(_ context.Context, space string, sections []int, me Owner, ttl time.Duration, step int64) ([]Taken, error) {
+	if err := checkSections(space, sections, step); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, now := m.space(space), m.now()
+	var out []Taken
+	for _, i := range sections {
+		if s.owner[i].Token != "" && now.Before(s.until[i]) && s.owner[i].Token != me.Token {
+			continue
+		}
+		r, err := s.raise(i, step)
+		if err != nil {
+			return nil, err
+		}
+		s.owner[i], s.until[i] = me, now.Add(ttl)
+		out = append(out, Taken{Section: i, Range: r})
+	}
+	return out, nil
+}
+
+// Renew implements LeaseStore.
+func (m *MemLeases) Renew(_ context.Context, space string, me Owner, ttl time.Duration) ([]int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, now := m.space(space), m.now()
+	var held []int
+	for i, o := range s.owner {
+		if s.holds(i, me, now) {
+			s.until[i] = now.Add(ttl)
+			held = append(held, i)
+		} else if o.Token == me.Token {
+			delete(s.owner, i)
+		}
+	}
+	s.members[me.Token] = memMember{o: me, until: now.Add(ttl)}
+	slices.Sort(held)
+	return held, nil
+}
+
+// RaiseOwned implements LeaseStore.
+func (m *MemLeases) RaiseOwned(_ context.Context, space string, sections []int, step int64, me Owner) ([]frond.Range, error) {
+	if err := checkSections(space, sections, step); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, now := m.space(space), m.now()
+	for _, i := range sections {
+		if !s.holds(i, me, now) {
+			return nil, fmt.Errorf("space %q section %d: %w", space, i, ErrNotOwner)
+		}
+	}
+	out := make([]frond.Range, len(sections))
+	for k, i := range sections {
+		r, err := s.raise(i, step)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = r
+	}
+	return out, nil
+}
+
+// Release implements LeaseStore.
+func (m *MemLeases) Release(_ context.Context, space string, sections []int, me Owner) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.space(space)
+	for i, o := range s.owner {
+		if o.Token == me.Token && (sections == nil || slices.Contains(sections, i)) {
+			delete(s.owner, i)
+			delete(s.until, i)
+		}
+	}
+	if sections == nil {
+		delete(s.members, me.Token)
+	}
+	return nil
+}
+
+// Read implements LeaseStore.
+func (m *MemLeases) Read(_ context.Context, space string, sections int) (Table, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, now := m.space(space), m.now()
+	t := Table{Owners: make([]Owner, sections)}
+	for i, o := range s.owner {
+		if i < sections && now.Before(s.until[i]) {
+			t.Owners[i] = o
+		}
+	}
+	for _, mb := range s.members {
+		if now.Before(mb.until) {
+			t.Members = append(t.Members, mb.o)
+		}
+	}
+	slices.SortFunc(t.Members, func(a, b Owner) int { return compareOwner(a, b) })
+	return t, nil
+}
+
+func compareOwner(a, b Owner) int {
+	if a.Token < b.Token {
+		return -1
+	}
+	if a.Token > b.Token {
+		return 1
+	}
+	return 0
+}
+
+// checkSections checks a raise's or a take's arguments: a step of at
+// least 1, each section once, none negative.
+func checkSections(space string, sections []int, step int64) error {
+	if step < 1 {
+		return fmt.Errorf("%w: step %d", frond.ErrInvalidArgument, step)
+	}
+	sorted := slices.Sorted(slices.Values(sections))
+	if len(slices.Compact(slices.Clone(sorted))) != len(sorted) {
+		return fmt.Errorf("%w: space %q: a section named twice in one raise", frond.ErrInvalidArgument, space)
+	}
+	if len(sorted) > 0 && sorted[0] < 0 {
+		return fmt.Errorf("%w: space %q: section %d", frond.ErrInvalidArgument, space, sorted[0])
+	}
+	return nil
+}

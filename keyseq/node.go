@@ -1,0 +1,283 @@
+package keyseq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/frond-id/frond"
+)
+
+// DefaultLeaseTTL is a section lease's length: a node killed without a
+// clean stop has its sections served again by others within about
+// DefaultLeaseTTL plus a round (DefaultLeaseTTL/3).
+const DefaultLeaseTTL = 3 * time.Second
+
+// NodeOptions configures a Node.
+type NodeOptions struct {
+	// TTL is the length of the node's leases; zero: DefaultLeaseTTL. The
+	// node renews them every TTL/3.
+	TTL time.Duration
+	// Clock is the node's monotonic clock; nil: time.Now. The store's clock
+	// decides when a lease runs out; this one only when the node stops
+	// counting on it.
+	Clock func() time.Time
+	// Logger; nil: slog.Default.
+	Logger *slog.Logger
+}
+
+// Node is one node's part of a space shared by several: it serves the
+// sections it holds under leases in the LeaseStore, and takes, renews and
+// gives back sections so that every live node holds about its share.
+//
+// # The fence
+//
+// A section is answered by one node at a time:
+//
+//  1. A node answers for a section only while it counts its lease as live
+//     (the gate, checked before every answer): until sent + TTL - TTL/10
+//     on its own monotonic clock, sent being when it sent the last renewal
+//     (or take) the store confirmed. The store ran that renewal after it
+//     was sent and counts TTL from then on its own clock, so the node stops
+//     before the store can see the lease run out (with TTL/10 to spare for
+//     the two clocks' rates).
+//  2. Another node takes the section only once the store's clock says the
+//     lease ran out (LeaseStore.Take), and the take raises the section's
+//     maximum in the same atomic step: its first values are above every
+//     value the old owner answered (each was below the maximum, and the
+//     old owner answers nothing after its lease).
+//  3. A clean stop, or a section given back, stops answering before the
+//     store is told, so another may take it at once.
+//
+// A node paused past its lease (a GC pause, SIGSTOP) wakes with its gate
+// shut: it answers nothing until a renewal succeeds, and a renewal keeps
+// only the leases the store still has for it.
+type Node struct {
+	eng   *Engine
+	store LeaseStore
+	me    Owner
+	o     NodeOptions
+	log   *slog.Logger
+	table atomic.Pointer[Table]
+
+	round   sync.Mutex // one round at a time
+	stop    chan struct{}
+	done    chan struct{}
+	running atomic.Bool
+	closed  bool // under round
+	once    sync.Once
+	rnd   *rand.Rand // under round
+}
+
+// NewNode returns the node me of space on store; Run (or Round) makes it
+// take sections.
+func NewNode(space Space, store LeaseStore, me Owner, o NodeOptions) (*Node, error) {
+	if me.Token == "" {
+		return nil, fmt.Errorf("keyed sequence node: an owner token is needed")
+	}
+	if o.TTL == 0 {
+		o.TTL = DefaultLeaseTTL
+	}
+	if o.TTL < 10*time.Millisecond {
+		return nil, fmt.Errorf("keyed sequence node: lease TTL %v: at least 10ms", o.TTL)
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	eng, err := New(space, ownedRaise{store: store, me: me})
+	if err != nil {
+		return nil, err
+	}
+	eng.gate = &gate{now: o.Clock}
+	return &Node{eng: eng, store: store, me: me, o: o, log: o.Logger,
+		stop: make(chan struct{}), done: make(chan struct{}), rnd: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}, nil
+}
+
+// Space is the node's space, its defaults filled.
+func (n *Node) Space() Space { return n.eng.space }
+
+// Me is the node's owner name.
+func (n *Node) Me() Owner { return n.me }
+
+// Next is Engine.Next for the sections this node holds; for another's it
+// answers a *NotOwnerError naming the owner, from the last read of the
+// table.
+func (n *Node) Next(ctx context.Context, key string, count int64) (first, last int64, err error) {
+	first, last, err = n.eng.Next(ctx, key, count)
+	if err != nil {
+		var no *NotOwnerError
+		if errors.As(err, &no) && no.Addr == "" {
+			if t := n.table.Load(); t != nil && no.Section < len(t.Owners) && t.Owners[no.Section].Token != n.me.Token {
+				no.Addr = t.Owners[no.Section].Addr
+			}
+		}
+	}
+	return first, last, err
+}
+
+// Table is the last read of the space's owners (nil before the first
+// round).
+func (n *Node) Table() *Table { return n.table.Load() }
+
+// Held is the sections the node serves now: none while its gate is shut.
+func (n *Node) Held() []int {
+	if !n.eng.gate.open() {
+		return nil
+	}
+	var out []int
+	for i := range n.eng.sections {
+		if n.eng.granted(i) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// Run runs rounds every TTL/3 in the background until Close.
+func (n *Node) Run() {
+	if !n.running.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer close(n.done)
+		every := n.o.TTL / 3
+		t := time.NewTimer(0)
+		defer t.Stop()
+		for {
+			select {
+			case <-n.stop:
+				return
+			case <-t.C:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), every)
+			if err := n.Round(ctx); err != nil {
+				n.log.Warn("keyed sequence: a round of leases failed", "space", n.eng.space.Name, "err", err)
+			}
+			cancel()
+			t.Reset(every)
+		}
+	}()
+}
+
+// Round renews the node's leases, reads the table, and takes or gives
+// back sections towards its share (the sections over the live members).
+func (n *Node) Round(ctx context.Context) error {
+	n.round.Lock()
+	defer n.round.Unlock()
+	if n.closed {
+		return fmt.Errorf("keyed sequence space %q: %w", n.eng.space.Name, frond.ErrClosed)
+	}
+	sp := n.eng.space
+	sent := n.o.Clock()
+	held, err := n.store.Renew(ctx, sp.Name, n.me, n.o.TTL)
+	if err != nil {
+		return err // the gate shuts on its own when the last lease runs out
+	}
+	// Sections served but no longer the store's for this node (a pause past
+	// the lease): stop before the gate is opened again.
+	for i := range n.eng.sections {
+		if !slices.Contains(held, i) && n.eng.granted(i) {
+			n.eng.revoke(i)
+		}
+	}
+	n.open(sent)
+	t, err := n.store.Read(ctx, sp.Name, sp.Sections)
+	if err != nil {
+		return err
+	}
+	n.table.Store(&t)
+	members := max(len(t.Members), 1)
+	share := (sp.Sections + members - 1) / members
+	var served []int
+	for _, i := range held {
+		if n.eng.granted(i) {
+			served = append(served, i)
+		}
+	}
+	if excess := len(held) - share; excess > 0 {
+		// Give back the last ones: stop serving first, then tell the store.
+		give := held[len(held)-excess:]
+		for _, i := range give {
+			n.eng.revoke(i)
+		}
+		return n.store.Release(ctx, sp.Name, give, n.me)
+	}
+	// Take: this node's own sections it does not serve (a take whose answer
+	// was lost), and free ones up to the share, from a random place so that
+	// nodes starting together take different ones.
+	var take []int
+	for _, i := range held {
+		if !n.eng.granted(i) {
+			take = append(take, i)
+		}
+	}
+	want := share - len(held)
+	start := n.rnd.IntN(sp.Sections)
+	for k := 0; k < sp.Sections && want > 0; k++ {
+		i := (start + k) % sp.Sections
+		if t.Owners[i].Token == "" {
+			take = append(take, i)
+			want--
+		}
+	}
+	if len(take) == 0 {
+		return nil
+	}
+	slices.Sort(take)
+	got, err := n.store.Take(ctx, sp.Name, take, n.me, n.o.TTL, sp.Step)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, g := range got {
+		if g.Section < 0 || g.Section >= sp.Sections {
+			errs = append(errs, fmt.Errorf("space %q: the store took section %d of %d", sp.Name, g.Section, sp.Sections))
+			continue
+		}
+		errs = append(errs, n.eng.grant(g.Section, g.Range))
+	}
+	// The gate stays at the renewal's lease, the earliest of all: opening
+	// it to the take's would lengthen the older sections' too.
+	return errors.Join(errs...)
+}
+
+// open moves the gate to sent's lease, never back.
+func (n *Node) open(sent time.Time) {
+	v := sent.Add(n.o.TTL - n.o.TTL/10)
+	for {
+		old := n.eng.gate.valid.Load()
+		if old != nil && !old.Before(v) {
+			return
+		}
+		if n.eng.gate.valid.CompareAndSwap(old, &v) {
+			return
+		}
+	}
+}
+
+// Close stops the node: it answers no more, then gives its sections back
+// (best effort within ctx: leases not given back run out on their own).
+func (n *Node) Close(ctx context.Context) error {
+	var err error
+	n.once.Do(func() {
+		close(n.stop)
+		if n.running.Load() {
+			<-n.done
+		}
+		n.round.Lock()
+		n.closed = true
+		n.eng.Close()
+		err = n.store.Release(ctx, n.eng.space.Name, nil, n.me)
+		n.round.Unlock()
+	})
+	return err
+}
