@@ -119,13 +119,13 @@ func (g *gate) open() bool {
 // persisted maximum); slot i holds the last value of its keys minus base
 // plus one (0: none since the load).
 type section struct {
-	mu     sync.Mutex
+	mu      sync.Mutex
 	closed  bool // the engine was closed: it answers no more
 	granted bool // with a gate: the section is this node's
 	loaded  bool
-	base   int64
-	ceil   int64
-	slots  []uint32
+	base    int64
+	ceil    int64
+	slots   []uint32
 }
 
 // New returns an engine over store. Nothing is read until the first value.

@@ -72,7 +72,7 @@ type Node struct {
 	running atomic.Bool
 	closed  bool // under round
 	once    sync.Once
-	rnd   *rand.Rand // under round
+	rnd     *rand.Rand // under round
 }
 
 // NewNode returns the node me of space on store; Run (or Round) makes it

@@ -19,8 +19,8 @@ import (
 type faultyLeases struct {
 	inner       keyseq.LeaseStore
 	rnd         *rand.Rand
-	down        bool // every call fails (a cut)
-	off         bool // no faults
+	down        bool   // every call fails (a cut)
+	off         bool   // no faults
 	slow        func() // a call's latency: advances the clock
 	fail, loses int
 }
