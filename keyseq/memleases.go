@@ -80,7 +80,7 @@ func (m *MemLeases) Take(_ context.Context, space string, sections []int, me Own
 	defer m.mu.Unlock()
 	s, now := m.space(space), m.now()
 	var out []Taken
-	for _, i := range sections {
+	for _, i := range slices.Sorted(slices.Values(sections)) {
 		if s.owner[i].Token != "" && now.Before(s.until[i]) && s.owner[i].Token != me.Token {
 			continue
 		}

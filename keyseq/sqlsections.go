@@ -5,30 +5,75 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/internal/sqldb"
 	"github.com/frond-id/frond/store/sqlstore"
 )
 
-// SQLSections is a SectionStore on a table of its own in a SQL database
-// (SQLite, MySQL/MariaDB, PostgreSQL), one row a section:
+// SQLSections is a SectionStore and a LeaseStore on tables of their own in
+// a SQL database (SQLite, MySQL/MariaDB, PostgreSQL), one row a section
+// and one a node:
 //
-//	frond_seq_section(space, section, max_seq)
+//	frond_keyseq_section(space, section, max_seq, owner, addr, lease_until)
+//	frond_keyseq_member(space, owner, addr, lease_until)
 //
-// Raise raises any number of sections of a space in one transaction: an
-// INSERT of the rows not yet there, one UPDATE of them all, one SELECT. So
-// an owner that takes a thousand sections at once loads them in one round
-// trip of three statements, not a thousand.
+// lease_until is in microseconds of the database's clock, the one clock
+// every node's leases are counted on. A raise, a take, a renewal raises or
+// extends any number of sections of a space in one transaction: a node
+// that takes a thousand sections at once loads them in one round trip of a
+// few statements, not a thousand.
 type SQLSections struct {
 	db      *sqldb.DB
 	retries int
 }
 
-var _ SectionStore = (*SQLSections)(nil)
+var (
+	_ SectionStore = (*SQLSections)(nil)
+	_ LeaseStore   = (*SQLSections)(nil)
+)
+
+// sectionDDL is the tables' DDL in the database's dialect.
+func sectionDDL(k sqldb.Kind) []string {
+	if k == sqldb.MySQL {
+		return []string{"CREATE TABLE IF NOT EXISTS `frond_keyseq_section` (\n" +
+			"  `space` varchar(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,\n" +
+			"  `section` int NOT NULL,\n" +
+			"  `max_seq` bigint NOT NULL,\n" +
+			"  `owner` varchar(64) NOT NULL DEFAULT '',\n" +
+			"  `addr` varchar(255) NOT NULL DEFAULT '',\n" +
+			"  `lease_until` bigint NOT NULL DEFAULT 0,\n" +
+			"  PRIMARY KEY (`space`, `section`)\n" +
+			") ENGINE=InnoDB",
+			"CREATE TABLE IF NOT EXISTS `frond_keyseq_member` (\n" +
+				"  `space` varchar(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,\n" +
+				"  `owner` varchar(64) NOT NULL,\n" +
+				"  `addr` varchar(255) NOT NULL,\n" +
+				"  `lease_until` bigint NOT NULL,\n" +
+				"  PRIMARY KEY (`space`, `owner`)\n" +
+				") ENGINE=InnoDB"}
+	}
+	return []string{`CREATE TABLE IF NOT EXISTS frond_keyseq_section (
+  space VARCHAR(128) NOT NULL,
+  section INTEGER NOT NULL,
+  max_seq BIGINT NOT NULL,
+  owner VARCHAR(64) NOT NULL DEFAULT '',
+  addr VARCHAR(255) NOT NULL DEFAULT '',
+  lease_until BIGINT NOT NULL DEFAULT 0,
+  PRIMARY KEY (space, section)
+)`, `CREATE TABLE IF NOT EXISTS frond_keyseq_member (
+  space VARCHAR(128) NOT NULL,
+  owner VARCHAR(64) NOT NULL,
+  addr VARCHAR(255) NOT NULL,
+  lease_until BIGINT NOT NULL,
+  PRIMARY KEY (space, owner)
+)`}
+}
 
 // OpenSQL opens the table in the database of rawURL (a frond store URL:
 // sqlite://, mysql://, postgres://, with their frond_* parameters) and
@@ -42,25 +87,13 @@ func OpenSQL(ctx context.Context, rawURL string) (*SQLSections, error) {
 	if err != nil {
 		return nil, err
 	}
-	ddl := `CREATE TABLE IF NOT EXISTS frond_seq_section (
-  space VARCHAR(128) NOT NULL,
-  section INTEGER NOT NULL,
-  max_seq BIGINT NOT NULL,
-  PRIMARY KEY (space, section)
-)`
-	if db.Kind == sqldb.MySQL {
-		ddl = "CREATE TABLE IF NOT EXISTS `frond_seq_section` (\n" +
-			"  `space` varchar(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,\n" +
-			"  `section` int NOT NULL,\n" +
-			"  `max_seq` bigint NOT NULL,\n" +
-			"  PRIMARY KEY (`space`, `section`)\n" +
-			") ENGINE=InnoDB"
-	}
 	c, cancel := db.Bound(ctx)
 	defer cancel()
-	if err := db.ExecDDL(c, ddl); err != nil {
-		db.Close()
-		return nil, db.Fail("create table frond_seq_section", err)
+	for _, ddl := range sectionDDL(db.Kind) {
+		if err := db.ExecDDL(c, ddl); err != nil {
+			db.Close()
+			return nil, db.Fail("create the keyed sequence tables", err)
+		}
 	}
 	return &SQLSections{db: db, retries: opts.Retries}, nil
 }
@@ -70,44 +103,100 @@ func OpenSQL(ctx context.Context, rawURL string) (*SQLSections, error) {
 // (two raises never wait for each other in a circle), and raises them in
 // one UPDATE. Sections never raised get their rows first, in a statement
 // of their own (an INSERT that keeps rows there already), so that the
-// raise itself takes only its rows' exclusive locks.
+// raise itself takes only its rows' exclusive locks. It ignores leases:
+// for an Engine that owns every section alone.
 func (q *SQLSections) Raise(ctx context.Context, space string, sections []int, step int64) ([]frond.Range, error) {
+	return q.raiseAll(ctx, space, sections, step, nil)
+}
+
+// RaiseOwned implements LeaseStore: Raise, in the same transaction as a
+// check that me's live lease holds every section.
+func (q *SQLSections) RaiseOwned(ctx context.Context, space string, sections []int, step int64, me Owner) ([]frond.Range, error) {
+	return q.raiseAll(ctx, space, sections, step, &me)
+}
+
+func (q *SQLSections) raiseAll(ctx context.Context, space string, sections []int, step int64, me *Owner) ([]frond.Range, error) {
 	if len(sections) == 0 {
 		return nil, nil
 	}
-	if step < 1 {
-		return nil, fmt.Errorf("%w: step %d", frond.ErrInvalidArgument, step)
+	if err := checkSections(space, sections, step); err != nil {
+		return nil, err
 	}
-	sorted := slices.Sorted(slices.Values(sections))
-	if len(slices.Compact(slices.Clone(sorted))) != len(sorted) {
-		return nil, fmt.Errorf("%w: space %q: a section named twice in one raise", frond.ErrInvalidArgument, space)
-	}
-	c, cancel := q.db.Bound(ctx)
-	defer cancel()
-	got, err := q.raise(c, space, sorted, step)
-	if errors.Is(err, errMissing) {
-		if err = q.create(c, space, sorted); err == nil {
-			got, err = q.raise(c, space, sorted, step)
+	got, err := q.run(ctx, space, sections, step, func(rows map[int]row, now int64) ([]int, error) {
+		if me != nil {
+			for _, s := range sections {
+				if r := rows[s]; r.owner != me.Token || r.until <= now {
+					return nil, fmt.Errorf("space %q section %d: %w", space, s, ErrNotOwner)
+				}
+			}
 		}
-	}
-	if errors.Is(err, errMissing) {
-		return nil, fmt.Errorf("%w: space %q: sections made and not found", frond.ErrStoreUnavailable, space)
-	}
-	if errors.Is(err, errExhausted) {
-		return nil, fmt.Errorf("space %q: a section's maximum would pass 2^63-1: %w", space, frond.ErrTagExhausted)
-	}
+		return sections, nil
+	}, nil, 0)
 	if err != nil {
-		return nil, q.db.Fail(fmt.Sprintf("raise %d sections of %q", len(sections), space), err)
+		return nil, err
 	}
 	out := make([]frond.Range, len(sections))
 	for i, s := range sections {
-		m, ok := got[s]
+		r, ok := got[s]
 		if !ok {
 			return nil, fmt.Errorf("%w: space %q section %d: raised but not read back", frond.ErrStoreUnavailable, space, s)
 		}
-		out[i] = frond.Range{Start: m - step, End: m, Stride: 1}
+		out[i] = r
 	}
 	return out, nil
+}
+
+// Take implements LeaseStore: one transaction that locks the sections'
+// rows (made first if missing), keeps those whose lease has run out by
+// the database's clock or is me's, and raises them with me's lease in one
+// UPDATE.
+func (q *SQLSections) Take(ctx context.Context, space string, sections []int, me Owner, ttl time.Duration, step int64) ([]Taken, error) {
+	if len(sections) == 0 {
+		return nil, nil
+	}
+	if err := checkSections(space, sections, step); err != nil {
+		return nil, err
+	}
+	if err := checkOwner(me, ttl); err != nil {
+		return nil, err
+	}
+	got, err := q.run(ctx, space, sections, step, func(rows map[int]row, now int64) ([]int, error) {
+		var take []int
+		for _, s := range slices.Sorted(slices.Values(sections)) {
+			if r := rows[s]; r.owner == "" || r.until <= now || r.owner == me.Token {
+				take = append(take, s)
+			}
+		}
+		return take, nil
+	}, &me, ttl)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Taken, 0, len(got))
+	for _, s := range slices.Sorted(maps.Keys(got)) {
+		out = append(out, Taken{Section: s, Range: got[s]})
+	}
+	return out, nil
+}
+
+// checkOwner checks an owner's name and lease: what the columns hold.
+func checkOwner(me Owner, ttl time.Duration) error {
+	switch {
+	case me.Token == "" || len(me.Token) > 64:
+		return fmt.Errorf("%w: owner token of %d bytes: 1 to 64", frond.ErrInvalidArgument, len(me.Token))
+	case len(me.Addr) > 255:
+		return fmt.Errorf("%w: owner address of %d bytes: up to 255", frond.ErrInvalidArgument, len(me.Addr))
+	case ttl < time.Millisecond:
+		return fmt.Errorf("%w: lease TTL %v: at least 1ms", frond.ErrInvalidArgument, ttl)
+	}
+	return nil
+}
+
+// row is a section's row as a transaction read it.
+type row struct {
+	max   int64
+	owner string
+	until int64 // µs, the database's clock
 }
 
 // errMissing: a section's row is not made yet; errExhausted: one is too
@@ -117,61 +206,113 @@ var (
 	errExhausted = errors.New("sections exhausted")
 )
 
-// raise runs the raise's transaction over sorted sections: the rows
-// locked in the order of the primary key (SELECT ... ORDER BY ... FOR
-// UPDATE: an UPDATE alone locks in its scan's order, which PostgreSQL
-// changes as rows move, and two raises then deadlock), then raised.
-func (q *SQLSections) raise(ctx context.Context, space string, sorted []int, step int64) (map[int]int64, error) {
-	in := strings.Repeat("?, ", len(sorted)-1) + "?"
-	args := make([]any, 0, 1+len(sorted))
+// run is the transaction of a raise or a take over sections of space:
+// their rows locked in the order of the primary key (SELECT ... ORDER BY
+// ... FOR UPDATE: an UPDATE alone locks in its scan's order, which
+// PostgreSQL changes as rows move, and two raises then deadlock) with the
+// database's clock read in the same statement; pick chooses the sections
+// to raise, which one UPDATE raises by step (and, with me, gives me's
+// lease of ttl). Rows missing are made in a statement of their own first.
+func (q *SQLSections) run(ctx context.Context, space string, sections []int, step int64,
+	pick func(rows map[int]row, now int64) ([]int, error), me *Owner, ttl time.Duration) (map[int]frond.Range, error) {
+	sorted := slices.Sorted(slices.Values(sections))
+	c, cancel := q.db.Bound(ctx)
+	defer cancel()
+	got, err := q.tx(c, space, sorted, step, pick, me, ttl)
+	if errors.Is(err, errMissing) {
+		if err = q.create(c, space, sorted); err == nil {
+			got, err = q.tx(c, space, sorted, step, pick, me, ttl)
+		}
+	}
+	switch {
+	case errors.Is(err, errMissing):
+		return nil, fmt.Errorf("%w: space %q: sections made and not found", frond.ErrStoreUnavailable, space)
+	case errors.Is(err, errExhausted):
+		return nil, fmt.Errorf("space %q: a section's maximum would pass 2^63-1: %w", space, frond.ErrTagExhausted)
+	case errors.Is(err, ErrNotOwner):
+		return nil, err
+	case err != nil:
+		return nil, q.db.Fail(fmt.Sprintf("raise %d sections of %q", len(sections), space), err)
+	}
+	return got, nil
+}
+
+// in is the placeholders of n values in an IN list.
+func in(n int) string { return strings.Repeat("?, ", n-1) + "?" }
+
+// spaceArgs is space followed by sections, as arguments.
+func spaceArgs(space string, sections []int) []any {
+	args := make([]any, 0, 1+len(sections))
 	args = append(args, space)
-	for _, s := range sorted {
+	for _, s := range sections {
 		args = append(args, s)
 	}
-	lock := " FOR UPDATE"
+	return args
+}
+
+// lock is the row lock of a SELECT that locks what it reads.
+func (q *SQLSections) lock() string {
 	if q.db.Kind == sqldb.SQLite {
-		lock = "" // one writer at a time
+		return "" // one writer at a time
 	}
-	got := map[int]int64{}
+	return " FOR UPDATE"
+}
+
+func (q *SQLSections) tx(ctx context.Context, space string, sorted []int, step int64,
+	pick func(rows map[int]row, now int64) ([]int, error), me *Owner, ttl time.Duration) (map[int]frond.Range, error) {
+	k := q.db.Kind
+	got := map[int]frond.Range{}
 	err := q.db.InTx(ctx, q.retries, func(tx *sql.Tx) error {
 		clear(got)
-		r, err := tx.QueryContext(ctx, q.db.Kind.Rebind("SELECT section, max_seq FROM frond_seq_section WHERE space = ? AND section IN ("+in+") ORDER BY section"+lock), args...)
+		r, err := tx.QueryContext(ctx, k.Rebind("SELECT section, max_seq, owner, lease_until, "+k.NowMicros()+
+			" FROM frond_keyseq_section WHERE space = ? AND section IN ("+in(len(sorted))+") ORDER BY section"+q.lock()), spaceArgs(space, sorted)...)
 		if err != nil {
 			return err
 		}
+		rows := map[int]row{}
+		var now int64
 		for r.Next() {
 			var s int
-			var m int64
-			if err := r.Scan(&s, &m); err != nil {
+			var w row
+			if err := r.Scan(&s, &w.max, &w.owner, &w.until, &now); err != nil {
 				r.Close()
 				return err
 			}
-			got[s] = m
+			rows[s] = w
 		}
 		r.Close()
 		if err := r.Err(); err != nil {
 			return err
 		}
-		if len(got) != len(sorted) {
+		if len(rows) != len(sorted) {
 			return errMissing
 		}
-		for _, m := range got {
-			if m > math.MaxInt64-step {
+		raise, err := pick(rows, now)
+		if err != nil || len(raise) == 0 {
+			return err
+		}
+		for _, s := range raise {
+			if rows[s].max > math.MaxInt64-step {
 				return errExhausted
 			}
 		}
-		res, err := tx.ExecContext(ctx, q.db.Kind.Rebind("UPDATE frond_seq_section SET max_seq = max_seq + ? WHERE space = ? AND section IN ("+in+")"),
-			append([]any{step}, args...)...)
+		set, args := "max_seq = max_seq + ?", []any{step}
+		if me != nil {
+			set += ", owner = ?, addr = ?, lease_until = " + k.NowMicros() + " + ?"
+			args = append(args, me.Token, me.Addr, ttl.Microseconds())
+		}
+		res, err := tx.ExecContext(ctx, k.Rebind("UPDATE frond_keyseq_section SET "+set+" WHERE space = ? AND section IN ("+in(len(raise))+")"),
+			append(args, spaceArgs(space, raise)...)...)
 		if err != nil {
 			return err
 		}
 		if n, err := res.RowsAffected(); err != nil {
 			return err
-		} else if n != int64(len(sorted)) {
-			return fmt.Errorf("%w: %d of %d sections raised in a transaction that locked them all", frond.ErrStoreUnavailable, n, len(sorted))
+		} else if n != int64(len(raise)) {
+			return fmt.Errorf("%w: %d of %d sections raised in a transaction that locked them all", frond.ErrStoreUnavailable, n, len(raise))
 		}
-		for s, m := range got {
-			got[s] = m + step
+		for _, s := range raise {
+			got[s] = frond.Range{Start: rows[s].max, End: rows[s].max + step, Stride: 1}
 		}
 		return nil
 	})
@@ -181,7 +322,7 @@ func (q *SQLSections) raise(ctx context.Context, space string, sorted []int, ste
 // create makes the rows of sections not made yet (max_seq 1), keeping
 // those there.
 func (q *SQLSections) create(ctx context.Context, space string, sorted []int) error {
-	insert := "INSERT INTO frond_seq_section (space, section, max_seq) VALUES " + strings.Repeat("(?, ?, 1), ", len(sorted)-1) + "(?, ?, 1)"
+	insert := "INSERT INTO frond_keyseq_section (space, section, max_seq) VALUES " + strings.Repeat("(?, ?, 1), ", len(sorted)-1) + "(?, ?, 1)"
 	if q.db.Kind == sqldb.MySQL {
 		insert = strings.Replace(insert, "INSERT", "INSERT IGNORE", 1)
 	} else {
@@ -195,6 +336,160 @@ func (q *SQLSections) create(ctx context.Context, space string, sorted []int) er
 		_, err := q.db.ExecContext(ctx, q.db.Kind.Rebind(insert), rows...)
 		return err
 	})
+}
+
+// Renew implements LeaseStore: one transaction that locks me's sections
+// whose lease is live (in the order of the primary key), extends them,
+// drops the space's members whose lease ran out, and makes or extends
+// me's membership.
+func (q *SQLSections) Renew(ctx context.Context, space string, me Owner, ttl time.Duration) ([]int, error) {
+	if err := checkOwner(me, ttl); err != nil {
+		return nil, err
+	}
+	k := q.db.Kind
+	upsert := "INSERT INTO frond_keyseq_member (space, owner, addr, lease_until) VALUES (?, ?, ?, " + k.NowMicros() + " + ?)"
+	if k == sqldb.MySQL {
+		upsert += " ON DUPLICATE KEY UPDATE addr = VALUES(addr), lease_until = VALUES(lease_until)"
+	} else {
+		upsert += " ON CONFLICT (space, owner) DO UPDATE SET addr = excluded.addr, lease_until = excluded.lease_until"
+	}
+	c, cancel := q.db.Bound(ctx)
+	defer cancel()
+	var held []int
+	err := q.db.InTx(c, q.retries, func(tx *sql.Tx) error {
+		var err error
+		if held, err = q.lockOwned(c, tx, space, nil, me, true); err != nil || len(held) == 0 {
+			return err
+		}
+		_, err = tx.ExecContext(c, k.Rebind("UPDATE frond_keyseq_section SET lease_until = "+k.NowMicros()+" + ? WHERE space = ? AND section IN ("+in(len(held))+")"),
+			append([]any{ttl.Microseconds()}, spaceArgs(space, held)...)...)
+		return err
+	})
+	if err == nil {
+		// Membership in a transaction of its own: the member rows are
+		// locked by every node's renewal, the sections only by their owner's.
+		err = q.db.InTx(c, q.retries, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(c, k.Rebind("DELETE FROM frond_keyseq_member WHERE space = ? AND lease_until < "+k.NowMicros()), space); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(c, k.Rebind(upsert), space, me.Token, me.Addr, ttl.Microseconds())
+			return err
+		})
+	}
+	if err != nil {
+		return nil, q.db.Fail(fmt.Sprintf("renew the leases of %q", space), err)
+	}
+	return held, nil
+}
+
+// lockOwned locks, in the order of the primary key, me's rows of space
+// among sections (all when nil), only those whose lease is live when
+// live, and returns their sections.
+func (q *SQLSections) lockOwned(ctx context.Context, tx *sql.Tx, space string, sections []int, me Owner, live bool) ([]int, error) {
+	k := q.db.Kind
+	query, args := "SELECT section FROM frond_keyseq_section WHERE space = ? AND owner = ?", []any{space, me.Token}
+	if live {
+		query += " AND lease_until > " + k.NowMicros()
+	}
+	if sections != nil {
+		query += " AND section IN (" + in(len(sections)) + ")"
+		args = append(args, spaceArgs("", sections)[1:]...)
+	}
+	r, err := tx.QueryContext(ctx, k.Rebind(query+" ORDER BY section"+q.lock()), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	var out []int
+	for r.Next() {
+		var s int
+		if err := r.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, r.Err()
+}
+
+// Release implements LeaseStore.
+func (q *SQLSections) Release(ctx context.Context, space string, sections []int, me Owner) error {
+	if sections != nil && len(sections) == 0 {
+		return nil
+	}
+	k := q.db.Kind
+	c, cancel := q.db.Bound(ctx)
+	defer cancel()
+	err := q.db.InTx(c, q.retries, func(tx *sql.Tx) error {
+		mine, err := q.lockOwned(c, tx, space, sections, me, false)
+		if err != nil {
+			return err
+		}
+		if len(mine) > 0 {
+			if _, err := tx.ExecContext(c, k.Rebind("UPDATE frond_keyseq_section SET owner = '', addr = '', lease_until = 0 WHERE space = ? AND section IN ("+in(len(mine))+")"),
+				spaceArgs(space, mine)...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil && sections == nil {
+		err = q.db.Retry(c, q.retries, func(ctx context.Context) error {
+			_, err := q.db.ExecContext(ctx, k.Rebind("DELETE FROM frond_keyseq_member WHERE space = ? AND owner = ?"), space, me.Token)
+			return err
+		})
+	}
+	if err != nil {
+		return q.db.Fail(fmt.Sprintf("give back sections of %q", space), err)
+	}
+	return nil
+}
+
+// Read implements LeaseStore.
+func (q *SQLSections) Read(ctx context.Context, space string, sections int) (Table, error) {
+	k := q.db.Kind
+	c, cancel := q.db.Bound(ctx)
+	defer cancel()
+	t := Table{Owners: make([]Owner, sections)}
+	err := q.db.Retry(c, q.retries, func(ctx context.Context) error {
+		clear(t.Owners)
+		t.Members = t.Members[:0]
+		r, err := q.db.QueryContext(ctx, k.Rebind("SELECT section, owner, addr FROM frond_keyseq_section WHERE space = ? AND owner <> '' AND lease_until > "+k.NowMicros()), space)
+		if err != nil {
+			return err
+		}
+		for r.Next() {
+			var s int
+			var o Owner
+			if err := r.Scan(&s, &o.Token, &o.Addr); err != nil {
+				r.Close()
+				return err
+			}
+			if s >= 0 && s < sections {
+				t.Owners[s] = o
+			}
+		}
+		r.Close()
+		if err := r.Err(); err != nil {
+			return err
+		}
+		r, err = q.db.QueryContext(ctx, k.Rebind("SELECT owner, addr FROM frond_keyseq_member WHERE space = ? AND lease_until > "+k.NowMicros()+" ORDER BY owner"), space)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		for r.Next() {
+			var o Owner
+			if err := r.Scan(&o.Token, &o.Addr); err != nil {
+				return err
+			}
+			t.Members = append(t.Members, o)
+		}
+		return r.Err()
+	})
+	if err != nil {
+		return Table{}, q.db.Fail(fmt.Sprintf("read the owners of %q", space), err)
+	}
+	return t, nil
 }
 
 // Close releases the connections.
