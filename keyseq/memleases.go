@@ -3,6 +3,7 @@ package keyseq
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -19,6 +20,7 @@ type MemLeases struct {
 
 	mu     sync.Mutex
 	spaces map[string]*memSpace
+	defs   map[string]Space
 }
 
 type memSpace struct {
@@ -33,7 +35,45 @@ type memMember struct {
 	until time.Time
 }
 
-var _ LeaseStore = (*MemLeases)(nil)
+var _ SpaceStore = (*MemLeases)(nil)
+
+// CreateSpace implements SpaceStore.
+func (m *MemLeases) CreateSpace(_ context.Context, sp Space) error {
+	sp = sp.WithDefaults()
+	if err := sp.Validate(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.defs[sp.Name]; ok {
+		return fmt.Errorf("keyed sequence space %q: %w", sp.Name, frond.ErrTagExists)
+	}
+	if m.defs == nil {
+		m.defs = map[string]Space{}
+	}
+	m.defs[sp.Name] = sp
+	return nil
+}
+
+// LookupSpace implements SpaceStore.
+func (m *MemLeases) LookupSpace(_ context.Context, name string) (Space, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	sp, ok := m.defs[name]
+	if !ok {
+		return Space{}, fmt.Errorf("%w: %q", ErrSpaceNotFound, name)
+	}
+	return sp, nil
+}
+
+// ListSpaces implements SpaceStore.
+func (m *MemLeases) ListSpaces(context.Context) ([]Space, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := slices.Collect(maps.Values(m.defs))
+	sortSpaces(out)
+	return out, nil
+}
 
 func (m *MemLeases) now() time.Time {
 	if m.Now != nil {

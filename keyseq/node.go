@@ -70,7 +70,8 @@ type Node struct {
 	stop    chan struct{}
 	done    chan struct{}
 	running atomic.Bool
-	closed  bool // under round
+	kicked  atomic.Pointer[time.Time] // the last round a request ran
+	closed  bool                      // under round
 	once    sync.Once
 	rnd     *rand.Rand // under round
 }
@@ -113,15 +114,50 @@ func (n *Node) Me() Owner { return n.me }
 // table.
 func (n *Node) Next(ctx context.Context, key string, count int64) (first, last int64, err error) {
 	first, last, err = n.eng.Next(ctx, key, count)
-	if err != nil {
-		var no *NotOwnerError
-		if errors.As(err, &no) && no.Addr == "" {
-			if t := n.table.Load(); t != nil && no.Section < len(t.Owners) && t.Owners[no.Section].Token != n.me.Token {
-				no.Addr = t.Owners[no.Section].Addr
-			}
+	if err == nil {
+		return first, last, nil
+	}
+	var no *NotOwnerError
+	if !errors.As(err, &no) || no.Addr != "" {
+		return first, last, err
+	}
+	if n.owner(no) {
+		return first, last, err
+	}
+	// No live owner known: the section was given back or its owner's lease
+	// ran out. A round now (one at a time, at most one every TTL/10) takes
+	// it if this node is short of its share, rather than leaving it to the
+	// next timed round.
+	if n.kick(ctx) {
+		if first, last, err = n.eng.Next(ctx, key, count); err != nil && errors.As(err, &no) {
+			n.owner(no)
 		}
 	}
 	return first, last, err
+}
+
+// owner fills no's address from the last read of the table, and reports
+// whether it found one.
+func (n *Node) owner(no *NotOwnerError) bool {
+	if t := n.table.Load(); t != nil && no.Section < len(t.Owners) && t.Owners[no.Section].Token != n.me.Token {
+		no.Addr = t.Owners[no.Section].Addr
+	}
+	return no.Addr != ""
+}
+
+// kick runs a round now unless one is running or one was kicked within
+// TTL/10; it reports whether it ran one.
+func (n *Node) kick(ctx context.Context) bool {
+	now := n.o.Clock()
+	if last := n.kicked.Load(); last != nil && now.Sub(*last) < n.o.TTL/10 {
+		return false
+	}
+	if !n.round.TryLock() {
+		return false
+	}
+	n.round.Unlock()
+	n.kicked.Store(&now)
+	return n.Round(ctx) == nil
 }
 
 // Table is the last read of the space's owners (nil before the first
@@ -238,13 +274,16 @@ func (n *Node) Round(ctx context.Context) error {
 		return err
 	}
 	var errs []error
+	nt := Table{Owners: slices.Clone(t.Owners), Members: t.Members} // a new one: readers hold the old
 	for _, g := range got {
 		if g.Section < 0 || g.Section >= sp.Sections {
 			errs = append(errs, fmt.Errorf("space %q: the store took section %d of %d", sp.Name, g.Section, sp.Sections))
 			continue
 		}
 		errs = append(errs, n.eng.grant(g.Section, g.Range))
+		nt.Owners[g.Section] = n.me
 	}
+	n.table.Store(&nt)
 	// The gate stays at the renewal's lease, the earliest of all: opening
 	// it to the take's would lengthen the older sections' too.
 	return errors.Join(errs...)

@@ -35,7 +35,7 @@ type SQLSections struct {
 
 var (
 	_ SectionStore = (*SQLSections)(nil)
-	_ LeaseStore   = (*SQLSections)(nil)
+	_ SpaceStore   = (*SQLSections)(nil)
 )
 
 // sectionDDL is the tables' DDL in the database's dialect.
@@ -50,6 +50,13 @@ func sectionDDL(k sqldb.Kind) []string {
 			"  `lease_until` bigint NOT NULL DEFAULT 0,\n" +
 			"  PRIMARY KEY (`space`, `section`)\n" +
 			") ENGINE=InnoDB",
+			"CREATE TABLE IF NOT EXISTS `frond_keyseq_space` (\n" +
+				"  `name` varchar(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,\n" +
+				"  `step` bigint NOT NULL,\n" +
+				"  `sections` int NOT NULL,\n" +
+				"  `slots` int NOT NULL,\n" +
+				"  PRIMARY KEY (`name`)\n" +
+				") ENGINE=InnoDB",
 			"CREATE TABLE IF NOT EXISTS `frond_keyseq_member` (\n" +
 				"  `space` varchar(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,\n" +
 				"  `owner` varchar(64) NOT NULL,\n" +
@@ -66,6 +73,11 @@ func sectionDDL(k sqldb.Kind) []string {
   addr VARCHAR(255) NOT NULL DEFAULT '',
   lease_until BIGINT NOT NULL DEFAULT 0,
   PRIMARY KEY (space, section)
+)`, `CREATE TABLE IF NOT EXISTS frond_keyseq_space (
+  name VARCHAR(128) NOT NULL PRIMARY KEY,
+  step BIGINT NOT NULL,
+  sections INTEGER NOT NULL,
+  slots INTEGER NOT NULL
 )`, `CREATE TABLE IF NOT EXISTS frond_keyseq_member (
   space VARCHAR(128) NOT NULL,
   owner VARCHAR(64) NOT NULL,
@@ -490,6 +502,74 @@ func (q *SQLSections) Read(ctx context.Context, space string, sections int) (Tab
 		return Table{}, q.db.Fail(fmt.Sprintf("read the owners of %q", space), err)
 	}
 	return t, nil
+}
+
+// CreateSpace implements SpaceStore.
+func (q *SQLSections) CreateSpace(ctx context.Context, sp Space) error {
+	sp = sp.WithDefaults()
+	if err := sp.Validate(); err != nil {
+		return err
+	}
+	c, cancel := q.db.Bound(ctx)
+	defer cancel()
+	err := q.db.Retry(c, q.retries, func(ctx context.Context) error {
+		_, err := q.db.ExecContext(ctx, q.db.Kind.Rebind("INSERT INTO frond_keyseq_space (name, step, sections, slots) VALUES (?, ?, ?, ?)"),
+			sp.Name, sp.Step, sp.Sections, sp.Slots)
+		return err
+	})
+	if err != nil && q.db.Kind.Duplicate(err) {
+		return fmt.Errorf("keyed sequence space %q: %w", sp.Name, frond.ErrTagExists)
+	}
+	if err != nil {
+		return q.db.Fail(fmt.Sprintf("create space %q", sp.Name), err)
+	}
+	return nil
+}
+
+// LookupSpace implements SpaceStore.
+func (q *SQLSections) LookupSpace(ctx context.Context, name string) (Space, error) {
+	sps, err := q.spaces(ctx, name)
+	if err != nil {
+		return Space{}, err
+	}
+	if len(sps) == 0 {
+		return Space{}, fmt.Errorf("%w: %q", ErrSpaceNotFound, name)
+	}
+	return sps[0], nil
+}
+
+// ListSpaces implements SpaceStore.
+func (q *SQLSections) ListSpaces(ctx context.Context) ([]Space, error) { return q.spaces(ctx, "") }
+
+// spaces reads the space named, or every space when name is "".
+func (q *SQLSections) spaces(ctx context.Context, name string) ([]Space, error) {
+	query, args := "SELECT name, step, sections, slots FROM frond_keyseq_space", []any(nil)
+	if name != "" {
+		query, args = query+" WHERE name = ?", []any{name}
+	}
+	c, cancel := q.db.Bound(ctx)
+	defer cancel()
+	var out []Space
+	err := q.db.Retry(c, q.retries, func(ctx context.Context) error {
+		out = out[:0]
+		r, err := q.db.QueryContext(ctx, q.db.Kind.Rebind(query+" ORDER BY name"), args...)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		for r.Next() {
+			var sp Space
+			if err := r.Scan(&sp.Name, &sp.Step, &sp.Sections, &sp.Slots); err != nil {
+				return err
+			}
+			out = append(out, sp)
+		}
+		return r.Err()
+	})
+	if err != nil {
+		return nil, q.db.Fail("read the keyed sequence spaces", err)
+	}
+	return out, nil
 }
 
 // Close releases the connections.

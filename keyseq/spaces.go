@@ -1,0 +1,224 @@
+package keyseq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+
+	"github.com/frond-id/frond"
+)
+
+// SpaceStore is a LeaseStore that also keeps the spaces' definitions, so
+// that every node serves a space as it was created.
+type SpaceStore interface {
+	LeaseStore
+	// CreateSpace records sp (its defaults filled and checked);
+	// frond.ErrTagExists if a space of that name exists.
+	CreateSpace(ctx context.Context, sp Space) error
+	// LookupSpace reads a space; ErrSpaceNotFound if there is none.
+	LookupSpace(ctx context.Context, name string) (Space, error)
+	// ListSpaces reads every space, by name.
+	ListSpaces(ctx context.Context) ([]Space, error)
+}
+
+// ErrSpaceNotFound: no keyed sequence space has the name. It is
+// frond.ErrTagNotFound to the protocols (a space is named as a tag is).
+var ErrSpaceNotFound = fmt.Errorf("keyed sequence space not found: %w", frond.ErrTagNotFound)
+
+// Forwarder asks the owner at addr for the next count values of key, on
+// behalf of a caller whose token is token: the request as it came, marked
+// forwarded (the owner answers it or refuses it, never forwards it again).
+type Forwarder func(ctx context.Context, addr, space, key string, count int64, token string) (first, last int64, err error)
+
+// Spaces is a node's keyed sequence spaces: one Node per space, started
+// when the space is created or first asked for (and for every space at
+// Start), forwarding requests for sections another node owns.
+type Spaces struct {
+	store   SpaceStore
+	me      Owner
+	o       NodeOptions
+	forward Forwarder
+	log     *slog.Logger
+
+	mu     sync.Mutex
+	nodes  map[string]*Node
+	closed bool
+}
+
+// NewSpaces returns the spaces of store served by the node me; forward
+// may be nil (a single node, or no forwarding: a request for another's
+// section gets a *NotOwnerError naming the owner).
+func NewSpaces(store SpaceStore, me Owner, o NodeOptions, forward Forwarder) *Spaces {
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Spaces{store: store, me: me, o: o, forward: forward, log: log, nodes: map[string]*Node{}}
+}
+
+// Me is the node's owner name.
+func (s *Spaces) Me() Owner { return s.me }
+
+// Start starts a Node for every space in the store, each after its first
+// round (its sections taken), so that a single node serves every section
+// from its first request.
+func (s *Spaces) Start(ctx context.Context) error {
+	spaces, err := s.store.ListSpaces(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, sp := range spaces {
+		if _, err := s.start(ctx, sp); err != nil {
+			errs = append(errs, fmt.Errorf("space %q: %w", sp.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// start returns the space's node, started (its first round run) if it
+// was not.
+func (s *Spaces) start(ctx context.Context, sp Space) (*Node, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, fmt.Errorf("keyed sequences: %w", frond.ErrClosed)
+	}
+	if n, ok := s.nodes[sp.Name]; ok {
+		return n, nil
+	}
+	n, err := NewNode(sp, s.store, s.me, s.o)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.Round(ctx); err != nil {
+		// Served once a later round succeeds.
+		s.log.Warn("keyed sequence: the first round of leases failed", "space", sp.Name, "err", err)
+	}
+	n.Run()
+	s.nodes[sp.Name] = n
+	return n, nil
+}
+
+// node returns the node of the space named, reading the space from the
+// store the first time.
+func (s *Spaces) node(ctx context.Context, name string) (*Node, error) {
+	s.mu.Lock()
+	n, ok := s.nodes[name]
+	s.mu.Unlock()
+	if ok {
+		return n, nil
+	}
+	sp, err := s.store.LookupSpace(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return s.start(ctx, sp)
+}
+
+// Create creates a space and starts serving it.
+func (s *Spaces) Create(ctx context.Context, sp Space) (Space, error) {
+	sp = sp.WithDefaults()
+	if err := sp.Validate(); err != nil {
+		return Space{}, err
+	}
+	if err := s.store.CreateSpace(ctx, sp); err != nil {
+		return Space{}, err
+	}
+	if _, err := s.start(ctx, sp); err != nil {
+		return Space{}, err
+	}
+	return sp, nil
+}
+
+// Lookup reads a space.
+func (s *Spaces) Lookup(ctx context.Context, name string) (Space, error) {
+	return s.store.LookupSpace(ctx, name)
+}
+
+// SpaceStatus is a space and this node's view of it.
+type SpaceStatus struct {
+	Space
+	// Held is the sections this node serves; Owners the live owners'
+	// addresses with how many sections each holds, from the last read of
+	// the table; Members how many nodes share the space.
+	Held    []int
+	Owners  map[string]int
+	Members int
+}
+
+// List reads every space with this node's view of each.
+func (s *Spaces) List(ctx context.Context) ([]SpaceStatus, error) {
+	spaces, err := s.store.ListSpaces(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]SpaceStatus, 0, len(spaces))
+	for _, sp := range spaces {
+		st := SpaceStatus{Space: sp, Owners: map[string]int{}}
+		s.mu.Lock()
+		n := s.nodes[sp.Name]
+		s.mu.Unlock()
+		if n != nil {
+			st.Held = n.Held()
+			if t := n.Table(); t != nil {
+				for _, o := range t.Owners {
+					if o.Token != "" {
+						st.Owners[o.Addr]++
+					}
+				}
+				st.Members = len(t.Members)
+			}
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// Next answers the next count values of key in the space: from this node
+// if it owns the key's section, else from the owner (once: a forwarded
+// request is answered or refused where it lands).
+func (s *Spaces) Next(ctx context.Context, space, key string, count int64, forwarded bool, token string) (first, last int64, err error) {
+	n, err := s.node(ctx, space)
+	if err != nil {
+		return 0, 0, err
+	}
+	first, last, err = n.Next(ctx, key, count)
+	var no *NotOwnerError
+	if err != nil && errors.As(err, &no) && no.Addr != "" && !forwarded && s.forward != nil && no.Addr != s.me.Addr {
+		return s.forward(ctx, no.Addr, space, key, count, token)
+	}
+	return first, last, err
+}
+
+// Close stops every node (each gives its sections back).
+func (s *Spaces) Close(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	nodes := make([]*Node, 0, len(s.nodes))
+	for _, n := range s.nodes {
+		nodes = append(nodes, n)
+	}
+	s.mu.Unlock()
+	var errs []error
+	for _, n := range nodes {
+		errs = append(errs, n.Close(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// sortSpaces orders spaces by name.
+func sortSpaces(sp []Space) {
+	slices.SortFunc(sp, func(a, b Space) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+}

@@ -1,0 +1,116 @@
+package keyseq_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/testenv"
+	"github.com/frond-id/frond/keyseq"
+)
+
+// Spaces are created once, read back by every node, and served by two
+// nodes that forward to each other: a key's values increase whichever
+// node is asked.
+func TestSpaces(t *testing.T) {
+	stores := map[string]func(t *testing.T) keyseq.SpaceStore{
+		"memory": func(t *testing.T) keyseq.SpaceStore { return &keyseq.MemLeases{} },
+	}
+	for name, url := range sqlTargets(t) {
+		stores[name] = func(t *testing.T) keyseq.SpaceStore { return openSQL(t, url) }
+	}
+	for name, open := range stores {
+		t.Run(name, func(t *testing.T) {
+			ctx := testenv.Ctx(t)
+			st := open(t)
+			quiet := slog.New(slog.DiscardHandler)
+			o := keyseq.NodeOptions{TTL: time.Second, Logger: quiet}
+			byAddr := map[string]*keyseq.Spaces{}
+			forwarded := 0
+			fw := func(ctx context.Context, addr, space, key string, n int64, token string) (int64, int64, error) {
+				forwarded++
+				return byAddr[addr].Next(ctx, space, key, n, true, token)
+			}
+			a := keyseq.NewSpaces(st, keyseq.Owner{Token: "ta", Addr: "a"}, o, fw)
+			b := keyseq.NewSpaces(st, keyseq.Owner{Token: "tb", Addr: "b"}, o, fw)
+			byAddr["a"], byAddr["b"] = a, b
+			name := fmt.Sprintf("s%d", time.Now().UnixNano())
+			sp, err := a.Create(ctx, keyseq.Space{Name: name, Step: 100, Sections: 8})
+			if err != nil || sp.Slots != keyseq.DefaultSlots {
+				t.Fatalf("create: %+v, %v", sp, err)
+			}
+			if _, err := b.Create(ctx, keyseq.Space{Name: name}); !errors.Is(err, frond.ErrTagExists) {
+				t.Fatalf("create twice: %v", err)
+			}
+			if _, err := a.Create(ctx, keyseq.Space{Name: "bad name"}); !errors.Is(err, frond.ErrInvalidArgument) {
+				t.Fatalf("a bad name: %v", err)
+			}
+			if got, err := b.Lookup(ctx, name); err != nil || got != sp {
+				t.Fatalf("lookup: %+v, %v", got, err)
+			}
+			if _, err := b.Lookup(ctx, "nope"); !errors.Is(err, frond.ErrTagNotFound) {
+				t.Fatalf("lookup of none: %v", err)
+			}
+			if _, _, err := b.Next(ctx, "nope", "k", 1, false, ""); !errors.Is(err, frond.ErrTagNotFound) {
+				t.Fatalf("next of no space: %v", err)
+			}
+			// a took every section at its creation; b's first request
+			// starts b's node, which sees a as the owner.
+			last := map[string]int64{}
+			for i := range 200 {
+				key := fmt.Sprintf("k%d", i%17)
+				s := []*keyseq.Spaces{a, b}[i%2]
+				first, end, err := s.Next(ctx, name, key, 2, false, "")
+				for try := 0; errors.Is(err, frond.ErrStoreUnavailable) && try < 100; try++ {
+					// Between owners while b takes its share: a client retries.
+					time.Sleep(50 * time.Millisecond)
+					first, end, err = s.Next(ctx, name, key, 2, false, "")
+				}
+				if err != nil {
+					t.Fatalf("%s from %s: %v", key, s.Me().Addr, err)
+				}
+				if first <= last[key] || end != first+1 {
+					t.Fatalf("%s: %d..%d after %d", key, first, end, last[key])
+				}
+				last[key] = end
+			}
+			if forwarded == 0 {
+				t.Fatal("b answered without a's sections: nothing forwarded")
+			}
+			// Between them they serve every section once, once b has its share.
+			deadline := time.Now().Add(10 * time.Second)
+			var held []int
+		again:
+			held = held[:0]
+			for _, s := range []*keyseq.Spaces{a, b} {
+				list, err := s.List(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				i := slices.IndexFunc(list, func(s keyseq.SpaceStatus) bool { return s.Name == name })
+				if i < 0 || list[i].Space != sp {
+					t.Fatalf("%s's list: %+v", s.Me().Addr, list)
+				}
+				held = append(held, list[i].Held...)
+			}
+			slices.Sort(held)
+			if !slices.Equal(held, []int{0, 1, 2, 3, 4, 5, 6, 7}) && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+				goto again
+			}
+			if !slices.Equal(held, []int{0, 1, 2, 3, 4, 5, 6, 7}) {
+				t.Fatalf("sections served by a and b: %v", held)
+			}
+			a.Close(ctx)
+			b.Close(ctx)
+			if _, _, err := a.Next(ctx, name, "k", 1, false, ""); !errors.Is(err, frond.ErrClosed) {
+				t.Fatalf("next after close: %v", err)
+			}
+		})
+	}
+}
