@@ -83,14 +83,10 @@ func (e *NotOwnerError) Error() string {
 	return fmt.Sprintf("keyed sequence space %q section %d is owned by %s", e.Space, e.Section, e.Addr)
 }
 
-// Unwrap: a NotOwnerError is ErrNotOwner, and, with no owner known,
-// frond.ErrStoreUnavailable (unavailable for now: try again).
-func (e *NotOwnerError) Unwrap() []error {
-	if e.Addr == "" {
-		return []error{ErrNotOwner, frond.ErrStoreUnavailable}
-	}
-	return []error{ErrNotOwner}
-}
+// Unwrap: a NotOwnerError is ErrNotOwner, and frond.ErrStoreUnavailable
+// to the protocols: not served here now, try again (a node that forwards
+// has tried the owner already).
+func (e *NotOwnerError) Unwrap() []error { return []error{ErrNotOwner, frond.ErrStoreUnavailable} }
 
 // ownedRaise is the SectionStore of an owner: raises under its lease.
 type ownedRaise struct {

@@ -127,8 +127,9 @@ func (n *Node) Next(ctx context.Context, key string, count int64) (first, last i
 	// No live owner known: the section was given back or its owner's lease
 	// ran out. A round now (one at a time, at most one every TTL/10) takes
 	// it if this node is short of its share, rather than leaving it to the
-	// next timed round.
-	if n.kick(ctx) {
+	// next timed round. Or the table names this node: a round took the
+	// section while this call looked.
+	if n.mine(no.Section) || n.kick(ctx) {
 		if first, last, err = n.eng.Next(ctx, key, count); err != nil && errors.As(err, &no) {
 			n.owner(no)
 		}
@@ -143,6 +144,13 @@ func (n *Node) owner(no *NotOwnerError) bool {
 		no.Addr = t.Owners[no.Section].Addr
 	}
 	return no.Addr != ""
+}
+
+// mine reports whether the last read of the table names this node as the
+// section's owner.
+func (n *Node) mine(section int) bool {
+	t := n.table.Load()
+	return t != nil && section < len(t.Owners) && t.Owners[section].Token == n.me.Token
 }
 
 // kick runs a round now unless one is running or one was kicked within
@@ -178,7 +186,8 @@ func (n *Node) Held() []int {
 	return out
 }
 
-// Run runs rounds every TTL/3 in the background until Close.
+// Run runs rounds every TTL/3 in the background until Close, the first
+// one TTL/3 from now (Round runs one at once).
 func (n *Node) Run() {
 	if !n.running.CompareAndSwap(false, true) {
 		return
@@ -186,7 +195,7 @@ func (n *Node) Run() {
 	go func() {
 		defer close(n.done)
 		every := n.o.TTL / 3
-		t := time.NewTimer(0)
+		t := time.NewTimer(every)
 		defer t.Stop()
 		for {
 			select {

@@ -194,7 +194,8 @@ func (s *Spaces) Next(ctx context.Context, space, key string, count int64, forwa
 	return first, last, err
 }
 
-// Close stops every node (each gives its sections back).
+// Close stops every node (each gives its sections back), then closes the
+// store if it has a Close.
 func (s *Spaces) Close(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
@@ -206,6 +207,9 @@ func (s *Spaces) Close(ctx context.Context) error {
 	var errs []error
 	for _, n := range nodes {
 		errs = append(errs, n.Close(ctx))
+	}
+	if c, ok := s.store.(interface{ Close() error }); ok {
+		errs = append(errs, c.Close())
 	}
 	return errors.Join(errs...)
 }

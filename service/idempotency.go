@@ -101,7 +101,7 @@ func newIdempotency(cfg Idempotency, now func() int64) *idempotency {
 // fingerprint is what must match for a key's answer to be given again.
 func fingerprint(r Request) string {
 	b := make([]byte, 0, 64)
-	for _, s := range []string{r.Kind, r.Name, r.Form, r.Namespace, r.Prefix} {
+	for _, s := range []string{r.Kind, r.Name, r.Form, r.Namespace, r.Prefix, r.Key} {
 		b = append(append(b, s...), 0)
 	}
 	b = strconv.AppendInt(b, r.Count, 10)

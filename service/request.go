@@ -15,6 +15,9 @@ import (
 const (
 	KindUUID   = "uuid"
 	KindSerial = "serial"
+	// KindSeq is the next value(s) of a key in a keyed sequence space
+	// (Request.Name the space, Request.Key the key): docs/sequences.md.
+	KindSeq = "seq"
 )
 
 // Request asks for IDs of one kind, whatever the protocol it came in. Front
@@ -22,7 +25,7 @@ const (
 // must not take IDs, such as HTTP HEAD) and encode the Answer: the rules of
 // a request are written here once.
 type Request struct {
-	// Kind is KindSegment, KindSnowflake, KindUUID or KindSerial.
+	// Kind is KindSegment, KindSnowflake, KindUUID, KindSerial or KindSeq.
 	Kind string
 	// Name is the segment tag, the serial's name, or the name of a
 	// name-based UUID (versions 3 and 5).
@@ -68,6 +71,12 @@ type Request struct {
 	// IdempotencyKey, chosen by the client, makes a retry within the window
 	// get the first answer again instead of new IDs (idempotency.go).
 	IdempotencyKey string
+	// Key is the key of a keyed sequence (KindSeq): 1 to 255 bytes.
+	Key string
+	// Forwarded marks a keyed sequence request another node forwarded to
+	// this one as the owner of its section: answered here or refused,
+	// never forwarded again.
+	Forwarded bool
 }
 
 // Answer holds the IDs of a request.
@@ -156,8 +165,12 @@ func (s *Service) Check(r *Request) error {
 		if _, ok := s.kinds.serials[r.Name]; !ok {
 			return serialNotFound(r.Name)
 		}
+	case KindSeq:
+		if err := s.checkSeq(r); err != nil {
+			return err
+		}
 	default:
-		return fmt.Errorf("%w: kind %s: segment, snowflake, uuid or serial", frond.ErrInvalidArgument, Quote(r.Kind))
+		return fmt.Errorf("%w: kind %s: segment, snowflake, uuid, serial or seq", frond.ErrInvalidArgument, Quote(r.Kind))
 	}
 	if (r.Ranges || r.Run) && r.Kind != KindSegment {
 		return fmt.Errorf("%w: only segment IDs come as ranges", frond.ErrInvalidArgument)
@@ -395,6 +408,8 @@ func (s *Service) take(ctx context.Context, r *Request) (Answer, error) {
 			err = typeIDs(r.Prefix, strs)
 		}
 		return Answer{Form: r.Form, Strs: strs}, err
+	case KindSeq:
+		return s.takeSeq(ctx, r, n)
 	default: // KindSerial
 		strs, err := s.serials(ctx, r.Name, int(n))
 		if err != nil {

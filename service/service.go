@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/keyseq"
 	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/snowflake"
 	"github.com/frond-id/frond/worker"
@@ -66,6 +67,9 @@ type Config struct {
 	// Idempotency configures the memory of idempotent requests
 	// (Request.IdempotencyKey).
 	Idempotency Idempotency
+	// Spaces serves the keyed sequence spaces (KindSeq); nil: none. The
+	// Service closes it.
+	Spaces *keyseq.Spaces
 	// AnswerBudget bounds the bytes of answers built and not yet read by
 	// their clients, every protocol and client together (budget): 0 means
 	// DefaultAnswerBudget, a negative value no bound.
@@ -185,6 +189,11 @@ func (s *Service) Close(ctx context.Context) error {
 		case <-stopped:
 		case <-ctx.Done():
 			errs = append(errs, fmt.Errorf("the background work did not stop in time: %w", ctx.Err()))
+		}
+		// Keyed sequences stop answering and give their sections back, so
+		// that other nodes take them at once.
+		if s.cfg.Spaces != nil {
+			errs = append(errs, s.cfg.Spaces.Close(ctx))
 		}
 		// The worker first, as before the Issuer had a package: its
 		// supervisor stops while ctx still has time, and the exact last

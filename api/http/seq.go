@@ -1,0 +1,150 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/api"
+	"github.com/frond-id/frond/keyseq"
+	"github.com/frond-id/frond/service"
+)
+
+// ForwardedHeader marks a keyed sequence request one node forwarded to the
+// owner of its section: the owner answers it or refuses it, and never
+// forwards it again.
+const ForwardedHeader = "X-Frond-Forwarded"
+
+// seqJSON is the answer of GET /v1/seq/{space}/{key}: one value, or with
+// n the first and last of n (each above every value the key was given).
+type seqJSON struct {
+	Space    string `json:"space"`
+	Key      string `json:"key"`
+	Value    *int64 `json:"value,omitempty"`
+	ValueStr string `json:"value_str,omitempty"`
+	First    *int64 `json:"first,omitempty"`
+	Last     *int64 `json:"last,omitempty"`
+	FirstStr string `json:"first_str,omitempty"`
+	LastStr  string `json:"last_str,omitempty"`
+	Count    int64  `json:"count,omitempty"`
+}
+
+// v1Seq: GET|POST /v1/seq/{space}/{key}[?n=N][&token=T]: the next value (or
+// n values) of key in a keyed sequence space.
+func (s *Server) v1Seq(w http.ResponseWriter, r *http.Request) {
+	s.v1Take(w, r, []string{"n", "token"}, func(q query, req *service.Request) error {
+		n, err := parseCount(q, service.MaxBatch)
+		token, _ := q.get("token")
+		*req = service.Request{Kind: service.KindSeq, Name: r.PathValue("space"), Key: r.PathValue("key"), Count: n,
+			Token: tagToken(r, token), Forwarded: r.Header.Get(ForwardedHeader) != ""}
+		return err
+	}, seqAnswer)
+}
+
+func seqAnswer(a service.Answer) any {
+	out := seqJSON{Space: a.Request.Name, Key: a.Request.Key}
+	first, last := a.Nums[0], a.Nums[len(a.Nums)-1]
+	if a.Request.Count == 0 {
+		out.Value, out.ValueStr = &first, strconv.FormatInt(first, 10)
+		return out
+	}
+	out.First, out.Last, out.Count = &first, &last, int64(len(a.Nums))
+	out.FirstStr, out.LastStr = strconv.FormatInt(first, 10), strconv.FormatInt(last, 10)
+	return out
+}
+
+// spaceJSON is a keyed sequence space in the admin API.
+type spaceJSON struct {
+	Name     string `json:"name"`
+	Step     int64  `json:"step"`
+	Sections int    `json:"sections"`
+	Slots    int    `json:"slots"`
+	// This node's view (GET /v1/spaces): the sections it serves, the live
+	// owners with how many sections each, how many nodes share the space.
+	Held    []int          `json:"held,omitempty"`
+	Owners  map[string]int `json:"owners,omitempty"`
+	Members int            `json:"members,omitempty"`
+}
+
+// v1CreateSpace: POST /v1/spaces {"name", "step", "sections", "slots"}
+// (admin): zero or absent fields take the defaults.
+func (s *Server) v1CreateSpace(w http.ResponseWriter, r *http.Request) {
+	var in spaceJSON
+	if err := decodeBody(w, r, &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	sp, err := s.svc.CreateSpace(r.Context(), keyseq.Space{Name: in.Name, Step: in.Step, Sections: in.Sections, Slots: in.Slots})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/v1/spaces/"+url.PathEscape(sp.Name))
+	writeJSON(w, http.StatusCreated, spaceJSON{Name: sp.Name, Step: sp.Step, Sections: sp.Sections, Slots: sp.Slots})
+}
+
+// v1ListSpaces: GET /v1/spaces (admin): every space with this node's view.
+func (s *Server) v1ListSpaces(w http.ResponseWriter, r *http.Request) {
+	list, err := s.svc.ListSpaces(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := make([]spaceJSON, len(list))
+	for i, st := range list {
+		out[i] = spaceJSON{Name: st.Name, Step: st.Step, Sections: st.Sections, Slots: st.Slots, Held: st.Held, Owners: st.Owners, Members: st.Members}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"spaces": out})
+}
+
+// SeqForwarder is the keyseq.Forwarder of a node whose peers answer HTTP
+// (https when tlsConfig is set): GET /v1/seq/{space}/{key}?n= on the
+// owner, marked forwarded, with the caller's tag token. The owner's
+// refusal comes back with its code.
+func SeqForwarder(tlsConfig *tls.Config, timeout time.Duration) keyseq.Forwarder {
+	scheme := "http"
+	tr := &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}
+	if tlsConfig != nil {
+		scheme, tr.TLSClientConfig = "https", tlsConfig
+	}
+	c := &http.Client{Transport: tr, Timeout: timeout}
+	return func(ctx context.Context, addr, space, key string, count int64, token string) (int64, int64, error) {
+		u := scheme + "://" + addr + "/v1/seq/" + url.PathEscape(space) + "/" + url.PathEscape(key) + "?n=" + strconv.FormatInt(count, 10)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			return 0, 0, fmt.Errorf("%w: forward to %s: %v", frond.ErrStoreUnavailable, addr, err)
+		}
+		req.Header.Set(ForwardedHeader, "1")
+		if token != "" {
+			req.Header.Set(TokenHeader, token)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			return 0, 0, fmt.Errorf("%w: forward to the owner %s: %v", frond.ErrStoreUnavailable, addr, err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		if err != nil {
+			return 0, 0, fmt.Errorf("%w: forward to the owner %s: %v", frond.ErrStoreUnavailable, addr, err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			var e errorBody
+			if json.Unmarshal(body, &e) != nil || e.Error.Code == "" {
+				return 0, 0, fmt.Errorf("%w: the owner %s answered %s", frond.ErrStoreUnavailable, addr, resp.Status)
+			}
+			return 0, 0, &api.Error{Code: e.Error.Code, Msg: "the owner " + addr + ": " + e.Error.Message}
+		}
+		var out seqJSON
+		if err := json.Unmarshal(body, &out); err != nil || out.First == nil || out.Last == nil {
+			return 0, 0, fmt.Errorf("%w: the owner %s answered %q", frond.ErrStoreUnavailable, addr, body)
+		}
+		return *out.First, *out.Last, nil
+	}
+}

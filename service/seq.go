@@ -1,0 +1,72 @@
+package service
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/keyseq"
+)
+
+// errNoSpaces: the node serves no keyed sequences.
+var errNoSpaces = fmt.Errorf("%w: this node serves no keyed sequences (sequences.store is off)", frond.ErrInvalidArgument)
+
+// checkSeq checks a keyed sequence request: the space's name is a tag's
+// (and a tag token that names it allows it), the key 1 to 255 bytes, and
+// the answer plain numbers.
+func (s *Service) checkSeq(r *Request) error {
+	if s.cfg.Spaces == nil {
+		return errNoSpaces
+	}
+	if err := frond.ValidateTagName(r.Name); err != nil {
+		return err
+	}
+	if err := keyseq.CheckKey(r.Key); err != nil {
+		return err
+	}
+	if err := s.checkToken(r.Token, r.Name); err != nil {
+		return err
+	}
+	if r.Form != "" && r.Form != FormNumber || r.Prefix != "" {
+		return fmt.Errorf("%w: keyed sequences are plain numbers: no forms or prefixes", frond.ErrInvalidArgument)
+	}
+	r.Form = FormNumber
+	return nil
+}
+
+// takeSeq answers the next n values of r.Key in space r.Name, from this
+// node or the owner of the key's section.
+func (s *Service) takeSeq(ctx context.Context, r *Request, n int64) (Answer, error) {
+	first, last, err := s.cfg.Spaces.Next(ctx, r.Name, r.Key, n, r.Forwarded, r.Token)
+	if err != nil {
+		return Answer{}, err
+	}
+	if last-first+1 != n {
+		return Answer{}, fmt.Errorf("%w: space %s: %d values answered for %d", frond.ErrStoreUnavailable, Quote(r.Name), last-first+1, n)
+	}
+	nums := make([]int64, n)
+	for i := range nums {
+		nums[i] = first + int64(i)
+	}
+	return Answer{Form: FormNumber, Nums: nums}, nil
+}
+
+// Spaces is the node's keyed sequence spaces, nil if it serves none.
+func (s *Service) Spaces() *keyseq.Spaces { return s.cfg.Spaces }
+
+// CreateSpace creates a keyed sequence space (admin).
+func (s *Service) CreateSpace(ctx context.Context, sp keyseq.Space) (keyseq.Space, error) {
+	if s.cfg.Spaces == nil {
+		return keyseq.Space{}, errNoSpaces
+	}
+	return s.cfg.Spaces.Create(ctx, sp)
+}
+
+// ListSpaces lists the keyed sequence spaces with this node's view of each
+// (admin).
+func (s *Service) ListSpaces(ctx context.Context) ([]keyseq.SpaceStatus, error) {
+	if s.cfg.Spaces == nil {
+		return nil, errNoSpaces
+	}
+	return s.cfg.Spaces.List(ctx)
+}
