@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/keyseq"
 	"github.com/frond-id/frond/service"
 	"github.com/spf13/cobra"
 )
@@ -181,6 +182,44 @@ func newIDCmd(e env) *cobra.Command {
 		},
 	}
 	ser.Flags().Int64VarP(&srn, "n", "n", 1, "how many serial numbers")
-	c.AddCommand(seg, snow, uu, ser)
+	var qn int64
+	seq := &cobra.Command{
+		Use:   "seq SPACE KEY",
+		Short: "Take the next values of a key in a keyed sequence space",
+		Long:  "Take the next values of a key in a keyed sequence space (frond space create): each above every value the key was given before, on any node (docs/sequences.md).",
+		Example: `  frond id seq msgs conversation-42
+  frond id seq invoices tenant-7 -n 10`,
+		Args: args(cobra.ExactArgs(2)),
+		RunE: func(c *cobra.Command, a []string) error {
+			r := service.Request{Kind: service.KindSeq, Name: a[0], Key: a[1], Count: qn}
+			if err := frond.ValidateTagName(r.Name); err != nil {
+				return usageError{err}
+			}
+			if err := keyseq.CheckKey(r.Key); err != nil {
+				return usageError{err}
+			}
+			if qn < 1 || qn > service.MaxBatch {
+				return usagef("-n %d: must be 1 to %d", qn, service.MaxBatch)
+			}
+			var out struct {
+				FirstStr string `json:"first_str"`
+				LastStr  string `json:"last_str"`
+			}
+			if err := cl.do(c.Context(), "GET", spacePath(r.Name, r.Key)+"?n="+strconv.FormatInt(qn, 10), nil, &out); err != nil {
+				return err
+			}
+			first, err1 := strconv.ParseInt(out.FirstStr, 10, 64)
+			last, err2 := strconv.ParseInt(out.LastStr, 10, 64)
+			if err1 != nil || err2 != nil || last-first+1 != qn {
+				return fmt.Errorf("the server answered %s..%s for %d values", out.FirstStr, out.LastStr, qn)
+			}
+			for v := first; v <= last; v++ {
+				fmt.Fprintln(e.stdout, v)
+			}
+			return nil
+		},
+	}
+	seq.Flags().Int64VarP(&qn, "n", "n", 1, "how many values")
+	c.AddCommand(seg, snow, uu, ser, seq)
 	return c
 }

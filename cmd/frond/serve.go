@@ -183,12 +183,22 @@ func serve(ctx context.Context, cfg *config.Config, e env) error {
 		store.Close()
 		return err
 	}
+	spaces, err := openSpaces(ctx, cfg, ln.Addr(), log)
+	if err != nil {
+		closeListeners(fes)
+		reg.Close()
+		store.Close()
+		return err
+	}
 	m := api.NewMetrics(api.MetricsOptions{MaxTags: cfg.Metrics.MaxTags, Tags: cfg.Metrics.Tags})
 	sc := cfg.ServiceConfig() // validated by config.Load
-	sc.Now, sc.Segment.OnLoad = clock.Now, m.OnLoad
+	sc.Now, sc.Segment.OnLoad, sc.Spaces = clock.Now, m.OnLoad, spaces
 	svc, err := service.New(ctx, sc, store, reg, log)
 	if err != nil {
 		closeListeners(fes)
+		if spaces != nil {
+			spaces.Close(ctx)
+		}
 		reg.Close()
 		store.Close()
 		if ctx.Err() != nil {

@@ -60,6 +60,7 @@ type Config struct {
 	Snowflake       Snowflake     `koanf:"snowflake"`
 	Worker          Worker        `koanf:"worker"`
 	Segment         Segment       `koanf:"segment"`
+	Sequences       Sequences     `koanf:"sequences"`
 	// Serials are business serial numbers by name (see docs/kinds.md).
 	Serials map[string]service.SerialConfig `koanf:"serials"`
 	// Obfuscation holds the key of the opaque (non-guessable) forms.
@@ -185,6 +186,16 @@ type Segment struct {
 	LoadTimeout time.Duration `koanf:"load_timeout"`
 	FailFast    time.Duration `koanf:"fail_fast"`
 	IdleAfter   time.Duration `koanf:"idle_after"` // 0s or negative: never drop idle buffers
+}
+
+// Sequences configures keyed sequence spaces (docs/sequences.md).
+type Sequences struct {
+	// Store is the SQL database of the spaces, their sections' maxima and
+	// their owners; "" the node's store when it is one SQL database (the
+	// embedded SQLite included), "off" none.
+	Store     string        `koanf:"store"`
+	Advertise string        `koanf:"advertise"` // HOST:PORT other nodes reach this node's HTTP API at; "": worker.host and the HTTP port
+	LeaseTTL  time.Duration `koanf:"lease_ttl"` // a section owner's lease
 }
 
 // envSkip are FROND_ variables that are not configuration keys: the

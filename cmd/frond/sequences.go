@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+
+	httpapi "github.com/frond-id/frond/api/http"
+	"github.com/frond-id/frond/internal/config"
+	"github.com/frond-id/frond/keyseq"
+	"github.com/frond-id/frond/registry"
+)
+
+// sqlSchemes are the stores that can keep keyed sequence spaces.
+var sqlSchemes = []string{"sqlite", "mysql", "postgres", "postgresql"}
+
+// sequencesStore is the URL of the node's keyed sequence spaces, "" when
+// they are off: sequences.store, else the node's store when it is one SQL
+// database.
+func sequencesStore(cfg *config.Config) (string, error) {
+	raw := strings.TrimSpace(cfg.Sequences.Store)
+	switch raw {
+	case "off":
+		return "", nil
+	case "":
+		if len(strings.Fields(cfg.Store)) != 1 {
+			return "", nil
+		}
+		raw = cfg.Store
+		if scheme, _, _ := strings.Cut(raw, ":"); !containsFold(sqlSchemes, scheme) {
+			return "", nil
+		}
+		return raw, nil
+	}
+	if scheme, _, _ := strings.Cut(raw, ":"); !containsFold(sqlSchemes, scheme) {
+		return "", fmt.Errorf("sequences.store %s: a SQL database (%s), or off", storeName(raw), strings.Join(sqlSchemes, ", "))
+	}
+	return raw, nil
+}
+
+func containsFold(list []string, s string) bool {
+	for _, x := range list {
+		if strings.EqualFold(x, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// openSpaces opens the node's keyed sequence spaces (nil when they are
+// off) and starts serving every space there is, this node taking its
+// share of their sections. httpAddr is the HTTP listener's: the port of
+// the address other nodes forward to, unless sequences.advertise names it.
+func openSpaces(ctx context.Context, cfg *config.Config, httpAddr net.Addr, log *slog.Logger) (*keyseq.Spaces, error) {
+	raw, err := sequencesStore(cfg)
+	if err != nil || raw == "" {
+		if err == nil {
+			log.Info("keyed sequences off: the store is not one SQL database (set sequences.store to serve them)")
+		}
+		return nil, err
+	}
+	st, err := keyseq.OpenSQL(ctx, raw)
+	if err != nil {
+		return nil, fmt.Errorf("keyed sequences on %s: %w", storeName(raw), err)
+	}
+	addr := cfg.Sequences.Advertise
+	if addr == "" {
+		host := cfg.Worker.Host
+		if host == "" {
+			host = registry.DefaultHost()
+		}
+		addr = net.JoinHostPort(host, strconv.Itoa(listenPort(httpAddr)))
+	}
+	var b [16]byte
+	rand.Read(b[:])
+	me := keyseq.Owner{Token: hex.EncodeToString(b[:]), Addr: addr}
+	tc, err := forwardTLS(cfg)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	sp := keyseq.NewSpaces(st, me, keyseq.NodeOptions{TTL: cfg.Sequences.LeaseTTL, Logger: log}, httpapi.SeqForwarder(tc, cfg.Segment.LoadTimeout))
+	if err := sp.Start(ctx); err != nil {
+		// Started on their first request once the database answers.
+		log.Warn("keyed sequences: the spaces could not be read at start", "store", storeName(raw), "err", err)
+	}
+	log.Info("keyed sequences", "store", storeName(raw), "advertise", addr, "lease_ttl", cfg.Sequences.LeaseTTL)
+	return sp, nil
+}
+
+// forwardTLS is the TLS of requests forwarded to other nodes: nil without
+// TLS; with it, the peers' certificates verified with the system's roots
+// and tls.client_ca_file, and this node's own certificate presented (for
+// peers that require client certificates).
+func forwardTLS(cfg *config.Config) (*tls.Config, error) {
+	if !cfg.TLS.On() {
+		return nil, nil
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	if cfg.TLS.ClientCAFile != "" {
+		pem, err := os.ReadFile(cfg.TLS.ClientCAFile)
+		if err != nil {
+			return nil, err
+		}
+		pool.AppendCertsFromPEM(pem)
+	}
+	tc := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	if cert, err := tls.LoadX509KeyPair(cfg.TLS.CertFile, cfg.TLS.KeyFile); err == nil {
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	return tc, nil
+}
