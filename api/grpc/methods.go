@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/keyseq"
 	frondv1 "github.com/frond-id/frond/proto/frond/v1"
 	"github.com/frond-id/frond/service"
 )
@@ -148,6 +149,14 @@ func (s *Server) NextSerial(ctx context.Context, in *frondv1.NextSerialRequest) 
 	return held(s, ctx, &frondv1.Serials{Name: a.Request.Name, Serials: a.Strs}, a), nil
 }
 
+func (s *Server) NextSeq(ctx context.Context, in *frondv1.NextSeqRequest) (*frondv1.SeqValues, error) {
+	a, err := s.take(ctx, service.Request{Kind: service.KindSeq, Name: in.GetSpace(), Key: in.GetKey(), Count: in.GetN(), Token: tagToken(ctx)})
+	if err != nil {
+		return nil, err
+	}
+	return held(s, ctx, &frondv1.SeqValues{Space: a.Request.Name, Key: a.Request.Key, First: a.Nums[0], Last: a.Nums[len(a.Nums)-1]}, a), nil
+}
+
 func (s *Server) Decode(_ context.Context, in *frondv1.DecodeRequest) (*frondv1.Decoded, error) {
 	d, err := s.svc.Decode(in.GetId(), in.GetLayout())
 	if err != nil {
@@ -240,4 +249,28 @@ func (s *Server) DeleteTag(ctx context.Context, in *frondv1.DeleteTagRequest) (*
 		return nil, err
 	}
 	return &frondv1.DeleteTagResponse{}, nil
+}
+
+func (s *Server) CreateSpace(ctx context.Context, in *frondv1.CreateSpaceRequest) (*frondv1.Space, error) {
+	sp, err := s.svc.CreateSpace(ctx, keyseq.Space{Name: in.GetName(), Step: in.GetStep(), Sections: int(in.GetSections()), Slots: int(in.GetSlots())})
+	if err != nil {
+		return nil, err
+	}
+	return &frondv1.Space{Name: sp.Name, Step: sp.Step, Sections: int32(sp.Sections), Slots: int32(sp.Slots)}, nil
+}
+
+func (s *Server) ListSpaces(ctx context.Context, _ *frondv1.ListSpacesRequest) (*frondv1.SpaceList, error) {
+	list, err := s.svc.ListSpaces(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := &frondv1.SpaceList{}
+	for _, st := range list {
+		held := make([]int32, len(st.Held))
+		for i, h := range st.Held {
+			held[i] = int32(h)
+		}
+		out.Spaces = append(out.Spaces, &frondv1.Space{Name: st.Name, Step: st.Step, Sections: int32(st.Sections), Slots: int32(st.Slots), Held: held, Members: int32(st.Members)})
+	}
+	return out, nil
 }

@@ -59,12 +59,14 @@ type Server struct {
 
 // adminMethods need the admin token.
 var adminMethods = map[string]bool{
-	frondv1.IDService_Reveal_FullMethodName:    true,
-	frondv1.IDService_ListTags_FullMethodName:  true,
-	frondv1.IDService_GetTag_FullMethodName:    true,
-	frondv1.IDService_CreateTag_FullMethodName: true,
-	frondv1.IDService_UpdateTag_FullMethodName: true,
-	frondv1.IDService_DeleteTag_FullMethodName: true,
+	frondv1.IDService_Reveal_FullMethodName:      true,
+	frondv1.IDService_ListTags_FullMethodName:    true,
+	frondv1.IDService_GetTag_FullMethodName:      true,
+	frondv1.IDService_CreateTag_FullMethodName:   true,
+	frondv1.IDService_UpdateTag_FullMethodName:   true,
+	frondv1.IDService_DeleteTag_FullMethodName:   true,
+	frondv1.IDService_CreateSpace_FullMethodName: true,
+	frondv1.IDService_ListSpaces_FullMethodName:  true,
 }
 
 // New returns a server of svc.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/api"
+	"github.com/frond-id/frond/keyseq"
 	"github.com/frond-id/frond/service"
 )
 
@@ -236,4 +237,80 @@ func listArgs(args [][]byte) (after string, count int, err error) {
 		}
 	}
 	return after, count, nil
+}
+
+// space: SPACE CREATE name [STEP s] [SECTIONS n] [SLOTS n] | SPACE LIST
+// (admin): keyed sequence spaces. CREATE answers the space as a flat map
+// (name, step, sections, slots); LIST one per space, with this node's
+// view (held: the sections it serves; members: the nodes sharing it).
+func (s *Server) space(c redcon.Conn, args [][]byte) {
+	if !s.admitted(c) {
+		return
+	}
+	ctx, cancel := s.ctx()
+	defer cancel()
+	switch sub := strings.ToUpper(string(args[1])); {
+	case sub == "LIST" && len(args) == 2:
+		list, err := s.svc.ListSpaces(ctx)
+		if err != nil {
+			s.writeErr(c, err)
+			return
+		}
+		c.WriteArray(len(list))
+		for _, st := range list {
+			writeSpace(c, st.Space, len(st.Held), st.Members)
+		}
+	case sub == "CREATE" && len(args) >= 3:
+		opts, err := options(args[3:], "STEP", "SECTIONS", "SLOTS")
+		sp := keyseq.Space{Name: string(args[2])}
+		for k, v := range opts {
+			n, ok := service.Digits(v)
+			if !ok || n < 1 {
+				err = fmt.Errorf("%w: %s %q: a whole number from 1", frond.ErrInvalidArgument, k, quote([]byte(v)))
+				break
+			}
+			switch k {
+			case "STEP":
+				sp.Step = n
+			case "SECTIONS":
+				sp.Sections = int(min(n, 1<<30))
+			case "SLOTS":
+				sp.Slots = int(min(n, 1<<30))
+			}
+		}
+		if err == nil {
+			sp, err = s.svc.CreateSpace(ctx, sp)
+		}
+		if err != nil {
+			s.writeErr(c, err)
+			return
+		}
+		writeSpace(c, sp, -1, -1)
+	default:
+		c.WriteError(fmt.Sprintf("ERR unknown subcommand or wrong number of arguments for 'space|%s': SPACE CREATE name [STEP s] [SECTIONS n] [SLOTS n] | SPACE LIST", strings.ToLower(quote(args[1]))))
+	}
+}
+
+// writeSpace writes a space as a flat map; held and members (this node's
+// view) when not negative.
+func writeSpace(c redcon.Conn, sp keyseq.Space, held, members int) {
+	n := 8
+	if held >= 0 {
+		n = 12
+	}
+	c.WriteArray(n)
+	c.WriteBulkString("name")
+	c.WriteBulkString(sp.Name)
+	c.WriteBulkString("step")
+	c.WriteInt64(sp.Step)
+	c.WriteBulkString("sections")
+	c.WriteInt(sp.Sections)
+	c.WriteBulkString("slots")
+	c.WriteInt(sp.Slots)
+	if held >= 0 {
+		c.WriteBulkString("held")
+		c.WriteInt(held)
+		c.WriteBulkString("members")
+		c.WriteInt(members)
+	}
 }

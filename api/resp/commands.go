@@ -35,8 +35,10 @@ func table() map[string]command {
 		"snowflake": {1, 9, []string{"write", "fast"}, "SNOWFLAKE [COUNT n] [FORM f] [PREFIX p] [IDEMPOTENCY-KEY k]: snowflake IDs", (*Server).snowflake},
 		"uuid":      {1, 15, []string{"fast"}, "UUID [VERSION 1|3|4|5|6|7] [COUNT n] [NAMESPACE ns NAME x] [FORM typeid [PREFIX p]] [IDEMPOTENCY-KEY k]: UUIDs", (*Server).uuid},
 		"serial":    {2, 6, []string{"write"}, "SERIAL name [COUNT n] [IDEMPOTENCY-KEY k]: business serial numbers", (*Server).serial},
+		"seq":       {3, 7, []string{"write"}, "SEQ space key [COUNT n] [IDEMPOTENCY-KEY k]: the next value(s) of a key in a keyed sequence space", (*Server).seq},
 		"decode":    {2, 4, []string{"readonly", "fast"}, "DECODE id [LAYOUT l]: a snowflake ID's time, node and sequence", (*Server).decode},
 		"tag":       {2, 9, []string{"admin", "write"}, "TAG LIST | GET name | CREATE name STEP s [MAXID m] [DESCRIPTION d] | UPDATE name [STEP s] [MAXID m] [DESCRIPTION d] | DELETE name (admin)", (*Server).tag},
+		"space":     {2, 9, []string{"admin", "write"}, "SPACE CREATE name [STEP s] [SECTIONS n] [SLOTS n] | LIST: keyed sequence spaces (admin)", (*Server).space},
 		"reveal":    {4, 9, []string{"admin", "readonly"}, "REVEAL kind form value [key_version] [PREFIX p] [TAG t]: the ID behind a formatted one, or a TypeID's UUID (admin)", (*Server).reveal},
 		"info":      {1, 2, []string{"readonly"}, "INFO [section]: server, worker, store, tags", (*Server).info},
 		"ping":      {1, 2, []string{"fast"}, "PING [message]", ping},
@@ -92,9 +94,10 @@ func write(c redcon.Conn, a service.Answer) {
 
 func (s *Server) take(c redcon.Conn, r service.Request) {
 	ctx := s.base
-	if r.Kind == service.KindSerial {
-		// A serial may create its period's tag in the store: bound it as
-		// the admin commands are. Segment waits are bounded by the engine.
+	if r.Kind == service.KindSerial || r.Kind == service.KindSeq {
+		// A serial may create its period's tag in the store, a keyed
+		// sequence raise a section or go to its owner: bound them as the
+		// admin commands are. Segment waits are bounded by the engine.
 		var cancel context.CancelFunc
 		ctx, cancel = s.ctx()
 		defer cancel()
@@ -201,6 +204,12 @@ func (s *Server) uuid(c redcon.Conn, args [][]byte) {
 func (s *Server) serial(c redcon.Conn, args [][]byte) {
 	if opts, n, ok := s.countOptions(c, args[2:], "COUNT", idemKey); ok {
 		s.take(c, service.Request{Kind: service.KindSerial, Name: string(args[1]), Count: n, IdempotencyKey: opts[idemKey]})
+	}
+}
+
+func (s *Server) seq(c redcon.Conn, args [][]byte) {
+	if opts, n, ok := s.countOptions(c, args[3:], "COUNT", idemKey); ok {
+		s.take(c, service.Request{Kind: service.KindSeq, Name: string(args[1]), Key: string(args[2]), Count: n, Token: sess(c).token, IdempotencyKey: opts[idemKey]})
 	}
 }
 

@@ -706,6 +706,138 @@ func (x *Serials) GetSerials() []string {
 	return nil
 }
 
+type NextSeqRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The space (frond space create).
+	Space string `protobuf:"bytes,1,opt,name=space,proto3" json:"space,omitempty"`
+	// The key: 1 to 255 bytes.
+	Key string `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	// How many: 1 to 10,000; 0 means 1.
+	N             int64 `protobuf:"varint,3,opt,name=n,proto3" json:"n,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NextSeqRequest) Reset() {
+	*x = NextSeqRequest{}
+	mi := &file_frond_v1_frond_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NextSeqRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NextSeqRequest) ProtoMessage() {}
+
+func (x *NextSeqRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_frond_v1_frond_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NextSeqRequest.ProtoReflect.Descriptor instead.
+func (*NextSeqRequest) Descriptor() ([]byte, []int) {
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *NextSeqRequest) GetSpace() string {
+	if x != nil {
+		return x.Space
+	}
+	return ""
+}
+
+func (x *NextSeqRequest) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *NextSeqRequest) GetN() int64 {
+	if x != nil {
+		return x.N
+	}
+	return 0
+}
+
+// The values first to last, each above every value the key had before.
+type SeqValues struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Space         string                 `protobuf:"bytes,1,opt,name=space,proto3" json:"space,omitempty"`
+	Key           string                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	First         int64                  `protobuf:"varint,3,opt,name=first,proto3" json:"first,omitempty"`
+	Last          int64                  `protobuf:"varint,4,opt,name=last,proto3" json:"last,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SeqValues) Reset() {
+	*x = SeqValues{}
+	mi := &file_frond_v1_frond_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SeqValues) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SeqValues) ProtoMessage() {}
+
+func (x *SeqValues) ProtoReflect() protoreflect.Message {
+	mi := &file_frond_v1_frond_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SeqValues.ProtoReflect.Descriptor instead.
+func (*SeqValues) Descriptor() ([]byte, []int) {
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *SeqValues) GetSpace() string {
+	if x != nil {
+		return x.Space
+	}
+	return ""
+}
+
+func (x *SeqValues) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *SeqValues) GetFirst() int64 {
+	if x != nil {
+		return x.First
+	}
+	return 0
+}
+
+func (x *SeqValues) GetLast() int64 {
+	if x != nil {
+		return x.Last
+	}
+	return 0
+}
+
 type DecodeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -717,7 +849,7 @@ type DecodeRequest struct {
 
 func (x *DecodeRequest) Reset() {
 	*x = DecodeRequest{}
-	mi := &file_frond_v1_frond_proto_msgTypes[10]
+	mi := &file_frond_v1_frond_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -729,7 +861,7 @@ func (x *DecodeRequest) String() string {
 func (*DecodeRequest) ProtoMessage() {}
 
 func (x *DecodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_frond_v1_frond_proto_msgTypes[10]
+	mi := &file_frond_v1_frond_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -742,7 +874,7 @@ func (x *DecodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecodeRequest.ProtoReflect.Descriptor instead.
 func (*DecodeRequest) Descriptor() ([]byte, []int) {
-	return file_frond_v1_frond_proto_rawDescGZIP(), []int{10}
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DecodeRequest) GetId() int64 {
@@ -776,7 +908,7 @@ type Decoded struct {
 
 func (x *Decoded) Reset() {
 	*x = Decoded{}
-	mi := &file_frond_v1_frond_proto_msgTypes[11]
+	mi := &file_frond_v1_frond_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -788,7 +920,7 @@ func (x *Decoded) String() string {
 func (*Decoded) ProtoMessage() {}
 
 func (x *Decoded) ProtoReflect() protoreflect.Message {
-	mi := &file_frond_v1_frond_proto_msgTypes[11]
+	mi := &file_frond_v1_frond_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -801,7 +933,7 @@ func (x *Decoded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Decoded.ProtoReflect.Descriptor instead.
 func (*Decoded) Descriptor() ([]byte, []int) {
-	return file_frond_v1_frond_proto_rawDescGZIP(), []int{11}
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Decoded) GetId() int64 {
@@ -868,7 +1000,7 @@ type InfoRequest struct {
 
 func (x *InfoRequest) Reset() {
 	*x = InfoRequest{}
-	mi := &file_frond_v1_frond_proto_msgTypes[12]
+	mi := &file_frond_v1_frond_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -880,7 +1012,7 @@ func (x *InfoRequest) String() string {
 func (*InfoRequest) ProtoMessage() {}
 
 func (x *InfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_frond_v1_frond_proto_msgTypes[12]
+	mi := &file_frond_v1_frond_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -893,7 +1025,7 @@ func (x *InfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoRequest.ProtoReflect.Descriptor instead.
 func (*InfoRequest) Descriptor() ([]byte, []int) {
-	return file_frond_v1_frond_proto_rawDescGZIP(), []int{12}
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{14}
 }
 
 type NodeInfo struct {
@@ -930,7 +1062,7 @@ type NodeInfo struct {
 
 func (x *NodeInfo) Reset() {
 	*x = NodeInfo{}
-	mi := &file_frond_v1_frond_proto_msgTypes[13]
+	mi := &file_frond_v1_frond_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -942,7 +1074,7 @@ func (x *NodeInfo) String() string {
 func (*NodeInfo) ProtoMessage() {}
 
 func (x *NodeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_frond_v1_frond_proto_msgTypes[13]
+	mi := &file_frond_v1_frond_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -955,7 +1087,7 @@ func (x *NodeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
 func (*NodeInfo) Descriptor() ([]byte, []int) {
-	return file_frond_v1_frond_proto_rawDescGZIP(), []int{13}
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *NodeInfo) GetWorkerId() int64 {
@@ -1075,7 +1207,7 @@ type Layout struct {
 
 func (x *Layout) Reset() {
 	*x = Layout{}
-	mi := &file_frond_v1_frond_proto_msgTypes[14]
+	mi := &file_frond_v1_frond_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1087,7 +1219,7 @@ func (x *Layout) String() string {
 func (*Layout) ProtoMessage() {}
 
 func (x *Layout) ProtoReflect() protoreflect.Message {
-	mi := &file_frond_v1_frond_proto_msgTypes[14]
+	mi := &file_frond_v1_frond_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1100,7 +1232,7 @@ func (x *Layout) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Layout.ProtoReflect.Descriptor instead.
 func (*Layout) Descriptor() ([]byte, []int) {
-	return file_frond_v1_frond_proto_rawDescGZIP(), []int{14}
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Layout) GetName() string {
@@ -1187,7 +1319,7 @@ type RevealRequest struct {
 
 func (x *RevealRequest) Reset() {
 	*x = RevealRequest{}
-	mi := &file_frond_v1_frond_proto_msgTypes[15]
+	mi := &file_frond_v1_frond_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1199,7 +1331,7 @@ func (x *RevealRequest) String() string {
 func (*RevealRequest) ProtoMessage() {}
 
 func (x *RevealRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_frond_v1_frond_proto_msgTypes[15]
+	mi := &file_frond_v1_frond_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1212,7 +1344,7 @@ func (x *RevealRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevealRequest.ProtoReflect.Descriptor instead.
 func (*RevealRequest) Descriptor() ([]byte, []int) {
-	return file_frond_v1_frond_proto_rawDescGZIP(), []int{15}
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RevealRequest) GetKind() string {
@@ -1273,7 +1405,7 @@ type Revealed struct {
 
 func (x *Revealed) Reset() {
 	*x = Revealed{}
-	mi := &file_frond_v1_frond_proto_msgTypes[16]
+	mi := &file_frond_v1_frond_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1285,7 +1417,7 @@ func (x *Revealed) String() string {
 func (*Revealed) ProtoMessage() {}
 
 func (x *Revealed) ProtoReflect() protoreflect.Message {
-	mi := &file_frond_v1_frond_proto_msgTypes[16]
+	mi := &file_frond_v1_frond_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1298,7 +1430,7 @@ func (x *Revealed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Revealed.ProtoReflect.Descriptor instead.
 func (*Revealed) Descriptor() ([]byte, []int) {
-	return file_frond_v1_frond_proto_rawDescGZIP(), []int{16}
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Revealed) GetKind() string {
@@ -1356,7 +1488,7 @@ type Tag struct {
 
 func (x *Tag) Reset() {
 	*x = Tag{}
-	mi := &file_frond_v1_frond_proto_msgTypes[17]
+	mi := &file_frond_v1_frond_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1368,7 +1500,7 @@ func (x *Tag) String() string {
 func (*Tag) ProtoMessage() {}
 
 func (x *Tag) ProtoReflect() protoreflect.Message {
-	mi := &file_frond_v1_frond_proto_msgTypes[17]
+	mi := &file_frond_v1_frond_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1381,7 +1513,7 @@ func (x *Tag) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tag.ProtoReflect.Descriptor instead.
 func (*Tag) Descriptor() ([]byte, []int) {
-	return file_frond_v1_frond_proto_rawDescGZIP(), []int{17}
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Tag) GetName() string {
@@ -1445,7 +1577,7 @@ type ListTagsRequest struct {
 
 func (x *ListTagsRequest) Reset() {
 	*x = ListTagsRequest{}
-	mi := &file_frond_v1_frond_proto_msgTypes[18]
+	mi := &file_frond_v1_frond_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1457,7 +1589,7 @@ func (x *ListTagsRequest) String() string {
 func (*ListTagsRequest) ProtoMessage() {}
 
 func (x *ListTagsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_frond_v1_frond_proto_msgTypes[18]
+	mi := &file_frond_v1_frond_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1470,7 +1602,7 @@ func (x *ListTagsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTagsRequest.ProtoReflect.Descriptor instead.
 func (*ListTagsRequest) Descriptor() ([]byte, []int) {
-	return file_frond_v1_frond_proto_rawDescGZIP(), []int{18}
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListTagsRequest) GetPageSize() int32 {
@@ -1498,7 +1630,7 @@ type TagList struct {
 
 func (x *TagList) Reset() {
 	*x = TagList{}
-	mi := &file_frond_v1_frond_proto_msgTypes[19]
+	mi := &file_frond_v1_frond_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1510,7 +1642,7 @@ func (x *TagList) String() string {
 func (*TagList) ProtoMessage() {}
 
 func (x *TagList) ProtoReflect() protoreflect.Message {
-	mi := &file_frond_v1_frond_proto_msgTypes[19]
+	mi := &file_frond_v1_frond_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1523,7 +1655,7 @@ func (x *TagList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TagList.ProtoReflect.Descriptor instead.
 func (*TagList) Descriptor() ([]byte, []int) {
-	return file_frond_v1_frond_proto_rawDescGZIP(), []int{19}
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *TagList) GetTags() []*Tag {
@@ -1549,7 +1681,7 @@ type GetTagRequest struct {
 
 func (x *GetTagRequest) Reset() {
 	*x = GetTagRequest{}
-	mi := &file_frond_v1_frond_proto_msgTypes[20]
+	mi := &file_frond_v1_frond_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1561,7 +1693,7 @@ func (x *GetTagRequest) String() string {
 func (*GetTagRequest) ProtoMessage() {}
 
 func (x *GetTagRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_frond_v1_frond_proto_msgTypes[20]
+	mi := &file_frond_v1_frond_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1574,7 +1706,7 @@ func (x *GetTagRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTagRequest.ProtoReflect.Descriptor instead.
 func (*GetTagRequest) Descriptor() ([]byte, []int) {
-	return file_frond_v1_frond_proto_rawDescGZIP(), []int{20}
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetTagRequest) GetName() string {
@@ -1603,7 +1735,7 @@ type CreateTagRequest struct {
 
 func (x *CreateTagRequest) Reset() {
 	*x = CreateTagRequest{}
-	mi := &file_frond_v1_frond_proto_msgTypes[21]
+	mi := &file_frond_v1_frond_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1615,7 +1747,7 @@ func (x *CreateTagRequest) String() string {
 func (*CreateTagRequest) ProtoMessage() {}
 
 func (x *CreateTagRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_frond_v1_frond_proto_msgTypes[21]
+	mi := &file_frond_v1_frond_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1628,7 +1760,7 @@ func (x *CreateTagRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTagRequest.ProtoReflect.Descriptor instead.
 func (*CreateTagRequest) Descriptor() ([]byte, []int) {
-	return file_frond_v1_frond_proto_rawDescGZIP(), []int{21}
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CreateTagRequest) GetName() string {
@@ -1689,7 +1821,7 @@ type UpdateTagRequest struct {
 
 func (x *UpdateTagRequest) Reset() {
 	*x = UpdateTagRequest{}
-	mi := &file_frond_v1_frond_proto_msgTypes[22]
+	mi := &file_frond_v1_frond_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1701,7 +1833,7 @@ func (x *UpdateTagRequest) String() string {
 func (*UpdateTagRequest) ProtoMessage() {}
 
 func (x *UpdateTagRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_frond_v1_frond_proto_msgTypes[22]
+	mi := &file_frond_v1_frond_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1714,7 +1846,7 @@ func (x *UpdateTagRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTagRequest.ProtoReflect.Descriptor instead.
 func (*UpdateTagRequest) Descriptor() ([]byte, []int) {
-	return file_frond_v1_frond_proto_rawDescGZIP(), []int{22}
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *UpdateTagRequest) GetName() string {
@@ -1761,7 +1893,7 @@ type DeleteTagRequest struct {
 
 func (x *DeleteTagRequest) Reset() {
 	*x = DeleteTagRequest{}
-	mi := &file_frond_v1_frond_proto_msgTypes[23]
+	mi := &file_frond_v1_frond_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1773,7 +1905,7 @@ func (x *DeleteTagRequest) String() string {
 func (*DeleteTagRequest) ProtoMessage() {}
 
 func (x *DeleteTagRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_frond_v1_frond_proto_msgTypes[23]
+	mi := &file_frond_v1_frond_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1786,7 +1918,7 @@ func (x *DeleteTagRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTagRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTagRequest) Descriptor() ([]byte, []int) {
-	return file_frond_v1_frond_proto_rawDescGZIP(), []int{23}
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DeleteTagRequest) GetName() string {
@@ -1804,7 +1936,7 @@ type DeleteTagResponse struct {
 
 func (x *DeleteTagResponse) Reset() {
 	*x = DeleteTagResponse{}
-	mi := &file_frond_v1_frond_proto_msgTypes[24]
+	mi := &file_frond_v1_frond_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1816,7 +1948,7 @@ func (x *DeleteTagResponse) String() string {
 func (*DeleteTagResponse) ProtoMessage() {}
 
 func (x *DeleteTagResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_frond_v1_frond_proto_msgTypes[24]
+	mi := &file_frond_v1_frond_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1829,7 +1961,244 @@ func (x *DeleteTagResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTagResponse.ProtoReflect.Descriptor instead.
 func (*DeleteTagResponse) Descriptor() ([]byte, []int) {
-	return file_frond_v1_frond_proto_rawDescGZIP(), []int{24}
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{26}
+}
+
+type Space struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// How far a section's persisted maximum is raised at a time.
+	Step     int64 `protobuf:"varint,2,opt,name=step,proto3" json:"step,omitempty"`
+	Sections int32 `protobuf:"varint,3,opt,name=sections,proto3" json:"sections,omitempty"`
+	// Counters per section, a power of two.
+	Slots int32 `protobuf:"varint,4,opt,name=slots,proto3" json:"slots,omitempty"`
+	// This node's view (ListSpaces): the sections it serves, and how many
+	// nodes share the space.
+	Held          []int32 `protobuf:"varint,5,rep,packed,name=held,proto3" json:"held,omitempty"`
+	Members       int32   `protobuf:"varint,6,opt,name=members,proto3" json:"members,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Space) Reset() {
+	*x = Space{}
+	mi := &file_frond_v1_frond_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Space) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Space) ProtoMessage() {}
+
+func (x *Space) ProtoReflect() protoreflect.Message {
+	mi := &file_frond_v1_frond_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Space.ProtoReflect.Descriptor instead.
+func (*Space) Descriptor() ([]byte, []int) {
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *Space) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Space) GetStep() int64 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
+func (x *Space) GetSections() int32 {
+	if x != nil {
+		return x.Sections
+	}
+	return 0
+}
+
+func (x *Space) GetSlots() int32 {
+	if x != nil {
+		return x.Slots
+	}
+	return 0
+}
+
+func (x *Space) GetHeld() []int32 {
+	if x != nil {
+		return x.Held
+	}
+	return nil
+}
+
+func (x *Space) GetMembers() int32 {
+	if x != nil {
+		return x.Members
+	}
+	return 0
+}
+
+type CreateSpaceRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// 0: the defaults (10000, 1024, 16384).
+	Step          int64 `protobuf:"varint,2,opt,name=step,proto3" json:"step,omitempty"`
+	Sections      int32 `protobuf:"varint,3,opt,name=sections,proto3" json:"sections,omitempty"`
+	Slots         int32 `protobuf:"varint,4,opt,name=slots,proto3" json:"slots,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateSpaceRequest) Reset() {
+	*x = CreateSpaceRequest{}
+	mi := &file_frond_v1_frond_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateSpaceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateSpaceRequest) ProtoMessage() {}
+
+func (x *CreateSpaceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_frond_v1_frond_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateSpaceRequest.ProtoReflect.Descriptor instead.
+func (*CreateSpaceRequest) Descriptor() ([]byte, []int) {
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *CreateSpaceRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CreateSpaceRequest) GetStep() int64 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
+func (x *CreateSpaceRequest) GetSections() int32 {
+	if x != nil {
+		return x.Sections
+	}
+	return 0
+}
+
+func (x *CreateSpaceRequest) GetSlots() int32 {
+	if x != nil {
+		return x.Slots
+	}
+	return 0
+}
+
+type ListSpacesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSpacesRequest) Reset() {
+	*x = ListSpacesRequest{}
+	mi := &file_frond_v1_frond_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSpacesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSpacesRequest) ProtoMessage() {}
+
+func (x *ListSpacesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_frond_v1_frond_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSpacesRequest.ProtoReflect.Descriptor instead.
+func (*ListSpacesRequest) Descriptor() ([]byte, []int) {
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{29}
+}
+
+type SpaceList struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Spaces        []*Space               `protobuf:"bytes,1,rep,name=spaces,proto3" json:"spaces,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SpaceList) Reset() {
+	*x = SpaceList{}
+	mi := &file_frond_v1_frond_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SpaceList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SpaceList) ProtoMessage() {}
+
+func (x *SpaceList) ProtoReflect() protoreflect.Message {
+	mi := &file_frond_v1_frond_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SpaceList.ProtoReflect.Descriptor instead.
+func (*SpaceList) Descriptor() ([]byte, []int) {
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *SpaceList) GetSpaces() []*Space {
+	if x != nil {
+		return x.Spaces
+	}
+	return nil
 }
 
 var File_frond_v1_frond_proto protoreflect.FileDescriptor
@@ -1881,7 +2250,16 @@ const file_frond_v1_frond_proto_rawDesc = "" +
 	"\x01n\x18\x02 \x01(\x03R\x01n\"7\n" +
 	"\aSerials\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
-	"\aserials\x18\x02 \x03(\tR\aserials\"7\n" +
+	"\aserials\x18\x02 \x03(\tR\aserials\"F\n" +
+	"\x0eNextSeqRequest\x12\x14\n" +
+	"\x05space\x18\x01 \x01(\tR\x05space\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\tR\x03key\x12\f\n" +
+	"\x01n\x18\x03 \x01(\x03R\x01n\"]\n" +
+	"\tSeqValues\x12\x14\n" +
+	"\x05space\x18\x01 \x01(\tR\x05space\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\tR\x03key\x12\x14\n" +
+	"\x05first\x18\x03 \x01(\x03R\x05first\x12\x12\n" +
+	"\x04last\x18\x04 \x01(\x03R\x04last\"7\n" +
 	"\rDecodeRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x16\n" +
 	"\x06layout\x18\x02 \x01(\tR\x06layout\"\x81\x02\n" +
@@ -1989,7 +2367,22 @@ const file_frond_v1_frond_proto_rawDesc = "" +
 	"\b_mapping\"&\n" +
 	"\x10DeleteTagRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x13\n" +
-	"\x11DeleteTagResponse2\xd3\x06\n" +
+	"\x11DeleteTagResponse\"\x8f\x01\n" +
+	"\x05Space\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04step\x18\x02 \x01(\x03R\x04step\x12\x1a\n" +
+	"\bsections\x18\x03 \x01(\x05R\bsections\x12\x14\n" +
+	"\x05slots\x18\x04 \x01(\x05R\x05slots\x12\x12\n" +
+	"\x04held\x18\x05 \x03(\x05R\x04held\x12\x18\n" +
+	"\amembers\x18\x06 \x01(\x05R\amembers\"n\n" +
+	"\x12CreateSpaceRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04step\x18\x02 \x01(\x03R\x04step\x12\x1a\n" +
+	"\bsections\x18\x03 \x01(\x05R\bsections\x12\x14\n" +
+	"\x05slots\x18\x04 \x01(\x05R\x05slots\"\x13\n" +
+	"\x11ListSpacesRequest\"4\n" +
+	"\tSpaceList\x12'\n" +
+	"\x06spaces\x18\x01 \x03(\v2\x0f.frond.v1.SpaceR\x06spaces2\x8b\b\n" +
 	"\tIDService\x12:\n" +
 	"\vNextSegment\x12\x1c.frond.v1.NextSegmentRequest\x1a\r.frond.v1.IDs\x12I\n" +
 	"\x11NextSegmentRanges\x12\".frond.v1.NextSegmentRangesRequest\x1a\x10.frond.v1.Ranges\x12G\n" +
@@ -1997,7 +2390,8 @@ const file_frond_v1_frond_proto_rawDesc = "" +
 	"\rNextSnowflake\x12\x1e.frond.v1.NextSnowflakeRequest\x1a\r.frond.v1.IDs\x126\n" +
 	"\bNextUUID\x12\x19.frond.v1.NextUUIDRequest\x1a\x0f.frond.v1.UUIDs\x12<\n" +
 	"\n" +
-	"NextSerial\x12\x1b.frond.v1.NextSerialRequest\x1a\x11.frond.v1.Serials\x124\n" +
+	"NextSerial\x12\x1b.frond.v1.NextSerialRequest\x1a\x11.frond.v1.Serials\x128\n" +
+	"\aNextSeq\x12\x18.frond.v1.NextSeqRequest\x1a\x13.frond.v1.SeqValues\x124\n" +
 	"\x06Decode\x12\x17.frond.v1.DecodeRequest\x1a\x11.frond.v1.Decoded\x121\n" +
 	"\x04Info\x12\x15.frond.v1.InfoRequest\x1a\x12.frond.v1.NodeInfo\x125\n" +
 	"\x06Reveal\x12\x17.frond.v1.RevealRequest\x1a\x12.frond.v1.Revealed\x128\n" +
@@ -2005,7 +2399,10 @@ const file_frond_v1_frond_proto_rawDesc = "" +
 	"\x06GetTag\x12\x17.frond.v1.GetTagRequest\x1a\r.frond.v1.Tag\x126\n" +
 	"\tCreateTag\x12\x1a.frond.v1.CreateTagRequest\x1a\r.frond.v1.Tag\x126\n" +
 	"\tUpdateTag\x12\x1a.frond.v1.UpdateTagRequest\x1a\r.frond.v1.Tag\x12D\n" +
-	"\tDeleteTag\x12\x1a.frond.v1.DeleteTagRequest\x1a\x1b.frond.v1.DeleteTagResponseB2Z0github.com/frond-id/frond/proto/frond/v1;frondv1b\x06proto3"
+	"\tDeleteTag\x12\x1a.frond.v1.DeleteTagRequest\x1a\x1b.frond.v1.DeleteTagResponse\x12<\n" +
+	"\vCreateSpace\x12\x1c.frond.v1.CreateSpaceRequest\x1a\x0f.frond.v1.Space\x12>\n" +
+	"\n" +
+	"ListSpaces\x12\x1b.frond.v1.ListSpacesRequest\x1a\x13.frond.v1.SpaceListB2Z0github.com/frond-id/frond/proto/frond/v1;frondv1b\x06proto3"
 
 var (
 	file_frond_v1_frond_proto_rawDescOnce sync.Once
@@ -2019,7 +2416,7 @@ func file_frond_v1_frond_proto_rawDescGZIP() []byte {
 	return file_frond_v1_frond_proto_rawDescData
 }
 
-var file_frond_v1_frond_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_frond_v1_frond_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_frond_v1_frond_proto_goTypes = []any{
 	(*NextSegmentRequest)(nil),       // 0: frond.v1.NextSegmentRequest
 	(*NextSnowflakeRequest)(nil),     // 1: frond.v1.NextSnowflakeRequest
@@ -2031,65 +2428,78 @@ var file_frond_v1_frond_proto_goTypes = []any{
 	(*UUIDs)(nil),                    // 7: frond.v1.UUIDs
 	(*NextSerialRequest)(nil),        // 8: frond.v1.NextSerialRequest
 	(*Serials)(nil),                  // 9: frond.v1.Serials
-	(*DecodeRequest)(nil),            // 10: frond.v1.DecodeRequest
-	(*Decoded)(nil),                  // 11: frond.v1.Decoded
-	(*InfoRequest)(nil),              // 12: frond.v1.InfoRequest
-	(*NodeInfo)(nil),                 // 13: frond.v1.NodeInfo
-	(*Layout)(nil),                   // 14: frond.v1.Layout
-	(*RevealRequest)(nil),            // 15: frond.v1.RevealRequest
-	(*Revealed)(nil),                 // 16: frond.v1.Revealed
-	(*Tag)(nil),                      // 17: frond.v1.Tag
-	(*ListTagsRequest)(nil),          // 18: frond.v1.ListTagsRequest
-	(*TagList)(nil),                  // 19: frond.v1.TagList
-	(*GetTagRequest)(nil),            // 20: frond.v1.GetTagRequest
-	(*CreateTagRequest)(nil),         // 21: frond.v1.CreateTagRequest
-	(*UpdateTagRequest)(nil),         // 22: frond.v1.UpdateTagRequest
-	(*DeleteTagRequest)(nil),         // 23: frond.v1.DeleteTagRequest
-	(*DeleteTagResponse)(nil),        // 24: frond.v1.DeleteTagResponse
-	(*timestamppb.Timestamp)(nil),    // 25: google.protobuf.Timestamp
+	(*NextSeqRequest)(nil),           // 10: frond.v1.NextSeqRequest
+	(*SeqValues)(nil),                // 11: frond.v1.SeqValues
+	(*DecodeRequest)(nil),            // 12: frond.v1.DecodeRequest
+	(*Decoded)(nil),                  // 13: frond.v1.Decoded
+	(*InfoRequest)(nil),              // 14: frond.v1.InfoRequest
+	(*NodeInfo)(nil),                 // 15: frond.v1.NodeInfo
+	(*Layout)(nil),                   // 16: frond.v1.Layout
+	(*RevealRequest)(nil),            // 17: frond.v1.RevealRequest
+	(*Revealed)(nil),                 // 18: frond.v1.Revealed
+	(*Tag)(nil),                      // 19: frond.v1.Tag
+	(*ListTagsRequest)(nil),          // 20: frond.v1.ListTagsRequest
+	(*TagList)(nil),                  // 21: frond.v1.TagList
+	(*GetTagRequest)(nil),            // 22: frond.v1.GetTagRequest
+	(*CreateTagRequest)(nil),         // 23: frond.v1.CreateTagRequest
+	(*UpdateTagRequest)(nil),         // 24: frond.v1.UpdateTagRequest
+	(*DeleteTagRequest)(nil),         // 25: frond.v1.DeleteTagRequest
+	(*DeleteTagResponse)(nil),        // 26: frond.v1.DeleteTagResponse
+	(*Space)(nil),                    // 27: frond.v1.Space
+	(*CreateSpaceRequest)(nil),       // 28: frond.v1.CreateSpaceRequest
+	(*ListSpacesRequest)(nil),        // 29: frond.v1.ListSpacesRequest
+	(*SpaceList)(nil),                // 30: frond.v1.SpaceList
+	(*timestamppb.Timestamp)(nil),    // 31: google.protobuf.Timestamp
 }
 var file_frond_v1_frond_proto_depIdxs = []int32{
 	4,  // 0: frond.v1.Ranges.ranges:type_name -> frond.v1.Range
-	25, // 1: frond.v1.Decoded.time:type_name -> google.protobuf.Timestamp
-	14, // 2: frond.v1.NodeInfo.layout:type_name -> frond.v1.Layout
-	25, // 3: frond.v1.NodeInfo.started_at:type_name -> google.protobuf.Timestamp
-	25, // 4: frond.v1.Layout.epoch:type_name -> google.protobuf.Timestamp
-	25, // 5: frond.v1.Layout.expires:type_name -> google.protobuf.Timestamp
-	25, // 6: frond.v1.Tag.updated_at:type_name -> google.protobuf.Timestamp
-	17, // 7: frond.v1.TagList.tags:type_name -> frond.v1.Tag
-	0,  // 8: frond.v1.IDService.NextSegment:input_type -> frond.v1.NextSegmentRequest
-	3,  // 9: frond.v1.IDService.NextSegmentRanges:input_type -> frond.v1.NextSegmentRangesRequest
-	3,  // 10: frond.v1.IDService.LeaseRanges:input_type -> frond.v1.NextSegmentRangesRequest
-	1,  // 11: frond.v1.IDService.NextSnowflake:input_type -> frond.v1.NextSnowflakeRequest
-	6,  // 12: frond.v1.IDService.NextUUID:input_type -> frond.v1.NextUUIDRequest
-	8,  // 13: frond.v1.IDService.NextSerial:input_type -> frond.v1.NextSerialRequest
-	10, // 14: frond.v1.IDService.Decode:input_type -> frond.v1.DecodeRequest
-	12, // 15: frond.v1.IDService.Info:input_type -> frond.v1.InfoRequest
-	15, // 16: frond.v1.IDService.Reveal:input_type -> frond.v1.RevealRequest
-	18, // 17: frond.v1.IDService.ListTags:input_type -> frond.v1.ListTagsRequest
-	20, // 18: frond.v1.IDService.GetTag:input_type -> frond.v1.GetTagRequest
-	21, // 19: frond.v1.IDService.CreateTag:input_type -> frond.v1.CreateTagRequest
-	22, // 20: frond.v1.IDService.UpdateTag:input_type -> frond.v1.UpdateTagRequest
-	23, // 21: frond.v1.IDService.DeleteTag:input_type -> frond.v1.DeleteTagRequest
-	2,  // 22: frond.v1.IDService.NextSegment:output_type -> frond.v1.IDs
-	5,  // 23: frond.v1.IDService.NextSegmentRanges:output_type -> frond.v1.Ranges
-	5,  // 24: frond.v1.IDService.LeaseRanges:output_type -> frond.v1.Ranges
-	2,  // 25: frond.v1.IDService.NextSnowflake:output_type -> frond.v1.IDs
-	7,  // 26: frond.v1.IDService.NextUUID:output_type -> frond.v1.UUIDs
-	9,  // 27: frond.v1.IDService.NextSerial:output_type -> frond.v1.Serials
-	11, // 28: frond.v1.IDService.Decode:output_type -> frond.v1.Decoded
-	13, // 29: frond.v1.IDService.Info:output_type -> frond.v1.NodeInfo
-	16, // 30: frond.v1.IDService.Reveal:output_type -> frond.v1.Revealed
-	19, // 31: frond.v1.IDService.ListTags:output_type -> frond.v1.TagList
-	17, // 32: frond.v1.IDService.GetTag:output_type -> frond.v1.Tag
-	17, // 33: frond.v1.IDService.CreateTag:output_type -> frond.v1.Tag
-	17, // 34: frond.v1.IDService.UpdateTag:output_type -> frond.v1.Tag
-	24, // 35: frond.v1.IDService.DeleteTag:output_type -> frond.v1.DeleteTagResponse
-	22, // [22:36] is the sub-list for method output_type
-	8,  // [8:22] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	31, // 1: frond.v1.Decoded.time:type_name -> google.protobuf.Timestamp
+	16, // 2: frond.v1.NodeInfo.layout:type_name -> frond.v1.Layout
+	31, // 3: frond.v1.NodeInfo.started_at:type_name -> google.protobuf.Timestamp
+	31, // 4: frond.v1.Layout.epoch:type_name -> google.protobuf.Timestamp
+	31, // 5: frond.v1.Layout.expires:type_name -> google.protobuf.Timestamp
+	31, // 6: frond.v1.Tag.updated_at:type_name -> google.protobuf.Timestamp
+	19, // 7: frond.v1.TagList.tags:type_name -> frond.v1.Tag
+	27, // 8: frond.v1.SpaceList.spaces:type_name -> frond.v1.Space
+	0,  // 9: frond.v1.IDService.NextSegment:input_type -> frond.v1.NextSegmentRequest
+	3,  // 10: frond.v1.IDService.NextSegmentRanges:input_type -> frond.v1.NextSegmentRangesRequest
+	3,  // 11: frond.v1.IDService.LeaseRanges:input_type -> frond.v1.NextSegmentRangesRequest
+	1,  // 12: frond.v1.IDService.NextSnowflake:input_type -> frond.v1.NextSnowflakeRequest
+	6,  // 13: frond.v1.IDService.NextUUID:input_type -> frond.v1.NextUUIDRequest
+	8,  // 14: frond.v1.IDService.NextSerial:input_type -> frond.v1.NextSerialRequest
+	10, // 15: frond.v1.IDService.NextSeq:input_type -> frond.v1.NextSeqRequest
+	12, // 16: frond.v1.IDService.Decode:input_type -> frond.v1.DecodeRequest
+	14, // 17: frond.v1.IDService.Info:input_type -> frond.v1.InfoRequest
+	17, // 18: frond.v1.IDService.Reveal:input_type -> frond.v1.RevealRequest
+	20, // 19: frond.v1.IDService.ListTags:input_type -> frond.v1.ListTagsRequest
+	22, // 20: frond.v1.IDService.GetTag:input_type -> frond.v1.GetTagRequest
+	23, // 21: frond.v1.IDService.CreateTag:input_type -> frond.v1.CreateTagRequest
+	24, // 22: frond.v1.IDService.UpdateTag:input_type -> frond.v1.UpdateTagRequest
+	25, // 23: frond.v1.IDService.DeleteTag:input_type -> frond.v1.DeleteTagRequest
+	28, // 24: frond.v1.IDService.CreateSpace:input_type -> frond.v1.CreateSpaceRequest
+	29, // 25: frond.v1.IDService.ListSpaces:input_type -> frond.v1.ListSpacesRequest
+	2,  // 26: frond.v1.IDService.NextSegment:output_type -> frond.v1.IDs
+	5,  // 27: frond.v1.IDService.NextSegmentRanges:output_type -> frond.v1.Ranges
+	5,  // 28: frond.v1.IDService.LeaseRanges:output_type -> frond.v1.Ranges
+	2,  // 29: frond.v1.IDService.NextSnowflake:output_type -> frond.v1.IDs
+	7,  // 30: frond.v1.IDService.NextUUID:output_type -> frond.v1.UUIDs
+	9,  // 31: frond.v1.IDService.NextSerial:output_type -> frond.v1.Serials
+	11, // 32: frond.v1.IDService.NextSeq:output_type -> frond.v1.SeqValues
+	13, // 33: frond.v1.IDService.Decode:output_type -> frond.v1.Decoded
+	15, // 34: frond.v1.IDService.Info:output_type -> frond.v1.NodeInfo
+	18, // 35: frond.v1.IDService.Reveal:output_type -> frond.v1.Revealed
+	21, // 36: frond.v1.IDService.ListTags:output_type -> frond.v1.TagList
+	19, // 37: frond.v1.IDService.GetTag:output_type -> frond.v1.Tag
+	19, // 38: frond.v1.IDService.CreateTag:output_type -> frond.v1.Tag
+	19, // 39: frond.v1.IDService.UpdateTag:output_type -> frond.v1.Tag
+	26, // 40: frond.v1.IDService.DeleteTag:output_type -> frond.v1.DeleteTagResponse
+	27, // 41: frond.v1.IDService.CreateSpace:output_type -> frond.v1.Space
+	30, // 42: frond.v1.IDService.ListSpaces:output_type -> frond.v1.SpaceList
+	26, // [26:43] is the sub-list for method output_type
+	9,  // [9:26] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_frond_v1_frond_proto_init() }
@@ -2097,17 +2507,17 @@ func file_frond_v1_frond_proto_init() {
 	if File_frond_v1_frond_proto != nil {
 		return
 	}
-	file_frond_v1_frond_proto_msgTypes[11].OneofWrappers = []any{}
 	file_frond_v1_frond_proto_msgTypes[13].OneofWrappers = []any{}
-	file_frond_v1_frond_proto_msgTypes[21].OneofWrappers = []any{}
-	file_frond_v1_frond_proto_msgTypes[22].OneofWrappers = []any{}
+	file_frond_v1_frond_proto_msgTypes[15].OneofWrappers = []any{}
+	file_frond_v1_frond_proto_msgTypes[23].OneofWrappers = []any{}
+	file_frond_v1_frond_proto_msgTypes[24].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_frond_v1_frond_proto_rawDesc), len(file_frond_v1_frond_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   25,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

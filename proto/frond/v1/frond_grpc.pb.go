@@ -33,6 +33,7 @@ const (
 	IDService_NextSnowflake_FullMethodName     = "/frond.v1.IDService/NextSnowflake"
 	IDService_NextUUID_FullMethodName          = "/frond.v1.IDService/NextUUID"
 	IDService_NextSerial_FullMethodName        = "/frond.v1.IDService/NextSerial"
+	IDService_NextSeq_FullMethodName           = "/frond.v1.IDService/NextSeq"
 	IDService_Decode_FullMethodName            = "/frond.v1.IDService/Decode"
 	IDService_Info_FullMethodName              = "/frond.v1.IDService/Info"
 	IDService_Reveal_FullMethodName            = "/frond.v1.IDService/Reveal"
@@ -41,6 +42,8 @@ const (
 	IDService_CreateTag_FullMethodName         = "/frond.v1.IDService/CreateTag"
 	IDService_UpdateTag_FullMethodName         = "/frond.v1.IDService/UpdateTag"
 	IDService_DeleteTag_FullMethodName         = "/frond.v1.IDService/DeleteTag"
+	IDService_CreateSpace_FullMethodName       = "/frond.v1.IDService/CreateSpace"
+	IDService_ListSpaces_FullMethodName        = "/frond.v1.IDService/ListSpaces"
 )
 
 // IDServiceClient is the client API for IDService service.
@@ -70,6 +73,10 @@ type IDServiceClient interface {
 	NextUUID(ctx context.Context, in *NextUUIDRequest, opts ...grpc.CallOption) (*UUIDs, error)
 	// NextSerial answers n (default 1) business serial numbers.
 	NextSerial(ctx context.Context, in *NextSerialRequest, opts ...grpc.CallOption) (*Serials, error)
+	// NextSeq answers the next n (default 1) values of a key in a keyed
+	// sequence space: each above every value the key was given before, on
+	// any node (docs/sequences.md).
+	NextSeq(ctx context.Context, in *NextSeqRequest, opts ...grpc.CallOption) (*SeqValues, error)
 	// Decode splits a snowflake ID into its time, node and sequence.
 	Decode(ctx context.Context, in *DecodeRequest, opts ...grpc.CallOption) (*Decoded, error)
 	// Info answers this node's worker ID, layout and limits.
@@ -88,6 +95,11 @@ type IDServiceClient interface {
 	UpdateTag(ctx context.Context, in *UpdateTagRequest, opts ...grpc.CallOption) (*Tag, error)
 	// DeleteTag deletes a segment tag (admin).
 	DeleteTag(ctx context.Context, in *DeleteTagRequest, opts ...grpc.CallOption) (*DeleteTagResponse, error)
+	// CreateSpace creates a keyed sequence space (admin).
+	CreateSpace(ctx context.Context, in *CreateSpaceRequest, opts ...grpc.CallOption) (*Space, error)
+	// ListSpaces answers every keyed sequence space with this node's view
+	// of its owners (admin).
+	ListSpaces(ctx context.Context, in *ListSpacesRequest, opts ...grpc.CallOption) (*SpaceList, error)
 }
 
 type iDServiceClient struct {
@@ -155,6 +167,16 @@ func (c *iDServiceClient) NextSerial(ctx context.Context, in *NextSerialRequest,
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Serials)
 	err := c.cc.Invoke(ctx, IDService_NextSerial_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *iDServiceClient) NextSeq(ctx context.Context, in *NextSeqRequest, opts ...grpc.CallOption) (*SeqValues, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SeqValues)
+	err := c.cc.Invoke(ctx, IDService_NextSeq_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -241,6 +263,26 @@ func (c *iDServiceClient) DeleteTag(ctx context.Context, in *DeleteTagRequest, o
 	return out, nil
 }
 
+func (c *iDServiceClient) CreateSpace(ctx context.Context, in *CreateSpaceRequest, opts ...grpc.CallOption) (*Space, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Space)
+	err := c.cc.Invoke(ctx, IDService_CreateSpace_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *iDServiceClient) ListSpaces(ctx context.Context, in *ListSpacesRequest, opts ...grpc.CallOption) (*SpaceList, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SpaceList)
+	err := c.cc.Invoke(ctx, IDService_ListSpaces_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // IDServiceServer is the server API for IDService service.
 // All implementations must embed UnimplementedIDServiceServer
 // for forward compatibility.
@@ -268,6 +310,10 @@ type IDServiceServer interface {
 	NextUUID(context.Context, *NextUUIDRequest) (*UUIDs, error)
 	// NextSerial answers n (default 1) business serial numbers.
 	NextSerial(context.Context, *NextSerialRequest) (*Serials, error)
+	// NextSeq answers the next n (default 1) values of a key in a keyed
+	// sequence space: each above every value the key was given before, on
+	// any node (docs/sequences.md).
+	NextSeq(context.Context, *NextSeqRequest) (*SeqValues, error)
 	// Decode splits a snowflake ID into its time, node and sequence.
 	Decode(context.Context, *DecodeRequest) (*Decoded, error)
 	// Info answers this node's worker ID, layout and limits.
@@ -286,6 +332,11 @@ type IDServiceServer interface {
 	UpdateTag(context.Context, *UpdateTagRequest) (*Tag, error)
 	// DeleteTag deletes a segment tag (admin).
 	DeleteTag(context.Context, *DeleteTagRequest) (*DeleteTagResponse, error)
+	// CreateSpace creates a keyed sequence space (admin).
+	CreateSpace(context.Context, *CreateSpaceRequest) (*Space, error)
+	// ListSpaces answers every keyed sequence space with this node's view
+	// of its owners (admin).
+	ListSpaces(context.Context, *ListSpacesRequest) (*SpaceList, error)
 	mustEmbedUnimplementedIDServiceServer()
 }
 
@@ -314,6 +365,9 @@ func (UnimplementedIDServiceServer) NextUUID(context.Context, *NextUUIDRequest) 
 func (UnimplementedIDServiceServer) NextSerial(context.Context, *NextSerialRequest) (*Serials, error) {
 	return nil, status.Error(codes.Unimplemented, "method NextSerial not implemented")
 }
+func (UnimplementedIDServiceServer) NextSeq(context.Context, *NextSeqRequest) (*SeqValues, error) {
+	return nil, status.Error(codes.Unimplemented, "method NextSeq not implemented")
+}
 func (UnimplementedIDServiceServer) Decode(context.Context, *DecodeRequest) (*Decoded, error) {
 	return nil, status.Error(codes.Unimplemented, "method Decode not implemented")
 }
@@ -337,6 +391,12 @@ func (UnimplementedIDServiceServer) UpdateTag(context.Context, *UpdateTagRequest
 }
 func (UnimplementedIDServiceServer) DeleteTag(context.Context, *DeleteTagRequest) (*DeleteTagResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteTag not implemented")
+}
+func (UnimplementedIDServiceServer) CreateSpace(context.Context, *CreateSpaceRequest) (*Space, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateSpace not implemented")
+}
+func (UnimplementedIDServiceServer) ListSpaces(context.Context, *ListSpacesRequest) (*SpaceList, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListSpaces not implemented")
 }
 func (UnimplementedIDServiceServer) mustEmbedUnimplementedIDServiceServer() {}
 func (UnimplementedIDServiceServer) testEmbeddedByValue()                   {}
@@ -452,6 +512,24 @@ func _IDService_NextSerial_Handler(srv interface{}, ctx context.Context, dec fun
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(IDServiceServer).NextSerial(ctx, req.(*NextSerialRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _IDService_NextSeq_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(NextSeqRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(IDServiceServer).NextSeq(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: IDService_NextSeq_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(IDServiceServer).NextSeq(ctx, req.(*NextSeqRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -600,6 +678,42 @@ func _IDService_DeleteTag_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _IDService_CreateSpace_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateSpaceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(IDServiceServer).CreateSpace(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: IDService_CreateSpace_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(IDServiceServer).CreateSpace(ctx, req.(*CreateSpaceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _IDService_ListSpaces_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListSpacesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(IDServiceServer).ListSpaces(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: IDService_ListSpaces_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(IDServiceServer).ListSpaces(ctx, req.(*ListSpacesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // IDService_ServiceDesc is the grpc.ServiceDesc for IDService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -626,6 +740,10 @@ var IDService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "NextSerial",
 			Handler:    _IDService_NextSerial_Handler,
+		},
+		{
+			MethodName: "NextSeq",
+			Handler:    _IDService_NextSeq_Handler,
 		},
 		{
 			MethodName: "Decode",
@@ -658,6 +776,14 @@ var IDService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteTag",
 			Handler:    _IDService_DeleteTag_Handler,
+		},
+		{
+			MethodName: "CreateSpace",
+			Handler:    _IDService_CreateSpace_Handler,
+		},
+		{
+			MethodName: "ListSpaces",
+			Handler:    _IDService_ListSpaces_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
