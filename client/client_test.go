@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"slices"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/client"
 	"github.com/frond-id/frond/client/clienttest"
+	"github.com/frond-id/frond/keyseq"
 	frondv1 "github.com/frond-id/frond/proto/frond/v1"
 )
 
@@ -546,5 +548,33 @@ func TestClient_MistTag(t *testing.T) {
 	}
 	if ids, err := c.NextN(bg, "m", 2); err != nil || len(ids) != 2 || ids[0]>>16 != 4 || ids[1]>>16 != 5 {
 		t.Fatalf("NextN = %v, %v", ids, err)
+	}
+}
+
+// Keyed sequences through the client: two servers sharing their spaces,
+// the client on both; each key's values increase whichever answers.
+func TestClient_Seq(t *testing.T) {
+	st, spaces := clienttest.NewStore(), &keyseq.MemLeases{}
+	a := clienttest.Start(t, clienttest.WithStore(st), clienttest.WithSpaces(spaces), clienttest.WithNode(1))
+	b := clienttest.Start(t, clienttest.WithStore(st), clienttest.WithSpaces(spaces), clienttest.WithNode(2))
+	a.CreateSpace(t, "msgs", 8)
+	c := newClient(t, client.Options{Servers: []string{a.Addr, b.Addr}})
+	last := map[string]int64{}
+	for i := range 200 {
+		key := fmt.Sprintf("conv-%d", i%7)
+		first, end, err := c.Seq(bg, "msgs", key, 1+i%3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first <= last[key] || end != first+int64(i%3) {
+			t.Fatalf("%s: %d..%d after %d", key, first, end, last[key])
+		}
+		last[key] = end
+	}
+	if _, _, err := c.Seq(bg, "nope", "k", 1); !errors.Is(err, frond.ErrTagNotFound) {
+		t.Fatalf("Seq of no space: %v", err)
+	}
+	if _, _, err := c.Seq(bg, "msgs", "", 1); !errors.Is(err, frond.ErrInvalidArgument) {
+		t.Fatalf("Seq of an empty key: %v", err)
 	}
 }

@@ -40,6 +40,20 @@ func (c *Client) Serials(ctx context.Context, name string, n int) ([]string, err
 	return out.GetSerials(), err
 }
 
+// Seq returns the next n (0 means 1) values of key in a keyed sequence
+// space, first to last: each above every value the key was given before,
+// whichever server answered (docs/sequences.md). A call whose answer was
+// lost and is retried skips values, never repeats them.
+func (c *Client) Seq(ctx context.Context, space, key string, n int) (first, last int64, err error) {
+	var out *frondv1.SeqValues
+	err = c.call(ctx, func(ctx context.Context, ids frondv1.IDServiceClient) error {
+		var err error
+		out, err = ids.NextSeq(ctx, &frondv1.NextSeqRequest{Space: space, Key: key, N: int64(n)})
+		return err
+	})
+	return out.GetFirst(), out.GetLast(), err
+}
+
 // NameUUID returns the name-based UUID of version 3 (MD5) or 5 (SHA-1) of a
 // namespace (dns, url, oid, x500 or a UUID) and a name: always the same for
 // the same input, as in every implementation of RFC 9562.

@@ -13,9 +13,14 @@ package clienttest
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +28,7 @@ import (
 	"github.com/frond-id/frond/api"
 	grpcapi "github.com/frond-id/frond/api/grpc"
 	httpapi "github.com/frond-id/frond/api/http"
+	"github.com/frond-id/frond/keyseq"
 	"github.com/frond-id/frond/registry/file"
 	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/service"
@@ -54,6 +60,10 @@ type Server struct {
 	// Store is the store it serves from.
 	Store *Store
 
+	// Spaces keeps the server's keyed sequence spaces (WithSpaces to share
+	// them with other servers).
+	Spaces *keyseq.MemLeases
+
 	t       testing.TB
 	node    int64
 	tokens  map[string][]string
@@ -76,6 +86,11 @@ func WithStore(st *Store) Option { return func(s *Server) { s.Store = st } }
 // store need different ones.
 func WithNode(n int64) Option { return func(s *Server) { s.node = n } }
 
+// WithSpaces keeps the server's keyed sequence spaces in ls, shared with
+// the other servers given it: they own the sections in turn and forward to
+// each other, as nodes on one database do.
+func WithSpaces(ls *keyseq.MemLeases) Option { return func(s *Server) { s.Spaces = ls } }
+
 // WithTokens makes the server require tag tokens (service.Config.Tokens).
 func WithTokens(tokens map[string][]string) Option { return func(s *Server) { s.tokens = tokens } }
 
@@ -93,6 +108,9 @@ func Start(t testing.TB, opts ...Option) *Server {
 	if s.Store == nil {
 		s.Store = NewStore()
 	}
+	if s.Spaces == nil {
+		s.Spaces = &keyseq.MemLeases{}
+	}
 	s.start("127.0.0.1:0")
 	t.Cleanup(s.Stop)
 	return s
@@ -104,10 +122,19 @@ func (s *Server) start(addr string) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	svc, err := service.New(context.Background(), service.Config{Segment: segment.Settings{FailFast: -1}, Tokens: s.tokens, Forms: s.forms}, shared{s.Store}, reg, nil)
+	// The HTTP API first: its address is the one other servers forward
+	// keyed sequence requests to.
+	h := &handler{}
+	web := httptest.NewServer(h)
+	quiet := slog.New(slog.DiscardHandler)
+	spaces := keyseq.NewSpaces(s.Spaces, keyseq.Owner{Token: newToken(), Addr: web.Listener.Addr().String()},
+		keyseq.NodeOptions{TTL: time.Second, Logger: quiet}, httpapi.SeqForwarder(nil, 5*time.Second))
+	svc, err := service.New(context.Background(), service.Config{Segment: segment.Settings{FailFast: -1}, Tokens: s.tokens, Forms: s.forms, Spaces: spaces}, shared{s.Store}, reg, nil)
 	if err != nil {
+		web.Close()
 		s.t.Fatal(err)
 	}
+	h.Store(httpapi.New(svc, api.Options{}))
 	var ln net.Listener
 	for range 100 { // a port just released may take a moment
 		if ln, err = net.Listen("tcp", addr); err == nil {
@@ -121,7 +148,6 @@ func (s *Server) start(addr string) {
 	}
 	srv := grpcapi.New(svc, api.Options{})
 	go srv.Serve(ln)
-	web := httptest.NewServer(httpapi.New(svc, api.Options{}))
 	s.mu.Lock()
 	s.Addr, s.HTTPURL, s.Service, s.srv, s.web, s.stopped = ln.Addr().String(), web.URL, svc, srv, web, false
 	s.mu.Unlock()
@@ -131,6 +157,15 @@ func (s *Server) start(addr string) {
 func (s *Server) CreateTag(t testing.TB, name string, step int64) {
 	t.Helper()
 	if _, err := s.Service.CreateTag(context.Background(), frond.Tag{Name: name, MaxID: 1, Step: step}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// CreateSpace creates a keyed sequence space with sections sections (0:
+// keyseq.DefaultSections) and the default step.
+func (s *Server) CreateSpace(t testing.TB, name string, sections int) {
+	t.Helper()
+	if _, err := s.Service.CreateSpace(context.Background(), keyseq.Space{Name: name, Sections: sections}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -158,7 +193,7 @@ func (s *Server) Stop() {
 	s.srv.Shutdown(ctx)
 	s.web.CloseClientConnections()
 	s.web.Close()
-	if h, ok := s.web.Config.Handler.(*httpapi.Server); ok {
+	if h := s.web.Config.Handler.(*handler).Load(); h != nil {
 		h.StopStreams()
 	}
 	s.Service.Close(context.Background())
@@ -169,4 +204,15 @@ func (s *Server) Restart() {
 	s.t.Helper()
 	s.Stop()
 	s.start(s.Addr)
+}
+
+// handler is the HTTP API, set once the service is made.
+type handler struct{ atomic.Pointer[httpapi.Server] }
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.Load().ServeHTTP(w, r) }
+
+func newToken() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
