@@ -126,6 +126,7 @@ type harness struct {
 	storeURL    func(i int, addr string) string
 	registryURL func(addr string) string
 	setURLs     []string // the stores, reached directly (set_change); nil: one store
+	space       string   // the keyed sequence space; "" when the variant has no SQL store
 
 	mu           sync.Mutex
 	counts       map[string]int // faults injected
@@ -287,6 +288,7 @@ func TestChaos(t *testing.T) {
 		h.registryURL = func(addr string) string {
 			return "etcd://" + addr + "?frond_prefix=/frondtest/" + h.ns + "/&frond_timeout=2s"
 		}
+		h.space = strings.ReplaceAll(h.ns, "_", "-") + "-keys"
 		reserveEtcdIDs(t, strings.Split(ep, ","), "/frondtest/"+h.ns+"/")
 	case "redis-zk":
 		rd := testenv.Getenv(t, "FROND_TEST_REDIS_URL")
@@ -362,7 +364,10 @@ func TestChaos(t *testing.T) {
 		h.createTag(h.tags[i], step, mode)
 	}
 	t.Cleanup(h.deleteTags)
-	h.logf("nodes up, tags %v; logs in %s", h.tags, h.logDir)
+	if h.space != "" {
+		h.createSpace()
+	}
+	h.logf("nodes up, tags %v, keyed sequence space %q; logs in %s", h.tags, h.space, h.logDir)
 
 	// Clients.
 	stop := make(chan struct{})
@@ -383,6 +388,11 @@ func TestChaos(t *testing.T) {
 	}
 	for range 2 {
 		spawn(func(c *client) { c.sequence(stop, maxRequests) })
+	}
+	if h.space != "" {
+		for range 2 {
+			spawn(func(c *client) { c.keyed(stop, maxRequests) })
+		}
 	}
 
 	// Faults.
@@ -500,6 +510,20 @@ func (h *harness) liveURL() string {
 		}
 	}
 	return ""
+}
+
+// createSpace creates the run's keyed sequence space.
+func (h *harness) createSpace() {
+	body := fmt.Sprintf(`{"name":%q,"step":1000,"sections":%d}`, h.space, keySections)
+	resp, err := h.http.Post(h.liveURL()+"/v1/spaces", "application/json", strings.NewReader(body))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 201 {
+		h.t.Fatalf("create space %s: %d %s", h.space, resp.StatusCode, b)
+	}
 }
 
 func (h *harness) createTag(name string, step int, mode string) {
@@ -886,8 +910,14 @@ func (h *harness) check(seed uint64, results []*result) {
 	nFailures, slow, requests := 0, 0, 0
 	probes := map[int][]probe{}
 	var seqOps []seqOp
+	keyOps := map[int][]seqOp{}
+	var tries []secTry
 	for _, r := range results {
 		seqOps = append(seqOps, r.seqOps...)
+		for k, ops := range r.keyOps {
+			keyOps[k] = append(keyOps[k], ops...)
+		}
+		tries = append(tries, r.tries...)
 		recs = append(recs, r.recs...)
 		r.recs = nil
 		for c, k := range r.codes {
@@ -970,9 +1000,30 @@ func (h *harness) check(seed uint64, results []*result) {
 		}
 		linear = fmt.Sprintf("%d out of order", len(bad))
 	}
-	summary := fmt.Sprintf("chaos: %d IDs checked (segment %d, snowflake %d), %d duplicates; faults: %s; errors: %s; requests=%d slow_requests=%d failures=%d; horizon: %d probes during store cuts, %d refused; sequence: %d answers, %s; variant=%s seed=%d duration=%v",
+	// Keyed sequences: each key's values strictly increase in the order
+	// they were answered (an answer that arrived before another request
+	// was sent is smaller), across the nodes, owner changes and faults.
+	keyed, keyAnswers, keyBad := "off", 0, 0
+	if h.space != "" {
+		for _, k := range slices.Sorted(maps.Keys(keyOps)) {
+			keyAnswers += len(keyOps[k])
+			for _, b := range linearizability(keyOps[k]) {
+				keyBad++
+				if keyBad <= 10 {
+					t.Errorf("keyed sequence key k%d: %s", k, b)
+				}
+			}
+		}
+		gap, sec, at := longestOutage(tries)
+		keyed = fmt.Sprintf("%d answers on %d keys, %d keys' values out of order; longest a section went unanswered: %v (section %d at %s)",
+			keyAnswers, len(keyOps), keyBad, gap.Round(time.Millisecond), sec, at.UTC().Format("15:04:05.000"))
+		if keyAnswers == 0 {
+			t.Errorf("the clients got no keyed sequence values")
+		}
+	}
+	summary := fmt.Sprintf("chaos: %d IDs checked (segment %d, snowflake %d), %d duplicates; faults: %s; errors: %s; requests=%d slow_requests=%d failures=%d; horizon: %d probes during store cuts, %d refused; sequence: %d answers, %s; keyed: %s; variant=%s seed=%d duration=%v",
 		len(recs), segments, snowflakes, dups, strings.Join(fs, " "), strings.Join(es, " "), requests, slow, nFailures+len(faultErrs), during, refused,
-		len(seqOps), linear, h.variant, seed, *durationFlag)
+		len(seqOps), linear, keyed, h.variant, seed, *durationFlag)
 	fmt.Println(summary)
 
 	for _, f := range failures {
@@ -1021,6 +1072,32 @@ func linearizability(ops []seqOp) []string {
 		}
 	}
 	return bad
+}
+
+// longestOutage is the longest time a section went unanswered: from the
+// first failed request after an answer (or the start) to the next answer,
+// the requests of every client to every node together.
+func longestOutage(tries []secTry) (gap time.Duration, section int, at time.Time) {
+	by := map[int][]secTry{}
+	for _, t := range tries {
+		by[t.section] = append(by[t.section], t)
+	}
+	for sec, ts := range by {
+		slices.SortFunc(ts, func(a, b secTry) int { return a.from.Compare(b.from) })
+		var down time.Time // the first failure since the last answer
+		for _, t := range ts {
+			switch {
+			case t.ok && !down.IsZero():
+				if d := t.to.Sub(down); d > gap {
+					gap, section, at = d, sec, down
+				}
+				down = time.Time{}
+			case !t.ok && down.IsZero():
+				down = t.from
+			}
+		}
+	}
+	return gap, section, at
 }
 
 func duplicates(recs []rec) (pairs [][2]rec, segments, snowflakes int) {

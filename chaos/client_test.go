@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/frond-id/frond/keyseq"
 )
 
 // Request outcomes beyond these bounds are failures, unless the node was
@@ -80,7 +82,23 @@ type result struct {
 	slow      int
 	probes    []probe
 	seqOps    []seqOp
+	keyOps    map[int][]seqOp // by key: the keyed sequence's answers
+	tries     []secTry
 }
+
+// secTry is one request for a key of a section of the keyed sequence
+// space, answered or not.
+type secTry struct {
+	section  int
+	from, to time.Time
+	ok       bool
+}
+
+// Keys and sections of the keyed sequence space.
+const (
+	keyCount    = 64
+	keySections = 32
+)
 
 // seqOp is one answer of the sequence tag: when it was asked and answered,
 // and its smallest and largest ID.
@@ -90,7 +108,7 @@ type seqOp struct {
 	min, max int64
 }
 
-func newResult() *result { return &result{codes: map[string]int{}} }
+func newResult() *result { return &result{codes: map[string]int{}, keyOps: map[int][]seqOp{}} }
 
 func (r *result) fail(format string, args ...any) {
 	r.nFailures++
@@ -417,6 +435,74 @@ func (c *client) horizon(n *node, stop <-chan struct{}, maxRequests int) {
 		cl, sent := c.do(n, v1SegmentOne, probeTag, 1)
 		if sent {
 			c.res.probes = append(c.res.probes, probe{node: n.idx, life: cl.life, from: cl.from, to: cl.to, ok: cl.outcome == "ok", outcome: cl.outcome})
+		}
+	}
+}
+
+// keyed asks random nodes for the next values of random keys of the keyed
+// sequence space, and keeps every answer for the per-key check and every
+// request for the sections' outages.
+func (c *client) keyed(stop <-chan struct{}, maxRequests int) {
+	for i := 0; i < maxRequests; i++ {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		n := c.h.nodes[c.rng.IntN(len(c.h.nodes))]
+		url, life := n.current()
+		if url == "" {
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		k, count := c.rng.IntN(keyCount), 1+c.rng.IntN(3)
+		key := fmt.Sprintf("k%d", k)
+		path := fmt.Sprintf("/v1/seq/%s/%s?n=%d", c.h.space, key, count)
+		from := time.Now()
+		c.res.requests++
+		resp, err := c.h.http.Get(url + path)
+		var body []byte
+		if err == nil {
+			body, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+		to := time.Now()
+		try := secTry{section: keyseq.SectionOf(key, keySections), from: from, to: to}
+		paused := n.pausedDuring(from, to)
+		if to.Sub(from) > slowRequest && !paused {
+			c.res.slow++
+			c.res.fail("node %d life %d: %s took %v (err %v)", n.idx, life, path, to.Sub(from).Round(time.Millisecond), err)
+		}
+		switch {
+		case err != nil:
+			c.res.codes["keyed_conn_error"]++
+		case resp.StatusCode == 200:
+			var v struct {
+				First    *int64 `json:"first"`
+				Last     *int64 `json:"last"`
+				FirstStr string `json:"first_str"`
+				Count    int    `json:"count"`
+			}
+			if err := json.Unmarshal(body, &v); err != nil || v.First == nil || v.Last == nil || *v.Last-*v.First+1 != int64(count) ||
+				v.Count != count || v.FirstStr != strconv.FormatInt(*v.First, 10) {
+				c.res.fail("node %d life %d: %s: 200 with %.200q", n.idx, life, path, body)
+				break
+			}
+			try.ok = true
+			c.res.keyOps[k] = append(c.res.keyOps[k], seqOp{node: n.idx, from: from, to: to, min: *v.First, max: *v.Last})
+		default:
+			code, err := parseError(v1SegmentOne, resp.StatusCode, resp.Header.Get("Retry-After"), body)
+			if err != nil || !honest[false][code] {
+				c.res.fail("node %d life %d: %s: %d %.300q (%v)", n.idx, life, path, resp.StatusCode, body, err)
+				break
+			}
+			c.res.codes["keyed_"+code]++
+		}
+		c.res.tries = append(c.res.tries, try)
+		if try.ok {
+			time.Sleep(2 * time.Millisecond)
+		} else {
+			time.Sleep(10 * time.Millisecond)
 		}
 	}
 }

@@ -121,6 +121,11 @@ func (n *node) start() error {
 		"FROND_SEGMENT__MAX_STEP=2000",
 		"FROND_SHUTDOWN_TIMEOUT=5s",
 	)
+	if h.space != "" {
+		// Keyed sequences on the first store's database, through this
+		// node's proxy: a store cut cuts them too.
+		cmd.Env = append(cmd.Env, "FROND_SEQUENCES__STORE="+h.storeURL(0, n.stores[0].p.Addr()))
+	}
 	cmd.Stdout = logf
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

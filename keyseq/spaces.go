@@ -181,7 +181,17 @@ func (s *Spaces) List(ctx context.Context) ([]SpaceStatus, error) {
 // Next answers the next count values of key in the space: from this node
 // if it owns the key's section, else from the owner (once: a forwarded
 // request is answered or refused where it lands).
+//
+// A request is bounded by the lease TTL: one that cannot be answered
+// within a lease (the store or the owner does not answer) is refused as
+// unavailable rather than left waiting.
 func (s *Spaces) Next(ctx context.Context, space, key string, count int64, forwarded bool, token string) (first, last int64, err error) {
+	ttl := s.o.TTL
+	if ttl == 0 {
+		ttl = DefaultLeaseTTL
+	}
+	ctx, cancel := context.WithTimeout(ctx, ttl)
+	defer cancel()
 	n, err := s.node(ctx, space)
 	if err != nil {
 		return 0, 0, err

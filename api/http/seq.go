@@ -139,7 +139,15 @@ func SeqForwarder(tlsConfig *tls.Config, timeout time.Duration) keyseq.Forwarder
 			if json.Unmarshal(body, &e) != nil || e.Error.Code == "" {
 				return 0, 0, fmt.Errorf("%w: the owner %s answered %s", frond.ErrStoreUnavailable, addr, resp.Status)
 			}
-			return 0, 0, &api.Error{Code: e.Error.Code, Msg: "the owner " + addr + ": " + e.Error.Message}
+			// The owner's refusal, as it answered it (its code, message and
+			// Retry-After).
+			fe := &api.Error{Code: e.Error.Code, Msg: "the owner " + addr + ": " + e.Error.Message}
+			if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
+				fe.RetryAfter = time.Duration(secs) * time.Second
+			} else if c, _ := frond.LookupCode(e.Error.Code); c.Retryable {
+				fe.RetryAfter = time.Second
+			}
+			return 0, 0, fe
 		}
 		var out seqJSON
 		if err := json.Unmarshal(body, &out); err != nil || out.First == nil || out.Last == nil {

@@ -87,7 +87,7 @@ func openSpaces(ctx context.Context, cfg *config.Config, httpAddr net.Addr, log 
 		st.Close()
 		return nil, err
 	}
-	sp := keyseq.NewSpaces(st, me, keyseq.NodeOptions{TTL: cfg.Sequences.LeaseTTL, Logger: log}, httpapi.SeqForwarder(tc, cfg.Segment.LoadTimeout))
+	sp := keyseq.NewSpaces(st, me, keyseq.NodeOptions{TTL: cfg.Sequences.LeaseTTL, Logger: log}, httpapi.SeqForwarder(tc, cfg.Sequences.LeaseTTL))
 	if err := sp.Start(ctx); err != nil {
 		// Started on their first request once the database answers.
 		log.Warn("keyed sequences: the spaces could not be read at start", "store", storeName(raw), "err", err)
