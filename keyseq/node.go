@@ -71,6 +71,7 @@ type Node struct {
 	done    chan struct{}
 	running atomic.Bool
 	kicked  atomic.Pointer[time.Time] // the last round a request ran
+	short   atomic.Bool               // the last round left the node short of its share
 	closed  bool                      // under round
 	once    sync.Once
 	rnd     *rand.Rand // under round
@@ -124,15 +125,14 @@ func (n *Node) Next(ctx context.Context, key string, count int64) (first, last i
 	if n.owner(no) {
 		return first, last, err
 	}
-	// No live owner known: the section was given back or its owner's lease
-	// ran out. A round now (one at a time, at most one every TTL/10) takes
-	// it if this node is short of its share, rather than leaving it to the
-	// next timed round. Or the table names this node: a round took the
-	// section while this call looked.
-	if n.mine(no.Section) || n.kick(ctx) {
-		if first, last, err = n.eng.Next(ctx, key, count); err != nil && errors.As(err, &no) {
-			n.owner(no)
-		}
+	// No live owner known (the section was given back, or its owner's lease
+	// ran out), or the table names this node (a round took the section
+	// while this call looked): a round now, unless one ran within TTL/10,
+	// takes it if this node is short of its share or reads who took it,
+	// rather than leaving it to the next timed round; then once more.
+	n.kick(ctx)
+	if first, last, err = n.eng.Next(ctx, key, count); err != nil && errors.As(err, &no) {
+		n.owner(no)
 	}
 	return first, last, err
 }
@@ -146,26 +146,15 @@ func (n *Node) owner(no *NotOwnerError) bool {
 	return no.Addr != ""
 }
 
-// mine reports whether the last read of the table names this node as the
-// section's owner.
-func (n *Node) mine(section int) bool {
-	t := n.table.Load()
-	return t != nil && section < len(t.Owners) && t.Owners[section].Token == n.me.Token
-}
-
-// kick runs a round now unless one is running or one was kicked within
-// TTL/10; it reports whether it ran one.
-func (n *Node) kick(ctx context.Context) bool {
+// kick runs a round now (after the one running, if any) unless one was
+// kicked within TTL/10.
+func (n *Node) kick(ctx context.Context) {
 	now := n.o.Clock()
 	if last := n.kicked.Load(); last != nil && now.Sub(*last) < n.o.TTL/10 {
-		return false
+		return
 	}
-	if !n.round.TryLock() {
-		return false
-	}
-	n.round.Unlock()
 	n.kicked.Store(&now)
-	return n.Round(ctx) == nil
+	n.Round(ctx)
 }
 
 // Table is the last read of the space's owners (nil before the first
@@ -208,7 +197,11 @@ func (n *Node) Run() {
 				n.log.Warn("keyed sequence: a round of leases failed", "space", n.eng.space.Name, "err", err)
 			}
 			cancel()
-			t.Reset(every)
+			if n.short.Load() {
+				t.Reset(n.o.TTL / 10) // free sections to take: soon again
+			} else {
+				t.Reset(every)
+			}
 		}
 	}()
 }
@@ -248,13 +241,22 @@ func (n *Node) Round(ctx context.Context) error {
 			served = append(served, i)
 		}
 	}
+	n.short.Store(false)
 	if excess := len(held) - share; excess > 0 {
-		// Give back the last ones: stop serving first, then tell the store.
+		// Give back the last ones: stop serving first, then tell the store,
+		// and forget them as ours (a request for one then reads the table
+		// again rather than wait for this node).
 		give := held[len(held)-excess:]
 		for _, i := range give {
 			n.eng.revoke(i)
 		}
-		return n.store.Release(ctx, sp.Name, give, n.me)
+		err := n.store.Release(ctx, sp.Name, give, n.me)
+		nt := Table{Owners: slices.Clone(t.Owners), Members: t.Members}
+		for _, i := range give {
+			nt.Owners[i] = Owner{}
+		}
+		n.table.Store(&nt)
+		return err
 	}
 	// Take: this node's own sections it does not serve (a take whose answer
 	// was lost), and free ones up to the share, from a random place so that
@@ -275,12 +277,17 @@ func (n *Node) Round(ctx context.Context) error {
 		}
 	}
 	if len(take) == 0 {
+		n.short.Store(len(held) < share && n.expectRelease(t, share))
 		return nil
 	}
 	slices.Sort(take)
 	got, err := n.store.Take(ctx, sp.Name, take, n.me, n.o.TTL, sp.Step)
 	if err != nil {
 		return err
+	}
+	n.short.Store(len(held)+len(got) < share && len(got) < len(take))
+	if !n.short.Load() && len(held)+len(got) < share {
+		n.short.Store(n.expectRelease(t, share))
 	}
 	var errs []error
 	nt := Table{Owners: slices.Clone(t.Owners), Members: t.Members} // a new one: readers hold the old
@@ -296,6 +303,22 @@ func (n *Node) Round(ctx context.Context) error {
 	// The gate stays at the renewal's lease, the earliest of all: opening
 	// it to the take's would lengthen the older sections' too.
 	return errors.Join(errs...)
+}
+
+// expectRelease reports whether the table shows a node holding more than
+// share sections: one that gives the excess back at its next round, for a
+// node short of its share to take soon.
+func (n *Node) expectRelease(t Table, share int) bool {
+	count := map[string]int{}
+	for _, o := range t.Owners {
+		if o.Token != "" && o.Token != n.me.Token {
+			count[o.Token]++
+			if count[o.Token] > share {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // open moves the gate to sent's lease, never back.
