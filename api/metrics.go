@@ -148,6 +148,16 @@ var (
 	descBudget     = prometheus.NewDesc("frond_answer_budget_bytes", "Bytes of the node's answer budget held by answers built and not yet read by their clients (limits.answer_budget).", nil, nil)
 	descBudgetMax  = prometheus.NewDesc("frond_answer_budget_limit_bytes", "The node's answer budget (limits.answer_budget); 0: no bound.", nil, nil)
 	descBudgetRef  = prometheus.NewDesc("frond_answer_budget_refused_total", "Requests refused with overloaded: their answer did not fit in the node's answer budget.", nil, nil)
+
+	// Keyed sequences: series per space, never per key or section.
+	descKSections = prometheus.NewDesc("frond_keyseq_sections", "Sections of a keyed sequence space this node serves, by state: held (served by this node now), unowned (no live owner at this node's last read of the table), total.", []string{"space", "state"}, nil)
+	descKMembers  = prometheus.NewDesc("frond_keyseq_members", "Nodes sharing a keyed sequence space at this node's last read of the table.", []string{"space"}, nil)
+	descKLease    = prometheus.NewDesc("frond_keyseq_lease_remaining_seconds", "How long this node may still count on its section leases of a space (0: it answers none of its sections until a renewal succeeds).", []string{"space"}, nil)
+	descKValues   = prometheus.NewDesc("frond_keyseq_values_total", "Values of a keyed sequence space this node answered as a section's owner.", []string{"space"}, nil)
+	descKForward  = prometheus.NewDesc("frond_keyseq_forwarded_total", "Requests for a keyed sequence space this node forwarded to the owner of the key's section.", []string{"space"}, nil)
+	descKRaises   = prometheus.NewDesc("frond_keyseq_raises_total", "Raises of a section's persisted maximum by this node (a step each), takes excluded.", []string{"space"}, nil)
+	descKMoves    = prometheus.NewDesc("frond_keyseq_section_moves_total", "Sections this node took (each with a raise), gave back to another node's share, or lost because its lease ran out.", []string{"space", "move"}, nil)
+	descKFailures = prometheus.NewDesc("frond_keyseq_lease_round_failures_total", "Rounds of lease renewal and reading of the owners that failed on the store.", []string{"space"}, nil)
 )
 
 type engineCollector struct {
@@ -158,7 +168,8 @@ type engineCollector struct {
 func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descIssued, descTagIssued, descTags, descMinHorizon, descOmitted, descRemaining, descHorizon, descStep, descTagLoads,
 		descSteps, descRefusals, descBorrows, descLead, descBehind, descWorker, descIssuing, descFromCache, descExpiry,
-		descSeqCalls, descSeqGroup, descIdemKeys, descIdemIDs, descIdemRepl, descIdemEvict, descIdemConfl, descBudget, descBudgetMax, descBudgetRef} {
+		descSeqCalls, descSeqGroup, descIdemKeys, descIdemIDs, descIdemRepl, descIdemEvict, descIdemConfl, descBudget, descBudgetMax, descBudgetRef,
+		descKSections, descKMembers, descKLease, descKValues, descKForward, descKRaises, descKMoves, descKFailures} {
 		ch <- d
 	}
 }
@@ -225,6 +236,25 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descBudgetMax, float64(limit))
 	counter(descBudgetRef, float64(refused))
 
+	if sp := c.svc.Spaces(); sp != nil {
+		var values uint64
+		for _, st := range sp.Stats() {
+			values += st.Served
+			gauge(descKSections, float64(st.Held), st.Name, "held")
+			gauge(descKSections, float64(st.Unowned), st.Name, "unowned")
+			gauge(descKSections, float64(st.Sections), st.Name, "total")
+			gauge(descKMembers, float64(st.Members), st.Name)
+			gauge(descKLease, st.LeaseLeft.Seconds(), st.Name)
+			counter(descKValues, float64(st.Served), st.Name)
+			counter(descKForward, float64(st.Forwarded), st.Name)
+			counter(descKRaises, float64(st.Raises), st.Name)
+			counter(descKMoves, float64(st.Takes), st.Name, "taken")
+			counter(descKMoves, float64(st.Releases), st.Name, "given")
+			counter(descKMoves, float64(st.Lapses), st.Name, "lost")
+			counter(descKFailures, float64(st.RoundFailures), st.Name)
+		}
+		counter(descIssued, float64(values), "seq")
+	}
 	counter(descIssued, float64(c.svc.SnowflakeIssued()), "snowflake")
 	st := c.svc.SnowflakeStats()
 	counter(descSteps, float64(st.BackwardSteps))

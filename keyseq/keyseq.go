@@ -123,6 +123,7 @@ type section struct {
 	closed  bool // the engine was closed: it answers no more
 	granted bool // with a gate: the section is this node's
 	loaded  bool
+	served  uint64 // values answered
 	base    int64
 	ceil    int64
 	slots   []uint32
@@ -199,6 +200,7 @@ func (e *Engine) Next(ctx context.Context, key string, n int64) (first, last int
 			if last < s.ceil {
 				if off := last - s.base + 1; off <= math.MaxUint32 {
 					s.slots[slot] = uint32(off)
+					s.served += uint64(n)
 					return first, last, nil
 				}
 				// The counter's offset would not fit: start the section
@@ -243,6 +245,18 @@ func (e *Engine) revoke(i int) {
 	s.mu.Lock()
 	s.drop()
 	s.mu.Unlock()
+}
+
+// Served is how many values the engine answered.
+func (e *Engine) Served() uint64 {
+	var n uint64
+	for i := range e.sections {
+		s := &e.sections[i]
+		s.mu.Lock()
+		n += s.served
+		s.mu.Unlock()
+	}
+	return n
 }
 
 // granted reports whether section i is served.

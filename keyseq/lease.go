@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/frond-id/frond"
@@ -88,12 +89,15 @@ func (e *NotOwnerError) Error() string {
 // has tried the owner already).
 func (e *NotOwnerError) Unwrap() []error { return []error{ErrNotOwner, frond.ErrStoreUnavailable} }
 
-// ownedRaise is the SectionStore of an owner: raises under its lease.
+// ownedRaise is the SectionStore of an owner: raises under its lease,
+// counted.
 type ownedRaise struct {
-	store LeaseStore
-	me    Owner
+	store  LeaseStore
+	me     Owner
+	raises *atomic.Uint64
 }
 
 func (o ownedRaise) Raise(ctx context.Context, space string, sections []int, step int64) ([]frond.Range, error) {
+	o.raises.Add(1)
 	return o.store.RaiseOwned(ctx, space, sections, step, o.me)
 }

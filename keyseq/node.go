@@ -72,6 +72,8 @@ type Node struct {
 	running atomic.Bool
 	kicked  atomic.Pointer[time.Time] // the last round a request ran
 	short   atomic.Bool               // the last round left the node short of its share
+
+	raises, takes, releases, lapses, failures atomic.Uint64 // NodeStats
 	closed  bool                      // under round
 	once    sync.Once
 	rnd     *rand.Rand // under round
@@ -95,13 +97,48 @@ func NewNode(space Space, store LeaseStore, me Owner, o NodeOptions) (*Node, err
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	eng, err := New(space, ownedRaise{store: store, me: me})
+	n := &Node{store: store, me: me, o: o, log: o.Logger,
+		stop: make(chan struct{}), done: make(chan struct{}), rnd: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}
+	eng, err := New(space, ownedRaise{store: store, me: me, raises: &n.raises})
 	if err != nil {
 		return nil, err
 	}
 	eng.gate = &gate{now: o.Clock}
-	return &Node{eng: eng, store: store, me: me, o: o, log: o.Logger,
-		stop: make(chan struct{}), done: make(chan struct{}), rnd: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}, nil
+	n.eng = eng
+	return n, nil
+}
+
+// NodeStats is what a node did and sees of its space.
+type NodeStats struct {
+	Sections int // the space's
+	Held     int // served by this node now
+	Unowned  int // with no live owner at the last read of the table
+	Members  int // nodes sharing the space at the last read
+	// LeaseLeft is how long this node may still count on its leases (0:
+	// its gate is shut).
+	LeaseLeft time.Duration
+	// Counters since the node started.
+	Served, Raises, Takes, Releases, Lapses, RoundFailures uint64
+}
+
+// Stats reports the node's state and counters.
+func (n *Node) Stats() NodeStats {
+	st := NodeStats{Sections: n.eng.space.Sections, Held: len(n.Held()), Served: n.eng.Served(),
+		Raises: n.raises.Load(), Takes: n.takes.Load(), Releases: n.releases.Load(), Lapses: n.lapses.Load(), RoundFailures: n.failures.Load()}
+	if t := n.table.Load(); t != nil {
+		st.Members = len(t.Members)
+		for _, o := range t.Owners {
+			if o.Token == "" {
+				st.Unowned++
+			}
+		}
+	} else {
+		st.Unowned = st.Sections
+	}
+	if v := n.eng.gate.valid.Load(); v != nil {
+		st.LeaseLeft = max(v.Sub(n.o.Clock()), 0)
+	}
+	return st
 }
 
 // Space is the node's space, its defaults filled.
@@ -218,6 +255,7 @@ func (n *Node) Round(ctx context.Context) error {
 	sent := n.o.Clock()
 	held, err := n.store.Renew(ctx, sp.Name, n.me, n.o.TTL)
 	if err != nil {
+		n.failures.Add(1)
 		return err // the gate shuts on its own when the last lease runs out
 	}
 	// Sections served but no longer the store's for this node (a pause past
@@ -225,11 +263,13 @@ func (n *Node) Round(ctx context.Context) error {
 	for i := range n.eng.sections {
 		if !slices.Contains(held, i) && n.eng.granted(i) {
 			n.eng.revoke(i)
+			n.lapses.Add(1)
 		}
 	}
 	n.open(sent)
 	t, err := n.store.Read(ctx, sp.Name, sp.Sections)
 	if err != nil {
+		n.failures.Add(1)
 		return err
 	}
 	n.table.Store(&t)
@@ -250,6 +290,7 @@ func (n *Node) Round(ctx context.Context) error {
 		for _, i := range give {
 			n.eng.revoke(i)
 		}
+		n.releases.Add(uint64(len(give)))
 		err := n.store.Release(ctx, sp.Name, give, n.me)
 		nt := Table{Owners: slices.Clone(t.Owners), Members: t.Members}
 		for _, i := range give {
@@ -283,8 +324,10 @@ func (n *Node) Round(ctx context.Context) error {
 	slices.Sort(take)
 	got, err := n.store.Take(ctx, sp.Name, take, n.me, n.o.TTL, sp.Step)
 	if err != nil {
+		n.failures.Add(1)
 		return err
 	}
+	n.takes.Add(uint64(len(got)))
 	n.short.Store(len(held)+len(got) < share && len(got) < len(take))
 	if !n.short.Load() && len(held)+len(got) < share {
 		n.short.Store(n.expectRelease(t, share))

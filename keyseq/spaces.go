@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/frond-id/frond"
 )
@@ -43,9 +45,30 @@ type Spaces struct {
 	forward Forwarder
 	log     *slog.Logger
 
-	mu     sync.Mutex
-	nodes  map[string]*Node
-	closed bool
+	mu        sync.Mutex
+	nodes     map[string]*Node
+	forwarded map[string]*atomic.Uint64 // by space
+	closed    bool
+}
+
+// SpaceStats is a space's NodeStats on this node, with the requests it
+// forwarded to the owners.
+type SpaceStats struct {
+	Name string
+	NodeStats
+	Forwarded uint64
+}
+
+// Stats reports each space this node serves, by name.
+func (s *Spaces) Stats() []SpaceStats {
+	s.mu.Lock()
+	out := make([]SpaceStats, 0, len(s.nodes))
+	for name, n := range s.nodes {
+		out = append(out, SpaceStats{Name: name, Forwarded: s.forwarded[name].Load(), NodeStats: n.Stats()})
+	}
+	s.mu.Unlock()
+	slices.SortFunc(out, func(a, b SpaceStats) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 // NewSpaces returns the spaces of store served by the node me; forward
@@ -56,7 +79,7 @@ func NewSpaces(store SpaceStore, me Owner, o NodeOptions, forward Forwarder) *Sp
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Spaces{store: store, me: me, o: o, forward: forward, log: log, nodes: map[string]*Node{}}
+	return &Spaces{store: store, me: me, o: o, forward: forward, log: log, nodes: map[string]*Node{}, forwarded: map[string]*atomic.Uint64{}}
 }
 
 // Me is the node's owner name.
@@ -100,6 +123,7 @@ func (s *Spaces) start(ctx context.Context, sp Space) (*Node, error) {
 	}
 	n.Run()
 	s.nodes[sp.Name] = n
+	s.forwarded[sp.Name] = &atomic.Uint64{}
 	return n, nil
 }
 
@@ -199,6 +223,10 @@ func (s *Spaces) Next(ctx context.Context, space, key string, count int64, forwa
 	first, last, err = n.Next(ctx, key, count)
 	var no *NotOwnerError
 	if err != nil && errors.As(err, &no) && no.Addr != "" && !forwarded && s.forward != nil && no.Addr != s.me.Addr {
+		s.mu.Lock()
+		f := s.forwarded[space]
+		s.mu.Unlock()
+		f.Add(1)
 		return s.forward(ctx, no.Addr, space, key, count, token)
 	}
 	return first, last, err

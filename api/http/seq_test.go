@@ -86,9 +86,16 @@ func TestSeq_HTTP(t *testing.T) {
 	a.want(a.do("GET", "/v1/seq/msgs/k?n=10001", "", tok...), 400, "n=")
 	a.want(a.do("GET", "/v1/seq/msgs/k?form=base62", "", tok...), 400, "form")
 	a.want(a.do("GET", "/v1/seq/order/k", "", tok...), 404, "tag_not_found", "keyed sequence space")
-	// The admin's view.
+	// The admin's view, and the metrics: series per space, none per key.
 	r := a.do("GET", "/v1/spaces", "")
 	a.want(r, 200, `"name":"msgs"`, `"held":[0,1,2,3,4,5,6,7]`)
+	m := a.do("GET", "/metrics", "")
+	a.want(m, 200, `frond_keyseq_sections{space="msgs",state="held"} 8`, `frond_keyseq_sections{space="msgs",state="total"} 8`,
+		`frond_keyseq_members{space="msgs"} `, `frond_keyseq_section_moves_total{move="taken",space="msgs"} 8`, `frond_ids_issued_total{kind="seq"}`)
+	if strings.Contains(m.body, "conv-1") {
+		t.Fatal("a key in the metrics")
+	}
+	b.want(b.do("GET", "/metrics", ""), 200, `frond_keyseq_sections{space="msgs",state="held"} 0`, `frond_keyseq_forwarded_total{space="msgs"}`)
 }
 
 // A node with no keyed sequence store says so.
