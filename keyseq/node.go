@@ -74,9 +74,9 @@ type Node struct {
 	short   atomic.Bool               // the last round left the node short of its share
 
 	raises, takes, releases, lapses, failures atomic.Uint64 // NodeStats
-	closed  bool                      // under round
-	once    sync.Once
-	rnd     *rand.Rand // under round
+	closed                                    bool          // under round
+	once                                      sync.Once
+	rnd                                       *rand.Rand // under round
 }
 
 // NewNode returns the node me of space on store; Run (or Round) makes it
