@@ -21,6 +21,7 @@ func TestLeaseStores(t *testing.T) {
 	for name, url := range sqlTargets(t) {
 		stores[name] = func(t *testing.T) keyseq.LeaseStore { return openSQL(t, url) }
 	}
+	stores["redis"] = func(t *testing.T) keyseq.LeaseStore { return openRedis(t) }
 	for name, open := range stores {
 		t.Run(name, func(t *testing.T) { runLeaseStore(t, open(t)) })
 	}

@@ -15,15 +15,19 @@ import (
 	"github.com/frond-id/frond/keyseq"
 )
 
-// Three nodes on one SQL lease store, running their rounds, clients on
+// Three nodes on one lease store (SQLite, MariaDB, PostgreSQL, Redis), running their rounds, clients on
 // many keys following the owner each refusal names; one node is killed
 // (its leases run out) and one stopped cleanly, and new ones start: every
 // key's values strictly increase, and the sections are served again.
 func TestNodes_SQL(t *testing.T) {
+	targets := map[string]func(t *testing.T) keyseq.LeaseStore{"redis": func(t *testing.T) keyseq.LeaseStore { return openRedis(t) }}
 	for name, url := range sqlTargets(t) {
+		targets[name] = func(t *testing.T) keyseq.LeaseStore { return openSQL(t, url) }
+	}
+	for name, open := range targets {
 		t.Run(name, func(t *testing.T) {
 			ctx := testenv.Ctx(t)
-			st := openSQL(t, url)
+			st := open(t)
 			sp := keyseq.Space{Name: fmt.Sprintf("n%d", time.Now().UnixNano()), Step: 50, Sections: 16, Slots: 64}
 			const ttl = 300 * time.Millisecond
 			quiet := slog.New(slog.DiscardHandler)

@@ -24,6 +24,7 @@ func TestSpaces(t *testing.T) {
 	for name, url := range sqlTargets(t) {
 		stores[name] = func(t *testing.T) keyseq.SpaceStore { return openSQL(t, url) }
 	}
+	stores["redis"] = func(t *testing.T) keyseq.SpaceStore { return openRedis(t) }
 	for name, open := range stores {
 		t.Run(name, func(t *testing.T) {
 			ctx := testenv.Ctx(t)

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,6 +25,27 @@ func sqlTargets(t *testing.T) map[string]string {
 		"mysql":    testenv.Getenv(t, "FROND_TEST_MYSQL_URL"),
 		"postgres": testenv.Getenv(t, "FROND_TEST_POSTGRES_URL"),
 	}
+}
+
+// redisURL is the test Redis with a prefix of the test's own (and the
+// CI's Redis keeps no data on disk: accepted).
+func redisURL(t *testing.T) string {
+	u := testenv.Getenv(t, "FROND_TEST_REDIS_URL")
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	return fmt.Sprintf("%s%sfrond_allow_volatile=true&frond_prefix=keyseqtest:%d:", u, sep, time.Now().UnixNano())
+}
+
+func openRedis(t *testing.T) *keyseq.RedisSections {
+	t.Helper()
+	s, err := keyseq.OpenRedis(context.Background(), redisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
 
 func openSQL(t *testing.T, url string) *keyseq.SQLSections {

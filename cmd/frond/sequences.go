@@ -19,12 +19,12 @@ import (
 	"github.com/frond-id/frond/registry"
 )
 
-// sqlSchemes are the stores that can keep keyed sequence spaces.
-var sqlSchemes = []string{"sqlite", "mysql", "postgres", "postgresql"}
+// seqSchemes are the stores that can keep keyed sequence spaces.
+var seqSchemes = []string{"sqlite", "mysql", "postgres", "postgresql", "redis", "rediss"}
 
 // sequencesStore is the URL of the node's keyed sequence spaces, "" when
 // they are off: sequences.store, else the node's store when it is one SQL
-// database.
+// database or Redis.
 func sequencesStore(cfg *config.Config) (string, error) {
 	raw := strings.TrimSpace(cfg.Sequences.Store)
 	switch raw {
@@ -35,13 +35,13 @@ func sequencesStore(cfg *config.Config) (string, error) {
 			return "", nil
 		}
 		raw = cfg.Store
-		if scheme, _, _ := strings.Cut(raw, ":"); !containsFold(sqlSchemes, scheme) {
+		if scheme, _, _ := strings.Cut(raw, ":"); !containsFold(seqSchemes, scheme) {
 			return "", nil
 		}
 		return raw, nil
 	}
-	if scheme, _, _ := strings.Cut(raw, ":"); !containsFold(sqlSchemes, scheme) {
-		return "", fmt.Errorf("sequences.store %s: a SQL database (%s), or off", storeName(raw), strings.Join(sqlSchemes, ", "))
+	if scheme, _, _ := strings.Cut(raw, ":"); !containsFold(seqSchemes, scheme) {
+		return "", fmt.Errorf("sequences.store %s: a SQL database or Redis (%s), or off", storeName(raw), strings.Join(seqSchemes, ", "))
 	}
 	return raw, nil
 }
@@ -63,11 +63,19 @@ func openSpaces(ctx context.Context, cfg *config.Config, httpAddr net.Addr, log 
 	raw, err := sequencesStore(cfg)
 	if err != nil || raw == "" {
 		if err == nil {
-			log.Info("keyed sequences off: the store is not one SQL database (set sequences.store to serve them)")
+			log.Info("keyed sequences off: the store is not one SQL database or Redis (set sequences.store to serve them)")
 		}
 		return nil, err
 	}
-	st, err := keyseq.OpenSQL(ctx, raw)
+	var st interface {
+		keyseq.SpaceStore
+		Close() error
+	}
+	if scheme, _, _ := strings.Cut(raw, ":"); strings.HasPrefix(strings.ToLower(scheme), "redis") {
+		st, err = keyseq.OpenRedis(ctx, raw)
+	} else {
+		st, err = keyseq.OpenSQL(ctx, raw)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("keyed sequences on %s: %w", storeName(raw), err)
 	}

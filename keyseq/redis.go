@@ -1,0 +1,417 @@
+package keyseq
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/redisutil"
+)
+
+// RedisSections is a SpaceStore on Redis: per space, hashes of the
+// sections' maxima, owners, owners' addresses and lease ends (field: the
+// section), and of the members; one hash of the spaces. Every call is one
+// Lua script, so one atomic step, and leases are counted on the Redis
+// server's clock (TIME), as the Redis worker registry counts its. The
+// server must keep its data across a restart (AOF, appendfsync always),
+// or a section's maximum could go back and values be given twice: refused
+// otherwise, unless frond_allow_volatile=true.
+//
+// Keys (prefix frond_prefix, default "frond:"): {prefix}seq:{space}:max,
+// :owner, :addr, :until (µs of the server's clock), :member ("until
+// addr" by token); {prefix}seq:spaces (a JSON definition by name).
+type RedisSections struct {
+	c       *redis.Client
+	prefix  string
+	timeout time.Duration
+	where   string
+	watch   redisutil.Watch
+}
+
+var _ SpaceStore = (*RedisSections)(nil)
+
+var seqRisk = redisutil.Risk{
+	Refusal: "keyed sequences would hand out the same values again",
+	Warning: "keyed sequence values will be given again after a Redis crash or restart",
+	URL:     "sequences.store",
+}
+
+// OpenRedis opens the keyed sequence spaces on the Redis server of rawURL
+// (redis:// or rediss://, with frond_prefix, frond_timeout,
+// frond_allow_volatile).
+func OpenRedis(ctx context.Context, rawURL string) (*RedisSections, error) {
+	u, err := redisutil.Parse(rawURL, "frond_prefix")
+	if err != nil {
+		return nil, err
+	}
+	s := &RedisSections{prefix: "frond:", timeout: u.Timeout, where: u.Where, watch: redisutil.Watch{Risk: seqRisk}}
+	if v, ok := u.Params["frond_prefix"]; ok {
+		s.prefix = v
+	}
+	s.c = redis.NewClient(u.Options)
+	c, cancel := redisutil.Bound(ctx, s.timeout)
+	defer cancel()
+	if err := s.watch.Start(c, s.c, s.where, u.AllowVolatile); err != nil {
+		s.c.Close()
+		if errors.Is(err, frond.ErrInvalidArgument) {
+			return nil, err
+		}
+		return nil, redisutil.Fail("check persistence", s.where, err)
+	}
+	return s, nil
+}
+
+// Warnings is the server's persistence as last read.
+func (s *RedisSections) Warnings() []string { return s.watch.Warnings() }
+
+// Close releases the connections.
+func (s *RedisSections) Close() error { return s.c.Close() }
+
+func (s *RedisSections) keys(space string) []string {
+	p := s.prefix + "seq:" + space + ":"
+	return []string{p + "max", p + "owner", p + "addr", p + "until", p + "member"}
+}
+
+func (s *RedisSections) run(ctx context.Context, op string, script *redis.Script, keys []string, args ...any) ([]any, error) {
+	c, cancel := redisutil.Bound(ctx, s.timeout)
+	defer cancel()
+	v, err := script.Run(c, s.c, keys, args...).Slice()
+	if err != nil {
+		return nil, redisutil.Fail(op, s.where, err)
+	}
+	return v, nil
+}
+
+// The scripts' common part: now in µs of the server's clock; raise(i)
+// raises section i by ARGV step and answers its new maximum as a string
+// (exact: Lua's numbers are doubles), or nil past 2^63-1.
+const redisPrelude = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local function int(x) return string.format('%.0f', x) end -- exact, never 1.7e+15
+local function raise(i, step)
+  if redis.call('HEXISTS', KEYS[1], i) == 0 then redis.call('HSET', KEYS[1], i, 1) end
+  local ok = pcall(redis.call, 'HINCRBY', KEYS[1], i, step)
+  if not ok then return nil end
+  return redis.call('HGET', KEYS[1], i)
+end
+local function live(i, token)
+  return redis.call('HGET', KEYS[2], i) == token and tonumber(redis.call('HGET', KEYS[4], i) or '0') > now
+end
+`
+
+// ARGV: token, addr, ttl µs, step, sections... Answers {section, max, ...}
+// for the sections taken; {-1} when one would pass 2^63-1 (none taken).
+var takeScript = redis.NewScript(redisPrelude + `
+local out = {}
+for k = 5, #ARGV do
+  local i = ARGV[k]
+  local owner = redis.call('HGET', KEYS[2], i) or ''
+  local untilv = tonumber(redis.call('HGET', KEYS[4], i) or '0')
+  if owner == '' or untilv <= now or owner == ARGV[1] then
+    local m = raise(i, ARGV[4])
+    if not m then return {-1} end
+    redis.call('HSET', KEYS[2], i, ARGV[1])
+    redis.call('HSET', KEYS[3], i, ARGV[2])
+    redis.call('HSET', KEYS[4], i, int(now + tonumber(ARGV[3])))
+    table.insert(out, i)
+    table.insert(out, m)
+  end
+end
+return out
+`)
+
+// ARGV: token, step, sections... Answers {1, max...}, {0, section} when
+// one is not the token's under a live lease, {-1} past 2^63-1.
+var raiseOwnedScript = redis.NewScript(redisPrelude + `
+for k = 3, #ARGV do
+  if not live(ARGV[k], ARGV[1]) then return {0, ARGV[k]} end
+end
+local out = {1}
+for k = 3, #ARGV do
+  local m = raise(ARGV[k], ARGV[2])
+  if not m then return {-1} end
+  table.insert(out, m)
+end
+return out
+`)
+
+// ARGV: token, addr, ttl µs. Answers the sections renewed.
+var renewScript = redis.NewScript(redisPrelude + `
+local out = {}
+local owners = redis.call('HGETALL', KEYS[2])
+for k = 1, #owners, 2 do
+  if owners[k+1] == ARGV[1] and live(owners[k], ARGV[1]) then
+    redis.call('HSET', KEYS[4], owners[k], int(now + tonumber(ARGV[3])))
+    table.insert(out, owners[k])
+  end
+end
+local members = redis.call('HGETALL', KEYS[5])
+for k = 1, #members, 2 do
+  local untilv = tonumber(string.match(members[k+1], '^(%d+) ') or '0')
+  if untilv <= now then redis.call('HDEL', KEYS[5], members[k]) end
+end
+redis.call('HSET', KEYS[5], ARGV[1], int(now + tonumber(ARGV[3])) .. ' ' .. ARGV[2])
+return out
+`)
+
+// ARGV: token, "all" or "some", sections... Ends the token's leases (and
+// with "all" its membership).
+var releaseScript = redis.NewScript(`
+local function drop(i)
+  if redis.call('HGET', KEYS[2], i) == ARGV[1] then
+    redis.call('HDEL', KEYS[2], i)
+    redis.call('HDEL', KEYS[3], i)
+    redis.call('HDEL', KEYS[4], i)
+  end
+end
+if ARGV[2] == 'all' then
+  local owners = redis.call('HGETALL', KEYS[2])
+  for k = 1, #owners, 2 do drop(owners[k]) end
+  redis.call('HDEL', KEYS[5], ARGV[1])
+else
+  for k = 3, #ARGV do drop(ARGV[k]) end
+end
+return {1}
+`)
+
+// Answers {now, owners (flat), addrs (flat), untils (flat), members (flat)}.
+var readScript = redis.NewScript(redisPrelude + `
+return {int(now), redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3]), redis.call('HGETALL', KEYS[4]), redis.call('HGETALL', KEYS[5])}
+`)
+
+func sectionArgs(args []any, sections []int) []any {
+	for _, i := range sections {
+		args = append(args, i)
+	}
+	return args
+}
+
+func redisInt(v any) (int64, error) {
+	switch x := v.(type) {
+	case string:
+		return strconv.ParseInt(x, 10, 64)
+	case int64:
+		return x, nil
+	}
+	return 0, fmt.Errorf("%w: redis answered %v (%T) for a number", frond.ErrStoreUnavailable, v, v)
+}
+
+// Take implements LeaseStore.
+func (s *RedisSections) Take(ctx context.Context, space string, sections []int, me Owner, ttl time.Duration, step int64) ([]Taken, error) {
+	if len(sections) == 0 {
+		return nil, nil
+	}
+	if err := checkSections(space, sections, step); err != nil {
+		return nil, err
+	}
+	if err := checkOwner(me, ttl); err != nil {
+		return nil, err
+	}
+	v, err := s.run(ctx, "take sections", takeScript, s.keys(space), sectionArgs([]any{me.Token, me.Addr, ttl.Microseconds(), step}, slices.Sorted(slices.Values(sections)))...)
+	if err != nil {
+		return nil, err
+	}
+	if len(v) == 1 {
+		return nil, fmt.Errorf("space %q: a section's maximum would pass 2^63-1: %w", space, frond.ErrTagExhausted)
+	}
+	out := make([]Taken, 0, len(v)/2)
+	for k := 0; k+1 < len(v); k += 2 {
+		i, err1 := redisInt(v[k])
+		m, err2 := redisInt(v[k+1])
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, err
+		}
+		out = append(out, Taken{Section: int(i), Range: frond.Range{Start: m - step, End: m, Stride: 1}})
+	}
+	return out, nil
+}
+
+// RaiseOwned implements LeaseStore.
+func (s *RedisSections) RaiseOwned(ctx context.Context, space string, sections []int, step int64, me Owner) ([]frond.Range, error) {
+	if len(sections) == 0 {
+		return nil, nil
+	}
+	if err := checkSections(space, sections, step); err != nil {
+		return nil, err
+	}
+	v, err := s.run(ctx, "raise sections", raiseOwnedScript, s.keys(space), sectionArgs([]any{me.Token, step}, sections)...)
+	if err != nil {
+		return nil, err
+	}
+	status, err := redisInt(v[0])
+	switch {
+	case err != nil:
+		return nil, err
+	case status == 0:
+		return nil, fmt.Errorf("space %q section %v: %w", space, v[1], ErrNotOwner)
+	case status < 0:
+		return nil, fmt.Errorf("space %q: a section's maximum would pass 2^63-1: %w", space, frond.ErrTagExhausted)
+	case len(v) != 1+len(sections):
+		return nil, fmt.Errorf("%w: space %q: %d raises answered for %d sections", frond.ErrStoreUnavailable, space, len(v)-1, len(sections))
+	}
+	out := make([]frond.Range, len(sections))
+	for k := range sections {
+		m, err := redisInt(v[1+k])
+		if err != nil {
+			return nil, err
+		}
+		out[k] = frond.Range{Start: m - step, End: m, Stride: 1}
+	}
+	return out, nil
+}
+
+// Renew implements LeaseStore.
+func (s *RedisSections) Renew(ctx context.Context, space string, me Owner, ttl time.Duration) ([]int, error) {
+	if err := checkOwner(me, ttl); err != nil {
+		return nil, err
+	}
+	v, err := s.run(ctx, "renew leases", renewScript, s.keys(space), me.Token, me.Addr, ttl.Microseconds())
+	if err != nil {
+		return nil, err
+	}
+	held := make([]int, 0, len(v))
+	for _, x := range v {
+		i, err := redisInt(x)
+		if err != nil {
+			return nil, err
+		}
+		held = append(held, int(i))
+	}
+	slices.Sort(held)
+	return held, nil
+}
+
+// Release implements LeaseStore.
+func (s *RedisSections) Release(ctx context.Context, space string, sections []int, me Owner) error {
+	if sections != nil && len(sections) == 0 {
+		return nil
+	}
+	mode := "some"
+	if sections == nil {
+		mode = "all"
+	}
+	_, err := s.run(ctx, "give back sections", releaseScript, s.keys(space), sectionArgs([]any{me.Token, mode}, sections)...)
+	return err
+}
+
+// Read implements LeaseStore.
+func (s *RedisSections) Read(ctx context.Context, space string, sections int) (Table, error) {
+	v, err := s.run(ctx, "read the owners", readScript, s.keys(space))
+	if err != nil {
+		return Table{}, err
+	}
+	if len(v) != 5 {
+		return Table{}, fmt.Errorf("%w: redis answered %d parts of a table", frond.ErrStoreUnavailable, len(v))
+	}
+	now, err := redisInt(v[0])
+	if err != nil {
+		return Table{}, err
+	}
+	hash := func(x any) map[string]string {
+		out := map[string]string{}
+		l, _ := x.([]any)
+		for k := 0; k+1 < len(l); k += 2 {
+			a, _ := l[k].(string)
+			b, _ := l[k+1].(string)
+			out[a] = b
+		}
+		return out
+	}
+	owners, addrs, untils, members := hash(v[1]), hash(v[2]), hash(v[3]), hash(v[4])
+	t := Table{Owners: make([]Owner, sections)}
+	for f, tok := range owners {
+		i, err1 := strconv.Atoi(f)
+		until, err2 := strconv.ParseInt(untils[f], 10, 64)
+		if err1 != nil || err2 != nil || i < 0 || i >= sections || until <= now {
+			continue
+		}
+		t.Owners[i] = Owner{Token: tok, Addr: addrs[f]}
+	}
+	for tok, v := range members { // "until addr"
+		u, addr, _ := strings.Cut(v, " ")
+		if until, err := strconv.ParseInt(u, 10, 64); err == nil && until > now {
+			t.Members = append(t.Members, Owner{Token: tok, Addr: addr})
+		}
+	}
+	slices.SortFunc(t.Members, compareOwner)
+	return t, nil
+}
+
+// spaceDef is a space's definition as kept in the spaces hash.
+type spaceDef struct {
+	Step     int64 `json:"step"`
+	Sections int   `json:"sections"`
+	Slots    int   `json:"slots"`
+}
+
+func (s *RedisSections) spacesKey() string { return s.prefix + "seq:spaces" }
+
+// CreateSpace implements SpaceStore.
+func (s *RedisSections) CreateSpace(ctx context.Context, sp Space) error {
+	sp = sp.WithDefaults()
+	if err := sp.Validate(); err != nil {
+		return err
+	}
+	js, _ := json.Marshal(spaceDef{Step: sp.Step, Sections: sp.Sections, Slots: sp.Slots})
+	c, cancel := redisutil.Bound(ctx, s.timeout)
+	defer cancel()
+	ok, err := s.c.HSetNX(c, s.spacesKey(), sp.Name, js).Result()
+	if err != nil {
+		return redisutil.Fail("create a space", s.where, err)
+	}
+	if !ok {
+		return fmt.Errorf("keyed sequence space %q: %w", sp.Name, frond.ErrTagExists)
+	}
+	return nil
+}
+
+// LookupSpace implements SpaceStore.
+func (s *RedisSections) LookupSpace(ctx context.Context, name string) (Space, error) {
+	c, cancel := redisutil.Bound(ctx, s.timeout)
+	defer cancel()
+	js, err := s.c.HGet(c, s.spacesKey(), name).Result()
+	if errors.Is(err, redis.Nil) {
+		return Space{}, fmt.Errorf("%w: %q", ErrSpaceNotFound, name)
+	}
+	if err != nil {
+		return Space{}, redisutil.Fail("read a space", s.where, err)
+	}
+	return decodeSpace(name, js)
+}
+
+// ListSpaces implements SpaceStore.
+func (s *RedisSections) ListSpaces(ctx context.Context) ([]Space, error) {
+	c, cancel := redisutil.Bound(ctx, s.timeout)
+	defer cancel()
+	all, err := s.c.HGetAll(c, s.spacesKey()).Result()
+	if err != nil {
+		return nil, redisutil.Fail("read the spaces", s.where, err)
+	}
+	out := make([]Space, 0, len(all))
+	for name, js := range all {
+		sp, err := decodeSpace(name, js)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sp)
+	}
+	sortSpaces(out)
+	return out, nil
+}
+
+func decodeSpace(name, js string) (Space, error) {
+	var d spaceDef
+	if err := json.Unmarshal([]byte(js), &d); err != nil {
+		return Space{}, fmt.Errorf("%w: space %q: %q", frond.ErrStoreUnavailable, name, js)
+	}
+	return Space{Name: name, Step: d.Step, Sections: d.Sections, Slots: d.Slots}, nil
+}
