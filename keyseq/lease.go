@@ -94,10 +94,13 @@ func (e *NotOwnerError) Unwrap() []error { return []error{ErrNotOwner, frond.Err
 type ownedRaise struct {
 	store  LeaseStore
 	me     Owner
+	ttl    time.Duration // a raise's bound: a lease
 	raises *atomic.Uint64
 }
 
 func (o ownedRaise) Raise(ctx context.Context, space string, sections []int, step int64) ([]frond.Range, error) {
 	o.raises.Add(1)
+	ctx, cancel := context.WithTimeout(ctx, o.ttl)
+	defer cancel()
 	return o.store.RaiseOwned(ctx, space, sections, step, o.me)
 }

@@ -99,7 +99,7 @@ func NewNode(space Space, store LeaseStore, me Owner, o NodeOptions) (*Node, err
 	}
 	n := &Node{store: store, me: me, o: o, log: o.Logger,
 		stop: make(chan struct{}), done: make(chan struct{}), rnd: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}
-	eng, err := New(space, ownedRaise{store: store, me: me, raises: &n.raises})
+	eng, err := New(space, ownedRaise{store: store, me: me, ttl: o.TTL, raises: &n.raises})
 	if err != nil {
 		return nil, err
 	}
@@ -191,6 +191,8 @@ func (n *Node) kick(ctx context.Context) {
 		return
 	}
 	n.kicked.Store(&now)
+	ctx, cancel := context.WithTimeout(ctx, n.o.TTL/3)
+	defer cancel()
 	n.Round(ctx)
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/frond-id/frond"
 )
@@ -49,6 +50,15 @@ type Spaces struct {
 	nodes     map[string]*Node
 	forwarded map[string]*atomic.Uint64 // by space
 	closed    bool
+	started   sync.Map // name -> *Node: nodes, read without the lock
+}
+
+// ttl is the lease TTL, the bound of what waits on others.
+func (s *Spaces) ttl() time.Duration {
+	if s.o.TTL == 0 {
+		return DefaultLeaseTTL
+	}
+	return s.o.TTL
 }
 
 // SpaceStats is a space's NodeStats on this node, with the requests it
@@ -123,6 +133,7 @@ func (s *Spaces) start(ctx context.Context, sp Space) (*Node, error) {
 	}
 	n.Run()
 	s.nodes[sp.Name] = n
+	s.started.Store(sp.Name, n)
 	s.forwarded[sp.Name] = &atomic.Uint64{}
 	return n, nil
 }
@@ -130,12 +141,11 @@ func (s *Spaces) start(ctx context.Context, sp Space) (*Node, error) {
 // node returns the node of the space named, reading the space from the
 // store the first time.
 func (s *Spaces) node(ctx context.Context, name string) (*Node, error) {
-	s.mu.Lock()
-	n, ok := s.nodes[name]
-	s.mu.Unlock()
-	if ok {
-		return n, nil
+	if n, ok := s.started.Load(name); ok {
+		return n.(*Node), nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, s.ttl())
+	defer cancel()
 	sp, err := s.store.LookupSpace(ctx, name)
 	if err != nil {
 		return nil, err
@@ -206,16 +216,11 @@ func (s *Spaces) List(ctx context.Context) ([]SpaceStatus, error) {
 // if it owns the key's section, else from the owner (once: a forwarded
 // request is answered or refused where it lands).
 //
-// A request is bounded by the lease TTL: one that cannot be answered
-// within a lease (the store or the owner does not answer) is refused as
-// unavailable rather than left waiting.
+// What waits on others is bounded by the lease TTL: a raise, a round a
+// request runs, the forwarding (Forwarder's timeout); a request that
+// cannot be answered within a lease is refused as unavailable rather than
+// left waiting. Values from memory wait on nothing.
 func (s *Spaces) Next(ctx context.Context, space, key string, count int64, forwarded bool, token string) (first, last int64, err error) {
-	ttl := s.o.TTL
-	if ttl == 0 {
-		ttl = DefaultLeaseTTL
-	}
-	ctx, cancel := context.WithTimeout(ctx, ttl)
-	defer cancel()
 	n, err := s.node(ctx, space)
 	if err != nil {
 		return 0, 0, err
