@@ -112,6 +112,38 @@ func (s *Spaces) Start(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// StartRetrying is Start, tried again every lease TTL until it succeeds
+// or Close: a node whose store was down at start takes its share of every
+// space once the store answers, without waiting for a request of each.
+// It returns Start's first error.
+func (s *Spaces) StartRetrying(ctx context.Context) error {
+	c, cancel := context.WithTimeout(ctx, s.ttl())
+	err := s.Start(c)
+	cancel()
+	if err == nil {
+		return nil
+	}
+	go func() {
+		for {
+			time.Sleep(s.ttl())
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return
+			}
+			c, cancel := context.WithTimeout(context.Background(), s.ttl())
+			err := s.Start(c)
+			cancel()
+			if err == nil {
+				s.log.Info("keyed sequences: every space started")
+				return
+			}
+		}
+	}()
+	return err
+}
+
 // start returns the space's node, started (its first round run) if it
 // was not.
 func (s *Spaces) start(ctx context.Context, sp Space) (*Node, error) {

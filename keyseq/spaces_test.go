@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -115,3 +116,47 @@ func TestSpaces(t *testing.T) {
 		})
 	}
 }
+
+// A store down at start: the spaces answer unavailable, then serve once
+// the store opens; StartRetrying starts every space by itself.
+func TestSpaces_LazyStore(t *testing.T) {
+	ctx := testenv.Ctx(t)
+	mem := &keyseq.MemLeases{}
+	if err := mem.CreateSpace(ctx, keyseq.Space{Name: "msgs", Sections: 4}); err != nil {
+		t.Fatal(err)
+	}
+	var up atomic.Bool
+	lazy := keyseq.NewLazy(func(context.Context) (keyseq.ClosingStore, error) {
+		if !up.Load() {
+			return nil, fmt.Errorf("%w: down", frond.ErrStoreUnavailable)
+		}
+		return closer{mem}, nil
+	})
+	sp := keyseq.NewSpaces(lazy, keyseq.Owner{Token: "a", Addr: "a"}, keyseq.NodeOptions{TTL: 50 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)}, nil)
+	defer sp.Close(ctx)
+	if err := sp.StartRetrying(ctx); !errors.Is(err, frond.ErrStoreUnavailable) {
+		t.Fatalf("start with the store down: %v", err)
+	}
+	if _, _, err := sp.Next(ctx, "msgs", "k", 1, false, ""); !errors.Is(err, frond.ErrStoreUnavailable) {
+		t.Fatalf("a request with the store down: %v", err)
+	}
+	up.Store(true)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		list, err := sp.List(ctx)
+		if err == nil && len(list) == 1 && len(list[0].Held) == 4 {
+			break // started by the retries, every section taken
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the space did not start once the store was up: %+v, %v", list, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if v, _, err := sp.Next(ctx, "msgs", "k", 1, false, ""); err != nil || v != 1 {
+		t.Fatalf("a request once the store is up: %d, %v", v, err)
+	}
+}
+
+type closer struct{ *keyseq.MemLeases }
+
+func (closer) Close() error { return nil }

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/frond-id/frond"
 	httpapi "github.com/frond-id/frond/api/http"
 	"github.com/frond-id/frond/internal/config"
 	"github.com/frond-id/frond/keyseq"
@@ -67,16 +69,21 @@ func openSpaces(ctx context.Context, cfg *config.Config, httpAddr net.Addr, log 
 		}
 		return nil, err
 	}
-	var st interface {
-		keyseq.SpaceStore
-		Close() error
+	open := func(ctx context.Context) (keyseq.ClosingStore, error) {
+		if scheme, _, _ := strings.Cut(raw, ":"); strings.HasPrefix(strings.ToLower(scheme), "redis") {
+			return keyseq.OpenRedis(ctx, raw)
+		}
+		return keyseq.OpenSQL(ctx, raw)
 	}
-	if scheme, _, _ := strings.Cut(raw, ":"); strings.HasPrefix(strings.ToLower(scheme), "redis") {
-		st, err = keyseq.OpenRedis(ctx, raw)
-	} else {
-		st, err = keyseq.OpenSQL(ctx, raw)
-	}
-	if err != nil {
+	var st keyseq.ClosingStore
+	st, err = open(ctx)
+	switch {
+	case errors.Is(err, frond.ErrStoreUnavailable):
+		// As the segment store: the node serves without it, and keyed
+		// sequences once it answers.
+		log.Warn("KEYED SEQUENCE STORE DOWN AT START: serving without it and retrying on use", "store", storeName(raw), "err", err)
+		st = keyseq.NewLazy(open)
+	case err != nil:
 		return nil, fmt.Errorf("keyed sequences on %s: %w", storeName(raw), err)
 	}
 	addr := cfg.Sequences.Advertise
@@ -96,9 +103,9 @@ func openSpaces(ctx context.Context, cfg *config.Config, httpAddr net.Addr, log 
 		return nil, err
 	}
 	sp := keyseq.NewSpaces(st, me, keyseq.NodeOptions{TTL: cfg.Sequences.LeaseTTL, Logger: log}, httpapi.SeqForwarder(tc, cfg.Sequences.LeaseTTL))
-	if err := sp.Start(ctx); err != nil {
-		// Started on their first request once the database answers.
-		log.Warn("keyed sequences: the spaces could not be read at start", "store", storeName(raw), "err", err)
+	if err := sp.StartRetrying(ctx); err != nil {
+		// Started once the store answers (or on their first request).
+		log.Warn("keyed sequences: the spaces could not be read at start; trying again every lease", "store", storeName(raw), "err", err)
 	}
 	log.Info("keyed sequences", "store", storeName(raw), "advertise", addr, "lease_ttl", cfg.Sequences.LeaseTTL)
 	return sp, nil
