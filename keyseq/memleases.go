@@ -37,6 +37,9 @@ type memMember struct {
 
 var _ SpaceStore = (*MemLeases)(nil)
 
+// Close does nothing: the spaces live as long as the value.
+func (m *MemLeases) Close() error { return nil }
+
 // CreateSpace implements SpaceStore.
 func (m *MemLeases) CreateSpace(_ context.Context, sp Space) error {
 	sp = sp.WithDefaults()

@@ -15,12 +15,15 @@ import (
 	"github.com/frond-id/frond/keyseq"
 )
 
-// Three nodes on one lease store (SQLite, MariaDB, PostgreSQL, Redis), running their rounds, clients on
+// Three nodes on one lease store (SQLite, MariaDB, PostgreSQL, Redis, etcd), running their rounds, clients on
 // many keys following the owner each refusal names; one node is killed
 // (its leases run out) and one stopped cleanly, and new ones start: every
 // key's values strictly increase, and the sections are served again.
 func TestNodes_SQL(t *testing.T) {
-	targets := map[string]func(t *testing.T) keyseq.LeaseStore{"redis": func(t *testing.T) keyseq.LeaseStore { return openRedis(t) }}
+	targets := map[string]func(t *testing.T) keyseq.LeaseStore{
+		"redis": func(t *testing.T) keyseq.LeaseStore { return openRedis(t) },
+		"etcd":  func(t *testing.T) keyseq.LeaseStore { return openEtcd(t) },
+	}
 	for name, url := range sqlTargets(t) {
 		targets[name] = func(t *testing.T) keyseq.LeaseStore { return openSQL(t, url) }
 	}
@@ -29,7 +32,10 @@ func TestNodes_SQL(t *testing.T) {
 			ctx := testenv.Ctx(t)
 			st := open(t)
 			sp := keyseq.Space{Name: fmt.Sprintf("n%d", time.Now().UnixNano()), Step: 50, Sections: 16, Slots: 64}
-			const ttl = 300 * time.Millisecond
+			ttl := 300 * time.Millisecond
+			if name == "etcd" {
+				ttl = time.Second // etcd's unit
+			}
 			quiet := slog.New(slog.DiscardHandler)
 			var mu sync.Mutex
 			nodes := map[string]*keyseq.Node{}

@@ -26,6 +26,7 @@ func TestSpaces(t *testing.T) {
 		stores[name] = func(t *testing.T) keyseq.SpaceStore { return openSQL(t, url) }
 	}
 	stores["redis"] = func(t *testing.T) keyseq.SpaceStore { return openRedis(t) }
+	stores["etcd"] = func(t *testing.T) keyseq.SpaceStore { return openEtcd(t) }
 	for name, open := range stores {
 		t.Run(name, func(t *testing.T) {
 			ctx := testenv.Ctx(t)
@@ -130,7 +131,7 @@ func TestSpaces_LazyStore(t *testing.T) {
 		if !up.Load() {
 			return nil, fmt.Errorf("%w: down", frond.ErrStoreUnavailable)
 		}
-		return closer{mem}, nil
+		return mem, nil
 	})
 	sp := keyseq.NewSpaces(lazy, keyseq.Owner{Token: "a", Addr: "a"}, keyseq.NodeOptions{TTL: 50 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)}, nil)
 	defer sp.Close(ctx)
@@ -156,7 +157,3 @@ func TestSpaces_LazyStore(t *testing.T) {
 		t.Fatalf("a request once the store is up: %d, %v", v, err)
 	}
 }
-
-type closer struct{ *keyseq.MemLeases }
-
-func (closer) Close() error { return nil }

@@ -48,6 +48,17 @@ func openRedis(t *testing.T) *keyseq.RedisSections {
 	return s
 }
 
+func openEtcd(t *testing.T) *keyseq.EtcdSections {
+	t.Helper()
+	ep := testenv.Getenv(t, "FROND_TEST_ETCD_ENDPOINTS")
+	s, err := keyseq.OpenEtcd(context.Background(), fmt.Sprintf("etcd://%s?frond_prefix=/keyseqtest-%d/", strings.Split(ep, ",")[0], time.Now().UnixNano()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 func openSQL(t *testing.T, url string) *keyseq.SQLSections {
 	t.Helper()
 	s, err := keyseq.OpenSQL(context.Background(), url)

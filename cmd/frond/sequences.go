@@ -22,11 +22,11 @@ import (
 )
 
 // seqSchemes are the stores that can keep keyed sequence spaces.
-var seqSchemes = []string{"sqlite", "mysql", "postgres", "postgresql", "redis", "rediss"}
+var seqSchemes = []string{"sqlite", "mysql", "postgres", "postgresql", "redis", "rediss", "etcd", "memory"}
 
 // sequencesStore is the URL of the node's keyed sequence spaces, "" when
 // they are off: sequences.store, else the node's store when it is one SQL
-// database or Redis.
+// database, Redis, etcd or memory.
 func sequencesStore(cfg *config.Config) (string, error) {
 	raw := strings.TrimSpace(cfg.Sequences.Store)
 	switch raw {
@@ -43,7 +43,7 @@ func sequencesStore(cfg *config.Config) (string, error) {
 		return raw, nil
 	}
 	if scheme, _, _ := strings.Cut(raw, ":"); !containsFold(seqSchemes, scheme) {
-		return "", fmt.Errorf("sequences.store %s: a SQL database or Redis (%s), or off", storeName(raw), strings.Join(seqSchemes, ", "))
+		return "", fmt.Errorf("sequences.store %s: a SQL database, Redis or etcd (%s), or off", storeName(raw), strings.Join(seqSchemes, ", "))
 	}
 	return raw, nil
 }
@@ -65,13 +65,18 @@ func openSpaces(ctx context.Context, cfg *config.Config, httpAddr net.Addr, log 
 	raw, err := sequencesStore(cfg)
 	if err != nil || raw == "" {
 		if err == nil {
-			log.Info("keyed sequences off: the store is not one SQL database or Redis (set sequences.store to serve them)")
+			log.Info("keyed sequences off: the store is not one SQL database, Redis or etcd (set sequences.store to serve them)")
 		}
 		return nil, err
 	}
 	open := func(ctx context.Context) (keyseq.ClosingStore, error) {
-		if scheme, _, _ := strings.Cut(raw, ":"); strings.HasPrefix(strings.ToLower(scheme), "redis") {
+		switch scheme, _, _ := strings.Cut(raw, ":"); strings.ToLower(scheme) {
+		case "redis", "rediss":
 			return keyseq.OpenRedis(ctx, raw)
+		case "etcd":
+			return keyseq.OpenEtcd(ctx, raw)
+		case "memory": // trials, as the memory store: one process, gone at exit
+			return &keyseq.MemLeases{}, nil
 		}
 		return keyseq.OpenSQL(ctx, raw)
 	}

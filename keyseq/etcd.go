@@ -1,0 +1,455 @@
+package keyseq
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/deadline"
+	"github.com/frond-id/frond/internal/etcdconn"
+)
+
+// EtcdSections is a SpaceStore on etcd. A section's maximum is a key of
+// its own ({prefix}seq/{space}/m/{section}, a decimal); its owner is a key
+// ({prefix}seq/{space}/o/{section}: "token addr") attached to the owner
+// node's etcd lease, which etcd deletes when the lease expires: the
+// lease is counted on etcd's clock, as the etcd worker registry's are. A
+// node's membership is a key on the same lease ({prefix}seq/{space}/n/
+// {token}: its address). Every change is one transaction that compares
+// what it read, tried again when another node changed it meanwhile.
+//
+// One etcd lease serves a node (a token) for every space: Renew keeps it
+// alive (KeepAliveOnce) and grants a new one once it has expired; its TTL
+// is the lease TTL rounded up to whole seconds (etcd's unit).
+type EtcdSections struct {
+	c       *clientv3.Client
+	url     etcdconn.URL
+	prefix  string
+	timeout time.Duration
+	retries int
+
+	mu     sync.Mutex
+	leases map[string]clientv3.LeaseID // by token
+}
+
+var _ SpaceStore = (*EtcdSections)(nil)
+
+// OpenEtcd opens the spaces on the etcd cluster of rawURL (etcd://host:port
+// [,host:port]/?frond_prefix=&frond_timeout=&frond_retries=, as the store's).
+func OpenEtcd(ctx context.Context, rawURL string) (*EtcdSections, error) {
+	u, err := etcdconn.Parse(rawURL, "frond_prefix", "frond_timeout", "frond_retries")
+	if err != nil {
+		return nil, err
+	}
+	s := &EtcdSections{url: u, prefix: "/frond/", timeout: 5 * time.Second, retries: 100, leases: map[string]clientv3.LeaseID{}}
+	for _, k := range u.Keys {
+		v := u.Params[k]
+		switch k {
+		case "frond_prefix":
+			s.prefix = v
+		case "frond_timeout":
+			if s.timeout, err = etcdconn.Duration(k, v); err != nil {
+				return nil, err
+			}
+		case "frond_retries":
+			if s.retries, err = strconv.Atoi(v); err != nil || s.retries < 1 {
+				return nil, fmt.Errorf("%w: etcd URL parameter %s=%q: 1 or more", frond.ErrInvalidArgument, k, v)
+			}
+		}
+	}
+	if s.c, err = etcdconn.Client(ctx, u, s.timeout); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close releases the client.
+func (s *EtcdSections) Close() error { return s.c.Close() }
+
+func (s *EtcdSections) fail(op string, err error) error {
+	if errors.Is(err, ErrNotOwner) || errors.Is(err, frond.ErrTagExhausted) || errors.Is(err, frond.ErrInvalidArgument) {
+		return err
+	}
+	return fmt.Errorf("%s on etcd %v: %w: %w", op, s.url.Endpoints, frond.ErrStoreUnavailable, s.url.Mask(err))
+}
+
+func (s *EtcdSections) space(space string) string { return s.prefix + "seq/" + space + "/" }
+func (s *EtcdSections) maxKey(space string, i int) string {
+	return fmt.Sprintf("%sm/%05d", s.space(space), i)
+}
+func (s *EtcdSections) ownerKey(space string, i int) string {
+	return fmt.Sprintf("%so/%05d", s.space(space), i)
+}
+func (s *EtcdSections) memberKey(space, token string) string { return s.space(space) + "n/" + token }
+
+// lease returns me's etcd lease, granted now if it has none.
+func (s *EtcdSections) lease(ctx context.Context, me Owner, ttl time.Duration) (clientv3.LeaseID, error) {
+	s.mu.Lock()
+	id, ok := s.leases[me.Token]
+	s.mu.Unlock()
+	if ok {
+		return id, nil
+	}
+	g, err := s.c.Grant(ctx, int64(math.Ceil(ttl.Seconds())))
+	if err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if id, ok := s.leases[me.Token]; ok { // granted by another call meanwhile
+		s.c.Revoke(context.WithoutCancel(ctx), g.ID)
+		return id, nil
+	}
+	s.leases[me.Token] = g.ID
+	return g.ID, nil
+}
+
+// forget drops me's lease if it is still id (expired: a new one next).
+func (s *EtcdSections) forget(me Owner, id clientv3.LeaseID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.leases[me.Token] == id {
+		delete(s.leases, me.Token)
+	}
+}
+
+// state is what a transaction read of sections: each one's maximum and
+// owner, with the revisions it compares.
+type state struct {
+	max      map[int]int64
+	maxRev   map[int]int64 // ModRevision; 0: no key (a maximum of 1)
+	owner    map[int]string
+	ownerRev map[int]int64 // CreateRevision; 0: no live owner
+	lease    map[int]clientv3.LeaseID
+}
+
+func (s *EtcdSections) read(ctx context.Context, space string, sections []int) (state, error) {
+	st := state{max: map[int]int64{}, maxRev: map[int]int64{}, owner: map[int]string{}, ownerRev: map[int]int64{}, lease: map[int]clientv3.LeaseID{}}
+	ops := make([]clientv3.Op, 0, 2*len(sections))
+	for _, i := range sections {
+		ops = append(ops, clientv3.OpGet(s.maxKey(space, i)), clientv3.OpGet(s.ownerKey(space, i)))
+	}
+	r, err := s.c.Txn(ctx).Then(ops...).Commit()
+	if err != nil {
+		return st, err
+	}
+	for k, i := range sections {
+		st.max[i] = 1
+		if kvs := r.Responses[2*k].GetResponseRange().Kvs; len(kvs) > 0 {
+			m, err := strconv.ParseInt(string(kvs[0].Value), 10, 64)
+			if err != nil {
+				return st, fmt.Errorf("%s holds %q, not a maximum", kvs[0].Key, kvs[0].Value)
+			}
+			st.max[i], st.maxRev[i] = m, kvs[0].ModRevision
+		}
+		if kvs := r.Responses[2*k+1].GetResponseRange().Kvs; len(kvs) > 0 {
+			tok, _, _ := strings.Cut(string(kvs[0].Value), " ")
+			st.owner[i], st.ownerRev[i], st.lease[i] = tok, kvs[0].CreateRevision, clientv3.LeaseID(kvs[0].Lease)
+		}
+	}
+	return st, nil
+}
+
+// cmps are the comparisons that what was read of i is still so.
+func (s *EtcdSections) cmps(space string, st state, i int) []clientv3.Cmp {
+	return []clientv3.Cmp{
+		clientv3.Compare(clientv3.ModRevision(s.maxKey(space, i)), "=", st.maxRev[i]),
+		clientv3.Compare(clientv3.CreateRevision(s.ownerKey(space, i)), "=", st.ownerRev[i]),
+	}
+}
+
+// change runs a transaction built from a read of sections until it
+// commits (another node's change in between: read again).
+func (s *EtcdSections) change(ctx context.Context, op, space string, sections []int, build func(st state) ([]clientv3.Cmp, []clientv3.Op, error)) error {
+	c, cancel := deadline.Within(ctx, s.timeout)
+	defer cancel()
+	for range s.retries {
+		st, err := s.read(c, space, sections)
+		if err != nil {
+			return s.fail(op, err)
+		}
+		cmps, ops, err := build(st)
+		if err != nil || len(ops) == 0 {
+			return err
+		}
+		r, err := s.c.Txn(c).If(cmps...).Then(ops...).Commit()
+		if err != nil {
+			return s.fail(op, err)
+		}
+		if r.Succeeded {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s on etcd: %w: changed by others %d times in a row", op, frond.ErrStoreUnavailable, s.retries)
+}
+
+func raised(space string, st state, i int, step int64) (int64, error) {
+	if st.max[i] > math.MaxInt64-step {
+		return 0, fmt.Errorf("space %q section %d: the maximum would pass 2^63-1: %w", space, i, frond.ErrTagExhausted)
+	}
+	return st.max[i] + step, nil
+}
+
+// Take implements LeaseStore.
+func (s *EtcdSections) Take(ctx context.Context, space string, sections []int, me Owner, ttl time.Duration, step int64) ([]Taken, error) {
+	if len(sections) == 0 {
+		return nil, nil
+	}
+	if err := checkSections(space, sections, step); err != nil {
+		return nil, err
+	}
+	if err := checkOwner(me, ttl); err != nil {
+		return nil, err
+	}
+	c, cancel := deadline.Within(ctx, s.timeout)
+	defer cancel()
+	sorted := slices.Sorted(slices.Values(sections))
+	out, err := s.take(c, space, sorted, me, ttl, step)
+	if errors.Is(err, errLeaseGone) {
+		out, err = s.take(c, space, sorted, me, ttl, step) // on a new lease: it runs from now
+	}
+	return out, err
+}
+
+// errLeaseGone: the node's etcd lease expired (a new one is granted on
+// the next call).
+var errLeaseGone = errors.New("the etcd lease expired")
+
+func (s *EtcdSections) take(c context.Context, space string, sorted []int, me Owner, ttl time.Duration, step int64) ([]Taken, error) {
+	id, err := s.lease(c, me, ttl)
+	if err != nil {
+		return nil, s.fail("take sections", err)
+	}
+	var out []Taken
+	err = s.change(c, "take sections", space, sorted, func(st state) ([]clientv3.Cmp, []clientv3.Op, error) {
+		out = out[:0]
+		var cmps []clientv3.Cmp
+		var ops []clientv3.Op
+		for _, i := range sorted {
+			if st.ownerRev[i] != 0 && st.owner[i] != me.Token {
+				continue // a live lease of another node (etcd deletes expired ones)
+			}
+			m, err := raised(space, st, i, step)
+			if err != nil {
+				return nil, nil, err
+			}
+			cmps = append(cmps, s.cmps(space, st, i)...)
+			ops = append(ops, clientv3.OpPut(s.maxKey(space, i), strconv.FormatInt(m, 10)),
+				clientv3.OpPut(s.ownerKey(space, i), me.Token+" "+me.Addr, clientv3.WithLease(id)))
+			out = append(out, Taken{Section: i, Range: frond.Range{Start: m - step, End: m, Stride: 1}})
+		}
+		return cmps, ops, nil
+	})
+	if err != nil {
+		if strings.Contains(err.Error(), "requested lease not found") {
+			s.forget(me, id)
+			return nil, fmt.Errorf("%w: %w", errLeaseGone, err)
+		}
+		return nil, err
+	}
+	return out, nil
+}
+
+// RaiseOwned implements LeaseStore.
+func (s *EtcdSections) RaiseOwned(ctx context.Context, space string, sections []int, step int64, me Owner) ([]frond.Range, error) {
+	if len(sections) == 0 {
+		return nil, nil
+	}
+	if err := checkSections(space, sections, step); err != nil {
+		return nil, err
+	}
+	out := make([]frond.Range, len(sections))
+	err := s.change(ctx, "raise sections", space, sections, func(st state) ([]clientv3.Cmp, []clientv3.Op, error) {
+		var cmps []clientv3.Cmp
+		var ops []clientv3.Op
+		for k, i := range sections {
+			if st.ownerRev[i] == 0 || st.owner[i] != me.Token {
+				return nil, nil, fmt.Errorf("space %q section %d: %w", space, i, ErrNotOwner)
+			}
+			m, err := raised(space, st, i, step)
+			if err != nil {
+				return nil, nil, err
+			}
+			cmps = append(cmps, s.cmps(space, st, i)...)
+			ops = append(ops, clientv3.OpPut(s.maxKey(space, i), strconv.FormatInt(m, 10)))
+			out[k] = frond.Range{Start: m - step, End: m, Stride: 1}
+		}
+		return cmps, ops, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Renew implements LeaseStore: one keep-alive of me's lease (every space's
+// sections and memberships at once), then the sections it holds; a lease
+// that expired holds none, and a new one is granted for the membership.
+func (s *EtcdSections) Renew(ctx context.Context, space string, me Owner, ttl time.Duration) ([]int, error) {
+	if err := checkOwner(me, ttl); err != nil {
+		return nil, err
+	}
+	c, cancel := deadline.Within(ctx, s.timeout)
+	defer cancel()
+	id, err := s.lease(c, me, ttl)
+	if err != nil {
+		return nil, s.fail("renew the lease", err)
+	}
+	if _, err := s.c.KeepAliveOnce(c, id); err != nil {
+		if !strings.Contains(err.Error(), "requested lease not found") {
+			return nil, s.fail("renew the lease", err)
+		}
+		// Expired: its keys are gone. A new lease for the membership.
+		s.forget(me, id)
+		if id, err = s.lease(c, me, ttl); err != nil {
+			return nil, s.fail("renew the lease", err)
+		}
+	}
+	if _, err := s.c.Put(c, s.memberKey(space, me.Token), me.Addr, clientv3.WithLease(id)); err != nil {
+		return nil, s.fail("renew the membership", err)
+	}
+	r, err := s.c.Get(c, s.space(space)+"o/", clientv3.WithPrefix())
+	if err != nil {
+		return nil, s.fail("read the owners", err)
+	}
+	var held []int
+	for _, kv := range r.Kvs {
+		tok, _, _ := strings.Cut(string(kv.Value), " ")
+		i, err := strconv.Atoi(strings.TrimPrefix(string(kv.Key), s.space(space)+"o/"))
+		if err == nil && tok == me.Token && clientv3.LeaseID(kv.Lease) == id {
+			held = append(held, i)
+		}
+	}
+	slices.Sort(held)
+	return held, nil
+}
+
+// Release implements LeaseStore.
+func (s *EtcdSections) Release(ctx context.Context, space string, sections []int, me Owner) error {
+	if sections != nil && len(sections) == 0 {
+		return nil
+	}
+	c, cancel := deadline.Within(ctx, s.timeout)
+	defer cancel()
+	if sections == nil {
+		r, err := s.c.Get(c, s.space(space)+"o/", clientv3.WithPrefix())
+		if err != nil {
+			return s.fail("give back sections", err)
+		}
+		for _, kv := range r.Kvs {
+			if i, err := strconv.Atoi(strings.TrimPrefix(string(kv.Key), s.space(space)+"o/")); err == nil {
+				sections = append(sections, i)
+			}
+		}
+		if _, err := s.c.Delete(c, s.memberKey(space, me.Token)); err != nil {
+			return s.fail("end the membership", err)
+		}
+	}
+	for _, i := range sections {
+		// Only if still me's: the value names the token.
+		key := s.ownerKey(space, i)
+		r, err := s.c.Get(c, key)
+		if err != nil {
+			return s.fail("give back sections", err)
+		}
+		if len(r.Kvs) == 0 {
+			continue
+		}
+		if tok, _, _ := strings.Cut(string(r.Kvs[0].Value), " "); tok != me.Token {
+			continue
+		}
+		if _, err := s.c.Txn(c).If(clientv3.Compare(clientv3.ModRevision(key), "=", r.Kvs[0].ModRevision)).Then(clientv3.OpDelete(key)).Commit(); err != nil {
+			return s.fail("give back sections", err)
+		}
+	}
+	return nil
+}
+
+// Read implements LeaseStore.
+func (s *EtcdSections) Read(ctx context.Context, space string, sections int) (Table, error) {
+	c, cancel := deadline.Within(ctx, s.timeout)
+	defer cancel()
+	r, err := s.c.Txn(c).Then(clientv3.OpGet(s.space(space)+"o/", clientv3.WithPrefix()), clientv3.OpGet(s.space(space)+"n/", clientv3.WithPrefix())).Commit()
+	if err != nil {
+		return Table{}, s.fail("read the owners", err)
+	}
+	t := Table{Owners: make([]Owner, sections)}
+	for _, kv := range r.Responses[0].GetResponseRange().Kvs {
+		i, err := strconv.Atoi(strings.TrimPrefix(string(kv.Key), s.space(space)+"o/"))
+		if err != nil || i < 0 || i >= sections {
+			continue
+		}
+		tok, addr, _ := strings.Cut(string(kv.Value), " ")
+		t.Owners[i] = Owner{Token: tok, Addr: addr}
+	}
+	for _, kv := range r.Responses[1].GetResponseRange().Kvs {
+		t.Members = append(t.Members, Owner{Token: strings.TrimPrefix(string(kv.Key), s.space(space)+"n/"), Addr: string(kv.Value)})
+	}
+	slices.SortFunc(t.Members, compareOwner)
+	return t, nil
+}
+
+func (s *EtcdSections) spaceKey(name string) string { return s.prefix + "seq-spaces/" + name }
+
+// CreateSpace implements SpaceStore.
+func (s *EtcdSections) CreateSpace(ctx context.Context, sp Space) error {
+	sp = sp.WithDefaults()
+	if err := sp.Validate(); err != nil {
+		return err
+	}
+	js, _ := json.Marshal(spaceDef{Step: sp.Step, Sections: sp.Sections, Slots: sp.Slots})
+	c, cancel := deadline.Within(ctx, s.timeout)
+	defer cancel()
+	r, err := s.c.Txn(c).If(clientv3.Compare(clientv3.CreateRevision(s.spaceKey(sp.Name)), "=", 0)).Then(clientv3.OpPut(s.spaceKey(sp.Name), string(js))).Commit()
+	if err != nil {
+		return s.fail("create a space", err)
+	}
+	if !r.Succeeded {
+		return fmt.Errorf("keyed sequence space %q: %w", sp.Name, frond.ErrTagExists)
+	}
+	return nil
+}
+
+// LookupSpace implements SpaceStore.
+func (s *EtcdSections) LookupSpace(ctx context.Context, name string) (Space, error) {
+	c, cancel := deadline.Within(ctx, s.timeout)
+	defer cancel()
+	r, err := s.c.Get(c, s.spaceKey(name))
+	if err != nil {
+		return Space{}, s.fail("read a space", err)
+	}
+	if len(r.Kvs) == 0 {
+		return Space{}, fmt.Errorf("%w: %q", ErrSpaceNotFound, name)
+	}
+	return decodeSpace(name, string(r.Kvs[0].Value))
+}
+
+// ListSpaces implements SpaceStore.
+func (s *EtcdSections) ListSpaces(ctx context.Context) ([]Space, error) {
+	c, cancel := deadline.Within(ctx, s.timeout)
+	defer cancel()
+	r, err := s.c.Get(c, s.prefix+"seq-spaces/", clientv3.WithPrefix())
+	if err != nil {
+		return nil, s.fail("read the spaces", err)
+	}
+	out := make([]Space, 0, len(r.Kvs))
+	for _, kv := range r.Kvs {
+		sp, err := decodeSpace(strings.TrimPrefix(string(kv.Key), s.prefix+"seq-spaces/"), string(kv.Value))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sp)
+	}
+	sortSpaces(out)
+	return out, nil
+}
