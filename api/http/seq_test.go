@@ -96,6 +96,14 @@ func TestSeq_HTTP(t *testing.T) {
 		t.Fatal("a key in the metrics")
 	}
 	b.want(b.do("GET", "/metrics", ""), 200, `frond_keyseq_sections{space="msgs",state="held"} 0`, `frond_keyseq_forwarded_total{space="msgs"}`)
+	// The dashboard's view (shown with the tags, to whoever may read them).
+	snap := a.h.(*Server).snapshot(t.Context(), true)
+	if len(snap.Spaces) != 1 || snap.Spaces[0].Name != "msgs" || snap.Spaces[0].Held != 8 || snap.Spaces[0].Values == 0 || snap.Spaces[0].LeaseLeftSeconds <= 0 {
+		t.Fatalf("dashboard spaces: %+v", snap.Spaces)
+	}
+	if hidden := a.h.(*Server).snapshot(t.Context(), false); hidden.Spaces != nil {
+		t.Fatalf("spaces shown to a page that may not read tags: %+v", hidden.Spaces)
+	}
 }
 
 // A node with no keyed sequence store says so.

@@ -78,9 +78,29 @@ type snapshot struct {
 	// shown to whoever may list tags: Server.mayReadTags).
 	TagsHidden bool          `json:"tags_hidden,omitempty"`
 	Snowflake  snowflakeJSON `json:"snowflake"`
-	Counts     api.Counts    `json:"counts"`
+	// Spaces are the keyed sequence spaces this node serves, with its view
+	// of their sections (docs/sequences.md#operations); named as tags are,
+	// so shown with them.
+	Spaces []spaceView `json:"spaces,omitempty"`
+	Counts api.Counts  `json:"counts"`
 	// Rates are measured by the server over the last seconds (rates.go).
 	Rates rates `json:"rates"`
+}
+
+type spaceView struct {
+	Name             string  `json:"name"`
+	Sections         int     `json:"sections"`
+	Held             int     `json:"held"`
+	Unowned          int     `json:"unowned"`
+	Members          int     `json:"members"`
+	LeaseLeftSeconds float64 `json:"lease_left_seconds"`
+	Values           uint64  `json:"values"`
+	Forwarded        uint64  `json:"forwarded"`
+	Raises           uint64  `json:"raises"`
+	Taken            uint64  `json:"taken"`
+	Given            uint64  `json:"given"`
+	Lost             uint64  `json:"lost"`
+	RoundFailures    uint64  `json:"round_failures"`
 }
 
 type tagCounts struct {
@@ -162,6 +182,13 @@ func (s *Server) snapshot(ctx context.Context, tags bool) snapshot {
 		return cmp.Or(cmp.Compare(b.IDs, a.IDs), strings.Compare(a.Tag, b.Tag))
 	})
 	out.Sequences = seq[:min(len(seq), uiMaxTags)]
+	if sp := s.svc.Spaces(); sp != nil {
+		for _, st := range sp.Stats() {
+			out.Spaces = append(out.Spaces, spaceView{Name: st.Name, Sections: st.Sections, Held: st.Held, Unowned: st.Unowned,
+				Members: st.Members, LeaseLeftSeconds: st.LeaseLeft.Seconds(), Values: st.Served, Forwarded: st.Forwarded,
+				Raises: st.Raises, Taken: st.Takes, Given: st.Releases, Lost: st.Lapses, RoundFailures: st.RoundFailures})
+		}
+	}
 	out.TagCounts = &tagCounts{Total: sum.Total, Failing: sum.Failing, Low: sum.Low, Shown: len(out.Tags),
 		Sequences: len(seq), SequencesShown: len(out.Sequences)}
 	return out

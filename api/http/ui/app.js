@@ -147,6 +147,25 @@ function render(s) {
       el("td", { class: "err" }, "")));
   }
 
+  // Keyed sequence spaces: this node's view of each (docs/sequences.md).
+  const spaces = s.spaces || [];
+  $("spaces-section").hidden = spaces.length === 0;
+  const sbody = $("spaces").tBodies[0];
+  sbody.replaceChildren();
+  for (const p of spaces) {
+    if (p.unowned > 0) alerts.push(["warn", `Space ${p.name}: ${count(p.unowned, "section has", "sections have")} no live owner at this node's last read (answered again once a node takes them).`]);
+    sbody.append(el("tr", { "data-space": p.name },
+      el("td", {}, el("strong", {}, p.name)),
+      el("td", { class: "num" }, `${num(p.held)} of ${num(p.sections)}`),
+      el("td", { class: "num " + (p.unowned > 0 ? "warn" : "") }, num(p.unowned)),
+      el("td", { class: "num" }, num(p.members)),
+      el("td", { class: p.lease_left_seconds > 0 ? "" : "bad" }, p.lease_left_seconds > 0 ? dur(p.lease_left_seconds) : "none: serving nothing"),
+      el("td", { class: "num" }, num(p.values)),
+      el("td", { class: "num" }, num(p.forwarded)),
+      el("td", { class: "num" }, num(p.raises)),
+      el("td", {}, `${num(p.taken)} · ${num(p.given)} · ${num(p.lost)}`)));
+  }
+
   // Checks.
   const checks = $("checks");
   checks.replaceChildren();
