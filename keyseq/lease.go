@@ -104,3 +104,16 @@ func (o ownedRaise) Raise(ctx context.Context, space string, sections []int, ste
 	defer cancel()
 	return o.store.RaiseOwned(ctx, space, sections, step, o.me)
 }
+
+// CheckOwner checks an owner's name and lease: what the columns hold.
+func CheckOwner(me Owner, ttl time.Duration) error {
+	switch {
+	case me.Token == "" || len(me.Token) > 64:
+		return fmt.Errorf("%w: owner token of %d bytes: 1 to 64", frond.ErrInvalidArgument, len(me.Token))
+	case len(me.Addr) > 255:
+		return fmt.Errorf("%w: owner address of %d bytes: up to 255", frond.ErrInvalidArgument, len(me.Addr))
+	case ttl < time.Millisecond:
+		return fmt.Errorf("%w: lease TTL %v: at least 1ms", frond.ErrInvalidArgument, ttl)
+	}
+	return nil
+}

@@ -74,7 +74,7 @@ func (m *MemLeases) ListSpaces(context.Context) ([]Space, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := slices.Collect(maps.Values(m.defs))
-	sortSpaces(out)
+	SortSpaces(out)
 	return out, nil
 }
 
@@ -116,7 +116,7 @@ func (s *memSpace) raise(i int, step int64) (frond.Range, error) {
 
 // Take implements LeaseStore.
 func (m *MemLeases) Take(_ context.Context, space string, sections []int, me Owner, ttl time.Duration, step int64) ([]Taken, error) {
-	if err := checkSections(space, sections, step); err != nil {
+	if err := CheckSections(space, sections, step); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
@@ -158,7 +158,7 @@ func (m *MemLeases) Renew(_ context.Context, space string, me Owner, ttl time.Du
 
 // RaiseOwned implements LeaseStore.
 func (m *MemLeases) RaiseOwned(_ context.Context, space string, sections []int, step int64, me Owner) ([]frond.Range, error) {
-	if err := checkSections(space, sections, step); err != nil {
+	if err := CheckSections(space, sections, step); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
@@ -213,11 +213,12 @@ func (m *MemLeases) Read(_ context.Context, space string, sections int) (Table, 
 			t.Members = append(t.Members, mb.o)
 		}
 	}
-	slices.SortFunc(t.Members, func(a, b Owner) int { return compareOwner(a, b) })
+	slices.SortFunc(t.Members, CompareOwner)
 	return t, nil
 }
 
-func compareOwner(a, b Owner) int {
+// CompareOwner orders owners by token.
+func CompareOwner(a, b Owner) int {
 	if a.Token < b.Token {
 		return -1
 	}
@@ -227,9 +228,9 @@ func compareOwner(a, b Owner) int {
 	return 0
 }
 
-// checkSections checks a raise's or a take's arguments: a step of at
+// CheckSections checks a raise's or a take's arguments: a step of at
 // least 1, each section once, none negative.
-func checkSections(space string, sections []int, step int64) error {
+func CheckSections(space string, sections []int, step int64) error {
 	if step < 1 {
 		return fmt.Errorf("%w: step %d", frond.ErrInvalidArgument, step)
 	}

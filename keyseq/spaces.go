@@ -289,8 +289,8 @@ func (s *Spaces) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// sortSpaces orders spaces by name.
-func sortSpaces(sp []Space) {
+// SortSpaces orders spaces by name.
+func SortSpaces(sp []Space) {
 	slices.SortFunc(sp, func(a, b Space) int {
 		switch {
 		case a.Name < b.Name:

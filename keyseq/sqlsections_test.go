@@ -15,6 +15,7 @@ import (
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/internal/testenv"
 	"github.com/frond-id/frond/keyseq"
+	"github.com/frond-id/frond/keyseq/seqstore"
 )
 
 // sqlTargets are the databases the SQL section store is tested on:
@@ -38,9 +39,9 @@ func redisURL(t *testing.T) string {
 	return fmt.Sprintf("%s%sfrond_allow_volatile=true&frond_prefix=keyseqtest:%d:", u, sep, time.Now().UnixNano())
 }
 
-func openRedis(t *testing.T) *keyseq.RedisSections {
+func openRedis(t *testing.T) *seqstore.RedisSections {
 	t.Helper()
-	s, err := keyseq.OpenRedis(context.Background(), redisURL(t))
+	s, err := seqstore.OpenRedis(context.Background(), redisURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,10 +49,10 @@ func openRedis(t *testing.T) *keyseq.RedisSections {
 	return s
 }
 
-func openEtcd(t *testing.T) *keyseq.EtcdSections {
+func openEtcd(t *testing.T) *seqstore.EtcdSections {
 	t.Helper()
 	ep := testenv.Getenv(t, "FROND_TEST_ETCD_ENDPOINTS")
-	s, err := keyseq.OpenEtcd(context.Background(), fmt.Sprintf("etcd://%s?frond_prefix=/keyseqtest-%d/", strings.Split(ep, ",")[0], time.Now().UnixNano()))
+	s, err := seqstore.OpenEtcd(context.Background(), fmt.Sprintf("etcd://%s?frond_prefix=/keyseqtest-%d/", strings.Split(ep, ",")[0], time.Now().UnixNano()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,9 +60,9 @@ func openEtcd(t *testing.T) *keyseq.EtcdSections {
 	return s
 }
 
-func openSQL(t *testing.T, url string) *keyseq.SQLSections {
+func openSQL(t *testing.T, url string) *seqstore.SQLSections {
 	t.Helper()
-	s, err := keyseq.OpenSQL(context.Background(), url)
+	s, err := seqstore.OpenSQL(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}

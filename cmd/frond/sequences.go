@@ -18,6 +18,7 @@ import (
 	httpapi "github.com/frond-id/frond/api/http"
 	"github.com/frond-id/frond/internal/config"
 	"github.com/frond-id/frond/keyseq"
+	"github.com/frond-id/frond/keyseq/seqstore"
 	"github.com/frond-id/frond/registry"
 )
 
@@ -72,13 +73,13 @@ func openSpaces(ctx context.Context, cfg *config.Config, httpAddr net.Addr, log 
 	open := func(ctx context.Context) (keyseq.ClosingStore, error) {
 		switch scheme, _, _ := strings.Cut(raw, ":"); strings.ToLower(scheme) {
 		case "redis", "rediss":
-			return keyseq.OpenRedis(ctx, raw)
+			return seqstore.OpenRedis(ctx, raw)
 		case "etcd":
-			return keyseq.OpenEtcd(ctx, raw)
+			return seqstore.OpenEtcd(ctx, raw)
 		case "memory": // trials, as the memory store: one process, gone at exit
 			return &keyseq.MemLeases{}, nil
 		}
-		return keyseq.OpenSQL(ctx, raw)
+		return seqstore.OpenSQL(ctx, raw)
 	}
 	var st keyseq.ClosingStore
 	st, err = open(ctx)

@@ -1,4 +1,4 @@
-package keyseq
+package seqstore
 
 import (
 	"context"
@@ -17,9 +17,10 @@ import (
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/internal/deadline"
 	"github.com/frond-id/frond/internal/etcdconn"
+	"github.com/frond-id/frond/keyseq"
 )
 
-// EtcdSections is a SpaceStore on etcd. A section's maximum is a key of
+// EtcdSections is a keyseq.SpaceStore on etcd. A section's maximum is a key of
 // its own ({prefix}seq/{space}/m/{section}, a decimal); its owner is a key
 // ({prefix}seq/{space}/o/{section}: "token addr") attached to the owner
 // node's etcd lease, which etcd deletes when the lease expires: the
@@ -42,7 +43,7 @@ type EtcdSections struct {
 	leases map[string]clientv3.LeaseID // by token
 }
 
-var _ SpaceStore = (*EtcdSections)(nil)
+var _ keyseq.SpaceStore = (*EtcdSections)(nil)
 
 // OpenEtcd opens the spaces on the etcd cluster of rawURL (etcd://host:port
 // [,host:port]/?frond_prefix=&frond_timeout=&frond_retries=, as the store's).
@@ -77,7 +78,7 @@ func OpenEtcd(ctx context.Context, rawURL string) (*EtcdSections, error) {
 func (s *EtcdSections) Close() error { return s.c.Close() }
 
 func (s *EtcdSections) fail(op string, err error) error {
-	if errors.Is(err, ErrNotOwner) || errors.Is(err, frond.ErrTagExhausted) || errors.Is(err, frond.ErrInvalidArgument) {
+	if errors.Is(err, keyseq.ErrNotOwner) || errors.Is(err, frond.ErrTagExhausted) || errors.Is(err, frond.ErrInvalidArgument) {
 		return err
 	}
 	return fmt.Errorf("%s on etcd %v: %w: %w", op, s.url.Endpoints, frond.ErrStoreUnavailable, s.url.Mask(err))
@@ -93,7 +94,7 @@ func (s *EtcdSections) ownerKey(space string, i int) string {
 func (s *EtcdSections) memberKey(space, token string) string { return s.space(space) + "n/" + token }
 
 // lease returns me's etcd lease, granted now if it has none.
-func (s *EtcdSections) lease(ctx context.Context, me Owner, ttl time.Duration) (clientv3.LeaseID, error) {
+func (s *EtcdSections) lease(ctx context.Context, me keyseq.Owner, ttl time.Duration) (clientv3.LeaseID, error) {
 	s.mu.Lock()
 	id, ok := s.leases[me.Token]
 	s.mu.Unlock()
@@ -115,7 +116,7 @@ func (s *EtcdSections) lease(ctx context.Context, me Owner, ttl time.Duration) (
 }
 
 // forget drops me's lease if it is still id (expired: a new one next).
-func (s *EtcdSections) forget(me Owner, id clientv3.LeaseID) {
+func (s *EtcdSections) forget(me keyseq.Owner, id clientv3.LeaseID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.leases[me.Token] == id {
@@ -200,15 +201,15 @@ func raised(space string, st state, i int, step int64) (int64, error) {
 	return st.max[i] + step, nil
 }
 
-// Take implements LeaseStore.
-func (s *EtcdSections) Take(ctx context.Context, space string, sections []int, me Owner, ttl time.Duration, step int64) ([]Taken, error) {
+// Take implements keyseq.LeaseStore.
+func (s *EtcdSections) Take(ctx context.Context, space string, sections []int, me keyseq.Owner, ttl time.Duration, step int64) ([]keyseq.Taken, error) {
 	if len(sections) == 0 {
 		return nil, nil
 	}
-	if err := checkSections(space, sections, step); err != nil {
+	if err := keyseq.CheckSections(space, sections, step); err != nil {
 		return nil, err
 	}
-	if err := checkOwner(me, ttl); err != nil {
+	if err := keyseq.CheckOwner(me, ttl); err != nil {
 		return nil, err
 	}
 	c, cancel := deadline.Within(ctx, s.timeout)
@@ -225,12 +226,12 @@ func (s *EtcdSections) Take(ctx context.Context, space string, sections []int, m
 // the next call).
 var errLeaseGone = errors.New("the etcd lease expired")
 
-func (s *EtcdSections) take(c context.Context, space string, sorted []int, me Owner, ttl time.Duration, step int64) ([]Taken, error) {
+func (s *EtcdSections) take(c context.Context, space string, sorted []int, me keyseq.Owner, ttl time.Duration, step int64) ([]keyseq.Taken, error) {
 	id, err := s.lease(c, me, ttl)
 	if err != nil {
 		return nil, s.fail("take sections", err)
 	}
-	var out []Taken
+	var out []keyseq.Taken
 	err = s.change(c, "take sections", space, sorted, func(st state) ([]clientv3.Cmp, []clientv3.Op, error) {
 		out = out[:0]
 		var cmps []clientv3.Cmp
@@ -246,7 +247,7 @@ func (s *EtcdSections) take(c context.Context, space string, sorted []int, me Ow
 			cmps = append(cmps, s.cmps(space, st, i)...)
 			ops = append(ops, clientv3.OpPut(s.maxKey(space, i), strconv.FormatInt(m, 10)),
 				clientv3.OpPut(s.ownerKey(space, i), me.Token+" "+me.Addr, clientv3.WithLease(id)))
-			out = append(out, Taken{Section: i, Range: frond.Range{Start: m - step, End: m, Stride: 1}})
+			out = append(out, keyseq.Taken{Section: i, Range: frond.Range{Start: m - step, End: m, Stride: 1}})
 		}
 		return cmps, ops, nil
 	})
@@ -260,12 +261,12 @@ func (s *EtcdSections) take(c context.Context, space string, sorted []int, me Ow
 	return out, nil
 }
 
-// RaiseOwned implements LeaseStore.
-func (s *EtcdSections) RaiseOwned(ctx context.Context, space string, sections []int, step int64, me Owner) ([]frond.Range, error) {
+// RaiseOwned implements keyseq.LeaseStore.
+func (s *EtcdSections) RaiseOwned(ctx context.Context, space string, sections []int, step int64, me keyseq.Owner) ([]frond.Range, error) {
 	if len(sections) == 0 {
 		return nil, nil
 	}
-	if err := checkSections(space, sections, step); err != nil {
+	if err := keyseq.CheckSections(space, sections, step); err != nil {
 		return nil, err
 	}
 	out := make([]frond.Range, len(sections))
@@ -274,7 +275,7 @@ func (s *EtcdSections) RaiseOwned(ctx context.Context, space string, sections []
 		var ops []clientv3.Op
 		for k, i := range sections {
 			if st.ownerRev[i] == 0 || st.owner[i] != me.Token {
-				return nil, nil, fmt.Errorf("space %q section %d: %w", space, i, ErrNotOwner)
+				return nil, nil, fmt.Errorf("space %q section %d: %w", space, i, keyseq.ErrNotOwner)
 			}
 			m, err := raised(space, st, i, step)
 			if err != nil {
@@ -292,11 +293,11 @@ func (s *EtcdSections) RaiseOwned(ctx context.Context, space string, sections []
 	return out, nil
 }
 
-// Renew implements LeaseStore: one keep-alive of me's lease (every space's
+// Renew implements keyseq.LeaseStore: one keep-alive of me's lease (every space's
 // sections and memberships at once), then the sections it holds; a lease
 // that expired holds none, and a new one is granted for the membership.
-func (s *EtcdSections) Renew(ctx context.Context, space string, me Owner, ttl time.Duration) ([]int, error) {
-	if err := checkOwner(me, ttl); err != nil {
+func (s *EtcdSections) Renew(ctx context.Context, space string, me keyseq.Owner, ttl time.Duration) ([]int, error) {
+	if err := keyseq.CheckOwner(me, ttl); err != nil {
 		return nil, err
 	}
 	c, cancel := deadline.Within(ctx, s.timeout)
@@ -334,8 +335,8 @@ func (s *EtcdSections) Renew(ctx context.Context, space string, me Owner, ttl ti
 	return held, nil
 }
 
-// Release implements LeaseStore.
-func (s *EtcdSections) Release(ctx context.Context, space string, sections []int, me Owner) error {
+// Release implements keyseq.LeaseStore.
+func (s *EtcdSections) Release(ctx context.Context, space string, sections []int, me keyseq.Owner) error {
 	if sections != nil && len(sections) == 0 {
 		return nil
 	}
@@ -375,34 +376,34 @@ func (s *EtcdSections) Release(ctx context.Context, space string, sections []int
 	return nil
 }
 
-// Read implements LeaseStore.
-func (s *EtcdSections) Read(ctx context.Context, space string, sections int) (Table, error) {
+// Read implements keyseq.LeaseStore.
+func (s *EtcdSections) Read(ctx context.Context, space string, sections int) (keyseq.Table, error) {
 	c, cancel := deadline.Within(ctx, s.timeout)
 	defer cancel()
 	r, err := s.c.Txn(c).Then(clientv3.OpGet(s.space(space)+"o/", clientv3.WithPrefix()), clientv3.OpGet(s.space(space)+"n/", clientv3.WithPrefix())).Commit()
 	if err != nil {
-		return Table{}, s.fail("read the owners", err)
+		return keyseq.Table{}, s.fail("read the owners", err)
 	}
-	t := Table{Owners: make([]Owner, sections)}
+	t := keyseq.Table{Owners: make([]keyseq.Owner, sections)}
 	for _, kv := range r.Responses[0].GetResponseRange().Kvs {
 		i, err := strconv.Atoi(strings.TrimPrefix(string(kv.Key), s.space(space)+"o/"))
 		if err != nil || i < 0 || i >= sections {
 			continue
 		}
 		tok, addr, _ := strings.Cut(string(kv.Value), " ")
-		t.Owners[i] = Owner{Token: tok, Addr: addr}
+		t.Owners[i] = keyseq.Owner{Token: tok, Addr: addr}
 	}
 	for _, kv := range r.Responses[1].GetResponseRange().Kvs {
-		t.Members = append(t.Members, Owner{Token: strings.TrimPrefix(string(kv.Key), s.space(space)+"n/"), Addr: string(kv.Value)})
+		t.Members = append(t.Members, keyseq.Owner{Token: strings.TrimPrefix(string(kv.Key), s.space(space)+"n/"), Addr: string(kv.Value)})
 	}
-	slices.SortFunc(t.Members, compareOwner)
+	slices.SortFunc(t.Members, keyseq.CompareOwner)
 	return t, nil
 }
 
 func (s *EtcdSections) spaceKey(name string) string { return s.prefix + "seq-spaces/" + name }
 
-// CreateSpace implements SpaceStore.
-func (s *EtcdSections) CreateSpace(ctx context.Context, sp Space) error {
+// CreateSpace implements keyseq.SpaceStore.
+func (s *EtcdSections) CreateSpace(ctx context.Context, sp keyseq.Space) error {
 	sp = sp.WithDefaults()
 	if err := sp.Validate(); err != nil {
 		return err
@@ -420,29 +421,29 @@ func (s *EtcdSections) CreateSpace(ctx context.Context, sp Space) error {
 	return nil
 }
 
-// LookupSpace implements SpaceStore.
-func (s *EtcdSections) LookupSpace(ctx context.Context, name string) (Space, error) {
+// LookupSpace implements keyseq.SpaceStore.
+func (s *EtcdSections) LookupSpace(ctx context.Context, name string) (keyseq.Space, error) {
 	c, cancel := deadline.Within(ctx, s.timeout)
 	defer cancel()
 	r, err := s.c.Get(c, s.spaceKey(name))
 	if err != nil {
-		return Space{}, s.fail("read a space", err)
+		return keyseq.Space{}, s.fail("read a space", err)
 	}
 	if len(r.Kvs) == 0 {
-		return Space{}, fmt.Errorf("%w: %q", ErrSpaceNotFound, name)
+		return keyseq.Space{}, fmt.Errorf("%w: %q", keyseq.ErrSpaceNotFound, name)
 	}
 	return decodeSpace(name, string(r.Kvs[0].Value))
 }
 
-// ListSpaces implements SpaceStore.
-func (s *EtcdSections) ListSpaces(ctx context.Context) ([]Space, error) {
+// ListSpaces implements keyseq.SpaceStore.
+func (s *EtcdSections) ListSpaces(ctx context.Context) ([]keyseq.Space, error) {
 	c, cancel := deadline.Within(ctx, s.timeout)
 	defer cancel()
 	r, err := s.c.Get(c, s.prefix+"seq-spaces/", clientv3.WithPrefix())
 	if err != nil {
 		return nil, s.fail("read the spaces", err)
 	}
-	out := make([]Space, 0, len(r.Kvs))
+	out := make([]keyseq.Space, 0, len(r.Kvs))
 	for _, kv := range r.Kvs {
 		sp, err := decodeSpace(strings.TrimPrefix(string(kv.Key), s.prefix+"seq-spaces/"), string(kv.Value))
 		if err != nil {
@@ -450,6 +451,6 @@ func (s *EtcdSections) ListSpaces(ctx context.Context) ([]Space, error) {
 		}
 		out = append(out, sp)
 	}
-	sortSpaces(out)
+	keyseq.SortSpaces(out)
 	return out, nil
 }

@@ -1,4 +1,4 @@
-package keyseq
+package seqstore
 
 import (
 	"context"
@@ -13,10 +13,11 @@ import (
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/internal/sqldb"
+	"github.com/frond-id/frond/keyseq"
 	"github.com/frond-id/frond/store/sqlstore"
 )
 
-// SQLSections is a SectionStore and a LeaseStore on tables of their own in
+// SQLSections is a keyseq.SectionStore and a keyseq.LeaseStore on tables of their own in
 // a SQL database (SQLite, MySQL/MariaDB, PostgreSQL), one row a section
 // and one a node:
 //
@@ -34,8 +35,8 @@ type SQLSections struct {
 }
 
 var (
-	_ SectionStore = (*SQLSections)(nil)
-	_ SpaceStore   = (*SQLSections)(nil)
+	_ keyseq.SectionStore = (*SQLSections)(nil)
+	_ keyseq.SpaceStore   = (*SQLSections)(nil)
 )
 
 // sectionDDL is the tables' DDL in the database's dialect.
@@ -110,7 +111,7 @@ func OpenSQL(ctx context.Context, rawURL string) (*SQLSections, error) {
 	return &SQLSections{db: db, retries: opts.Retries}, nil
 }
 
-// Raise implements SectionStore: one transaction that locks every
+// Raise implements keyseq.SectionStore: one transaction that locks every
 // section's row in the order of the primary key, whatever the order asked
 // (two raises never wait for each other in a circle), and raises them in
 // one UPDATE. Sections never raised get their rows first, in a statement
@@ -121,24 +122,24 @@ func (q *SQLSections) Raise(ctx context.Context, space string, sections []int, s
 	return q.raiseAll(ctx, space, sections, step, nil)
 }
 
-// RaiseOwned implements LeaseStore: Raise, in the same transaction as a
+// RaiseOwned implements keyseq.LeaseStore: Raise, in the same transaction as a
 // check that me's live lease holds every section.
-func (q *SQLSections) RaiseOwned(ctx context.Context, space string, sections []int, step int64, me Owner) ([]frond.Range, error) {
+func (q *SQLSections) RaiseOwned(ctx context.Context, space string, sections []int, step int64, me keyseq.Owner) ([]frond.Range, error) {
 	return q.raiseAll(ctx, space, sections, step, &me)
 }
 
-func (q *SQLSections) raiseAll(ctx context.Context, space string, sections []int, step int64, me *Owner) ([]frond.Range, error) {
+func (q *SQLSections) raiseAll(ctx context.Context, space string, sections []int, step int64, me *keyseq.Owner) ([]frond.Range, error) {
 	if len(sections) == 0 {
 		return nil, nil
 	}
-	if err := checkSections(space, sections, step); err != nil {
+	if err := keyseq.CheckSections(space, sections, step); err != nil {
 		return nil, err
 	}
 	got, err := q.run(ctx, space, sections, step, func(rows map[int]row, now int64) ([]int, error) {
 		if me != nil {
 			for _, s := range sections {
 				if r := rows[s]; r.owner != me.Token || r.until <= now {
-					return nil, fmt.Errorf("space %q section %d: %w", space, s, ErrNotOwner)
+					return nil, fmt.Errorf("space %q section %d: %w", space, s, keyseq.ErrNotOwner)
 				}
 			}
 		}
@@ -158,18 +159,18 @@ func (q *SQLSections) raiseAll(ctx context.Context, space string, sections []int
 	return out, nil
 }
 
-// Take implements LeaseStore: one transaction that locks the sections'
+// Take implements keyseq.LeaseStore: one transaction that locks the sections'
 // rows (made first if missing), keeps those whose lease has run out by
 // the database's clock or is me's, and raises them with me's lease in one
 // UPDATE.
-func (q *SQLSections) Take(ctx context.Context, space string, sections []int, me Owner, ttl time.Duration, step int64) ([]Taken, error) {
+func (q *SQLSections) Take(ctx context.Context, space string, sections []int, me keyseq.Owner, ttl time.Duration, step int64) ([]keyseq.Taken, error) {
 	if len(sections) == 0 {
 		return nil, nil
 	}
-	if err := checkSections(space, sections, step); err != nil {
+	if err := keyseq.CheckSections(space, sections, step); err != nil {
 		return nil, err
 	}
-	if err := checkOwner(me, ttl); err != nil {
+	if err := keyseq.CheckOwner(me, ttl); err != nil {
 		return nil, err
 	}
 	got, err := q.run(ctx, space, sections, step, func(rows map[int]row, now int64) ([]int, error) {
@@ -184,24 +185,11 @@ func (q *SQLSections) Take(ctx context.Context, space string, sections []int, me
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Taken, 0, len(got))
+	out := make([]keyseq.Taken, 0, len(got))
 	for _, s := range slices.Sorted(maps.Keys(got)) {
-		out = append(out, Taken{Section: s, Range: got[s]})
+		out = append(out, keyseq.Taken{Section: s, Range: got[s]})
 	}
 	return out, nil
-}
-
-// checkOwner checks an owner's name and lease: what the columns hold.
-func checkOwner(me Owner, ttl time.Duration) error {
-	switch {
-	case me.Token == "" || len(me.Token) > 64:
-		return fmt.Errorf("%w: owner token of %d bytes: 1 to 64", frond.ErrInvalidArgument, len(me.Token))
-	case len(me.Addr) > 255:
-		return fmt.Errorf("%w: owner address of %d bytes: up to 255", frond.ErrInvalidArgument, len(me.Addr))
-	case ttl < time.Millisecond:
-		return fmt.Errorf("%w: lease TTL %v: at least 1ms", frond.ErrInvalidArgument, ttl)
-	}
-	return nil
 }
 
 // row is a section's row as a transaction read it.
@@ -226,7 +214,7 @@ var (
 // to raise, which one UPDATE raises by step (and, with me, gives me's
 // lease of ttl). Rows missing are made in a statement of their own first.
 func (q *SQLSections) run(ctx context.Context, space string, sections []int, step int64,
-	pick func(rows map[int]row, now int64) ([]int, error), me *Owner, ttl time.Duration) (map[int]frond.Range, error) {
+	pick func(rows map[int]row, now int64) ([]int, error), me *keyseq.Owner, ttl time.Duration) (map[int]frond.Range, error) {
 	sorted := slices.Sorted(slices.Values(sections))
 	c, cancel := q.db.Bound(ctx)
 	defer cancel()
@@ -241,7 +229,7 @@ func (q *SQLSections) run(ctx context.Context, space string, sections []int, ste
 		return nil, fmt.Errorf("%w: space %q: sections made and not found", frond.ErrStoreUnavailable, space)
 	case errors.Is(err, errExhausted):
 		return nil, fmt.Errorf("space %q: a section's maximum would pass 2^63-1: %w", space, frond.ErrTagExhausted)
-	case errors.Is(err, ErrNotOwner):
+	case errors.Is(err, keyseq.ErrNotOwner):
 		return nil, err
 	case err != nil:
 		return nil, q.db.Fail(fmt.Sprintf("raise %d sections of %q", len(sections), space), err)
@@ -271,7 +259,7 @@ func (q *SQLSections) lock() string {
 }
 
 func (q *SQLSections) tx(ctx context.Context, space string, sorted []int, step int64,
-	pick func(rows map[int]row, now int64) ([]int, error), me *Owner, ttl time.Duration) (map[int]frond.Range, error) {
+	pick func(rows map[int]row, now int64) ([]int, error), me *keyseq.Owner, ttl time.Duration) (map[int]frond.Range, error) {
 	k := q.db.Kind
 	got := map[int]frond.Range{}
 	err := q.db.InTx(ctx, q.retries, func(tx *sql.Tx) error {
@@ -350,12 +338,12 @@ func (q *SQLSections) create(ctx context.Context, space string, sorted []int) er
 	})
 }
 
-// Renew implements LeaseStore: one transaction that locks me's sections
+// Renew implements keyseq.LeaseStore: one transaction that locks me's sections
 // whose lease is live (in the order of the primary key), extends them,
 // drops the space's members whose lease ran out, and makes or extends
 // me's membership.
-func (q *SQLSections) Renew(ctx context.Context, space string, me Owner, ttl time.Duration) ([]int, error) {
-	if err := checkOwner(me, ttl); err != nil {
+func (q *SQLSections) Renew(ctx context.Context, space string, me keyseq.Owner, ttl time.Duration) ([]int, error) {
+	if err := keyseq.CheckOwner(me, ttl); err != nil {
 		return nil, err
 	}
 	k := q.db.Kind
@@ -397,7 +385,7 @@ func (q *SQLSections) Renew(ctx context.Context, space string, me Owner, ttl tim
 // lockOwned locks, in the order of the primary key, me's rows of space
 // among sections (all when nil), only those whose lease is live when
 // live, and returns their sections.
-func (q *SQLSections) lockOwned(ctx context.Context, tx *sql.Tx, space string, sections []int, me Owner, live bool) ([]int, error) {
+func (q *SQLSections) lockOwned(ctx context.Context, tx *sql.Tx, space string, sections []int, me keyseq.Owner, live bool) ([]int, error) {
 	k := q.db.Kind
 	query, args := "SELECT section FROM frond_keyseq_section WHERE space = ? AND owner = ?", []any{space, me.Token}
 	if live {
@@ -423,8 +411,8 @@ func (q *SQLSections) lockOwned(ctx context.Context, tx *sql.Tx, space string, s
 	return out, r.Err()
 }
 
-// Release implements LeaseStore.
-func (q *SQLSections) Release(ctx context.Context, space string, sections []int, me Owner) error {
+// Release implements keyseq.LeaseStore.
+func (q *SQLSections) Release(ctx context.Context, space string, sections []int, me keyseq.Owner) error {
 	if sections != nil && len(sections) == 0 {
 		return nil
 	}
@@ -456,12 +444,12 @@ func (q *SQLSections) Release(ctx context.Context, space string, sections []int,
 	return nil
 }
 
-// Read implements LeaseStore.
-func (q *SQLSections) Read(ctx context.Context, space string, sections int) (Table, error) {
+// Read implements keyseq.LeaseStore.
+func (q *SQLSections) Read(ctx context.Context, space string, sections int) (keyseq.Table, error) {
 	k := q.db.Kind
 	c, cancel := q.db.Bound(ctx)
 	defer cancel()
-	t := Table{Owners: make([]Owner, sections)}
+	t := keyseq.Table{Owners: make([]keyseq.Owner, sections)}
 	err := q.db.Retry(c, q.retries, func(ctx context.Context) error {
 		clear(t.Owners)
 		t.Members = t.Members[:0]
@@ -471,7 +459,7 @@ func (q *SQLSections) Read(ctx context.Context, space string, sections int) (Tab
 		}
 		for r.Next() {
 			var s int
-			var o Owner
+			var o keyseq.Owner
 			if err := r.Scan(&s, &o.Token, &o.Addr); err != nil {
 				r.Close()
 				return err
@@ -490,7 +478,7 @@ func (q *SQLSections) Read(ctx context.Context, space string, sections int) (Tab
 		}
 		defer r.Close()
 		for r.Next() {
-			var o Owner
+			var o keyseq.Owner
 			if err := r.Scan(&o.Token, &o.Addr); err != nil {
 				return err
 			}
@@ -499,13 +487,13 @@ func (q *SQLSections) Read(ctx context.Context, space string, sections int) (Tab
 		return r.Err()
 	})
 	if err != nil {
-		return Table{}, q.db.Fail(fmt.Sprintf("read the owners of %q", space), err)
+		return keyseq.Table{}, q.db.Fail(fmt.Sprintf("read the owners of %q", space), err)
 	}
 	return t, nil
 }
 
-// CreateSpace implements SpaceStore.
-func (q *SQLSections) CreateSpace(ctx context.Context, sp Space) error {
+// CreateSpace implements keyseq.SpaceStore.
+func (q *SQLSections) CreateSpace(ctx context.Context, sp keyseq.Space) error {
 	sp = sp.WithDefaults()
 	if err := sp.Validate(); err != nil {
 		return err
@@ -526,30 +514,32 @@ func (q *SQLSections) CreateSpace(ctx context.Context, sp Space) error {
 	return nil
 }
 
-// LookupSpace implements SpaceStore.
-func (q *SQLSections) LookupSpace(ctx context.Context, name string) (Space, error) {
+// LookupSpace implements keyseq.SpaceStore.
+func (q *SQLSections) LookupSpace(ctx context.Context, name string) (keyseq.Space, error) {
 	sps, err := q.spaces(ctx, name)
 	if err != nil {
-		return Space{}, err
+		return keyseq.Space{}, err
 	}
 	if len(sps) == 0 {
-		return Space{}, fmt.Errorf("%w: %q", ErrSpaceNotFound, name)
+		return keyseq.Space{}, fmt.Errorf("%w: %q", keyseq.ErrSpaceNotFound, name)
 	}
 	return sps[0], nil
 }
 
-// ListSpaces implements SpaceStore.
-func (q *SQLSections) ListSpaces(ctx context.Context) ([]Space, error) { return q.spaces(ctx, "") }
+// ListSpaces implements keyseq.SpaceStore.
+func (q *SQLSections) ListSpaces(ctx context.Context) ([]keyseq.Space, error) {
+	return q.spaces(ctx, "")
+}
 
 // spaces reads the space named, or every space when name is "".
-func (q *SQLSections) spaces(ctx context.Context, name string) ([]Space, error) {
+func (q *SQLSections) spaces(ctx context.Context, name string) ([]keyseq.Space, error) {
 	query, args := "SELECT name, step, sections, slots FROM frond_keyseq_space", []any(nil)
 	if name != "" {
 		query, args = query+" WHERE name = ?", []any{name}
 	}
 	c, cancel := q.db.Bound(ctx)
 	defer cancel()
-	var out []Space
+	var out []keyseq.Space
 	err := q.db.Retry(c, q.retries, func(ctx context.Context) error {
 		out = out[:0]
 		r, err := q.db.QueryContext(ctx, q.db.Kind.Rebind(query+" ORDER BY name"), args...)
@@ -558,7 +548,7 @@ func (q *SQLSections) spaces(ctx context.Context, name string) ([]Space, error) 
 		}
 		defer r.Close()
 		for r.Next() {
-			var sp Space
+			var sp keyseq.Space
 			if err := r.Scan(&sp.Name, &sp.Step, &sp.Sections, &sp.Slots); err != nil {
 				return err
 			}

@@ -1,4 +1,4 @@
-package keyseq
+package seqstore
 
 import (
 	"context"
@@ -14,9 +14,10 @@ import (
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/internal/redisutil"
+	"github.com/frond-id/frond/keyseq"
 )
 
-// RedisSections is a SpaceStore on Redis: per space, hashes of the
+// RedisSections is a keyseq.SpaceStore on Redis: per space, hashes of the
 // sections' maxima, owners, owners' addresses and lease ends (field: the
 // section), and of the members; one hash of the spaces. Every call is one
 // Lua script, so one atomic step, and leases are counted on the Redis
@@ -36,7 +37,7 @@ type RedisSections struct {
 	watch   redisutil.Watch
 }
 
-var _ SpaceStore = (*RedisSections)(nil)
+var _ keyseq.SpaceStore = (*RedisSections)(nil)
 
 var seqRisk = redisutil.Risk{
 	Refusal: "keyed sequences would hand out the same values again",
@@ -205,15 +206,15 @@ func redisInt(v any) (int64, error) {
 	return 0, fmt.Errorf("%w: redis answered %v (%T) for a number", frond.ErrStoreUnavailable, v, v)
 }
 
-// Take implements LeaseStore.
-func (s *RedisSections) Take(ctx context.Context, space string, sections []int, me Owner, ttl time.Duration, step int64) ([]Taken, error) {
+// Take implements keyseq.LeaseStore.
+func (s *RedisSections) Take(ctx context.Context, space string, sections []int, me keyseq.Owner, ttl time.Duration, step int64) ([]keyseq.Taken, error) {
 	if len(sections) == 0 {
 		return nil, nil
 	}
-	if err := checkSections(space, sections, step); err != nil {
+	if err := keyseq.CheckSections(space, sections, step); err != nil {
 		return nil, err
 	}
-	if err := checkOwner(me, ttl); err != nil {
+	if err := keyseq.CheckOwner(me, ttl); err != nil {
 		return nil, err
 	}
 	v, err := s.run(ctx, "take sections", takeScript, s.keys(space), sectionArgs([]any{me.Token, me.Addr, ttl.Microseconds(), step}, slices.Sorted(slices.Values(sections)))...)
@@ -223,24 +224,24 @@ func (s *RedisSections) Take(ctx context.Context, space string, sections []int, 
 	if len(v) == 1 {
 		return nil, fmt.Errorf("space %q: a section's maximum would pass 2^63-1: %w", space, frond.ErrTagExhausted)
 	}
-	out := make([]Taken, 0, len(v)/2)
+	out := make([]keyseq.Taken, 0, len(v)/2)
 	for k := 0; k+1 < len(v); k += 2 {
 		i, err1 := redisInt(v[k])
 		m, err2 := redisInt(v[k+1])
 		if err := errors.Join(err1, err2); err != nil {
 			return nil, err
 		}
-		out = append(out, Taken{Section: int(i), Range: frond.Range{Start: m - step, End: m, Stride: 1}})
+		out = append(out, keyseq.Taken{Section: int(i), Range: frond.Range{Start: m - step, End: m, Stride: 1}})
 	}
 	return out, nil
 }
 
-// RaiseOwned implements LeaseStore.
-func (s *RedisSections) RaiseOwned(ctx context.Context, space string, sections []int, step int64, me Owner) ([]frond.Range, error) {
+// RaiseOwned implements keyseq.LeaseStore.
+func (s *RedisSections) RaiseOwned(ctx context.Context, space string, sections []int, step int64, me keyseq.Owner) ([]frond.Range, error) {
 	if len(sections) == 0 {
 		return nil, nil
 	}
-	if err := checkSections(space, sections, step); err != nil {
+	if err := keyseq.CheckSections(space, sections, step); err != nil {
 		return nil, err
 	}
 	v, err := s.run(ctx, "raise sections", raiseOwnedScript, s.keys(space), sectionArgs([]any{me.Token, step}, sections)...)
@@ -252,7 +253,7 @@ func (s *RedisSections) RaiseOwned(ctx context.Context, space string, sections [
 	case err != nil:
 		return nil, err
 	case status == 0:
-		return nil, fmt.Errorf("space %q section %v: %w", space, v[1], ErrNotOwner)
+		return nil, fmt.Errorf("space %q section %v: %w", space, v[1], keyseq.ErrNotOwner)
 	case status < 0:
 		return nil, fmt.Errorf("space %q: a section's maximum would pass 2^63-1: %w", space, frond.ErrTagExhausted)
 	case len(v) != 1+len(sections):
@@ -269,9 +270,9 @@ func (s *RedisSections) RaiseOwned(ctx context.Context, space string, sections [
 	return out, nil
 }
 
-// Renew implements LeaseStore.
-func (s *RedisSections) Renew(ctx context.Context, space string, me Owner, ttl time.Duration) ([]int, error) {
-	if err := checkOwner(me, ttl); err != nil {
+// Renew implements keyseq.LeaseStore.
+func (s *RedisSections) Renew(ctx context.Context, space string, me keyseq.Owner, ttl time.Duration) ([]int, error) {
+	if err := keyseq.CheckOwner(me, ttl); err != nil {
 		return nil, err
 	}
 	v, err := s.run(ctx, "renew leases", renewScript, s.keys(space), me.Token, me.Addr, ttl.Microseconds())
@@ -290,8 +291,8 @@ func (s *RedisSections) Renew(ctx context.Context, space string, me Owner, ttl t
 	return held, nil
 }
 
-// Release implements LeaseStore.
-func (s *RedisSections) Release(ctx context.Context, space string, sections []int, me Owner) error {
+// Release implements keyseq.LeaseStore.
+func (s *RedisSections) Release(ctx context.Context, space string, sections []int, me keyseq.Owner) error {
 	if sections != nil && len(sections) == 0 {
 		return nil
 	}
@@ -303,18 +304,18 @@ func (s *RedisSections) Release(ctx context.Context, space string, sections []in
 	return err
 }
 
-// Read implements LeaseStore.
-func (s *RedisSections) Read(ctx context.Context, space string, sections int) (Table, error) {
+// Read implements keyseq.LeaseStore.
+func (s *RedisSections) Read(ctx context.Context, space string, sections int) (keyseq.Table, error) {
 	v, err := s.run(ctx, "read the owners", readScript, s.keys(space))
 	if err != nil {
-		return Table{}, err
+		return keyseq.Table{}, err
 	}
 	if len(v) != 5 {
-		return Table{}, fmt.Errorf("%w: redis answered %d parts of a table", frond.ErrStoreUnavailable, len(v))
+		return keyseq.Table{}, fmt.Errorf("%w: redis answered %d parts of a table", frond.ErrStoreUnavailable, len(v))
 	}
 	now, err := redisInt(v[0])
 	if err != nil {
-		return Table{}, err
+		return keyseq.Table{}, err
 	}
 	hash := func(x any) map[string]string {
 		out := map[string]string{}
@@ -327,22 +328,22 @@ func (s *RedisSections) Read(ctx context.Context, space string, sections int) (T
 		return out
 	}
 	owners, addrs, untils, members := hash(v[1]), hash(v[2]), hash(v[3]), hash(v[4])
-	t := Table{Owners: make([]Owner, sections)}
+	t := keyseq.Table{Owners: make([]keyseq.Owner, sections)}
 	for f, tok := range owners {
 		i, err1 := strconv.Atoi(f)
 		until, err2 := strconv.ParseInt(untils[f], 10, 64)
 		if err1 != nil || err2 != nil || i < 0 || i >= sections || until <= now {
 			continue
 		}
-		t.Owners[i] = Owner{Token: tok, Addr: addrs[f]}
+		t.Owners[i] = keyseq.Owner{Token: tok, Addr: addrs[f]}
 	}
 	for tok, v := range members { // "until addr"
 		u, addr, _ := strings.Cut(v, " ")
 		if until, err := strconv.ParseInt(u, 10, 64); err == nil && until > now {
-			t.Members = append(t.Members, Owner{Token: tok, Addr: addr})
+			t.Members = append(t.Members, keyseq.Owner{Token: tok, Addr: addr})
 		}
 	}
-	slices.SortFunc(t.Members, compareOwner)
+	slices.SortFunc(t.Members, keyseq.CompareOwner)
 	return t, nil
 }
 
@@ -355,8 +356,8 @@ type spaceDef struct {
 
 func (s *RedisSections) spacesKey() string { return s.prefix + "seq:spaces" }
 
-// CreateSpace implements SpaceStore.
-func (s *RedisSections) CreateSpace(ctx context.Context, sp Space) error {
+// CreateSpace implements keyseq.SpaceStore.
+func (s *RedisSections) CreateSpace(ctx context.Context, sp keyseq.Space) error {
 	sp = sp.WithDefaults()
 	if err := sp.Validate(); err != nil {
 		return err
@@ -374,29 +375,29 @@ func (s *RedisSections) CreateSpace(ctx context.Context, sp Space) error {
 	return nil
 }
 
-// LookupSpace implements SpaceStore.
-func (s *RedisSections) LookupSpace(ctx context.Context, name string) (Space, error) {
+// LookupSpace implements keyseq.SpaceStore.
+func (s *RedisSections) LookupSpace(ctx context.Context, name string) (keyseq.Space, error) {
 	c, cancel := redisutil.Bound(ctx, s.timeout)
 	defer cancel()
 	js, err := s.c.HGet(c, s.spacesKey(), name).Result()
 	if errors.Is(err, redis.Nil) {
-		return Space{}, fmt.Errorf("%w: %q", ErrSpaceNotFound, name)
+		return keyseq.Space{}, fmt.Errorf("%w: %q", keyseq.ErrSpaceNotFound, name)
 	}
 	if err != nil {
-		return Space{}, redisutil.Fail("read a space", s.where, err)
+		return keyseq.Space{}, redisutil.Fail("read a space", s.where, err)
 	}
 	return decodeSpace(name, js)
 }
 
-// ListSpaces implements SpaceStore.
-func (s *RedisSections) ListSpaces(ctx context.Context) ([]Space, error) {
+// ListSpaces implements keyseq.SpaceStore.
+func (s *RedisSections) ListSpaces(ctx context.Context) ([]keyseq.Space, error) {
 	c, cancel := redisutil.Bound(ctx, s.timeout)
 	defer cancel()
 	all, err := s.c.HGetAll(c, s.spacesKey()).Result()
 	if err != nil {
 		return nil, redisutil.Fail("read the spaces", s.where, err)
 	}
-	out := make([]Space, 0, len(all))
+	out := make([]keyseq.Space, 0, len(all))
 	for name, js := range all {
 		sp, err := decodeSpace(name, js)
 		if err != nil {
@@ -404,14 +405,14 @@ func (s *RedisSections) ListSpaces(ctx context.Context) ([]Space, error) {
 		}
 		out = append(out, sp)
 	}
-	sortSpaces(out)
+	keyseq.SortSpaces(out)
 	return out, nil
 }
 
-func decodeSpace(name, js string) (Space, error) {
+func decodeSpace(name, js string) (keyseq.Space, error) {
 	var d spaceDef
 	if err := json.Unmarshal([]byte(js), &d); err != nil {
-		return Space{}, fmt.Errorf("%w: space %q: %q", frond.ErrStoreUnavailable, name, js)
+		return keyseq.Space{}, fmt.Errorf("%w: space %q: %q", frond.ErrStoreUnavailable, name, js)
 	}
-	return Space{Name: name, Step: d.Step, Sections: d.Sections, Slots: d.Slots}, nil
+	return keyseq.Space{Name: name, Step: d.Step, Sections: d.Sections, Slots: d.Slots}, nil
 }
