@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 pkgs=("$@")
 if [ ${#pkgs[@]} -eq 0 ]; then
-  pkgs=(./api/... ./client/... ./registry/... ./store/... ./segment/... ./snowflake/... ./service/... ./worker/... ./cmd/frond/...)
+  pkgs=(./api/... ./client/... ./registry/... ./store/... ./segment/... ./snowflake/... ./service/... ./worker/... ./keyseq/... ./cmd/frond/...)
 fi
 hogs=()
 stop() { [ ${#hogs[@]} -eq 0 ] || kill "${hogs[@]}" 2>/dev/null || true; }
