@@ -8,15 +8,4 @@ func BreakFence(n *Node) { n.eng.gate.now = func() time.Time { return time.Time{
 
 // Kill stops n as kill -9 would: no more rounds, no answers, its leases
 // left to run out.
-func Kill(n *Node) {
-	n.once.Do(func() {
-		close(n.stop)
-		if n.running.Load() {
-			<-n.done
-		}
-		n.round.Lock()
-		n.closed = true
-		n.eng.Close()
-		n.round.Unlock()
-	})
-}
+func Kill(n *Node) { n.halt(nil) }

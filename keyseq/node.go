@@ -384,16 +384,24 @@ func (n *Node) open(sent time.Time) {
 // (best effort within ctx: leases not given back run out on their own).
 func (n *Node) Close(ctx context.Context) error {
 	var err error
+	n.halt(func() { err = n.store.Release(ctx, n.eng.space.Name, nil, n.me) })
+	return err
+}
+
+// halt stops the rounds and the answers (once), then runs then (nil: the
+// leases are left to run out, as after a kill -9).
+func (n *Node) halt(then func()) {
 	n.once.Do(func() {
 		close(n.stop)
 		if n.running.Load() {
 			<-n.done
 		}
 		n.round.Lock()
+		defer n.round.Unlock()
 		n.closed = true
 		n.eng.Close()
-		err = n.store.Release(ctx, n.eng.space.Name, nil, n.me)
-		n.round.Unlock()
+		if then != nil {
+			then()
+		}
 	})
-	return err
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -144,4 +145,39 @@ func CreateOrGet(ctx context.Context, c *clientv3.Client, key, value string) (st
 		return string(kvs[0].Value), nil
 	}
 	return "", fmt.Errorf("%s was deleted as it was read", key)
+}
+
+// StoreParams are the parameters of frond's data on etcd (the segment
+// store, the keyed sequence spaces): frond_prefix (default /frond/),
+// frond_timeout (5 s) and frond_retries (100, at least 1: how many times a
+// transaction is tried again when another writer changed what it read).
+type StoreParams struct {
+	Prefix  string
+	Timeout time.Duration
+	Retries int
+}
+
+// ParseStore parses the URL of frond's data on etcd.
+func ParseStore(rawURL string) (URL, StoreParams, error) {
+	p := StoreParams{Prefix: "/frond/", Timeout: 5 * time.Second, Retries: 100}
+	u, err := Parse(rawURL, "frond_prefix", "frond_timeout", "frond_retries")
+	if err != nil {
+		return u, p, err
+	}
+	for _, k := range u.Keys {
+		v := u.Params[k]
+		switch k {
+		case "frond_prefix":
+			p.Prefix = v
+		case "frond_timeout":
+			if p.Timeout, err = Duration(k, v); err != nil {
+				return u, p, err
+			}
+		case "frond_retries":
+			if p.Retries, err = strconv.Atoi(v); err != nil || p.Retries < 1 {
+				return u, p, fmt.Errorf("%w: etcd URL parameter %s=%q: a whole number from 1", frond.ErrInvalidArgument, k, v)
+			}
+		}
+	}
+	return u, p, nil
 }

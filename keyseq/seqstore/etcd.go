@@ -48,26 +48,11 @@ var _ keyseq.SpaceStore = (*EtcdSections)(nil)
 // OpenEtcd opens the spaces on the etcd cluster of rawURL (etcd://host:port
 // [,host:port]/?frond_prefix=&frond_timeout=&frond_retries=, as the store's).
 func OpenEtcd(ctx context.Context, rawURL string) (*EtcdSections, error) {
-	u, err := etcdconn.Parse(rawURL, "frond_prefix", "frond_timeout", "frond_retries")
+	u, p, err := etcdconn.ParseStore(rawURL)
 	if err != nil {
 		return nil, err
 	}
-	s := &EtcdSections{url: u, prefix: "/frond/", timeout: 5 * time.Second, retries: 100, leases: map[string]clientv3.LeaseID{}}
-	for _, k := range u.Keys {
-		v := u.Params[k]
-		switch k {
-		case "frond_prefix":
-			s.prefix = v
-		case "frond_timeout":
-			if s.timeout, err = etcdconn.Duration(k, v); err != nil {
-				return nil, err
-			}
-		case "frond_retries":
-			if s.retries, err = strconv.Atoi(v); err != nil || s.retries < 1 {
-				return nil, fmt.Errorf("%w: etcd URL parameter %s=%q: 1 or more", frond.ErrInvalidArgument, k, v)
-			}
-		}
-	}
+	s := &EtcdSections{url: u, prefix: p.Prefix, timeout: p.Timeout, retries: p.Retries, leases: map[string]clientv3.LeaseID{}}
 	if s.c, err = etcdconn.Client(ctx, u, s.timeout); err != nil {
 		return nil, err
 	}

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 	"time"
 
@@ -71,27 +70,11 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 }
 
 func parse(rawURL string) (*Store, error) {
-	u, err := etcdconn.Parse(rawURL, "frond_prefix", "frond_timeout", "frond_retries")
+	u, p, err := etcdconn.ParseStore(rawURL)
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{prefix: "/frond/", timeout: 5 * time.Second, retries: 100, endpoints: u.Endpoints, url: u}
-	for _, k := range u.Keys {
-		v := u.Params[k]
-		switch k {
-		case "frond_prefix":
-			s.prefix = v
-		case "frond_timeout":
-			if s.timeout, err = etcdconn.Duration(k, v); err != nil {
-				return nil, err
-			}
-		case "frond_retries":
-			if s.retries, err = strconv.Atoi(v); err != nil {
-				return nil, fmt.Errorf("%w: etcd URL parameter %s=%q: %v", frond.ErrInvalidArgument, k, v, err)
-			}
-		}
-	}
-	return s, nil
+	return &Store{prefix: p.Prefix, timeout: p.Timeout, retries: p.Retries, endpoints: u.Endpoints, url: u}, nil
 }
 
 func (s *Store) key(tag string) string { return s.prefix + "tags/" + tag }
