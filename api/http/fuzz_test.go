@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/frond-id/frond/api"
+	"github.com/frond-id/frond/keyseq"
 	"github.com/frond-id/frond/segment"
+	"github.com/frond-id/frond/service"
 )
 
 func digitsOnly(s string) bool {
@@ -80,11 +82,17 @@ func (f *fixture) snapshot() string {
 		fmt.Fprintf(&b, "%s=%d|", t.Name, t.MaxID)
 	}
 	fmt.Fprintf(&b, "snowflake %d", f.svc.SnowflakeIssued())
+	if sp := f.svc.Spaces(); sp != nil {
+		for _, st := range sp.Stats() {
+			fmt.Fprintf(&b, "|space %s %d %d", st.Name, st.Served, st.Raises)
+		}
+	}
 	return b.String()
 }
 
 var fuzzPrefixes = []string{"/v1/segment/", "/api/segment/get/", "/v1/snowflake", "/api/snowflake/get/", "/v1/uuid", "/v1/serial/",
-	"/v1/decode/", "/decodeSnowflakeId", "/v1/tags/", "/v1/tags", "/v1/reveal", "/readyz", "/readyz/", "/", "/v1/info", "/cache", "/db"}
+	"/v1/decode/", "/decodeSnowflakeId", "/v1/tags/", "/v1/tags", "/v1/reveal", "/readyz", "/readyz/", "/", "/v1/info", "/cache", "/db",
+	"/v1/seq/", "/v1/spaces"}
 
 // Whole requests from outside (method, path, query, body) go through the
 // handler: no panic, every error in the route's shape, and no answer other
@@ -115,7 +123,17 @@ func FuzzHandlers(f *testing.F) {
 	f.Add("GET", uint8(4), "", "version=7&form=typeid&prefix=User", "")
 	f.Add("POST", uint8(10), "", "", `{"kind":"uuid","form":"typeid","value":"user_01h455vb4pex5vsknk084sn02q","prefix":"user"}`)
 	f.Add("POST", uint8(10), "", "", `{"kind":"snowflake","form":"friendly","value":"20240103152415876-5-16","tag":"order"}`)
-	fx := newFixture(f, api.Options{})
+	f.Add("GET", uint8(17), "msgs/conv-1", "n=3", "")
+	f.Add("POST", uint8(17), "msgs/a%2Fb", "n=0", "")
+	f.Add("GET", uint8(17), "nope/k", "form=base62", "")
+	f.Add("POST", uint8(18), "", "", `{"name":"more","slots":3}`)
+	fx := newFixture(f, api.Options{}, func(c *service.Config) {
+		c.Spaces = keyseq.NewSpaces(&keyseq.MemLeases{}, keyseq.Owner{Token: "fuzz", Addr: "127.0.0.1:1"},
+			keyseq.NodeOptions{TTL: time.Hour, Logger: slog.New(slog.DiscardHandler)}, nil)
+	})
+	if _, err := fx.svc.CreateSpace(context.Background(), keyseq.Space{Name: "msgs", Sections: 4, Slots: 16}); err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, method string, route uint8, path, query, body string) {
 		fx.t = t
 		req, err := http.NewRequest(method, "http://frond.test/", strings.NewReader(body))
