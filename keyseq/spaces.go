@@ -31,6 +31,12 @@ type SpaceStore interface {
 // frond.ErrTagNotFound to the protocols (a space is named as a tag is).
 var ErrSpaceNotFound = fmt.Errorf("keyed sequence space not found: %w", frond.ErrTagNotFound)
 
+// ErrOwnerUnreachable: a Forwarder could not reach the owner (its answer
+// is not this error, whatever it says). The node reads the table again at
+// once: an owner that is gone leaves its sections to be taken when its
+// lease runs out.
+var ErrOwnerUnreachable = errors.New("keyed sequence: the section's owner did not answer")
+
 // Forwarder asks the owner at addr for the next count values of key, on
 // behalf of a caller whose token is token: the request as it came, marked
 // forwarded (the owner answers it or refuses it, never forwards it again).
@@ -264,7 +270,17 @@ func (s *Spaces) Next(ctx context.Context, space, key string, count int64, forwa
 		f := s.forwarded[space]
 		s.mu.Unlock()
 		f.Add(1)
-		return s.forward(ctx, no.Addr, space, key, count, token)
+		first, last, err = s.forward(ctx, no.Addr, space, key, count, token)
+		if errors.Is(err, ErrOwnerUnreachable) {
+			// Perhaps gone (kill -9): read the table now (at most a round
+			// every TTL/10), and answer from here if the section is ours
+			// by then.
+			n.kick(ctx)
+			if f2, l2, err2 := n.Next(ctx, key, count); err2 == nil {
+				return f2, l2, nil
+			}
+		}
+		return first, last, err
 	}
 	return first, last, err
 }

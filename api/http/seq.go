@@ -127,7 +127,7 @@ func SeqForwarder(tlsConfig *tls.Config, timeout time.Duration) keyseq.Forwarder
 		}
 		resp, err := c.Do(req)
 		if err != nil {
-			return 0, 0, fmt.Errorf("%w: forward to the owner %s: %v", frond.ErrStoreUnavailable, addr, err)
+			return 0, 0, fmt.Errorf("%w: %w: forward to the owner %s: %v", frond.ErrStoreUnavailable, keyseq.ErrOwnerUnreachable, addr, err)
 		}
 		defer resp.Body.Close()
 		body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
