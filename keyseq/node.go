@@ -277,12 +277,6 @@ func (n *Node) Round(ctx context.Context) error {
 	n.table.Store(&t)
 	members := max(len(t.Members), 1)
 	share := (sp.Sections + members - 1) / members
-	var served []int
-	for _, i := range held {
-		if n.eng.granted(i) {
-			served = append(served, i)
-		}
-	}
 	n.short.Store(false)
 	if excess := len(held) - share; excess > 0 {
 		// Give back the last ones: stop serving first, then tell the store,
