@@ -101,55 +101,6 @@ func NewSpaces(store SpaceStore, me Owner, o NodeOptions, forward Forwarder) *Sp
 // Me is the node's owner name.
 func (s *Spaces) Me() Owner { return s.me }
 
-// Start starts a Node for every space in the store, each after its first
-// round (its sections taken), so that a single node serves every section
-// from its first request.
-func (s *Spaces) Start(ctx context.Context) error {
-	spaces, err := s.store.ListSpaces(ctx)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, sp := range spaces {
-		if _, err := s.start(ctx, sp); err != nil {
-			errs = append(errs, fmt.Errorf("space %q: %w", sp.Name, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// StartRetrying is Start, tried again every lease TTL until it succeeds
-// or Close: a node whose store was down at start takes its share of every
-// space once the store answers, without waiting for a request of each.
-// It returns Start's first error.
-func (s *Spaces) StartRetrying(ctx context.Context) error {
-	c, cancel := context.WithTimeout(ctx, s.ttl())
-	err := s.Start(c)
-	cancel()
-	if err == nil {
-		return nil
-	}
-	go func() {
-		for {
-			time.Sleep(s.ttl())
-			s.mu.Lock()
-			closed := s.closed
-			s.mu.Unlock()
-			if closed {
-				return
-			}
-			c, cancel := context.WithTimeout(context.Background(), s.ttl())
-			err := s.Start(c)
-			cancel()
-			if err == nil {
-				s.log.Info("keyed sequences: every space started")
-				return
-			}
-		}
-	}()
-	return err
-}
-
 // start returns the space's node, started (its first round run) if it
 // was not.
 func (s *Spaces) start(ctx context.Context, sp Space) (*Node, error) {

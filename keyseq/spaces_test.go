@@ -119,7 +119,7 @@ func TestSpaces(t *testing.T) {
 }
 
 // A store down at start: the spaces answer unavailable, then serve once
-// the store opens; StartRetrying starts every space by itself.
+// the store opens.
 func TestSpaces_LazyStore(t *testing.T) {
 	ctx := testenv.Ctx(t)
 	mem := &keyseq.MemLeases{}
@@ -133,27 +133,17 @@ func TestSpaces_LazyStore(t *testing.T) {
 		}
 		return mem, nil
 	})
-	sp := keyseq.NewSpaces(lazy, keyseq.Owner{Token: "a", Addr: "a"}, keyseq.NodeOptions{TTL: 50 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)}, nil)
+	sp := keyseq.NewSpaces(lazy, keyseq.Owner{Token: "a", Addr: "a"}, keyseq.NodeOptions{TTL: time.Minute, Logger: slog.New(slog.DiscardHandler)}, nil)
 	defer sp.Close(ctx)
-	if err := sp.StartRetrying(ctx); !errors.Is(err, frond.ErrStoreUnavailable) {
-		t.Fatalf("start with the store down: %v", err)
-	}
 	if _, _, err := sp.Next(ctx, "msgs", "k", 1, false, ""); !errors.Is(err, frond.ErrStoreUnavailable) {
 		t.Fatalf("a request with the store down: %v", err)
 	}
 	up.Store(true)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		list, err := sp.List(ctx)
-		if err == nil && len(list) == 1 && len(list[0].Held) == 4 {
-			break // started by the retries, every section taken
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the space did not start once the store was up: %+v, %v", list, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 	if v, _, err := sp.Next(ctx, "msgs", "k", 1, false, ""); err != nil || v != 1 {
 		t.Fatalf("a request once the store is up: %d, %v", v, err)
+	}
+	list, err := sp.List(ctx)
+	if err != nil || len(list) != 1 || len(list[0].Held) != 4 {
+		t.Fatalf("the space once started: %+v, %v", list, err)
 	}
 }

@@ -59,8 +59,9 @@ func containsFold(list []string, s string) bool {
 }
 
 // openSpaces opens the node's keyed sequence spaces (nil when they are
-// off) and starts serving every space there is, this node taking its
-// share of their sections. httpAddr is the HTTP listener's: the port of
+// off). A space is started on this node (its share of the sections taken)
+// by its first request here: a node pays nothing for spaces it is never
+// asked for, and a restart does not load every space at once. httpAddr is the HTTP listener's: the port of
 // the address other nodes forward to, unless sequences.advertise names it.
 func openSpaces(ctx context.Context, cfg *config.Config, httpAddr net.Addr, log *slog.Logger) (*keyseq.Spaces, error) {
 	raw, err := sequencesStore(cfg)
@@ -109,10 +110,6 @@ func openSpaces(ctx context.Context, cfg *config.Config, httpAddr net.Addr, log 
 		return nil, err
 	}
 	sp := keyseq.NewSpaces(st, me, keyseq.NodeOptions{TTL: cfg.Sequences.LeaseTTL, Logger: log}, httpapi.SeqForwarder(tc, cfg.Sequences.LeaseTTL))
-	if err := sp.StartRetrying(ctx); err != nil {
-		// Started once the store answers (or on their first request).
-		log.Warn("keyed sequences: the spaces could not be read at start; trying again every lease", "store", storeName(raw), "err", err)
-	}
 	log.Info("keyed sequences", "store", storeName(raw), "advertise", addr, "lease_ttl", cfg.Sequences.LeaseTTL)
 	return sp, nil
 }
