@@ -43,8 +43,8 @@ var ErrOwnerUnreachable = errors.New("keyed sequence: the section's owner did no
 type Forwarder func(ctx context.Context, addr, space, key string, count int64, token string) (first, last int64, err error)
 
 // Spaces is a node's keyed sequence spaces: one Node per space, started
-// when the space is created or first asked for (and for every space at
-// Start), forwarding requests for sections another node owns.
+// when the space is created or first asked for on this node, forwarding
+// requests for sections another node owns.
 type Spaces struct {
 	store   SpaceStore
 	me      Owner

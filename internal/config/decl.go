@@ -118,7 +118,13 @@ func (c *Config) decls() []decl {
 		{ptr: &c.Segment.LoadTimeout, def: "10s", shown: "`10s`", doc: "bound on one store call; `0s`: the default; negative refused"},
 		{ptr: &c.Segment.FailFast, def: "1s", shown: "`1s`", doc: "after a failed load, requests with empty buffers fail at once for this long. `0s`: the default; negative: off (every request waits on the store; `0s` meant that before this version)"},
 		{ptr: &c.Segment.IdleAfter, def: "1h", shown: "`1h`", doc: "the buffer of a tag that handed out no ID for this long is dropped (its unused IDs skipped, as at a restart) and its metric series deleted: memory and series stay bounded by the tags in use. `0s`: the default; negative: never (Leaf's behaviour; `0s` meant that before this version)"},
-		{ptr: &c.Sequences.Store, urls: true, shown: "the node's store when it is SQL, Redis or etcd", doc: "keyed sequence spaces ([sequences.md](sequences.md)): the SQL database (`sqlite://`, `mysql://`, `postgres://`), Redis (`redis://`) or etcd (`etcd://`), with the store's `frond_*` parameters, or `memory:` (trials), of the spaces, their sections' maxima and their owners' leases, shared by the nodes that serve them; empty: the node's `store` when it is one of those (the embedded SQLite by default), else off (a set of stores); `off`: off"},
+		{ptr: &c.Sequences.Store, urls: true, shown: "the node's store when it is SQL, Redis or etcd", doc: "keyed sequence spaces ([sequences.md](sequences.md)): the SQL database (`sqlite://`, `mysql://`, `postgres://`), Redis (`redis://`) or etcd (`etcd://`), with the store's `frond_*` parameters, or `memory:` (trials), of the spaces, their sections' maxima and their owners' leases, shared by the nodes that serve them; empty: the node's `store` when it is one of those (the embedded SQLite by default), else off (a set of stores); `off`: off", check: func() error {
+			switch scheme, _, _ := strings.Cut(c.Sequences.Store, ":"); strings.ToLower(scheme) {
+			case "", "off", "sqlite", "mysql", "postgres", "postgresql", "redis", "rediss", "etcd", "memory":
+				return nil
+			}
+			return fmt.Errorf("a SQL database, Redis or etcd URL, memory:, or off")
+		}},
 		{ptr: &c.Sequences.Advertise, shown: "`worker.host` and the HTTP port", doc: "`HOST:PORT` where the other nodes reach this node's HTTP API: requests for the sections this node owns are forwarded there", check: func() error { return hostPort(c.Sequences.Advertise, true) }},
 		{ptr: &c.Sequences.LeaseTTL, def: "3s", shown: "`3s`", doc: "a section owner's lease, on the database's clock: a node killed without a clean stop has its sections served by the others within about this plus a third of it; at least `100ms`", check: func() error {
 			if c.Sequences.LeaseTTL < 100*time.Millisecond {
