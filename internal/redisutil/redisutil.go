@@ -284,6 +284,24 @@ local function ge(a, b) -- a >= b for non-negative decimal strings
 end
 `
 
+// Connect makes a client of u and reads its server's persistence with w
+// (Watch.Start) before anything is written: the opening of every Redis
+// store. A refused persistence is Accept's error, an unanswered check an
+// outage (Fail, named where); either way the client is closed.
+func Connect(ctx context.Context, u URL, w *Watch, where string) (*redis.Client, error) {
+	c := redis.NewClient(u.Options)
+	bc, cancel := Bound(ctx, u.Timeout)
+	defer cancel()
+	if err := w.Start(bc, c, u.Where, u.AllowVolatile); err != nil {
+		c.Close()
+		if errors.Is(err, frond.ErrInvalidArgument) {
+			return nil, err
+		}
+		return nil, Fail("check persistence", where, err)
+	}
+	return c, nil
+}
+
 // Fail wraps an error of operation op on the server where: frond.ErrClosed
 // when the client was closed, else frond.ErrStoreUnavailable with what to
 // do about refused credentials (Explain).

@@ -57,15 +57,8 @@ func OpenRedis(ctx context.Context, rawURL string) (*RedisSections, error) {
 	if v, ok := u.Params["frond_prefix"]; ok {
 		s.prefix = v
 	}
-	s.c = redis.NewClient(u.Options)
-	c, cancel := redisutil.Bound(ctx, s.timeout)
-	defer cancel()
-	if err := s.watch.Start(c, s.c, s.where, u.AllowVolatile); err != nil {
-		s.c.Close()
-		if errors.Is(err, frond.ErrInvalidArgument) {
-			return nil, err
-		}
-		return nil, redisutil.Fail("check persistence", s.where, err)
+	if s.c, err = redisutil.Connect(ctx, u, &s.watch, s.where); err != nil {
+		return nil, err
 	}
 	return s, nil
 }

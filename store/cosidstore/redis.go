@@ -50,15 +50,9 @@ func openRedis(ctx context.Context, server string, o settings) (*redisStore, err
 	if err != nil {
 		return nil, err
 	}
-	s := &redisStore{c: redis.NewClient(u.Options), o: o, timeout: u.Timeout, where: "cosid+" + u.Where, watch: redisutil.Watch{Risk: redisRisk}}
-	c, cancel := redisutil.Bound(ctx, s.timeout)
-	defer cancel()
-	if err := s.watch.Start(c, s.c, u.Where, u.AllowVolatile); err != nil {
-		s.c.Close()
-		if errors.Is(err, frond.ErrInvalidArgument) {
-			return nil, err
-		}
-		return nil, s.fail("check persistence", err)
+	s := &redisStore{o: o, timeout: u.Timeout, where: "cosid+" + u.Where, watch: redisutil.Watch{Risk: redisRisk}}
+	if s.c, err = redisutil.Connect(ctx, u, &s.watch, s.where); err != nil {
+		return nil, err
 	}
 	return s, nil
 }

@@ -77,16 +77,8 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	if v, ok := u.Params["frond_prefix"]; ok {
 		s.prefix = v
 	}
-	s.c = redis.NewClient(u.Options)
-
-	c, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	if err := s.watch.Start(c, s.c, s.where, u.AllowVolatile); err != nil {
-		s.c.Close()
-		if errors.Is(err, frond.ErrInvalidArgument) {
-			return nil, err
-		}
-		return nil, s.fail("check persistence", err) // no answer: an outage
+	if s.c, err = redisutil.Connect(ctx, u, &s.watch, s.where); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
