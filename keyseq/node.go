@@ -74,6 +74,7 @@ type Node struct {
 	short   atomic.Bool               // the last round left the node short of its share
 
 	raises, takes, releases, lapses, failures atomic.Uint64 // NodeStats
+	forwarded                                 atomic.Uint64 // requests Spaces forwarded to an owner
 	closed                                    bool          // under round
 	once                                      sync.Once
 	rnd                                       *rand.Rand // under round
@@ -117,14 +118,15 @@ type NodeStats struct {
 	// LeaseLeft is how long this node may still count on its leases (0:
 	// its gate is shut).
 	LeaseLeft time.Duration
-	// Counters since the node started.
-	Served, Raises, Takes, Releases, Lapses, RoundFailures uint64
+	// Counters since the node started; Forwarded counts the requests for
+	// the space this node forwarded to an owner.
+	Served, Raises, Takes, Releases, Lapses, RoundFailures, Forwarded uint64
 }
 
 // Stats reports the node's state and counters.
 func (n *Node) Stats() NodeStats {
 	st := NodeStats{Sections: n.eng.space.Sections, Held: len(n.Held()), Served: n.eng.Served(),
-		Raises: n.raises.Load(), Takes: n.takes.Load(), Releases: n.releases.Load(), Lapses: n.lapses.Load(), RoundFailures: n.failures.Load()}
+		Raises: n.raises.Load(), Takes: n.takes.Load(), Releases: n.releases.Load(), Lapses: n.lapses.Load(), RoundFailures: n.failures.Load(), Forwarded: n.forwarded.Load()}
 	if t := n.table.Load(); t != nil {
 		st.Members = len(t.Members)
 		for _, o := range t.Owners {

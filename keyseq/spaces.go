@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/frond-id/frond"
@@ -52,11 +51,9 @@ type Spaces struct {
 	forward Forwarder
 	log     *slog.Logger
 
-	mu        sync.Mutex
-	nodes     map[string]*Node
-	forwarded map[string]*atomic.Uint64 // by space
-	closed    bool
-	started   sync.Map // name -> *Node: nodes, read without the lock
+	mu     sync.Mutex // starts and Close, one at a time
+	closed bool
+	nodes  sync.Map // name -> *Node: the spaces started, read without the lock
 }
 
 // ttl is the lease TTL, the bound of what waits on others.
@@ -67,22 +64,19 @@ func (s *Spaces) ttl() time.Duration {
 	return s.o.TTL
 }
 
-// SpaceStats is a space's NodeStats on this node, with the requests it
-// forwarded to the owners.
+// SpaceStats is a space's NodeStats on this node.
 type SpaceStats struct {
 	Name string
 	NodeStats
-	Forwarded uint64
 }
 
 // Stats reports each space this node serves, by name.
 func (s *Spaces) Stats() []SpaceStats {
-	s.mu.Lock()
-	out := make([]SpaceStats, 0, len(s.nodes))
-	for name, n := range s.nodes {
-		out = append(out, SpaceStats{Name: name, Forwarded: s.forwarded[name].Load(), NodeStats: n.Stats()})
-	}
-	s.mu.Unlock()
+	var out []SpaceStats
+	s.nodes.Range(func(name, n any) bool {
+		out = append(out, SpaceStats{Name: name.(string), NodeStats: n.(*Node).Stats()})
+		return true
+	})
 	slices.SortFunc(out, func(a, b SpaceStats) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
@@ -95,7 +89,7 @@ func NewSpaces(store SpaceStore, me Owner, o NodeOptions, forward Forwarder) *Sp
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Spaces{store: store, me: me, o: o, forward: forward, log: log, nodes: map[string]*Node{}, forwarded: map[string]*atomic.Uint64{}}
+	return &Spaces{store: store, me: me, o: o, forward: forward, log: log}
 }
 
 // Me is the node's owner name.
@@ -109,8 +103,8 @@ func (s *Spaces) start(ctx context.Context, sp Space) (*Node, error) {
 	if s.closed {
 		return nil, fmt.Errorf("keyed sequences: %w", frond.ErrClosed)
 	}
-	if n, ok := s.nodes[sp.Name]; ok {
-		return n, nil
+	if n, ok := s.nodes.Load(sp.Name); ok {
+		return n.(*Node), nil
 	}
 	n, err := NewNode(sp, s.store, s.me, s.o)
 	if err != nil {
@@ -121,16 +115,14 @@ func (s *Spaces) start(ctx context.Context, sp Space) (*Node, error) {
 		s.log.Warn("keyed sequence: the first round of leases failed", "space", sp.Name, "err", err)
 	}
 	n.Run()
-	s.nodes[sp.Name] = n
-	s.started.Store(sp.Name, n)
-	s.forwarded[sp.Name] = &atomic.Uint64{}
+	s.nodes.Store(sp.Name, n)
 	return n, nil
 }
 
 // node returns the node of the space named, reading the space from the
 // store the first time.
 func (s *Spaces) node(ctx context.Context, name string) (*Node, error) {
-	if n, ok := s.started.Load(name); ok {
+	if n, ok := s.nodes.Load(name); ok {
 		return n.(*Node), nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.ttl())
@@ -182,10 +174,8 @@ func (s *Spaces) List(ctx context.Context) ([]SpaceStatus, error) {
 	out := make([]SpaceStatus, 0, len(spaces))
 	for _, sp := range spaces {
 		st := SpaceStatus{Space: sp, Owners: map[string]int{}}
-		s.mu.Lock()
-		n := s.nodes[sp.Name]
-		s.mu.Unlock()
-		if n != nil {
+		if v, ok := s.nodes.Load(sp.Name); ok {
+			n := v.(*Node)
 			st.Held = n.Held()
 			if t := n.Table(); t != nil {
 				for _, o := range t.Owners {
@@ -217,10 +207,7 @@ func (s *Spaces) Next(ctx context.Context, space, key string, count int64, forwa
 	first, last, err = n.Next(ctx, key, count)
 	var no *NotOwnerError
 	if err != nil && errors.As(err, &no) && no.Addr != "" && !forwarded && s.forward != nil && no.Addr != s.me.Addr {
-		s.mu.Lock()
-		f := s.forwarded[space]
-		s.mu.Unlock()
-		f.Add(1)
+		n.forwarded.Add(1)
 		first, last, err = s.forward(ctx, no.Addr, space, key, count, token)
 		if errors.Is(err, ErrOwnerUnreachable) {
 			// Perhaps gone (kill -9): read the table now (at most a round
@@ -240,11 +227,12 @@ func (s *Spaces) Next(ctx context.Context, space, key string, count int64, forwa
 // store if it has a Close.
 func (s *Spaces) Close(ctx context.Context) error {
 	s.mu.Lock()
-	s.closed = true
-	nodes := make([]*Node, 0, len(s.nodes))
-	for _, n := range s.nodes {
-		nodes = append(nodes, n)
-	}
+	s.closed = true // no start after this: every node is in s.nodes
+	var nodes []*Node
+	s.nodes.Range(func(_, n any) bool {
+		nodes = append(nodes, n.(*Node))
+		return true
+	})
 	s.mu.Unlock()
 	var errs []error
 	for _, n := range nodes {
