@@ -132,6 +132,54 @@ func MappingFloor(from, to string, top int64) (int64, error) {
 	}
 }
 
+// MappingChange is what every copy of a tag holds as its mapping while a
+// change of its mapping from one to another is under way (service's
+// changeMapping, "mist>plain"): a fence. The change marks every copy
+// first, then reads every copy's max_id, then raises each to one floor
+// (MappingFloor) with the new mapping. An allocation of a fenced copy is
+// never handed out (the engine skips it: the counters are lost, never
+// given), so the max_id values read after every copy is marked bound
+// every number the old mapping gave, whatever segments nodes took
+// meanwhile, and whatever step they took them with.
+func MappingChange(from, to string) string {
+	return MappingName(from) + ">" + MappingName(to)
+}
+
+// ParseMappingChange returns the stored mappings (StoredMapping) a change
+// under way moves from and to, and ok false when m is no change
+// (MappingChange).
+func ParseMappingChange(m string) (from, to string, ok bool) {
+	f, t, ok := strings.Cut(m, ">")
+	if !ok {
+		return "", "", false
+	}
+	return StoredMapping(f), StoredMapping(t), true
+}
+
+// ServedMapping is the mapping of the numbers a tag whose stored mapping
+// is m hands out: m, or during a change of mapping the one it moves from
+// (the numbers nodes still hold; no new segment is served until the
+// change is done).
+func ServedMapping(m string) string {
+	if from, _, ok := ParseMappingChange(m); ok {
+		return from
+	}
+	return StoredMapping(m)
+}
+
+// checkStoredMapping is CheckMapping, and also a change under way between
+// plain and Mist (MappingChange): what a store may be asked to record.
+func checkStoredMapping(m string) error {
+	from, to, ok := ParseMappingChange(m)
+	if !ok {
+		return CheckMapping(m)
+	}
+	if m != MappingChange(from, to) || from == to || from == MappingOpaque || to == MappingOpaque || CheckMapping(from) != nil || CheckMapping(to) != nil {
+		return fmt.Errorf("%w: mapping %q: a change of mapping is plain>mist or mist>plain", ErrInvalidArgument, m)
+	}
+	return nil
+}
+
 // Modes of a tag (Tag.Mode).
 const (
 	ModeSegment  = "segment"
@@ -222,7 +270,7 @@ func (u TagUpdate) Validate() error {
 		return fmt.Errorf("%w: max_id %d: must not be negative", ErrInvalidArgument, *u.MaxID)
 	}
 	if u.Mapping != nil {
-		if err := CheckMapping(*u.Mapping); err != nil {
+		if err := checkStoredMapping(*u.Mapping); err != nil {
 			return err
 		}
 	}
@@ -239,8 +287,14 @@ func (u TagUpdate) Apply(t Tag) (Tag, error) {
 		return t, err
 	}
 	old := t
+	// Finishing a change of mapping (MappingChange) raises the copy into
+	// the new mapping's counter: its max_id counts other numbers from then
+	// on, so a lower value is no reissue if it is at the new mapping's
+	// floor (checked below). Plain to Mist lowers it so.
+	_, curTo, moving := ParseMappingChange(t.Mapping)
+	finishing := moving && u.Mapping != nil && StoredMapping(*u.Mapping) == curTo && !u.Adopt
 	if u.MaxID != nil {
-		if *u.MaxID < t.MaxID {
+		if *u.MaxID < t.MaxID && !finishing {
 			return t, fmt.Errorf("%w: max_id of %q is %d; %d would hand out IDs again", ErrWouldReissue, t.Name, t.MaxID, *u.MaxID)
 		}
 		t.MaxID = *u.MaxID
@@ -263,9 +317,28 @@ func (u TagUpdate) Apply(t Tag) (Tag, error) {
 			t.Mapping = to
 			return t, nil
 		}
+		curFrom, curTo, moving := ParseMappingChange(t.Mapping)
+		newFrom, _, fencing := ParseMappingChange(to)
+		switch {
+		case moving && !fencing && to != curTo, moving && fencing:
+			return t, fmt.Errorf("%w: tag %q: a change of its mapping from %s to %s is under way (its copies are fenced, serving no new segment): "+
+				"finish it first (frond tag set %s --mapping %s)", ErrInvalidArgument, t.Name, MappingName(curFrom), MappingName(curTo), t.Name, MappingName(curTo))
+		case fencing:
+			// The fence of a change (MappingChange): no raise; the change
+			// raises each copy once every copy is fenced.
+			if newFrom != StoredMapping(t.Mapping) {
+				return t, fmt.Errorf("%w: tag %q is %s: a change of mapping from %s does not apply", ErrInvalidArgument, t.Name, old.MappingName(), MappingName(newFrom))
+			}
+			t.Mapping = to
+			return t, nil
+		}
+		from := t.Mapping
+		if moving {
+			from = curFrom // finishing a change: the floor of the mapping it moves from
+		}
 		// The floor of this store's own max_id; the caller raises every
 		// store of a set to the floor of the highest (MappingFloor).
-		floor, err := MappingFloor(t.Mapping, to, old.MaxID)
+		floor, err := MappingFloor(from, to, old.MaxID)
 		if err != nil {
 			return t, err
 		}

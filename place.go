@@ -158,6 +158,19 @@ func (p Place) String() string {
 	return s
 }
 
+// FencePrefix is the beginning of String of a fence (Next set) that every
+// fence of the same change at the same store shares, whatever run wrote
+// it and however it is marked: the place before the change, the change's
+// generation and identity ("0/2@3#abcd2345>4#efgh6789/"). "" when p is no
+// fence.
+func (p Place) FencePrefix() string {
+	if p.Next == 0 {
+		return ""
+	}
+	s := p.String()
+	return s[:strings.Index(s, ">")] + ">" + strconv.FormatInt(p.Next, 10) + "#" + p.Move.Change + "/"
+}
+
 // Describe is p for people: "alone", "residue 1 of 3 (generation 4,
 // change abcd2345)", with what a change under way will do.
 func (p Place) Describe() string {
@@ -319,6 +332,73 @@ type PlacedStore interface {
 	AllocateAt(ctx context.Context, at Place, tag string, step int64) (Allocation, error)
 	// AllocateIDsAt is SequenceStore.AllocateIDs at a place, as AllocateAt.
 	AllocateIDsAt(ctx context.Context, at Place, tag string, n int64) ([]Range, error)
+	// CreateTagAt, UpdateTagAt and DeleteTagAt are CreateTag, UpdateTag
+	// and DeleteTag done only if the store's place is at, checked in the
+	// same atomic operation (CheckTagPlace), else an error wrapping
+	// ErrWrongPlace and nothing changed: a tag of a set is administered
+	// under the set's fence, like its allocations (issue 57), so a node
+	// whose view of the set is another, or a change of the set under way,
+	// changes no copy of a tag behind the others' backs. CreateTag,
+	// UpdateTag and DeleteTag are these at the zero Place.
+	CreateTagAt(ctx context.Context, at Place, t Tag) (Tag, error)
+	UpdateTagAt(ctx context.Context, at Place, name string, u TagUpdate) (Tag, error)
+	DeleteTagAt(ctx context.Context, at Place, name string) error
+}
+
+// CheckTagPlace is the check of tag administration at place at
+// (PlacedStore.CreateTagAt, UpdateTagAt, DeleteTagAt) for a store whose
+// place reads got: CheckPlace, and also a fence of the same change (the
+// change of the set that fenced the store raises and creates tags in it;
+// no node asks at a fence): got begins with at's FencePrefix, whichever
+// run of the change wrote the fence and however it is marked.
+func CheckTagPlace(got string, at Place) error {
+	if at.Next == 0 {
+		return CheckPlace(got, at)
+	}
+	if strings.HasPrefix(got, at.FencePrefix()) {
+		return nil
+	}
+	p, err := ParsePlace(got)
+	if err != nil {
+		return fmt.Errorf("%w: the store's place reads %q: %v", ErrWrongPlace, got, err)
+	}
+	return WrongPlace(p, at)
+}
+
+// CreateTagAt is s.CreateTagAt where s is a PlacedStore; a store that
+// keeps no place stands alone: at the zero Place it is s.CreateTag, at any
+// other it refuses with ErrWrongPlace. Wrappers of stores forward through
+// it, as through UpdateTagAt and DeleteTagAt.
+func CreateTagAt(ctx context.Context, s SegmentStore, at Place, t Tag) (Tag, error) {
+	if ps, ok := s.(PlacedStore); ok {
+		return ps.CreateTagAt(ctx, at, t)
+	}
+	if err := CheckTagPlace("", at); err != nil {
+		return Tag{}, err
+	}
+	return s.CreateTag(ctx, t)
+}
+
+// UpdateTagAt is s.UpdateTagAt, as CreateTagAt.
+func UpdateTagAt(ctx context.Context, s SegmentStore, at Place, name string, u TagUpdate) (Tag, error) {
+	if ps, ok := s.(PlacedStore); ok {
+		return ps.UpdateTagAt(ctx, at, name, u)
+	}
+	if err := CheckTagPlace("", at); err != nil {
+		return Tag{}, err
+	}
+	return s.UpdateTag(ctx, name, u)
+}
+
+// DeleteTagAt is s.DeleteTagAt, as CreateTagAt.
+func DeleteTagAt(ctx context.Context, s SegmentStore, at Place, name string) error {
+	if ps, ok := s.(PlacedStore); ok {
+		return ps.DeleteTagAt(ctx, at, name)
+	}
+	if err := CheckTagPlace("", at); err != nil {
+		return err
+	}
+	return s.DeleteTag(ctx, name)
 }
 
 // CheckPlace is AllocateAt's check, for a store whose place reads got

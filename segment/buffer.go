@@ -201,6 +201,20 @@ func (b *Buffer) NextN(ctx context.Context, n int64) ([]frond.Range, error) {
 	return b.nextN(ctx, n, false, nil)
 }
 
+// MappingChanging is the refusal of an allocation whose mapping is a
+// change under way (frond.MappingChange): the allocation's IDs are never
+// handed out (lost, never given), so the max_id values the change reads
+// once every copy is fenced bound every number of the old mapping. Nil
+// for a settled mapping.
+func MappingChanging(mapping string) error {
+	from, to, ok := frond.ParseMappingChange(mapping)
+	if !ok {
+		return nil
+	}
+	return fmt.Errorf("%w: a change of the tag's mapping from %s to %s is under way (frond tag set): no new segment is served until it is done, "+
+		"and the one taken is skipped; rerun the change if it was interrupted", frond.ErrStoreUnavailable, frond.MappingName(from), frond.MappingName(to))
+}
+
 // ErrMappingChanged ends a batch (NextNMapped, NextRunMapped) that came to
 // a segment of another mapping than its first IDs': the tag's mapping
 // changed (frond.TagUpdate.Mapping). The IDs taken are valid and unique,
@@ -470,6 +484,9 @@ func (b *Buffer) loadOnce() (err error, finished bool) {
 	}
 	cancel()
 	t1 := cfg.Clock.Now()
+	if err == nil {
+		err = MappingChanging(a.Mapping)
+	}
 	if err == nil && (a.Len() < 1 || a.Step < 1) {
 		err = fmt.Errorf("store returned an empty allocation %+v", a)
 	}

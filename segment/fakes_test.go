@@ -74,9 +74,15 @@ func (s *fakeStore) stepsAsked() []int64 {
 	return append([]int64(nil), s.steps...)
 }
 
+// mustCreate creates a tag in s alone, at s's place (a store of a set
+// too: tests build copies a store at a time).
 func mustCreate(t testing.TB, s frond.SegmentStore, name string, maxID, step int64) {
 	t.Helper()
-	if _, err := s.CreateTag(context.Background(), frond.Tag{Name: name, MaxID: maxID, Step: step}); err != nil {
+	at, err := frond.PlaceOf(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := frond.CreateTagAt(context.Background(), s, at, frond.Tag{Name: name, MaxID: maxID, Step: step}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -76,17 +76,25 @@ func (s *lossyStore) SwapPlace(ctx context.Context, old, p frond.Place) error {
 }
 
 func (s *lossyStore) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error) {
+	return s.CreateTagAt(ctx, frond.Place{}, t)
+}
+
+func (s *lossyStore) CreateTagAt(ctx context.Context, at frond.Place, t frond.Tag) (frond.Tag, error) {
 	if err := s.write(); err != nil {
 		return frond.Tag{}, err
 	}
-	return s.Store.CreateTag(ctx, t)
+	return s.Store.CreateTagAt(ctx, at, t)
 }
 
 func (s *lossyStore) UpdateTag(ctx context.Context, name string, u frond.TagUpdate) (frond.Tag, error) {
+	return s.UpdateTagAt(ctx, frond.Place{}, name, u)
+}
+
+func (s *lossyStore) UpdateTagAt(ctx context.Context, at frond.Place, name string, u frond.TagUpdate) (frond.Tag, error) {
 	if err := s.write(); err != nil {
 		return frond.Tag{}, err
 	}
-	return s.Store.UpdateTag(ctx, name, u)
+	return s.Store.UpdateTagAt(ctx, at, name, u)
 }
 
 func (s *lossyStore) String() string { return s.name }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -69,6 +70,15 @@ type Multi struct {
 	every  time.Duration
 	read   atomic.Int64 // when every place was last read (unix ns)
 	busy   atomic.Bool  // a reading of every place is under way
+	again  atomic.Bool  // another reading was asked for while one ran: it reads once more
+	// ticks orders the readings of places: each reading of a store's place
+	// takes a tick before it asks the store, and stores what it read only
+	// if no reading begun after it stored first (read[i], under mu), so a
+	// slow reading begun before a change of the set never overwrites what a
+	// later one read after it.
+	ticks atomic.Uint64
+	mu    sync.Mutex
+	at    []uint64 // the tick of the reading places[i] holds
 }
 
 // DefaultPlaceRefresh is how often a Multi reads the place of every store
@@ -80,7 +90,7 @@ func NewMulti(stores ...frond.SegmentStore) (*Multi, error) {
 	if len(stores) < 1 {
 		return nil, fmt.Errorf("%w: multi-store needs at least one store", frond.ErrInvalidArgument)
 	}
-	return &Multi{stores: stores, places: make([]atomic.Pointer[frond.Place], len(stores)), clock: frond.SystemClock{}, every: DefaultPlaceRefresh}, nil
+	return &Multi{stores: stores, places: make([]atomic.Pointer[frond.Place], len(stores)), at: make([]uint64, len(stores)), clock: frond.SystemClock{}, every: DefaultPlaceRefresh}, nil
 }
 
 // RefreshPlaces sets how often m reads the place of every store again
@@ -229,26 +239,59 @@ func (m *Multi) atPlace(ctx context.Context, i int, op func(p frond.Place) error
 const placeReadTimeout = 5 * time.Second
 
 // readAll reads the place of every store again, in the background (an
-// allocation never waits for a slow store's place), unless a reading is
-// under way; a store that does not answer keeps the place last read.
+// allocation never waits for a slow store's place); a store that does not
+// answer keeps the place last read. While a reading runs, it is read once
+// more when it ends: a reading begun before a change of the set would
+// otherwise be the last (issue 57, item 5).
 func (m *Multi) readAll(ctx context.Context, now int64) {
+	m.read.Store(now)
+	m.again.Store(true)
 	if !m.busy.CompareAndSwap(false, true) {
 		return
 	}
-	m.read.Store(now)
 	ctx = context.WithoutCancel(ctx)
 	go func() {
-		defer m.busy.Store(false)
-		var wg sync.WaitGroup
-		for i := range m.stores {
-			wg.Go(func() {
-				c, cancel := context.WithTimeout(ctx, placeReadTimeout)
-				defer cancel()
-				m.place(c, i, true)
-			})
+		for {
+			for m.again.Swap(false) {
+				var wg sync.WaitGroup
+				for i := range m.stores {
+					wg.Go(func() {
+						c, cancel := context.WithTimeout(ctx, placeReadTimeout)
+						defer cancel()
+						m.place(c, i, true)
+					})
+				}
+				wg.Wait()
+			}
+			m.busy.Store(false)
+			// Asked for between the last check and now: read again, unless
+			// the caller started a reading of its own.
+			if !m.again.Load() || !m.busy.CompareAndSwap(false, true) {
+				return
+			}
 		}
-		wg.Wait()
 	}()
+}
+
+// readPlace reads the place of store i and keeps it unless a reading begun
+// after this one kept its own first (ticks).
+func (m *Multi) readPlace(ctx context.Context, i int) (frond.Place, error) {
+	tick := m.ticks.Add(1)
+	p, err := frond.PlaceOf(ctx, m.stores[i])
+	if err != nil {
+		return frond.Place{}, err
+	}
+	m.mu.Lock()
+	if tick > m.at[i] {
+		m.at[i] = tick
+		if p.Moving() {
+			m.places[i].Store(nil) // read again once the change is done
+		} else {
+			m.places[i].Store(&p)
+		}
+	}
+	m.mu.Unlock()
+	return p, nil
 }
 
 // place returns the place this node allocates at from store i, read from
@@ -259,14 +302,9 @@ func (m *Multi) place(ctx context.Context, i int, fresh bool) (frond.Place, erro
 		return *p, nil
 	}
 	// Not read yet, or not usable as last read: the set may have changed.
-	p, err := frond.PlaceOf(ctx, m.stores[i])
+	p, err := m.readPlace(ctx, i)
 	if err != nil {
 		return frond.Place{}, err
-	}
-	if p.Moving() {
-		m.places[i].Store(nil) // read again once the change is done
-	} else {
-		m.places[i].Store(&p)
 	}
 	return p, m.usable(i, p)
 }
@@ -388,10 +426,102 @@ func (m *Multi) Unplaced(ctx context.Context) error {
 	return notPlaced(alone, len(m.stores))
 }
 
+// ErrNotWholeSet means this node does not list every store of its set, or
+// the set is being changed: a tag's identity (its mode and mapping) must
+// be the same in every store of the set, so its administration needs them
+// all (issue 57). It wraps frond.ErrWrongPlace.
+var ErrNotWholeSet = fmt.Errorf("%w: tag administration needs every store of the set", frond.ErrWrongPlace)
+
+// wholeSet reads the place of every store now and returns them when this
+// node lists exactly the stores of one set, none fenced: the places tag
+// administration is done at, each checked again by its store in the same
+// atomic operation as the change (frond.PlacedStore.UpdateTagAt). A store
+// that does not answer, a set this node lists only part of, stores of two
+// sets, a fenced, retired or lone store: each refuses with ErrNotWholeSet
+// and what to do.
+func (m *Multi) wholeSet(ctx context.Context) ([]frond.Place, error) {
+	places := make([]frond.Place, len(m.stores))
+	errs := make([]error, len(m.stores))
+	var wg sync.WaitGroup
+	for i := range m.stores {
+		wg.Go(func() { places[i], errs[i] = m.readPlace(ctx, i) })
+	}
+	wg.Wait()
+	how := "send it to a node that lists every store of the set (frond tag ... --server), and give this node the whole set (its store: key) when it restarts; frond stores show prints the set"
+	var down []string
+	for i, err := range errs {
+		if err != nil {
+			down = append(down, fmt.Sprintf("%s: %v", m.name(i), err))
+		}
+	}
+	if len(down) > 0 {
+		return nil, fmt.Errorf("%w: a tag is one tag on every store of its set, and %s did not answer: try again once every store answers", ErrNotWholeSet, strings.Join(down, "; "))
+	}
+	k := int64(len(m.stores))
+	if k == 1 {
+		if p := places[0]; p.Alone() || p.Of == 1 && !p.Moving() {
+			return places, nil
+		}
+	}
+	seen := make([]bool, k)
+	for i, p := range places {
+		switch {
+		case p.Moving():
+			return nil, fmt.Errorf("%w: %s is fenced by a change of the set under way (change %s to generation %d): finish it (frond stores set, again with the same stores) or abandon it, then change the tag",
+				ErrNotWholeSet, m.name(i), p.Move.Change, p.Next)
+		case p.Retired():
+			return nil, fmt.Errorf("%w: %s was %s: remove it from this node's list", ErrNotWholeSet, m.name(i), p.Describe())
+		case p.Alone():
+			return nil, notPlaced([]string{m.name(i)}, len(m.stores))
+		case p.Gen != places[0].Gen || p.Change != places[0].Change:
+			return nil, fmt.Errorf("%w: %s is %s, and %s is %s: two sets; list the stores of one set: %s", ErrNotWholeSet, m.name(i), p.Describe(), m.name(0), places[0].Describe(), how)
+		case p.Of != k || seen[p.Residue]:
+			return nil, fmt.Errorf("%w: this node lists %d stores, and %s is %s: %s", ErrNotWholeSet, k, m.name(i), p.Describe(), how)
+		}
+		seen[p.Residue] = true
+	}
+	return places, nil
+}
+
+// copies reads the tag from every store at once: each copy, or an error
+// (ErrTagNotFound where a store lacks it).
+func (m *Multi) copies(ctx context.Context, name string) ([]frond.Tag, []error) {
+	out := make([]frond.Tag, len(m.stores))
+	errs := make([]error, len(m.stores))
+	var wg sync.WaitGroup
+	for i, s := range m.stores {
+		wg.Go(func() { out[i], errs[i] = s.Tag(ctx, name) })
+	}
+	wg.Wait()
+	return out, errs
+}
+
+// SameTag says why copy c of a tag (in the store named where) is not the
+// tag t: another mode, or another mapping (a change of mapping under way
+// counts as another); nil when it is. Stores of a set keep one tag: the
+// residues keep their numbers apart only when every store hands out the
+// tag's counter in one mapping (a Mist number's residue is random).
+func SameTag(c, t frond.Tag, where string) error {
+	cm, tm := frond.StoredMapping(c.Mapping), frond.StoredMapping(t.Mapping)
+	cmode, tmode := frond.StoredMode(c.Mode), frond.StoredMode(t.Mode)
+	if cm == tm && cmode == tmode {
+		return nil
+	}
+	return fmt.Errorf("tag %q exists in %s as a %s tag of %s numbers, not a %s tag of %s numbers: "+
+		"a tag is one tag on every store of its set (docs/stores.md)", t.Name, where, c.ModeName(), c.MappingName(), t.ModeName(), t.MappingName())
+}
+
 // CreateTag implements frond.SegmentStore: it creates the tag in every
-// store. If some stores fail, the tag exists in the others; the error names
-// the failed ones, and creating again reports ErrTagExists for those that
-// have it.
+// store of the set, as one tag (issue 57). Every store must answer and
+// this node must list the whole set (wholeSet). The tag is read from
+// every store first: where a copy exists in another mode or mapping, or a
+// change of mapping is under way, nothing is created (frond.ErrTagExists,
+// naming it); where every store has it, frond.ErrTagExists; else the
+// stores that lack it get it, in residue order, each at its place. Two
+// creations at once race for the first store that lacks the tag, so the
+// second finds the first's copy there and creates nothing unless it is
+// the same tag. A store that fails midway leaves the tag in the stores
+// before it: creating it again (the same tag) completes the set.
 //
 // It refuses while stores stand alone (Unplaced): the tag would be created
 // and then every request of it refused.
@@ -399,22 +529,62 @@ func (m *Multi) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error) {
 	if err := m.Unplaced(ctx); err != nil {
 		return frond.Tag{}, err
 	}
+	places, err := m.wholeSet(ctx)
+	if err != nil {
+		return frond.Tag{}, err
+	}
+	copies, errs := m.copies(ctx, t.Name)
+	var missing []int
+	for i, err := range errs {
+		switch {
+		case errors.Is(err, frond.ErrTagNotFound):
+			missing = append(missing, i)
+		case err != nil:
+			return frond.Tag{}, fmt.Errorf("create %q: read %s: %w", t.Name, m.name(i), err)
+		default:
+			if err := SameTag(copies[i], t, m.name(i)); err != nil {
+				return frond.Tag{}, fmt.Errorf("%w: %w; create it with its mode and mapping to complete the set, or delete it from every store first", frond.ErrTagExists, err)
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return frond.Tag{}, fmt.Errorf("create %q: %w in every store", t.Name, frond.ErrTagExists)
+	}
+	// Residue order: every creator meets the others' copies in the same
+	// store first.
+	slices.SortFunc(missing, func(a, b int) int { return int(places[a].Residue - places[b].Residue) })
 	var out frond.Tag
-	err := m.each(func(i int, s frond.SegmentStore) error {
-		got, err := s.CreateTag(ctx, t)
-		if err == nil && out.Name == "" {
+	for _, i := range missing {
+		got, err := frond.CreateTagAt(ctx, m.stores[i], places[i], t)
+		if errors.Is(err, frond.ErrTagExists) {
+			// Created meanwhile by another node: the same tag, or stop.
+			if got, err = m.stores[i].Tag(ctx, t.Name); err == nil {
+				err = SameTag(got, t, m.name(i))
+			}
+			if err != nil {
+				return frond.Tag{}, fmt.Errorf("%w: %w; another creation of it ran at once", frond.ErrTagExists, err)
+			}
+		}
+		if err != nil {
+			return frond.Tag{}, fmt.Errorf("create %q in %s (the stores before it in the set have it; create it again to complete the set): %w", t.Name, m.name(i), err)
+		}
+		if out.Name == "" {
 			out = got
 		}
-		return err
-	})
-	return out, err
+	}
+	return out, nil
 }
 
-// UpdateTag implements frond.SegmentStore: it updates every store.
+// UpdateTag implements frond.SegmentStore: it updates every store of the
+// set, each at its place (wholeSet).
 func (m *Multi) UpdateTag(ctx context.Context, name string, u frond.TagUpdate) (frond.Tag, error) {
+	places, err := m.wholeSet(ctx)
+	if err != nil {
+		return frond.Tag{}, err
+	}
 	var out frond.Tag
-	err := m.each(func(i int, s frond.SegmentStore) error {
-		got, err := s.UpdateTag(ctx, name, u)
+	err = m.each(func(i int, s frond.SegmentStore) error {
+		got, err := frond.UpdateTagAt(ctx, s, places[i], name, u)
 		if err == nil && out.Name == "" {
 			out = got
 		}
@@ -423,9 +593,14 @@ func (m *Multi) UpdateTag(ctx context.Context, name string, u frond.TagUpdate) (
 	return out, err
 }
 
-// DeleteTag implements frond.SegmentStore: it deletes the tag from every store.
+// DeleteTag implements frond.SegmentStore: it deletes the tag from every
+// store of the set, each at its place (wholeSet).
 func (m *Multi) DeleteTag(ctx context.Context, name string) error {
-	return m.each(func(i int, s frond.SegmentStore) error { return s.DeleteTag(ctx, name) })
+	places, err := m.wholeSet(ctx)
+	if err != nil {
+		return err
+	}
+	return m.each(func(i int, s frond.SegmentStore) error { return frond.DeleteTagAt(ctx, s, places[i], name) })
 }
 
 // name names store i in messages: "store i (what its String says)" when it

@@ -160,9 +160,7 @@ func TestMulti_Errors(t *testing.T) {
 	}
 	// One store does not know the tag, the other is down: an outage, not 404.
 	b.setFail(nil)
-	if _, err := b.Store.CreateTag(bg, frond.Tag{Name: "only-b", MaxID: 0, Step: 10}); err != nil {
-		t.Fatal(err)
-	}
+	mustCreate(t, b.Store, "only-b", 0, 10)
 	a.setFail(nil) // a answers: "only-b" does not exist there
 	b.setFail(errors.New("b down"))
 	_, err = m.Allocate(bg, "only-b", 10)

@@ -86,6 +86,11 @@ func ChangeSet(ctx context.Context, set, retire []frond.SegmentStore, o SetOptio
 	if err := c.complete(c.places); err != nil {
 		return SetChange{}, err
 	}
+	// Copies that disagree are refused before any store is fenced (and
+	// again under the fence, where it counts: raise).
+	if _, _, err := c.readTags(ctx); err != nil {
+		return SetChange{}, err
+	}
 	for _, p := range c.places {
 		n = max(n, p.Gen, p.Next)
 	}
@@ -520,29 +525,59 @@ func (c *changer) finish(ctx context.Context, n int64, m frond.Move, raise bool)
 	return out, nil
 }
 
-// raise reads every tag's max_id in every store (all fenced) and raises
-// every store of the new set to the highest plus the margin.
-func (c *changer) raise(ctx context.Context, out *SetChange) error {
-	type seen struct {
-		tag frond.Tag
-		max int64
-	}
-	tags := map[string]*seen{}
+// seenTag is a tag as the stores given hold it: its first copy (the
+// template of the copies a store lacks) and the highest max_id.
+type seenTag struct {
+	tag  frond.Tag
+	max  int64
+	from int // the store given whose copy tag is
+}
+
+// readTags reads every tag of every store given: each tag once (seenTag),
+// and each store's max_id of each tag it has. Copies of one tag that
+// disagree (another mode or mapping, or a change of mapping under way)
+// are refused, naming them (issue 57): a set keeps one tag on every store,
+// and this change would otherwise copy one of them to the stores that
+// lack it. Under the fence (raise) nothing changes a tag meanwhile: tag
+// administration is fenced like allocation.
+func (c *changer) readTags(ctx context.Context) (map[string]*seenTag, []map[string]int64, error) {
+	tags := map[string]*seenTag{}
 	have := make([]map[string]int64, len(c.ps))
+	var bad []string
 	for i, s := range c.ps {
 		list, err := s.Tags(ctx)
 		if err != nil {
-			return fmt.Errorf("read the tags of %s: %w", c.name(i), err)
+			return nil, nil, fmt.Errorf("read the tags of %s: %w", c.name(i), err)
 		}
 		have[i] = map[string]int64{}
 		for _, t := range list {
 			have[i][t.Name] = t.MaxID
-			if v, ok := tags[t.Name]; !ok {
-				tags[t.Name] = &seen{tag: t, max: t.MaxID}
-			} else {
-				v.max = max(v.max, t.MaxID)
+			v, ok := tags[t.Name]
+			if !ok {
+				tags[t.Name] = &seenTag{tag: t, max: t.MaxID, from: i}
+				continue
+			}
+			v.max = max(v.max, t.MaxID)
+			if err := SameTag(t, v.tag, c.name(i)); err != nil && len(bad) < 8 {
+				bad = append(bad, fmt.Sprintf("%v (%s has it as a %s tag of %s numbers)", err, c.name(v.from), v.tag.ModeName(), v.tag.MappingName()))
 			}
 		}
+	}
+	if len(bad) > 0 {
+		return nil, nil, fmt.Errorf("%w: copies of a tag disagree, and no change of the set can make them one tag: %s. "+
+			"A change of mapping under way (a mapping a>b) is finished by frond tag set TAG --mapping b through a node listing every store; "+
+			"copies that disagree otherwise (made before frond fenced tag changes) have handed out numbers that may meet: frond audit reports them; "+
+			"move the tag's users to a new tag", frond.ErrInvalidArgument, strings.Join(bad, "; "))
+	}
+	return tags, have, nil
+}
+
+// raise reads every tag's max_id in every store (all fenced) and raises
+// every store of the new set to the highest plus the margin.
+func (c *changer) raise(ctx context.Context, out *SetChange) error {
+	tags, have, err := c.readTags(ctx)
+	if err != nil {
+		return fmt.Errorf("%w; the stores stay fenced: undo this change (--abandon, with the same stores), mend the tag, then change the set again", err)
 	}
 	names := make([]string, 0, len(tags))
 	for n := range tags {
@@ -564,28 +599,43 @@ func (c *changer) raise(ctx context.Context, out *SetChange) error {
 				target += margin
 			}
 			cur, ok := have[i][n]
-			switch {
-			case !ok:
-				t := v.tag
-				t.MaxID = target
-				if _, err := c.ps[i].CreateTag(ctx, t); err != nil && !errors.Is(err, frond.ErrTagExists) {
-					return fmt.Errorf("create tag %q in %s at max_id %d: %w", n, c.name(i), target, err)
-				} else if err != nil {
-					// Created meanwhile (a concurrent run of the same change): raise it.
-					if _, err := c.ps[i].UpdateTag(ctx, n, frond.TagUpdate{MaxID: &target}); err != nil && !errors.Is(err, frond.ErrWouldReissue) {
-						return fmt.Errorf("raise tag %q in %s to %d: %w", n, c.name(i), target, err)
-					}
-				}
-				out.Created++
-			case cur < target:
-				// ErrWouldReissue: above the target already (a concurrent run).
-				if _, err := c.ps[i].UpdateTag(ctx, n, frond.TagUpdate{MaxID: &target}); err != nil && !errors.Is(err, frond.ErrWouldReissue) {
-					return fmt.Errorf("raise tag %q in %s from max_id %d to %d: %w", n, c.name(i), cur, target, err)
-				}
-				out.Raised++
+			err := c.raiseOne(ctx, i, n, cur, ok, target, v.tag, out)
+			if errors.Is(err, frond.ErrWrongPlace) {
+				// The store's fence is not this change's any more: an
+				// abandon put it back, or another change fenced it, at once.
+				return fmt.Errorf("%w: %v; run the same command again", frond.ErrPlaceChanged, err)
+			}
+			if err != nil {
+				return err
 			}
 		}
 		c.logf("raised %s: every tag above the highest max_id of every store", c.name(i))
+	}
+	return nil
+}
+
+// raiseOne raises tag n of store i (max_id cur, if ok: it has the tag) to
+// target, or creates it there from the template t, under the change's
+// fence of the store (tag administration at c.places[i]).
+func (c *changer) raiseOne(ctx context.Context, i int, n string, cur int64, ok bool, target int64, t frond.Tag, out *SetChange) error {
+	switch {
+	case !ok:
+		t.MaxID = target
+		if _, err := c.ps[i].CreateTagAt(ctx, c.places[i], t); err != nil && !errors.Is(err, frond.ErrTagExists) {
+			return fmt.Errorf("create tag %q in %s at max_id %d: %w", n, c.name(i), target, err)
+		} else if err != nil {
+			// Created meanwhile (a concurrent run of the same change): raise it.
+			if _, err := c.ps[i].UpdateTagAt(ctx, c.places[i], n, frond.TagUpdate{MaxID: &target}); err != nil && !errors.Is(err, frond.ErrWouldReissue) {
+				return fmt.Errorf("raise tag %q in %s to %d: %w", n, c.name(i), target, err)
+			}
+		}
+		out.Created++
+	case cur < target:
+		// ErrWouldReissue: above the target already (a concurrent run).
+		if _, err := c.ps[i].UpdateTagAt(ctx, c.places[i], n, frond.TagUpdate{MaxID: &target}); err != nil && !errors.Is(err, frond.ErrWouldReissue) {
+			return fmt.Errorf("raise tag %q in %s from max_id %d to %d: %w", n, c.name(i), cur, target, err)
+		}
+		out.Raised++
 	}
 	return nil
 }

@@ -522,6 +522,8 @@ func (s *Service) takeWhole(ctx context.Context, r *Request, mapping string) (An
 		return s.misread(ctx, r, frond.ModeSegment, true, err)
 	}
 	switch {
+	case segment.MappingChanging(a.Mapping) != nil:
+		return Answer{}, fmt.Errorf("tag %s: %w", Quote(r.Name), segment.MappingChanging(a.Mapping))
 	case a.Mapping != mapping:
 		s.setKind(r.Name, tagKind{frond.ModeSegment, a.Mapping})
 		return Answer{}, fmt.Errorf("%w: tag %s: its mapping changed while this request was served; retry", frond.ErrStoreUnavailable, Quote(r.Name))

@@ -123,7 +123,7 @@ func (s *Service) kindOf(ctx context.Context, tag string) (tagKind, error) {
 		return tagKind{}, err
 	}
 	s.setTag(t)
-	return tagKind{frond.StoredMode(t.Mode), frond.StoredMapping(t.Mapping)}, nil
+	return tagKind{frond.StoredMode(t.Mode), frond.ServedMapping(t.Mapping)}, nil
 }
 
 // failFast is the segment engine's FailFast: the sequence tags' too.
@@ -163,7 +163,10 @@ func (s *Service) setTag(t frond.Tag) { s.setKind(t.Name, tagKind{t.Mode, t.Mapp
 
 func (s *Service) setKind(tag string, k tagKind) {
 	mode := frond.StoredMode(k.mode)
-	s.modes.m.Store(tag, &modeEntry{mode: mode, mapping: frond.StoredMapping(k.mapping), epoch: s.modes.epoch.Load()})
+	// During a change of mapping (frond.MappingChange) the numbers served
+	// are still the old mapping's: no segment of the new one is served
+	// until the change is done.
+	s.modes.m.Store(tag, &modeEntry{mode: mode, mapping: frond.ServedMapping(k.mapping), epoch: s.modes.epoch.Load()})
 	if mode == frond.ModeSequence {
 		s.seg.Forget(tag) // buffers of a tag that became a sequence tag
 	}

@@ -327,7 +327,7 @@ func (s *Service) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error)
 		s.setTag(out)
 		s.log.Info("tag created", "tag", t.Name, "max_id", t.MaxID, "step", t.Step, "mode", out.ModeName(), "mapping", out.MappingName())
 	}
-	return out, err
+	return out, adminError(err)
 }
 
 // UpdateTag changes a tag's step or description or raises its max_id.
@@ -345,7 +345,7 @@ func (s *Service) UpdateTag(ctx context.Context, name string, u frond.TagUpdate)
 	if err == nil {
 		s.log.Info("tag updated", "tag", name, "max_id", out.MaxID, "step", out.Step)
 	}
-	return out, err
+	return out, adminError(err)
 }
 
 // DeleteTag deletes a tag and drops its buffered IDs on this node.
@@ -360,7 +360,7 @@ func (s *Service) DeleteTag(ctx context.Context, name string) error {
 		s.seq.forgetSequence(name)
 		s.log.Info("tag deleted", "tag", name)
 	}
-	return err
+	return adminError(err)
 }
 
 // SegmentStats returns the buffers' statistics, by tag.

@@ -25,6 +25,71 @@ func RunPlacedStore(t *testing.T, fresh func(t *testing.T) Opener) {
 	t.Run("Place_Fence", func(t *testing.T) { testPlaceFence(t, fresh(t)) })
 	t.Run("Place_FenceUnderLoad", func(t *testing.T) { testPlaceFenceUnderLoad(t, fresh(t), false) })
 	t.Run("Place_FenceUnderLoad_Sequence", func(t *testing.T) { testPlaceFenceUnderLoad(t, fresh(t), true) })
+	t.Run("Place_TagAdministration", func(t *testing.T) { testPlaceTagAdmin(t, fresh(t)) })
+}
+
+// Tag administration is fenced like allocation (issue 57): a create, an
+// update or a delete at any place but the store's refuses and changes
+// nothing; at a fence, only the change that fenced the store (any run of
+// it) changes its tags.
+func testPlaceTagAdmin(t *testing.T, o Opener) {
+	s, c := placed(t, o), testenv.Ctx(t)
+	tag, other := uniqueTag(t)+"-a", uniqueTag(t)+"-b"
+	must(s.CreateTag(c, frond.Tag{Name: tag, MaxID: 1, Step: 10}))(t)
+	at := frond.Place{Residue: 1, Of: 2, Gen: 3, Change: "abcdefgh"}
+	if err := s.SwapPlace(c, frond.Place{}, at); err != nil {
+		t.Fatal(err)
+	}
+	step := int64(20)
+	wrong := []frond.Place{{}, {Residue: 0, Of: 2, Gen: 3, Change: "abcdefgh"}, {Residue: 1, Of: 2, Gen: 3, Change: "bcdefghi"}, {Residue: 1, Of: 2, Gen: 2, Change: "abcdefgh"}}
+	for _, p := range wrong {
+		_, err := s.CreateTagAt(c, p, frond.Tag{Name: other, MaxID: 1, Step: 10, Mapping: frond.MappingMist})
+		wantWrongPlace(t, "a create at "+p.Describe(), err)
+		_, err = s.UpdateTagAt(c, p, tag, frond.TagUpdate{Step: &step})
+		wantWrongPlace(t, "an update at "+p.Describe(), err)
+		wantWrongPlace(t, "a delete at "+p.Describe(), s.DeleteTagAt(c, p, tag))
+	}
+	_, err := s.CreateTag(c, frond.Tag{Name: other, MaxID: 1, Step: 10})
+	wantWrongPlace(t, "CreateTag of a store in a set", err)
+	_, err = s.UpdateTag(c, tag, frond.TagUpdate{Step: &step})
+	wantWrongPlace(t, "UpdateTag of a store in a set", err)
+	wantWrongPlace(t, "DeleteTag of a store in a set", s.DeleteTag(c, tag))
+	if got := must(s.Tag(c, tag))(t); got.Step != 10 {
+		t.Fatalf("refused updates changed the tag: %+v", got)
+	}
+	if _, err := s.Tag(c, other); !errors.Is(err, frond.ErrTagNotFound) {
+		t.Fatalf("a refused create made the tag: %v", err)
+	}
+	// At its place: done.
+	if got := must(s.UpdateTagAt(c, at, tag, frond.TagUpdate{Step: &step}))(t); got.Step != 20 {
+		t.Fatalf("update at its place: %+v", got)
+	}
+	must(s.CreateTagAt(c, at, frond.Tag{Name: other, MaxID: 1, Step: 10}))(t)
+	// Fenced by a change: its place before is refused, the fence itself
+	// (written by any run of the change, marked or not) is served.
+	fence := at
+	fence.Next, fence.Move = 4, frond.Move{Change: "cdefghij", Run: "defghijk", Set: "aaaaaaaa,bbbbbbbb"}
+	if err := s.SwapPlace(c, at, fence); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.UpdateTagAt(c, at, tag, frond.TagUpdate{Step: &step})
+	wantWrongPlace(t, "an update at the place before a fence", err)
+	rerun := fence
+	rerun.Move.Run, rerun.Move.Raised = "efghijkl", true
+	if err := s.SwapPlace(c, fence, rerun); err != nil {
+		t.Fatal(err)
+	}
+	raise := int64(500)
+	if got := must(s.UpdateTagAt(c, fence, tag, frond.TagUpdate{MaxID: &raise}))(t); got.MaxID != 500 {
+		t.Fatalf("raise under the change's fence: %+v", got)
+	}
+	another := fence
+	another.Move.Change = "ghijklmn"
+	_, err = s.UpdateTagAt(c, another, tag, frond.TagUpdate{MaxID: &raise})
+	wantWrongPlace(t, "an update at another change's fence", err)
+	if err := s.DeleteTagAt(c, fence, other); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func placed(t *testing.T, o Opener) frond.PlacedStore {

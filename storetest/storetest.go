@@ -86,6 +86,7 @@ func RunSegmentStore(t *testing.T, o Opener) {
 	t.Run("Modes", func(t *testing.T) { testModes(t, o) })
 	t.Run("Mappings", func(t *testing.T) { testMappings(t, o) })
 	t.Run("Mappings_RaceAllocations", func(t *testing.T) { testMappingRace(t, o) })
+	t.Run("Mappings_Fenced", func(t *testing.T) { testMappingFence(t, o) })
 	t.Run("TagsAfter_Pages", func(t *testing.T) { testTagsAfter(t, o) })
 	t.Run("ReturnTail", func(t *testing.T) { testReturnTail(t, o) })
 	t.Run("TagNames_CaseSensitive", func(t *testing.T) { testCase(t, o) })
@@ -402,6 +403,56 @@ func testMappings(t *testing.T, o Opener) {
 	if got := must(s.Tag(c, seq))(t); got.Mapping != "" {
 		t.Fatalf("re-created plain, read back: %+v", got)
 	}
+}
+
+// testMappingFence: a change of mapping in two steps (issue 57): the
+// fence (frond.MappingChange) is recorded without a raise and handed out
+// with every allocation, refuses any other change but its own end, and
+// its end raises into the new mapping's counter, down too for plain to
+// Mist (another counter), never below the new mapping's floor.
+func testMappingFence(t *testing.T, o Opener) {
+	s, c := open(t, o), testenv.Ctx(t)
+	mist, plain := uniqueTag(t)+"-mist", uniqueTag(t)+"-plain"
+	must(s.CreateTag(c, frond.Tag{Name: mist, MaxID: 1, Step: 10, Mapping: frond.MappingMist}))(t)
+	must(s.CreateTag(c, frond.Tag{Name: plain, MaxID: 1 << 20, Step: 10}))(t)
+	fence := frond.MappingChange(frond.MappingMist, frond.MappingPlain)
+	if got := must(s.UpdateTag(c, mist, frond.TagUpdate{Mapping: &fence}))(t); got.Mapping != fence || got.MaxID != 1 {
+		t.Fatalf("fenced: %+v", got)
+	}
+	if got := must(s.UpdateTag(c, mist, frond.TagUpdate{Mapping: &fence}))(t); got.Mapping != fence {
+		t.Fatalf("fenced again: %+v", got)
+	}
+	if a := must(s.Allocate(c, mist, 0))(t); a.Mapping != fence || a.Start != 1 || a.End != 11 {
+		t.Fatalf("an allocation of a fenced tag: %+v", a)
+	}
+	back, other, low := frond.MappingMist, frond.MappingChange(frond.MappingPlain, frond.MappingMist), int64(11<<16-1)
+	for _, u := range []frond.TagUpdate{{Mapping: &back}, {Mapping: &other}} {
+		_, err := s.UpdateTag(c, mist, u)
+		wantErr(t, "another change of a fenced tag", err, frond.ErrInvalidArgument)
+	}
+	to := frond.MappingPlain
+	_, err := s.UpdateTag(c, mist, frond.TagUpdate{Mapping: &to, MaxID: &low})
+	wantErr(t, "the end of the change below the floor", err, frond.ErrInvalidArgument)
+	high := int64(11 << 16)
+	if got := must(s.UpdateTag(c, mist, frond.TagUpdate{Mapping: &to, MaxID: &high}))(t); got.Mapping != "" || got.MaxID != high {
+		t.Fatalf("the change's end: %+v", got)
+	}
+	if a := must(s.Allocate(c, mist, 0))(t); a.Mapping != "" || a.Start != high {
+		t.Fatalf("an allocation after the change: %+v", a)
+	}
+	// Plain to Mist: the counter goes down, to the floor of the numbers
+	// handed out (ceil(2^20 / 2^16) = 16), and not below it.
+	fence = frond.MappingChange(frond.MappingPlain, frond.MappingMist)
+	must(s.UpdateTag(c, plain, frond.TagUpdate{Mapping: &fence}))(t)
+	to, low, high = frond.MappingMist, 15, 16
+	_, err = s.UpdateTag(c, plain, frond.TagUpdate{Mapping: &to, MaxID: &low})
+	wantErr(t, "plain to Mist below the floor", err, frond.ErrInvalidArgument)
+	if got := must(s.UpdateTag(c, plain, frond.TagUpdate{Mapping: &to, MaxID: &high}))(t); got.Mapping != frond.MappingMist || got.MaxID != 16 {
+		t.Fatalf("plain to Mist's end: %+v", got)
+	}
+	// A settled tag's max_id still never goes down.
+	_, err = s.UpdateTag(c, plain, frond.TagUpdate{MaxID: &low})
+	wantErr(t, "a lower max_id", err, frond.ErrWouldReissue)
 }
 
 func testModes(t *testing.T, o Opener) {

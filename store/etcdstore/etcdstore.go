@@ -136,18 +136,27 @@ func (s *Store) cas(ctx context.Context, tag string, change func(v value) (value
 	return s.casAt(ctx, nil, tag, change)
 }
 
+// placeCheck is the check casAt makes of the place: frond.CheckPlace for
+// an allocation, frond.CheckTagPlace for tag administration.
+type placeCheck func(got string, at frond.Place) error
+
 // casAt is cas, done only if the store is at *at (when at is not nil):
 // the place is read with the tag, at one revision, and the write is
 // conditional on neither having changed since, so a SwapPlace is before
 // it or after it.
 func (s *Store) casAt(ctx context.Context, at *frond.Place, tag string, change func(v value) (value, error)) (value, value, error) {
+	return s.casChecked(ctx, at, frond.CheckPlace, tag, change)
+}
+
+// casChecked is casAt with check as the place's check.
+func (s *Store) casChecked(ctx context.Context, at *frond.Place, check placeCheck, tag string, change func(v value) (value, error)) (value, value, error) {
 	for attempt := 0; ; attempt++ {
 		old, rev, place, placeRev, err := s.getAt(ctx, tag)
 		if err != nil {
 			return value{}, value{}, err
 		}
 		if at != nil {
-			if err := frond.CheckPlace(place, *at); err != nil {
+			if err := check(place, *at); err != nil {
 				return value{}, value{}, fmt.Errorf("tag %q on etcd %v: %w", tag, s.endpoints, err)
 			}
 		}
@@ -418,8 +427,32 @@ func (s *Store) Tags(ctx context.Context) ([]frond.Tag, error) {
 	return out, nil
 }
 
-// CreateTag implements frond.SegmentStore.
+// CreateTag implements frond.SegmentStore: CreateTagAt a store alone.
 func (s *Store) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error) {
+	return s.CreateTagAt(ctx, frond.Place{}, t)
+}
+
+// tagPlace reads the store's place and checks tag administration at at
+// against it (frond.CheckTagPlace): the place's ModRevision (0: absent)
+// for the transaction to compare, or the refusal.
+func (s *Store) tagPlace(ctx context.Context, at frond.Place, what string) (int64, error) {
+	r, err := s.c.Get(ctx, s.placeKey())
+	if err != nil {
+		return 0, s.fail(what, err)
+	}
+	got, rev := "", int64(0)
+	if len(r.Kvs) > 0 {
+		got, rev = string(r.Kvs[0].Value), r.Kvs[0].ModRevision
+	}
+	if err := frond.CheckTagPlace(got, at); err != nil {
+		return 0, fmt.Errorf("%s on etcd %v: %w", what, s.endpoints, err)
+	}
+	return rev, nil
+}
+
+// CreateTagAt implements frond.PlacedStore: one transaction, conditional on
+// the tag's absence and the store's place as read.
+func (s *Store) CreateTagAt(ctx context.Context, at frond.Place, t frond.Tag) (frond.Tag, error) {
 	if err := t.Validate(); err != nil {
 		return frond.Tag{}, err
 	}
@@ -428,25 +461,44 @@ func (s *Store) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error) {
 	v := value{MaxID: t.MaxID, Step: t.Step, Description: t.Description, UpdateTime: time.Now().UTC().Truncate(time.Millisecond),
 		Mode: frond.StoredMode(t.Mode), Mapping: frond.StoredMapping(t.Mapping)}
 	b, _ := json.Marshal(v)
-	r, err := s.c.Txn(c).If(clientv3.Compare(clientv3.CreateRevision(s.key(t.Name)), "=", 0)).
-		Then(clientv3.OpPut(s.key(t.Name), string(b))).Commit()
-	if err != nil {
-		return frond.Tag{}, s.fail(fmt.Sprintf("create tag %q", t.Name), err)
+	what := fmt.Sprintf("create tag %q", t.Name)
+	for attempt := 0; ; attempt++ {
+		rev, err := s.tagPlace(c, at, what)
+		if err != nil {
+			return frond.Tag{}, err
+		}
+		r, err := s.c.Txn(c).If(clientv3.Compare(clientv3.CreateRevision(s.key(t.Name)), "=", 0), clientv3.Compare(clientv3.ModRevision(s.placeKey()), "=", rev)).
+			Then(clientv3.OpPut(s.key(t.Name), string(b))).
+			Else(clientv3.OpGet(s.key(t.Name), clientv3.WithCountOnly())).Commit()
+		if err != nil {
+			return frond.Tag{}, s.fail(what, err)
+		}
+		if r.Succeeded {
+			return toTag(t.Name, v), nil
+		}
+		if r.Responses[0].GetResponseRange().Count > 0 {
+			return frond.Tag{}, fmt.Errorf("create %q: %w", t.Name, frond.ErrTagExists)
+		}
+		if attempt >= s.retries { // the place changed: read it again
+			return frond.Tag{}, fmt.Errorf("%w: %s: the store's place changed under each of %d attempts", frond.ErrStoreUnavailable, what, attempt+1)
+		}
 	}
-	if !r.Succeeded {
-		return frond.Tag{}, fmt.Errorf("create %q: %w", t.Name, frond.ErrTagExists)
-	}
-	return toTag(t.Name, v), nil
 }
 
-// UpdateTag implements frond.SegmentStore.
+// UpdateTag implements frond.SegmentStore: UpdateTagAt a store alone.
 func (s *Store) UpdateTag(ctx context.Context, name string, u frond.TagUpdate) (frond.Tag, error) {
+	return s.UpdateTagAt(ctx, frond.Place{}, name, u)
+}
+
+// UpdateTagAt implements frond.PlacedStore: one transaction, conditional on
+// the tag and the store's place as read.
+func (s *Store) UpdateTagAt(ctx context.Context, at frond.Place, name string, u frond.TagUpdate) (frond.Tag, error) {
 	if err := u.Validate(); err != nil {
 		return frond.Tag{}, err
 	}
 	c, cancel := s.bound(ctx)
 	defer cancel()
-	_, next, err := s.cas(c, name, func(v value) (value, error) {
+	_, next, err := s.casChecked(c, &at, frond.CheckTagPlace, name, func(v value) (value, error) {
 		t, err := u.Apply(toTag(name, v))
 		return value{MaxID: t.MaxID, Step: t.Step, Description: t.Description, Mode: v.Mode, Mapping: t.Mapping}, err
 	})
@@ -459,18 +511,37 @@ func (s *Store) UpdateTag(ctx context.Context, name string, u frond.TagUpdate) (
 	return toTag(name, next), nil
 }
 
-// DeleteTag implements frond.SegmentStore.
+// DeleteTag implements frond.SegmentStore: DeleteTagAt a store alone.
 func (s *Store) DeleteTag(ctx context.Context, name string) error {
+	return s.DeleteTagAt(ctx, frond.Place{}, name)
+}
+
+// DeleteTagAt implements frond.PlacedStore: one transaction, conditional on
+// the store's place as read.
+func (s *Store) DeleteTagAt(ctx context.Context, at frond.Place, name string) error {
 	c, cancel := s.bound(ctx)
 	defer cancel()
-	r, err := s.c.Delete(c, s.key(name))
-	if err != nil {
-		return s.fail(fmt.Sprintf("delete tag %q", name), err)
+	what := fmt.Sprintf("delete tag %q", name)
+	for attempt := 0; ; attempt++ {
+		rev, err := s.tagPlace(c, at, what)
+		if err != nil {
+			return err
+		}
+		r, err := s.c.Txn(c).If(clientv3.Compare(clientv3.ModRevision(s.placeKey()), "=", rev)).
+			Then(clientv3.OpDelete(s.key(name))).Commit()
+		if err != nil {
+			return s.fail(what, err)
+		}
+		if r.Succeeded {
+			if r.Responses[0].GetResponseDeleteRange().Deleted == 0 {
+				return fmt.Errorf("delete %q: %w", name, frond.ErrTagNotFound)
+			}
+			return nil
+		}
+		if attempt >= s.retries {
+			return fmt.Errorf("%w: %s: the store's place changed under each of %d attempts", frond.ErrStoreUnavailable, what, attempt+1)
+		}
 	}
-	if r.Deleted == 0 {
-		return fmt.Errorf("delete %q: %w", name, frond.ErrTagNotFound)
-	}
-	return nil
 }
 
 // Ping implements frond.Pinger.

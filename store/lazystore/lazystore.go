@@ -349,6 +349,33 @@ func (s *Store) DeleteTag(ctx context.Context, name string) error {
 	return secret.Hide(in.DeleteTag(ctx, name))
 }
 
+// CreateTagAt implements frond.PlacedStore, as the real store does.
+func (s *Store) CreateTagAt(ctx context.Context, at frond.Place, t frond.Tag) (frond.Tag, error) {
+	in, err := s.get()
+	if err != nil {
+		return frond.Tag{}, err
+	}
+	return hide(frond.CreateTagAt(ctx, in, at, t))
+}
+
+// UpdateTagAt implements frond.PlacedStore, as the real store does.
+func (s *Store) UpdateTagAt(ctx context.Context, at frond.Place, name string, u frond.TagUpdate) (frond.Tag, error) {
+	in, err := s.get()
+	if err != nil {
+		return frond.Tag{}, err
+	}
+	return hide(frond.UpdateTagAt(ctx, in, at, name, u))
+}
+
+// DeleteTagAt implements frond.PlacedStore, as the real store does.
+func (s *Store) DeleteTagAt(ctx context.Context, at frond.Place, name string) error {
+	in, err := s.get()
+	if err != nil {
+		return err
+	}
+	return secret.Hide(frond.DeleteTagAt(ctx, in, at, name))
+}
+
 // Ping implements frond.Pinger: the open error while the store is not open,
 // else the real store's Ping (or its Tags when it has no Ping).
 func (s *Store) Ping(ctx context.Context) error {

@@ -225,8 +225,21 @@ func (s *Store) Tags(ctx context.Context) ([]frond.Tag, error) {
 	return out, nil
 }
 
-// CreateTag implements frond.SegmentStore.
+// CreateTag implements frond.SegmentStore: CreateTagAt a store alone.
 func (s *Store) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error) {
+	return s.CreateTagAt(ctx, frond.Place{}, t)
+}
+
+// atTag checks, under s.mu, that tag administration at at may go on.
+func (s *Store) atTag(at frond.Place, what string) error {
+	if err := frond.CheckTagPlace(s.place.String(), at); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// CreateTagAt implements frond.PlacedStore.
+func (s *Store) CreateTagAt(ctx context.Context, at frond.Place, t frond.Tag) (frond.Tag, error) {
 	if err := t.Validate(); err != nil {
 		return frond.Tag{}, err
 	}
@@ -234,6 +247,9 @@ func (s *Store) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error) {
 		return frond.Tag{}, err
 	}
 	defer s.mu.Unlock()
+	if err := s.atTag(at, fmt.Sprintf("create %q", t.Name)); err != nil {
+		return frond.Tag{}, err
+	}
 	if _, ok := s.tags[t.Name]; ok {
 		return frond.Tag{}, fmt.Errorf("create %q: %w", t.Name, frond.ErrTagExists)
 	}
@@ -244,8 +260,13 @@ func (s *Store) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error) {
 	return t, nil
 }
 
-// UpdateTag implements frond.SegmentStore.
+// UpdateTag implements frond.SegmentStore: UpdateTagAt a store alone.
 func (s *Store) UpdateTag(ctx context.Context, name string, u frond.TagUpdate) (frond.Tag, error) {
+	return s.UpdateTagAt(ctx, frond.Place{}, name, u)
+}
+
+// UpdateTagAt implements frond.PlacedStore.
+func (s *Store) UpdateTagAt(ctx context.Context, at frond.Place, name string, u frond.TagUpdate) (frond.Tag, error) {
 	if err := u.Validate(); err != nil {
 		return frond.Tag{}, err
 	}
@@ -253,6 +274,9 @@ func (s *Store) UpdateTag(ctx context.Context, name string, u frond.TagUpdate) (
 		return frond.Tag{}, err
 	}
 	defer s.mu.Unlock()
+	if err := s.atTag(at, fmt.Sprintf("update %q", name)); err != nil {
+		return frond.Tag{}, err
+	}
 	t, ok := s.tags[name]
 	if !ok {
 		return frond.Tag{}, fmt.Errorf("update %q: %w", name, frond.ErrTagNotFound)
@@ -266,12 +290,20 @@ func (s *Store) UpdateTag(ctx context.Context, name string, u frond.TagUpdate) (
 	return t, nil
 }
 
-// DeleteTag implements frond.SegmentStore.
+// DeleteTag implements frond.SegmentStore: DeleteTagAt a store alone.
 func (s *Store) DeleteTag(ctx context.Context, name string) error {
+	return s.DeleteTagAt(ctx, frond.Place{}, name)
+}
+
+// DeleteTagAt implements frond.PlacedStore.
+func (s *Store) DeleteTagAt(ctx context.Context, at frond.Place, name string) error {
 	if err := s.lock(ctx); err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
+	if err := s.atTag(at, fmt.Sprintf("delete %q", name)); err != nil {
+		return err
+	}
 	if _, ok := s.tags[name]; !ok {
 		return fmt.Errorf("delete %q: %w", name, frond.ErrTagNotFound)
 	}

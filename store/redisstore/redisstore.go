@@ -382,9 +382,23 @@ func (s *Store) Tags(ctx context.Context) ([]frond.Tag, error) {
 	return tags, nil
 }
 
-// KEYS: max, meta, index. ARGV: name, max_id, step, description, now, mode,
-// mapping.
-var createScript = redis.NewScript(`
+// luaTagPlace is the check of tag administration at a place
+// (frond.CheckTagPlace): the place in KEYS[place] is at, or begins with
+// fence (frond.Place.FencePrefix, when at is a fence), or at is a store
+// alone and the place the only store of a set, not fenced.
+const luaTagPlace = `
+local function tagPlace(key, at, fence)
+  local place = redis.call('GET', key) or ''
+  if fence ~= '' then return string.sub(place, 1, #fence) == fence end
+  return place == at or (at == '' and string.match(place, '^0/1@%d+#?[a-z2-7]*$') ~= nil)
+end
+`
+
+// KEYS: max, meta, index, place. ARGV: name, max_id, step, description, now,
+// mode, mapping, the place asked at, its FencePrefix. Returns 1 created, 0 exists, -1 the
+// store is at another place.
+var createScript = redis.NewScript(luaTagPlace + `
+if not tagPlace(KEYS[4], ARGV[8], ARGV[9]) then return -1 end
 if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
 redis.call('SET', KEYS[1], ARGV[2])
 redis.call('HSET', KEYS[2], 'step', ARGV[3], 'description', ARGV[4], 'update_time', ARGV[5])
@@ -394,8 +408,26 @@ redis.call('SADD', KEYS[3], ARGV[1])
 return 1
 `)
 
-// CreateTag implements frond.SegmentStore.
+// CreateTag implements frond.SegmentStore: CreateTagAt a store alone.
 func (s *Store) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error) {
+	return s.CreateTagAt(ctx, frond.Place{}, t)
+}
+
+// misplaced is the refusal of tag administration at at by a script that
+// found the store at another place: the place as read now.
+func (s *Store) misplaced(ctx context.Context, what string, at frond.Place) error {
+	got, err := s.Place(ctx)
+	if err != nil {
+		return err
+	}
+	if err := frond.CheckTagPlace(got.String(), at); err != nil {
+		return fmt.Errorf("%s on %s: %w", what, s.where, err)
+	}
+	return fmt.Errorf("%w: %s on %s: the store's place changed during the call; retry", frond.ErrWrongPlace, what, s.where)
+}
+
+// CreateTagAt implements frond.PlacedStore, in one script.
+func (s *Store) CreateTagAt(ctx context.Context, at frond.Place, t frond.Tag) (frond.Tag, error) {
 	if err := t.Validate(); err != nil {
 		return frond.Tag{}, err
 	}
@@ -404,10 +436,13 @@ func (s *Store) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	t.Mode = frond.StoredMode(t.Mode)
 	t.Mapping = frond.StoredMapping(t.Mapping)
-	n, err := createScript.Run(c, s.c, []string{s.maxKey(t.Name), s.metaKey(t.Name), s.indexKey()},
-		t.Name, t.MaxID, t.Step, t.Description, now.UnixMilli(), t.Mode, t.Mapping).Int()
+	n, err := createScript.Run(c, s.c, []string{s.maxKey(t.Name), s.metaKey(t.Name), s.indexKey(), s.placeKey()},
+		t.Name, t.MaxID, t.Step, t.Description, now.UnixMilli(), t.Mode, t.Mapping, at.String(), at.FencePrefix()).Int()
 	if err != nil {
 		return frond.Tag{}, s.fail(fmt.Sprintf("create tag %q", t.Name), err)
+	}
+	if n == -1 {
+		return frond.Tag{}, s.misplaced(ctx, fmt.Sprintf("create %q", t.Name), at)
 	}
 	if n == 0 {
 		return frond.Tag{}, fmt.Errorf("create %q: %w", t.Name, frond.ErrTagExists)
@@ -416,13 +451,15 @@ func (s *Store) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error) {
 	return t, nil
 }
 
-// KEYS: max, meta. ARGV: step or "", description or "\0none", max_id or "",
-// now, then for a change of mapping: the new mapping ("\0keep": none), and
-// the max_id and mapping it was computed from, which must be those stored.
-// Returns 1 ok, 0 not found, 2 max_id would go down, 3 counter missing, 4
-// the max_id or mapping moved since they were read.
+// KEYS: max, meta, place. ARGV: step or "", description or "\0none", max_id
+// or "", now, then for a change of mapping: the new mapping ("\0keep":
+// none), and the max_id and mapping it was computed from, which must be
+// those stored; then the place asked at and its FencePrefix. Returns 1 ok, 0 not found, 2
+// max_id would go down, 3 counter missing, 4 the max_id or mapping moved
+// since they were read, -1 the store is at another place.
 // 64-bit values travel as strings (redisutil.LuaGE); INCRBY does the arithmetic.
-var updateScript = redis.NewScript(redisutil.LuaGE + `
+var updateScript = redis.NewScript(redisutil.LuaGE + luaTagPlace + `
+if not tagPlace(KEYS[3], ARGV[8], ARGV[9]) then return -1 end
 if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
 if ARGV[5] ~= '\0keep' then
   if (redis.call('GET', KEYS[1]) or '') ~= ARGV[6] or (redis.call('HGET', KEYS[2], 'mapping') or '') ~= ARGV[7] then return 4 end
@@ -431,7 +468,7 @@ end
 if ARGV[3] ~= '' then
   local cur = redis.call('GET', KEYS[1])
   if not cur then return 3 end
-  if not ge(ARGV[3], cur) then return 2 end
+  if ARGV[5] == '\0keep' and not ge(ARGV[3], cur) then return 2 end -- a change of mapping was checked as read (TagUpdate.Apply), compared above
   redis.call('SET', KEYS[1], ARGV[3])
 end
 if ARGV[1] ~= '' then redis.call('HSET', KEYS[2], 'step', ARGV[1]) end
@@ -440,8 +477,14 @@ redis.call('HSET', KEYS[2], 'update_time', ARGV[4])
 return 1
 `)
 
-// UpdateTag implements frond.SegmentStore.
+// UpdateTag implements frond.SegmentStore: UpdateTagAt a store alone.
 func (s *Store) UpdateTag(ctx context.Context, name string, u frond.TagUpdate) (frond.Tag, error) {
+	return s.UpdateTagAt(ctx, frond.Place{}, name, u)
+}
+
+// UpdateTagAt implements frond.PlacedStore, in one script (after a read
+// for a change of mapping).
+func (s *Store) UpdateTagAt(ctx context.Context, at frond.Place, name string, u frond.TagUpdate) (frond.Tag, error) {
 	if err := u.Validate(); err != nil {
 		return frond.Tag{}, err
 	}
@@ -474,7 +517,7 @@ func (s *Store) UpdateTag(ctx context.Context, name string, u frond.TagUpdate) (
 			mapping, wasMax, wasMapping = frond.StoredMapping(*u.Mapping), strconv.FormatInt(cur.MaxID, 10), cur.Mapping
 		}
 		var err error
-		n, err = updateScript.Run(c, s.c, []string{s.maxKey(name), s.metaKey(name)}, step, desc, maxID, time.Now().UnixMilli(), mapping, wasMax, wasMapping).Int()
+		n, err = updateScript.Run(c, s.c, []string{s.maxKey(name), s.metaKey(name), s.placeKey()}, step, desc, maxID, time.Now().UnixMilli(), mapping, wasMax, wasMapping, at.String(), at.FencePrefix()).Int()
 		if err != nil {
 			return frond.Tag{}, s.fail(fmt.Sprintf("update tag %q", name), err)
 		}
@@ -486,6 +529,8 @@ func (s *Store) UpdateTag(ctx context.Context, name string, u frond.TagUpdate) (
 		}
 	}
 	switch n {
+	case -1:
+		return frond.Tag{}, s.misplaced(ctx, fmt.Sprintf("update %q", name), at)
 	case 3:
 		return frond.Tag{}, fmt.Errorf("%w: update %q: the counter key %s is missing although the tag exists", frond.ErrStoreUnavailable, name, s.maxKey(name))
 	case 0:
@@ -504,21 +549,32 @@ func (s *Store) UpdateTag(ctx context.Context, name string, u frond.TagUpdate) (
 	return s.Tag(ctx, name)
 }
 
-// KEYS: max, meta, index. ARGV: name.
-var deleteScript = redis.NewScript(`
+// KEYS: max, meta, index, place. ARGV: name, the place asked at, its
+// FencePrefix. Returns 1
+// deleted, 0 not found, -1 the store is at another place.
+var deleteScript = redis.NewScript(luaTagPlace + `
+if not tagPlace(KEYS[4], ARGV[2], ARGV[3]) then return -1 end
 if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
 redis.call('DEL', KEYS[1], KEYS[2])
 redis.call('SREM', KEYS[3], ARGV[1])
 return 1
 `)
 
-// DeleteTag implements frond.SegmentStore.
+// DeleteTag implements frond.SegmentStore: DeleteTagAt a store alone.
 func (s *Store) DeleteTag(ctx context.Context, name string) error {
+	return s.DeleteTagAt(ctx, frond.Place{}, name)
+}
+
+// DeleteTagAt implements frond.PlacedStore, in one script.
+func (s *Store) DeleteTagAt(ctx context.Context, at frond.Place, name string) error {
 	c, cancel := s.bound(ctx)
 	defer cancel()
-	n, err := deleteScript.Run(c, s.c, []string{s.maxKey(name), s.metaKey(name), s.indexKey()}, name).Int()
+	n, err := deleteScript.Run(c, s.c, []string{s.maxKey(name), s.metaKey(name), s.indexKey(), s.placeKey()}, name, at.String(), at.FencePrefix()).Int()
 	if err != nil {
 		return s.fail(fmt.Sprintf("delete tag %q", name), err)
+	}
+	if n == -1 {
+		return s.misplaced(ctx, fmt.Sprintf("delete %q", name), at)
 	}
 	if n == 0 {
 		return fmt.Errorf("delete %q: %w", name, frond.ErrTagNotFound)

@@ -645,8 +645,30 @@ func checkStep(step int64) error {
 	return nil
 }
 
-// CreateTag implements frond.SegmentStore.
+// CreateTag implements frond.SegmentStore: CreateTagAt a store alone.
 func (s *Store) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error) {
+	return s.CreateTagAt(ctx, frond.Place{}, t)
+}
+
+// tagPlace checks, in tx, that tag administration at at may go on: the
+// store's place, read with placeCheck's shared lock (held until tx ends,
+// so a SwapPlace is before it or after it), and taken after the tag's row
+// as an allocation takes them. It returns the refusal (wrapping
+// frond.ErrWrongPlace) or the error of the read.
+func (s *Store) tagPlace(c context.Context, tx *sql.Tx, at frond.Place, what string) error {
+	var got string
+	err := tx.QueryRowContext(c, s.d.q("SELECT value FROM frond_mark WHERE name = ?"+s.d.forShare), placeMark).Scan(&got)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	if err := frond.CheckTagPlace(got, at); err != nil {
+		return fmt.Errorf("%s on %s: %w", what, s, err)
+	}
+	return nil
+}
+
+// CreateTagAt implements frond.PlacedStore.
+func (s *Store) CreateTagAt(ctx context.Context, at frond.Place, t frond.Tag) (frond.Tag, error) {
 	if err := t.Validate(); err != nil {
 		return frond.Tag{}, err
 	}
@@ -661,15 +683,20 @@ func (s *Store) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error) {
 	}
 	mode := frond.StoredMode(t.Mode)
 	exists := errors.New("exists")
+	var refused error
 	// The row and its mode in one transaction. A mode row left by a tag
 	// deleted outside frond (Leaf deletes only its own row) is replaced.
 	err := s.inTx(c, func(tx *sql.Tx) error {
+		refused = nil
 		res, err := tx.ExecContext(c, s.d.q(s.d.insert), t.Name, t.MaxID, t.Step, desc)
 		if err != nil {
 			return err
 		}
 		if n, err := res.RowsAffected(); err == nil && n == 0 {
 			return exists
+		}
+		if refused = s.tagPlace(c, tx, at, fmt.Sprintf("create %q", t.Name)); refused != nil {
+			return refused
 		}
 		if _, err := tx.ExecContext(c, s.d.q("DELETE FROM frond_tag_mode WHERE biz_tag = ?"), t.Name); err != nil {
 			return err
@@ -685,6 +712,9 @@ func (s *Store) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error) {
 		}
 		return err
 	})
+	if refused != nil && errors.Is(refused, frond.ErrWrongPlace) {
+		return frond.Tag{}, refused
+	}
 	if errors.Is(err, exists) || err != nil && s.d.duplicate(err) {
 		return frond.Tag{}, fmt.Errorf("create %q: %w", t.Name, frond.ErrTagExists)
 	}
@@ -694,9 +724,14 @@ func (s *Store) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error) {
 	return s.Tag(ctx, t.Name)
 }
 
-// UpdateTag implements frond.SegmentStore: read the row locked, apply, write,
-// in one transaction.
+// UpdateTag implements frond.SegmentStore: UpdateTagAt a store alone.
 func (s *Store) UpdateTag(ctx context.Context, name string, u frond.TagUpdate) (frond.Tag, error) {
+	return s.UpdateTagAt(ctx, frond.Place{}, name, u)
+}
+
+// UpdateTagAt implements frond.PlacedStore: read the row locked, check the
+// place, apply, write, in one transaction.
+func (s *Store) UpdateTagAt(ctx context.Context, at frond.Place, name string, u frond.TagUpdate) (frond.Tag, error) {
 	if err := u.Validate(); err != nil {
 		return frond.Tag{}, err
 	}
@@ -716,6 +751,12 @@ func (s *Store) UpdateTag(ctx context.Context, name string, u frond.TagUpdate) (
 			return nil, refused
 		}
 		if err != nil {
+			return nil, err
+		}
+		if err := s.tagPlace(c, tx, at, fmt.Sprintf("update %q", name)); err != nil {
+			if errors.Is(err, frond.ErrWrongPlace) {
+				refused = err
+			}
 			return nil, err
 		}
 		// A native sequence tag's max_id is its sequence's: where the
@@ -777,17 +818,30 @@ func (s *Store) UpdateTag(ctx context.Context, name string, u frond.TagUpdate) (
 	return s.Tag(ctx, name)
 }
 
-// DeleteTag implements frond.SegmentStore.
+// DeleteTag implements frond.SegmentStore: DeleteTagAt a store alone.
 func (s *Store) DeleteTag(ctx context.Context, name string) error {
+	return s.DeleteTagAt(ctx, frond.Place{}, name)
+}
+
+// DeleteTagAt implements frond.PlacedStore.
+func (s *Store) DeleteTagAt(ctx context.Context, at frond.Place, name string) error {
 	c, cancel := s.db.Bound(ctx)
 	defer cancel()
 	var n int64
+	var refused error
 	err := s.inTxSeq(c, func(tx *sql.Tx) (seqOp, error) {
+		refused = nil
 		res, err := tx.ExecContext(c, s.d.q("DELETE FROM leaf_alloc WHERE biz_tag = ?"), name)
 		if err != nil {
 			return nil, err
 		}
 		if n, err = res.RowsAffected(); err != nil {
+			return nil, err
+		}
+		if err := s.tagPlace(c, tx, at, fmt.Sprintf("delete %q", name)); err != nil {
+			if errors.Is(err, frond.ErrWrongPlace) {
+				refused = err
+			}
 			return nil, err
 		}
 		_, err = tx.ExecContext(c, s.d.q("DELETE FROM frond_tag_mode WHERE biz_tag = ?"), name)
@@ -804,6 +858,9 @@ func (s *Store) DeleteTag(ctx context.Context, name string) error {
 			return err
 		}, nil
 	})
+	if refused != nil {
+		return refused
+	}
 	if err != nil {
 		return s.fail(fmt.Sprintf("delete tag %q", name), err)
 	}
