@@ -353,24 +353,66 @@ func (s *placeCounter) Place(ctx context.Context) (frond.Place, error) {
 	return s.Store.Place(ctx)
 }
 
+// placeGate is a store whose next reading of its place, once armed, reads
+// the place and then waits for release before it answers: a reading that
+// began before a change of the set and ends after it.
+type placeGate struct {
+	*memstore.Store
+	armed   atomic.Bool
+	holding chan struct{} // closed when a reading is held
+	release chan struct{}
+}
+
+func (s *placeGate) arm() {
+	s.holding, s.release = make(chan struct{}), make(chan struct{})
+	s.armed.Store(true)
+}
+
+func (s *placeGate) Place(ctx context.Context) (frond.Place, error) {
+	p, err := s.Store.Place(ctx)
+	if s.armed.CompareAndSwap(true, false) {
+		close(s.holding)
+		<-s.release
+	}
+	return p, err
+}
+
 // Issue 42, item 3: a node learns a change of the set by itself, without
 // readiness probes or the dashboard: when a store refuses it, every
 // store's place is read again, and so is it every refresh interval.
+//
+// Issue 57, item 5: also when a reading of every place that began before
+// the change is still under way when the store refuses (it used to be the
+// last, and its places from before the change stood until the next
+// refresh): a reading asked for meanwhile runs when it ends, and a reading
+// never overwrites one begun after it. Deterministic: the old reading is
+// held at b until the refusal has been seen.
 func TestMulti_LearnsChangeWithoutProbes(t *testing.T) {
-	a, b, c := memstore.New(nil), memstore.New(nil), memstore.New(nil)
+	a, b, c := memstore.New(nil), &placeGate{Store: memstore.New(nil)}, memstore.New(nil)
 	for _, s := range []frond.SegmentStore{a, b, c} {
 		mustCreate(t, s, "t", 1, 30)
 	}
 	m := newMulti(t, a, b, c)
+	clock := newFakeClock()
+	m.RefreshPlaces(time.Minute, clock)
 	for i := range 3 { // the node has read every place
 		m.pref.Store(int64(i))
 		if _, err := m.Allocate(bg, "t", 0); err != nil {
 			t.Fatal(err)
 		}
 	}
+	testenv.WaitFor(t, "the first reading of every place done", func() bool { return !m.busy.Load() })
 	if m.Residues() != 3 {
 		t.Fatalf("residues %d, want 3", m.Residues())
 	}
+	// A refresh begins and reads b's place before the change, then waits.
+	b.arm()
+	clock.Add(time.Minute)
+	m.pref.Store(0)
+	if _, err := m.Allocate(bg, "t", 0); err != nil {
+		t.Fatal(err)
+	}
+	<-b.holding
 	if _, err := ChangeSet(bg, []frond.SegmentStore{a}, []frond.SegmentStore{b, c}, SetOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -378,9 +420,13 @@ func TestMulti_LearnsChangeWithoutProbes(t *testing.T) {
 	if r, err := m.Allocate(bg, "t", 0); err != nil || r.Stride != 1 {
 		t.Fatalf("after the change: %+v, %v", r, err)
 	}
+	close(b.release) // the old reading ends, after the refusal asked for a new one
+	testenv.WaitFor(t, "the readings done", func() bool { return !m.busy.Load() })
 	// b and c were not asked: their places are read again all the same,
 	// and the node's segments are sized for one store, not three.
-	testenv.WaitFor(t, "every place read again after a's refusal", func() bool { return m.Residues() == 1 })
+	if k := m.Residues(); k != 1 {
+		t.Fatalf("residues %d after every reading ended, want 1: a reading begun before the change was the last", k)
+	}
 }
 
 func TestMulti_RefreshesPlaces(t *testing.T) {
