@@ -42,6 +42,9 @@ type lossyStore struct {
 	// change of the set running at that moment), afterSwap once after it.
 	beforeSwap atomic.Pointer[func()]
 	afterSwap  atomic.Pointer[func()]
+	// beforeAdmin, when set, runs once before the next tag
+	// administration (a store going down in the middle of a create).
+	beforeAdmin atomic.Pointer[func()]
 }
 
 var (
@@ -80,7 +83,7 @@ func (s *lossyStore) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, err
 }
 
 func (s *lossyStore) CreateTagAt(ctx context.Context, at frond.Place, t frond.Tag) (frond.Tag, error) {
-	if err := s.write(); err != nil {
+	if err := s.admin(); err != nil {
 		return frond.Tag{}, err
 	}
 	return s.Store.CreateTagAt(ctx, at, t)
@@ -91,10 +94,26 @@ func (s *lossyStore) UpdateTag(ctx context.Context, name string, u frond.TagUpda
 }
 
 func (s *lossyStore) UpdateTagAt(ctx context.Context, at frond.Place, name string, u frond.TagUpdate) (frond.Tag, error) {
-	if err := s.write(); err != nil {
+	if err := s.admin(); err != nil {
 		return frond.Tag{}, err
 	}
-	return s.Store.UpdateTagAt(ctx, at, name, u)
+	t, err := s.Store.UpdateTagAt(ctx, at, name, u)
+	if err == nil && s.after.Load() {
+		return frond.Tag{}, errLost
+	}
+	return t, err
+}
+
+// admin is write, for tag administration: a store that is down refuses
+// it before applying.
+func (s *lossyStore) admin() error {
+	if f := s.beforeAdmin.Swap(nil); f != nil {
+		(*f)()
+	}
+	if s.before.Load() {
+		return fmt.Errorf("%w: down", frond.ErrStoreUnavailable)
+	}
+	return s.write()
 }
 
 func (s *lossyStore) String() string { return s.name }
@@ -145,6 +164,16 @@ type modelNode struct {
 // (give-back of the tail, Leaf #15); stores fail before or after an
 // allocation applies; tags sit near 2^63 in some seeds; a sequence tag is
 // served beside the segment tag. No ID is ever handed out twice.
+//
+// Every operator action on tags runs beside them too (issue 57), through
+// any node, whatever it lists (nodes never restart onto a newer list
+// unless they crash): tags created (through part of the set, the whole
+// set, a node on one store, with a store down), their mapping changed
+// between plain and Mist (ChangeMapping, killed midway and rerun), their
+// step changed, with steps that grow up to the adaptive maximum in some
+// seeds. Numbers are checked in their mapping: a plain number meets a
+// Mist number whose counter is its top 47 bits (the Mist number's low 16
+// bits are random), so that is counted as handed out twice.
 func TestModel_SegmentSafety(t *testing.T) {
 	seeds := *modelSeeds
 	if testing.Short() {
@@ -162,7 +191,12 @@ func TestModel_SegmentSafety(t *testing.T) {
 		}
 	}
 	t.Logf("%d seeds, %d steps, %d set changes, %d IDs checked", seeds, steps, changes, ids)
+	t.Logf("tag administration: %v", modelAdmin)
 }
+
+// modelAdmin counts the tag administration of TestModel_SegmentSafety's
+// seeds, done and refused, by kind.
+var modelAdmin = map[string]int{}
 
 func runSegmentModel(t *testing.T, seed uint64) (steps, checked, changes int) {
 	rng := rand.New(rand.NewPCG(seed, 27))
@@ -184,21 +218,27 @@ func runSegmentModel(t *testing.T, seed uint64) (steps, checked, changes int) {
 			t.Fatal(err)
 		}
 	}
-	seen := map[string]map[int64]string{"seg": {}, "seq": {}} // uniqueness is per tag
-	record := func(tag, what string, rs ...frond.Range) {
+	seen := map[string]*modelNumbers{} // uniqueness is per tag
+	// recordIn records the numbers of counters rs handed out in mapping.
+	recordIn := func(tag, mapping, what string, rs ...frond.Range) {
+		ns := seen[tag]
+		if ns == nil {
+			ns = newModelNumbers()
+			seen[tag] = ns
+		}
 		for _, r := range rs {
 			for _, id := range r.Append(nil) {
-				if prev, dup := seen[tag][id]; dup {
-					t.Fatalf("seed %d step %d: ID %d of %s handed out twice: %s, then %s", seed, steps, id, tag, prev, what)
+				if prev := ns.add(id, mapping, fmt.Sprintf("%s at step %d", what, steps)); prev != "" {
+					t.Fatalf("seed %d step %d: counter %d of %s in mapping %q meets a number handed out before: %s, then %s", seed, steps, id, tag, frond.MappingName(mapping), prev, what)
 				}
-				seen[tag][id] = fmt.Sprintf("%s at step %d", what, steps)
 				if *modelSeed >= 0 {
-					t.Logf("DEBUG %s %d %s", tag, id, what)
+					t.Logf("DEBUG %s %d %s %s", tag, id, frond.MappingName(mapping), what)
 				}
 				checked++
 			}
 		}
 	}
+	record := func(tag, what string, rs ...frond.Range) { recordIn(tag, "", what, rs...) }
 	// The set of stores, changed only by ChangeSet: changes are killed at
 	// any of their writes (each fence, raise and place), rerun with the
 	// same list or with another, run two at once, and abandoned.
@@ -267,7 +307,7 @@ func runSegmentModel(t *testing.T, seed uint64) (steps, checked, changes int) {
 				case len(pending) > 0 && r == 2: // an abandon of one, at once
 					pc := pending[rng.IntN(len(pending))]
 					_, err := AbandonChange(ctx, pc.in, pc.out, SetOptions{Margin: -1, Log: logf})
-					if err != nil && !errors.Is(err, frond.ErrInvalidArgument) && !errors.Is(err, frond.ErrPlaceChanged) {
+					if err != nil && !errors.Is(err, frond.ErrInvalidArgument) && !errors.Is(err, frond.ErrPlaceChanged) && !errors.Is(err, frond.ErrStoreUnavailable) && !errors.Is(err, ErrTagsDisagree) {
 						t.Errorf("seed %d step %d: abandon during a change: %v", seed, steps, err)
 					}
 				default:
@@ -286,8 +326,8 @@ func runSegmentModel(t *testing.T, seed uint64) (steps, checked, changes int) {
 			set = next
 			changes++
 			return true
-		case errors.Is(err, errKilled), errors.Is(err, frond.ErrPlaceChanged):
-			pending = append(pending, c)
+		case errors.Is(err, errKilled), errors.Is(err, frond.ErrPlaceChanged), errors.Is(err, frond.ErrStoreUnavailable), errors.Is(err, ErrTagsDisagree):
+			pending = append(pending, c) // cut short (a store down stops it too; so does a change of mapping cut short)
 		case !errors.Is(err, frond.ErrInvalidArgument):
 			t.Fatalf("seed %d step %d: change the set to %v: %v", seed, steps, next, err)
 		}
@@ -355,7 +395,7 @@ func runSegmentModel(t *testing.T, seed uint64) (steps, checked, changes int) {
 			case err == nil:
 				changes++
 				return
-			case errors.Is(err, errKilled):
+			case errors.Is(err, errKilled), errors.Is(err, frond.ErrStoreUnavailable), errors.Is(err, frond.ErrPlaceChanged), errors.Is(err, ErrTagsDisagree):
 				pending = append(pending, c)
 				return
 			case !errors.Is(err, frond.ErrInvalidArgument):
@@ -369,7 +409,7 @@ func runSegmentModel(t *testing.T, seed uint64) (steps, checked, changes int) {
 		// bound on the first change's tries and the changes that follow
 		// would show.
 		_, err := AbandonChange(ctx, c.in, c.out, SetOptions{Margin: -1, Log: logf})
-		if errors.Is(err, errKilled) {
+		if errors.Is(err, errKilled) || errors.Is(err, frond.ErrStoreUnavailable) || errors.Is(err, frond.ErrPlaceChanged) || errors.Is(err, ErrTagsDisagree) {
 			pending = append(pending, c)
 			return
 		}
@@ -388,6 +428,12 @@ func runSegmentModel(t *testing.T, seed uint64) (steps, checked, changes int) {
 				settle(0)
 			}
 		}
+	}
+	engineSettings := Settings{FixedStep: true, FailFast: -1, Threshold: 0.5}
+	if rng.IntN(2) == 0 {
+		// Adaptive steps (segments used up at once double the step), up to
+		// a maximum the change of mapping's headroom must cover.
+		engineSettings = Settings{MaxStep: step * (2 + rng.Int64N(30)), FailFast: -1, Threshold: 0.5}
 	}
 	newNode := func() *modelNode {
 		n := &modelNode{}
@@ -409,12 +455,21 @@ func runSegmentModel(t *testing.T, seed uint64) (steps, checked, changes int) {
 			}
 			n.store = m
 		}
-		e, err := New(n.store, Settings{FixedStep: true, FailFast: -1, Threshold: 0.5})
+		e, err := New(n.store, engineSettings)
 		if err != nil {
 			t.Fatal(err)
 		}
 		n.e = e
 		return n
+	}
+	// Tags of the operator's: created, changed and served beside seg.
+	tagNames := []string{"seg", "t0", "t1"}
+	admin := func(n *modelNode, what string, err error) {
+		// Refusals, a store down, a node on part of the set, a change cut
+		// short: all fine; only numbers handed out twice fail the model.
+		logf("%s through a node listing %v: %v", what, n.list, err)
+		kind, _, _ := strings.Cut(what, " ")
+		modelAdmin[kind+map[bool]string{true: " done", false: " refused"}[err == nil]]++
 	}
 	nodes := []*modelNode{newNode(), newNode(), newNode()}
 	defer func() {
@@ -423,26 +478,30 @@ func runSegmentModel(t *testing.T, seed uint64) (steps, checked, changes int) {
 		}
 	}()
 	for steps = 0; steps < 250; steps++ {
+		if err := oneTagPerSet(ctx, stores, tagNames); err != nil {
+			t.Fatalf("seed %d step %d: %v", seed, steps, err)
+		}
 		n := nodes[rng.IntN(len(nodes))]
-		switch op := rng.IntN(22); {
+		tag := tagNames[rng.IntN(len(tagNames))]
+		switch op := rng.IntN(27); {
 		case op < 8:
 			burst := 1
 			if rng.IntN(4) == 0 {
 				burst = 1 + rng.IntN(200) // past the end of the ID space, near the top
 			}
 			for j := range burst {
-				id, err := n.e.Next(ctx, "seg")
+				id, m, err := n.e.NextMapped(ctx, tag)
 				if err != nil {
 					if j > 0 && !errors.Is(err, frond.ErrTagExhausted) {
 						break // a store down: one error is enough
 					}
 					continue // past the end: pos moves on
 				}
-				record("seg", fmt.Sprintf("Next of a node listing %v", n.list), frond.Range{Start: id, End: id + 1, Stride: 1})
+				recordIn(tag, m, fmt.Sprintf("Next of a node listing %v", n.list), frond.Range{Start: id, End: id + 1, Stride: 1})
 			}
 		case op < 11:
-			rs, _ := n.e.NextN(ctx, "seg", 1+rng.Int64N(3*step))
-			record("seg", fmt.Sprintf("NextN of a node listing %v", n.list), rs...)
+			rs, m, _ := n.e.NextNMapped(ctx, tag, 1+rng.Int64N(3*step))
+			recordIn(tag, m, fmt.Sprintf("NextN of a node listing %v", n.list), rs...)
 		case op < 13:
 			if rs, err := frond.SequenceIDs(ctx, n.store, "seq", 1+rng.Int64N(4)); err == nil {
 				record("seq", fmt.Sprintf("sequence IDs of a node listing %v", n.list), rs...)
@@ -470,10 +529,136 @@ func runSegmentModel(t *testing.T, seed uint64) (steps, checked, changes int) {
 		case op < 20:
 			s := stores[rng.IntN(nStores)]
 			s.before.Store(!s.before.Load())
-		default:
+		case op < 21:
 			s := stores[rng.IntN(nStores)]
 			s.after.Store(!s.after.Load())
+		case op < 23: // a tag created, in a mapping
+			t := frond.Tag{Name: tagNames[1+rng.IntN(len(tagNames)-1)], MaxID: 1 + rng.Int64N(1000), Step: 5 + rng.Int64N(60)}
+			if rng.IntN(2) == 0 {
+				t.Mapping = frond.MappingMist
+			}
+			var down *lossyStore
+			if rng.IntN(3) == 0 { // a store goes down during the create
+				down = stores[rng.IntN(nStores)]
+				f := func() { down.before.Store(true) }
+				down.beforeAdmin.Store(&f)
+			}
+			_, err := n.store.CreateTag(ctx, t)
+			if down != nil {
+				down.beforeAdmin.Store(nil)
+				down.before.Store(false)
+			}
+			admin(n, fmt.Sprintf("create %s in %s", t.Name, t.MappingName()), err)
+		case op < 25: // a change of mapping, killed midway now and then
+			to := frond.MappingPlain
+			if rng.IntN(2) == 0 {
+				to = frond.MappingMist
+			}
+			if rng.IntN(3) == 0 {
+				kill.Store(rng.Int64N(int64(2 * nStores)))
+			}
+			_, err := ChangeMapping(ctx, n.store, tag, frond.TagUpdate{Mapping: &to}, max(engineSettings.MaxStep, step))
+			kill.Store(-1)
+			admin(n, fmt.Sprintf("change %s to %s", tag, to), err)
+		default: // a step change
+			st := 5 + rng.Int64N(60)
+			_, err := n.store.UpdateTag(ctx, tag, frond.TagUpdate{Step: &st})
+			admin(n, fmt.Sprintf("step of %s to %d", tag, st), err)
 		}
 	}
 	return steps, checked, changes
+}
+
+// modelNumbers are the numbers of one tag handed out in the model, in
+// their mappings: a plain number is its counter; a Mist number is its
+// counter's block of 2^16 numbers (counter<<16 | 16 random bits), any of
+// which it may be.
+type modelNumbers struct {
+	plain  map[int64]string // plain numbers
+	mist   map[int64]string // Mist counters
+	blocks map[int64]string // the Mist block (number>>16) of each plain number, one of them
+}
+
+func newModelNumbers() *modelNumbers {
+	return &modelNumbers{plain: map[int64]string{}, mist: map[int64]string{}, blocks: map[int64]string{}}
+}
+
+// add records counter c handed out in mapping as what, or returns what
+// handed out a number it may be.
+func (ns *modelNumbers) add(c int64, mapping, what string) string {
+	switch frond.StoredMapping(mapping) {
+	case "":
+		if prev, ok := ns.plain[c]; ok {
+			return prev
+		}
+		if prev, ok := ns.mist[c>>frond.MistShift]; ok {
+			return prev
+		}
+		ns.plain[c] = what
+		ns.blocks[c>>frond.MistShift] = what
+	case frond.MappingMist:
+		if prev, ok := ns.mist[c]; ok {
+			return prev
+		}
+		if prev, ok := ns.blocks[c]; ok {
+			return prev
+		}
+		ns.mist[c] = what
+	default:
+		return "a number in mapping " + mapping + ", which the model never hands out"
+	}
+	return ""
+}
+
+// oneTagPerSet checks that the stores of each set (one generation and
+// change, settled or fenced) hold each tag as one tag (issue 57): one
+// mode, and one mapping but for one change of mapping under way (copies
+// X and X>Y while it fences them, X>Y and Y while it raises them).
+func oneTagPerSet(ctx context.Context, stores []*lossyStore, tags []string) error {
+	type set struct {
+		gen    int64
+		change string
+	}
+	sets := map[set][]*lossyStore{}
+	for _, s := range stores {
+		p, err := s.Store.Place(ctx)
+		if err != nil {
+			return err
+		}
+		if p = p.Settled(); p.Of > 0 {
+			sets[set{p.Gen, p.Change}] = append(sets[set{p.Gen, p.Change}], s)
+		}
+	}
+	for k, members := range sets {
+		for _, name := range tags {
+			modes := map[string]bool{}
+			var maps []string
+			for _, s := range members {
+				tg, err := s.Store.Tag(ctx, name)
+				if errors.Is(err, frond.ErrTagNotFound) {
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				modes[frond.StoredMode(tg.Mode)] = true
+				if m := frond.StoredMapping(tg.Mapping); !slices.Contains(maps, m) {
+					maps = append(maps, m)
+				}
+			}
+			ok := len(modes) <= 1 && len(maps) <= 1
+			if len(maps) == 2 {
+				slices.Sort(maps)
+				for i := range 2 {
+					if from, to, moving := frond.ParseMappingChange(maps[i]); moving && (maps[1-i] == from || maps[1-i] == to) {
+						ok = ok || len(modes) <= 1
+					}
+				}
+			}
+			if !ok {
+				return fmt.Errorf("the stores of the set of generation %d (change %s) hold tag %s as %d modes and mappings %q: not one tag", k.gen, k.change, name, len(modes), maps)
+			}
+		}
+	}
+	return nil
 }

@@ -525,6 +525,12 @@ func (c *changer) finish(ctx context.Context, n int64, m frond.Move, raise bool)
 	return out, nil
 }
 
+// ErrTagsDisagree is ChangeSet's refusal of stores whose copies of a tag
+// disagree (another mode or mapping, or a change of mapping cut short):
+// before it fences a store, or under the fence, which then stays until the
+// change is abandoned or run again. It wraps frond.ErrInvalidArgument.
+var ErrTagsDisagree = fmt.Errorf("%w: copies of a tag disagree", frond.ErrInvalidArgument)
+
 // seenTag is a tag as the stores given hold it: its first copy (the
 // template of the copies a store lacks) and the highest max_id.
 type seenTag struct {
@@ -552,6 +558,9 @@ func (c *changer) readTags(ctx context.Context) (map[string]*seenTag, []map[stri
 		have[i] = map[string]int64{}
 		for _, t := range list {
 			have[i][t.Name] = t.MaxID
+			if from, to, moving := frond.ParseMappingChange(t.Mapping); moving && len(bad) < 8 {
+				bad = append(bad, fmt.Sprintf("tag %q in %s is fenced by a change of its mapping from %s to %s, which was cut short", t.Name, c.name(i), frond.MappingName(from), frond.MappingName(to)))
+			}
 			v, ok := tags[t.Name]
 			if !ok {
 				tags[t.Name] = &seenTag{tag: t, max: t.MaxID, from: i}
@@ -564,10 +573,10 @@ func (c *changer) readTags(ctx context.Context) (map[string]*seenTag, []map[stri
 		}
 	}
 	if len(bad) > 0 {
-		return nil, nil, fmt.Errorf("%w: copies of a tag disagree, and no change of the set can make them one tag: %s. "+
+		return nil, nil, fmt.Errorf("%w, and no change of the set can make them one tag: %s. "+
 			"A change of mapping under way (a mapping a>b) is finished by frond tag set TAG --mapping b through a node listing every store; "+
 			"copies that disagree otherwise (made before frond fenced tag changes) have handed out numbers that may meet: frond audit reports them; "+
-			"move the tag's users to a new tag", frond.ErrInvalidArgument, strings.Join(bad, "; "))
+			"move the tag's users to a new tag", ErrTagsDisagree, strings.Join(bad, "; "))
 	}
 	return tags, have, nil
 }
