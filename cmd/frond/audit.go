@@ -348,14 +348,16 @@ type tagTable struct {
 }
 
 // auditMappings are the mappings a tagTable records: plain (empty), mist,
-// opaque, and any other a store holds.
-var auditMappings = []string{"", frond.MappingMist, frond.MappingOpaque, "another"}
+// opaque, the two changes of mapping under way (frond.MappingChange), and
+// any other a store holds.
+var auditMappings = []string{"", frond.MappingMist, frond.MappingOpaque,
+	frond.MappingChange(frond.MappingMist, frond.MappingPlain), frond.MappingChange(frond.MappingPlain, frond.MappingMist), "another"}
 
 func mappingCode(m string) uint8 {
-	if i := slices.Index(auditMappings[:3], m); i >= 0 {
+	if i := slices.Index(auditMappings[:len(auditMappings)-1], m); i >= 0 {
 		return uint8(i)
 	}
-	return 3
+	return uint8(len(auditMappings) - 1)
 }
 
 func (t *tagTable) add(tag frond.Tag) {
@@ -572,17 +574,23 @@ func (a *auditor) checkMapping(note func(level, format string, args ...any), nam
 	if len(rows) == 0 {
 		return
 	}
-	m := rows[0].mapping
-	for _, r := range rows[1:] {
-		if r.mapping != m {
-			var names []string
-			for _, r := range rows {
-				names = append(names, frond.MappingName(auditMappings[r.mapping]))
-			}
-			note(auditDanger, "its stores hold different mappings (%s): a change of mapping did not finish; run frond tag set %s --mapping M again", strings.Join(names, ", "), name)
+	var settled []string
+	for _, r := range rows {
+		m := auditMappings[r.mapping]
+		if from, to, moving := frond.ParseMappingChange(m); moving {
+			note(auditWarn, "a change of its mapping from %s to %s was cut short (or runs now): its copies serve no new segment until it is done; finish it: frond tag set %s --mapping %s",
+				frond.MappingName(from), frond.MappingName(to), name, frond.MappingName(to))
 			return
 		}
+		if !slices.Contains(settled, frond.MappingName(m)) {
+			settled = append(settled, frond.MappingName(m))
+		}
 	}
+	if len(settled) > 1 {
+		note(auditDanger, "its stores hold different mappings (%s): the numbers of the two may meet (copies left before tag changes were fenced across the set: docs/stores.md); frond tag set refuses to change it: move the tag's users to a new tag", strings.Join(settled, ", "))
+		return
+	}
+	m := rows[0].mapping
 	form := a.cfg.Forms[name]
 	if want := service.FormMapping(form); want != "" && mappingCode(want) != m {
 		note(auditDanger, "configured form %s is %s numbers, and the tag hands out %s numbers (its mapping): frond serve refuses to start with it; change the tag (frond tag set %s --mapping %s) or the form",

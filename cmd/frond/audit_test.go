@@ -49,11 +49,9 @@ func TestCLI_Audit(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "done: generation 1 (change ") || !strings.Contains(out, "), 2 tags") {
 		t.Fatalf("stores set: exit %d\n%s%s", code, out, errs)
 	}
-	// A tag created in one store only, after the change.
-	if s, err := sqlstore.Open(ctx, a, sqlstore.Options{}); err == nil {
-		s.CreateTag(ctx, frond.Tag{Name: "only-a", MaxID: 1, Step: 100})
-		s.Close()
-	}
+	// A tag created in one store only, after the change (a create cut
+	// short).
+	createTagIn(t, a, "only-a", 1, 100)
 	code, out, errs = runCLI(t, nil, "stores", "show", "--data-dir", dir, "--store", b+" "+a)
 	if code != exitOK || !strings.Contains(out, "residue 0 of 2 (generation 1, change ") || !strings.Contains(out, "residue 1 of 2 (generation 1, change ") {
 		t.Fatalf("stores show: exit %d\n%s%s", code, out, errs)
@@ -282,22 +280,47 @@ func TestAudit_Mappings(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.CreateTag(ctx, frond.Tag{Name: "order", MaxID: 1, Step: 100})
-		mapping := frond.MappingMist
-		if u == b {
-			mapping = ""
-		}
-		s.CreateTag(ctx, frond.Tag{Name: "invite", MaxID: 1, Step: 100, Mapping: mapping})
+		s.CreateTag(ctx, frond.Tag{Name: "invite", MaxID: 1, Step: 100, Mapping: frond.MappingMist})
+		s.CreateTag(ctx, frond.Tag{Name: "refer", MaxID: 1, Step: 100, Mapping: frond.MappingMist})
 		s.Close()
 	}
 	if code, out, errs := runCLI(t, nil, "stores", "set", "--data-dir", dir, "--store", a+" "+b, "--margin", "0"); code != exitOK {
 		t.Fatalf("stores set: exit %d\n%s%s", code, out, errs)
+	}
+	// Copies that disagree, as a version before issue 57 could leave them
+	// (a change of mapping through a node listing b alone), and a change
+	// of mapping cut short after it fenced every copy.
+	s, err := sqlstore.Open(ctx, b, sqlstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, _ := s.Place(ctx)
+	if err := s.DeleteTagAt(ctx, at, "invite"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateTagAt(ctx, at, frond.Tag{Name: "invite", MaxID: 1 << 20, Step: 100}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	fence := frond.MappingChange(frond.MappingMist, frond.MappingPlain)
+	for _, u := range []string{a, b} {
+		s, err := sqlstore.Open(ctx, u, sqlstore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		at, _ := s.Place(ctx)
+		if _, err := s.UpdateTagAt(ctx, at, "refer", frond.TagUpdate{Mapping: &fence}); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
 	}
 	cfg := filepath.Join(dir, "frond.yaml")
 	if err := os.WriteFile(cfg, []byte("forms:\n  order: mist\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	code, out, errs := runCLI(t, nil, "audit", "--config", cfg, "--data-dir", dir, "--store", a+" "+b, "--sample", "0")
-	if code != exitError || !strings.Contains(out, "hold different mappings (mist, plain)") || !strings.Contains(out, "frond tag set invite --mapping M") ||
+	if code != exitError || !strings.Contains(out, "hold different mappings (mist, plain)") || !strings.Contains(out, "move the tag's users to a new tag") ||
+		!strings.Contains(out, "a change of its mapping from mist to plain was cut short") || !strings.Contains(out, "frond tag set refer --mapping plain") ||
 		!strings.Contains(out, "configured form mist is mist numbers, and the tag hands out plain numbers") {
 		t.Fatalf("audit: exit %d\n%s%s", code, out, errs)
 	}

@@ -24,7 +24,13 @@ func createTagIn(t *testing.T, raw, tag string, maxID, step int64) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.CreateTag(context.Background(), frond.Tag{Name: tag, MaxID: maxID, Step: step}); err != nil {
+	// At the store's place: a store of a set takes tag administration
+	// at its place only (tests build copies a store at a time).
+	at, err := s.Place(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateTagAt(context.Background(), at, frond.Tag{Name: tag, MaxID: maxID, Step: step}); err != nil {
 		t.Fatal(err)
 	}
 }
