@@ -133,8 +133,8 @@ func MappingFloor(from, to string, top int64) (int64, error) {
 }
 
 // MappingChange is what every copy of a tag holds as its mapping while a
-// change of its mapping from one to another is under way (service's
-// changeMapping, "mist>plain"): a fence. The change marks every copy
+// change of its mapping from one to another is under way (segment.ChangeMapping,
+// "mist>plain"): a fence. The change marks every copy
 // first, then reads every copy's max_id, then raises each to one floor
 // (MappingFloor) with the new mapping. An allocation of a fenced copy is
 // never handed out (the engine skips it: the counters are lost, never

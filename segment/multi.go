@@ -73,7 +73,7 @@ type Multi struct {
 	again  atomic.Bool  // another reading was asked for while one ran: it reads once more
 	// ticks orders the readings of places: each reading of a store's place
 	// takes a tick before it asks the store, and stores what it read only
-	// if no reading begun after it stored first (read[i], under mu), so a
+	// if no reading begun after it stored first (at[i], under mu), so a
 	// slow reading begun before a change of the set never overwrites what a
 	// later one read after it.
 	ticks atomic.Uint64

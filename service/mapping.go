@@ -103,7 +103,7 @@ func (s *Service) checkMappings(ctx context.Context) error {
 			s.log.Warn("the mapping of a tag with a configured form could not be read at start; each request checks it", "tag", name, "form", form, "err", err)
 			continue
 		}
-		if got := frond.StoredMapping(t.Mapping); got != want {
+		if got := frond.ServedMapping(t.Mapping); got != want { // during a change of mapping, the numbers nodes still serve
 			how := fmt.Sprintf("change the tag's mapping (frond tag set %s --mapping %s)", name, want)
 			if want == frond.MappingOpaque || got != "" {
 				how = fmt.Sprintf("if every node always gave its numbers in form %s, record it (frond tag set %s --mapping %s --adopt); else use a new tag", form, name, want)
