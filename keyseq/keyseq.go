@@ -239,12 +239,15 @@ func (e *Engine) grant(i int, r frond.Range) error {
 }
 
 // revoke stops serving section i; it returns once no call in flight can
-// answer for it.
-func (e *Engine) revoke(i int) {
+// answer for it, with the section's maximum as this engine last raised it
+// (ok false when it was not served, or not loaded: not known).
+func (e *Engine) revoke(i int) (ceil int64, ok bool) {
 	s := &e.sections[i]
 	s.mu.Lock()
+	ceil, ok = s.ceil, s.granted && s.loaded && !s.closed
 	s.drop()
 	s.mu.Unlock()
+	return ceil, ok
 }
 
 // Served is how many values the engine answered.

@@ -81,12 +81,12 @@ func (l *Lazy) RaiseOwned(ctx context.Context, space string, sections []int, ste
 }
 
 // Release implements LeaseStore.
-func (l *Lazy) Release(ctx context.Context, space string, sections []int, me Owner) error {
+func (l *Lazy) Release(ctx context.Context, space string, give []Given, me Owner) error {
 	st, err := l.get(ctx)
 	if err != nil {
 		return err
 	}
-	return st.Release(ctx, space, sections, me)
+	return st.Release(ctx, space, give, me)
 }
 
 // Read implements LeaseStore.

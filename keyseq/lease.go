@@ -24,6 +24,23 @@ type Taken struct {
 	Range   frond.Range
 }
 
+// Given is a section given back (LeaseStore.Release) with the maximum its
+// owner last raised it to: the lease the give-back ends, and no later one
+// (issue 58).
+type Given struct {
+	Section int
+	Max     int64
+}
+
+// GivenSections is the sections of give.
+func GivenSections(give []Given) []int {
+	out := make([]int, len(give))
+	for k, g := range give {
+		out[k] = g.Section
+	}
+	return out
+}
+
 // Table is what a LeaseStore read of a space: the owner of each section
 // whose lease is live by the store's clock ("" if none), and the nodes
 // whose membership lease is live.
@@ -57,9 +74,13 @@ type LeaseStore interface {
 	// RaiseOwned is SectionStore.Raise for sections me's live lease holds;
 	// ErrNotOwner (and no raise at all) if one is not.
 	RaiseOwned(ctx context.Context, space string, sections []int, step int64, me Owner) ([]frond.Range, error)
-	// Release ends me's leases on sections (every one when nil) and, with
-	// sections nil, its membership: others may take them at once.
-	Release(ctx context.Context, space string, sections []int, me Owner) error
+	// Release ends me's leases on the sections of give, each only if the
+	// section's maximum is still the one given (the maximum of the lease
+	// it ends: every take raises it, so a give-back that arrives late,
+	// after me took the section again, ends nothing); with give nil, every
+	// lease of me and its membership (a clean stop). Others may take what
+	// it ended at once.
+	Release(ctx context.Context, space string, give []Given, me Owner) error
 	// Read reads the space's owners and members, for that many sections.
 	Read(ctx context.Context, space string, sections int) (Table, error)
 }

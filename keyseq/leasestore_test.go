@@ -98,8 +98,18 @@ func runLeaseStore(t *testing.T, st keyseq.LeaseStore, long time.Duration) {
 	if !slices.Equal(tb.Owners, want) || !slices.Equal(tb.Members, []keyseq.Owner{a, b}) {
 		t.Fatalf("table: %+v", tb)
 	}
-	// A section given back is b's to take at once, above a's values.
-	if err := st.Release(ctx, space, []int{0}, a); err != nil {
+	// A give-back ends only the lease of the maximum it names (issue 58): one
+	// sent before a later take (here: raise) of the section, and arriving
+	// after it, ends nothing, and b cannot take the section.
+	if err := st.Release(ctx, space, []keyseq.Given{{Section: 0, Max: 16}}, a); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := st.Take(ctx, space, []int{0}, b, long, 10); err != nil || len(got) != 0 {
+		t.Fatalf("b takes a section a late give-back named at an older maximum: %v, %v", got, err)
+	}
+	// A section given back at its maximum is b's to take at once, above
+	// a's values.
+	if err := st.Release(ctx, space, []keyseq.Given{{Section: 0, Max: 21}}, a); err != nil {
 		t.Fatal(err)
 	}
 	got, err = st.Take(ctx, space, []int{0, 1}, b, long, 10)

@@ -281,21 +281,29 @@ func (n *Node) Round(ctx context.Context) error {
 	share := (sp.Sections + members - 1) / members
 	n.short.Store(false)
 	if excess := len(held) - share; excess > 0 {
-		// Give back the last ones: stop serving first, then tell the store,
-		// and forget them as ours (a request for one then reads the table
-		// again rather than wait for this node).
-		give := held[len(held)-excess:]
-		for _, i := range give {
-			n.eng.revoke(i)
+		// Give back the last ones this node serves: stop serving first,
+		// then tell the store with each section's maximum (the lease the
+		// give-back ends: one that arrives late, after this node took the
+		// section again, ends nothing), and forget them as ours (a request
+		// for one then reads the table again rather than wait for this
+		// node). A section held but not served (a take whose answer was
+		// lost) has no maximum known here: it is taken again below first.
+		var give []Given
+		for k := len(held) - 1; k >= 0 && len(give) < excess; k-- {
+			if ceil, ok := n.eng.revoke(held[k]); ok {
+				give = append(give, Given{Section: held[k], Max: ceil})
+			}
 		}
-		n.releases.Add(uint64(len(give)))
-		err := n.store.Release(ctx, sp.Name, give, n.me)
-		nt := Table{Owners: slices.Clone(t.Owners), Members: t.Members}
-		for _, i := range give {
-			nt.Owners[i] = Owner{}
+		if len(give) > 0 {
+			n.releases.Add(uint64(len(give)))
+			err := n.store.Release(ctx, sp.Name, give, n.me)
+			nt := Table{Owners: slices.Clone(t.Owners), Members: t.Members}
+			for _, g := range give {
+				nt.Owners[g.Section] = Owner{}
+			}
+			n.table.Store(&nt)
+			return err
 		}
-		n.table.Store(&nt)
-		return err
 	}
 	// Take: this node's own sections it does not serve (a take whose answer
 	// was lost), and free ones up to the share, from a random place so that

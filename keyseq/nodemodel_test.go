@@ -23,12 +23,22 @@ type faultyLeases struct {
 	off         bool   // no faults
 	slow        func() // a call's latency: advances the clock
 	fail, loses int
+	// late holds give-backs held in the network (the node gave up on
+	// them), each delivered to the store at a later call, after whatever
+	// the node did meanwhile: a take of the same section, say (issue 58).
+	late    []func()
+	delayed int // give-backs delivered late
 }
 
 var errDown = fmt.Errorf("%w: cut", frond.ErrStoreUnavailable)
 
 // fault decides a call's fate: 0 as asked, 1 fails before, 2 answer lost.
 func (f *faultyLeases) fault() int {
+	if len(f.late) > 0 && f.rnd.IntN(8) == 0 {
+		deliver := f.late[0]
+		f.late = f.late[1:]
+		deliver()
+	}
 	if f.slow != nil {
 		f.slow()
 	}
@@ -86,12 +96,20 @@ func (f *faultyLeases) RaiseOwned(ctx context.Context, space string, sections []
 	return got, err
 }
 
-func (f *faultyLeases) Release(ctx context.Context, space string, sections []int, me keyseq.Owner) error {
+func (f *faultyLeases) Release(ctx context.Context, space string, give []keyseq.Given, me keyseq.Owner) error {
 	x := f.fault()
 	if x == 1 {
 		return errDown
 	}
-	err := f.inner.Release(ctx, space, sections, me)
+	if !f.off && f.rnd.IntN(3) == 0 {
+		give := append([]keyseq.Given(nil), give...)
+		f.late = append(f.late, func() {
+			f.delayed++
+			f.inner.Release(ctx, space, give, me)
+		})
+		return errDown
+	}
+	err := f.inner.Release(ctx, space, give, me)
 	if x == 2 {
 		return errDown
 	}
@@ -143,10 +161,17 @@ func TestModel_NodesBrokenFenceFails(t *testing.T) {
 }
 
 func runNodeModel(t *testing.T, seed uint64, broken bool) string {
+	return runNodeModelWith(t, seed, broken, false)
+}
+
+func runNodeModelWith(t *testing.T, seed uint64, broken, unfencedRelease bool) string {
 	rnd := rand.New(rand.NewPCG(seed, 49))
 	now := time.Unix(1_800_000_000, 0)
 	clock := func() time.Time { return now }
 	mem := &keyseq.MemLeases{Now: clock}
+	if unfencedRelease {
+		keyseq.UnfenceReleases(mem)
+	}
 	st := &faultyLeases{inner: mem, rnd: rand.New(rand.NewPCG(seed, 50))}
 	sp := keyseq.Space{Name: "m", Step: int64(3 + seed%20), Sections: int(1 + seed%9), Slots: 1 << (seed % 5)}
 	const ttl = 3 * time.Second
@@ -253,7 +278,10 @@ func runNodeModel(t *testing.T, seed uint64, broken bool) string {
 		}
 	}
 	// Faults stop, every node runs again: every section is served.
-	st.down, st.off, st.slow = false, true, nil
+	for _, deliver := range st.late {
+		deliver()
+	}
+	st.down, st.off, st.slow, st.late = false, true, nil, nil
 	for k, nd := range nodes {
 		if nd == nil {
 			start(k)
@@ -274,8 +302,8 @@ func runNodeModel(t *testing.T, seed uint64, broken bool) string {
 	if len(served) != sp.Sections || (len(served) > 0 && served[len(served)-1] != sp.Sections-1) || len(slices.Compact(served)) != sp.Sections {
 		return fmt.Sprintf("after healing, sections served: %v of %d", served, sp.Sections)
 	}
-	if answered < 100 || st.fail == 0 || st.loses == 0 {
-		return fmt.Sprintf("the model did too little: %d answers, %d failed calls, %d lost answers", answered, st.fail, st.loses)
+	if answered < 100 || st.fail == 0 || st.loses == 0 || st.delayed == 0 && sp.Sections > 1 {
+		return fmt.Sprintf("the model did too little: %d answers, %d failed calls, %d lost answers, %d late give-backs", answered, st.fail, st.loses, st.delayed)
 	}
 	return ""
 }

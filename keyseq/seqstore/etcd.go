@@ -321,13 +321,14 @@ func (s *EtcdSections) Renew(ctx context.Context, space string, me keyseq.Owner,
 }
 
 // Release implements keyseq.LeaseStore.
-func (s *EtcdSections) Release(ctx context.Context, space string, sections []int, me keyseq.Owner) error {
-	if sections != nil && len(sections) == 0 {
+func (s *EtcdSections) Release(ctx context.Context, space string, give []keyseq.Given, me keyseq.Owner) error {
+	if give != nil && len(give) == 0 {
 		return nil
 	}
 	c, cancel := deadline.Within(ctx, s.timeout)
 	defer cancel()
-	if sections == nil {
+	sections := keyseq.GivenSections(give)
+	if give == nil {
 		r, err := s.c.Get(c, s.space(space)+"o/", clientv3.WithPrefix())
 		if err != nil {
 			return s.fail("give back sections", err)
@@ -341,8 +342,9 @@ func (s *EtcdSections) Release(ctx context.Context, space string, sections []int
 			return s.fail("end the membership", err)
 		}
 	}
-	for _, i := range sections {
-		// Only if still me's: the value names the token.
+	for k, i := range sections {
+		// Only if still me's (the value names the token), and at the
+		// maximum given: the lease this give-back ends, not a later take.
 		key := s.ownerKey(space, i)
 		r, err := s.c.Get(c, key)
 		if err != nil {
@@ -354,7 +356,11 @@ func (s *EtcdSections) Release(ctx context.Context, space string, sections []int
 		if tok, _, _ := strings.Cut(string(r.Kvs[0].Value), " "); tok != me.Token {
 			continue
 		}
-		if _, err := s.c.Txn(c).If(clientv3.Compare(clientv3.ModRevision(key), "=", r.Kvs[0].ModRevision)).Then(clientv3.OpDelete(key)).Commit(); err != nil {
+		cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", r.Kvs[0].ModRevision)}
+		if give != nil {
+			cmps = append(cmps, clientv3.Compare(clientv3.Value(s.maxKey(space, i)), "=", strconv.FormatInt(give[k].Max, 10)))
+		}
+		if _, err := s.c.Txn(c).If(cmps...).Then(clientv3.OpDelete(key)).Commit(); err != nil {
 			return s.fail("give back sections", err)
 		}
 	}

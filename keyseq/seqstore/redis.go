@@ -157,11 +157,13 @@ redis.call('HSET', KEYS[5], ARGV[1], int(now + tonumber(ARGV[3])) .. ' ' .. ARGV
 return out
 `)
 
-// ARGV: token, "all" or "some", sections... Ends the token's leases (and
-// with "all" its membership).
+// ARGV: token, "all" or "some", then with "some" section, maximum pairs.
+// Ends the token's leases, each only at the maximum given (the lease it
+// ends: a give-back that arrives after a later take ends nothing); with
+// "all" every one of the token's and its membership.
 var releaseScript = redis.NewScript(`
-local function drop(i)
-  if redis.call('HGET', KEYS[2], i) == ARGV[1] then
+local function drop(i, max)
+  if redis.call('HGET', KEYS[2], i) == ARGV[1] and (max == nil or redis.call('HGET', KEYS[1], i) == max) then
     redis.call('HDEL', KEYS[2], i)
     redis.call('HDEL', KEYS[3], i)
     redis.call('HDEL', KEYS[4], i)
@@ -169,10 +171,10 @@ local function drop(i)
 end
 if ARGV[2] == 'all' then
   local owners = redis.call('HGETALL', KEYS[2])
-  for k = 1, #owners, 2 do drop(owners[k]) end
+  for k = 1, #owners, 2 do drop(owners[k], nil) end
   redis.call('HDEL', KEYS[5], ARGV[1])
 else
-  for k = 3, #ARGV do drop(ARGV[k]) end
+  for k = 3, #ARGV, 2 do drop(ARGV[k], ARGV[k+1]) end
 end
 return {1}
 `)
@@ -284,16 +286,19 @@ func (s *RedisSections) Renew(ctx context.Context, space string, me keyseq.Owner
 	return held, nil
 }
 
-// Release implements keyseq.LeaseStore.
-func (s *RedisSections) Release(ctx context.Context, space string, sections []int, me keyseq.Owner) error {
-	if sections != nil && len(sections) == 0 {
+// Release implements keyseq.LeaseStore, in one script.
+func (s *RedisSections) Release(ctx context.Context, space string, give []keyseq.Given, me keyseq.Owner) error {
+	if give != nil && len(give) == 0 {
 		return nil
 	}
-	mode := "some"
-	if sections == nil {
-		mode = "all"
+	args := []any{me.Token, "some"}
+	if give == nil {
+		args[1] = "all"
 	}
-	_, err := s.run(ctx, "give back sections", releaseScript, s.keys(space), sectionArgs([]any{me.Token, mode}, sections)...)
+	for _, g := range give {
+		args = append(args, g.Section, strconv.FormatInt(g.Max, 10))
+	}
+	_, err := s.run(ctx, "give back sections", releaseScript, s.keys(space), args...)
 	return err
 }
 

@@ -411,28 +411,36 @@ func (q *SQLSections) lockOwned(ctx context.Context, tx *sql.Tx, space string, s
 	return out, r.Err()
 }
 
-// Release implements keyseq.LeaseStore.
-func (q *SQLSections) Release(ctx context.Context, space string, sections []int, me keyseq.Owner) error {
-	if sections != nil && len(sections) == 0 {
+// Release implements keyseq.LeaseStore: in one transaction, each section
+// given whose row is still me's at the maximum given (in the order of the
+// primary key), or every row of me's with give nil.
+func (q *SQLSections) Release(ctx context.Context, space string, give []keyseq.Given, me keyseq.Owner) error {
+	if give != nil && len(give) == 0 {
 		return nil
 	}
 	k := q.db.Kind
 	c, cancel := q.db.Bound(ctx)
 	defer cancel()
+	give = slices.SortedFunc(slices.Values(give), func(a, b keyseq.Given) int { return a.Section - b.Section })
 	err := q.db.InTx(c, q.retries, func(tx *sql.Tx) error {
-		mine, err := q.lockOwned(c, tx, space, sections, me, false)
-		if err != nil {
+		if give == nil {
+			mine, err := q.lockOwned(c, tx, space, nil, me, false)
+			if err != nil || len(mine) == 0 {
+				return err
+			}
+			_, err = tx.ExecContext(c, k.Rebind("UPDATE frond_keyseq_section SET owner = '', addr = '', lease_until = 0 WHERE space = ? AND section IN ("+in(len(mine))+")"),
+				spaceArgs(space, mine)...)
 			return err
 		}
-		if len(mine) > 0 {
-			if _, err := tx.ExecContext(c, k.Rebind("UPDATE frond_keyseq_section SET owner = '', addr = '', lease_until = 0 WHERE space = ? AND section IN ("+in(len(mine))+")"),
-				spaceArgs(space, mine)...); err != nil {
+		for _, g := range give {
+			if _, err := tx.ExecContext(c, k.Rebind("UPDATE frond_keyseq_section SET owner = '', addr = '', lease_until = 0 WHERE space = ? AND section = ? AND owner = ? AND max_seq = ?"),
+				space, g.Section, me.Token, g.Max); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	if err == nil && sections == nil {
+	if err == nil && give == nil {
 		err = q.db.Retry(c, q.retries, func(ctx context.Context) error {
 			_, err := q.db.ExecContext(ctx, k.Rebind("DELETE FROM frond_keyseq_member WHERE space = ? AND owner = ?"), space, me.Token)
 			return err
