@@ -124,4 +124,3 @@ func lateGiveBack(t *testing.T, unfenced bool) string {
 	}
 	return ""
 }
-
