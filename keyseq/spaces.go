@@ -10,6 +10,9 @@ import (
 	"sync"
 	"time"
 
+	crand "crypto/rand"
+	"encoding/hex"
+
 	"github.com/frond-id/frond"
 )
 
@@ -47,6 +50,7 @@ type Forwarder func(ctx context.Context, addr, space, key string, count int64, t
 type Spaces struct {
 	store   SpaceStore
 	me      Owner
+	probe   string // ProbeID
 	o       NodeOptions
 	forward Forwarder
 	log     *slog.Logger
@@ -89,11 +93,55 @@ func NewSpaces(store SpaceStore, me Owner, o NodeOptions, forward Forwarder) *Sp
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Spaces{store: store, me: me, o: o, forward: forward, log: log}
+	var b [12]byte
+	crand.Read(b[:])
+	return &Spaces{store: store, me: me, o: o, forward: forward, log: log, probe: hex.EncodeToString(b[:])}
 }
 
 // Me is the node's owner name.
 func (s *Spaces) Me() Owner { return s.me }
+
+// ProbeID is a random name of this node's, which its HTTP API answers
+// (ProbeHeader on /healthz): a node checks at start that the address it
+// advertises reaches itself (CheckAdvertise). It is no credential.
+func (s *Spaces) ProbeID() string { return s.probe }
+
+// ProbeHeader is the header of /healthz that names the node (ProbeID).
+const ProbeHeader = "X-Frond-Node"
+
+// Prober asks the node at addr for its ProbeID.
+type Prober func(ctx context.Context, addr string) (string, error)
+
+// CheckAdvertise checks that the address this node advertises (Me().Addr:
+// requests for its sections are forwarded there) reaches this node, by
+// probe, trying for up to tries times a second apart: nil when it does,
+// else why not, with what to do. Two nodes on one machine that advertise
+// the machine's address and their port, where nothing listens, forward
+// nothing (issue 58).
+func (s *Spaces) CheckAdvertise(ctx context.Context, probe Prober, tries int) error {
+	var err error
+	for k := 0; k < max(tries, 1); k++ {
+		if k > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Second):
+			}
+		}
+		var id string
+		c, cancel := context.WithTimeout(ctx, 2*time.Second)
+		id, err = probe(c, s.me.Addr)
+		cancel()
+		switch {
+		case err == nil && id == s.probe:
+			return nil
+		case err == nil:
+			err = fmt.Errorf("another node answers there (%s %q)", ProbeHeader, id)
+		}
+	}
+	return fmt.Errorf("the address this node advertises for keyed sequences, %s, does not reach it: %w; "+
+		"the other nodes forward requests for its sections there and fail: set sequences.advertise to HOST:PORT where the other nodes reach this node's HTTP API", s.me.Addr, err)
+}
 
 // start returns the space's node, started (its first round run) if it
 // was not.

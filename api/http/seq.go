@@ -104,6 +104,32 @@ func (s *Server) v1ListSpaces(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"spaces": out})
 }
 
+// ProbeNode asks the node at addr for its probe name (keyseq.ProbeHeader of
+// /healthz), following no redirect: keyseq.Spaces.CheckAdvertise's probe.
+func ProbeNode(tlsConfig *tls.Config) keyseq.Prober {
+	scheme := "http"
+	tr := &http.Transport{DisableKeepAlives: true}
+	if tlsConfig != nil {
+		scheme, tr.TLSClientConfig = "https", tlsConfig
+	}
+	c := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return func(ctx context.Context, addr string) (string, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+addr+"/healthz", nil)
+		if err != nil {
+			return "", err
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			return "", err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return "", fmt.Errorf("it answered %s", resp.Status)
+		}
+		return resp.Header.Get(keyseq.ProbeHeader), nil
+	}
+}
+
 // SeqForwarder is the keyseq.Forwarder of a node whose peers answer HTTP
 // (https when tlsConfig is set): GET /v1/seq/{space}/{key}?n= on the
 // owner, marked forwarded, with the caller's tag token. The owner's

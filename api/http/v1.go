@@ -16,6 +16,7 @@ import (
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/api"
+	"github.com/frond-id/frond/keyseq"
 	"github.com/frond-id/frond/service"
 )
 
@@ -588,6 +589,9 @@ func (s *Server) v1DeleteTag(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	if sp := s.svc.Spaces(); sp != nil {
+		w.Header().Set(keyseq.ProbeHeader, sp.ProbeID())
+	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 

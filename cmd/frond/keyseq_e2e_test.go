@@ -142,3 +142,90 @@ func TestE2E_KeyedSequences(t *testing.T) {
 		t.Fatalf("no keyed sequences line at start:\n%s", a.log())
 	}
 }
+
+// Issue 58, item 4: two frond serve on one machine, one store (a shared
+// SQLite file), no sequences.advertise and no worker.host: each advertises
+// the address its HTTP listener is bound to (127.0.0.1:port), checks at
+// start that it reaches itself, and every key is served from either node
+// (the other half of the keys answered 503 for ever before: each node
+// advertised the machine's address, where nothing listened).
+func TestE2E_KeyedSequences_TwoNodesOneMachine(t *testing.T) {
+	dir := t.TempDir()
+	db := "sqlite://" + dir + "/shared.db"
+	env := []string{"FROND_SEQUENCES__LEASE_TTL=1s"}
+	start := func(node string) *server {
+		s, err := startServerEnv(t, env, t.TempDir(), "--store", db, "--node", node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b := start("1"), start("2")
+	space := fmt.Sprintf("one-machine-%d", rand.Int64N(1<<40))
+	if code, body := a.req("POST", "/v1/spaces", fmt.Sprintf(`{"name":%q,"step":100,"sections":8}`, space)); code != 201 {
+		t.Fatalf("create space: %d %s", code, body)
+	}
+	last := map[string]int64{}
+	deadline := time.Now().Add(30 * time.Second)
+	holds := func(s *server) bool {
+		code, body := s.get("/v1/spaces")
+		return code == 200 && strings.Contains(body, `"held":[`)
+	}
+	// Every key from either node, before the nodes share the sections out
+	// (one owns them all, the other forwards) and after (each forwards
+	// to the other).
+	for round := 0; round < 2; round++ {
+		for round == 1 && !(holds(a) && holds(b)) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the nodes never shared the sections out")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		requestAll(t, space, last, deadline, a, b)
+	}
+	for _, s := range []*server{a, b} {
+		if log := s.log(); !strings.Contains(log, "the advertised address reaches this node") || !strings.Contains(log, `"advertise":"127.0.0.1:`) {
+			t.Fatalf("no line saying the advertised address was checked:\n%s", log)
+		}
+	}
+	// An address that does not reach the node is said at start, loudly.
+	c, err := startServerEnv(t, append(env, "FROND_SEQUENCES__ADVERTISE="+a.url[len("http://"):]), t.TempDir(), "--store", db, "--node", "3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(20 * time.Second)
+	for !strings.Contains(c.log(), "KEYED SEQUENCE ADVERTISE ADDRESS DOES NOT REACH THIS NODE") {
+		if time.Now().After(deadline) {
+			t.Fatalf("a node advertising another's address did not say so:\n%s", c.log())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// requestAll asks each server for the next value of 40 keys, each until
+// answered (sections move between owners while nodes share them out),
+// and checks that every key's values increase.
+func requestAll(t *testing.T, space string, last map[string]int64, deadline time.Time, servers ...*server) {
+	t.Helper()
+	for _, s := range servers {
+		for k := range 40 {
+			key := fmt.Sprintf("k%d", k)
+			for {
+				code, body := s.get("/v1/seq/" + space + "/" + key)
+				if code == 200 {
+					var v struct{ Value int64 }
+					json.Unmarshal([]byte(body), &v)
+					if v.Value <= last[key] {
+						t.Fatalf("%s: %d after %d", key, v.Value, last[key])
+					}
+					last[key] = v.Value
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s from %s: %d %s\n%s", key, s.url, code, body, s.log())
+				}
+				time.Sleep(20 * time.Millisecond) // sections between owners while the nodes share them out
+			}
+		}
+	}
+}

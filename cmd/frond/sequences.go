@@ -93,14 +93,7 @@ func openSpaces(ctx context.Context, cfg *config.Config, httpAddr net.Addr, log 
 	case err != nil:
 		return nil, fmt.Errorf("keyed sequences on %s: %w", storeName(raw), err)
 	}
-	addr := cfg.Sequences.Advertise
-	if addr == "" {
-		host := cfg.Worker.Host
-		if host == "" {
-			host = registry.DefaultHost()
-		}
-		addr = net.JoinHostPort(host, strconv.Itoa(listenPort(httpAddr)))
-	}
+	addr := advertiseAddr(cfg, httpAddr)
 	var b [16]byte
 	rand.Read(b[:])
 	me := keyseq.Owner{Token: hex.EncodeToString(b[:]), Addr: addr}
@@ -112,6 +105,42 @@ func openSpaces(ctx context.Context, cfg *config.Config, httpAddr net.Addr, log 
 	sp := keyseq.NewSpaces(st, me, keyseq.NodeOptions{TTL: cfg.Sequences.LeaseTTL, Logger: log}, httpapi.SeqForwarder(tc, cfg.Sequences.LeaseTTL))
 	log.Info("keyed sequences", "store", storeName(raw), "advertise", addr, "lease_ttl", cfg.Sequences.LeaseTTL)
 	return sp, nil
+}
+
+// advertiseAddr is where the other nodes reach this node's HTTP API:
+// sequences.advertise; else the HTTP listener's address when it is bound
+// to one (two nodes on 127.0.0.1 reach each other there: issue 58); else
+// worker.host (the machine's first address by default) and the port.
+func advertiseAddr(cfg *config.Config, httpAddr net.Addr) string {
+	if cfg.Sequences.Advertise != "" {
+		return cfg.Sequences.Advertise
+	}
+	if t, ok := httpAddr.(*net.TCPAddr); ok && t.IP != nil && !t.IP.IsUnspecified() {
+		return t.String()
+	}
+	host := cfg.Worker.Host
+	if host == "" {
+		host = registry.DefaultHost()
+	}
+	return net.JoinHostPort(host, strconv.Itoa(listenPort(httpAddr)))
+}
+
+// checkAdvertise probes, once the HTTP API serves, that the address this
+// node advertises for keyed sequences reaches it, and says loudly when it
+// does not.
+func checkAdvertise(ctx context.Context, cfg *config.Config, spaces *keyseq.Spaces, log *slog.Logger) {
+	if spaces == nil {
+		return
+	}
+	tc, err := forwardTLS(cfg)
+	if err != nil {
+		return // refused at start already
+	}
+	if err := spaces.CheckAdvertise(ctx, httpapi.ProbeNode(tc), 5); err != nil && ctx.Err() == nil {
+		log.Error("KEYED SEQUENCE ADVERTISE ADDRESS DOES NOT REACH THIS NODE: " + err.Error())
+		return
+	}
+	log.Info("keyed sequences: the advertised address reaches this node", "advertise", spaces.Me().Addr)
 }
 
 // forwardTLS is the TLS of requests forwarded to other nodes: nil without

@@ -223,6 +223,7 @@ func serve(ctx context.Context, cfg *config.Config, e env) error {
 	}
 	log.Info("frond listening", "addr", ln.Addr().String(), "store", storeName(cfg.Store), "worker", svc.Worker(),
 		"layout", svc.Layout().Name, "data_dir", cfg.DataDir, "startup", time.Since(start).Round(time.Microsecond).String())
+	go checkAdvertise(ctx, cfg, spaces, log)
 
 	select {
 	case err = <-errc:
