@@ -1,6 +1,10 @@
 package keyseq
 
-import "time"
+import (
+	"context"
+	"fmt"
+	"time"
+)
 
 // BreakFence makes n answer for the sections it was granted whatever its
 // lease: the broken fence the model test must find.
@@ -14,3 +18,20 @@ func UnfenceReleases(m *MemLeases) { m.unfenced = true }
 // Kill stops n as kill -9 would: no more rounds, no answers, its leases
 // left to run out.
 func Kill(n *Node) { n.halt(nil) }
+
+// KillSpaces stops every node of s as kill -9 would.
+func KillSpaces(s *Spaces) {
+	s.nodes.Range(func(_, n any) bool {
+		n.(*Node).halt(nil)
+		return true
+	})
+}
+
+// RoundSpace runs a round of the space's node on s.
+func RoundSpace(ctx context.Context, s *Spaces, space string) error {
+	v, ok := s.nodes.Load(space)
+	if !ok {
+		return fmt.Errorf("space %q not started", space)
+	}
+	return v.(*Node).Round(ctx)
+}

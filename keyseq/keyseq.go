@@ -98,7 +98,76 @@ type Engine struct {
 	store    SectionStore
 	sections []section
 	gate     *gate // nil: every section is served (one node owns them all)
+	// floors, when set, keeps the highest maximum this engine raised each
+	// section to where it survives a restart; floor[i] (under section i's
+	// lock) is section i's as kept. A raise that starts below it is
+	// refused (LostDataError).
+	floors Floors
+	floor  []int64
+	lost   atomic.Uint64 // raises refused so
 }
+
+// KeepFloors makes e keep its floors in f (loaded now) and refuse a raise
+// that starts below one (issue 58): call it before the first value.
+func (e *Engine) KeepFloors(f Floors) error {
+	fl, err := f.Load(e.space.Name, e.space.Sections)
+	if err != nil {
+		return err
+	}
+	e.floors, e.floor = f, fl
+	return nil
+}
+
+// Lost reports whether section i refused a raise because the store lost
+// data: its node holds it without serving it (nobody else may take it and
+// raise it past the values answered) until it is re-armed.
+func (e *Engine) Lost(i int) bool {
+	s := &e.sections[i]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lost != nil
+}
+
+// ClearLost forgets the sections' refusals for lost data, once the store
+// was re-armed above every value answered (frond space rearm): their node
+// takes them again, with a raise checked against the floors as any.
+func (e *Engine) ClearLost() {
+	for i := range e.sections {
+		s := &e.sections[i]
+		s.mu.Lock()
+		s.lost = nil
+		s.mu.Unlock()
+	}
+}
+
+// Floor is the highest floor e keeps (0 without floors).
+func (e *Engine) Floor() int64 {
+	var f int64
+	for i := range e.sections {
+		s := &e.sections[i]
+		s.mu.Lock()
+		if e.floor != nil {
+			f = max(f, e.floor[i])
+		}
+		s.mu.Unlock()
+	}
+	return f
+}
+
+// LostSections counts the sections refused for lost data (Lost).
+func (e *Engine) LostSections() int {
+	n := 0
+	for i := range e.sections {
+		if e.Lost(i) {
+			n++
+		}
+	}
+	return n
+}
+
+// LostData counts the raises refused because the store's maximum went
+// below a floor (LostDataError).
+func (e *Engine) LostData() uint64 { return e.lost.Load() }
 
 // gate is an owner's fence (Node): a section is served only once granted
 // (taken under a lease), and only while now is before valid, the end of
@@ -124,7 +193,11 @@ type section struct {
 	granted bool // with a gate: the section is this node's
 	loaded  bool
 	served  uint64 // values answered
-	base    int64
+	// lost is the refusal of a raise below this engine's floor or ceil
+	// (the store lost data): the section answers it, and its node takes
+	// it no more, until it is re-armed (ClearLost).
+	lost *LostDataError
+	base int64
 	ceil    int64
 	slots   []uint32
 }
@@ -188,6 +261,9 @@ func (e *Engine) Next(ctx context.Context, key string, n int64) (first, last int
 	for {
 		if s.closed {
 			return 0, 0, fmt.Errorf("keyed sequence space %q: %w", e.space.Name, frond.ErrClosed)
+		}
+		if s.lost != nil {
+			return 0, 0, s.lost
 		}
 		if e.gate != nil && (!s.granted || !e.gate.open()) {
 			// Checked again after every raise: the answer below is given
@@ -353,8 +429,26 @@ func (e *Engine) apply(i int, s *section, r frond.Range) error {
 	if s.loaded && r.Start < s.ceil {
 		// Below values this section handed out: the store lost raises (a
 		// Redis restarted without its data, a database restored).
-		return fmt.Errorf("%w: space %q section %d: the store's maximum went back from %d to %d; values would be given twice",
-			frond.ErrStoreUnavailable, e.space.Name, i, s.ceil, r.Start)
+		e.lost.Add(1)
+		s.lost = &LostDataError{Space: e.space.Name, Section: i, Store: r.Start, Floor: s.ceil}
+		return s.lost
+	}
+	if e.floors != nil {
+		if f := e.floor[i]; r.Start < f {
+			// Below the maximum this node raised the section to before,
+			// by its data directory: whoever served it since, the store's
+			// maximum only ever goes up unless it lost writes.
+			e.lost.Add(1)
+			s.lost = &LostDataError{Space: e.space.Name, Section: i, Store: r.Start, Floor: f}
+			return s.lost
+		}
+		if r.End > e.floor[i] {
+			// Kept before any value of the raise is answered.
+			if err := e.floors.Record(e.space.Name, i, r.End); err != nil {
+				return err
+			}
+			e.floor[i] = r.End
+		}
 	}
 	if s.loaded && r.Start == s.ceil {
 		s.ceil = r.End

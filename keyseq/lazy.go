@@ -116,6 +116,15 @@ func (l *Lazy) LookupSpace(ctx context.Context, name string) (Space, error) {
 	return st.LookupSpace(ctx, name)
 }
 
+// Rearm implements SpaceStore.
+func (l *Lazy) Rearm(ctx context.Context, sp Space, above int64) error {
+	st, err := l.get(ctx)
+	if err != nil {
+		return err
+	}
+	return st.Rearm(ctx, sp, above)
+}
+
 // ListSpaces implements SpaceStore.
 func (l *Lazy) ListSpaces(ctx context.Context) ([]Space, error) {
 	st, err := l.get(ctx)

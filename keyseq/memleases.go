@@ -61,6 +61,20 @@ func (m *MemLeases) CreateSpace(_ context.Context, sp Space) error {
 	return nil
 }
 
+// Rearm implements SpaceStore.
+func (m *MemLeases) Rearm(_ context.Context, sp Space, above int64) error {
+	sp = sp.WithDefaults()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.space(sp.Name)
+	for i := range sp.Sections {
+		if cur, ok := s.max[i]; !ok || cur < above {
+			s.max[i] = max(above, 1)
+		}
+	}
+	return nil
+}
+
 // LookupSpace implements SpaceStore.
 func (m *MemLeases) LookupSpace(_ context.Context, name string) (Space, error) {
 	m.mu.Lock()

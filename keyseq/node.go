@@ -30,6 +30,11 @@ type NodeOptions struct {
 	Clock func() time.Time
 	// Logger; nil: slog.Default.
 	Logger *slog.Logger
+	// Floors keeps the highest maximum this node raised each section to
+	// where it survives a restart (the data directory: FileFloors); a take
+	// or a raise below it is refused (LostDataError). Nil: none kept, and a
+	// store that lost data is noticed only while a section stays loaded.
+	Floors Floors
 }
 
 // Node is one node's part of a space shared by several: it serves the
@@ -105,6 +110,11 @@ func NewNode(space Space, store LeaseStore, me Owner, o NodeOptions) (*Node, err
 		return nil, err
 	}
 	eng.gate = &gate{now: o.Clock}
+	if o.Floors != nil {
+		if err := eng.KeepFloors(o.Floors); err != nil {
+			return nil, err
+		}
+	}
 	n.eng = eng
 	return n, nil
 }
@@ -119,14 +129,16 @@ type NodeStats struct {
 	// its gate is shut).
 	LeaseLeft time.Duration
 	// Counters since the node started; Forwarded counts the requests for
-	// the space this node forwarded to an owner.
-	Served, Raises, Takes, Releases, Lapses, RoundFailures, Forwarded uint64
+	// the space this node forwarded to an owner; LostData the raises
+	// refused because the store's maximum went below one this node raised
+	// a section to (the store lost data: ErrStoreLostData).
+	Served, Raises, Takes, Releases, Lapses, RoundFailures, Forwarded, LostData uint64
 }
 
 // Stats reports the node's state and counters.
 func (n *Node) Stats() NodeStats {
 	st := NodeStats{Sections: n.eng.space.Sections, Held: len(n.Held()), Served: n.eng.Served(),
-		Raises: n.raises.Load(), Takes: n.takes.Load(), Releases: n.releases.Load(), Lapses: n.lapses.Load(), RoundFailures: n.failures.Load(), Forwarded: n.forwarded.Load()}
+		Raises: n.raises.Load(), Takes: n.takes.Load(), Releases: n.releases.Load(), Lapses: n.lapses.Load(), RoundFailures: n.failures.Load(), Forwarded: n.forwarded.Load(), LostData: n.eng.LostData()}
 	if t := n.table.Load(); t != nil {
 		st.Members = len(t.Members)
 		for _, o := range t.Owners {
@@ -310,7 +322,10 @@ func (n *Node) Round(ctx context.Context) error {
 	// nodes starting together take different ones.
 	var take []int
 	for _, i := range held {
-		if !n.eng.granted(i) {
+		// A section refused for lost data is held, not taken again: a take
+		// raises it, and raises would carry it past this node's floor, not
+		// past what other nodes answered (issue 58). It waits for a re-arm.
+		if !n.eng.granted(i) && !n.eng.Lost(i) {
 			take = append(take, i)
 		}
 	}

@@ -27,6 +27,10 @@ type SpaceStore interface {
 	LookupSpace(ctx context.Context, name string) (Space, error)
 	// ListSpaces reads every space, by name.
 	ListSpaces(ctx context.Context) ([]Space, error)
+	// Rearm raises the maximum of every section of sp to at least above
+	// (sections never raised too), whoever holds them: after the store
+	// lost data, above every value any node answered (frond space rearm).
+	Rearm(ctx context.Context, sp Space, above int64) error
 }
 
 // ErrSpaceNotFound: no keyed sequence space has the name. It is
@@ -211,6 +215,12 @@ type SpaceStatus struct {
 	Held    []int
 	Owners  map[string]int
 	Members int
+	// Floor is the highest maximum this node raised any section of the
+	// space to (its data directory keeps it: NodeOptions.Floors); Lost the
+	// sections it refuses because the store's maximum went below (the
+	// store lost data: re-arm it above the highest Floor of every node).
+	Floor int64
+	Lost  int
 }
 
 // List reads every space with this node's view of each.
@@ -225,6 +235,7 @@ func (s *Spaces) List(ctx context.Context) ([]SpaceStatus, error) {
 		if v, ok := s.nodes.Load(sp.Name); ok {
 			n := v.(*Node)
 			st.Held = n.Held()
+			st.Floor, st.Lost = n.eng.Floor(), n.eng.LostSections()
 			if t := n.Table(); t != nil {
 				for _, o := range t.Owners {
 					if o.Token != "" {
@@ -271,6 +282,31 @@ func (s *Spaces) Next(ctx context.Context, space, key string, count int64, forwa
 	return first, last, err
 }
 
+// Rearm raises every section of the space in the store to at least above
+// (admin: after the store lost data, above every value any node answered,
+// the highest Floor every node reports), and has this node take again the
+// sections it refused for lost data. Other nodes that refuse sections keep
+// refusing them until they are sent the same re-arm (or restart).
+func (s *Spaces) Rearm(ctx context.Context, space string, above int64) error {
+	sp, err := s.store.LookupSpace(ctx, space)
+	if err != nil {
+		return err
+	}
+	if above < 1 {
+		return fmt.Errorf("%w: re-arm above %d: at least 1", frond.ErrInvalidArgument, above)
+	}
+	if err := s.store.Rearm(ctx, sp, above); err != nil {
+		return err
+	}
+	s.log.Warn("keyed sequence space re-armed: every section's maximum raised to at least the value given", "space", space, "above", above)
+	if v, ok := s.nodes.Load(space); ok {
+		n := v.(*Node)
+		n.eng.ClearLost()
+		n.kick(ctx)
+	}
+	return nil
+}
+
 // Close stops every node (each gives its sections back), then closes the
 // store if it has a Close.
 func (s *Spaces) Close(ctx context.Context) error {
@@ -287,6 +323,9 @@ func (s *Spaces) Close(ctx context.Context) error {
 		errs = append(errs, n.Close(ctx))
 	}
 	if c, ok := s.store.(interface{ Close() error }); ok {
+		errs = append(errs, c.Close())
+	}
+	if c, ok := s.o.Floors.(interface{ Close() error }); ok {
 		errs = append(errs, c.Close())
 	}
 	return errors.Join(errs...)

@@ -62,6 +62,18 @@ func (s *Service) CreateSpace(ctx context.Context, sp keyseq.Space) (keyseq.Spac
 	return s.cfg.Spaces.Create(ctx, sp)
 }
 
+// RearmSpace raises every section of a space to at least above in its
+// store (admin; keyseq.Spaces.Rearm).
+func (s *Service) RearmSpace(ctx context.Context, space string, above int64) error {
+	if s.cfg.Spaces == nil {
+		return errNoSpaces
+	}
+	if err := frond.ValidateTagName(space); err != nil {
+		return err
+	}
+	return s.cfg.Spaces.Rearm(ctx, space, above)
+}
+
 // ListSpaces lists the keyed sequence spaces with this node's view of each
 // (admin).
 func (s *Service) ListSpaces(ctx context.Context) ([]keyseq.SpaceStatus, error) {

@@ -71,6 +71,31 @@ type spaceJSON struct {
 	Held    []int          `json:"held,omitempty"`
 	Owners  map[string]int `json:"owners,omitempty"`
 	Members int            `json:"members,omitempty"`
+	// Floor: the highest maximum this node raised a section to; Lost: the
+	// sections it refuses because the store lost data (docs/sequences.md).
+	Floor int64 `json:"floor,omitempty"`
+	Lost  int   `json:"lost,omitempty"`
+}
+
+// v1RearmSpace: POST /v1/spaces/{space}/rearm {"above": N} (admin): every
+// section raised to at least N in the store, after the store lost data.
+func (s *Server) v1RearmSpace(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Above *int64 `json:"above"`
+	}
+	if err := decodeBody(w, r, &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if in.Above == nil {
+		s.writeError(w, r, badRequest("above: the value every section is raised to at least"))
+		return
+	}
+	if err := s.svc.RearmSpace(r.Context(), r.PathValue("space"), *in.Above); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"space": r.PathValue("space"), "above": *in.Above})
 }
 
 // v1CreateSpace: POST /v1/spaces {"name", "step", "sections", "slots"}
@@ -99,7 +124,7 @@ func (s *Server) v1ListSpaces(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]spaceJSON, len(list))
 	for i, st := range list {
-		out[i] = spaceJSON{Name: st.Name, Step: st.Step, Sections: st.Sections, Slots: st.Slots, Held: st.Held, Owners: st.Owners, Members: st.Members}
+		out[i] = spaceJSON{Name: st.Name, Step: st.Step, Sections: st.Sections, Slots: st.Slots, Held: st.Held, Owners: st.Owners, Members: st.Members, Floor: st.Floor, Lost: st.Lost}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"spaces": out})
 }

@@ -102,7 +102,11 @@ func openSpaces(ctx context.Context, cfg *config.Config, httpAddr net.Addr, log 
 		st.Close()
 		return nil, err
 	}
-	sp := keyseq.NewSpaces(st, me, keyseq.NodeOptions{TTL: cfg.Sequences.LeaseTTL, Logger: log}, httpapi.SeqForwarder(tc, cfg.Sequences.LeaseTTL))
+	// The floors: the highest maximum this node raised each section to, in
+	// its data directory, so that a store that lost data is refused, not
+	// served again from below (issue 58).
+	floors := keyseq.NewFileFloors(cfg.DataDir)
+	sp := keyseq.NewSpaces(st, me, keyseq.NodeOptions{TTL: cfg.Sequences.LeaseTTL, Logger: log, Floors: floors}, httpapi.SeqForwarder(tc, cfg.Sequences.LeaseTTL))
 	log.Info("keyed sequences", "store", storeName(raw), "advertise", addr, "lease_ttl", cfg.Sequences.LeaseTTL)
 	return sp, nil
 }

@@ -19,12 +19,14 @@ type spaceOut struct {
 	Held     []int          `json:"held"`
 	Owners   map[string]int `json:"owners"`
 	Members  int            `json:"members"`
+	Floor    int64          `json:"floor"`
+	Lost     int            `json:"lost"`
 }
 
 func printSpaces(e env, view bool, spaces ...spaceOut) {
 	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	if view {
-		fmt.Fprintln(w, "SPACE\tSTEP\tSECTIONS\tSLOTS\tNODES\tHERE\tOWNERS")
+		fmt.Fprintln(w, "SPACE\tSTEP\tSECTIONS\tSLOTS\tNODES\tHERE\tFLOOR\tLOST\tOWNERS")
 	} else {
 		fmt.Fprintln(w, "SPACE\tSTEP\tSECTIONS\tSLOTS")
 	}
@@ -38,7 +40,7 @@ func printSpaces(e env, view bool, spaces ...spaceOut) {
 			owners = append(owners, fmt.Sprintf("%s=%d", printable(addr), n))
 		}
 		sort.Strings(owners)
-		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%s\n", printable(s.Name), s.Step, s.Sections, s.Slots, s.Members, len(s.Held), strings.Join(owners, " "))
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", printable(s.Name), s.Step, s.Sections, s.Slots, s.Members, len(s.Held), s.Floor, s.Lost, strings.Join(owners, " "))
 	}
 	w.Flush()
 }
@@ -99,7 +101,33 @@ sections each (OWNERS).`,
 			return nil
 		},
 	}
-	c.AddCommand(create, list)
+	var above int64
+	rearm := &cobra.Command{
+		Use:   "rearm SPACE --above N",
+		Short: "Raise every section of a space above N, after its store lost data",
+		Long: `Raise every section's persisted maximum of the space to at least N in the
+store, whoever owns it: after the store lost acknowledged writes (a Redis
+restarted without its data, a fail-over to a replica behind, a restored
+backup), which nodes detect and refuse (LOST in frond space list). N must be
+above every value any node answered: at least the highest FLOOR of every
+node that served the space (frond space list --server each one). The server
+asked takes its refused sections again at once; send the same rearm to every
+other node that refuses sections, or restart it.`,
+		Example: "  frond space rearm msgs --above 2000000",
+		Args:    args(cobra.ExactArgs(1)),
+		RunE: func(c *cobra.Command, a []string) error {
+			if above < 1 {
+				return usageError{fmt.Errorf("--above N (at least 1) is required: above every value answered")}
+			}
+			if err := cl.do(c.Context(), "POST", "/v1/spaces/"+url.PathEscape(a[0])+"/rearm", map[string]any{"above": above}, nil); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "space %s re-armed: every section at or above %d\n", a[0], above)
+			return nil
+		},
+	}
+	rearm.Flags().Int64Var(&above, "above", 0, "the value every section's maximum is raised to at least")
+	c.AddCommand(create, list, rearm)
 	return c
 }
 

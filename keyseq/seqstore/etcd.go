@@ -367,6 +367,33 @@ func (s *EtcdSections) Release(ctx context.Context, space string, give []keyseq.
 	return nil
 }
 
+// Rearm implements keyseq.SpaceStore: transactions of 64 sections, each
+// comparing what it read.
+func (s *EtcdSections) Rearm(ctx context.Context, sp keyseq.Space, above int64) error {
+	sp = sp.WithDefaults()
+	for from := 0; from < sp.Sections; from += 64 {
+		var chunk []int
+		for i := from; i < min(from+64, sp.Sections); i++ {
+			chunk = append(chunk, i)
+		}
+		err := s.change(ctx, "re-arm the space", sp.Name, chunk, func(st state) ([]clientv3.Cmp, []clientv3.Op, error) {
+			var cmps []clientv3.Cmp
+			var ops []clientv3.Op
+			for _, i := range chunk {
+				if st.max[i] < above {
+					cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(s.maxKey(sp.Name, i)), "=", st.maxRev[i]))
+					ops = append(ops, clientv3.OpPut(s.maxKey(sp.Name, i), strconv.FormatInt(above, 10)))
+				}
+			}
+			return cmps, ops, nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Read implements keyseq.LeaseStore.
 func (s *EtcdSections) Read(ctx context.Context, space string, sections int) (keyseq.Table, error) {
 	c, cancel := deadline.Within(ctx, s.timeout)

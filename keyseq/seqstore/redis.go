@@ -179,6 +179,27 @@ end
 return {1}
 `)
 
+// ARGV: above (a decimal string), first section, last section. Raises
+// every maximum of the sections below above to it.
+var rearmScript = redis.NewScript(redisutil.LuaGE + `
+for i = tonumber(ARGV[2]), tonumber(ARGV[3]) do
+  local m = redis.call('HGET', KEYS[1], i) or '1'
+  if not ge(m, ARGV[1]) then redis.call('HSET', KEYS[1], i, ARGV[1]) end
+end
+return {1}
+`)
+
+// Rearm implements keyseq.SpaceStore: a script every 10,000 sections.
+func (s *RedisSections) Rearm(ctx context.Context, sp keyseq.Space, above int64) error {
+	sp = sp.WithDefaults()
+	for from := 0; from < sp.Sections; from += 10000 {
+		if _, err := s.run(ctx, "re-arm the space", rearmScript, s.keys(sp.Name), strconv.FormatInt(max(above, 1), 10), from, min(from+10000, sp.Sections)-1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Answers {now, owners (flat), addrs (flat), untils (flat), members (flat)}.
 var readScript = redis.NewScript(redisPrelude + `
 return {int(now), redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3]), redis.call('HGETALL', KEYS[4]), redis.call('HGETALL', KEYS[5])}

@@ -522,6 +522,31 @@ func (q *SQLSections) CreateSpace(ctx context.Context, sp keyseq.Space) error {
 	return nil
 }
 
+// Rearm implements keyseq.SpaceStore: the rows of every section made (a
+// thousand at a time), then every maximum below above raised to it.
+func (q *SQLSections) Rearm(ctx context.Context, sp keyseq.Space, above int64) error {
+	sp = sp.WithDefaults()
+	c, cancel := q.db.Bound(ctx)
+	defer cancel()
+	for from := 0; from < sp.Sections; from += 1000 {
+		var chunk []int
+		for i := from; i < min(from+1000, sp.Sections); i++ {
+			chunk = append(chunk, i)
+		}
+		if err := q.create(c, sp.Name, chunk); err != nil {
+			return q.db.Fail(fmt.Sprintf("re-arm %q", sp.Name), err)
+		}
+	}
+	err := q.db.Retry(c, q.retries, func(ctx context.Context) error {
+		_, err := q.db.ExecContext(ctx, q.db.Kind.Rebind("UPDATE frond_keyseq_section SET max_seq = ? WHERE space = ? AND max_seq < ?"), above, sp.Name, above)
+		return err
+	})
+	if err != nil {
+		return q.db.Fail(fmt.Sprintf("re-arm %q", sp.Name), err)
+	}
+	return nil
+}
+
 // LookupSpace implements keyseq.SpaceStore.
 func (q *SQLSections) LookupSpace(ctx context.Context, name string) (keyseq.Space, error) {
 	sps, err := q.spaces(ctx, name)
