@@ -196,10 +196,10 @@ type section struct {
 	// lost is the refusal of a raise below this engine's floor or ceil
 	// (the store lost data): the section answers it, and its node takes
 	// it no more, until it is re-armed (ClearLost).
-	lost *LostDataError
-	base int64
-	ceil    int64
-	slots   []uint32
+	lost  *LostDataError
+	base  int64
+	ceil  int64
+	slots []uint32
 }
 
 // New returns an engine over store. Nothing is read until the first value.
