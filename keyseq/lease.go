@@ -47,6 +47,14 @@ func GivenSections(give []Given) []int {
 type Table struct {
 	Owners  []Owner // by section; the zero Owner: no live lease
 	Members []Owner // the live members, each once
+	// Untils is, by section, when its lease ends on the store's clock (µs),
+	// live or run out; 0 when the section was given back or never taken,
+	// and on a store whose leases run out by elapsed time (etcd). A node
+	// sees an owner's renewals as changes of it: it takes a section whose
+	// lease ran out only once its Untils has not changed for a lease on
+	// the node's own clock, so that a step of the store's clock cannot
+	// end a lease its owner still counts on (issue 58, item 3).
+	Untils []int64
 }
 
 // LeaseStore keeps, beside each section's maximum, the section's owner

@@ -160,12 +160,12 @@ func (m *MemLeases) Renew(_ context.Context, space string, me Owner, ttl time.Du
 	defer m.mu.Unlock()
 	s, now := m.space(space), m.now()
 	var held []int
-	for i, o := range s.owner {
+	for i := range s.owner {
+		// A lease run out stays as it is (owner and end), as in the SQL and
+		// Redis stores: others see it end (Table.Untils) and may take it.
 		if s.holds(i, me, now) {
 			s.until[i] = now.Add(ttl)
 			held = append(held, i)
-		} else if o.Token == me.Token {
-			delete(s.owner, i)
 		}
 	}
 	s.members[me.Token] = memMember{o: me, until: now.Add(ttl)}
@@ -223,10 +223,13 @@ func (m *MemLeases) Read(_ context.Context, space string, sections int) (Table, 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, now := m.space(space), m.now()
-	t := Table{Owners: make([]Owner, sections)}
+	t := Table{Owners: make([]Owner, sections), Untils: make([]int64, sections)}
 	for i, o := range s.owner {
 		if i < sections && now.Before(s.until[i]) {
 			t.Owners[i] = o
+		}
+		if i < sections {
+			t.Untils[i] = s.until[i].UnixMicro()
 		}
 	}
 	for _, mb := range s.members {

@@ -78,6 +78,13 @@ type Node struct {
 	kicked  atomic.Pointer[time.Time] // the last round a request ran
 	short   atomic.Bool               // the last round left the node short of its share
 
+	// seen is, by section, the lease end (Table.Untils) this node last read
+	// and when it first read it (its own clock), under round: a lease that
+	// ran out by the store's clock is taken only once it has not changed
+	// for a lease here (the store's clock may have stepped).
+	seen      map[int]seenUntil
+	ignoreAge bool // the broken take the model must find (export_test.go)
+
 	raises, takes, releases, lapses, failures atomic.Uint64 // NodeStats
 	forwarded                                 atomic.Uint64 // requests Spaces forwarded to an owner
 	closed                                    bool          // under round
@@ -289,6 +296,7 @@ func (n *Node) Round(ctx context.Context) error {
 		return err
 	}
 	n.table.Store(&t)
+	n.see(t)
 	members := max(len(t.Members), 1)
 	share := (sp.Sections + members - 1) / members
 	n.short.Store(false)
@@ -331,15 +339,20 @@ func (n *Node) Round(ctx context.Context) error {
 	}
 	want := share - len(held)
 	start := n.rnd.IntN(sp.Sections)
+	waiting := false
 	for k := 0; k < sp.Sections && want > 0; k++ {
 		i := (start + k) % sp.Sections
 		if t.Owners[i].Token == "" {
+			if !n.free(t, i) {
+				waiting = true // its lease ran out by the store's clock only just: soon
+				continue
+			}
 			take = append(take, i)
 			want--
 		}
 	}
 	if len(take) == 0 {
-		n.short.Store(len(held) < share && n.expectRelease(t, share))
+		n.short.Store(len(held) < share && (waiting || n.expectRelease(t, share)))
 		return nil
 	}
 	slices.Sort(take)
@@ -349,7 +362,7 @@ func (n *Node) Round(ctx context.Context) error {
 		return err
 	}
 	n.takes.Add(uint64(len(got)))
-	n.short.Store(len(held)+len(got) < share && len(got) < len(take))
+	n.short.Store(len(held)+len(got) < share && (len(got) < len(take) || waiting))
 	if !n.short.Load() && len(held)+len(got) < share {
 		n.short.Store(n.expectRelease(t, share))
 	}
@@ -367,6 +380,42 @@ func (n *Node) Round(ctx context.Context) error {
 	// The gate stays at the renewal's lease, the earliest of all: opening
 	// it to the take's would lengthen the older sections' too.
 	return errors.Join(errs...)
+}
+
+// seenUntil is a section's lease end as read, and when this node first
+// read it.
+type seenUntil struct {
+	until int64
+	at    time.Time
+}
+
+// see notes the lease ends of t that changed since the last read (an
+// owner's renewal, a take, a give-back); called under round.
+func (n *Node) see(t Table) {
+	if n.seen == nil {
+		n.seen = map[int]seenUntil{}
+	}
+	now := n.o.Clock()
+	for i, u := range t.Untils {
+		if s, ok := n.seen[i]; !ok || s.until != u {
+			n.seen[i] = seenUntil{until: u, at: now}
+		}
+	}
+}
+
+// free reports whether section i, with no live lease in t, may be taken:
+// given back or never taken (no lease end), or a store whose leases run
+// out by elapsed time (no Untils), or a lease whose end this node has read
+// unchanged for a whole lease on its own clock. Its owner's gate closes
+// within a lease of the renewal that last changed it (sent before this
+// node read it), so no step of the store's clock lets a take overlap an
+// owner still answering (issue 58, item 3). Called under round.
+func (n *Node) free(t Table, i int) bool {
+	if n.ignoreAge || i >= len(t.Untils) || t.Untils[i] == 0 {
+		return true
+	}
+	s, ok := n.seen[i]
+	return ok && n.o.Clock().Sub(s.at) >= n.o.TTL
 }
 
 // expectRelease reports whether the table shows a node holding more than

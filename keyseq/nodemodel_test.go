@@ -148,6 +148,33 @@ func TestModel_Nodes(t *testing.T) {
 	}
 }
 
+// The node model finds a take by the store's clock alone: the store's
+// clock steps forward, a lease looks run out while its owner still counts
+// on it, and another node takes the section (issue 58, item 3: "key k
+// answered 101 by b, then 2 by a").
+func TestModel_NodesTakeByStoreClockFails(t *testing.T) {
+	for seed := range uint64(40) {
+		if bad := runNodeModelWith(t, seed, modelBugs{byStoreClock: true}); bad != "" {
+			t.Logf("seed %d: %s", seed, bad)
+			return
+		}
+	}
+	t.Fatal("40 seeds with takes by the store's clock alone found nothing: the model proves nothing")
+}
+
+// The node model finds a give-back that ends a later lease: one held in
+// the network reaches the store after its node took the section again,
+// and frees it while the node serves it (issue 58, item 1).
+func TestModel_NodesUnfencedReleaseFails(t *testing.T) {
+	for seed := range uint64(300) {
+		if bad := runNodeModelWith(t, seed, modelBugs{unfencedRelease: true}); bad != "" {
+			t.Logf("seed %d: %s", seed, bad)
+			return
+		}
+	}
+	t.Fatal("300 seeds with give-backs unfenced found nothing: the model proves nothing")
+}
+
 // The node model finds a broken fence (a node that answers for sections it
 // was granted whatever its lease) within a few seeds.
 func TestModel_NodesBrokenFenceFails(t *testing.T) {
@@ -161,15 +188,27 @@ func TestModel_NodesBrokenFenceFails(t *testing.T) {
 }
 
 func runNodeModel(t *testing.T, seed uint64, broken bool) string {
-	return runNodeModelWith(t, seed, broken, false)
+	return runNodeModelWith(t, seed, modelBugs{broken: broken})
 }
 
-func runNodeModelWith(t *testing.T, seed uint64, broken, unfencedRelease bool) string {
+// modelBugs are the mutations the node model must find: broken, nodes
+// answer whatever their lease; byStoreClock, nodes take a section as soon
+// as the store's clock says its lease ran out (which the store's clock
+// steps break); unfencedRelease, a give-back ends whatever lease the node
+// holds (which a give-back delivered late breaks).
+type modelBugs struct{ broken, byStoreClock, unfencedRelease bool }
+
+func runNodeModelWith(t *testing.T, seed uint64, bugs modelBugs) string {
+	broken, byStoreClock := bugs.broken, bugs.byStoreClock
 	rnd := rand.New(rand.NewPCG(seed, 49))
 	now := time.Unix(1_800_000_000, 0)
 	clock := func() time.Time { return now }
-	mem := &keyseq.MemLeases{Now: clock}
-	if unfencedRelease {
+	// The store's clock steps now and then (NTP on the database host, a
+	// fail-over to a replica whose clock is ahead): forward past a lease,
+	// or back.
+	var step time.Duration
+	mem := &keyseq.MemLeases{Now: func() time.Time { return now.Add(step) }}
+	if bugs.unfencedRelease {
 		keyseq.UnfenceReleases(mem)
 	}
 	st := &faultyLeases{inner: mem, rnd: rand.New(rand.NewPCG(seed, 50))}
@@ -187,6 +226,9 @@ func runNodeModelWith(t *testing.T, seed uint64, broken, unfencedRelease bool) s
 		}
 		if broken {
 			keyseq.BreakFence(n)
+		}
+		if byStoreClock {
+			keyseq.TakeByStoreClock(n)
 		}
 		nodes[k] = &simNode{n: n}
 	}
@@ -209,7 +251,7 @@ func runNodeModelWith(t *testing.T, seed uint64, broken, unfencedRelease bool) s
 		key := fmt.Sprintf("k%d", k)
 		sec := keyseq.SectionOf(key, sp.Sections)
 		to, ok := route[sec]
-		if !ok {
+		if !ok || rnd.IntN(4) == 0 { // no route, or another client's stale one
 			to = rnd.IntN(len(nodes))
 		}
 		for hop := 0; hop < 2; hop++ {
@@ -242,7 +284,7 @@ func runNodeModelWith(t *testing.T, seed uint64, broken, unfencedRelease bool) s
 		}
 		return ""
 	}
-	for step := range 3000 {
+	for k := range 3000 {
 		now = now.Add(time.Duration(rnd.Int64N(int64(ttl / 4))))
 		for k, nd := range nodes {
 			if nd == nil {
@@ -270,7 +312,10 @@ func runNodeModelWith(t *testing.T, seed uint64, broken, unfencedRelease bool) s
 				nd.n.Round(ctx)
 			}
 		}
-		st.down = step%500 > 450 // a cut of the store now and then
+		st.down = k%500 > 450 // a cut of the store now and then
+		if rnd.IntN(60) == 0 {
+			step += time.Duration(rnd.Int64N(int64(3*ttl))) - ttl // the store's clock steps
+		}
 		for range 1 + rnd.IntN(6) {
 			if bad := request(rnd.IntN(keys)); bad != "" {
 				return bad

@@ -457,23 +457,28 @@ func (q *SQLSections) Read(ctx context.Context, space string, sections int) (key
 	k := q.db.Kind
 	c, cancel := q.db.Bound(ctx)
 	defer cancel()
-	t := keyseq.Table{Owners: make([]keyseq.Owner, sections)}
+	t := keyseq.Table{Owners: make([]keyseq.Owner, sections), Untils: make([]int64, sections)}
 	err := q.db.Retry(c, q.retries, func(ctx context.Context) error {
 		clear(t.Owners)
+		clear(t.Untils)
 		t.Members = t.Members[:0]
-		r, err := q.db.QueryContext(ctx, k.Rebind("SELECT section, owner, addr FROM frond_keyseq_section WHERE space = ? AND owner <> '' AND lease_until > "+k.NowMicros()), space)
+		r, err := q.db.QueryContext(ctx, k.Rebind("SELECT section, owner, addr, lease_until, "+k.NowMicros()+" FROM frond_keyseq_section WHERE space = ? AND owner <> ''"), space)
 		if err != nil {
 			return err
 		}
 		for r.Next() {
 			var s int
 			var o keyseq.Owner
-			if err := r.Scan(&s, &o.Token, &o.Addr); err != nil {
+			var until, now int64
+			if err := r.Scan(&s, &o.Token, &o.Addr, &until, &now); err != nil {
 				r.Close()
 				return err
 			}
 			if s >= 0 && s < sections {
-				t.Owners[s] = o
+				t.Untils[s] = until
+				if until > now {
+					t.Owners[s] = o
+				}
 			}
 		}
 		r.Close()
