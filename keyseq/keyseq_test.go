@@ -132,13 +132,13 @@ func TestModel_PerKeyIncrease(t *testing.T) {
 // serves while the old one still answers hands out values below the old
 // one's.
 func TestModel_BrokenFenceFails(t *testing.T) {
-	for seed := range uint64(5) {
+	for seed := range uint64(20) {
 		if bad := runModel(t, seed, false); bad != "" {
 			t.Logf("seed %d: %s", seed, bad)
 			return
 		}
 	}
-	t.Fatal("five seeds with an unfenced new owner found nothing: the model proves nothing")
+	t.Fatal("20 seeds with an unfenced new owner found nothing: the model proves nothing")
 }
 
 // runModel runs one seed and returns the first violation, "" if none.

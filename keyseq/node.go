@@ -30,6 +30,9 @@ type NodeOptions struct {
 	Clock func() time.Time
 	// Logger; nil: slog.Default.
 	Logger *slog.Logger
+	// Rand picks where a node starts looking for free sections; nil: a
+	// random source (a model test passes a seeded one to be deterministic).
+	Rand *rand.Rand
 	// Floors keeps the highest maximum this node raised each section to
 	// where it survives a restart (the data directory: FileFloors); a take
 	// or a raise below it is refused (LostDataError). Nil: none kept, and a
@@ -111,7 +114,10 @@ func NewNode(space Space, store LeaseStore, me Owner, o NodeOptions) (*Node, err
 		o.Logger = slog.Default()
 	}
 	n := &Node{store: store, me: me, o: o, log: o.Logger,
-		stop: make(chan struct{}), done: make(chan struct{}), rnd: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}
+		stop: make(chan struct{}), done: make(chan struct{}), rnd: o.Rand}
+	if n.rnd == nil {
+		n.rnd = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
 	eng, err := New(space, ownedRaise{store: store, me: me, ttl: o.TTL, raises: &n.raises})
 	if err != nil {
 		return nil, err
