@@ -47,7 +47,10 @@ func Fail(err error) Failure {
 	}
 	code := service.Code(err)
 	f := Failure{Code: code, Message: err.Error()}
-	if c, _ := frond.LookupCode(code); c.Hint != "" {
+	var h interface{ Hint() string }
+	if errors.As(err, &h) {
+		f.Message += ": " + h.Hint() // an error that knows better than its code (a space, not a tag)
+	} else if c, _ := frond.LookupCode(code); c.Hint != "" {
 		f.Message += ": " + c.Hint
 	}
 	if Retryable(code) {

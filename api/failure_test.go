@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/keyseq"
 	"github.com/frond-id/frond/worker"
 )
 
@@ -49,5 +50,14 @@ func TestTokenOK(t *testing.T) {
 	}
 	if !TokenOK("s3cret", "s3cret") || TokenOK("s3cret", "") || TokenOK("s3cret", "s3cre") || TokenOK("s3cret", "s3cret ") {
 		t.Error("a configured token must match exactly")
+	}
+}
+
+// Issue 58: an unknown keyed sequence space says to create the space, not
+// a tag.
+func TestFail_SpaceNotFoundHint(t *testing.T) {
+	f := Fail(fmt.Errorf("seq: %w", keyseq.SpaceNotFound("msgs")))
+	if f.Code != frond.CodeTagNotFound || !strings.Contains(f.Message, "frond space create msgs") || strings.Contains(f.Message, "create the tag") {
+		t.Fatalf("%+v", f)
 	}
 }

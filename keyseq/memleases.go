@@ -81,7 +81,7 @@ func (m *MemLeases) LookupSpace(_ context.Context, name string) (Space, error) {
 	defer m.mu.Unlock()
 	sp, ok := m.defs[name]
 	if !ok {
-		return Space{}, fmt.Errorf("%w: %q", ErrSpaceNotFound, name)
+		return Space{}, SpaceNotFound(name)
 	}
 	return sp, nil
 }

@@ -37,6 +37,20 @@ type SpaceStore interface {
 // frond.ErrTagNotFound to the protocols (a space is named as a tag is).
 var ErrSpaceNotFound = fmt.Errorf("keyed sequence space not found: %w", frond.ErrTagNotFound)
 
+// SpaceNotFound is ErrSpaceNotFound for the space named, with the hint
+// the protocols answer instead of the tag's (issue 58).
+func SpaceNotFound(name string) error { return &spaceNotFound{name: name} }
+
+type spaceNotFound struct{ name string }
+
+func (e *spaceNotFound) Error() string { return fmt.Sprintf("%v: %q", ErrSpaceNotFound, e.name) }
+func (e *spaceNotFound) Unwrap() error { return ErrSpaceNotFound }
+
+// Hint says what to do, in place of tag_not_found's "create the tag".
+func (e *spaceNotFound) Hint() string {
+	return "create the space first (frond space create " + e.name + ", or POST /v1/spaces: docs/sequences.md)"
+}
+
 // ErrOwnerUnreachable: a Forwarder could not reach the owner (its answer
 // is not this error, whatever it says). The node reads the table again at
 // once: an owner that is gone leaves its sections to be taken when its

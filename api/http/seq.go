@@ -66,9 +66,11 @@ type spaceJSON struct {
 	Step     int64  `json:"step"`
 	Sections int    `json:"sections"`
 	Slots    int    `json:"slots"`
-	// This node's view (GET /v1/spaces): the sections it serves, the live
-	// owners with how many sections each, how many nodes share the space.
-	Held    []int          `json:"held,omitempty"`
+	// This node's view (GET /v1/spaces): how many sections it serves (and
+	// which, with ?sections=true), the live owners with how many sections
+	// each, how many nodes share the space.
+	Held         int            `json:"held"`
+	HeldSections []int          `json:"held_sections,omitempty"`
 	Owners  map[string]int `json:"owners,omitempty"`
 	Members int            `json:"members,omitempty"`
 	// Floor: the highest maximum this node raised a section to; Lost: the
@@ -117,6 +119,15 @@ func (s *Server) v1CreateSpace(w http.ResponseWriter, r *http.Request) {
 
 // v1ListSpaces: GET /v1/spaces (admin): every space with this node's view.
 func (s *Server) v1ListSpaces(w http.ResponseWriter, r *http.Request) {
+	sections := false // the numbers of the sections held, on request: 1,024 integers a space
+	if v := r.URL.Query().Get("sections"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			s.writeError(w, r, badRequest("sections=%q: true or false", v))
+			return
+		}
+		sections = b
+	}
 	list, err := s.svc.ListSpaces(r.Context())
 	if err != nil {
 		s.writeError(w, r, err)
@@ -124,7 +135,10 @@ func (s *Server) v1ListSpaces(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]spaceJSON, len(list))
 	for i, st := range list {
-		out[i] = spaceJSON{Name: st.Name, Step: st.Step, Sections: st.Sections, Slots: st.Slots, Held: st.Held, Owners: st.Owners, Members: st.Members, Floor: st.Floor, Lost: st.Lost}
+		out[i] = spaceJSON{Name: st.Name, Step: st.Step, Sections: st.Sections, Slots: st.Slots, Held: len(st.Held), Owners: st.Owners, Members: st.Members, Floor: st.Floor, Lost: st.Lost}
+		if sections {
+			out[i].HeldSections = st.Held
+		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"spaces": out})
 }

@@ -88,7 +88,7 @@ func TestSeq_HTTP(t *testing.T) {
 	a.want(a.do("GET", "/v1/seq/order/k", "", tok...), 404, "tag_not_found", "keyed sequence space")
 	// The admin's view, and the metrics: series per space, none per key.
 	r := a.do("GET", "/v1/spaces", "")
-	a.want(r, 200, `"name":"msgs"`, `"held":[0,1,2,3,4,5,6,7]`)
+	a.want(r, 200, `"name":"msgs"`, `"held":8`)
 	m := a.do("GET", "/metrics", "")
 	a.want(m, 200, `frond_keyseq_sections{space="msgs",state="held"} 8`, `frond_keyseq_sections{space="msgs",state="total"} 8`,
 		`frond_keyseq_members{space="msgs"} `, `frond_keyseq_section_moves_total{move="taken",space="msgs"} 8`, `frond_ids_issued_total{kind="seq"}`)

@@ -53,11 +53,11 @@ func TestE2E_KeyedSequences(t *testing.T) {
 		return true
 	}
 	held := func(s *server) int {
-		code, body := s.get("/v1/spaces")
+		code, body := s.get("/v1/spaces?sections=true")
 		var out struct {
 			Spaces []struct {
-				Name string
-				Held []int
+				Name         string
+				HeldSections []int `json:"held_sections"`
 			}
 		}
 		if code != 200 || json.Unmarshal([]byte(body), &out) != nil {
@@ -65,7 +65,7 @@ func TestE2E_KeyedSequences(t *testing.T) {
 		}
 		for _, sp := range out.Spaces {
 			if sp.Name == space {
-				return len(sp.Held)
+				return len(sp.HeldSections)
 			}
 		}
 		return 0
@@ -168,8 +168,8 @@ func TestE2E_KeyedSequences_TwoNodesOneMachine(t *testing.T) {
 	last := map[string]int64{}
 	deadline := time.Now().Add(30 * time.Second)
 	holds := func(s *server) bool {
-		code, body := s.get("/v1/spaces")
-		return code == 200 && strings.Contains(body, `"held":[`)
+		code, body := s.get("/v1/spaces?sections=true")
+		return code == 200 && strings.Contains(body, `"held_sections":[`) && strings.Contains(body, `"held":`)
 	}
 	// Every key from either node, before the nodes share the sections out
 	// (one owns them all, the other forwards) and after (each forwards

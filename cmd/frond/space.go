@@ -16,7 +16,7 @@ type spaceOut struct {
 	Step     int64          `json:"step"`
 	Sections int            `json:"sections"`
 	Slots    int            `json:"slots"`
-	Held     []int          `json:"held"`
+	Held     int            `json:"held"`
 	Owners   map[string]int `json:"owners"`
 	Members  int            `json:"members"`
 	Floor    int64          `json:"floor"`
@@ -40,7 +40,7 @@ func printSpaces(e env, view bool, spaces ...spaceOut) {
 			owners = append(owners, fmt.Sprintf("%s=%d", printable(addr), n))
 		}
 		sort.Strings(owners)
-		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", printable(s.Name), s.Step, s.Sections, s.Slots, s.Members, len(s.Held), s.Floor, s.Lost, strings.Join(owners, " "))
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", printable(s.Name), s.Step, s.Sections, s.Slots, s.Members, s.Held, s.Floor, s.Lost, strings.Join(owners, " "))
 	}
 	w.Flush()
 }

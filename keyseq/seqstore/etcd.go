@@ -448,7 +448,7 @@ func (s *EtcdSections) LookupSpace(ctx context.Context, name string) (keyseq.Spa
 		return keyseq.Space{}, s.fail("read a space", err)
 	}
 	if len(r.Kvs) == 0 {
-		return keyseq.Space{}, fmt.Errorf("%w: %q", keyseq.ErrSpaceNotFound, name)
+		return keyseq.Space{}, keyseq.SpaceNotFound(name)
 	}
 	return decodeSpace(name, string(r.Kvs[0].Value))
 }

@@ -403,7 +403,7 @@ func (s *RedisSections) LookupSpace(ctx context.Context, name string) (keyseq.Sp
 	defer cancel()
 	js, err := s.c.HGet(c, s.spacesKey(), name).Result()
 	if errors.Is(err, redis.Nil) {
-		return keyseq.Space{}, fmt.Errorf("%w: %q", keyseq.ErrSpaceNotFound, name)
+		return keyseq.Space{}, keyseq.SpaceNotFound(name)
 	}
 	if err != nil {
 		return keyseq.Space{}, redisutil.Fail("read a space", s.where, err)

@@ -559,7 +559,7 @@ func (q *SQLSections) LookupSpace(ctx context.Context, name string) (keyseq.Spac
 		return keyseq.Space{}, err
 	}
 	if len(sps) == 0 {
-		return keyseq.Space{}, fmt.Errorf("%w: %q", keyseq.ErrSpaceNotFound, name)
+		return keyseq.Space{}, keyseq.SpaceNotFound(name)
 	}
 	return sps[0], nil
 }
