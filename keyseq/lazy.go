@@ -116,6 +116,15 @@ func (l *Lazy) LookupSpace(ctx context.Context, name string) (Space, error) {
 	return st.LookupSpace(ctx, name)
 }
 
+// PeerKey implements SpaceStore.
+func (l *Lazy) PeerKey(ctx context.Context) ([]byte, error) {
+	st, err := l.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return st.PeerKey(ctx)
+}
+
 // Rearm implements SpaceStore.
 func (l *Lazy) Rearm(ctx context.Context, sp Space, above int64) error {
 	st, err := l.get(ctx)

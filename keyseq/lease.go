@@ -106,11 +106,14 @@ type NotOwnerError struct {
 	Addr    string
 }
 
+// Error says whether another node owns the section, not its address:
+// the address is internal, for forwarding and the admin (frond space list),
+// not for anonymous callers (issue 59).
 func (e *NotOwnerError) Error() string {
 	if e.Addr == "" {
 		return fmt.Sprintf("keyed sequence space %q section %d: no node owns it now; try again", e.Space, e.Section)
 	}
-	return fmt.Sprintf("keyed sequence space %q section %d is owned by %s", e.Space, e.Section, e.Addr)
+	return fmt.Sprintf("keyed sequence space %q section %d is owned by another node; try again", e.Space, e.Section)
 }
 
 // Unwrap: a NotOwnerError is ErrNotOwner, and frond.ErrStoreUnavailable

@@ -55,7 +55,7 @@ func TestSpaces_StoreLostData(t *testing.T) {
 			for round := range 5 {
 				for k := range 8 {
 					key := fmt.Sprint("k", k)
-					v, _, err := a.Next(ctx, sp.Name, key, 1, false, "")
+					v, _, err := a.Next(ctx, sp.Name, key, 1, false)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -78,7 +78,7 @@ func TestSpaces_StoreLostData(t *testing.T) {
 			defer func() { b.Close(ctx); fb.Close() }()
 			for k := range 8 {
 				key := fmt.Sprint("k", k)
-				v, _, err := b.Next(ctx, sp.Name, key, 1, false, "")
+				v, _, err := b.Next(ctx, sp.Name, key, 1, false)
 				if err == nil {
 					t.Fatalf("%s answered %d from a store that lost data, after %d had been answered", key, v, last[key])
 				}
@@ -110,7 +110,7 @@ func TestSpaces_StoreLostData(t *testing.T) {
 				var v int64
 				deadline := time.Now().Add(10 * time.Second)
 				for {
-					if v, _, err = b.Next(ctx, sp.Name, key, 1, false, ""); err == nil || time.Now().After(deadline) {
+					if v, _, err = b.Next(ctx, sp.Name, key, 1, false); err == nil || time.Now().After(deadline) {
 						break
 					}
 					time.Sleep(10 * time.Millisecond)

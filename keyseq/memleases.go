@@ -21,6 +21,7 @@ type MemLeases struct {
 	mu     sync.Mutex
 	spaces map[string]*memSpace
 	defs   map[string]Space
+	peerKey []byte
 	// unfenced: Release ignores the maxima (the broken give-back the
 	// model must find: export_test.go).
 	unfenced bool
@@ -59,6 +60,16 @@ func (m *MemLeases) CreateSpace(_ context.Context, sp Space) error {
 	}
 	m.defs[sp.Name] = sp
 	return nil
+}
+
+// PeerKey implements SpaceStore.
+func (m *MemLeases) PeerKey(context.Context) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.peerKey == nil {
+		m.peerKey = NewPeerKey()
+	}
+	return m.peerKey, nil
 }
 
 // Rearm implements SpaceStore.

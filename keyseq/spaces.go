@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	crand "crypto/rand"
@@ -27,6 +28,11 @@ type SpaceStore interface {
 	LookupSpace(ctx context.Context, name string) (Space, error)
 	// ListSpaces reads every space, by name.
 	ListSpaces(ctx context.Context) ([]Space, error)
+	// PeerKey returns the cluster's peer key (PeerKeyLen random bytes, made
+	// by the first call, atomically: every node reads the same): the
+	// nodes that share the store prove themselves to each other with it
+	// (Peer).
+	PeerKey(ctx context.Context) ([]byte, error)
 	// Rearm raises the maximum of every section of sp to at least above
 	// (sections never raised too), whoever holds them: after the store
 	// lost data, above every value any node answered (frond space rearm).
@@ -57,10 +63,12 @@ func (e *spaceNotFound) Hint() string {
 // lease runs out.
 var ErrOwnerUnreachable = errors.New("keyed sequence: the section's owner did not answer")
 
-// Forwarder asks the owner at addr for the next count values of key, on
-// behalf of a caller whose token is token: the request as it came, marked
-// forwarded (the owner answers it or refuses it, never forwards it again).
-type Forwarder func(ctx context.Context, addr, space, key string, count int64, token string) (first, last int64, err error)
+// Forwarder asks the owner at addr for the next count values of key, as
+// the node peer (the caller was checked where it came in: its token goes
+// no further), marked forwarded (the owner answers it or refuses it, never
+// forwards it again). It answers only what a node of the cluster answered
+// (Peer's proof): anything else is ErrOwnerUnreachable.
+type Forwarder func(ctx context.Context, addr, space, key string, count int64, peer Peer) (first, last int64, err error)
 
 // Spaces is a node's keyed sequence spaces: one Node per space, started
 // when the space is created or first asked for on this node, forwarding
@@ -75,6 +83,7 @@ type Spaces struct {
 
 	mu     sync.Mutex // starts and Close, one at a time
 	closed bool
+	key    atomic.Pointer[[]byte] // the cluster's peer key, once read
 	nodes  sync.Map // name -> *Node: the spaces started, read without the lock
 }
 
@@ -272,7 +281,7 @@ func (s *Spaces) List(ctx context.Context) ([]SpaceStatus, error) {
 // request runs, the forwarding (Forwarder's timeout); a request that
 // cannot be answered within a lease is refused as unavailable rather than
 // left waiting. Values from memory wait on nothing.
-func (s *Spaces) Next(ctx context.Context, space, key string, count int64, forwarded bool, token string) (first, last int64, err error) {
+func (s *Spaces) Next(ctx context.Context, space, key string, count int64, forwarded bool) (first, last int64, err error) {
 	n, err := s.node(ctx, space)
 	if err != nil {
 		return 0, 0, err
@@ -280,9 +289,16 @@ func (s *Spaces) Next(ctx context.Context, space, key string, count int64, forwa
 	first, last, err = n.Next(ctx, key, count)
 	var no *NotOwnerError
 	if err != nil && errors.As(err, &no) && no.Addr != "" && !forwarded && s.forward != nil && no.Addr != s.me.Addr {
+		peer, perr := s.Peer(ctx)
+		if perr != nil {
+			return 0, 0, perr
+		}
 		n.forwarded.Add(1)
-		first, last, err = s.forward(ctx, no.Addr, space, key, count, token)
+		first, last, err = s.forward(ctx, no.Addr, space, key, count, peer)
 		if errors.Is(err, ErrOwnerUnreachable) {
+			// Said to the admin and the log, not to the caller: the
+			// address is internal (issue 59).
+			s.log.Warn("keyed sequence: the owner of a section could not be asked", "space", space, "section", no.Section, "owner", no.Addr, "err", err)
 			// Perhaps gone (kill -9): read the table now (at most a round
 			// every TTL/10), and answer from here if the section is ours
 			// by then.
@@ -319,6 +335,20 @@ func (s *Spaces) Rearm(ctx context.Context, space string, above int64) error {
 		n.kick(ctx)
 	}
 	return nil
+}
+
+// Peer is this node's credential among the nodes of its cluster: its
+// owner token and the peer key read from the store (once).
+func (s *Spaces) Peer(ctx context.Context) (Peer, error) {
+	if k := s.key.Load(); k != nil {
+		return Peer{Token: s.me.Token, Key: *k}, nil
+	}
+	k, err := s.store.PeerKey(ctx)
+	if err != nil {
+		return Peer{}, err
+	}
+	s.key.Store(&k)
+	return Peer{Token: s.me.Token, Key: k}, nil
 }
 
 // Close stops every node (each gives its sections back), then closes the

@@ -35,9 +35,9 @@ func TestSpaces(t *testing.T) {
 			o := keyseq.NodeOptions{TTL: time.Second, Logger: quiet}
 			byAddr := map[string]*keyseq.Spaces{}
 			forwarded := 0
-			fw := func(ctx context.Context, addr, space, key string, n int64, token string) (int64, int64, error) {
+			fw := func(ctx context.Context, addr, space, key string, n int64, _ keyseq.Peer) (int64, int64, error) {
 				forwarded++
-				return byAddr[addr].Next(ctx, space, key, n, true, token)
+				return byAddr[addr].Next(ctx, space, key, n, true)
 			}
 			a := keyseq.NewSpaces(st, keyseq.Owner{Token: "ta", Addr: "a"}, o, fw)
 			b := keyseq.NewSpaces(st, keyseq.Owner{Token: "tb", Addr: "b"}, o, fw)
@@ -59,7 +59,7 @@ func TestSpaces(t *testing.T) {
 			if _, err := b.Lookup(ctx, "nope"); !errors.Is(err, frond.ErrTagNotFound) {
 				t.Fatalf("lookup of none: %v", err)
 			}
-			if _, _, err := b.Next(ctx, "nope", "k", 1, false, ""); !errors.Is(err, frond.ErrTagNotFound) {
+			if _, _, err := b.Next(ctx, "nope", "k", 1, false); !errors.Is(err, frond.ErrTagNotFound) {
 				t.Fatalf("next of no space: %v", err)
 			}
 			// a took every section at its creation; b's first request
@@ -68,11 +68,11 @@ func TestSpaces(t *testing.T) {
 			for i := range 200 {
 				key := fmt.Sprintf("k%d", i%17)
 				s := []*keyseq.Spaces{a, b}[i%2]
-				first, end, err := s.Next(ctx, name, key, 2, false, "")
+				first, end, err := s.Next(ctx, name, key, 2, false)
 				for try := 0; errors.Is(err, frond.ErrStoreUnavailable) && try < 100; try++ {
 					// Between owners while b takes its share: a client retries.
 					time.Sleep(50 * time.Millisecond)
-					first, end, err = s.Next(ctx, name, key, 2, false, "")
+					first, end, err = s.Next(ctx, name, key, 2, false)
 				}
 				if err != nil {
 					t.Fatalf("%s from %s: %v", key, s.Me().Addr, err)
@@ -111,7 +111,7 @@ func TestSpaces(t *testing.T) {
 			}
 			a.Close(ctx)
 			b.Close(ctx)
-			if _, _, err := a.Next(ctx, name, "k", 1, false, ""); !errors.Is(err, frond.ErrClosed) {
+			if _, _, err := a.Next(ctx, name, "k", 1, false); !errors.Is(err, frond.ErrClosed) {
 				t.Fatalf("next after close: %v", err)
 			}
 		})
@@ -135,11 +135,11 @@ func TestSpaces_LazyStore(t *testing.T) {
 	})
 	sp := keyseq.NewSpaces(lazy, keyseq.Owner{Token: "a", Addr: "a"}, keyseq.NodeOptions{TTL: time.Minute, Logger: slog.New(slog.DiscardHandler)}, nil)
 	defer sp.Close(ctx)
-	if _, _, err := sp.Next(ctx, "msgs", "k", 1, false, ""); !errors.Is(err, frond.ErrStoreUnavailable) {
+	if _, _, err := sp.Next(ctx, "msgs", "k", 1, false); !errors.Is(err, frond.ErrStoreUnavailable) {
 		t.Fatalf("a request with the store down: %v", err)
 	}
 	up.Store(true)
-	if v, _, err := sp.Next(ctx, "msgs", "k", 1, false, ""); err != nil || v != 1 {
+	if v, _, err := sp.Next(ctx, "msgs", "k", 1, false); err != nil || v != 1 {
 		t.Fatalf("a request once the store is up: %d, %v", v, err)
 	}
 	list, err := sp.List(ctx)

@@ -77,6 +77,10 @@ type Request struct {
 	// this one as the owner of its section: answered here or refused,
 	// never forwarded again.
 	Forwarded bool
+	// Peer marks a keyed sequence request another node of the cluster
+	// forwarded and signed (keyseq.Peer, checked by the front door): its
+	// caller's token was checked where the caller came in.
+	Peer bool
 }
 
 // Answer holds the IDs of a request.

@@ -24,8 +24,10 @@ func (s *Service) checkSeq(r *Request) error {
 	if err := keyseq.CheckKey(r.Key); err != nil {
 		return err
 	}
-	if err := s.checkToken(r.Token, r.Name); err != nil {
-		return err
+	if !r.Peer {
+		if err := s.checkToken(r.Token, r.Name); err != nil {
+			return err
+		}
 	}
 	if r.Form != "" && r.Form != FormNumber || r.Prefix != "" {
 		return fmt.Errorf("%w: keyed sequences are plain numbers: no forms or prefixes", frond.ErrInvalidArgument)
@@ -37,7 +39,7 @@ func (s *Service) checkSeq(r *Request) error {
 // takeSeq answers the next n values of r.Key in space r.Name, from this
 // node or the owner of the key's section.
 func (s *Service) takeSeq(ctx context.Context, r *Request, n int64) (Answer, error) {
-	first, last, err := s.cfg.Spaces.Next(ctx, r.Name, r.Key, n, r.Forwarded, r.Token)
+	first, last, err := s.cfg.Spaces.Next(ctx, r.Name, r.Key, n, r.Forwarded)
 	if err != nil {
 		return Answer{}, err
 	}

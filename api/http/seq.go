@@ -38,12 +38,18 @@ type seqJSON struct {
 
 // v1Seq: GET|POST /v1/seq/{space}/{key}[?n=N][&token=T]: the next value (or
 // n values) of key in a keyed sequence space.
+// A request another node of the cluster forwarded and signed
+// (peerOf) skips the token check: its caller was checked where it came in,
+// and its token was not sent on. A request marked forwarded without a
+// valid signature is a client's like any other (it is only not forwarded
+// again).
 func (s *Server) v1Seq(w http.ResponseWriter, r *http.Request) {
+	w, peer := s.peerOf(w, r)
 	s.v1Take(w, r, []string{"n", "token"}, func(q query, req *service.Request) error {
 		n, err := parseCount(q, service.MaxBatch)
 		token, _ := q.get("token")
 		*req = service.Request{Kind: service.KindSeq, Name: r.PathValue("space"), Key: r.PathValue("key"), Count: n,
-			Token: tagToken(r, token), Forwarded: r.Header.Get(ForwardedHeader) != ""}
+			Token: tagToken(r, token), Forwarded: r.Header.Get(ForwardedHeader) != "", Peer: peer}
 		return err
 	}, seqAnswer)
 }
@@ -169,55 +175,125 @@ func ProbeNode(tlsConfig *tls.Config) keyseq.Prober {
 	}
 }
 
+// The headers of a forwarded request between the nodes of a cluster
+// (keyseq.Peer): who forwards it, when, and its signature; the owner's
+// answer carries its proof.
+const (
+	PeerHeader      = "X-Frond-Peer"
+	PeerTimeHeader  = "X-Frond-Peer-Time"
+	PeerSigHeader   = "X-Frond-Peer-Sig"
+	PeerProofHeader = "X-Frond-Peer-Proof"
+)
+
 // SeqForwarder is the keyseq.Forwarder of a node whose peers answer HTTP
 // (https when tlsConfig is set): GET /v1/seq/{space}/{key}?n= on the
-// owner, marked forwarded, with the caller's tag token. The owner's
-// refusal comes back with its code.
+// owner, marked forwarded and signed as the node (keyseq.Peer), without
+// the caller's token (checked where the caller came in). It follows no
+// redirect, keeps at most 32 connections to a peer, and takes an answer
+// only with the owner's proof that a node of the cluster answered: a
+// refusal comes back as its code alone (a code of frond's table), never
+// with what the peer wrote.
 func SeqForwarder(tlsConfig *tls.Config, timeout time.Duration) keyseq.Forwarder {
 	scheme := "http"
-	tr := &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}
+	tr := &http.Transport{MaxIdleConnsPerHost: 32, MaxConnsPerHost: 32, IdleConnTimeout: 90 * time.Second}
 	if tlsConfig != nil {
 		scheme, tr.TLSClientConfig = "https", tlsConfig
 	}
-	c := &http.Client{Transport: tr, Timeout: timeout}
-	return func(ctx context.Context, addr, space, key string, count int64, token string) (int64, int64, error) {
-		u := scheme + "://" + addr + "/v1/seq/" + url.PathEscape(space) + "/" + url.PathEscape(key) + "?n=" + strconv.FormatInt(count, 10)
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	c := &http.Client{Transport: tr, Timeout: timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return func(ctx context.Context, addr, space, key string, count int64, peer keyseq.Peer) (int64, int64, error) {
+		target := "/v1/seq/" + url.PathEscape(space) + "/" + url.PathEscape(key) + "?n=" + strconv.FormatInt(count, 10)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+addr+target, nil)
 		if err != nil {
-			return 0, 0, fmt.Errorf("%w: forward to %s: %v", frond.ErrStoreUnavailable, addr, err)
+			return 0, 0, fmt.Errorf("%w: %w: %v", frond.ErrStoreUnavailable, keyseq.ErrOwnerUnreachable, err)
 		}
+		ts, sig := peer.Sign(target, time.Now())
 		req.Header.Set(ForwardedHeader, "1")
-		if token != "" {
-			req.Header.Set(TokenHeader, token)
-		}
+		req.Header.Set(PeerHeader, peer.Token)
+		req.Header.Set(PeerTimeHeader, ts)
+		req.Header.Set(PeerSigHeader, sig)
 		resp, err := c.Do(req)
 		if err != nil {
-			return 0, 0, fmt.Errorf("%w: %w: forward to the owner %s: %v", frond.ErrStoreUnavailable, keyseq.ErrOwnerUnreachable, addr, err)
+			return 0, 0, fmt.Errorf("%w: %w: %v", frond.ErrStoreUnavailable, keyseq.ErrOwnerUnreachable, err)
 		}
 		defer resp.Body.Close()
-		body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		if !peer.CheckProof(sig, resp.StatusCode, resp.Header.Get(PeerProofHeader)) {
+			// Not a node of this cluster (or none at all): nothing it says
+			// reaches the caller.
+			return 0, 0, fmt.Errorf("%w: %w: the address answered %d without the proof of a node of this cluster", frond.ErrStoreUnavailable, keyseq.ErrOwnerUnreachable, resp.StatusCode)
+		}
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 		if err != nil {
-			return 0, 0, fmt.Errorf("%w: forward to the owner %s: %v", frond.ErrStoreUnavailable, addr, err)
+			return 0, 0, fmt.Errorf("%w: %w: %v", frond.ErrStoreUnavailable, keyseq.ErrOwnerUnreachable, err)
 		}
 		if resp.StatusCode != http.StatusOK {
+			// The owner's refusal, as its code of frond's table only.
 			var e errorBody
-			if json.Unmarshal(body, &e) != nil || e.Error.Code == "" {
-				return 0, 0, fmt.Errorf("%w: the owner %s answered %s", frond.ErrStoreUnavailable, addr, resp.Status)
+			code := frond.CodeStoreUnavailable
+			if json.Unmarshal(body, &e) == nil {
+				if _, ok := frond.LookupCode(e.Error.Code); ok {
+					code = e.Error.Code
+				}
 			}
-			// The owner's refusal, as it answered it (its code, message and
-			// Retry-After).
-			fe := &api.Error{Code: e.Error.Code, Msg: "the owner " + addr + ": " + e.Error.Message}
-			if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
-				fe.RetryAfter = time.Duration(secs) * time.Second
-			} else if c, _ := frond.LookupCode(e.Error.Code); c.Retryable {
+			fe := &api.Error{Code: code, Msg: fmt.Sprintf("keyed sequence space %q: the node that owns the key's section refused it (%s)", space, code)}
+			if c, _ := frond.LookupCode(code); c.Retryable {
 				fe.RetryAfter = time.Second
+				if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 && secs <= 60 {
+					fe.RetryAfter = time.Duration(secs) * time.Second
+				}
 			}
 			return 0, 0, fe
 		}
 		var out seqJSON
-		if err := json.Unmarshal(body, &out); err != nil || out.First == nil || out.Last == nil {
-			return 0, 0, fmt.Errorf("%w: the owner %s answered %q", frond.ErrStoreUnavailable, addr, body)
+		if err := json.Unmarshal(body, &out); err != nil || out.First == nil || out.Last == nil || *out.Last-*out.First+1 != count {
+			return 0, 0, fmt.Errorf("%w: %w: the owner's answer does not read as %d values", frond.ErrStoreUnavailable, keyseq.ErrOwnerUnreachable, count)
 		}
 		return *out.First, *out.Last, nil
 	}
+}
+
+// peerProof wraps the answer of a request a node of the cluster forwarded
+// and signed: it carries the proof of the status it answers with.
+type peerProof struct {
+	http.ResponseWriter
+	peer keyseq.Peer
+	sig  string
+	done bool
+}
+
+func (p *peerProof) WriteHeader(status int) {
+	if !p.done {
+		p.done = true
+		p.Header().Set(PeerProofHeader, p.peer.Proof(p.sig, status))
+	}
+	p.ResponseWriter.WriteHeader(status)
+}
+
+func (p *peerProof) Write(b []byte) (int, error) {
+	if !p.done {
+		p.WriteHeader(http.StatusOK)
+	}
+	return p.ResponseWriter.Write(b)
+}
+
+func (p *peerProof) Unwrap() http.ResponseWriter { return p.ResponseWriter }
+
+// peerOf checks a request forwarded by another node: the peer's proof
+// writer and true when a node of this cluster signed it (its caller was
+// checked where it came in), else w and false (it is a client's: no
+// privilege).
+func (s *Server) peerOf(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, bool) {
+	sig := r.Header.Get(PeerSigHeader)
+	sp := s.svc.Spaces()
+	if sig == "" || sp == nil {
+		return w, false
+	}
+	peer, err := sp.Peer(r.Context())
+	if err != nil {
+		return w, false
+	}
+	if peer.Verify(r.Header.Get(PeerHeader), r.Header.Get(PeerTimeHeader), r.URL.RequestURI(), sig, time.Now()) != nil {
+		return w, false
+	}
+	return &peerProof{ResponseWriter: w, peer: peer, sig: sig}, true
 }

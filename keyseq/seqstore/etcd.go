@@ -2,6 +2,7 @@ package seqstore
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -437,6 +438,26 @@ func (s *EtcdSections) CreateSpace(ctx context.Context, sp keyseq.Space) error {
 		return fmt.Errorf("keyed sequence space %q: %w", sp.Name, frond.ErrTagExists)
 	}
 	return nil
+}
+
+// PeerKey implements keyseq.SpaceStore: put if absent, then read, in one
+// transaction.
+func (s *EtcdSections) PeerKey(ctx context.Context) ([]byte, error) {
+	c, cancel := deadline.Within(ctx, s.timeout)
+	defer cancel()
+	key := s.prefix + "seq-peer-key"
+	if _, err := s.c.Txn(c).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, hex.EncodeToString(keyseq.NewPeerKey()))).Commit(); err != nil {
+		return nil, s.fail("read the peer key", err)
+	}
+	g, err := s.c.Get(c, key)
+	if err != nil {
+		return nil, s.fail("read the peer key", err)
+	}
+	if len(g.Kvs) == 0 {
+		return nil, fmt.Errorf("%w: the peer key %s vanished", frond.ErrStoreUnavailable, key)
+	}
+	return keyseq.DecodePeerKey(string(g.Kvs[0].Value))
 }
 
 // LookupSpace implements keyseq.SpaceStore.

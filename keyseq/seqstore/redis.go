@@ -2,6 +2,7 @@ package seqstore
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -377,6 +378,17 @@ type spaceDef struct {
 }
 
 func (s *RedisSections) spacesKey() string { return s.prefix + "seq:spaces" }
+
+// PeerKey implements keyseq.SpaceStore: SET NX, then GET.
+func (s *RedisSections) PeerKey(ctx context.Context) ([]byte, error) {
+	c, cancel := redisutil.Bound(ctx, s.timeout)
+	defer cancel()
+	v, err := redisutil.SetNXGet(c, s.c, s.prefix+"seq:peer-key", hex.EncodeToString(keyseq.NewPeerKey()))
+	if err != nil {
+		return nil, redisutil.Fail("read the peer key", s.where, err)
+	}
+	return keyseq.DecodePeerKey(v)
+}
 
 // CreateSpace implements keyseq.SpaceStore.
 func (s *RedisSections) CreateSpace(ctx context.Context, sp keyseq.Space) error {

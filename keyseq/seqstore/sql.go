@@ -3,6 +3,7 @@ package seqstore
 import (
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -58,6 +59,11 @@ func sectionDDL(k sqldb.Kind) []string {
 				"  `slots` int NOT NULL,\n" +
 				"  PRIMARY KEY (`name`)\n" +
 				") ENGINE=InnoDB",
+			"CREATE TABLE IF NOT EXISTS `frond_keyseq_peer` (\n" +
+				"  `name` varchar(64) NOT NULL,\n" +
+				"  `value` varchar(255) NOT NULL,\n" +
+				"  PRIMARY KEY (`name`)\n" +
+				") ENGINE=InnoDB",
 			"CREATE TABLE IF NOT EXISTS `frond_keyseq_member` (\n" +
 				"  `space` varchar(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,\n" +
 				"  `owner` varchar(64) NOT NULL,\n" +
@@ -79,6 +85,9 @@ func sectionDDL(k sqldb.Kind) []string {
   step BIGINT NOT NULL,
   sections INTEGER NOT NULL,
   slots INTEGER NOT NULL
+)`, `CREATE TABLE IF NOT EXISTS frond_keyseq_peer (
+  name VARCHAR(64) NOT NULL PRIMARY KEY,
+  value VARCHAR(255) NOT NULL
 )`, `CREATE TABLE IF NOT EXISTS frond_keyseq_member (
   space VARCHAR(128) NOT NULL,
   owner VARCHAR(64) NOT NULL,
@@ -550,6 +559,30 @@ func (q *SQLSections) Rearm(ctx context.Context, sp keyseq.Space, above int64) e
 		return q.db.Fail(fmt.Sprintf("re-arm %q", sp.Name), err)
 	}
 	return nil
+}
+
+// PeerKey implements keyseq.SpaceStore: the row "key" of frond_keyseq_peer,
+// inserted if absent (a concurrent insert is kept), then read.
+func (q *SQLSections) PeerKey(ctx context.Context) ([]byte, error) {
+	insert := "INSERT INTO frond_keyseq_peer (name, value) VALUES ('key', ?)"
+	if q.db.Kind == sqldb.MySQL {
+		insert = strings.Replace(insert, "INSERT", "INSERT IGNORE", 1)
+	} else {
+		insert += " ON CONFLICT (name) DO NOTHING"
+	}
+	c, cancel := q.db.Bound(ctx)
+	defer cancel()
+	var v string
+	err := q.db.Retry(c, q.retries, func(ctx context.Context) error {
+		if _, err := q.db.ExecContext(ctx, q.db.Kind.Rebind(insert), hex.EncodeToString(keyseq.NewPeerKey())); err != nil {
+			return err
+		}
+		return q.db.QueryRowContext(ctx, "SELECT value FROM frond_keyseq_peer WHERE name = 'key'").Scan(&v)
+	})
+	if err != nil {
+		return nil, q.db.Fail("read the keyed sequence peer key", err)
+	}
+	return keyseq.DecodePeerKey(v)
 }
 
 // LookupSpace implements keyseq.SpaceStore.

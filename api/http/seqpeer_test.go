@@ -1,0 +1,114 @@
+package httpapi
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/frond-id/frond/api"
+	"github.com/frond-id/frond/keyseq"
+	"github.com/frond-id/frond/service"
+)
+
+// seqNodeOn is a node of the space "msgs" on mem, with the tag token
+// "tok" allowing it, forwarding with SeqForwarder.
+func seqNodeOn(t *testing.T, mem *keyseq.MemLeases, token string) *fixture {
+	sp := keyseq.NewSpaces(mem, keyseq.Owner{Token: token, Addr: "127.0.0.1:1"}, keyseq.NodeOptions{TTL: time.Minute, Logger: slog.New(slog.DiscardHandler)}, SeqForwarder(nil, 5*time.Second))
+	return newFixture(t, api.Options{}, func(c *service.Config) {
+		c.Spaces = sp
+		c.Tokens = map[string][]string{"tok": {"msgs"}}
+	})
+}
+
+// Issue 59, item 1: the owner's address comes from the store, where any
+// node's sequences.advertise put it. Whatever answers there, the
+// forwarder sends no caller's token, follows no redirect, and puts
+// nothing it said into the caller's answer unless a node of this cluster
+// answered (the peer key's proof).
+func TestHostile_SeqForwarderIsNoProxy(t *testing.T) {
+	var internal, withToken, asked atomic.Int64
+	inside := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		internal.Add(1)
+		fmt.Fprint(w, "INTERNAL-SECRET-DATA from "+r.URL.String())
+	}))
+	defer inside.Close()
+	for _, answer := range []string{"redirect", "ok-without-proof", "error-without-proof"} {
+		t.Run(answer, func(t *testing.T) {
+			evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				asked.Add(1)
+				if r.Header.Get(TokenHeader) != "" || r.URL.Query().Get("token") != "" || r.Header.Get("Authorization") != "" {
+					withToken.Add(1)
+				}
+				switch answer {
+				case "redirect":
+					http.Redirect(w, r, inside.URL+"/internal/admin?x=1", http.StatusFound)
+				case "ok-without-proof":
+					fmt.Fprint(w, `{"space":"msgs","key":"k","first":1,"last":1,"count":1}`)
+				default:
+					w.WriteHeader(503)
+					fmt.Fprint(w, `{"error":{"code":"store_unavailable","message":"INTERNAL-SECRET-DATA"}}`)
+				}
+			}))
+			defer evil.Close()
+			mem := &keyseq.MemLeases{}
+			if err := mem.CreateSpace(t.Context(), keyseq.Space{Name: "msgs", Step: 100, Sections: 2}); err != nil {
+				t.Fatal(err)
+			}
+			// The store names the evil address as the owner of every section.
+			if _, err := mem.Take(t.Context(), "msgs", []int{0, 1}, keyseq.Owner{Token: "evil", Addr: strings.TrimPrefix(evil.URL, "http://")}, time.Hour, 100); err != nil {
+				t.Fatal(err)
+			}
+			b := seqNodeOn(t, mem, "b")
+			r := b.do("GET", "/v1/seq/msgs/k", "", TokenHeader, "tok")
+			b.want(r, 503, "store_unavailable")
+			if strings.Contains(r.body, "INTERNAL-SECRET-DATA") || strings.Contains(r.body, "127.0.0.1") || strings.Contains(r.body, `"value"`) {
+				t.Fatalf("the caller's answer carries what the address said, or the address: %s", r.body)
+			}
+		})
+	}
+	if asked.Load() == 0 {
+		t.Fatal("the node never forwarded: the test proves nothing")
+	}
+	if internal.Load() != 0 {
+		t.Fatalf("a redirect was followed to an internal URL %d times", internal.Load())
+	}
+	if withToken.Load() != 0 {
+		t.Fatalf("the caller's token was sent to an address of the store %d times", withToken.Load())
+	}
+}
+
+// Issue 59, item 1: a request marked forwarded gets no privilege unless a
+// node of this cluster signed it: without a token it is refused as any
+// client's, signed with another cluster's key too; signed by a node of the
+// cluster it is answered, with the proof.
+func TestHostile_SeqForwardedNeedsPeer(t *testing.T) {
+	mem := &keyseq.MemLeases{}
+	a := seqNodeOn(t, mem, "a")
+	a.want(a.do("POST", "/v1/spaces", `{"name": "msgs", "step": 100, "sections": 2}`), 201)
+	target := "/v1/seq/msgs/k"
+	a.want(a.do("GET", target, "", ForwardedHeader, "1"), 403, "forbidden")
+	a.want(a.do("GET", target, "", ForwardedHeader, "1", PeerHeader, "x", PeerTimeHeader, "1", PeerSigHeader, "00"), 403, "forbidden")
+	other := keyseq.Peer{Token: "z", Key: keyseq.NewPeerKey()}
+	ts, sig := other.Sign(target, time.Now())
+	a.want(a.do("GET", target, "", ForwardedHeader, "1", PeerHeader, "z", PeerTimeHeader, ts, PeerSigHeader, sig), 403, "forbidden")
+	key, err := mem.PeerKey(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer := keyseq.Peer{Token: "b", Key: key}
+	ts, sig = peer.Sign(target, time.Now())
+	r := a.do("GET", target, "", ForwardedHeader, "1", PeerHeader, "b", PeerTimeHeader, ts, PeerSigHeader, sig)
+	a.want(r, 200, `"value":1`)
+	if !peer.CheckProof(sig, 200, r.hdr.Get(PeerProofHeader)) {
+		t.Fatalf("the answer to a node of the cluster carries no proof: %v", r.hdr)
+	}
+	// A signature is good for one target and a while only.
+	a.want(a.do("GET", target+"?n=5", "", ForwardedHeader, "1", PeerHeader, "b", PeerTimeHeader, ts, PeerSigHeader, sig), 403, "forbidden")
+	ts, sig = peer.Sign(target, time.Now().Add(-time.Hour))
+	a.want(a.do("GET", target, "", ForwardedHeader, "1", PeerHeader, "b", PeerTimeHeader, ts, PeerSigHeader, sig), 403, "forbidden")
+}
