@@ -18,9 +18,9 @@ import (
 type MemLeases struct {
 	Now func() time.Time // the store's clock; nil: time.Now
 
-	mu     sync.Mutex
-	spaces map[string]*memSpace
-	defs   map[string]Space
+	mu      sync.Mutex
+	spaces  map[string]*memSpace
+	defs    map[string]Space
 	peerKey []byte
 	// unfenced: Release ignores the maxima (the broken give-back the
 	// model must find: export_test.go).

@@ -84,7 +84,7 @@ type Spaces struct {
 	mu     sync.Mutex // starts and Close, one at a time
 	closed bool
 	key    atomic.Pointer[[]byte] // the cluster's peer key, once read
-	nodes  sync.Map // name -> *Node: the spaces started, read without the lock
+	nodes  sync.Map               // name -> *Node: the spaces started, read without the lock
 }
 
 // ttl is the lease TTL, the bound of what waits on others.

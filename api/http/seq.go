@@ -77,8 +77,8 @@ type spaceJSON struct {
 	// each, how many nodes share the space.
 	Held         int            `json:"held"`
 	HeldSections []int          `json:"held_sections,omitempty"`
-	Owners  map[string]int `json:"owners,omitempty"`
-	Members int            `json:"members,omitempty"`
+	Owners       map[string]int `json:"owners,omitempty"`
+	Members      int            `json:"members,omitempty"`
 	// Floor: the highest maximum this node raised a section to; Lost: the
 	// sections it refuses because the store lost data (docs/sequences.md).
 	Floor int64 `json:"floor,omitempty"`
