@@ -105,6 +105,9 @@ type Engine struct {
 	floors Floors
 	floor  []int64
 	lost   atomic.Uint64 // raises refused so
+	// budget, when set, is reserved for a section's counters before they
+	// are allocated, and freed when the section is dropped (issue 59).
+	budget *Budget
 }
 
 // KeepFloors makes e keep its floors in f (loaded now) and refuse a raise
@@ -287,15 +290,21 @@ func (e *Engine) Next(ctx context.Context, key string, n int64) (first, last int
 		}
 		if err := e.raise(ctx, i, s); err != nil {
 			if errors.Is(err, ErrNotOwner) {
-				s.drop() // the lease is gone from the store: not ours any more
+				e.drop(s) // the lease is gone from the store: not ours any more
 			}
 			return 0, 0, err
 		}
 	}
 }
 
-// drop forgets the section; called with s.mu held.
-func (s *section) drop() { s.granted, s.loaded, s.slots = false, false, nil }
+// drop forgets the section (its counters back to the budget); called with
+// s.mu held.
+func (e *Engine) drop(s *section) {
+	if s.slots != nil {
+		e.budget.Free(SectionBytes(e.space))
+	}
+	s.granted, s.loaded, s.slots = false, false, nil
+}
 
 // grant starts serving section i, taken with a raise that answered r (an
 // engine with a gate: Node). Every key of it starts at r.Start.
@@ -308,7 +317,7 @@ func (e *Engine) grant(i int, r frond.Range) error {
 	}
 	s.granted, s.loaded = true, false
 	if err := e.apply(i, s, r); err != nil {
-		s.drop()
+		e.drop(s)
 		return err
 	}
 	return nil
@@ -321,7 +330,7 @@ func (e *Engine) revoke(i int) (ceil int64, ok bool) {
 	s := &e.sections[i]
 	s.mu.Lock()
 	ceil, ok = s.ceil, s.granted && s.loaded && !s.closed
-	s.drop()
+	e.drop(s)
 	s.mu.Unlock()
 	return ceil, ok
 }
@@ -400,6 +409,9 @@ func (e *Engine) Close() error {
 	for i := range e.sections {
 		s := &e.sections[i]
 		s.mu.Lock()
+		if s.slots != nil {
+			e.budget.Free(SectionBytes(e.space))
+		}
 		s.closed, s.slots = true, nil
 		s.mu.Unlock()
 	}
@@ -455,6 +467,10 @@ func (e *Engine) apply(i int, s *section, r frond.Range) error {
 		return nil
 	}
 	if s.slots == nil {
+		if !e.budget.Reserve(SectionBytes(e.space)) {
+			return fmt.Errorf("%w: space %q section %d: its %d counters (%d bytes) do not fit in this node's memory for keyed sequences (sequences.memory, %d bytes, %d used): "+
+				"another node may serve it; raise sequences.memory, or give the node fewer spaces", ErrMemoryBudget, e.space.Name, i, e.space.Slots, SectionBytes(e.space), e.budget.Limit(), e.budget.Used())
+		}
 		s.slots = make([]uint32, e.space.Slots)
 	} else {
 		clear(s.slots)

@@ -30,6 +30,15 @@ type NodeOptions struct {
 	Clock func() time.Time
 	// Logger; nil: slog.Default.
 	Logger *slog.Logger
+	// Budget is the node's memory for keyed sequences, shared by its
+	// spaces: a section's counters are reserved from it before they are
+	// allocated, and a node takes no more sections than it can hold. Nil:
+	// no bound.
+	Budget *Budget
+	// MaxSpace is the largest table a space may have on this node
+	// (TableBytes); a larger space is refused at creation and not started
+	// (ErrMemoryBudget). 0: DefaultMaxSpaceMemory; negative: no bound.
+	MaxSpace int64
 	// Rand picks where a node starts looking for free sections; nil: a
 	// random source (a model test passes a seeded one to be deterministic).
 	Rand *rand.Rand
@@ -123,6 +132,7 @@ func NewNode(space Space, store LeaseStore, me Owner, o NodeOptions) (*Node, err
 		return nil, err
 	}
 	eng.gate = &gate{now: o.Clock}
+	eng.budget = o.Budget
 	if o.Floors != nil {
 		if err := eng.KeepFloors(o.Floors); err != nil {
 			return nil, err
@@ -344,6 +354,11 @@ func (n *Node) Round(ctx context.Context) error {
 		}
 	}
 	want := share - len(held)
+	if b := n.o.Budget; b != nil {
+		// No more than the node can hold: a section it cannot hold is
+		// better served by another node.
+		want = int(min(int64(want), b.Left()/SectionBytes(sp)))
+	}
 	start := n.rnd.IntN(sp.Sections)
 	waiting := false
 	for k := 0; k < sp.Sections && want > 0; k++ {

@@ -206,7 +206,28 @@ func (s *Spaces) node(ctx context.Context, name string) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.fits(sp, ErrMemoryBudget); err != nil {
+		return nil, fmt.Errorf("%w; it is not started here", err)
+	}
 	return s.start(ctx, sp)
+}
+
+// maxSpace is the largest table a space may have on this node.
+func (s *Spaces) maxSpace() int64 {
+	if s.o.MaxSpace == 0 {
+		return DefaultMaxSpaceMemory
+	}
+	return s.o.MaxSpace
+}
+
+// fits says why sp's table is too large for this node (wrapping why), nil
+// when it fits: checked before anything of it is allocated (issue 59).
+func (s *Spaces) fits(sp Space, why error) error {
+	if limit := s.maxSpace(); limit >= 0 && TableBytes(sp) > limit {
+		return fmt.Errorf("%w: keyed sequence space %q: %d sections of %d counters take %d bytes, past this node's limit for one space (sequences.max_space_memory, %d bytes): "+
+			"use fewer sections or slots (frond space create --sections --slots)", why, sp.Name, sp.Sections, sp.Slots, TableBytes(sp), limit)
+	}
+	return nil
 }
 
 // Create creates a space and starts serving it.
@@ -214,6 +235,9 @@ func (s *Spaces) Create(ctx context.Context, sp Space) (Space, error) {
 	sp = sp.WithDefaults()
 	if err := sp.Validate(); err != nil {
 		return Space{}, err
+	}
+	if err := s.fits(sp, frond.ErrInvalidArgument); err != nil {
+		return Space{}, err // refused before the store records it
 	}
 	if err := s.store.CreateSpace(ctx, sp); err != nil {
 		return Space{}, err

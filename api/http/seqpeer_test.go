@@ -112,3 +112,45 @@ func TestHostile_SeqForwardedNeedsPeer(t *testing.T) {
 	ts, sig = peer.Sign(target, time.Now().Add(-time.Hour))
 	a.want(a.do("GET", target, "", ForwardedHeader, "1", PeerHeader, "b", PeerTimeHeader, ts, PeerSigHeader, sig), 403, "forbidden")
 }
+
+// Issue 59, item 2: a space's memory is accounted before anything is
+// allocated. A space whose table passes the node's limit is refused at
+// creation, naming the limit; one created elsewhere (a node with a larger
+// limit, or the store by hand) is not started here: 503 with the reason,
+// and the node lives on. A node holds no more sections than its budget.
+func TestHostile_SpaceMemory(t *testing.T) {
+	mem := &keyseq.MemLeases{}
+	budget := keyseq.NewBudget(4 * 16 * 4) // four sections of 16 counters
+	sp := keyseq.NewSpaces(mem, keyseq.Owner{Token: "a", Addr: "127.0.0.1:1"},
+		keyseq.NodeOptions{TTL: time.Minute, Logger: slog.New(slog.DiscardHandler), Budget: budget, MaxSpace: 1 << 20}, nil)
+	a := newFixture(t, api.Options{}, func(c *service.Config) { c.Spaces = sp })
+	a.want(a.do("POST", "/v1/spaces", `{"name": "huge", "slots": 16777216}`), 400, "invalid_argument", "sequences.max_space_memory", "1048576 bytes")
+	// Created where the limit is larger: not started here.
+	if err := mem.CreateSpace(t.Context(), keyseq.Space{Name: "huge", Slots: 1 << 24, Sections: 1 << 10}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		a.want(a.do("GET", "/v1/seq/huge/anything", ""), 503, "store_unavailable", "sequences.max_space_memory", "not started here")
+	}
+	// Within the limit, but more sections than the budget holds: four
+	// served, the rest refused with the reason, nothing allocated past it.
+	a.want(a.do("POST", "/v1/spaces", `{"name": "small", "sections": 8, "slots": 16}`), 201)
+	served, refused := 0, 0
+	for k := range 64 {
+		r := a.do("GET", fmt.Sprintf("/v1/seq/small/k%d", k), "")
+		switch r.code {
+		case 200:
+			served++
+		case 503:
+			refused++
+		default:
+			t.Fatalf("%d %s", r.code, r.body)
+		}
+	}
+	if served == 0 || refused == 0 || budget.Used() > 4*16*4 {
+		t.Fatalf("served %d, refused %d, budget used %d of %d", served, refused, budget.Used(), 4*16*4)
+	}
+	if st := sp.Stats(); len(st) != 1 || st[0].Held != 4 {
+		t.Fatalf("the node holds %+v, want the 4 sections its budget holds", st)
+	}
+}

@@ -106,7 +106,8 @@ func openSpaces(ctx context.Context, cfg *config.Config, httpAddr net.Addr, log 
 	// its data directory, so that a store that lost data is refused, not
 	// served again from below (issue 58).
 	floors := keyseq.NewFileFloors(cfg.DataDir)
-	sp := keyseq.NewSpaces(st, me, keyseq.NodeOptions{TTL: cfg.Sequences.LeaseTTL, Logger: log, Floors: floors}, httpapi.SeqForwarder(tc, cfg.Sequences.LeaseTTL))
+	sp := keyseq.NewSpaces(st, me, keyseq.NodeOptions{TTL: cfg.Sequences.LeaseTTL, Logger: log, Floors: floors,
+		Budget: keyseq.NewBudget(cfg.Sequences.Memory), MaxSpace: cfg.Sequences.MaxSpaceMemory}, httpapi.SeqForwarder(tc, cfg.Sequences.LeaseTTL))
 	log.Info("keyed sequences", "store", storeName(raw), "advertise", addr, "lease_ttl", cfg.Sequences.LeaseTTL)
 	return sp, nil
 }

@@ -194,8 +194,13 @@ type Sequences struct {
 	// their owners; "" the node's store when it is one SQL database (the
 	// embedded SQLite included), "off" none.
 	Store     string        `koanf:"store"`
-	Advertise string        `koanf:"advertise"` // HOST:PORT other nodes reach this node's HTTP API at; "": worker.host and the HTTP port
+	Advertise string        `koanf:"advertise"` // HOST:PORT other nodes reach this node's HTTP API at; "": the HTTP listener's address, else worker.host and the HTTP port
 	LeaseTTL  time.Duration `koanf:"lease_ttl"` // a section owner's lease
+	// Memory bounds the counters of every section this node serves, all
+	// spaces together (keyseq.Budget); MaxSpaceMemory one space's whole
+	// table. 0: the defaults; negative: no bound.
+	Memory         int64 `koanf:"memory"`
+	MaxSpaceMemory int64 `koanf:"max_space_memory"`
 }
 
 // envSkip are FROND_ variables that are not configuration keys: the

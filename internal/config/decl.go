@@ -125,7 +125,9 @@ func (c *Config) decls() []decl {
 			}
 			return fmt.Errorf("a SQL database, Redis or etcd URL, memory:, or off")
 		}},
-		{ptr: &c.Sequences.Advertise, shown: "`worker.host` and the HTTP port", doc: "`HOST:PORT` where the other nodes reach this node's HTTP API: requests for the sections this node owns are forwarded there", check: func() error { return hostPort(c.Sequences.Advertise, true) }},
+		{ptr: &c.Sequences.Advertise, shown: "the HTTP listener's address when it is bound to one (`127.0.0.1:8080`), else `worker.host` and the HTTP port", doc: "`HOST:PORT` where the other nodes reach this node's HTTP API: requests for the sections this node owns are forwarded there. Checked at start: a node whose address does not reach itself logs `KEYED SEQUENCE ADVERTISE ADDRESS DOES NOT REACH THIS NODE`", check: func() error { return hostPort(c.Sequences.Advertise, true) }},
+		{ptr: &c.Sequences.Memory, def: "536870912", shown: "`536870912` (512 MiB)", doc: "bytes of counters of every keyed sequence section this node serves, all spaces together (a section takes `slots × 4`): reserved before they are allocated; a node takes no more sections than it can hold, and refuses one past it with `store_unavailable` (another node may serve it). `0`: the default; negative: no bound ([sequences.md](sequences.md#memory-a-table-of-counters-not-the-keys))"},
+		{ptr: &c.Sequences.MaxSpaceMemory, def: "268435456", shown: "`268435456` (256 MiB)", doc: "the largest table one keyed sequence space may have on this node (`sections × slots × 4` bytes): a larger space is refused at creation (`invalid_argument`) and not started here (`store_unavailable`). `0`: the default; negative: no bound"},
 		{ptr: &c.Sequences.LeaseTTL, def: "3s", shown: "`3s`", doc: "a section owner's lease, on the database's clock: a node killed without a clean stop has its sections served by the others within about this plus a third of it; at least `100ms`", check: func() error {
 			if c.Sequences.LeaseTTL < 100*time.Millisecond {
 				return fmt.Errorf("%v: at least 100ms", c.Sequences.LeaseTTL)
