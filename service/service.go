@@ -64,6 +64,9 @@ type Config struct {
 	// allows its tag (Request.Token). Tag administration keeps the admin
 	// token.
 	Tokens map[string][]string
+	// AdminToken, when set, allows every tag as a tag token would (issue
+	// 59): the admin's own token on an ID route is no wrong guess.
+	AdminToken string
 	// Idempotency configures the memory of idempotent requests
 	// (Request.IdempotencyKey).
 	Idempotency Idempotency

@@ -313,3 +313,26 @@ func TestHTTP_ProbesRate(t *testing.T) {
 		f.want(f.do("GET", "/healthz", ""), 200)
 	}
 }
+
+// Issue 59, item 6: the admin token allows everything a tag token does: used
+// as a Bearer on an ID route with tag tokens configured, it is answered and
+// never counted as a wrong guess (11 of them locked the admin out of
+// /v1/tags before).
+func TestHostile_AdminTokenOnIDRoutes(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	g := api.NewGuard(api.GuardOptions{AuthFailures: 10, AuthWindow: time.Minute, Now: func() time.Time { return now }})
+	f := newFixture(t, api.Options{AdminToken: "s3cret", Guard: g}, func(c *service.Config) {
+		c.Tokens = map[string][]string{"tok": {"t1"}}
+		c.AdminToken = "s3cret"
+	})
+	f.want(f.do("POST", "/v1/tags", `{"name":"t1","step":10}`, "Authorization", "Bearer s3cret"), 201)
+	for range 12 {
+		f.want(f.do("GET", "/v1/segment/t1", "", "Authorization", "Bearer s3cret"), 200)
+	}
+	f.want(f.do("GET", "/v1/tags", "", "Authorization", "Bearer s3cret"), 200)
+	// A wrong token still counts.
+	for range 10 {
+		f.want(f.do("GET", "/v1/segment/t1", "", "Authorization", "Bearer nope"), 403)
+	}
+	f.want(f.do("GET", "/v1/tags", "", "Authorization", "Bearer s3cret"), 429, "too many wrong tokens")
+}

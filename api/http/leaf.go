@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/frond-id/frond/api"
 	"github.com/frond-id/frond/service"
 )
 
@@ -45,7 +46,15 @@ func tagToken(r *http.Request, query string) string {
 	if t := r.Header.Get(TokenHeader); t != "" {
 		return t
 	}
-	return query
+	if query != "" {
+		return query
+	}
+	// A Bearer token (the admin's, which allows every tag): the guard
+	// reads it as the request's token too, so it must be the one checked
+	// (issue 59: the admin's Bearer on an ID route was refused and counted
+	// as a wrong guess).
+	t, _ := api.Bearer(r.Header.Get("Authorization"))
+	return t
 }
 
 // leafSnowflake is Leaf's GET /api/snowflake/get/{key}; Leaf ignores the key

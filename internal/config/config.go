@@ -518,6 +518,7 @@ func (c *Config) ServiceConfig() service.Config {
 		Forms:               c.Forms,
 		Prefixes:            c.Prefixes,
 		Tokens:              c.Tokens,
+		AdminToken:          c.AdminToken,
 		Idempotency:         service.Idempotency{Window: c.Idempotency.Window, MaxEntries: c.Idempotency.MaxEntries, MaxIDs: c.Idempotency.MaxIDs},
 		AnswerBudget:        c.Limits.AnswerBudget,
 	}
