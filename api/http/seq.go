@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/frond-id/frond"
@@ -202,7 +203,7 @@ func SeqForwarder(tlsConfig *tls.Config, timeout time.Duration) keyseq.Forwarder
 	c := &http.Client{Transport: tr, Timeout: timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	return func(ctx context.Context, addr, space, key string, count int64, peer keyseq.Peer) (int64, int64, error) {
-		target := "/v1/seq/" + url.PathEscape(space) + "/" + url.PathEscape(key) + "?n=" + strconv.FormatInt(count, 10)
+		target := "/v1/seq/" + url.PathEscape(space) + "/" + PathSegment(key) + "?n=" + strconv.FormatInt(count, 10)
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+addr+target, nil)
 		if err != nil {
 			return 0, 0, fmt.Errorf("%w: %w: %v", frond.ErrStoreUnavailable, keyseq.ErrOwnerUnreachable, err)
@@ -250,6 +251,15 @@ func SeqForwarder(tlsConfig *tls.Config, timeout time.Duration) keyseq.Forwarder
 		}
 		return *out.First, *out.Last, nil
 	}
+}
+
+// PathSegment escapes a key as one segment of a path that no one cleans
+// away: url.PathEscape, and "." and ".." as %2E (issue 59).
+func PathSegment(key string) string {
+	if key == "." || key == ".." {
+		return strings.Repeat("%2E", len(key))
+	}
+	return url.PathEscape(key)
 }
 
 // peerProof wraps the answer of a request a node of the cluster forwarded

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/frond-id/frond/api"
 	"github.com/frond-id/frond/keyseq"
@@ -152,5 +154,36 @@ func TestHostile_SpaceMemory(t *testing.T) {
 	}
 	if st := sp.Stats(); len(st) != 1 || st[0].Held != 4 {
 		t.Fatalf("the node holds %+v, want the 4 sections its budget holds", st)
+	}
+}
+
+// Issue 59, item 5: every 1 to 255-byte key works over HTTP, on the owner
+// and through forwarding, the bytes paths treat specially too ("." and
+// ".." were 404 "no such endpoint" from the mux's cleaning).
+func TestSeq_KeysPathsClean(t *testing.T) {
+	var forwarded atomic.Int64
+	nodes := seqNodes(t, 2, &forwarded)
+	a, b := nodes[0], nodes[1]
+	tok := []string{TokenHeader, "tok"}
+	a.want(a.do("POST", "/v1/spaces", `{"name": "msgs", "step": 100, "sections": 8}`), 201)
+	keys := []string{".", "..", "...", "/", "//", "./", "../", "/.", "/..", "a/./b", "a/../b", "a//b", "./..", "%", "%2E", "?", "#", " ", "\\", ";", "\x00", "\xff"}
+	for _, key := range keys {
+		last := int64(0)
+		for i, n := range []*fixture{a, b, a, b} {
+			method := "GET"
+			if i%2 == 1 {
+				method = "POST"
+			}
+			r := n.do(method, "/v1/seq/msgs/"+PathSegment(key), "", tok...)
+			n.want(r, 200)
+			var got seqJSON
+			if err := json.Unmarshal([]byte(r.body), &got); err != nil || got.Key != key && utf8.ValidString(key) || got.Value == nil || *got.Value <= last {
+				t.Fatalf("key %q, %s by %d: %s after %d", key, method, i%2, r.body, last)
+			}
+			last = *got.Value
+		}
+	}
+	if forwarded.Load() == 0 {
+		t.Fatal("nothing was forwarded: the test proves nothing")
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"net/http/pprof"
 	"net/netip"
 	"net/url"
+	"path"
 	"strings"
 	"sync"
 	"time"
@@ -30,10 +31,13 @@ const MaxBody = 64 << 10
 
 // Server is the HTTP handler of a service.
 type Server struct {
-	svc     *service.Service
-	m       *api.Metrics
-	opts    api.Options
-	mux     *http.ServeMux
+	svc  *service.Service
+	m    *api.Metrics
+	opts api.Options
+	mux  *http.ServeMux
+	// seq serves GET and POST /v1/seq/{space}/{key} (as routed, counted
+	// and logged) for a key the mux would clean away ("." or "..": seqPath).
+	seq     map[string]http.HandlerFunc
 	started time.Time
 	// stopping ends the dashboard's event streams (StopStreams).
 	stopping chan struct{}
@@ -94,8 +98,10 @@ func New(svc *service.Service, opts api.Options) *Server {
 	mux.HandleFunc("POST /v1/uuid", s.noBody(s.v1UUID))
 	mux.HandleFunc("GET /v1/serial/{name}", s.v1Serial)
 	mux.HandleFunc("POST /v1/serial/{name}", s.noBody(s.v1Serial))
-	mux.HandleFunc("GET /v1/seq/{space}/{key}", s.v1Seq)
-	mux.HandleFunc("POST /v1/seq/{space}/{key}", s.noBody(s.v1Seq))
+	s.seq = map[string]http.HandlerFunc{
+		http.MethodGet:  mux.HandleFunc("GET /v1/seq/{space}/{key}", s.v1Seq),
+		http.MethodPost: mux.HandleFunc("POST /v1/seq/{space}/{key}", s.noBody(s.v1Seq)),
+	}
 	mux.HandleFunc("GET /v1/spaces", s.admin(s.v1ListSpaces))
 	mux.HandleFunc("POST /v1/spaces", s.admin(s.v1CreateSpace))
 	mux.HandleFunc("POST /v1/spaces/{space}/rearm", s.admin(s.v1RearmSpace))
@@ -140,9 +146,10 @@ type routes struct {
 	access bool
 }
 
-func (r routes) HandleFunc(pattern string, h http.HandlerFunc) {
+// HandleFunc registers h under pattern and returns it as registered.
+func (r routes) HandleFunc(pattern string, h http.HandlerFunc) http.HandlerFunc {
 	op := r.m.Op(api.HTTP, pattern)
-	r.mux.HandleFunc(pattern, func(w http.ResponseWriter, req *http.Request) {
+	wrapped := func(w http.ResponseWriter, req *http.Request) {
 		start := time.Now()
 		var caller string
 		if v := req.Header[requestIDKey]; len(v) > 0 {
@@ -162,7 +169,44 @@ func (r routes) HandleFunc(pattern string, h http.HandlerFunc) {
 		op.Done(start)
 		r.log.Info("request", "protocol", api.HTTP, "method", req.Method, "route", pattern, "path", service.Quote(loggedPath(req.URL.Path)),
 			"status", sw.status, "bytes", sw.bytes, "duration", time.Since(start), "remote", req.RemoteAddr, "request_id", id)
-	})
+	}
+	r.mux.HandleFunc(pattern, wrapped)
+	return wrapped
+}
+
+// seqPath routes a keyed sequence request whose key the mux would clean
+// away (".", "..", or one with "/./", "/../" or "//" once its escaped
+// slashes are read: the mux cleans the decoded path, and answered 404 or a
+// redirect for them): any 1 to 255 bytes is a key (issue 59), escaped as
+// each byte %XX where it must be (SeqForwarder does: PathSegment). It
+// reports whether it served r.
+func (s *Server) seqPath(w http.ResponseWriter, r *http.Request) bool {
+	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), "/v1/seq/")
+	h := s.seq[r.Method]
+	if !ok || h == nil || path.Clean(r.URL.Path) == r.URL.Path {
+		return false
+	}
+	sp, k, ok := strings.Cut(rest, "/")
+	if !ok || strings.Contains(k, "/") {
+		return false
+	}
+	space, err1 := url.PathUnescape(sp)
+	key, err2 := url.PathUnescape(k)
+	if err1 != nil || err2 != nil || space == "" || key == "" {
+		return false
+	}
+	r.SetPathValue("space", space)
+	r.SetPathValue("key", key)
+	h(w, r)
+	return true
+}
+
+// dispatch serves r by the mux, but for the keys it would clean away
+// (seqPath).
+func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) {
+	if !s.seqPath(w, r) {
+		s.mux.ServeHTTP(w, r)
+	}
 }
 
 // requestIDKey is api.RequestIDHeader in canonical form: Header.Get of
@@ -238,14 +282,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// empty body): count it against the address. A request with
 			// no token cannot fail so, and is not wrapped.
 			sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-			s.mux.ServeHTTP(sw, r)
+			s.dispatch(sw, r)
 			if sw.authFailed {
 				s.opts.Guard.AuthFailed(r.RemoteAddr)
 			}
 			return
 		}
 	}
-	s.mux.ServeHTTP(w, r)
+	s.dispatch(w, r)
 }
 
 // unguarded paths are the probes and the metrics: an orchestrator or a
