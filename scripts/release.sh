@@ -130,9 +130,9 @@ archive() {
   stage="$(mktemp -d)"
   mkdir "$stage/$base"
   bash scripts/build.sh "$stage/$base/frond" "$t"
-  cp README.md CHANGELOG.md "$stage/$base/"
+  cp README.md CHANGELOG.md LICENSE "$stage/$base/"
   chmod 0755 "$stage/$base/frond"
-  chmod 0644 "$stage/$base/README.md" "$stage/$base/CHANGELOG.md"
+  chmod 0644 "$stage/$base/README.md" "$stage/$base/CHANGELOG.md" "$stage/$base/LICENSE"
   tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$epoch" --format=gnu \
     -C "$stage" -cf - "$base" | gzip -n -9 > "$dir/$base.tar.gz"
   rm -rf "$stage"

@@ -16,8 +16,10 @@ out=build
 rm -rf "$out/classes" "$out/test-classes"
 mkdir -p "$out/classes" "$out/test-classes"
 javac --release 11 -Xlint:all,-serial -Werror -d "$out/classes" $(find src/main/java -name '*.java')
+mkdir -p "$out/classes/META-INF"
+cp ../../LICENSE "$out/classes/META-INF/LICENSE" # Apache-2.0, in the jar as the field's jars carry it
 jar --create --file "$out/frond-client.jar" -C "$out/classes" .
-echo "built $out/frond-client.jar"
+echo "built $(pwd)/$out/frond-client.jar"
 
 frond_bin() {
   if [ -z "${FROND_TEST_BIN:-}" ]; then

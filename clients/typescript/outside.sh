@@ -6,8 +6,17 @@ set -euo pipefail
 cd "$(dirname "$0")"
 bin="${FROND_TEST_BIN:?FROND_TEST_BIN: a frond binary}"
 . ../../.ci/frond.sh
-npm run build >/dev/null
-tarball="$(npm pack --silent --pack-destination "$work")"
+# Exactly the documented command (docs/clients.md: npm pack in
+# clients/typescript), from a tree with nothing built: the pack builds the
+# package (prepack) or fails (issue 60: it packed README.md and
+# package.json alone, which installed without error and failed at import).
+rm -rf dist LICENSE
+tarball="$(npm pack --silent | tail -1)"
+mv "$tarball" "$work/"
+list="$(tar -tzf "$work/$tarball")"
+for f in package/dist/esm/index.js package/dist/cjs/index.js package/dist/esm/index.d.ts package/LICENSE; do
+  grep -qx "$f" <<<"$list" || { echo "the packed tarball has no $f"; exit 1; }
+done
 mkdir "$work/use"
 cp ../../.ci/npmget/main.mjs "$work/use/"
 (cd "$work/use" && npm init -y >/dev/null && npm install --no-audit --no-fund "$work/$tarball" >/dev/null)
