@@ -215,10 +215,55 @@ func parseISODuration(v string) (time.Duration, error) {
 		total += n * unit
 		seen, rest = true, rest[i+1:]
 	}
-	if !seen || total > 100*365*24*3600 {
+	if !seen {
 		return 0, bad
 	}
+	if total >= 100*365*24*3600 {
+		// CosId's FOREVER_SAFE_GUARD_DURATION (Duration.ofMillis(Long.MAX_VALUE):
+		// "PT2562047788015H12M55.807S", sent by its proxy client with
+		// cosid.machine.guarder.enabled=false) and anything as long: no
+		// safe guard, as CosId's server reads it (getSafeGuardAt 0: only
+		// reverted rows are taken). It refused the application's start
+		// before (issue 60).
+		return cosidForever, nil
+	}
 	return time.Duration(total * float64(time.Second)), nil
+}
+
+// cosidForever is a safe guard of forever (CosId's FOREVER_SAFE_GUARD_DURATION).
+const cosidForever = time.Duration(math.MaxInt64)
+
+// cosidHeads are the first segments of CosId's proxy routes (cosidRoutes).
+var cosidHeads = []string{"segments", "machines", "ids"}
+
+// cosidJoined is the path of a request to CosId's routes under
+// /cosid/{token} whose client joined its relative path to a base URL
+// without a slash (Spring joins "segments/..." to
+// cosid.proxy.host "http://frond:8080/cosid/TOKEN" as
+// "/cosid/TOKENsegments/..."): the path with the slash put back, and true.
+func cosidJoined(p string) (string, bool) {
+	after, ok := strings.CutPrefix(p, "/cosid/")
+	if !ok {
+		return p, false
+	}
+	first, rest, _ := strings.Cut(after, "/")
+	for _, h := range cosidHeads {
+		if rest == h || strings.HasPrefix(rest, h+"/") {
+			return p, false // /cosid/{token}/{route}: a token that ends as a route's head does
+		}
+	}
+	for _, h := range cosidHeads {
+		if token, ok := strings.CutSuffix(first, h); ok && token != "" {
+			if rest != "" || h == "ids" {
+				fixed := "/cosid/" + token + "/" + h
+				if rest != "" {
+					fixed += "/" + rest
+				}
+				return fixed, true
+			}
+		}
+	}
+	return p, false
 }
 
 // cosidPathToken is the token of a path under /cosid/{token}/, and the

@@ -208,7 +208,15 @@ func TestParseISODuration(t *testing.T) {
 			t.Errorf("%s: %v, %v; want %v", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"", "P", "PT", "5m", "PT5", "PT-5M", "PT1.5M", "P1H", "PTT5M", "P1000000D", "PT5X"} {
+	// CosId's FOREVER_SAFE_GUARD_DURATION, sent with
+	// cosid.machine.guarder.enabled=false, and anything of 100 years or
+	// more: no safe guard (issue 60; refused before).
+	for _, forever := range []string{"PT2562047788015H12M55.807S", "P1000000D", "P36500D"} {
+		if got, err := parseISODuration(forever); err != nil || got != cosidForever {
+			t.Errorf("%s: %v, %v; want forever", forever, got, err)
+		}
+	}
+	for _, bad := range []string{"", "P", "PT", "5m", "PT5", "PT-5M", "PT1.5M", "P1H", "PTT5M", "PT5X"} {
 		if _, err := parseISODuration(bad); !errors.Is(err, frond.ErrInvalidArgument) {
 			t.Errorf("%q: %v, want invalid_argument", bad, err)
 		}
@@ -227,7 +235,7 @@ func FuzzParseISODuration(f *testing.F) {
 			}
 			return
 		}
-		if d < 0 || d > 100*365*24*time.Hour {
+		if d < 0 || d > 100*365*24*time.Hour && d != cosidForever {
 			t.Fatalf("%q: %v", s, d)
 		}
 	})
@@ -265,4 +273,30 @@ func TestCosId_PathToken(t *testing.T) {
 	if strings.Contains(logs.String(), "tag-secret") || !strings.Contains(logs.String(), `/cosid/***/segments/cosid/bill`) {
 		t.Fatalf("access log: %s", logs.String())
 	}
+}
+
+// Issue 60: Spring joins CosId's relative proxy paths to cosid.proxy.host
+// without a slash ("http://frond:8080/cosid/TOKEN" + "segments/..."): the
+// joined form is served as the documented one, and a token that ends as a
+// route's head still works in the documented form.
+func TestCosIdJoinedPaths(t *testing.T) {
+	for in, want := range map[string]string{
+		"/cosid/tok1segments/distributor/ns/name": "/cosid/tok1/segments/distributor/ns/name",
+		"/cosid/tok1segments/ns/name":             "/cosid/tok1/segments/ns/name",
+		"/cosid/tok1machines/ns":                  "/cosid/tok1/machines/ns",
+		"/cosid/tok1ids":                          "/cosid/tok1/ids",
+		"/cosid/tok1ids/as-string":                "/cosid/tok1/ids/as-string",
+	} {
+		if got, ok := cosidJoined(in); !ok || got != want {
+			t.Errorf("%s: %s, %v; want %s", in, got, ok, want)
+		}
+	}
+	for _, p := range []string{"/cosid/tok1/segments/ns/name", "/cosid/xids/ids", "/cosid/xsegments/segments/ns/n", "/segments/ns/name", "/cosid/segments", "/cosid/ids"} {
+		if got, ok := cosidJoined(p); ok {
+			t.Errorf("%s rewritten to %s", p, got)
+		}
+	}
+	f := newFixture(t, api.Options{AdminToken: "adm1n"})
+	f.want(f.do("POST", "/cosid/adm1nsegments/distributor/cosid/joined?offset=0&step=10", ""), 200)
+	f.want(f.do("PATCH", "/cosid/adm1nsegments/cosid/joined?step=10", ""), 200)
 }

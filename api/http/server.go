@@ -252,6 +252,10 @@ func (s *Server) StopStreams() { s.stopOnce.Do(func() { close(s.stopping) }) }
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p, ok := cosidJoined(r.URL.Path); ok {
+		// Before the guard reads the token in the path, and the router.
+		r.URL.Path, r.URL.RawPath = p, ""
+	}
 	if costly(r.URL.Path) {
 		// Exempt from limits.rate, but each costs a store ping (readiness)
 		// or milliseconds of CPU (/metrics): a rate of their own per

@@ -185,14 +185,14 @@ type Proxy struct {
 // /segments/distributor/{namespace}/{name}?offset=&step=.
 func (p Proxy) Init(ctx context.Context, offset int64) error {
 	q := url.Values{"offset": {strconv.FormatInt(offset, 10)}, "step": {strconv.FormatInt(max(p.Step, 1), 10)}}
-	_, err := p.do(ctx, http.MethodPost, "/segments/distributor/"+url.PathEscape(p.Namespace)+"/"+url.PathEscape(p.Name)+"?"+q.Encode())
+	_, err := p.do(ctx, http.MethodPost, "segments/distributor/"+url.PathEscape(p.Namespace)+"/"+url.PathEscape(p.Name)+"?"+q.Encode())
 	return err
 }
 
 // NextMaxID is ProxyIdSegmentDistributor.nextMaxId: PATCH
 // /segments/{namespace}/{name}?step=, the body a JSON long.
 func (p Proxy) NextMaxID(ctx context.Context, step int64) (int64, error) {
-	body, err := p.do(ctx, http.MethodPatch, "/segments/"+url.PathEscape(p.Namespace)+"/"+url.PathEscape(p.Name)+"?step="+strconv.FormatInt(step, 10))
+	body, err := p.do(ctx, http.MethodPatch, "segments/"+url.PathEscape(p.Namespace)+"/"+url.PathEscape(p.Name)+"?step="+strconv.FormatInt(step, 10))
 	if err != nil {
 		return 0, err
 	}
@@ -200,7 +200,7 @@ func (p Proxy) NextMaxID(ctx context.Context, step int64) (int64, error) {
 }
 
 func (p Proxy) do(ctx context.Context, method, path string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, method, p.Base+path, nil)
+	req, err := http.NewRequestWithContext(ctx, method, springJoin(p.Base, path), nil)
 	if err != nil {
 		return "", err
 	}
@@ -218,4 +218,27 @@ func (p Proxy) do(ctx context.Context, method, path string) (string, error) {
 		return "", fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, b)
 	}
 	return string(b), nil
+}
+
+// springJoin joins CosId's relative proxy path to the base URL as Spring's
+// UriComponentsBuilder does (CosId's proxy client: baseUrl, then
+// .path("segments/...")): the base's path and the relative path
+// concatenated with no slash between them, a slash after the host only
+// (so "http://frond:8080/cosid/TOKEN" gives "/cosid/TOKENsegments/...", which
+// frond serves: issue 60).
+func springJoin(base, rel string) string {
+	u, err := url.Parse(base)
+	if err != nil {
+		return base + rel
+	}
+	relPath, query, hasQuery := strings.Cut(rel, "?")
+	path := u.EscapedPath() + relPath // both escaped already
+	if !strings.HasPrefix(path, "/") {
+		path = "/" + path
+	}
+	out := u.Scheme + "://" + u.Host + path
+	if hasQuery {
+		out += "?" + query
+	}
+	return out
 }
