@@ -305,8 +305,9 @@ func (l *leaser) Allocate(ctx context.Context, tag string, step int64) (frond.Al
 		// between as well, so that a few calls pass it.
 		n = min(step+behind, maxRangesRequest)
 	}
-	return frond.Allocation{}, fmt.Errorf("%w: tag %q: %d leases in a row lay below the IDs already handed out (servers with several stores need Options.Unordered)",
-		frond.ErrStoreUnavailable, tag, maxBehind)
+	return frond.Allocation{}, fmt.Errorf("%w: tag %q: %d leases in a row, the last of %d IDs, lay below the IDs this client handed out: "+
+		"the servers' stores interleave (a set of stores, whose IDs do not increase across stores); set Options.Unordered if IDs need not increase per client",
+		frond.ErrStoreUnavailable, tag, maxBehind, n)
 }
 
 // push queues the ranges of a lease; unless Unordered, ranges below the

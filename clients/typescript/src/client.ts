@@ -225,8 +225,9 @@ class Lease {
   // the IDs leased before is skipped (after a fail-over to a server whose
   // buffered ranges are lower): a gap, never a duplicate.
   private async fetch(n: number): Promise<Segment> {
+    let ask = n;
     for (let tries = 0; ; tries++) {
-      const rs = await this.c.lease(this.tag, n);
+      const rs = await this.c.lease(this.tag, ask);
       const kept: Range[] = [];
       let count = 0;
       for (const r of rs) {
@@ -249,12 +250,30 @@ class Lease {
         }
         return { ranges: kept, count, loadedAt: performance.now() };
       }
-      if (tries >= 10) {
-        throw new FrondError("", 0, `tag ${this.tag}: ten leases in a row lay below the IDs handed out; set unordered for servers whose stores interleave`);
+      // The whole lease lay below the IDs handed out: this server had
+      // them buffered before another served this handle (a fail-over).
+      // Ask for what lies between as well, so that the next lease passes
+      // it, however far behind the buffer lies (issue 60: ten capped
+      // leases in a row failed with the wrong advice).
+      let top = 0n;
+      for (const r of rs) {
+        if (r.count > 0) {
+          const last = r.start + BigInt(r.count - 1) * r.stride;
+          if (last > top) top = last;
+        }
+      }
+      const want = BigInt(n) + (this.floor > top ? this.floor - top : 0n);
+      ask = want > BigInt(MAX_LEASE_REQUEST) ? MAX_LEASE_REQUEST : Number(want);
+      if (tries >= 64) {
+        throw new FrondError("store_unavailable", 0, `tag ${this.tag}: 64 leases in a row, the last of ${ask} IDs, lay below the IDs this client handed out: ` +
+          "the servers' stores interleave (a set of stores, whose IDs do not increase across stores); set unordered if IDs need not increase per client");
       }
     }
   }
 }
+
+/** The most IDs one lease request asks for (the server's bound). */
+const MAX_LEASE_REQUEST = 1_000_000;
 
 /** A handle on one tag (FrondClient.tag): its next() skips the tag lookup. */
 export class Tag {

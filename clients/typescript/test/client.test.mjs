@@ -100,6 +100,43 @@ test("fails over without duplicates", async () => {
   }
 });
 
+// Issue 60: with leases capped, a fail-over to a server whose buffered
+// segment lies far below the IDs handed out (its step grew) is passed, not
+// answered with "ten leases in a row lay below..." and the advice to give
+// up the order: one store never interleaves.
+test("a server whose buffer lies far behind is passed", async () => {
+  const dir = tmp();
+  const store = "sqlite://" + join(dir, "shared.db");
+  const env = { FROND_SEGMENT__FIXED_STEP: "true" };
+  const a = await startFrond(join(dir, "a"), env, "--store", store);
+  const b = await startFrond(join(dir, "b"), { ...env, FROND_NODE: "1" }, "--store", store);
+  const c = new FrondClient({ servers: [a.url, b.url], timeoutMs: 2000, backoffMinMs: 20, backoffMaxMs: 200, minLease: 100, maxLease: 1_000 });
+  try {
+    await c.createTag("far", 50_000);
+    // b buffers the tag's first segment, [1, 50001).
+    const r = await fetch(b.url + "/v1/segment/far");
+    assert.equal(r.status, 200);
+    // The client leases from a, past b's segment.
+    let prev = 0n;
+    for (let i = 0; i < 3_000; i++) {
+      const id = await c.nextId("far");
+      assert.ok(id > prev, `ID ${id} after ${prev}`);
+      prev = id;
+    }
+    assert.ok(prev > 50_001n, `the client's IDs ${prev} are not above b's buffer`);
+    await a.kill();
+    for (let i = 0; i < 3_000; i++) {
+      const id = await c.nextId("far");
+      assert.ok(id > prev, `ID ${id} after ${prev}`);
+      prev = id;
+    }
+  } finally {
+    c.close();
+    await a.kill();
+    await b.kill();
+  }
+});
+
 // A server that answers slowly: the client goes on to the next and stays.
 test("a slow server is passed by", async () => {
   const slow = createServer(() => {}); // never answers

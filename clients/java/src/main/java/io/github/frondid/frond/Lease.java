@@ -12,6 +12,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * leases).
  */
 final class Lease {
+    /** The most IDs one lease request asks for (the server's bound). */
+    static final long MAX_LEASE_REQUEST = 1_000_000;
+
     final FrondClient c;
     final String tag;
 
@@ -200,8 +203,9 @@ final class Lease {
     // to a server whose buffered ranges are lower): a gap, never a
     // duplicate.
     private Segment fetch(long n) {
+        long ask = n;
         for (int tries = 0; ; tries++) {
-            List<Range> rs = c.lease(tag, n);
+            List<Range> rs = c.lease(tag, ask);
             List<Range> kept = new ArrayList<>();
             long below;
             synchronized (this) {
@@ -225,8 +229,22 @@ final class Lease {
                 }
                 return s;
             }
-            if (tries >= 10) {
-                throw new FrondException(ErrorCode.UNKNOWN, "", 0, "tag " + tag + ": ten leases in a row lay below the IDs handed out; set unordered(true) for servers whose stores interleave", 0, null);
+            // The whole lease lay below the IDs handed out: this server had
+            // them buffered before another served this client (a fail-over).
+            // Ask for what lies between as well, so that the next lease
+            // passes it, however far behind the buffer lies (issue 60: ten
+            // capped leases in a row failed with the wrong advice).
+            long top = 0;
+            for (Range r : rs) {
+                if (r.count > 0) {
+                    top = Math.max(top, r.at(r.count - 1));
+                }
+            }
+            ask = Math.min(n + Math.max(below - top, 0), MAX_LEASE_REQUEST);
+            if (tries >= 64) {
+                throw new FrondException(ErrorCode.STORE_UNAVAILABLE, "store_unavailable", 0, "tag " + tag + ": 64 leases in a row, the last of " + ask
+                        + " IDs, lay below the IDs this client handed out: the servers' stores interleave (a set of stores, whose IDs do not increase across stores); "
+                        + "set unordered(true) if IDs need not increase per client", 1000, null);
             }
         }
     }

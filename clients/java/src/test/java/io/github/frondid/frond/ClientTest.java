@@ -59,6 +59,40 @@ class ClientTest {
         }
     }
 
+    // Issue 60: with leases capped, a fail-over to a server whose buffered
+    // segment lies far below the IDs handed out (its step grew) is passed,
+    // not answered with "ten leases in a row lay below..." and the advice to
+    // give up the order: one store never interleaves.
+    @Test
+    void serverWithBufferFarBehindIsPassed() throws Exception {
+        String store = "sqlite://" + dir.resolve("far.db");
+        Map<String, String> env = Map.of("FROND_SEGMENT__FIXED_STEP", "true");
+        try (FrondServer a = FrondServer.start(dir.resolve("fa"), env, "--store", store);
+                FrondServer b = FrondServer.start(dir.resolve("fb"), Map.of("FROND_SEGMENT__FIXED_STEP", "true", "FROND_NODE", "1"), "--store", store);
+                FrondClient c = FrondClient.builder().servers(a.url, b.url).timeout(Duration.ofSeconds(2))
+                        .backoff(Duration.ofMillis(20), Duration.ofMillis(200)).lease(100, 1_000, Duration.ofMillis(200)).build()) {
+            c.createTag("far", 50_000, "");
+            // b buffers the tag's first segment, [1, 50001).
+            java.net.http.HttpResponse<String> r = java.net.http.HttpClient.newHttpClient().send(
+                    java.net.http.HttpRequest.newBuilder(java.net.URI.create(b.url + "/v1/segment/far")).build(),
+                    java.net.http.HttpResponse.BodyHandlers.ofString());
+            assertEquals(200, r.statusCode(), r.body());
+            long prev = 0;
+            for (int i = 0; i < 3_000; i++) {
+                long id = c.nextId("far");
+                assertTrue(id > prev, "ID " + id + " after " + prev);
+                prev = id;
+            }
+            assertTrue(prev > 50_001, "the client's IDs " + prev + " are not above b's buffer");
+            a.kill();
+            for (int i = 0; i < 3_000; i++) {
+                long id = c.nextId("far");
+                assertTrue(id > prev, "ID " + id + " after " + prev);
+                prev = id;
+            }
+        }
+    }
+
     // kill -9 of one of two servers (one SQLite store) while 8 threads take
     // IDs: no duplicate, no error; the longest wait is reported.
     @Test
