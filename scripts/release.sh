@@ -80,9 +80,20 @@ if $prepare; then
     (cd "$m" && go mod edit -require="$root_module@$version")
     echo "release: $m/go.mod requires $root_module $version"
   done
-  echo "release: commit these, then run scripts/release.sh --check --tag $version"
+  if git diff --quiet -- $(for m in $contrib; do echo "$m/go.mod"; done); then
+    echo "release: nothing to commit (every contrib module requires $version already); next: scripts/release.sh --check --tag $version"
+  else
+    echo "release: commit these, then run scripts/release.sh --check --tag $version"
+  fi
+  if [[ $version != *-* ]] && grep -q "^## Unreleased" CHANGELOG.md && ! grep -q "^## $version\b" CHANGELOG.md; then
+    echo "release: CHANGELOG.md has no \"## $version\" section: rename \"## Unreleased\" to \"## $version ($(date -u +%Y-%m-%d))\" (and drop its \"No version has been released yet\" lines) before the release"
+  fi
   exit 0
 fi
+
+# step says what the release does now and about what it costs, on a
+# 2-core machine (issue 60: it was silent for 21 minutes of 38).
+step() { echo "release: $(date -u +%H:%M:%S) $*"; }
 
 if [ -n "$version" ]; then
   section="## $version"
@@ -141,6 +152,7 @@ archive() {
 rm -rf "$dist"
 mkdir -p "$dist"
 for t in $targets; do
+  step "building the $t archive (a full build of frond: 1 to 4 minutes, the first with an empty build cache the longest)"
   archive "$dist" "$t"
 done
 (cd "$dist" && sha256sum frond-*.tar.gz > SHA256SUMS)
@@ -149,6 +161,7 @@ cat "$dist/SHA256SUMS"
 if $check; then
   again="$(mktemp -d)"
   trap 'rm -rf "$again"' EXIT
+  step "building linux/amd64 again without the build cache (go build -a), to compare its bytes: the longest step, 10 to 20 minutes"
   GOFLAGS="${GOFLAGS:-} -a" archive "$again" linux/amd64
   f="frond-$name_version-linux-amd64.tar.gz"
   a="$(sha256sum < "$dist/$f")"
@@ -161,6 +174,7 @@ if $check; then
 fi
 
 if [ -n "$proxy" ]; then
+  step "writing every module at $version into $proxy (seconds)"
   go run ./scripts/modproxy -dir "$proxy" -version "$version" -revision HEAD . $contrib
   echo "release: try it as users will: GOPROXY=file://$(cd "$proxy" && pwd),\$(go env GOPROXY) GOSUMDB=off go get $root_module@$version"
 fi

@@ -63,7 +63,8 @@ func TestTopologyWarnings(t *testing.T) {
 		want            string // a part of the one warning, or "" for none
 	}{
 		{"", "", 0, "SINGLE NODE"},
-		{"sqlite:///var/lib/frond/ids.db", "file", 3, "SINGLE NODE"},
+		{"sqlite:///var/lib/frond/ids.db", "file", 3, "nodes on this machine may share it"},
+		{"sqlite:///var/lib/frond/ids.db", "file", 0, "SINGLE NODE"},
 		{"memory://", "", 0, "SINGLE NODE"},
 		{"mysql://u@db:3306/ids", "", 0, "worker ID is 0"},
 		{"sqlite:///a.db postgres://db/ids", "", 0, "worker ID is 0"},

@@ -141,11 +141,20 @@ func topologyWarnings(cfg *config.Config) []string {
 	if reg == nil || reg.node == nil || reg.nodeKey != "node" {
 		return nil // a worker registry, or static's list of hosts: each node its own ID
 	}
-	shared := false
+	shared, file := false, false
 	for _, raw := range secret.Fields(cfg.Store) {
 		if b, _ := backendOf(raw); b != nil && b.remote {
 			shared = true
+		} else if b != nil && b.file {
+			file = true // a database file named: nodes on this machine may share it
 		}
+	}
+	if !shared && file && cfg.Node != 0 {
+		// Two nodes on one machine sharing the file, each its own worker
+		// ID, is a documented set-up (docs/stores.md): no SINGLE NODE
+		// warning saying they repeat each other's IDs (issue 60).
+		return []string{fmt.Sprintf("the segment store is the file %s: nodes on this machine may share it, each with its own worker ID (this one %d); "+
+			"nodes on other machines need a shared store and a worker registry: docs/deploy.md#n-nodes-behind-a-load-balancer", storeName(cfg.Store), cfg.Node)}
 	}
 	if !shared {
 		return []string{fmt.Sprintf("SINGLE NODE: the segment store (%s) and the worker ID (%d, from configuration) are this node's alone: "+
