@@ -39,6 +39,12 @@ type NodeOptions struct {
 	// (TableBytes); a larger space is refused at creation and not started
 	// (ErrMemoryBudget). 0: DefaultMaxSpaceMemory; negative: no bound.
 	MaxSpace int64
+	// MaxSpaces bounds the spaces a node serves at once (Spaces): past it,
+	// the one asked for least recently is stopped (its sections given
+	// back) before another starts, so that requests naming every space
+	// cannot make a node run every space's rounds (issue 59). 0:
+	// DefaultMaxSpaces; negative: no bound.
+	MaxSpaces int
 	// Rand picks where a node starts looking for free sections; nil: a
 	// random source (a model test passes a seeded one to be deterministic).
 	Rand *rand.Rand
@@ -96,6 +102,8 @@ type Node struct {
 	// for a lease here (the store's clock may have stepped).
 	seen      map[int]seenUntil
 	ignoreAge bool // the broken take the model must find (export_test.go)
+
+	used atomic.Int64 // when Spaces last asked it for values (unix ns)
 
 	raises, takes, releases, lapses, failures atomic.Uint64 // NodeStats
 	forwarded                                 atomic.Uint64 // requests Spaces forwarded to an owner

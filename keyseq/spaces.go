@@ -84,6 +84,10 @@ type Spaces struct {
 	mu     sync.Mutex // starts and Close, one at a time
 	closed bool
 	key    atomic.Pointer[[]byte] // the cluster's peer key, once read
+	// misses are the names of spaces found not to exist, with when
+	// (missTTL); missCount how many are kept.
+	misses    sync.Map
+	missCount atomic.Int64
 	nodes  sync.Map               // name -> *Node: the spaces started, read without the lock
 }
 
@@ -181,10 +185,12 @@ func (s *Spaces) start(ctx context.Context, sp Space) (*Node, error) {
 	if n, ok := s.nodes.Load(sp.Name); ok {
 		return n.(*Node), nil
 	}
+	s.evict(ctx)
 	n, err := NewNode(sp, s.store, s.me, s.o)
 	if err != nil {
 		return nil, err
 	}
+	n.used.Store(time.Now().UnixNano())
 	if err := n.Round(ctx); err != nil {
 		// Served once a later round succeeds.
 		s.log.Warn("keyed sequence: the first round of leases failed", "space", sp.Name, "err", err)
@@ -194,15 +200,66 @@ func (s *Spaces) start(ctx context.Context, sp Space) (*Node, error) {
 	return n, nil
 }
 
+// DefaultMaxSpaces is how many spaces a node serves at once by default.
+const DefaultMaxSpaces = 64
+
+// evict stops the space asked for least recently when the node serves
+// MaxSpaces already; called with s.mu held.
+func (s *Spaces) evict(ctx context.Context) {
+	limit := s.o.MaxSpaces
+	if limit == 0 {
+		limit = DefaultMaxSpaces
+	}
+	if limit < 0 {
+		return
+	}
+	var names []string
+	var oldest *Node
+	var oldestName string
+	s.nodes.Range(func(k, v any) bool {
+		names = append(names, k.(string))
+		if n := v.(*Node); oldest == nil || n.used.Load() < oldest.used.Load() {
+			oldest, oldestName = n, k.(string)
+		}
+		return true
+	})
+	if len(names) < limit || oldest == nil {
+		return
+	}
+	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.ttl())
+	defer cancel()
+	s.nodes.Delete(oldestName)
+	if err := oldest.Close(c); err != nil {
+		s.log.Warn("keyed sequence: a space stopped to make room gave its sections back badly (they run out on their own)", "space", oldestName, "err", err)
+	}
+	s.log.Info("keyed sequence: the space asked for least recently stopped here, to serve another within sequences.max_spaces", "space", oldestName, "max_spaces", limit)
+}
+
+// missTTL is how long a node remembers that a space does not exist: a
+// request naming no space costs a store read once in that time, not each.
+const missTTL = time.Second
+
 // node returns the node of the space named, reading the space from the
 // store the first time.
 func (s *Spaces) node(ctx context.Context, name string) (*Node, error) {
 	if n, ok := s.nodes.Load(name); ok {
-		return n.(*Node), nil
+		n := n.(*Node)
+		n.used.Store(time.Now().UnixNano())
+		return n, nil
+	}
+	if at, ok := s.misses.Load(name); ok && time.Since(at.(time.Time)) < missTTL {
+		return nil, SpaceNotFound(name)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.ttl())
 	defer cancel()
 	sp, err := s.store.LookupSpace(ctx, name)
+	if errors.Is(err, ErrSpaceNotFound) {
+		if s.missCount.Add(1) > 10_000 { // names made up by the thousand: forget them all
+			s.misses.Clear()
+			s.missCount.Store(0)
+		}
+		s.misses.Store(name, time.Now())
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -242,6 +299,7 @@ func (s *Spaces) Create(ctx context.Context, sp Space) (Space, error) {
 	if err := s.store.CreateSpace(ctx, sp); err != nil {
 		return Space{}, err
 	}
+	s.misses.Delete(sp.Name)
 	if _, err := s.start(ctx, sp); err != nil {
 		return Space{}, err
 	}

@@ -147,3 +147,54 @@ func TestSpaces_LazyStore(t *testing.T) {
 		t.Fatalf("the space once started: %+v, %v", list, err)
 	}
 }
+
+// countingStore counts the space lookups that reach the store.
+type countingStore struct {
+	*keyseq.MemLeases
+	lookups atomic.Int64
+}
+
+func (c *countingStore) LookupSpace(ctx context.Context, name string) (keyseq.Space, error) {
+	c.lookups.Add(1)
+	return c.MemLeases.LookupSpace(ctx, name)
+}
+
+// Issue 59, items 3 and 7: requests naming every space start at most
+// MaxSpaces of them on a node (the one asked for least recently is stopped,
+// its sections given back); a name that is no space costs one store read a
+// second, not one a request.
+func TestSpaces_Bounded(t *testing.T) {
+	ctx := testenv.Ctx(t)
+	st := &countingStore{MemLeases: &keyseq.MemLeases{}}
+	for i := range 5 {
+		if err := st.CreateSpace(ctx, keyseq.Space{Name: fmt.Sprintf("s%d", i), Step: 10, Sections: 2, Slots: 4}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sp := keyseq.NewSpaces(st, keyseq.Owner{Token: "a", Addr: "a"}, keyseq.NodeOptions{TTL: time.Minute, Logger: slog.New(slog.DiscardHandler), MaxSpaces: 2}, nil)
+	defer sp.Close(ctx)
+	for i := range 5 {
+		if _, _, err := sp.Next(ctx, fmt.Sprintf("s%d", i), "k", 1, false); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond) // distinct times of use
+	}
+	stats := sp.Stats()
+	if len(stats) != 2 || stats[0].Name != "s3" || stats[1].Name != "s4" {
+		t.Fatalf("spaces served: %+v, want the last two asked for", stats)
+	}
+	// s0 was stopped cleanly: its sections are free for another node.
+	tb, err := st.Read(ctx, "s0", 2)
+	if err != nil || tb.Owners[0].Token != "" || tb.Owners[1].Token != "" {
+		t.Fatalf("s0's sections after it was stopped: %+v, %v", tb, err)
+	}
+	before := st.lookups.Load()
+	for range 100 {
+		if _, _, err := sp.Next(ctx, "nope", "k", 1, false); !errors.Is(err, keyseq.ErrSpaceNotFound) {
+			t.Fatal(err)
+		}
+	}
+	if n := st.lookups.Load() - before; n != 1 {
+		t.Fatalf("100 requests for a space that does not exist read the store %d times", n)
+	}
+}

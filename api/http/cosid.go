@@ -108,9 +108,8 @@ func (s *Server) cosidMachine(h func(w http.ResponseWriter, r *http.Request, m m
 			s.cosidFail(w, err)
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
-		if err := r.ParseForm(); err != nil {
-			s.cosidFail(w, badRequest("malformed query or form: %s", brief(err.Error())))
+		if err := cosidForm(w, r); err != nil {
+			s.cosidFail(w, err)
 			return
 		}
 		m := machineRequest{ns: r.PathValue("namespace"), instance: r.Form.Get("instanceId")}
@@ -300,12 +299,27 @@ func cosidTag(r *http.Request) (string, error) {
 	return tag, frond.ValidateTagName(tag)
 }
 
+// cosidForm parses a CosId request's query and form (a bounded body), and
+// refuses a parameter given twice, as every route of frond does
+// (docs/security.md: step=5&step=6 was read as 5 before, issue 59).
+func cosidForm(w http.ResponseWriter, r *http.Request) error {
+	r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
+	if err := r.ParseForm(); err != nil {
+		return badRequest("malformed query or form: %s", brief(err.Error()))
+	}
+	for name, vs := range r.Form {
+		if len(vs) > 1 {
+			return badRequest("%s given %d times: give each parameter once", service.Quote(name), len(vs))
+		}
+	}
+	return nil
+}
+
 // cosidParams reads CosId's @RequestParam values from the query (or a
 // form body): each name a whole number from lo.
 func cosidParams(w http.ResponseWriter, r *http.Request, lo int64, names ...string) ([]int64, error) {
-	r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
-	if err := r.ParseForm(); err != nil {
-		return nil, badRequest("malformed query or form: %s", brief(err.Error()))
+	if err := cosidForm(w, r); err != nil {
+		return nil, err
 	}
 	out := make([]int64, len(names))
 	for i, name := range names {

@@ -300,3 +300,11 @@ func TestCosIdJoinedPaths(t *testing.T) {
 	f.want(f.do("POST", "/cosid/adm1nsegments/distributor/cosid/joined?offset=0&step=10", ""), 200)
 	f.want(f.do("PATCH", "/cosid/adm1nsegments/cosid/joined?step=10", ""), 200)
 }
+
+// Issue 59: a CosId parameter given twice is refused, as on every route.
+func TestCosId_RepeatedParameter(t *testing.T) {
+	f := newFixture(t, api.Options{AdminToken: "adm1n"})
+	f.want(f.do("POST", "/cosid/adm1n/segments/distributor/cosid/rep?offset=0&step=10", ""), 200)
+	f.want(f.do("PATCH", "/cosid/adm1n/segments/cosid/rep?step=5&step=6", ""), 400, "given 2 times")
+	f.want(f.do("PATCH", "/cosid/adm1n/segments/cosid/rep?step=5", ""), 200)
+}

@@ -288,6 +288,19 @@ func (p *peerProof) Write(b []byte) (int, error) {
 
 func (p *peerProof) Unwrap() http.ResponseWriter { return p.ResponseWriter }
 
+// fromPeer reports whether r was forwarded and signed by a node of this
+// cluster: the guard's limits per address were applied where its client
+// came in, and the owner does not limit every client of a forwarding node
+// as one address (issue 59: three clients within limits.rate made a
+// bystander on the same forwarding node lose half its requests).
+func (s *Server) fromPeer(r *http.Request) bool {
+	if r.Header.Get(PeerSigHeader) == "" {
+		return false
+	}
+	_, ok := s.peerOf(nil, r)
+	return ok
+}
+
 // peerOf checks a request forwarded by another node: the peer's proof
 // writer and true when a node of this cluster signed it (its caller was
 // checked where it came in), else w and false (it is a client's: no

@@ -187,3 +187,35 @@ func TestSeq_KeysPathsClean(t *testing.T) {
 		t.Fatal("nothing was forwarded: the test proves nothing")
 	}
 }
+
+// Issue 59, item 4: the owner does not limit the requests a node of the
+// cluster forwards as one client's (the forwarding node limited each of
+// its clients where it came in); a client's own requests, signed or not
+// by a stranger, keep their limit.
+func TestHostile_ForwardedNotPooled(t *testing.T) {
+	mem := &keyseq.MemLeases{}
+	sp := keyseq.NewSpaces(mem, keyseq.Owner{Token: "a", Addr: "127.0.0.1:1"}, keyseq.NodeOptions{TTL: time.Minute, Logger: slog.New(slog.DiscardHandler)}, nil)
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	g := api.NewGuard(api.GuardOptions{Rate: 1, Burst: 2, Now: func() time.Time { return now }})
+	a := newFixture(t, api.Options{Guard: g}, func(c *service.Config) { c.Spaces = sp })
+	a.want(a.do("POST", "/v1/spaces", `{"name": "msgs", "step": 100, "sections": 2}`), 201)
+	key, err := mem.PeerKey(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer := keyseq.Peer{Token: "b", Key: key}
+	for i := range 20 {
+		target := fmt.Sprintf("/v1/seq/msgs/k%d", i)
+		ts, sig := peer.Sign(target, time.Now())
+		a.want(a.do("GET", target, "", ForwardedHeader, "1", PeerHeader, "b", PeerTimeHeader, ts, PeerSigHeader, sig), 200)
+	}
+	limited := 0
+	for i := range 5 {
+		if r := a.do("GET", fmt.Sprintf("/v1/seq/msgs/c%d", i), ""); r.code == 429 {
+			limited++
+		}
+	}
+	if limited == 0 {
+		t.Fatal("a client's own requests past the rate were not limited: the test proves nothing")
+	}
+}

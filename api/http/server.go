@@ -265,7 +265,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if s.opts.Guard != nil && !unguarded(r.URL.Path) {
+	if s.opts.Guard != nil && !unguarded(r.URL.Path) && !s.fromPeer(r) {
 		token, _ := api.Bearer(r.Header.Get("Authorization"))
 		if token == "" {
 			token = r.Header.Get(TokenHeader)

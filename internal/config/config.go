@@ -201,6 +201,8 @@ type Sequences struct {
 	// table. 0: the defaults; negative: no bound.
 	Memory         int64 `koanf:"memory"`
 	MaxSpaceMemory int64 `koanf:"max_space_memory"`
+	// MaxSpaces bounds the spaces a node serves at once (keyseq.NodeOptions.MaxSpaces).
+	MaxSpaces int `koanf:"max_spaces"`
 }
 
 // envSkip are FROND_ variables that are not configuration keys: the
