@@ -88,7 +88,7 @@ type Spaces struct {
 	// (missTTL); missCount how many are kept.
 	misses    sync.Map
 	missCount atomic.Int64
-	nodes  sync.Map               // name -> *Node: the spaces started, read without the lock
+	nodes     sync.Map // name -> *Node: the spaces started, read without the lock
 }
 
 // ttl is the lease TTL, the bound of what waits on others.
