@@ -103,6 +103,51 @@ export type ErrorCode = keyof typeof errorCodes | "unknown";
 	return b.String()
 }
 
+// pythonErrorCodes is the Python client's table of codes.
+func pythonErrorCodes() string {
+	var b strings.Builder
+	b.WriteString(`# Code generated from frond.ErrorCodes (codes.go) by TestClientErrorCodes
+# (go test -run TestClientErrorCodes -update-clients .); DO NOT EDIT.
+"""frond's stable error codes, one table for every protocol and client
+(codes.go): the code a server answers with, whether a retry may succeed,
+and what to do."""
+
+import enum
+
+
+class ErrorCode(str, enum.Enum):
+    """One of frond's stable error codes; UNKNOWN is one this client does not
+    know (a newer server's), or no answer of a server at all."""
+
+`)
+	for _, c := range frond.ErrorCodes() {
+		fmt.Fprintf(&b, "    %s = %q\n", strings.ToUpper(c.Name), c.Name)
+	}
+	b.WriteString(`    UNKNOWN = ""
+
+    @classmethod
+    def of(cls, wire: str) -> "ErrorCode":
+        """The code named wire, or UNKNOWN."""
+        try:
+            return cls(wire) if wire else cls.UNKNOWN
+        except ValueError:
+            return cls.UNKNOWN
+
+
+# By code: whether a retry may succeed, and what to do.
+ERROR_CODES = {
+`)
+	for _, c := range frond.ErrorCodes() {
+		retry := "False"
+		if c.Retryable {
+			retry = "True"
+		}
+		fmt.Fprintf(&b, "    %q: (%s, %q),\n", c.Name, retry, c.Hint)
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
 // The client libraries' tables of error codes are frond.ErrorCodes: they
 // are generated from it, and this test fails when one has drifted (a code
 // added, a retry rule changed) until -update-clients writes it again.
@@ -110,6 +155,7 @@ func TestClientErrorCodes(t *testing.T) {
 	for path, want := range map[string]string{
 		"clients/java/src/main/java/io/github/frondid/frond/ErrorCode.java": javaErrorCodes(),
 		"clients/typescript/src/codes.ts":                                   typescriptErrorCodes(),
+		"clients/python/src/frond_client/codes.py":                          pythonErrorCodes(),
 	} {
 		if *updateClients {
 			if err := os.WriteFile(path, []byte(want), 0o644); err != nil {

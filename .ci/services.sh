@@ -135,6 +135,8 @@ ensure_tools() {
   command -v javac >/dev/null || apt_install --no-install-recommends openjdk-17-jdk-headless
   command -v npm >/dev/null || apt_install --no-install-recommends nodejs npm
   [ -f /usr/share/java/junit-platform-console-standalone.jar ] || apt_install --no-install-recommends junit5
+  # The Python client's tests: Debian's python3 and pytest (PyPI is not reachable).
+  /usr/bin/python3 -c 'import pytest' 2>/dev/null || apt_install --no-install-recommends python3 python3-pytest
   local gobin
   gobin="$(go env GOPATH)/bin"
   export PATH="$PATH:$gobin"

@@ -1,0 +1,197 @@
+"""The bookkeeping of a tag's leases, shared by the threaded and the asyncio
+clients: the ranges in hand, the next lease's size, the IDs below those
+handed out that a lease after a fail-over brings (skipped), and when to
+fetch the next lease (a tenth of the current one used: Leaf's double
+buffer, over a client's leases). No I/O and no locking here."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import List, Optional
+
+MAX_LEASE = 1_000_000  # the server's largest ranges request
+
+
+@dataclass(frozen=True)
+class Range:
+    """IDs start, start+stride, ... below end (exclusive): count of them."""
+
+    start: int
+    end: int
+    stride: int
+    count: int
+
+    def last(self) -> int:
+        return self.start + (self.count - 1) * self.stride
+
+
+@dataclass
+class Options:
+    servers: List[str]
+    timeout: float = 2.0
+    attempts: int = 0
+    backoff_min: float = 0.1
+    backoff_max: float = 5.0
+    min_lease: int = 1000
+    max_lease: int = MAX_LEASE
+    lease_target: float = 10.0
+    unordered: bool = False
+    tag_token: str = ""
+    admin_token: str = ""
+    ca_file: Optional[str] = None
+
+    def check(self) -> None:
+        if not self.servers:
+            raise ValueError("frond: no servers")
+        for name in ("timeout", "backoff_min", "backoff_max", "lease_target"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"frond: {name} {getattr(self, name)}: must be positive")
+        if not 1 <= self.min_lease <= self.max_lease <= MAX_LEASE:
+            raise ValueError(f"frond: lease {self.min_lease}..{self.max_lease}: 1 <= min <= max <= {MAX_LEASE}")
+        if self.backoff_max < self.backoff_min:
+            raise ValueError("frond: backoff_max below backoff_min")
+
+
+class LeaseState:
+    """One tag's leases: the range in hand, the rest of the segment, the next
+    segment once fetched."""
+
+    def __init__(self, tag: str, o: Options):
+        self.tag = tag
+        self.o = o
+        self.val = 0  # the next ID of the range in hand
+        self.stride = 1
+        self.left = 0
+        self.rest: List[Range] = []
+        self.prefetch_left = -1  # the range in hand's IDs left when the next lease is fetched
+        self.prefetch_at = 0
+        self.cur_loaded = 0.0  # when the segment in hand was loaded (monotonic)
+        self.have_cur = False
+        self.pending: Optional[List[Range]] = None
+        self.pending_count = 0
+        self.pending_loaded = 0.0
+        self.floor = -1  # the highest ID leased: IDs increase strictly
+        self.size = o.min_lease
+        self.via: Optional[str] = None  # the code with which the server refused to lease the tag
+
+    def try_next(self) -> Optional[int]:
+        """An ID from the lease in hand, or None; and whether to prefetch."""
+        while True:
+            if self.left > 0:
+                v = self.val
+                self.val = v + self.stride
+                self.left -= 1
+                return v
+            if not self.advance():
+                return None
+
+    def should_prefetch(self) -> bool:
+        return self.left == self.prefetch_left and self.pending is None
+
+    def advance(self) -> bool:
+        while True:
+            if self.rest:
+                r = self.rest.pop(0)
+                if r.count == 0:
+                    continue
+                self.val, self.stride, self.left = r.start, r.stride, r.count
+                if 0 <= self.prefetch_at < r.count:
+                    self.prefetch_left = r.count - self.prefetch_at
+                    self.prefetch_at = -1
+                else:
+                    self.prefetch_left = -1
+                    if self.prefetch_at >= 0:
+                        self.prefetch_at -= r.count
+                return True
+            if self.pending is None:
+                return False
+            self.install(False)
+
+    def install(self, waited: bool) -> None:
+        self.resize(waited)
+        ranges, count, loaded = self.pending or [], self.pending_count, self.pending_loaded
+        self.pending = None
+        self.rest = list(ranges)
+        self.left = 0
+        self.prefetch_left = -1
+        self.prefetch_at = count // 10
+        self.cur_loaded, self.have_cur = loaded, True
+
+    def resize(self, waited: bool) -> None:
+        if not self.have_cur:
+            return
+        lasted = time.monotonic() - self.cur_loaded
+        if waited or lasted < self.o.lease_target / 2:
+            self.size = min(self.size * 2, self.o.max_lease)
+        elif lasted > 2 * self.o.lease_target:
+            self.size = max(self.size // 2, self.o.min_lease)
+
+    def empty(self) -> bool:
+        return self.left == 0 and not self.rest and self.pending is None
+
+    def remaining(self) -> int:
+        return self.left + sum(r.count for r in self.rest) + (self.pending_count if self.pending is not None else 0)
+
+    def keep(self, ranges: List[Range]) -> List[Range]:
+        """The ranges of a lease above the IDs leased before (unless
+        unordered), the floor raised to their top."""
+        kept = []
+        for r in ranges:
+            if self.o.unordered or r.count == 0 or r.start > self.floor:
+                kept.append(r)
+                continue
+            if r.last() <= self.floor:
+                continue  # wholly below: a server that had it buffered before another served us
+            skip = (self.floor - r.start) // r.stride + 1
+            kept.append(Range(r.start + skip * r.stride, r.end, r.stride, r.count - skip))
+        for r in kept:
+            if r.count > 0:
+                self.floor = max(self.floor, r.last())
+        return kept
+
+    def catch_up(self, n: int, ranges: List[Range]) -> int:
+        """The size of the next lease after one that lay wholly below the IDs
+        handed out: n and what lies between, so that it passes a server's
+        buffer however far behind it lies (issue 60)."""
+        top = max((r.last() for r in ranges if r.count > 0), default=0)
+        return min(n + max(self.floor - top, 0), MAX_LEASE)
+
+    def offer(self, ranges: List[Range]) -> None:
+        """A fetched lease: the next segment."""
+        if self.pending is None:
+            self.pending = ranges
+            self.pending_count = sum(r.count for r in ranges)
+            self.pending_loaded = time.monotonic()
+
+
+def ranges_of(m: dict) -> List[Range]:
+    rs = m.get("ranges")
+    if not isinstance(rs, list):
+        from .errors import FrondError
+
+        raise FrondError("", 0, "frond's answer has no ranges")
+    return [Range(int(r["start_str"]), int(r["end_str"]), int(r["stride"]), int(r["count"])) for r in rs]
+
+
+def strs(m: dict, many: str, one: str) -> List[str]:
+    if isinstance(m.get(one), str):
+        return [m[one]]
+    v = m.get(many)
+    if not isinstance(v, list):
+        from .errors import FrondError
+
+        raise FrondError("", 0, f"frond's answer has no {many}")
+    return [str(x) for x in v]
+
+
+def count(n: int, top: int) -> int:
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1 or n > top:
+        raise ValueError(f"frond: n {n}: 1 to {top}")
+    return n
+
+
+def behind_message(tag: str, ask: int) -> str:
+    return (f"tag {tag}: 64 leases in a row, the last of {ask} IDs, lay below the IDs this client handed out: "
+            "the servers' stores interleave (a set of stores, whose IDs do not increase across stores); "
+            "set unordered=True if IDs need not increase per client")

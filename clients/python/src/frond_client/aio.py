@@ -1,0 +1,350 @@
+"""The asyncio client: AsyncFrondClient and its AsyncTag handles, with the
+threaded client's semantics and no thread per call (HTTP/1.1 over asyncio
+streams, keep-alive)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import ssl
+import time
+import urllib.parse
+from typing import Dict, List, Optional, Tuple
+
+from ._lease import MAX_LEASE, LeaseState, Options, Range, behind_message, count, ranges_of, strs
+from .client import _quote, answer, retry_after_of
+from .errors import FrondError
+
+
+class _Conn:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        self.reader, self.writer = reader, writer
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class _AsyncServer:
+    def __init__(self, raw: str, o: Options, ctx: Optional[ssl.SSLContext]):
+        u = raw.strip()
+        if "://" not in u:
+            u = "http://" + u
+        p = urllib.parse.urlsplit(u)
+        if p.scheme not in ("http", "https") or not p.hostname:
+            raise ValueError(f"frond: server {raw}: want http://host:port or https://host:port")
+        self.base = f"{p.scheme}://{p.netloc}"
+        self.netloc = p.netloc
+        self.host, self.port = p.hostname, p.port or (443 if p.scheme == "https" else 80)
+        self.ctx = ctx if p.scheme == "https" else None
+        self.idle: List[_Conn] = []
+        self.down_until = 0.0
+        self.fails = 0
+
+    async def conn(self) -> _Conn:
+        while self.idle:
+            c = self.idle.pop()
+            if not c.writer.is_closing() and not c.reader.at_eof():
+                return c
+            c.close()
+        r, w = await asyncio.open_connection(self.host, self.port, ssl=self.ctx)
+        return _Conn(r, w)
+
+    def put(self, c: _Conn) -> None:
+        if len(self.idle) < 16:
+            self.idle.append(c)
+        else:
+            c.close()
+
+    def close(self) -> None:
+        for c in self.idle:
+            c.close()
+        self.idle.clear()
+
+
+async def _read_response(r: asyncio.StreamReader) -> Tuple[int, Dict[str, str], bytes]:
+    line = await r.readline()
+    if not line:
+        raise ConnectionError("the connection closed")
+    parts = line.decode("latin-1").split(" ", 2)
+    status = int(parts[1])
+    headers: Dict[str, str] = {}
+    while True:
+        h = await r.readline()
+        if h in (b"\r\n", b"\n", b""):
+            break
+        k, _, v = h.decode("latin-1").partition(":")
+        headers[k.strip().lower()] = v.strip()
+    if headers.get("transfer-encoding", "").lower() == "chunked":
+        body = bytearray()
+        while True:
+            size = int((await r.readline()).split(b";")[0].strip(), 16)
+            if size == 0:
+                await r.readline()
+                break
+            body += await r.readexactly(size)
+            await r.readline()
+        return status, headers, bytes(body)
+    n = int(headers.get("content-length", "0"))
+    return status, headers, await r.readexactly(n) if n else b""
+
+
+class _AsyncLease:
+    def __init__(self, c: "AsyncFrondClient", tag: str):
+        self.c = c
+        self.s = LeaseState(tag, c.o)
+        self.fetching: Optional[asyncio.Task] = None
+
+    def try_next(self) -> Optional[int]:
+        v = self.s.try_next()
+        if v is not None and self.s.should_prefetch() and self.fetching is None and not self.c.closed:
+            self._start(self.s.size, False)
+        return v
+
+    async def next(self) -> int:
+        while True:
+            v = self.try_next()
+            if v is not None:
+                return v
+            if self.s.via is not None:
+                return (await self.c._unleased_ids(self.s.tag, 1, self.s.via))[0]
+            t = self.fetching
+            if t is None:
+                self.c.counters["waits"] += 1
+                self.s.size = min(self.s.size * 2, self.c.o.max_lease)
+                t = self._start(self.s.size, True)
+            err = await asyncio.shield(t)
+            if err is not None and self.s.via is None and self.s.empty():
+                raise FrondError(err.wire_code, err.status, f"tag {self.s.tag}: no ID in hand and none could be leased: {err}", err.retry_after) from err
+
+    def _start(self, n: int, waited: bool) -> asyncio.Task:
+        async def run() -> Optional[FrondError]:
+            try:
+                rs = await self._fetch(n)
+            except FrondError as e:
+                if e.wire_code in ("not_leasable", "form_not_carried"):
+                    self.s.via = e.wire_code
+                return e
+            except Exception as e:
+                return FrondError("", 0, f"tag {self.s.tag}: {e}")
+            finally:
+                self.fetching = None
+            self.s.offer(rs)
+            if waited and self.s.left == 0 and not self.s.rest and self.s.pending is not None:
+                self.s.install(True)
+            return None
+
+        self.fetching = asyncio.ensure_future(run())
+        return self.fetching
+
+    async def _fetch(self, n: int) -> List[Range]:
+        ask = n
+        for _ in range(65):
+            rs = await self.c._lease(self.s.tag, ask)
+            kept = self.s.keep(rs)
+            if sum(r.count for r in kept) > 0:
+                return kept
+            ask = self.s.catch_up(n, rs)
+        raise FrondError("store_unavailable", 0, behind_message(self.s.tag, ask), 1.0)
+
+
+class AsyncTag:
+    """A handle on one tag (AsyncFrondClient.tag)."""
+
+    def __init__(self, lease: _AsyncLease, c: "AsyncFrondClient"):
+        self._l, self._c = lease, c
+
+    @property
+    def name(self) -> str:
+        return self._l.s.tag
+
+    async def next(self) -> int:
+        """The next segment ID: from memory on a warm lease."""
+        return await self._l.next()
+
+    def try_next(self) -> Optional[int]:
+        """An ID from the lease in hand, synchronously, or None (then await next())."""
+        return self._l.try_next() if self._l.s.via is None else None
+
+    async def next_n(self, n: int) -> List[int]:
+        """n segment IDs, in order."""
+        count(n, 10_000)
+        if self._l.s.via is not None:
+            return await self._c._unleased_ids(self.name, n, self._l.s.via)
+        out = []
+        for _ in range(n):
+            v = self._l.try_next()
+            out.append(v if v is not None else await self._l.next())
+        return out
+
+
+class AsyncFrondClient:
+    """FrondClient for asyncio (FastAPI, aiohttp): the same options and
+    methods, as coroutines; AsyncTag.try_next answers from the lease
+    synchronously. Use it from one event loop."""
+
+    def __init__(self, servers: List[str], **options):
+        self.o = Options(servers=list(servers), **options)
+        self.o.check()
+        ctx = ssl.create_default_context(cafile=self.o.ca_file) if self.o.ca_file else ssl.create_default_context()
+        self._servers = [_AsyncServer(s, self.o, ctx) for s in self.o.servers]
+        self._preferred = 0
+        self._leases: Dict[str, _AsyncLease] = {}
+        self.counters = {"calls": 0, "failovers": 0, "waits": 0}
+        self.closed = False
+
+    async def __aenter__(self) -> "AsyncFrondClient":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+    def tag(self, tag: str) -> AsyncTag:
+        if not isinstance(tag, str) or tag == "":
+            raise ValueError("frond: a tag needs a name")
+        l = self._leases.get(tag)
+        if l is None:
+            l = self._leases[tag] = _AsyncLease(self, tag)
+        return AsyncTag(l, self)
+
+    async def next_id(self, tag: str) -> int:
+        return await self.tag(tag).next()
+
+    async def next_ids(self, tag: str, n: int) -> List[int]:
+        return await self.tag(tag).next_n(n)
+
+    async def next_ranges(self, tag: str, n: int) -> List[Range]:
+        return ranges_of(await self._call(f"/v1/segment/{_quote(tag)}?format=ranges&n={count(n, MAX_LEASE)}"))
+
+    async def next_strings(self, tag: str, n: int) -> List[str]:
+        return strs(await self._call(f"/v1/segment/{_quote(tag)}?n={count(n, 10_000)}"), "id_strs", "id_str")
+
+    async def _unleased_ids(self, tag: str, n: int, via: str) -> List[int]:
+        if via == "not_leasable":
+            out: List[int] = []
+            for r in await self.next_ranges(tag, n):
+                out.extend(r.start + i * r.stride for i in range(r.count))
+            return out[:n]
+        m = await self._call(f"/v1/segment/{_quote(tag)}?n={n}")
+        if "ids" not in m and "id" not in m:
+            raise FrondError("form_not_carried", 409, f"tag {tag} hands out text IDs (its form), not numbers: use next_strings")
+        return [int(s) for s in strs(m, "id_strs", "id_str")]
+
+    async def _lease(self, tag: str, n: int) -> List[Range]:
+        return ranges_of(await self._call(f"/v1/segment/{_quote(tag)}?format=ranges&lease=1&n={n}"))
+
+    async def snowflake(self, n: int = 1) -> List[int]:
+        return [int(s) for s in strs(await self._call(f"/v1/snowflake?n={count(n, 10_000)}"), "id_strs", "id_str")]
+
+    async def uuids(self, version: int, n: int = 1) -> List[str]:
+        return strs(await self._call(f"/v1/uuid?version={int(version)}&n={count(n, 10_000)}"), "uuids", "uuid")
+
+    async def type_ids(self, prefix: str, n: int = 1) -> List[str]:
+        return strs(await self._call(f"/v1/uuid?version=7&form=typeid&prefix={urllib.parse.quote(prefix, safe='')}&n={count(n, 10_000)}"), "uuids", "uuid")
+
+    async def serials(self, name: str, n: int = 1) -> List[str]:
+        return strs(await self._call(f"/v1/serial/{_quote(name)}?n={count(n, 10_000)}"), "serials", "serial")
+
+    async def seq(self, space: str, key: str, n: int = 1) -> Tuple[int, int]:
+        key_path = "%2E" * len(key) if key in (".", "..") else _quote(key)
+        m = await self._call(f"/v1/seq/{_quote(space)}/{key_path}?n={count(n, 10_000)}")
+        return int(m["first_str"]), int(m["last_str"])
+
+    async def create_tag(self, name: str, step: int, mode: str = "", max_id: Optional[int] = None, mapping: str = "") -> None:
+        body: dict = {"name": name, "step": int(step)}
+        if mode:
+            body["mode"] = mode
+        if max_id is not None:
+            body["max_id"] = int(max_id)
+        if mapping:
+            body["mapping"] = mapping
+        await self._send("POST", "/v1/tags", json.dumps(body), True)
+
+    def stats(self) -> dict:
+        out = dict(self.counters)
+        out["leases"] = {t: {"remaining": l.s.remaining(), "size": l.s.size} for t, l in self._leases.items()}
+        return out
+
+    async def close(self) -> None:
+        self.closed = True
+        for l in self._leases.values():
+            if l.fetching is not None:
+                l.fetching.cancel()
+        for s in self._servers:
+            s.close()
+
+    async def _call(self, path: str) -> dict:
+        return await self._send("GET", path, None, False)
+
+    async def _send(self, method: str, path: str, body: Optional[str], admin: bool) -> dict:
+        if self.closed:
+            raise FrondError("", 0, "frond: the client is closed")
+        attempts = self.o.attempts if self.o.attempts > 0 else 3 * len(self._servers)
+        last: Optional[FrondError] = None
+        for _ in range(attempts):
+            i = self._pick()
+            s = self._servers[i]
+            rest = s.down_until - time.monotonic()
+            if rest > 0:
+                await asyncio.sleep(rest)
+            try:
+                self.counters["calls"] += 1
+                m = await asyncio.wait_for(self._once(s, method, path, body, admin), self.o.timeout)
+            except asyncio.TimeoutError:
+                e = FrondError("", 0, f"server {s.base}: no answer within {self.o.timeout}s")
+            except FrondError as fe:
+                e = fe
+            else:
+                s.fails, s.down_until, self._preferred = 0, 0.0, i
+                return m
+            if not e.retryable:
+                raise e
+            s.fails = min(s.fails + 1, 30)
+            wait = min(self.o.backoff_max, self.o.backoff_min * 2 ** min(s.fails - 1, 20))
+            s.down_until = time.monotonic() + max(wait * (0.8 + 0.4 * random.random()), e.retry_after)
+            last = e
+            if len(self._servers) > 1:
+                self.counters["failovers"] += 1
+        assert last is not None
+        raise FrondError(last.wire_code, last.status, f"no server could answer ({attempts} attempts on {len(self._servers)} servers); the last: {last}", last.retry_after) from last
+
+    def _pick(self) -> int:
+        now, best, best_rest = time.monotonic(), self._preferred, float("inf")
+        n = len(self._servers)
+        for k in range(n):
+            i = (self._preferred + k) % n
+            r = self._servers[i].down_until - now
+            if r <= 0:
+                return i
+            if r < best_rest:
+                best, best_rest = i, r
+        return best
+
+    async def _once(self, s: _AsyncServer, method: str, path: str, body: Optional[str], admin: bool) -> dict:
+        data = body.encode() if body is not None else b""
+        head = [f"{method} {path} HTTP/1.1", f"Host: {s.netloc}", "Accept: application/json", "Connection: keep-alive"]
+        if self.o.tag_token:
+            head.append(f"X-Frond-Token: {self.o.tag_token}")
+        if admin and self.o.admin_token:
+            head.append(f"Authorization: Bearer {self.o.admin_token}")
+        if body is not None:
+            head += ["Content-Type: application/json", f"Content-Length: {len(data)}"]
+        c: Optional[_Conn] = None
+        try:
+            c = await s.conn()
+            c.writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data)
+            await c.writer.drain()
+            status, headers, raw = await _read_response(c.reader)
+        except (OSError, ValueError, asyncio.IncompleteReadError, ssl.SSLError) as e:
+            if c is not None:
+                c.close()
+            raise FrondError("", 0, f"server {s.base}: {e}") from e
+        except asyncio.CancelledError:
+            if c is not None:
+                c.close()
+            raise
+        if headers.get("connection", "").lower() == "close":
+            c.close()
+        else:
+            s.put(c)
+        return answer(s.base, status, raw.decode("utf-8", "replace"), retry_after_of(headers.get("retry-after")))

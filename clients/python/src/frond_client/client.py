@@ -1,0 +1,399 @@
+"""The threaded client: FrondClient and its Tag handles."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import random
+import ssl
+import threading
+import time
+import urllib.parse
+from typing import Dict, List, Optional, Tuple
+
+from ._lease import MAX_LEASE, LeaseState, Options, Range, behind_message, count, ranges_of, strs
+from .errors import FrondError
+
+
+def _quote(s: str) -> str:
+    if not isinstance(s, str) or s == "":
+        raise ValueError("frond: an empty name")
+    return urllib.parse.quote(s, safe="")
+
+
+class Server:
+    """One server, its idle keep-alive connections and its health as this
+    client sees it."""
+
+    def __init__(self, raw: str, o: Options, ctx: Optional[ssl.SSLContext]):
+        u = raw.strip()
+        if "://" not in u:
+            u = "http://" + u
+        p = urllib.parse.urlsplit(u)
+        if p.scheme not in ("http", "https") or not p.hostname:
+            raise ValueError(f"frond: server {raw}: want http://host:port or https://host:port")
+        self.base = f"{p.scheme}://{p.netloc}"
+        self.https = p.scheme == "https"
+        self.host, self.port = p.hostname, p.port or (443 if self.https else 80)
+        self.o, self.ctx = o, ctx
+        self.idle: List[http.client.HTTPConnection] = []
+        self.lock = threading.Lock()
+        self.down_until = 0.0
+        self.fails = 0
+
+    def conn(self) -> http.client.HTTPConnection:
+        with self.lock:
+            if self.idle:
+                return self.idle.pop()
+        if self.https:
+            return http.client.HTTPSConnection(self.host, self.port, timeout=self.o.timeout, context=self.ctx)
+        return http.client.HTTPConnection(self.host, self.port, timeout=self.o.timeout)
+
+    def put(self, c: http.client.HTTPConnection) -> None:
+        with self.lock:
+            if len(self.idle) < 16:
+                self.idle.append(c)
+                return
+        c.close()
+
+    def close(self) -> None:
+        with self.lock:
+            for c in self.idle:
+                c.close()
+            self.idle.clear()
+
+
+def answer(base: str, status: int, text: str, retry_after: float) -> dict:
+    """A server's answer: its JSON on success, else the FrondError it says."""
+    try:
+        v = json.loads(text) if text else {}
+    except ValueError:
+        raise FrondError("", 0 if status == 200 else status, f"server {base} answered {status}: {text[:200]}", retry_after)
+    if not isinstance(v, dict):
+        v = {}
+    if 200 <= status < 300:
+        return v
+    e = v.get("error") if isinstance(v.get("error"), dict) else {}
+    raise FrondError(str(e.get("code") or ""), status, str(e.get("message") or f"server {base} answered {status}: {text[:200]}"), retry_after)
+
+
+def retry_after_of(value: Optional[str]) -> float:
+    try:
+        return max(float(value or 0), 0.0)
+    except ValueError:
+        return 0.0
+
+
+class _Lease:
+    """A tag's leases in a threaded client: IDs from memory under a lock, the
+    next lease fetched in the background."""
+
+    def __init__(self, c: "FrondClient", tag: str):
+        self.c = c
+        self.s = LeaseState(tag, c.o)
+        self.lock = threading.Lock()
+        self.fetching: Optional[threading.Event] = None
+        self.err: Optional[FrondError] = None
+
+    def try_next(self) -> Optional[int]:
+        with self.lock:
+            v = self.s.try_next()
+            if v is not None and self.s.should_prefetch() and self.fetching is None and not self.c.closed:
+                self._start(self.s.size, False)
+            return v
+
+    def next(self) -> int:
+        while True:
+            v = self.try_next()
+            if v is not None:
+                return v
+            if self.s.via is not None:
+                return self.c._unleased_ids(self.s.tag, 1, self.s.via)[0]
+            with self.lock:
+                ev = self.fetching
+                if ev is None:
+                    self.c.counters["waits"] += 1
+                    self.s.size = min(self.s.size * 2, self.c.o.max_lease)  # a lease that came too late doubles
+                    ev = self._start(self.s.size, True)
+            ev.wait()
+            with self.lock:
+                err = self.err
+                if err is not None and self.s.via is None and self.s.empty():
+                    raise FrondError(err.wire_code, err.status, f"tag {self.s.tag}: no ID in hand and none could be leased: {err}", err.retry_after) from err
+
+    def _start(self, n: int, waited: bool) -> threading.Event:
+        # Called with the lock held.
+        ev = threading.Event()
+        self.fetching, self.err = ev, None
+
+        def run() -> None:
+            err: Optional[FrondError] = None
+            try:
+                rs = self._fetch(n)
+            except FrondError as e:
+                err, rs = e, None
+            except Exception as e:  # a transport error not classified: no answer
+                err, rs = FrondError("", 0, f"tag {self.s.tag}: {e}"), None
+            with self.lock:
+                if rs is not None:
+                    self.s.offer(rs)
+                    if waited and self.s.left == 0 and not self.s.rest and self.s.pending is not None:
+                        self.s.install(True)
+                if err is not None and err.wire_code in ("not_leasable", "form_not_carried"):
+                    self.s.via = err.wire_code
+                self.err = err
+                self.fetching = None
+            ev.set()
+
+        threading.Thread(target=run, daemon=True, name=f"frond-lease-{self.s.tag}").start()
+        return ev
+
+    def _fetch(self, n: int) -> List[Range]:
+        ask = n
+        for tries in range(65):
+            rs = self.c._lease(self.s.tag, ask)
+            with self.lock:
+                kept = self.s.keep(rs)
+                if sum(r.count for r in kept) > 0:
+                    return kept
+                ask = self.s.catch_up(n, rs)
+        raise FrondError("store_unavailable", 0, behind_message(self.s.tag, ask), 1.0)
+
+
+class Tag:
+    """A handle on one tag (FrondClient.tag): next() serves from the lease
+    with no I/O while it lasts. Handles of one tag share one lease."""
+
+    def __init__(self, lease: _Lease, c: "FrondClient"):
+        self._l, self._c = lease, c
+
+    @property
+    def name(self) -> str:
+        return self._l.s.tag
+
+    def next(self) -> int:
+        """The next segment ID: from memory on a warm lease."""
+        return self._l.next()
+
+    def try_next(self) -> Optional[int]:
+        """An ID from the lease in hand, or None when it is used up (then next())."""
+        return self._l.try_next() if self._l.s.via is None else None
+
+    def next_n(self, n: int) -> List[int]:
+        """n segment IDs, in order."""
+        count(n, 10_000)
+        if self._l.s.via is not None:
+            return self._c._unleased_ids(self.name, n, self._l.s.via)
+        return [self._l.next() for _ in range(n)]
+
+
+class FrondClient:
+    """A client of frond servers over their HTTP API, with the Go client's
+    semantics: segment IDs from leases in process (strictly increasing per
+    tag, fail-over across servers), per-call snowflake IDs, UUIDs, TypeIDs,
+    serials and keyed sequence values, typed errors (FrondError). IDs are
+    Python ints, exact at any size. Safe for use by many threads.
+
+    Options (docs/clients.md): servers (their HTTP addresses, sharing one
+    store), timeout (one attempt, seconds), attempts (of one call across
+    all servers: 3 per server), backoff_min/backoff_max (a failed server
+    rests, doubling with ±20% jitter, at least its Retry-After),
+    min_lease/max_lease/lease_target (a lease used up in less than half the
+    target doubles, one lasting more than twice it halves), unordered
+    (accept leases below IDs handed out: servers combining several stores),
+    tag_token, admin_token, ca_file (PEM to trust for https://; else the
+    system's store).
+    """
+
+    def __init__(self, servers: List[str], **options):
+        self.o = Options(servers=list(servers), **options)
+        self.o.check()
+        ctx = ssl.create_default_context(cafile=self.o.ca_file) if self.o.ca_file else ssl.create_default_context()
+        self._servers = [Server(s, self.o, ctx) for s in self.o.servers]
+        self._preferred = 0
+        self._leases: Dict[str, _Lease] = {}
+        self._mu = threading.Lock()
+        self.counters = {"calls": 0, "failovers": 0, "waits": 0}
+        self.closed = False
+
+    def __enter__(self) -> "FrondClient":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ---- Segment IDs ----
+
+    def tag(self, tag: str) -> Tag:
+        """A handle on tag; handles of one tag share one lease."""
+        if not isinstance(tag, str) or tag == "":
+            raise ValueError("frond: a tag needs a name")
+        with self._mu:
+            l = self._leases.get(tag)
+            if l is None:
+                l = self._leases[tag] = _Lease(self, tag)
+        return Tag(l, self)
+
+    def next_id(self, tag: str) -> int:
+        """The next segment ID of tag, from the lease."""
+        l = self._leases.get(tag)
+        return l.next() if l is not None else self.tag(tag).next()
+
+    def next_ids(self, tag: str, n: int) -> List[int]:
+        """n segment IDs of tag, in order."""
+        return self.tag(tag).next_n(n)
+
+    def next_ranges(self, tag: str, n: int) -> List[Range]:
+        """n segment IDs of tag as ranges, straight from a server."""
+        return ranges_of(self._call(f"/v1/segment/{_quote(tag)}?format=ranges&n={count(n, MAX_LEASE)}"))
+
+    def next_strings(self, tag: str, n: int) -> List[str]:
+        """n segment IDs of tag in its form (a text form: base62, opaque62, ...)."""
+        return strs(self._call(f"/v1/segment/{_quote(tag)}?n={count(n, 10_000)}"), "id_strs", "id_str")
+
+    def _unleased_ids(self, tag: str, n: int, via: str) -> List[int]:
+        if via == "not_leasable":  # a sequence tag: request by request
+            out: List[int] = []
+            for r in self.next_ranges(tag, n):
+                out.extend(r.start + i * r.stride for i in range(r.count))
+            return out[:n]
+        m = self._call(f"/v1/segment/{_quote(tag)}?n={n}")
+        if "ids" not in m and "id" not in m:
+            raise FrondError("form_not_carried", 409, f"tag {tag} hands out text IDs (its form), not numbers: use next_strings")
+        return [int(s) for s in strs(m, "id_strs", "id_str")]
+
+    def _lease(self, tag: str, n: int) -> List[Range]:
+        return ranges_of(self._call(f"/v1/segment/{_quote(tag)}?format=ranges&lease=1&n={n}"))
+
+    # ---- Per call ----
+
+    def snowflake(self, n: int = 1) -> List[int]:
+        """n snowflake IDs (1 to 10,000)."""
+        return [int(s) for s in strs(self._call(f"/v1/snowflake?n={count(n, 10_000)}"), "id_strs", "id_str")]
+
+    def snowflake_strings(self, form: str, n: int = 1, prefix: str = "") -> List[str]:
+        """n snowflake IDs in a text form (base62, base32, friendly, ...), with an optional prefix."""
+        q = f"/v1/snowflake?n={count(n, 10_000)}&form={urllib.parse.quote(form, safe='')}"
+        if prefix:
+            q += "&prefix=" + urllib.parse.quote(prefix, safe="")
+        return strs(self._call(q), "id_strs", "id_str")
+
+    def uuids(self, version: int, n: int = 1) -> List[str]:
+        """n UUIDs of version 1, 4, 6 or 7."""
+        return strs(self._call(f"/v1/uuid?version={int(version)}&n={count(n, 10_000)}"), "uuids", "uuid")
+
+    def name_uuid(self, version: int, namespace: str, name: str) -> str:
+        """The name-based UUID (version 3 or 5) of name in namespace (dns, url, oid, x500 or a UUID)."""
+        q = f"/v1/uuid?version={int(version)}&namespace={urllib.parse.quote(namespace, safe='')}&name={urllib.parse.quote(name, safe='')}"
+        return strs(self._call(q), "uuids", "uuid")[0]
+
+    def type_ids(self, prefix: str, n: int = 1) -> List[str]:
+        """n TypeIDs (UUID version 7) with the prefix: user_01h455vb4pex5vsknk084sn02q."""
+        return strs(self._call(f"/v1/uuid?version=7&form=typeid&prefix={urllib.parse.quote(prefix, safe='')}&n={count(n, 10_000)}"), "uuids", "uuid")
+
+    def serials(self, name: str, n: int = 1) -> List[str]:
+        """n serial numbers of the serial configured as name (serials: on the servers)."""
+        return strs(self._call(f"/v1/serial/{_quote(name)}?n={count(n, 10_000)}"), "serials", "serial")
+
+    def seq(self, space: str, key: str, n: int = 1) -> Tuple[int, int]:
+        """The next n values (1 to 10,000) of key in a keyed sequence space:
+        (first, last), each above every value key was given before."""
+        key_path = "%2E" * len(key) if key in (".", "..") else _quote(key)
+        m = self._call(f"/v1/seq/{_quote(space)}/{key_path}?n={count(n, 10_000)}")
+        return int(m["first_str"]), int(m["last_str"])
+
+    def create_tag(self, name: str, step: int, mode: str = "", max_id: Optional[int] = None, mapping: str = "") -> None:
+        """Creates a tag (tag administration, with the admin token)."""
+        body: dict = {"name": name, "step": int(step)}
+        if mode:
+            body["mode"] = mode
+        if max_id is not None:
+            body["max_id"] = int(max_id)  # json writes every digit of an int
+        if mapping:
+            body["mapping"] = mapping
+        self._send("POST", "/v1/tags", json.dumps(body), True)
+
+    def stats(self) -> dict:
+        """The client's counters, and per tag the IDs in hand and the size of the last lease."""
+        out = dict(self.counters)
+        out["leases"] = {t: {"remaining": l.s.remaining(), "size": l.s.size} for t, l in list(self._leases.items())}
+        return out
+
+    def close(self) -> None:
+        """Closes the connections. frond has no call to give a lease's tail
+        back: it is skipped (a gap), never reused."""
+        self.closed = True
+        for s in self._servers:
+            s.close()
+
+    # ---- Transport ----
+
+    def _call(self, path: str) -> dict:
+        return self._send("GET", path, None, False)
+
+    def _send(self, method: str, path: str, body: Optional[str], admin: bool) -> dict:
+        if self.closed:
+            raise FrondError("", 0, "frond: the client is closed")
+        attempts = self.o.attempts if self.o.attempts > 0 else 3 * len(self._servers)
+        last: Optional[FrondError] = None
+        for _ in range(attempts):
+            i = self._pick()
+            s = self._servers[i]
+            rest = s.down_until - time.monotonic()
+            if rest > 0:
+                time.sleep(rest)
+            try:
+                self.counters["calls"] += 1
+                m = self._once(s, method, path, body, admin)
+            except FrondError as e:
+                if not e.retryable:
+                    raise
+                s.fails = min(s.fails + 1, 30)
+                wait = min(self.o.backoff_max, self.o.backoff_min * 2 ** min(s.fails - 1, 20))
+                s.down_until = time.monotonic() + max(wait * (0.8 + 0.4 * random.random()), e.retry_after)
+                last = e
+                if len(self._servers) > 1:
+                    self.counters["failovers"] += 1
+                continue
+            s.fails, s.down_until, self._preferred = 0, 0.0, i
+            return m
+        assert last is not None
+        raise FrondError(last.wire_code, last.status, f"no server could answer ({attempts} attempts on {len(self._servers)} servers); the last: {last}", last.retry_after) from last
+
+    def _pick(self) -> int:
+        now, best, best_rest = time.monotonic(), self._preferred, float("inf")
+        n = len(self._servers)
+        for k in range(n):
+            i = (self._preferred + k) % n
+            r = self._servers[i].down_until - now
+            if r <= 0:
+                return i
+            if r < best_rest:
+                best, best_rest = i, r
+        return best
+
+    def _headers(self, body: Optional[str], admin: bool) -> dict:
+        h = {"Accept": "application/json"}
+        if self.o.tag_token:
+            h["X-Frond-Token"] = self.o.tag_token
+        if admin and self.o.admin_token:
+            h["Authorization"] = "Bearer " + self.o.admin_token
+        if body is not None:
+            h["Content-Type"] = "application/json"
+        return h
+
+    def _once(self, s: Server, method: str, path: str, body: Optional[str], admin: bool) -> dict:
+        c = s.conn()
+        try:
+            c.request(method, path, body=body, headers=self._headers(body, admin))
+            resp = c.getresponse()
+            text = resp.read().decode("utf-8", "replace")
+            status, ra = resp.status, retry_after_of(resp.getheader("Retry-After"))
+        except (OSError, http.client.HTTPException) as e:
+            c.close()
+            raise FrondError("", 0, f"server {s.base}: {e}") from e
+        if resp.will_close:
+            c.close()
+        else:
+            s.put(c)
+        return answer(s.base, status, text, ra)

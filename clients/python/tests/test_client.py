@@ -1,0 +1,208 @@
+"""The Python client against real frond servers (FROND_TEST_BIN): pytest."""
+
+import asyncio
+import subprocess
+import threading
+import time
+import urllib.request
+
+import pytest
+
+from frond_client import AsyncFrondClient, ErrorCode, FrondClient, FrondError, decode, preset
+
+
+def test_leases_and_grows(frond):
+    s = frond()
+    with FrondClient([s.url], min_lease=10, max_lease=100_000, admin_token="") as c:
+        c.create_tag("order", 10)
+        t = c.tag("order")
+        prev = 0
+        for i in range(20_000):
+            v = c.next_id("order") if i % 3 == 0 else t.next() if i % 3 == 1 else (t.try_next() or t.next())
+            assert v > prev, f"ID {v} after {prev}"
+            prev = v
+        st = c.stats()
+        assert st["leases"]["order"]["size"] > 10, st
+        assert st["calls"] < 2000, st
+        batch = c.next_ids("order", 5)
+        assert batch[0] > prev and batch == sorted(batch)
+
+
+def test_ids_past_2_53_and_near_2_63(frond):
+    s = frond()
+    with FrondClient([s.url], min_lease=100) as c:
+        for base in (2**53 + 12_345, 2**63 - 10_000_000):
+            name = f"big{base % 1000}"
+            c.create_tag(name, 100, max_id=base)
+            assert c.next_id(name) == base
+            assert c.next_id(name) == base + 1
+            rs = c.next_ranges(name, 3)
+            assert rs[0].start > base and rs[0].end - rs[0].start == 3
+        c.create_tag("bigseq", 1, mode="sequence", max_id=2**53 + 7)
+        assert c.next_ids("bigseq", 2) == [2**53 + 7, 2**53 + 8]
+        assert c.next_id("bigseq") == 2**53 + 9
+        sf = c.snowflake(3)
+        assert all(x > 2**53 for x in sf) and decode(sf[0]).id == sf[0]
+
+
+def test_fails_over_without_duplicates(frond, tmp_path):
+    store = "sqlite://" + str(tmp_path / "shared.db")
+    a = frond("a", {}, "--store", store)
+    b = frond("b", {"FROND_NODE": "1"}, "--store", store)
+    with FrondClient([a.url, b.url], timeout=1, backoff_min=0.05, backoff_max=1, min_lease=100, max_lease=10_000, lease_target=0.2) as c:
+        c.create_tag("pay", 100)
+        seen, errors, stop = [], [], threading.Event()
+
+        def loop():
+            mine = []
+            try:
+                while not stop.is_set():
+                    mine.append(c.next_id("pay"))
+            except Exception as e:  # noqa: BLE001
+                errors.append(e)
+            seen.append(mine)
+
+        threads = [threading.Thread(target=loop) for _ in range(8)]
+        for th in threads:
+            th.start()
+        time.sleep(0.3)
+        a.kill()
+        time.sleep(0.7)
+        stop.set()
+        for th in threads:
+            th.join()
+        assert not errors, errors
+        every = [v for mine in seen for v in mine]
+        assert len(every) > 1000 and len(set(every)) == len(every), "an ID handed out twice"
+        for mine in seen:
+            assert mine == sorted(mine) and len(set(mine)) == len(mine), "a thread's IDs did not increase"
+
+
+def test_passes_a_buffer_far_behind(frond, tmp_path):
+    store = "sqlite://" + str(tmp_path / "far.db")
+    env = {"FROND_SEGMENT__FIXED_STEP": "true"}
+    a = frond("a", env, "--store", store)
+    b = frond("b", dict(env, FROND_NODE="1"), "--store", store)
+    with FrondClient([a.url, b.url], timeout=2, backoff_min=0.02, backoff_max=0.2, min_lease=100, max_lease=1_000) as c:
+        c.create_tag("far", 50_000)
+        with urllib.request.urlopen(b.url + "/v1/segment/far") as r:  # b buffers [1, 50001)
+            assert r.status == 200
+        prev = 0
+        for _ in range(3_000):
+            v = c.next_id("far")
+            assert v > prev
+            prev = v
+        assert prev > 50_001
+        a.kill()
+        for _ in range(3_000):
+            v = c.next_id("far")
+            assert v > prev
+            prev = v
+
+
+def test_typed_errors_and_per_call(frond):
+    s = frond()
+    with FrondClient([s.url]) as c:
+        with pytest.raises(FrondError) as e:
+            c.next_id("nope")
+        assert e.value.code is ErrorCode.TAG_NOT_FOUND and not e.value.retryable and e.value.status == 404 and e.value.hint
+        assert len(c.uuids(7, 3)) == 3 and c.type_ids("user")[0].startswith("user_")
+        assert len(c.snowflake_strings("base62", 2)) == 2
+    with FrondClient(["127.0.0.1:1"], timeout=0.5, backoff_min=0.01, backoff_max=0.02) as c:
+        with pytest.raises(FrondError) as e:
+            c.snowflake()
+        assert e.value.code is ErrorCode.UNKNOWN and e.value.status == 0 and e.value.retryable
+
+
+def test_tokens(frond):
+    s = frond("a", {"FROND_TOKENS__t0ken-order": "order"}, "--admin-token", "adm1n-secret")
+    with FrondClient([s.url]) as anon, FrondClient([s.url], admin_token="adm1n-secret") as admin, FrondClient([s.url], tag_token="t0ken-order") as c:
+        with pytest.raises(FrondError) as e:
+            anon.create_tag("order", 10)
+        assert e.value.code is ErrorCode.UNAUTHORIZED
+        admin.create_tag("order", 10)
+        with pytest.raises(FrondError) as e:
+            anon.next_id("order")
+        assert e.value.code is ErrorCode.FORBIDDEN
+        assert c.next_id("order") == 1
+
+
+def test_keyed_sequences(frond):
+    s = frond()
+    with FrondClient([s.url], admin_token="") as c:
+        urllib.request.urlopen(urllib.request.Request(s.url + "/v1/spaces", data=b'{"name":"msgs","step":100,"sections":4}', method="POST")).close()
+        last = {}
+        for i in range(50):
+            for key in ("conv-1", ".", "..", "a/b"):
+                first, end = c.seq("msgs", key, 1 + i % 3)
+                assert first > last.get(key, 0) and end == first + i % 3
+                last[key] = end
+
+
+def test_asyncio(frond, tmp_path):
+    store = "sqlite://" + str(tmp_path / "aio.db")
+    a = frond("a", {}, "--store", store)
+    b = frond("b", {"FROND_NODE": "1"}, "--store", store)
+
+    async def main():
+        async with AsyncFrondClient([a.url, b.url], timeout=1, backoff_min=0.05, backoff_max=1, min_lease=100, max_lease=10_000) as c:
+            await c.create_tag("aio", 100)
+            t = c.tag("aio")
+            seen = []
+
+            async def loop(n):
+                prev = 0
+                for _ in range(n):
+                    v = t.try_next()
+                    if v is None:
+                        v = await t.next()
+                    assert v > prev
+                    prev = v
+                    seen.append(v)
+
+            await asyncio.gather(*(loop(2_000) for _ in range(4)))
+            a.kill()
+            await asyncio.gather(*(loop(2_000) for _ in range(4)))
+            assert len(set(seen)) == len(seen) == 16_000
+            assert (await c.next_ids("aio", 3))[0] > 0
+            assert len(await c.snowflake(2)) == 2
+            with pytest.raises(FrondError) as e:
+                await c.next_id("missing")
+            assert e.value.code is ErrorCode.TAG_NOT_FOUND
+
+    asyncio.run(main())
+
+
+def test_tls_with_a_ca_file(frond, tmp_path):
+    f = lambda n: str(tmp_path / n)  # noqa: E731
+    (tmp_path / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1\n")
+
+    def ossl(*args):
+        subprocess.run(["openssl", *args], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    ossl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj", "/CN=frond test CA", "-keyout", f("ca.key"), "-out", f("ca.pem"))
+    ossl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", f("key.pem"), "-out", f("cert.csr"))
+    ossl("x509", "-req", "-in", f("cert.csr"), "-CA", f("ca.pem"), "-CAkey", f("ca.key"), "-CAcreateserial", "-days", "2", "-extfile", f("ext.cnf"), "-out", f("cert.pem"))
+    s = frond("tls", {}, "--tls-cert-file", f("cert.pem"), "--tls-key-file", f("key.pem"))
+    assert s.url.startswith("https://")
+    with FrondClient([s.url], ca_file=f("ca.pem")) as c:
+        assert len(c.snowflake(2)) == 2
+
+    async def aio():
+        async with AsyncFrondClient([s.url], ca_file=f("ca.pem")) as c:
+            assert len(await c.snowflake(2)) == 2
+
+    asyncio.run(aio())
+    with FrondClient([s.url], attempts=1) as untrusting:
+        with pytest.raises(FrondError):
+            untrusting.snowflake()
+
+
+def test_decode_offline():
+    p = decode("2126681580226215936")
+    assert p.layout == "twitter" and p.time.year == 2026
+    l = preset("twitter", 5)
+    q = decode((1 << 22) * 7 + (3 << 17) + (9 << 12) + 5, l)
+    assert (q.datacenter, q.worker, q.sequence) == (3, 9, 5)
+    with pytest.raises(ValueError):
+        preset("nope")
