@@ -17,17 +17,17 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/frond-id/frond/internal/bench"
+	"github.com/frond-id/frond/cmd/frond/internal/loadgen"
 )
 
 // defaultBenchServer is each protocol's address when --server is not given.
 var defaultBenchServer = map[string]string{
-	bench.Leaf: defaultServer, bench.HTTP: defaultServer,
-	bench.GRPC: "127.0.0.1:9090", bench.Client: "127.0.0.1:9090", bench.RESP: "127.0.0.1:6380",
+	loadgen.Leaf: defaultServer, loadgen.HTTP: defaultServer,
+	loadgen.GRPC: "127.0.0.1:9090", loadgen.Client: "127.0.0.1:9090", loadgen.RESP: "127.0.0.1:6380",
 }
 
 func newBenchCmd(e env) *cobra.Command {
-	var o bench.Options
+	var o loadgen.Options
 	var asJSON, useTLS bool
 	var server string
 	var tlsFiles client
@@ -55,11 +55,11 @@ Go client library, which leases segments and hands IDs out in process.`,
 			o.Server = server
 			if !c.Flags().Changed("server") {
 				o.Server = defaultBenchServer[o.Protocol]
-				if env := e.get("FROND_SERVER"); env != "" && (o.Protocol == bench.Leaf || o.Protocol == bench.HTTP) {
+				if env := e.get("FROND_SERVER"); env != "" && (o.Protocol == loadgen.Leaf || o.Protocol == loadgen.HTTP) {
 					o.Server = env
 				}
 			}
-			if (o.Protocol == bench.GRPC || o.Protocol == bench.RESP || o.Protocol == bench.Client) && strings.Contains(o.Server, "://") {
+			if (o.Protocol == loadgen.GRPC || o.Protocol == loadgen.RESP || o.Protocol == loadgen.Client) && strings.Contains(o.Server, "://") {
 				u, err := url.Parse(o.Server)
 				if err != nil || u.Host == "" {
 					return usagef("--server %q: host:port for --protocol %s", o.Server, o.Protocol)
@@ -79,9 +79,9 @@ Go client library, which leases segments and hands IDs out in process.`,
 			o.TLS = tc
 			bar := progress(e.stderr, o, asJSON)
 			o.Progress = bar
-			res, err := bench.Run(c.Context(), o)
+			res, err := loadgen.Run(c.Context(), o)
 			if err != nil && res.Requests == 0 {
-				if code := bench.Code(err); code != "connection" && code != "timeout" {
+				if code := loadgen.Code(err); code != "connection" && code != "timeout" {
 					return &serverError{code: code, message: err.Error()} // exit 3: the server answered with an error
 				}
 				return fmt.Errorf("no answer from %s over %s: %w", o.Server, o.Protocol, err) // exit 1
@@ -102,8 +102,8 @@ Go client library, which leases segments and hands IDs out in process.`,
 	}
 	f := c.Flags()
 	f.StringVar(&server, "server", "", "the server: http:// URL for leaf and http (default $FROND_SERVER or "+defaultServer+"), host:port for grpc and client (127.0.0.1:9090) and resp (127.0.0.1:6380)")
-	f.StringVar(&o.Protocol, "protocol", bench.GRPC, "leaf, http, grpc, resp or client (the Go client library)")
-	f.StringVar(&o.Kind, "kind", bench.Segment, "segment or snowflake")
+	f.StringVar(&o.Protocol, "protocol", loadgen.GRPC, "leaf, http, grpc, resp or client (the Go client library)")
+	f.StringVar(&o.Kind, "kind", loadgen.Segment, "segment or snowflake")
 	f.StringVar(&o.Tag, "tag", "bench", "segment tag (it must exist: frond tag create bench --step 10000)")
 	f.StringVar(&o.TagToken, "tag-token", "", "tag token, for servers with tokens: configured")
 	f.IntVar(&o.Tags, "tags", 1, "spread the requests over this many tags, TAG-0 to TAG-(N-1), in turn (with --create-tags, created first)")
@@ -127,13 +127,13 @@ Go client library, which leases segments and hands IDs out in process.`,
 
 // progress shows the run on a terminal as a bar, elsewhere as a line a
 // second (never with --json, whose output is for machines).
-func progress(w io.Writer, o bench.Options, asJSON bool) func(bench.Progress) {
+func progress(w io.Writer, o loadgen.Options, asJSON bool) func(loadgen.Progress) {
 	if asJSON {
 		return nil
 	}
 	f, ok := w.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) {
-		return func(p bench.Progress) {
+		return func(p loadgen.Progress) {
 			phase := "run"
 			if p.Warmup {
 				phase = "warm-up"
@@ -150,7 +150,7 @@ func progress(w io.Writer, o bench.Options, asJSON bool) func(bench.Progress) {
 	}
 	bar := progressbar.NewOptions64(max, progressbar.OptionSetWriter(w), progressbar.OptionSetWidth(30),
 		progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish(), progressbar.OptionShowElapsedTimeOnFinish())
-	return func(p bench.Progress) {
+	return func(p loadgen.Progress) {
 		if o.Count > 0 {
 			bar.Set64(p.Requests)
 		} else {
@@ -164,7 +164,7 @@ func progress(w io.Writer, o bench.Options, asJSON bool) func(bench.Progress) {
 	}
 }
 
-func printResult(w io.Writer, o bench.Options, r bench.Result) {
+func printResult(w io.Writer, o loadgen.Options, r loadgen.Result) {
 	what := r.Kind
 	if r.Tag != "" {
 		what += " " + r.Tag
@@ -216,7 +216,7 @@ func printResult(w io.Writer, o bench.Options, r bench.Result) {
 // checkedNote says why more IDs were checked than measured: those taken
 // before the measured run (the first request and the warm-up) are checked
 // too.
-func checkedNote(r bench.Result) string {
+func checkedNote(r loadgen.Result) string {
 	if r.WarmupIDs <= 0 {
 		return ""
 	}

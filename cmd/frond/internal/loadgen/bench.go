@@ -1,4 +1,4 @@
-// Package bench is frond bench's load generator: workers take IDs from a
+// Package loadgen is frond bench's load generator: workers take IDs from a
 // running frond over one protocol (Leaf's HTTP API, the /v1 JSON API, gRPC,
 // RESP, or the Go client library), closed loop or open loop at a target
 // rate, and the run reports IDs and requests per second, latency from an
@@ -9,7 +9,7 @@
 // over the workers), and its latency is measured from that time, not from
 // when it was sent: a server that stalls makes the requests queued behind
 // it slow too, as they are for users (no coordinated omission).
-package bench
+package loadgen
 
 import (
 	"cmp"
