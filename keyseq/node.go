@@ -82,12 +82,13 @@ type NodeOptions struct {
 // shut: it answers nothing until a renewal succeeds, and a renewal keeps
 // only the leases the store still has for it.
 type Node struct {
-	eng   *Engine
-	store LeaseStore
-	me    Owner
-	o     NodeOptions
-	log   *slog.Logger
-	table atomic.Pointer[Table]
+	eng    *Engine
+	store  LeaseStore
+	me     Owner
+	o      NodeOptions
+	log    *slog.Logger
+	table  atomic.Pointer[Table]
+	readAt atomic.Int64 // when the table was last read (n.o.Clock, Unix ns)
 
 	round   sync.Mutex // one round at a time
 	stop    chan struct{}
@@ -219,6 +220,19 @@ func (n *Node) Next(ctx context.Context, key string, count int64) (first, last i
 	return first, last, err
 }
 
+// readSince reports whether a round read the table at or after t (on the
+// node's clock).
+func (n *Node) readSince(t time.Time) bool { return n.readAt.Load() >= t.UnixNano() }
+
+// mayTake reports whether a round of this node could take one more
+// section: its memory budget holds one. A request for a section no node
+// owns waits for a round only then (a node whose budget is spent leaves
+// the section to another node).
+func (n *Node) mayTake() bool {
+	b := n.o.Budget
+	return b == nil || b.Left() >= SectionBytes(n.eng.space)
+}
+
 // owner fills no's address from the last read of the table, and reports
 // whether it found one.
 func (n *Node) owner(no *NotOwnerError) bool {
@@ -320,6 +334,7 @@ func (n *Node) Round(ctx context.Context) error {
 		return err
 	}
 	n.table.Store(&t)
+	n.readAt.Store(n.o.Clock().UnixNano())
 	n.see(t)
 	members := max(len(t.Members), 1)
 	share := (sp.Sections + members - 1) / members

@@ -63,6 +63,13 @@ func (e *spaceNotFound) Hint() string {
 // lease runs out.
 var ErrOwnerUnreachable = errors.New("keyed sequence: the section's owner did not answer")
 
+// ErrOwnerMoved: the node a request was forwarded to refused it as
+// unavailable (a Forwarder wraps the refusal with it): most often it gave
+// the section away since the table this node read. The node reads the
+// table again and forwards once more, within the wait for a section
+// between owners.
+var ErrOwnerMoved = errors.New("keyed sequence: the section's owner refused the request as unavailable")
+
 // Forwarder asks the owner at addr for the next count values of key, as
 // the node peer (the caller was checked where it came in: its token goes
 // no further), marked forwarded (the owner answers it or refuses it, never
@@ -368,30 +375,73 @@ func (s *Spaces) Next(ctx context.Context, space, key string, count int64, forwa
 	if err != nil {
 		return 0, 0, err
 	}
-	first, last, err = n.Next(ctx, key, count)
-	var no *NotOwnerError
-	if err != nil && errors.As(err, &no) && no.Addr != "" && !forwarded && s.forward != nil && no.Addr != s.me.Addr {
-		peer, perr := s.Peer(ctx)
-		if perr != nil {
-			return 0, 0, perr
+	// A section between owners (given back while a node joins, or by a
+	// node that stops cleanly; or its owner gone) is waited for, up to
+	// half a lease, rather than refused at once: this node's rounds, run
+	// now and then while it waits, take it or learn who did (issue 58,
+	// item 5: a node joining, a clean stop and a rolling restart answered
+	// 503 for up to a tenth of a lease before).
+	deadline := time.Now().Add(s.ttl() / 2)
+	var gone string      // an owner that did not answer,
+	var goneAt time.Time // when (on the node's clock)
+	for {
+		first, last, err = n.Next(ctx, key, count)
+		var no *NotOwnerError
+		if err == nil || !errors.As(err, &no) {
+			return first, last, err
 		}
-		n.forwarded.Add(1)
-		first, last, err = s.forward(ctx, no.Addr, space, key, count, peer)
-		if errors.Is(err, ErrOwnerUnreachable) {
-			// Said to the admin and the log, not to the caller: the
-			// address is internal (issue 59).
-			s.log.Warn("keyed sequence: the owner of a section could not be asked", "space", space, "section", no.Section, "owner", no.Addr, "err", err)
-			// Perhaps gone (kill -9): read the table now (at most a round
-			// every TTL/10), and answer from here if the section is ours
-			// by then.
-			n.kick(ctx)
-			if f2, l2, err2 := n.Next(ctx, key, count); err2 == nil {
-				return f2, l2, nil
+		if no.Addr != "" && no.Addr == gone {
+			if n.readSince(goneAt) {
+				// Read again since, and still its: its lease runs on (a
+				// kill -9, a pause, or no node at all): refused now, not
+				// waited for.
+				return first, last, err
 			}
+			no.Addr = "" // not asked again before the table is read
 		}
-		return first, last, err
+		if no.Addr != "" && no.Addr != s.me.Addr {
+			if forwarded || s.forward == nil {
+				return first, last, err // forwarded once at most
+			}
+			peer, perr := s.Peer(ctx)
+			if perr != nil {
+				return 0, 0, perr
+			}
+			n.forwarded.Add(1)
+			first, last, err = s.forward(ctx, no.Addr, space, key, count, peer)
+			if errors.Is(err, ErrOwnerMoved) {
+				if time.Now().After(deadline) {
+					return first, last, err
+				}
+				n.kick(ctx) // who holds it now: read the table, and forward there
+				continue
+			}
+			if !errors.Is(err, ErrOwnerUnreachable) {
+				return first, last, err
+			}
+			// Said to the admin and the log, not to the caller: the
+			// address is internal (issue 59). Perhaps gone (kill -9, a
+			// clean stop): read the table now (at most a round every
+			// TTL/10), and answer from here if the section is ours by
+			// then, or from whoever took it.
+			s.log.Warn("keyed sequence: the owner of a section could not be asked", "space", space, "section", no.Section, "owner", no.Addr, "err", err)
+			gone, goneAt = no.Addr, n.o.Clock()
+			n.kick(ctx)
+			continue
+		}
+		if forwarded || time.Now().After(deadline) || no.Addr == "" && !n.mayTake() {
+			// Forwarded: the node that forwarded waits (a wait here too
+			// would spend its window).
+
+			return first, last, err
+		}
+		select {
+		case <-ctx.Done():
+			return first, last, err
+		case <-time.After(s.ttl() / 30):
+		}
+		n.kick(ctx)
 	}
-	return first, last, err
 }
 
 // Rearm raises every section of the space in the store to at least above
@@ -436,6 +486,22 @@ func (s *Spaces) Peer(ctx context.Context) (Peer, error) {
 // Close stops every node (each gives its sections back), then closes the
 // store if it has a Close.
 func (s *Spaces) Close(ctx context.Context) error {
+	errs := []error{s.Leave(ctx)}
+	if c, ok := s.store.(interface{ Close() error }); ok {
+		errs = append(errs, c.Close())
+	}
+	if c, ok := s.o.Floors.(interface{ Close() error }); ok {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Leave stops every space on this node and gives its sections back (Close
+// does it too, then closes the store): called first on a clean stop, while
+// the node still answers, so that a node that forwards here is refused as
+// unavailable, reads the table and finds the section free at once, rather
+// than finding this node gone while the store still names it as owner.
+func (s *Spaces) Leave(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true // no start after this: every node is in s.nodes
 	var nodes []*Node
@@ -447,12 +513,6 @@ func (s *Spaces) Close(ctx context.Context) error {
 	var errs []error
 	for _, n := range nodes {
 		errs = append(errs, n.Close(ctx))
-	}
-	if c, ok := s.store.(interface{ Close() error }); ok {
-		errs = append(errs, c.Close())
-	}
-	if c, ok := s.o.Floors.(interface{ Close() error }); ok {
-		errs = append(errs, c.Close())
 	}
 	return errors.Join(errs...)
 }

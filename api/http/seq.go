@@ -243,6 +243,12 @@ func SeqForwarder(tlsConfig *tls.Config, timeout time.Duration) keyseq.Forwarder
 					fe.RetryAfter = time.Duration(secs) * time.Second
 				}
 			}
+			if code == frond.CodeStoreUnavailable || code == frond.CodeUnavailable {
+				// Perhaps given away since, or the owner is stopping
+				// (its sections given back): the caller reads the table
+				// again.
+				return 0, 0, fmt.Errorf("%w: %w", keyseq.ErrOwnerMoved, fe)
+			}
 			return 0, 0, fe
 		}
 		var out seqJSON

@@ -238,6 +238,14 @@ func serve(ctx context.Context, cfg *config.Config, e env) error {
 	defer hcancel()
 	sctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
+	if spaces != nil {
+		// Keyed sequence sections given back first, while this node still
+		// answers: a node that forwards here is refused as unavailable and
+		// takes the section at once (issue 58, item 5).
+		if err := spaces.Leave(sctx); err != nil {
+			log.Warn("shutting down: keyed sequence sections not all given back (their leases run out)", "err", err)
+		}
+	}
 	serr := stopAll(hctx, fes)
 	if serr != nil && onlyDeadline(serr) {
 		// What the grace promises: requests still in flight when it runs
