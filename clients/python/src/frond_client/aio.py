@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 import ssl
 import time
 import urllib.parse
@@ -14,6 +13,7 @@ from typing import Dict, List, Optional, Tuple
 
 from ._lease import MAX_LEASE, LeaseState, Options, Range, behind_message, count, ranges_of, strs
 from .client import _quote, answer, retry_after_of
+from ._rotation import _Rotation
 from .errors import FrondError
 
 
@@ -178,7 +178,7 @@ class AsyncTag:
         return out
 
 
-class AsyncFrondClient:
+class AsyncFrondClient(_Rotation):
     """FrondClient for asyncio (FastAPI, aiohttp): the same options and
     methods, as coroutines; AsyncTag.try_next answers from the lease
     synchronously. Use it from one event loop."""
@@ -277,9 +277,7 @@ class AsyncFrondClient:
         return await self._send("GET", path, None, False)
 
     async def _send(self, method: str, path: str, body: Optional[str], admin: bool) -> dict:
-        if self.closed:
-            raise FrondError("", 0, "frond: the client is closed")
-        attempts = self.o.attempts if self.o.attempts > 0 else 3 * len(self._servers)
+        attempts = self._attempts()
         last: Optional[FrondError] = None
         for _ in range(attempts):
             i = self._pick()
@@ -295,30 +293,11 @@ class AsyncFrondClient:
             except FrondError as fe:
                 e = fe
             else:
-                s.fails, s.down_until, self._preferred = 0, 0.0, i
+                self._answered(s, i)
                 return m
-            if not e.retryable:
-                raise e
-            s.fails = min(s.fails + 1, 30)
-            wait = min(self.o.backoff_max, self.o.backoff_min * 2 ** min(s.fails - 1, 20))
-            s.down_until = time.monotonic() + max(wait * (0.8 + 0.4 * random.random()), e.retry_after)
+            self._failed(s, e)
             last = e
-            if len(self._servers) > 1:
-                self.counters["failovers"] += 1
-        assert last is not None
-        raise FrondError(last.wire_code, last.status, f"no server could answer ({attempts} attempts on {len(self._servers)} servers); the last: {last}", last.retry_after) from last
-
-    def _pick(self) -> int:
-        now, best, best_rest = time.monotonic(), self._preferred, float("inf")
-        n = len(self._servers)
-        for k in range(n):
-            i = (self._preferred + k) % n
-            r = self._servers[i].down_until - now
-            if r <= 0:
-                return i
-            if r < best_rest:
-                best, best_rest = i, r
-        return best
+        raise self._exhausted(last, attempts)
 
     async def _once(self, s: _AsyncServer, method: str, path: str, body: Optional[str], admin: bool) -> dict:
         data = body.encode() if body is not None else b""

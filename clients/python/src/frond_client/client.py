@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import random
 import ssl
 import threading
 import time
@@ -12,6 +11,7 @@ import urllib.parse
 from typing import Dict, List, Optional, Tuple
 
 from ._lease import MAX_LEASE, LeaseState, Options, Range, behind_message, count, ranges_of, strs
+from ._rotation import _Rotation
 from .errors import FrondError
 
 
@@ -187,7 +187,7 @@ class Tag:
         return [self._l.next() for _ in range(n)]
 
 
-class FrondClient:
+class FrondClient(_Rotation):
     """A client of frond servers over their HTTP API, with the Go client's
     semantics: segment IDs from leases in process (strictly increasing per
     tag, fail-over across servers), per-call snowflake IDs, UUIDs, TypeIDs,
@@ -332,9 +332,7 @@ class FrondClient:
         return self._send("GET", path, None, False)
 
     def _send(self, method: str, path: str, body: Optional[str], admin: bool) -> dict:
-        if self.closed:
-            raise FrondError("", 0, "frond: the client is closed")
-        attempts = self.o.attempts if self.o.attempts > 0 else 3 * len(self._servers)
+        attempts = self._attempts()
         last: Optional[FrondError] = None
         for _ in range(attempts):
             i = self._pick()
@@ -346,31 +344,12 @@ class FrondClient:
                 self.counters["calls"] += 1
                 m = self._once(s, method, path, body, admin)
             except FrondError as e:
-                if not e.retryable:
-                    raise
-                s.fails = min(s.fails + 1, 30)
-                wait = min(self.o.backoff_max, self.o.backoff_min * 2 ** min(s.fails - 1, 20))
-                s.down_until = time.monotonic() + max(wait * (0.8 + 0.4 * random.random()), e.retry_after)
+                self._failed(s, e)
                 last = e
-                if len(self._servers) > 1:
-                    self.counters["failovers"] += 1
                 continue
-            s.fails, s.down_until, self._preferred = 0, 0.0, i
+            self._answered(s, i)
             return m
-        assert last is not None
-        raise FrondError(last.wire_code, last.status, f"no server could answer ({attempts} attempts on {len(self._servers)} servers); the last: {last}", last.retry_after) from last
-
-    def _pick(self) -> int:
-        now, best, best_rest = time.monotonic(), self._preferred, float("inf")
-        n = len(self._servers)
-        for k in range(n):
-            i = (self._preferred + k) % n
-            r = self._servers[i].down_until - now
-            if r <= 0:
-                return i
-            if r < best_rest:
-                best, best_rest = i, r
-        return best
+        raise self._exhausted(last, attempts)
 
     def _headers(self, body: Optional[str], admin: bool) -> dict:
         h = {"Accept": "application/json"}
