@@ -7,9 +7,23 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Any, Dict, List, Optional
+import urllib.parse
+from typing import Any, Dict, List, Optional, Tuple
 
 from .errors import FrondError
+
+
+def parse_server(raw: str) -> Tuple[str, str, str, int, bool]:
+    """A server as given (host:port, http://host:port or https://host:port):
+    its base URL, its netloc, host, port, and whether it is https."""
+    u = raw.strip()
+    if "://" not in u:
+        u = "http://" + u
+    p = urllib.parse.urlsplit(u)
+    if p.scheme not in ("http", "https") or not p.hostname:
+        raise ValueError(f"frond: server {raw}: want http://host:port or https://host:port")
+    https = p.scheme == "https"
+    return f"{p.scheme}://{p.netloc}", p.netloc, p.hostname, p.port or (443 if https else 80), https
 
 
 class _Rotation:

@@ -13,7 +13,7 @@ from typing import Dict, List, Optional, Tuple
 
 from ._lease import MAX_LEASE, LeaseState, Options, Range, behind_message, count, ranges_of, strs
 from .client import _quote, answer, retry_after_of
-from ._rotation import _Rotation
+from ._rotation import _Rotation, parse_server
 from .errors import FrondError
 
 
@@ -27,16 +27,8 @@ class _Conn:
 
 class _AsyncServer:
     def __init__(self, raw: str, o: Options, ctx: Optional[ssl.SSLContext]):
-        u = raw.strip()
-        if "://" not in u:
-            u = "http://" + u
-        p = urllib.parse.urlsplit(u)
-        if p.scheme not in ("http", "https") or not p.hostname:
-            raise ValueError(f"frond: server {raw}: want http://host:port or https://host:port")
-        self.base = f"{p.scheme}://{p.netloc}"
-        self.netloc = p.netloc
-        self.host, self.port = p.hostname, p.port or (443 if p.scheme == "https" else 80)
-        self.ctx = ctx if p.scheme == "https" else None
+        self.base, self.netloc, self.host, self.port, https = parse_server(raw)
+        self.ctx = ctx if https else None
         self.idle: List[_Conn] = []
         self.down_until = 0.0
         self.fails = 0

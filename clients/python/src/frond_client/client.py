@@ -11,7 +11,7 @@ import urllib.parse
 from typing import Dict, List, Optional, Tuple
 
 from ._lease import MAX_LEASE, LeaseState, Options, Range, behind_message, count, ranges_of, strs
-from ._rotation import _Rotation
+from ._rotation import _Rotation, parse_server
 from .errors import FrondError
 
 
@@ -26,15 +26,7 @@ class Server:
     client sees it."""
 
     def __init__(self, raw: str, o: Options, ctx: Optional[ssl.SSLContext]):
-        u = raw.strip()
-        if "://" not in u:
-            u = "http://" + u
-        p = urllib.parse.urlsplit(u)
-        if p.scheme not in ("http", "https") or not p.hostname:
-            raise ValueError(f"frond: server {raw}: want http://host:port or https://host:port")
-        self.base = f"{p.scheme}://{p.netloc}"
-        self.https = p.scheme == "https"
-        self.host, self.port = p.hostname, p.port or (443 if self.https else 80)
+        self.base, _, self.host, self.port, self.https = parse_server(raw)
         self.o, self.ctx = o, ctx
         self.idle: List[http.client.HTTPConnection] = []
         self.lock = threading.Lock()
