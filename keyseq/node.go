@@ -109,8 +109,16 @@ type Node struct {
 	raises, takes, releases, lapses, failures atomic.Uint64 // NodeStats
 	forwarded                                 atomic.Uint64 // requests Spaces forwarded to an owner
 	closed                                    bool          // under round
-	once                                      sync.Once
-	rnd                                       *rand.Rand // under round
+	// left: the node stopped cleanly and gave its sections back (Close):
+	// it answers nothing, but a request that reaches it still is sent on
+	// to the section's owner, read from the store, until the process stops
+	// listening (issue 58, item 5: a clean stop answers no 503).
+	left     atomic.Bool
+	leaving  atomic.Bool   // Close began
+	gone     chan struct{} // closed when Close has given the sections back (or failed to)
+	goneOnce sync.Once
+	once     sync.Once
+	rnd      *rand.Rand // under round
 }
 
 // NewNode returns the node me of space on store; Run (or Round) makes it
@@ -132,7 +140,7 @@ func NewNode(space Space, store LeaseStore, me Owner, o NodeOptions) (*Node, err
 		o.Logger = slog.Default()
 	}
 	n := &Node{store: store, me: me, o: o, log: o.Logger,
-		stop: make(chan struct{}), done: make(chan struct{}), rnd: o.Rand}
+		stop: make(chan struct{}), done: make(chan struct{}), gone: make(chan struct{}), rnd: o.Rand}
 	if n.rnd == nil {
 		n.rnd = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	}
@@ -202,6 +210,22 @@ func (n *Node) Next(ctx context.Context, key string, count int64) (first, last i
 		return first, last, nil
 	}
 	var no *NotOwnerError
+	if n.leaving.Load() && errors.Is(err, frond.ErrClosed) && CheckKey(key) == nil {
+		// Stopping cleanly: once the sections are given back, who owns
+		// the key's section now (gone from the space, not from the
+		// network).
+		select {
+		case <-n.gone:
+		case <-ctx.Done():
+			return 0, 0, err
+		}
+		if n.left.Load() {
+			no = &NotOwnerError{Space: n.eng.space.Name, Section: SectionOf(key, n.eng.space.Sections)}
+			n.owner(no)
+			return 0, 0, no
+		}
+		return 0, 0, err
+	}
 	if !errors.As(err, &no) || no.Addr != "" {
 		return first, last, err
 	}
@@ -309,10 +333,20 @@ func (n *Node) Run() {
 func (n *Node) Round(ctx context.Context) error {
 	n.round.Lock()
 	defer n.round.Unlock()
-	if n.closed {
-		return fmt.Errorf("keyed sequence space %q: %w", n.eng.space.Name, frond.ErrClosed)
-	}
 	sp := n.eng.space
+	if n.closed {
+		if !n.left.Load() {
+			return fmt.Errorf("keyed sequence space %q: %w", sp.Name, frond.ErrClosed)
+		}
+		// Left: only who owns what, for the requests it sends on.
+		t, err := n.store.Read(ctx, sp.Name, sp.Sections)
+		if err != nil {
+			return err
+		}
+		n.table.Store(&t)
+		n.readAt.Store(n.o.Clock().UnixNano())
+		return nil
+	}
 	sent := n.o.Clock()
 	held, err := n.store.Renew(ctx, sp.Name, n.me, n.o.TTL)
 	if err != nil {
@@ -496,7 +530,23 @@ func (n *Node) open(sent time.Time) {
 // (best effort within ctx: leases not given back run out on their own).
 func (n *Node) Close(ctx context.Context) error {
 	var err error
-	n.halt(func() { err = n.store.Release(ctx, n.eng.space.Name, nil, n.me) })
+	n.leaving.Store(true)
+	n.halt(func() {
+		if err = n.store.Release(ctx, n.eng.space.Name, nil, n.me); err != nil {
+			return // its leases run out on their own: still its until then
+		}
+		if t := n.table.Load(); t != nil {
+			nt := Table{Owners: slices.Clone(t.Owners), Members: t.Members}
+			for i, o := range nt.Owners {
+				if o.Token == n.me.Token {
+					nt.Owners[i] = Owner{}
+				}
+			}
+			n.table.Store(&nt)
+		}
+		n.left.Store(true)
+	})
+	n.goneOnce.Do(func() { close(n.gone) })
 	return err
 }
 

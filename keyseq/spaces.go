@@ -90,7 +90,10 @@ type Spaces struct {
 
 	mu     sync.Mutex // starts and Close, one at a time
 	closed bool
-	key    atomic.Pointer[[]byte] // the cluster's peer key, once read
+	// stopped: Close ran (the store closed too); a node that only left
+	// (Leave) still sends requests on to the sections' owners.
+	stopped atomic.Bool
+	key     atomic.Pointer[[]byte] // the cluster's peer key, once read
 	// misses are the names of spaces found not to exist, with when
 	// (missTTL); missCount how many are kept.
 	misses    sync.Map
@@ -371,17 +374,21 @@ func (s *Spaces) List(ctx context.Context) ([]SpaceStatus, error) {
 // cannot be answered within a lease is refused as unavailable rather than
 // left waiting. Values from memory wait on nothing.
 func (s *Spaces) Next(ctx context.Context, space, key string, count int64, forwarded bool) (first, last int64, err error) {
+	if s.stopped.Load() {
+		return 0, 0, fmt.Errorf("keyed sequences: %w", frond.ErrClosed)
+	}
 	n, err := s.node(ctx, space)
 	if err != nil {
 		return 0, 0, err
 	}
 	// A section between owners (given back while a node joins, or by a
-	// node that stops cleanly; or its owner gone) is waited for, up to
-	// half a lease, rather than refused at once: this node's rounds, run
-	// now and then while it waits, take it or learn who did (issue 58,
-	// item 5: a node joining, a clean stop and a rolling restart answered
-	// 503 for up to a tenth of a lease before).
-	deadline := time.Now().Add(s.ttl() / 2)
+	// node that stops cleanly; or its owner gone) is waited for, up to a
+	// lease, rather than refused at once: this node's rounds, run now and
+	// then while it waits, take it or learn who did (issue 58, item 5: a
+	// node joining, a clean stop and a rolling restart answered 503 for up
+	// to a tenth of a lease before). A hand-over takes about a tenth of a
+	// lease (the taker's next round); the rest is for a busy machine.
+	deadline := time.Now().Add(s.ttl())
 	var gone string      // an owner that did not answer,
 	var goneAt time.Time // when (on the node's clock)
 	for {
@@ -486,6 +493,7 @@ func (s *Spaces) Peer(ctx context.Context) (Peer, error) {
 // Close stops every node (each gives its sections back), then closes the
 // store if it has a Close.
 func (s *Spaces) Close(ctx context.Context) error {
+	s.stopped.Store(true)
 	errs := []error{s.Leave(ctx)}
 	if c, ok := s.store.(interface{ Close() error }); ok {
 		errs = append(errs, c.Close())

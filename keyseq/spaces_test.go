@@ -198,3 +198,60 @@ func TestSpaces_Bounded(t *testing.T) {
 		t.Fatalf("100 requests for a space that does not exist read the store %d times", n)
 	}
 }
+
+// Issue 58, item 5: a node that stops cleanly gives its sections back
+// (Leave) while it still listens; a request that reaches it meanwhile is
+// sent on to whoever owns the key's section now (read from the store),
+// not refused: a clean stop answers no 503. Close (the store closed too)
+// answers ErrClosed.
+func TestSpaces_LeftNodeSendsOn(t *testing.T) {
+	ctx := testenv.Ctx(t)
+	st := &keyseq.MemLeases{}
+	o := keyseq.NodeOptions{TTL: time.Second, Logger: slog.New(slog.DiscardHandler)}
+	byAddr := map[string]*keyseq.Spaces{}
+	var forwards atomic.Int64
+	fw := func(ctx context.Context, addr, space, key string, n int64, _ keyseq.Peer) (int64, int64, error) {
+		forwards.Add(1)
+		return byAddr[addr].Next(ctx, space, key, n, true)
+	}
+	a := keyseq.NewSpaces(st, keyseq.Owner{Token: "ta", Addr: "a"}, o, fw)
+	b := keyseq.NewSpaces(st, keyseq.Owner{Token: "tb", Addr: "b"}, o, fw)
+	byAddr["a"], byAddr["b"] = a, b
+	defer a.Close(ctx)
+	sp, err := a.Create(ctx, keyseq.Space{Name: "left", Step: 100, Sections: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// b serves keys of its own sections first.
+	last := map[string]int64{}
+	for i := range 64 {
+		key := fmt.Sprintf("k%d", i)
+		first, _, err := b.Next(ctx, sp.Name, key, 1, false)
+		if err != nil {
+			t.Fatalf("%s from b: %v", key, err)
+		}
+		last[key] = first
+	}
+	if err := b.Leave(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := forwards.Load()
+	for key, prev := range last {
+		first, _, err := b.Next(ctx, sp.Name, key, 1, false)
+		if err != nil {
+			t.Fatalf("%s from b after it left: %v", key, err)
+		}
+		if first <= prev {
+			t.Fatalf("%s: %d after %d", key, first, prev)
+		}
+	}
+	if forwards.Load() == before {
+		t.Fatal("b answered after it left: nothing sent on")
+	}
+	if err := b.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.Next(ctx, sp.Name, "k1", 1, false); !errors.Is(err, frond.ErrClosed) {
+		t.Fatalf("next after close: %v", err)
+	}
+}

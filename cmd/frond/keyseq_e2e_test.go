@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -286,7 +287,8 @@ func TestE2E_KeyedSequences_HandOvers(t *testing.T) {
 					continue // a node going away: the client tries another
 				}
 				var v struct{ Value int64 }
-				json.NewDecoder(resp.Body).Decode(&v)
+				body, _ := io.ReadAll(resp.Body)
+				json.Unmarshal(body, &v)
 				resp.Body.Close()
 				d := time.Since(t0)
 				mu.Lock()
@@ -302,6 +304,9 @@ func TestE2E_KeyedSequences_HandOvers(t *testing.T) {
 					answered++
 					longest = max(longest, d)
 				default:
+					if len(refused) < 10 {
+						t.Logf("%s: %s from %s: %d %s", ph, key, s.url, resp.StatusCode, body)
+					}
 					refused[fmt.Sprintf("%s: %d", ph, resp.StatusCode)]++
 				}
 				mu.Unlock()
@@ -335,35 +340,37 @@ func TestE2E_KeyedSequences_HandOvers(t *testing.T) {
 	b := start("2", dataB)
 	setPhase("join", a, b)
 	waitShared("join", a, b)
-	// A clean stop: the clients ask the node that stays.
-	setPhase("clean stop", a)
+	// A clean stop: the clients keep asking the node that stops until it
+	// stops listening (it sends their requests on to the new owners), then
+	// the node that stays.
+	setPhase("clean stop", a, b)
 	if err := b.stop(syscall.SIGTERM); err != nil {
 		t.Fatalf("b's clean stop: %v", err)
 	}
+	setPhase("b stopped", a)
 	time.Sleep(1500 * time.Millisecond)
 	// A rolling restart: b again, then a stopped and started.
 	b = start("2", dataB)
 	setPhase("restart b", a, b)
 	waitShared("restart b", a, b)
-	setPhase("restart a", b)
+	setPhase("restart a", a, b)
 	if err := a.stop(syscall.SIGTERM); err != nil {
 		t.Fatalf("a's clean stop: %v", err)
 	}
+	setPhase("a stopped", b)
 	a = start("1", dataA)
 	setPhase("a back", a, b)
 	waitShared("a back", a, b)
 	close(stop)
 	wg.Wait()
 	t.Logf("%d answers over a join, a clean stop and a rolling restart; refused: %v; the longest answer %v", answered, refused, longest.Round(time.Millisecond))
-	// None refused in nearly every run here; a busy machine (.ci/busy.sh
-	// runs this beside spinning processes) can stretch a round past the
-	// wait now and then, so a few are let through: before the wait, the
-	// same run was refused 1,039 times (402 at the join alone).
-	n := 0
-	for _, c := range refused {
-		n += c
-	}
-	if n > 5 {
-		t.Errorf("%d requests refused during planned changes: %v", n, refused)
+	// None refused: a request for a section between owners waits (up to a
+	// lease) for the taker, and a node that stops sends its requests on
+	// until it stops listening (a client whose connection is refused tries
+	// another node, as every frond client does). Before the wait, the same
+	// run was refused 1,039 times (402 at the join alone); with the wait
+	// but before a stopping node sent requests on, 0 to 4.
+	if len(refused) > 0 {
+		t.Errorf("requests refused during planned changes: %v", refused)
 	}
 }
