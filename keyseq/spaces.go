@@ -115,6 +115,21 @@ type SpaceStats struct {
 	NodeStats
 }
 
+// StoreCheck pings the keyed sequence store, where it can be pinged, and
+// lists its warnings (frond.Warner: a Redis that no longer keeps its data
+// across a restart), for readiness.
+func (s *Spaces) StoreCheck(ctx context.Context) (warnings []string, err error) {
+	if p, ok := s.store.(frond.Pinger); ok {
+		ctx, cancel := context.WithTimeout(ctx, s.ttl())
+		defer cancel()
+		err = p.Ping(ctx)
+	}
+	if w, ok := s.store.(frond.Warner); ok {
+		warnings = w.Warnings()
+	}
+	return warnings, err
+}
+
 // Stats reports each space this node serves, by name.
 func (s *Spaces) Stats() []SpaceStats {
 	var out []SpaceStats

@@ -38,6 +38,17 @@ func (s *Service) Ready(ctx context.Context) []Check { return s.Readiness(ctx).C
 func (s *Service) Readiness(ctx context.Context) Readiness {
 	store, err := s.storeCheck(ctx)
 	checks := append([]Check{store}, s.w.Checks()...)
+	if sp := s.cfg.Spaces; sp != nil {
+		// The keyed sequences' store: its persistence read again now and
+		// then, as the segment store's (issue 58, item 6).
+		warnings, err := sp.StoreCheck(ctx)
+		c := Check{Name: "sequences_store", OK: err == nil}
+		if err != nil {
+			warnings = append([]string{err.Error()}, warnings...)
+		}
+		c.Detail = strings.Join(warnings, "; ")
+		checks = append(checks, c)
+	}
 	return Readiness{Checks: slices.Clip(checks), Segment: s.segmentReady(store, err), Snowflake: s.SnowflakeReady()}
 }
 

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -111,4 +112,32 @@ func TestSeq_NotConfigured(t *testing.T) {
 	f := newFixture(t, api.Options{})
 	f.want(f.do("GET", "/v1/seq/msgs/k", ""), 400, "serves no keyed sequences")
 	f.want(f.do("POST", "/v1/spaces", `{"name":"msgs"}`), 400, "serves no keyed sequences")
+}
+
+// warnedLeases is a lease store whose server says it may lose data: Ping
+// reads it again (as RedisSections reads the server's persistence).
+type warnedLeases struct {
+	keyseq.MemLeases
+	why atomic.Pointer[string]
+}
+
+func (w *warnedLeases) Ping(context.Context) error { return nil }
+func (w *warnedLeases) Warnings() []string {
+	if p := w.why.Load(); p != nil {
+		return []string{*p}
+	}
+	return nil
+}
+
+// Issue 58, item 6: /readyz says when the keyed sequences' store stops
+// keeping its data (a later CONFIG SET appendonly no), as it says for the
+// segment store.
+func TestSeq_ReadyzSaysStoreWarnings(t *testing.T) {
+	st := &warnedLeases{}
+	sp := keyseq.NewSpaces(st, keyseq.Owner{Token: "me", Addr: "127.0.0.1:1"}, keyseq.NodeOptions{TTL: time.Minute, Logger: slog.New(slog.DiscardHandler)}, nil)
+	f := newFixture(t, api.Options{}, func(c *service.Config) { c.Spaces = sp })
+	f.want(f.do("GET", "/readyz", ""), 200, `"name":"sequences_store","ok":true`)
+	why := "redis does not persist (appendonly no): keyed sequence values will be given again after a Redis crash or restart"
+	st.why.Store(&why)
+	f.want(f.do("GET", "/readyz", ""), 200, `"name":"sequences_store","ok":true,"detail":"redis does not persist (appendonly no)`)
 }

@@ -38,7 +38,11 @@ type RedisSections struct {
 	watch   redisutil.Watch
 }
 
-var _ keyseq.SpaceStore = (*RedisSections)(nil)
+var (
+	_ keyseq.SpaceStore = (*RedisSections)(nil)
+	_ frond.Pinger      = (*RedisSections)(nil)
+	_ frond.Warner      = (*RedisSections)(nil)
+)
 
 var seqRisk = redisutil.Risk{
 	Refusal: "keyed sequences would hand out the same values again",
@@ -64,8 +68,22 @@ func OpenRedis(ctx context.Context, rawURL string) (*RedisSections, error) {
 	return s, nil
 }
 
-// Warnings is the server's persistence as last read.
+// Warnings implements frond.Warner: the server's persistence as last read
+// (at open, and again by Ping now and then).
 func (s *RedisSections) Warnings() []string { return s.watch.Warnings() }
+
+// Ping implements frond.Pinger, and reads the server's persistence again
+// now and then (redisutil.Watch), as the segment and CosId Redis stores
+// do: a later CONFIG SET appendonly no is said by /readyz (issue 58).
+func (s *RedisSections) Ping(ctx context.Context) error {
+	c, cancel := redisutil.Bound(ctx, s.timeout)
+	defer cancel()
+	if err := s.c.Ping(c).Err(); err != nil {
+		return redisutil.Fail("ping", s.where, err)
+	}
+	s.watch.Recheck(c, s.c)
+	return nil
+}
 
 // Close releases the connections.
 func (s *RedisSections) Close() error { return s.c.Close() }
