@@ -44,6 +44,13 @@
 // set_change: frond stores set with the stores in a random order), and
 // -chaos.sabotage gives every node the same worker ID, to see the checker
 // fail.
+//
+// Keyed sequences: the run reports, per fault kind, the longest a section
+// went unanswered (a refusal to the next answer) while that fault alone was
+// in effect, and during several at once. With -chaos.serial the faults come
+// one at a time, each a lease and 2 s after the last healed, and an outage
+// of a single fault longer than a lease and 2 s fails the run (issue 58,
+// item 5; counted from the heal when no node could reach the keyed store).
 package chaos
 
 import (
@@ -82,6 +89,7 @@ var (
 	variantFlag  = flag.String("chaos.variant", "sql-etcd", "sql-etcd: MariaDB + PostgreSQL stores, etcd registry; redis-zk: Redis store, ZooKeeper registry")
 	sabotageFlag = flag.Bool("chaos.sabotage", false, "give every node worker ID 1 (registry static:1): the run must fail with duplicate snowflake IDs, which shows the checker catches them")
 	keepLogsFlag = flag.Bool("chaos.keeplogs", false, "keep the processes' logs of a run that passed (a failed run's are always kept)")
+	serialFlag   = flag.Bool("chaos.serial", false, "one fault at a time, each struck a lease and 2 s after the last healed: every keyed sequence outage is a single fault's, and held to its bound")
 	faultsFlag   = flag.String("chaos.faults", "kill9,sigterm,sigstop,store_cut,registry_cut,clock_step,fresh_dir,set_change", "the faults to inject, comma-separated")
 )
 
@@ -137,7 +145,25 @@ type harness struct {
 	storeCuts    map[int][]interval // per node: when any of its stores was cut
 	faultErrs    []string
 	nextIdentity int
-	changing     sync.Mutex // set_change: one at a time
+	changing     sync.Mutex  // set_change: one at a time
+	spans        []faultSpan // every fault, when it struck and healed (the keyed sequences' outages by fault)
+}
+
+// faultSpan is one fault: from when it struck to when it healed (a node
+// up again, a cut restored, a clock back). keyedDown: no node could reach
+// the keyed sequence store meanwhile (its store cut on every node), so its
+// sections may go unanswered for the whole fault.
+type faultSpan struct {
+	kind      string
+	from, to  time.Time
+	keyedDown bool
+}
+
+// span records a fault that struck at from and healed now.
+func (h *harness) span(kind string, from time.Time, keyedDown bool) {
+	h.mu.Lock()
+	h.spans = append(h.spans, faultSpan{kind: kind, from: from, to: time.Now(), keyedDown: keyedDown})
+	h.mu.Unlock()
 }
 
 func (h *harness) count(p *int) {
@@ -398,14 +424,19 @@ func TestChaos(t *testing.T) {
 	// Faults.
 	deadline := time.Now().Add(*durationFlag)
 	var fw sync.WaitGroup
-	for w := range 2 {
+	workers, rest := 2, time.Duration(0)
+	if *serialFlag {
+		// Faults do not overlap: each outage has one cause.
+		workers, rest = 1, keyedBound
+	}
+	for w := range workers {
 		fw.Add(1)
 		rng := rand.New(rand.NewPCG(seed, 1000+uint64(w)))
 		go func() {
 			defer fw.Done()
 			for time.Now().Before(deadline) {
 				h.fault(rng)
-				time.Sleep(time.Duration(500+rng.IntN(2000)) * time.Millisecond)
+				time.Sleep(rest + time.Duration(500+rng.IntN(2000))*time.Millisecond)
 			}
 		}()
 	}
@@ -567,6 +598,7 @@ func (h *harness) changeSet(rng *rand.Rand) {
 	h.changing.Lock() // one change at a time, as an operator would
 	defer h.changing.Unlock()
 	h.tally("set_change")
+	defer h.span("set_change", time.Now(), false)
 	if rng.IntN(2) == 0 {
 		h.killChange(rng, order)
 	}
@@ -691,6 +723,7 @@ func (h *harness) fault(rng *rand.Rand) {
 		}
 		time.Sleep(time.Until(from.Add(pause)))
 		n.resume()
+		h.span("sigstop", from, false)
 		h.logf("sigcont node %d", n.idx)
 	case "store_cut", "registry_cut":
 		h.tally(k)
@@ -746,6 +779,9 @@ func (h *harness) fault(rng *rand.Rand) {
 			}
 			h.mu.Unlock()
 		}
+		// The keyed sequences live on the first store: cut on every node,
+		// no node can take or renew a section.
+		h.span(k, from, k == "store_cut" && all && (what == "all stores" || what == "store 0"))
 		h.logf("restored %s of %s", what, nodeNames(nodes))
 	case "clock_step":
 		h.tally(k)
@@ -758,6 +794,14 @@ func (h *harness) fault(rng *rand.Rand) {
 		// restart behind the times the node recorded.
 		behind := step < 0 && h.faults["kill9"] && rng.IntN(3) == 0
 		h.logf("node %d: clock %v for %v, then back (kill -9 and restart behind: %v)", n.idx, step, hold, behind)
+		from := time.Now()
+		defer func() {
+			kind := "clock_step"
+			if behind {
+				kind = "restart_behind"
+			}
+			h.span(kind, from, false)
+		}()
 		if behind {
 			h.tally("restart_behind")
 			h.tally("kill9")
@@ -833,6 +877,8 @@ func (h *harness) restart(n *node, sig syscall.Signal, rng *rand.Rand) {
 func (h *harness) restartAs(n *node, sig syscall.Signal, fresh, newIdentity bool) {
 	name := map[syscall.Signal]string{syscall.SIGKILL: "kill9", syscall.SIGTERM: "sigterm"}[sig]
 	h.tally(name)
+	from := time.Now()
+	defer h.span(name, from, false)
 	var err error
 	regCut := n.reg.cutDuring(func() { err = n.stop(sig) })
 	switch {
@@ -1014,9 +1060,14 @@ func (h *harness) check(seed uint64, results []*result) {
 				}
 			}
 		}
-		gap, sec, at := longestOutage(tries)
-		keyed = fmt.Sprintf("%d answers on %d keys, %d keys' values out of order; longest a section went unanswered: %v (section %d at %s)",
-			keyAnswers, len(keyOps), keyBad, gap.Round(time.Millisecond), sec, at.UTC().Format("15:04:05.000"))
+		h.mu.Lock()
+		spans := slices.Clone(h.spans)
+		h.mu.Unlock()
+		report, over := outageReport(outages(tries), spans)
+		keyed = fmt.Sprintf("%d answers on %d keys, %d keys' values out of order; %s", keyAnswers, len(keyOps), keyBad, report)
+		for _, o := range over {
+			t.Error(o)
+		}
 		if keyAnswers == 0 {
 			t.Errorf("the clients got no keyed sequence values")
 		}
@@ -1074,30 +1125,104 @@ func linearizability(ops []seqOp) []string {
 	return bad
 }
 
-// longestOutage is the longest time a section went unanswered: from the
-// first failed request after an answer (or the start) to the next answer,
-// the requests of every client to every node together.
-func longestOutage(tries []secTry) (gap time.Duration, section int, at time.Time) {
+// outage is a time a section went unanswered: from the first request
+// refused after an answer (or the start) to the next answer, the requests
+// of every client to every node together. Requests a node did not answer
+// at all (killed, paused: the client's own fault to see) start none.
+type outage struct {
+	section  int
+	down, up time.Time
+}
+
+func outages(tries []secTry) []outage {
 	by := map[int][]secTry{}
 	for _, t := range tries {
-		by[t.section] = append(by[t.section], t)
+		if !t.lost {
+			by[t.section] = append(by[t.section], t)
+		}
 	}
+	var out []outage
 	for sec, ts := range by {
 		slices.SortFunc(ts, func(a, b secTry) int { return a.from.Compare(b.from) })
-		var down time.Time // the first failure since the last answer
+		var down time.Time // the first refusal since the last answer
 		for _, t := range ts {
 			switch {
 			case t.ok && !down.IsZero():
-				if d := t.to.Sub(down); d > gap {
-					gap, section, at = d, sec, down
-				}
+				out = append(out, outage{section: sec, down: down, up: t.to})
 				down = time.Time{}
 			case !t.ok && down.IsZero():
 				down = t.from
 			}
 		}
 	}
-	return gap, section, at
+	return out
+}
+
+// keyedBound is the longest a section may go unanswered after a single
+// fault (issue 58, item 5): a lease and 2 s, from the fault (or, when no
+// node could reach the keyed store, from its heal).
+const keyedBound = 3*time.Second + 2*time.Second // sequences.lease_ttl (the default) + 2 s
+
+// outageReport is the longest outage per fault kind, among those during
+// which that fault alone was in effect (from when it struck to a lease
+// and 2 s after it healed), and the longest during several at once; and
+// the single-fault outages over keyedBound.
+func outageReport(outs []outage, spans []faultSpan) (report string, over []string) {
+	type worst struct {
+		d   time.Duration
+		o   outage
+		all int
+	}
+	single := map[string]*worst{}
+	var several, none worst
+	for _, o := range outs {
+		var in []faultSpan
+		for _, f := range spans {
+			if !f.from.After(o.up) && !f.to.Add(keyedBound).Before(o.down) {
+				in = append(in, f)
+			}
+		}
+		d := o.up.Sub(o.down)
+		switch len(in) {
+		case 0:
+			none.all++
+			if d > none.d {
+				none.d, none.o = d, o
+			}
+		case 1:
+			f := in[0]
+			if f.keyedDown && f.to.After(o.down) {
+				d = o.up.Sub(f.to) // unanswerable while no node reached the store
+			}
+			w := single[f.kind]
+			if w == nil {
+				w = &worst{}
+				single[f.kind] = w
+			}
+			w.all++
+			if d > w.d {
+				w.d, w.o = d, o
+			}
+			if d > keyedBound {
+				over = append(over, fmt.Sprintf("keyed sequence section %d unanswered for %v from %s, with one fault in effect (%s from %s to %s); at most %v",
+					o.section, d.Round(time.Millisecond), o.down.UTC().Format("15:04:05.000"), f.kind,
+					f.from.UTC().Format("15:04:05.000"), f.to.UTC().Format("15:04:05.000"), keyedBound))
+			}
+		default:
+			several.all++
+			if d > several.d {
+				several.d, several.o = d, o
+			}
+		}
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(single)) {
+		w := single[k]
+		parts = append(parts, fmt.Sprintf("%s %v (%d)", k, w.d.Round(time.Millisecond), w.all))
+	}
+	parts = append(parts, fmt.Sprintf("several faults at once %v (%d)", several.d.Round(time.Millisecond), several.all),
+		fmt.Sprintf("no fault %v (%d)", none.d.Round(time.Millisecond), none.all))
+	return "longest a section went unanswered, by fault (outages): " + strings.Join(parts, ", "), over
 }
 
 func duplicates(recs []rec) (pairs [][2]rec, segments, snowflakes int) {

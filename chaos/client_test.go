@@ -92,6 +92,9 @@ type secTry struct {
 	section  int
 	from, to time.Time
 	ok       bool
+	// lost: the node asked did not answer (killed, stopped, paused): a
+	// fault of that node, not of the section, which the other nodes serve.
+	lost bool
 }
 
 // Keys and sections of the keyed sequence space.
@@ -475,6 +478,7 @@ func (c *client) keyed(stop <-chan struct{}, maxRequests int) {
 		}
 		switch {
 		case err != nil:
+			try.lost = true
 			c.res.codes["keyed_conn_error"]++
 		case resp.StatusCode == 200:
 			var v struct {

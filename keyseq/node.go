@@ -411,26 +411,46 @@ func (n *Node) Round(ctx context.Context) error {
 		}
 	}
 	want := share - len(held)
+	room := sp.Sections // sections this node could still hold
 	if b := n.o.Budget; b != nil {
 		// No more than the node can hold: a section it cannot hold is
 		// better served by another node.
-		want = int(min(int64(want), b.Left()/SectionBytes(sp)))
+		room = int(min(int64(room), b.Left()/SectionBytes(sp)))
+		want = min(want, room)
 	}
 	start := n.rnd.IntN(sp.Sections)
-	waiting := false
-	for k := 0; k < sp.Sections && want > 0; k++ {
+	waiting, rescuing := false, false
+	for k := 0; k < sp.Sections && room > 0; k++ {
 		i := (start + k) % sp.Sections
-		if t.Owners[i].Token == "" {
-			if !n.free(t, i) {
-				waiting = true // its lease ran out by the store's clock only just: soon
-				continue
-			}
-			take = append(take, i)
-			want--
+		if t.Owners[i].Token != "" {
+			continue
 		}
+		// Lapsed: its owner's lease ran out (a kill -9, a pause, a cut
+		// from the store), not given back.
+		lapsed := i < len(t.Untils) && t.Untils[i] != 0
+		if !n.free(t, i) {
+			// Its lease ran out by the store's clock only just: soon.
+			waiting = waiting || want > 0
+			rescuing = rescuing || lapsed
+			continue
+		}
+		switch {
+		case want > 0:
+			want--
+		case lapsed:
+			// Beyond the share: a section whose owner is gone is taken by
+			// every node that watched its lease run out, rather than left
+			// to a node that has just started and has yet to watch it for
+			// a lease (a kill -9 and a restart: issue 58, item 5); the
+			// shares even out at the next rounds, by planned hand-overs.
+		default:
+			continue
+		}
+		take = append(take, i)
+		room--
 	}
 	if len(take) == 0 {
-		n.short.Store(len(held) < share && (waiting || n.expectRelease(t, share)))
+		n.short.Store(len(held) < share && (waiting || n.expectRelease(t, share)) || rescuing)
 		return nil
 	}
 	slices.Sort(take)
@@ -440,7 +460,7 @@ func (n *Node) Round(ctx context.Context) error {
 		return err
 	}
 	n.takes.Add(uint64(len(got)))
-	n.short.Store(len(held)+len(got) < share && (len(got) < len(take) || waiting))
+	n.short.Store(len(held)+len(got) < share && (len(got) < len(take) || waiting) || rescuing || len(held)+len(got) > share)
 	if !n.short.Load() && len(held)+len(got) < share {
 		n.short.Store(n.expectRelease(t, share))
 	}
