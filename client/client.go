@@ -110,6 +110,7 @@ type Client struct {
 	// that never met one pays one atomic load.
 	unleasedSeen atomic.Bool
 	unleasedTags sync.Map // tag -> viaRanges or viaForm
+	routes       sync.Map // keyed sequence space -> *seqRoute
 }
 
 // server is one frond server and its health as this client sees it.
@@ -219,8 +220,16 @@ func (c *Client) closeConns() error {
 // is tried. When every server rests, the call waits for the first to be
 // due, within ctx. Errors are frond's (see Error).
 func (c *Client) call(ctx context.Context, fn func(ctx context.Context, ids frondv1.IDServiceClient) error) error {
+	_, err := c.callAt(ctx, -1, fn)
+	return err
+}
+
+// callAt is call, its first attempt on server want when want is one that
+// is up (a keyed sequence section's owner; -1: none), and it reports the
+// server that answered.
+func (c *Client) callAt(ctx context.Context, want int, fn func(ctx context.Context, ids frondv1.IDServiceClient) error) (int, error) {
 	if c.closed.Load() {
-		return fmt.Errorf("client: %w", frond.ErrClosed)
+		return -1, fmt.Errorf("client: %w", frond.ErrClosed)
 	}
 	c.stats.calls.Add(1)
 	if c.o.Token != "" {
@@ -233,6 +242,10 @@ func (c *Client) call(ctx context.Context, fn func(ctx context.Context, ids fron
 	var last error
 	for attempt := 0; attempt < c.o.Attempts; attempt++ {
 		i, wait := c.pick()
+		pinned := attempt == 0 && want >= 0 && want < len(c.servers) && c.servers[want].rest(time.Now()) <= 0
+		if pinned {
+			i, wait = want, 0
+		}
 		if wait > 0 {
 			c.stats.waits.Add(1)
 			t := time.NewTimer(wait)
@@ -240,7 +253,7 @@ func (c *Client) call(ctx context.Context, fn func(ctx context.Context, ids fron
 			case <-t.C:
 			case <-ctx.Done():
 				t.Stop()
-				return c.giveUp(ctx, last)
+				return -1, c.giveUp(ctx, last)
 			}
 		}
 		s := c.servers[i]
@@ -249,18 +262,18 @@ func (c *Client) call(ctx context.Context, fn func(ctx context.Context, ids fron
 		cancel()
 		if err == nil {
 			s.up()
-			if c.pref.Swap(int32(i)) != int32(i) && attempt > 0 {
+			if !pinned && c.pref.Swap(int32(i)) != int32(i) && attempt > 0 {
 				c.o.Logger.Info("frond client: failed over", "server", s.addr)
 			}
-			return nil
+			return i, nil
 		}
 		e := fromStatus(err)
 		if ctx.Err() != nil {
-			return c.giveUp(ctx, e)
+			return -1, c.giveUp(ctx, e)
 		}
 		if !e.retryable() {
 			s.up() // it answered
-			return e
+			return i, e
 		}
 		last = e
 		s.down(c.o, e.RetryAfter)
@@ -270,7 +283,7 @@ func (c *Client) call(ctx context.Context, fn func(ctx context.Context, ids fron
 		}
 		c.o.Logger.Warn("frond client: server failed; trying the next", "server", s.addr, "err", e)
 	}
-	return last
+	return -1, last
 }
 
 // idempotencyKey is a fresh key: 128 random bits.

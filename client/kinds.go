@@ -2,7 +2,12 @@ package client
 
 import (
 	"context"
+	"sync/atomic"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/frond-id/frond/keyseq"
 	frondv1 "github.com/frond-id/frond/proto/frond/v1"
 )
 
@@ -44,14 +49,68 @@ func (c *Client) Serials(ctx context.Context, name string, n int) ([]string, err
 // space, first to last: each above every value the key was given before,
 // whichever server answered (docs/sequences.md). A call whose answer was
 // lost and is retried skips values, never repeats them.
+//
+// The client sends a key to the server that serves its section, as the
+// servers' answers told it (keyed: one hop; another server would send the
+// request on to the owner), and any server while it knows none or that one
+// is down.
 func (c *Client) Seq(ctx context.Context, space, key string, n int) (first, last int64, err error) {
 	var out *frondv1.SeqValues
-	err = c.call(ctx, func(ctx context.Context, ids frondv1.IDServiceClient) error {
+	want := -1
+	rt, _ := c.routes.Load(space)
+	if rt != nil {
+		r := rt.(*seqRoute)
+		switch v := int(r.owner[keyseq.SectionOf(key, len(r.owner))].Load()); {
+		case v > 0:
+			want = v - 1
+		case v < 0:
+			want = (-v) % len(c.servers) // the one after the server that sent it on
+		}
+	}
+	var md metadata.MD
+	i, err := c.callAt(ctx, want, func(ctx context.Context, ids frondv1.IDServiceClient) error {
 		var err error
-		out, err = ids.NextSeq(ctx, &frondv1.NextSeqRequest{Space: space, Key: key, N: int64(n)})
+		md = nil
+		out, err = ids.NextSeq(ctx, &frondv1.NextSeqRequest{Space: space, Key: key, N: int64(n)}, grpc.Header(&md))
 		return err
 	})
+	if err == nil {
+		c.learnRoute(space, md, i)
+	}
 	return out.GetFirst(), out.GetLast(), err
+}
+
+// seqRoute is what a client knows of a space's sections: by section, the
+// server that last said it serves it (its index + 1), or the last that said
+// it does not (-(index + 1): the next one is asked), or nothing (0).
+type seqRoute struct {
+	owner []atomic.Int32
+}
+
+// learnRoute keeps what server i said of the key's section
+// (keyseq.RouteHeader): that it serves it, or that it sent the request on.
+func (c *Client) learnRoute(space string, md metadata.MD, i int) {
+	v := md.Get(keyseq.RouteHeader)
+	if len(v) != 1 {
+		return
+	}
+	r, ok := keyseq.ParseRoute(v[0])
+	if !ok {
+		return
+	}
+	var route *seqRoute
+	if rt, ok := c.routes.Load(space); ok && len(rt.(*seqRoute).owner) == r.Sections {
+		route = rt.(*seqRoute)
+	} else {
+		route = &seqRoute{owner: make([]atomic.Int32, r.Sections)}
+		c.routes.Store(space, route)
+	}
+	if r.Mine {
+		route.owner[r.Section].Store(int32(i + 1))
+	} else {
+		// i sent it on: the next call asks the server after i.
+		route.owner[r.Section].Store(int32(-(i + 1)))
+	}
 }
 
 // NameUUID returns the name-based UUID of version 3 (MD5) or 5 (SHA-1) of a

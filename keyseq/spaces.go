@@ -115,6 +115,22 @@ type SpaceStats struct {
 	NodeStats
 }
 
+// Serves reports the section of key in the space, the space's sections,
+// and whether this node serves that section now, from what it holds (no
+// store read; sections 0: the space is not started here). A client that
+// routes keys to their owners learns from it (the gRPC answer's
+// frond-seq-section header; issue 58, item 6).
+func (s *Spaces) Serves(space, key string) (section, sections int, mine bool) {
+	v, ok := s.nodes.Load(space)
+	if !ok {
+		return 0, 0, false
+	}
+	n := v.(*Node)
+	sections = n.eng.space.Sections
+	section = SectionOf(key, sections)
+	return section, sections, n.eng.gate.open() && n.eng.granted(section)
+}
+
 // StoreCheck pings the keyed sequence store, where it can be pinged, and
 // lists its warnings (frond.Warner: a Redis that no longer keeps its data
 // across a restart), for readiness.

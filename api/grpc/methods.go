@@ -154,6 +154,14 @@ func (s *Server) NextSeq(ctx context.Context, in *frondv1.NextSeqRequest) (*fron
 	if err != nil {
 		return nil, err
 	}
+	if sp := s.svc.Spaces(); sp != nil {
+		// Which section the key is in, and whether this node serves it:
+		// a client sends the section's next keys straight here
+		// (keyseq.RouteHeader).
+		if sec, n, mine := sp.Serves(a.Request.Name, a.Request.Key); n > 0 {
+			grpc.SetHeader(ctx, metadata.Pairs(keyseq.RouteHeader, keyseq.Route{Section: sec, Sections: n, Mine: mine}.String()))
+		}
+	}
 	return held(s, ctx, &frondv1.SeqValues{Space: a.Request.Name, Key: a.Request.Key, First: a.Nums[0], Last: a.Nums[len(a.Nums)-1]}, a), nil
 }
 

@@ -1,17 +1,20 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	frondclient "github.com/frond-id/frond/client"
 	"github.com/frond-id/frond/internal/testenv"
 )
 
@@ -372,5 +375,81 @@ func TestE2E_KeyedSequences_HandOvers(t *testing.T) {
 	// but before a stopping node sent requests on, 0 to 4.
 	if len(refused) > 0 {
 		t.Errorf("requests refused during planned changes: %v", refused)
+	}
+}
+
+// Issue 58, item 6: the Go client sends a key to its section's owner, as
+// the servers' answers told it (keyseq.RouteHeader), so that once it knows
+// the sections a key costs one hop: the nodes forward almost nothing,
+// where a client asking any server has about half its requests forwarded.
+func TestE2E_KeyedSequences_GoClientRoutes(t *testing.T) {
+	dir := t.TempDir()
+	db := "sqlite://" + dir + "/shared.db"
+	env := []string{"FROND_SEQUENCES__LEASE_TTL=1s"}
+	start := func(node string) *server {
+		s, err := startServerEnv(t, env, t.TempDir(), "--store", db, "--node", node, "--grpc-addr", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b := start("1"), start("2")
+	space := fmt.Sprintf("routes-%d", rand.Int64N(1<<40))
+	if code, body := a.req("POST", "/v1/spaces", fmt.Sprintf(`{"name":%q,"step":1000,"sections":16}`, space)); code != 201 {
+		t.Fatalf("create space: %d %s", code, body)
+	}
+	// Both nodes serve the space and share the sections out.
+	last := map[string]int64{}
+	deadline := time.Now().Add(30 * time.Second)
+	requestAll(t, space, last, deadline, a, b)
+	holds := func(s *server) bool {
+		code, body := s.get("/v1/spaces")
+		return code == 200 && !strings.Contains(body, `"held":0`)
+	}
+	for !(holds(a) && holds(b)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the nodes never shared the sections out")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // the last hand-overs done
+	forwarded := func() int {
+		n := 0
+		for _, s := range []*server{a, b} {
+			_, body := s.get("/metrics")
+			for _, line := range strings.Split(body, "\n") {
+				if strings.HasPrefix(line, `frond_keyseq_forwarded_total{space="`+space+`"}`) {
+					v, _ := strconv.Atoi(strings.Fields(line)[1])
+					n += v
+				}
+			}
+		}
+		return n
+	}
+	run := func(c *frondclient.Client, calls int) int {
+		before := forwarded()
+		for i := range calls {
+			key := fmt.Sprintf("k%d", i%200)
+			first, _, err := c.Seq(context.Background(), space, key, 1)
+			if err != nil {
+				t.Fatalf("%s: %v", key, err)
+			}
+			if first <= last[key] {
+				t.Fatalf("%s: %d after %d", key, first, last[key])
+			}
+			last[key] = first
+		}
+		return forwarded() - before
+	}
+	c, err := frondclient.New(frondclient.Options{Servers: []string{a.listenAddr("gRPC"), b.listenAddr("gRPC")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	learning := run(c, 400) // the client learns the 16 sections
+	routed := run(c, 2000)  // then sends each key to its owner
+	t.Logf("forwarded: %d of the first 400 calls, %d of the next 2,000", learning, routed)
+	if routed > 20 {
+		t.Errorf("%d of 2,000 calls forwarded once the client knew the sections (about 1,000 without routing)", routed)
 	}
 }
