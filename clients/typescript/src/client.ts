@@ -473,6 +473,18 @@ export class FrondClient {
     return strs(await this.call(`/v1/serial/${path(name)}?n=${count(n, 10_000)}`), "serials", "serial");
   }
 
+  /**
+   * The next n values (1 to 10,000) of key in a keyed sequence space, first
+   * to last: each above every value the key was given before, whichever
+   * server answered (docs/sequences.md). A call whose answer was lost and is
+   * retried skips values, never repeats them.
+   */
+  async seq(space: string, key: string, n = 1): Promise<{ first: bigint; last: bigint }> {
+    const m = await this.call(`/v1/seq/${path(space)}/${path(key)}?n=${count(n, 10_000)}`);
+    if (typeof m.first_str !== "string" || typeof m.last_str !== "string") throw new FrondError("", 0, "frond's answer has no first_str and last_str");
+    return { first: BigInt(m.first_str), last: BigInt(m.last_str) };
+  }
+
   /** Creates a tag (tag administration, with the admin token): step, and optionally its mode and first ID. */
   async createTag(name: string, step: number, opts: { mode?: "segment" | "sequence"; maxId?: bigint } = {}): Promise<void> {
     // Built by hand: a maxId past 2^53 must not pass through a number.

@@ -280,6 +280,29 @@ test("per call", async () => {
   }
 });
 
+test("keyed sequences", async () => {
+  const s = await startFrond(tmp());
+  const c = new FrondClient({ servers: [s.url] });
+  try {
+    const created = await fetch(s.url + "/v1/spaces", { method: "POST", body: JSON.stringify({ name: "chat", step: 100, sections: 4 }) });
+    assert.equal(created.status, 201, await created.text());
+    const last = new Map();
+    for (let i = 0; i < 300; i++) {
+      const key = ["conv/1", "conv 2", "ü-3"][i % 3]; // a slash, a space, UTF-8: one path segment each
+      const n = 1 + (i % 4);
+      const { first, last: end } = await c.seq("chat", key, n);
+      assert.equal(end - first + 1n, BigInt(n));
+      assert.ok(first > (last.get(key) ?? 0n), `${key}: ${first} after ${last.get(key)}`);
+      last.set(key, end);
+    }
+    await assert.rejects(c.seq("nope", "k"), (e) => e instanceof FrondError && e.code === "tag_not_found");
+    await assert.rejects(c.seq("chat", "k", 10_001), RangeError);
+  } finally {
+    c.close();
+    await s.kill();
+  }
+});
+
 test("decoding and codes, offline", () => {
   // frond decode 2124376161118060544: 2026-11-22T05:35:20.468Z, node 0.
   const p = decode("2124376161118060544");

@@ -396,6 +396,25 @@ public final class FrondClient implements AutoCloseable {
         return strings(call("/v1/serial/" + path(name) + "?n=" + count(n, 10_000), false), "serials");
     }
 
+    /** The next value of key in a keyed sequence space: above every value the key was given before. */
+    public long seq(String space, String key) {
+        return seq(space, key, 1).first;
+    }
+
+    /**
+     * The next n values (1 to 10,000) of key in a keyed sequence space, first to last: each above every value the
+     * key was given before, whichever server answered (docs/sequences.md). A call whose answer was lost and is
+     * retried skips values, never repeats them.
+     */
+    public SeqValues seq(String space, String key, int n) {
+        Map<String, Object> m = call("/v1/seq/" + path(space) + "/" + path(key) + "?n=" + count(n, 10_000), false);
+        SeqValues v = new SeqValues(space, key, Json.getLong(m, "first"), Json.getLong(m, "last"));
+        if (v.count() != n) {
+            throw new IllegalArgumentException("frond's answer: " + v.count() + " values for " + n);
+        }
+        return v;
+    }
+
     /** Creates a segment tag (mode "segment" or "sequence") starting at ID 1: tag administration, with the admin token. */
     public void createTag(String name, long step, String mode) {
         String body = "{\"name\":" + quote(name) + ",\"step\":" + step + (mode == null || mode.isEmpty() ? "" : ",\"mode\":" + quote(mode)) + "}";

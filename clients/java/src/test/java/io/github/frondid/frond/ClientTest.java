@@ -308,6 +308,33 @@ class ClientTest {
         }
     }
 
+    // Keyed sequences: each key's values increase, whatever its bytes (a
+    // slash, a space, UTF-8: one path segment each).
+    @Test
+    void keyedSequences() throws Exception {
+        try (FrondServer s = FrondServer.start(dir.resolve("a"), Map.of()); FrondClient c = client(s.url)) {
+            java.net.http.HttpResponse<String> created = java.net.http.HttpClient.newHttpClient().send(
+                    java.net.http.HttpRequest.newBuilder(java.net.URI.create(s.url + "/v1/spaces"))
+                            .POST(java.net.http.HttpRequest.BodyPublishers.ofString("{\"name\":\"chat\",\"step\":100,\"sections\":4}")).build(),
+                    java.net.http.HttpResponse.BodyHandlers.ofString());
+            assertEquals(201, created.statusCode(), created.body());
+            Map<String, Long> last = new java.util.HashMap<>();
+            String[] keys = {"conv/1", "conv 2", "\u00fc-3"};
+            for (int i = 0; i < 300; i++) {
+                String key = keys[i % 3];
+                int n = 1 + i % 4;
+                SeqValues v = c.seq("chat", key, n);
+                assertEquals(n, v.count());
+                assertTrue(v.first > last.getOrDefault(key, 0L), key + ": " + v + " after " + last.get(key));
+                last.put(key, v.last);
+            }
+            assertTrue(c.seq("chat", "conv/1") > last.get("conv/1"));
+            FrondException e = assertThrows(FrondException.class, () -> c.seq("nope", "k"));
+            assertEquals(ErrorCode.TAG_NOT_FOUND, e.code());
+            assertThrows(IllegalArgumentException.class, () -> c.seq("chat", "k", 10_001));
+        }
+    }
+
     private static void run(String... cmd) throws IOException, InterruptedException {
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
         if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) {
