@@ -88,8 +88,10 @@ type Spaces struct {
 	forward Forwarder
 	log     *slog.Logger
 
-	mu     sync.Mutex // starts and Close, one at a time
-	closed bool
+	mu       sync.Mutex // starts and Close, one at a time
+	closed   bool
+	idleOnce sync.Once     // stopIdle started
+	quit     chan struct{} // closed by Leave: stopIdle returns
 	// stopped: Close ran (the store closed too); a node that only left
 	// (Leave) still sends requests on to the sections' owners.
 	stopped atomic.Bool
@@ -167,7 +169,7 @@ func NewSpaces(store SpaceStore, me Owner, o NodeOptions, forward Forwarder) *Sp
 	}
 	var b [12]byte
 	crand.Read(b[:])
-	return &Spaces{store: store, me: me, o: o, forward: forward, log: log, probe: hex.EncodeToString(b[:])}
+	return &Spaces{store: store, me: me, o: o, forward: forward, log: log, probe: hex.EncodeToString(b[:]), quit: make(chan struct{})}
 }
 
 // Me is the node's owner name.
@@ -231,14 +233,88 @@ func (s *Spaces) start(ctx context.Context, sp Space) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n.used.Store(time.Now().UnixNano())
+	n.used.Store(s.now().UnixNano())
 	if err := n.Round(ctx); err != nil {
 		// Served once a later round succeeds.
 		s.log.Warn("keyed sequence: the first round of leases failed", "space", sp.Name, "err", err)
 	}
 	n.Run()
 	s.nodes.Store(sp.Name, n)
+	s.idleOnce.Do(func() { go s.stopIdle() })
 	return n, nil
+}
+
+// DefaultIdleAfter is how long a space asked nothing on a node keeps
+// running there (NodeOptions.IdleAfter).
+const DefaultIdleAfter = 10 * time.Minute
+
+func (s *Spaces) idleAfter() time.Duration {
+	if s.o.IdleAfter == 0 {
+		return DefaultIdleAfter
+	}
+	return s.o.IdleAfter
+}
+
+func (s *Spaces) now() time.Time {
+	if s.o.Clock != nil {
+		return s.o.Clock()
+	}
+	return time.Now()
+}
+
+func (s *Spaces) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// stopIdle stops, every lease, the spaces idle past idleAfter, until the
+// node leaves.
+func (s *Spaces) stopIdle() {
+	if s.idleAfter() < 0 {
+		return
+	}
+	t := time.NewTicker(s.ttl())
+	defer t.Stop()
+	for {
+		select {
+		case <-s.quit:
+			return
+		case <-t.C:
+			s.StopIdle(context.Background())
+		}
+	}
+}
+
+// StopIdle stops the spaces asked nothing on this node for IdleAfter (their
+// sections given back) and reports how many it stopped.
+func (s *Spaces) StopIdle(ctx context.Context) int {
+	if s.idleAfter() < 0 {
+		return 0
+	}
+	before := s.now().Add(-s.idleAfter()).UnixNano()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0
+	}
+	stopped := 0
+	s.nodes.Range(func(k, v any) bool {
+		n := v.(*Node)
+		if n.used.Load() >= before {
+			return true
+		}
+		s.nodes.CompareAndDelete(k, n)
+		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.ttl())
+		if err := n.Close(c); err != nil {
+			s.log.Warn("keyed sequence: an idle space stopped here gave its sections back badly (they run out on their own)", "space", k, "err", err)
+		}
+		cancel()
+		stopped++
+		s.log.Info("keyed sequence: a space asked nothing here for a while stopped on this node (started again by the next request)", "space", k, "idle_after", s.idleAfter())
+		return true
+	})
+	return stopped
 }
 
 // DefaultMaxSpaces is how many spaces a node serves at once by default.
@@ -285,8 +361,13 @@ const missTTL = time.Second
 func (s *Spaces) node(ctx context.Context, name string) (*Node, error) {
 	if n, ok := s.nodes.Load(name); ok {
 		n := n.(*Node)
-		n.used.Store(time.Now().UnixNano())
-		return n, nil
+		if !n.left.Load() || s.isClosed() {
+			n.used.Store(s.now().UnixNano())
+			return n, nil
+		}
+		// Stopped here since it was loaded (idle, or to make room): started
+		// again below.
+		s.nodes.CompareAndDelete(name, n)
 	}
 	if at, ok := s.misses.Load(name); ok && time.Since(at.(time.Time)) < missTTL {
 		return nil, SpaceNotFound(name)
@@ -542,6 +623,9 @@ func (s *Spaces) Close(ctx context.Context) error {
 // than finding this node gone while the store still names it as owner.
 func (s *Spaces) Leave(ctx context.Context) error {
 	s.mu.Lock()
+	if !s.closed {
+		close(s.quit)
+	}
 	s.closed = true // no start after this: every node is in s.nodes
 	var nodes []*Node
 	s.nodes.Range(func(_, n any) bool {

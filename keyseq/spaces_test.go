@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -253,5 +254,71 @@ func TestSpaces_LeftNodeSendsOn(t *testing.T) {
 	}
 	if _, _, err := b.Next(ctx, sp.Name, "k1", 1, false); !errors.Is(err, frond.ErrClosed) {
 		t.Fatalf("next after close: %v", err)
+	}
+}
+
+// Issue 59, item 3: a space asked nothing on a node for IdleAfter is
+// stopped there (its sections given back), so that lease rounds run only
+// for the spaces in use, not for every space ever asked for; the next
+// request starts it again, its values above the earlier ones.
+func TestSpaces_IdleStopped(t *testing.T) {
+	ctx := testenv.Ctx(t)
+	now := time.Unix(1_800_000_000, 0)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	var sp *keyseq.Spaces
+	// Time passes as the rounds run: every 10 s, a round of each space
+	// still running (a round is no request: it does not keep a space).
+	advance := func(d time.Duration) {
+		for step := time.Duration(0); step < d; step += 10 * time.Second {
+			mu.Lock()
+			now = now.Add(10 * time.Second)
+			mu.Unlock()
+			for _, st := range sp.Stats() {
+				keyseq.RoundSpace(ctx, sp, st.Name)
+			}
+		}
+	}
+	st := &keyseq.MemLeases{Now: clock}
+	sp = keyseq.NewSpaces(st, keyseq.Owner{Token: "a", Addr: "a"}, keyseq.NodeOptions{TTL: time.Minute, Clock: clock, IdleAfter: 10 * time.Minute, Logger: slog.New(slog.DiscardHandler)}, nil)
+	defer sp.Close(ctx)
+	last := map[string]int64{}
+	next := func(space string) {
+		t.Helper()
+		first, _, err := sp.Next(ctx, space, "k", 1, false)
+		if err != nil {
+			t.Fatalf("%s: %v", space, err)
+		}
+		if first <= last[space] {
+			t.Fatalf("%s: %d after %d", space, first, last[space])
+		}
+		last[space] = first
+	}
+	for _, name := range []string{"idle", "busy"} {
+		if _, err := sp.Create(ctx, keyseq.Space{Name: name, Step: 10, Sections: 2, Slots: 4}); err != nil {
+			t.Fatal(err)
+		}
+		next(name)
+	}
+	advance(6 * time.Minute)
+	next("busy")
+	if n := sp.StopIdle(ctx); n != 0 {
+		t.Fatalf("%d spaces stopped before any was idle for 10 minutes", n)
+	}
+	advance(5 * time.Minute) // idle: 11 minutes; busy: 5
+	if n := sp.StopIdle(ctx); n != 1 {
+		t.Fatalf("%d spaces stopped, want 1", n)
+	}
+	if stats := sp.Stats(); len(stats) != 1 || stats[0].Name != "busy" {
+		t.Fatalf("spaces running: %+v, want busy alone", stats)
+	}
+	tb, err := st.Read(ctx, "idle", 2)
+	if err != nil || tb.Owners[0].Token != "" || tb.Owners[1].Token != "" {
+		t.Fatalf("idle's sections after it stopped: %+v, %v", tb, err)
+	}
+	next("idle") // started again
+	next("busy")
+	if stats := sp.Stats(); len(stats) != 2 {
+		t.Fatalf("spaces running: %+v, want both", stats)
 	}
 }

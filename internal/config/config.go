@@ -203,6 +203,9 @@ type Sequences struct {
 	MaxSpaceMemory int64 `koanf:"max_space_memory"`
 	// MaxSpaces bounds the spaces a node serves at once (keyseq.NodeOptions.MaxSpaces).
 	MaxSpaces int `koanf:"max_spaces"`
+	// IdleAfter stops a space asked nothing on this node for that long
+	// (keyseq.NodeOptions.IdleAfter).
+	IdleAfter time.Duration `koanf:"idle_after"`
 }
 
 // envSkip are FROND_ variables that are not configuration keys: the
