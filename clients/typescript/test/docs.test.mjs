@@ -21,9 +21,10 @@ async function clientsDoc() {
   const u5 = await ids.nameUuid(5, "dns", "example.com");
   const users = await ids.typeIds("user", 2);    // user_01h455vb4pex5vsknk084sn02q
   const text = await ids.nextStrings("invoice", 2); // a tag whose form is text
+  const { first, last } = await ids.seq("msgs", "conversation-42", 3); // keyed sequence values, bigint
   const p = decode(flakes[0]);                   // { time, node, sequence, ... } as frond decode says
   ids.close();
-  return [id, s, fast, batch, u7, u5, users, text, p, FrondError];
+  return [id, s, fast, batch, u7, u5, users, text, first, last, p, FrondError];
 }
 
 test("docs/clients.md's snippet loads", () => {
