@@ -26,6 +26,12 @@ type GuardOptions struct {
 	AuthFailures int
 	// AuthWindow is the window of AuthFailures (default one minute).
 	AuthWindow time.Duration
+	// LeaseRate is the IDs per second a token, or a client address
+	// without one, may take to hand out itself (a lease, a TinyID or CosId
+	// segment: AllowLease), and LeaseBurst how many at once (0: ten
+	// seconds of LeaseRate). 0 turns it off.
+	LeaseRate  float64
+	LeaseBurst float64
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Known reports whether a token is one the server gave out (the admin
@@ -48,6 +54,7 @@ type Guard struct {
 	o       GuardOptions
 	mu      sync.Mutex
 	buckets map[string]*bucket
+	leases  map[string]*bucket // IDs leased, by key (AllowLease)
 	fails   map[netip.Prefix]*failures
 	swept   time.Time    // when fails was last cleared of past windows
 	failing atomic.Int64 // len(fails): with the rate limit off and no failures, Admit takes no lock
@@ -66,8 +73,11 @@ type failures struct {
 
 // NewGuard returns a Guard, or nil when both limits are off.
 func NewGuard(o GuardOptions) *Guard {
-	if o.Rate <= 0 && o.AuthFailures <= 0 {
+	if o.Rate <= 0 && o.AuthFailures <= 0 && o.LeaseRate <= 0 {
 		return nil
+	}
+	if o.LeaseBurst <= 0 {
+		o.LeaseBurst = 10 * o.LeaseRate
 	}
 	if o.Burst <= 0 {
 		o.Burst = max(1, int(math.Ceil(o.Rate)))
@@ -78,7 +88,7 @@ func NewGuard(o GuardOptions) *Guard {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Guard{o: o, buckets: map[string]*bucket{}, fails: map[netip.Prefix]*failures{}}
+	return &Guard{o: o, buckets: map[string]*bucket{}, leases: map[string]*bucket{}, fails: map[netip.Prefix]*failures{}}
 }
 
 // Refused is how many requests the Guard has refused.
@@ -119,10 +129,7 @@ func (g *Guard) Admit(token, addr string) error {
 	if g.o.Rate <= 0 {
 		return nil
 	}
-	key := "a:" + p.String()
-	if token != "" && g.o.Known != nil && g.o.Known(token) {
-		key = "t:" + token
-	}
+	key := g.key(token, addr)
 	b := g.buckets[key]
 	if b == nil {
 		if len(g.buckets) >= maxGuardKeys {

@@ -318,6 +318,12 @@ func (s *Service) Take(ctx context.Context, r Request) (Answer, error) {
 	if err := ctx.Err(); err != nil {
 		return Answer{}, err
 	}
+	leasing := s.leasing(&r)
+	if leasing {
+		if err := s.leases.AllowLease(ctx); err != nil {
+			return Answer{}, err
+		}
+	}
 	hold, err := s.budget.reserve(answerBound(&r))
 	if err != nil {
 		return Answer{}, err
@@ -333,6 +339,8 @@ func (s *Service) Take(ctx context.Context, r Request) (Answer, error) {
 	}
 	if err != nil {
 		hold.Release()
+	} else if leasing && !a.Replayed {
+		s.leases.Leased(ctx, leasedIDs(&a))
 	}
 	if a.Request.Kind == "" { // takeTag's is r as fitted to the tag's mapping
 		a.Request = r

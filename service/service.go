@@ -93,6 +93,7 @@ type Service struct {
 	idem   *idempotency
 	budget budget // answers built and not yet read (Config.AnswerBudget)
 	bg     background
+	leases LeaseLimit // SetLeaseLimit; nil: none
 }
 
 // background is the Service's own work: the mode cache's ageing, mode

@@ -84,3 +84,46 @@ func TestGRPC_GuardStreamsAndRandomTokens(t *testing.T) {
 		t.Fatalf("10 calls with random tokens: %d limited, want all past the burst of 3", limited)
 	}
 }
+
+// Issue 59, item 7: limits.lease_rate bounds the IDs a caller leases over
+// gRPC too (the Go client's leases: NextSegmentRanges, and every message
+// of LeaseRanges): past it RESOURCE_EXHAUSTED with the wait.
+func TestHostile_GRPCLeaseRate(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	g := api.NewGuard(api.GuardOptions{LeaseRate: 1000, LeaseBurst: 2500, Now: clock})
+	f := start(t, api.Options{Guard: g})
+	f.svc.SetLeaseLimit(g)
+	for range 3 { // 2,500, 1,500, 500 left: each allowed
+		if _, err := f.c.NextSegmentRanges(bg, &frondv1.NextSegmentRangesRequest{Tag: "order", N: 1000, Lease: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := f.c.NextSegmentRanges(bg, &frondv1.NextSegmentRangesRequest{Tag: "order", N: 1000, Lease: true})
+	if wait := wantCode(t, err, codes.ResourceExhausted, frond.CodeRateLimited); wait <= 0 {
+		t.Fatalf("no RetryInfo: %v", err)
+	}
+	st, err := f.c.LeaseRanges(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Send(&frondv1.NextSegmentRangesRequest{Tag: "order", N: 1000, Lease: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Recv(); err == nil {
+		t.Fatal("a stream's lease past the rate was answered")
+	} else {
+		wantCode(t, err, codes.ResourceExhausted, frond.CodeRateLimited)
+	}
+	// Ranges without lease are IDs the client hands out too: limited.
+	_, err = f.c.NextSegmentRanges(bg, &frondv1.NextSegmentRangesRequest{Tag: "order", N: 1000})
+	wantCode(t, err, codes.ResourceExhausted, frond.CodeRateLimited)
+	// IDs themselves, not ranges: answered.
+	if _, err := f.c.NextSegment(bg, &frondv1.NextSegmentRequest{Tag: "order", N: 10}); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Second)
+	if _, err := f.c.NextSegmentRanges(bg, &frondv1.NextSegmentRangesRequest{Tag: "order", N: 1000, Lease: true}); err != nil {
+		t.Fatalf("after the rate repaid the debt: %v", err)
+	}
+}

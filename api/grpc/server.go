@@ -239,11 +239,16 @@ func (s *Server) guard(ctx context.Context) error {
 	if s.o.Guard == nil {
 		return nil
 	}
-	token := bearer(ctx)
-	if token == "" {
-		token = tagToken(ctx)
+	return s.o.Guard.Admit(callToken(ctx), peerAddr(ctx))
+}
+
+// callToken is the token of ctx's call: the admin's bearer, else the tag
+// token.
+func callToken(ctx context.Context) string {
+	if token := bearer(ctx); token != "" {
+		return token
 	}
-	return s.o.Guard.Admit(token, peerAddr(ctx))
+	return tagToken(ctx)
 }
 
 // done records a call and converts its error.
@@ -291,7 +296,8 @@ func (s *Server) take(ctx context.Context, r service.Request) (service.Answer, e
 	if v := md.Get(IdempotencyMetadata); len(v) > 0 {
 		r.IdempotencyKey = v[0]
 	}
-	a, err := s.svc.Take(ctx, r)
+	// Who asks, for the limits where the IDs are taken (a lease's rate).
+	a, err := s.svc.Take(api.WithCaller(ctx, callToken(ctx), peerAddr(ctx)), r)
 	if err == nil && a.Replayed {
 		grpc.SetHeader(ctx, metadata.Pairs(ReplayedMetadata, "true"))
 	}

@@ -336,3 +336,34 @@ func TestHostile_AdminTokenOnIDRoutes(t *testing.T) {
 	}
 	f.want(f.do("GET", "/v1/tags", "", "Authorization", "Bearer s3cret"), 429, "too many wrong tokens")
 }
+
+// Issue 59, item 7: lease=1 let one anonymous client lease 3.5e8 IDs a
+// second that it never used (2^53 in about 300 days). limits.lease_rate
+// bounds the IDs a token or address takes to hand out itself, on every
+// route that leases (lease=1, TinyID's segments): past it, 429 with the
+// wait; another address is not affected; IDs asked one by one are not
+// leases; the rate repays the debt.
+func TestHostile_LeaseRate(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	g := api.NewGuard(api.GuardOptions{LeaseRate: 10_000, LeaseBurst: 25_000, Now: clock})
+	f := newFixture(t, api.Options{Guard: g})
+	f.svc.SetLeaseLimit(g)
+	lease := "/v1/segment/order?format=ranges&lease=1&n=10000"
+	f.want(f.do("GET", lease, "", ":remote", "192.0.2.1:1"), 200, `"ranges"`)
+	f.want(f.do("GET", lease, "", ":remote", "192.0.2.1:1"), 200, `"ranges"`)
+	f.want(f.do("GET", lease, "", ":remote", "192.0.2.1:1"), 200, `"ranges"`) // 5,000 left: allowed, and 5,000 in debt after
+	r := f.do("GET", lease, "", ":remote", "192.0.2.1:1")
+	f.want(r, 429, "rate_limited", "lease rate")
+	if r.hdr.Get("Retry-After") == "" {
+		t.Fatalf("429 without Retry-After: %v", r.hdr)
+	}
+	f.want(f.do("GET", "/tinyid/id/nextSegmentIdSimple?bizType=order", "", ":remote", "192.0.2.1:1"), 429, "lease rate")
+	f.want(f.do("GET", "/v1/segment/order?format=ranges&n=10000", "", ":remote", "192.0.2.1:1"), 429, "lease rate") // ranges without lease=1 too
+	// Another address leases; IDs asked one by one are no lease.
+	f.want(f.do("GET", lease, "", ":remote", "192.0.2.2:1"), 200, `"ranges"`)
+	f.want(f.do("GET", "/v1/segment/order?n=100", "", ":remote", "192.0.2.1:1"), 200, `"ids"`)
+	// The rate repays the debt: 10,000 IDs a second.
+	now = now.Add(2 * time.Second)
+	f.want(f.do("GET", lease, "", ":remote", "192.0.2.1:1"), 200, `"ranges"`)
+}

@@ -102,7 +102,11 @@ func serveAll(fes []*frontEnd, svc *service.Service, m *api.Metrics, cfg *config
 		return ok
 	}
 	guard := api.NewGuard(api.GuardOptions{Rate: cfg.Limits.Rate, Burst: cfg.Limits.Burst,
-		AuthFailures: cfg.Limits.AuthFailures, AuthWindow: cfg.Limits.AuthWindow, Known: known})
+		AuthFailures: cfg.Limits.AuthFailures, AuthWindow: cfg.Limits.AuthWindow, Known: known,
+		LeaseRate: cfg.Limits.LeaseRate, LeaseBurst: cfg.Limits.LeaseBurst})
+	if guard != nil {
+		svc.SetLeaseLimit(guard) // before any front door serves
+	}
 	// One connection policy for every listener (api.ConnPolicy).
 	l := cfg.Limits
 	policy := api.ConnPolicy{MaxConns: l.MaxConnections, MaxConnsPerAddress: l.MaxConnectionsPerAddress, HandshakeTimeout: l.HandshakeTimeout, ReadTimeout: l.ReadTimeout,

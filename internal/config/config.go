@@ -116,6 +116,10 @@ type Limits struct {
 	MaxConnectionsPerAddress int           `koanf:"max_connections_per_address"`
 	Rate                     float64       `koanf:"rate"`          // requests per second per token or address; 0: off
 	Burst                    int           `koanf:"burst"`         // requests above the rate at once; 0: the rate, at least 1
+	// LeaseRate and LeaseBurst bound the IDs a token or address takes to
+	// hand out itself (api.GuardOptions.LeaseRate); 0: off.
+	LeaseRate  float64 `koanf:"lease_rate"`
+	LeaseBurst float64 `koanf:"lease_burst"`
 	AuthFailures             int           `koanf:"auth_failures"` // wrong tokens per address within auth_window; 0: off
 	AuthWindow               time.Duration `koanf:"auth_window"`
 	// The connection policy of every listener (api.ConnPolicy).

@@ -1,0 +1,90 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/frond-id/frond"
+)
+
+// callerKey carries the caller of a request in its context (WithCaller),
+// for the limits applied where the IDs are taken (Guard.AllowLease).
+type callerKey struct{}
+
+type caller struct{ token, addr string }
+
+// WithCaller returns ctx carrying the caller of its request: the token it
+// sent (admin or tag token; "" if none) and its address. Every front door
+// sets it where it admits the request (Guard.Admit).
+func WithCaller(ctx context.Context, token, addr string) context.Context {
+	return context.WithValue(ctx, callerKey{}, caller{token: token, addr: addr})
+}
+
+// key is the limits' key of a caller: its token when the server gave it
+// out (Known), else its address's prefix, as Admit keys the request rate.
+func (g *Guard) key(token, addr string) string {
+	if token != "" && g.o.Known != nil && g.o.Known(token) {
+		return "t:" + token
+	}
+	return "a:" + prefixOf(addr).String()
+}
+
+// AllowLease implements service.LeaseLimit: a request for IDs its caller
+// hands out itself (a lease, a TinyID or CosId segment) is refused while
+// the caller is past limits.lease_rate (issue 59, item 7: one anonymous
+// client leased 3.5e8 IDs a second, 2^53 in about 300 days). A context
+// without a caller (an internal call) is not limited.
+func (g *Guard) AllowLease(ctx context.Context) error {
+	c, ok := ctx.Value(callerKey{}).(caller)
+	if g == nil || g.o.LeaseRate <= 0 || !ok {
+		return nil
+	}
+	now := g.o.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	b := g.leaseBucket(g.key(c.token, c.addr), now)
+	if b.tokens > 0 {
+		return nil
+	}
+	g.refused.Add(1)
+	wait := time.Duration(-b.tokens/g.o.LeaseRate*float64(time.Second)) + time.Millisecond
+	return &Error{Code: frond.CodeRateLimited, RetryAfter: wait,
+		Msg: fmt.Sprintf("over the lease rate of %g IDs per second (burst %g) for this token or address: retry in %s", g.o.LeaseRate, g.o.LeaseBurst, wait.Round(time.Millisecond))}
+}
+
+// Leased implements service.LeaseLimit: n IDs were leased to the caller of
+// ctx (charged after the take, so a request's IDs count whatever its
+// count was; a caller in debt is refused until the rate repays it).
+func (g *Guard) Leased(ctx context.Context, n int64) {
+	c, ok := ctx.Value(callerKey{}).(caller)
+	if g == nil || g.o.LeaseRate <= 0 || !ok || n <= 0 {
+		return
+	}
+	now := g.o.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.leaseBucket(g.key(c.token, c.addr), now).tokens -= float64(n)
+}
+
+// leaseBucket is key's lease bucket, refilled to now; the caller holds g.mu.
+func (g *Guard) leaseBucket(key string, now time.Time) *bucket {
+	b := g.leases[key]
+	if b == nil {
+		if len(g.leases) >= maxGuardKeys {
+			for k, b := range g.leases {
+				if b.tokens+now.Sub(b.at).Seconds()*g.o.LeaseRate >= g.o.LeaseBurst {
+					delete(g.leases, k)
+				}
+			}
+			if len(g.leases) >= maxGuardKeys {
+				clear(g.leases)
+			}
+		}
+		b = &bucket{tokens: g.o.LeaseBurst, at: now}
+		g.leases[key] = b
+	}
+	b.tokens = min(g.o.LeaseBurst, b.tokens+now.Sub(b.at).Seconds()*g.o.LeaseRate)
+	b.at = now
+	return b
+}
