@@ -32,4 +32,3 @@ func leasedIDs(a *Answer) int64 {
 	}
 	return n + int64(len(a.Nums))
 }
-

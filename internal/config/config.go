@@ -113,15 +113,15 @@ type Limits struct {
 	MaxConnections int `koanf:"max_connections"` // open connections per listener
 	// MaxConnectionsPerAddress bounds a listener's connections from one
 	// client address (api.ConnPolicy.MaxConnsPerAddress).
-	MaxConnectionsPerAddress int           `koanf:"max_connections_per_address"`
-	Rate                     float64       `koanf:"rate"`          // requests per second per token or address; 0: off
-	Burst                    int           `koanf:"burst"`         // requests above the rate at once; 0: the rate, at least 1
+	MaxConnectionsPerAddress int     `koanf:"max_connections_per_address"`
+	Rate                     float64 `koanf:"rate"`  // requests per second per token or address; 0: off
+	Burst                    int     `koanf:"burst"` // requests above the rate at once; 0: the rate, at least 1
 	// LeaseRate and LeaseBurst bound the IDs a token or address takes to
 	// hand out itself (api.GuardOptions.LeaseRate); 0: off.
-	LeaseRate  float64 `koanf:"lease_rate"`
-	LeaseBurst float64 `koanf:"lease_burst"`
-	AuthFailures             int           `koanf:"auth_failures"` // wrong tokens per address within auth_window; 0: off
-	AuthWindow               time.Duration `koanf:"auth_window"`
+	LeaseRate    float64       `koanf:"lease_rate"`
+	LeaseBurst   float64       `koanf:"lease_burst"`
+	AuthFailures int           `koanf:"auth_failures"` // wrong tokens per address within auth_window; 0: off
+	AuthWindow   time.Duration `koanf:"auth_window"`
 	// The connection policy of every listener (api.ConnPolicy).
 	HandshakeTimeout time.Duration `koanf:"handshake_timeout"`
 	ReadTimeout      time.Duration `koanf:"read_timeout"`
