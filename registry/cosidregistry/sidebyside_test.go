@@ -51,8 +51,16 @@ func (l *ledger) check(t *testing.T) {
 	for id, hs := range byID {
 		slices.SortFunc(hs, func(a, b holding) int { return int(a.first - b.first) })
 		for i := 1; i < len(hs); i++ {
-			if hs[i].first <= hs[i-1].last && !hs[i].lapsed && !hs[i-1].lapsed {
-				t.Errorf("machine ID %d: %s issued in ms %d..%d and %s from ms %d", id, hs[i-1].who, hs[i-1].first, hs[i-1].last, hs[i].who, hs[i].first)
+			for j := range i {
+				// Two CosId applications are CosId's own affair: it starts
+				// once now >= last_timestamp, the millisecond its last
+				// holder reverted at, which a restart within that
+				// millisecond shares (the model is CosId's, so that frond
+				// answering a millisecond short would show).
+				cosids := strings.HasPrefix(hs[i].who, "cosid") && strings.HasPrefix(hs[j].who, "cosid")
+				if hs[i].first <= hs[j].last && !hs[i].lapsed && !hs[j].lapsed && !cosids {
+					t.Errorf("machine ID %d: %s issued in ms %d..%d and %s from ms %d", id, hs[j].who, hs[j].first, hs[j].last, hs[i].who, hs[i].first)
+				}
 			}
 			if !strings.HasPrefix(hs[i].who, strings.Fields(hs[i-1].who)[0]) {
 				handovers++
@@ -155,7 +163,7 @@ func testSideBySide(t *testing.T, base, ns string, cosid func(i int) machineSide
 					errs <- fmt.Errorf("CosId %s: %w", instance, err)
 					return
 				}
-				for last >= nowMs() { // ClockBackwardsSynchronizer: past last_timestamp
+				for nowMs() < last { // ClockBackwardsSynchronizer.sync: on once now >= last_timestamp, as CosId (getBackwardsTimeStamp <= 0)
 					time.Sleep(time.Millisecond)
 				}
 				h := holding{who: "cosid " + instance, id: id, first: max(nowMs(), last)}
