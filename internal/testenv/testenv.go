@@ -38,15 +38,31 @@ var sayOnce sync.Once
 // openTerminal opens the terminal of the person running the tests.
 var openTerminal = func() (io.WriteCloser, error) { return os.OpenFile("/dev/tty", os.O_WRONLY, 0) }
 
-// say tells the person at the terminal, once per test binary, that tests
+// openGoOutput opens the standard error of the go command that runs this
+// test binary (Linux: /proc/PPID/fd/2, only when the parent is go), for a
+// notice to reach a log where there is no terminal (CI).
+var openGoOutput = func() (io.WriteCloser, error) {
+	ppid := os.Getppid()
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", ppid))
+	if err != nil || strings.TrimSuffix(filepath.Base(exe), ".exe") != "go" {
+		return nil, fmt.Errorf("the parent is not the go command")
+	}
+	return os.OpenFile(fmt.Sprintf("/proc/%d/fd/2", ppid), os.O_WRONLY|os.O_APPEND, 0)
+}
+
+// say tells the person running the tests, once per test binary, that tests
 // skip and how to run them: go test shows nothing of a package that passes
 // (its skips included) unless -v is given, and a newcomer took a green run
 // for a whole one (issue 44, item 9). It writes to /dev/tty, which go test
-// does not capture; without a terminal (CI, a pipe) it says nothing.
+// does not capture; without a terminal (CI, a pipe) to the go command's
+// own standard error, which is the log (issue 60, item 7: a CI log showed
+// a package that skipped as a plain "ok").
 func say(first string) {
 	tty, err := openTerminal()
 	if err != nil {
-		return
+		if tty, err = openGoOutput(); err != nil {
+			return
+		}
 	}
 	defer tty.Close()
 	pkg := strings.TrimSuffix(filepath.Base(os.Args[0]), ".test")
