@@ -137,6 +137,10 @@ ensure_tools() {
   [ -f /usr/share/java/junit-platform-console-standalone.jar ] || apt_install --no-install-recommends junit5
   # The Python client's tests: Debian's python3 and pytest (PyPI is not reachable).
   /usr/bin/python3 -c 'import pytest' 2>/dev/null || apt_install --no-install-recommends python3 python3-pytest
+  # Its package: a wheel built offline (pip, setuptools, wheel) and installed
+  # in a fresh virtual environment (venv, with Debian's pip wheel).
+  { /usr/bin/python3 -c 'import setuptools, wheel, venv, ensurepip' && /usr/bin/python3 -m pip --version; } >/dev/null 2>&1 ||
+    apt_install --no-install-recommends python3-pip python3-setuptools python3-wheel python3-venv
   local gobin
   gobin="$(go env GOPATH)/bin"
   export PATH="$PATH:$gobin"

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# A Python program outside the repository (.ci/pyget/main.py) in a fresh
+# virtual environment that installs the built wheel alone (build.sh; the
+# package has no dependency), against a running frond serve (issue 61).
+set -euo pipefail
+cd "$(dirname "$0")"
+bin="${FROND_TEST_BIN:?FROND_TEST_BIN: a frond binary}"
+py="${PYTHON:-/usr/bin/python3}"
+. ../../.ci/frond.sh
+wheel="$(bash build.sh)"
+"$py" -m venv "$work/venv"
+"$work/venv/bin/pip" install --quiet --no-index --no-deps "$wheel"
+mkdir "$work/use"
+cp ../../.ci/pyget/main.py "$work/use/"
+frond_start "$bin"
+addr="$(frond_addr)"
+(cd "$work/use" && "$work/venv/bin/python" main.py "http://$addr")
+rm -rf dist
