@@ -2,13 +2,15 @@
 clients: the ranges in hand, the next lease's size, the IDs below those
 handed out that a lease after a fail-over brings (skipped), and when to
 fetch the next lease (a tenth of the current one used: Leaf's double
-buffer, over a client's leases). No I/O and no locking here."""
+buffer, over a client's leases). No I/O and no locking here: the range in
+hand is an iterator that threads may take from at once (LeaseState.it)."""
 
 from __future__ import annotations
 
+import operator
 import time
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import Iterator, List, Optional
 
 MAX_LEASE = 1_000_000  # the server's largest ranges request
 
@@ -60,11 +62,13 @@ class LeaseState:
     def __init__(self, tag: str, o: Options):
         self.tag = tag
         self.o = o
-        self.val = 0  # the next ID of the range in hand
-        self.stride = 1
-        self.left = 0
+        # The range in hand, as a range iterator: next() on it is one C call,
+        # one atomic step under the GIL, so threads take IDs from it without
+        # a lock (FrondClient); it is replaced only once used up, so an ID
+        # taken later is always larger.
+        self.it: Iterator[int] = iter(())
         self.rest: List[Range] = []
-        self.prefetch_left = -1  # the range in hand's IDs left when the next lease is fetched
+        self.prefetch_id: Optional[int] = None  # the ID whose handing out starts the next lease's fetch
         self.prefetch_at = 0
         self.cur_loaded = 0.0  # when the segment in hand was loaded (monotonic)
         self.have_cur = False
@@ -76,18 +80,21 @@ class LeaseState:
         self.via: Optional[str] = None  # the code with which the server refused to lease the tag
 
     def try_next(self) -> Optional[int]:
-        """An ID from the lease in hand, or None; and whether to prefetch."""
+        """An ID from the lease in hand, or None."""
         while True:
-            if self.left > 0:
-                v = self.val
-                self.val = v + self.stride
-                self.left -= 1
+            v = next(self.it, None)
+            if v is not None:
                 return v
             if not self.advance():
                 return None
 
-    def should_prefetch(self) -> bool:
-        return self.left == self.prefetch_left and self.pending is None
+    def should_prefetch(self, v: int) -> bool:
+        """Whether handing out v starts the next lease's fetch."""
+        return v == self.prefetch_id and self.pending is None
+
+    def in_hand(self) -> int:
+        """The IDs left in the range in hand."""
+        return operator.length_hint(self.it)
 
     def advance(self) -> bool:
         while True:
@@ -95,14 +102,14 @@ class LeaseState:
                 r = self.rest.pop(0)
                 if r.count == 0:
                     continue
-                self.val, self.stride, self.left = r.start, r.stride, r.count
                 if 0 <= self.prefetch_at < r.count:
-                    self.prefetch_left = r.count - self.prefetch_at
+                    self.prefetch_id = r.start + self.prefetch_at * r.stride
                     self.prefetch_at = -1
                 else:
-                    self.prefetch_left = -1
+                    self.prefetch_id = None
                     if self.prefetch_at >= 0:
                         self.prefetch_at -= r.count
+                self.it = iter(range(r.start, r.start + r.count * r.stride, r.stride))
                 return True
             if self.pending is None:
                 return False
@@ -113,8 +120,8 @@ class LeaseState:
         ranges, count, loaded = self.pending or [], self.pending_count, self.pending_loaded
         self.pending = None
         self.rest = list(ranges)
-        self.left = 0
-        self.prefetch_left = -1
+        self.it = iter(())
+        self.prefetch_id = None
         self.prefetch_at = count // 10
         self.cur_loaded, self.have_cur = loaded, True
 
@@ -128,10 +135,10 @@ class LeaseState:
             self.size = max(self.size // 2, self.o.min_lease)
 
     def empty(self) -> bool:
-        return self.left == 0 and not self.rest and self.pending is None
+        return self.in_hand() == 0 and not self.rest and self.pending is None
 
     def remaining(self) -> int:
-        return self.left + sum(r.count for r in self.rest) + (self.pending_count if self.pending is not None else 0)
+        return self.in_hand() + sum(r.count for r in self.rest) + (self.pending_count if self.pending is not None else 0)
 
     def keep(self, ranges: List[Range]) -> List[Range]:
         """The ranges of a lease above the IDs leased before (unless

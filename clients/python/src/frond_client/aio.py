@@ -89,7 +89,7 @@ class _AsyncLease:
 
     def try_next(self) -> Optional[int]:
         v = self.s.try_next()
-        if v is not None and self.s.should_prefetch() and self.fetching is None and not self.c.closed:
+        if v is not None and self.s.should_prefetch(v) and self.fetching is None and not self.c.closed:
             self._start(self.s.size, False)
         return v
 
@@ -122,7 +122,7 @@ class _AsyncLease:
             finally:
                 self.fetching = None
             self.s.offer(rs)
-            if waited and self.s.left == 0 and not self.s.rest and self.s.pending is not None:
+            if waited and self.s.in_hand() == 0 and not self.s.rest and self.s.pending is not None:
                 self.s.install(True)
             return None
 

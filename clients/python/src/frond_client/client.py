@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.client
 import json
 import ssl
+import sys
 import threading
 import time
 import urllib.parse
@@ -76,6 +77,11 @@ def retry_after_of(value: Optional[str]) -> float:
         return 0.0
 
 
+# Whether the interpreter has a GIL (a free-threaded build has none: there
+# the range in hand is read under the lock only).
+_GIL = getattr(sys, "_is_gil_enabled", lambda: True)()
+
+
 class _Lease:
     """A tag's leases in a threaded client: IDs from memory under a lock, the
     next lease fetched in the background."""
@@ -88,13 +94,29 @@ class _Lease:
         self.err: Optional[FrondError] = None
 
     def try_next(self) -> Optional[int]:
-        with self.lock:
-            v = self.s.try_next()
-            if v is not None and self.s.should_prefetch() and self.fetching is None and not self.c.closed:
-                self._start(self.s.size, False)
-            return v
+        # From the range in hand with no lock: one C call, atomic under the
+        # GIL (threads waiting for one lock queued behind each other: 15 µs
+        # an ID with 8 threads). The lock only to move to the next range.
+        v = next(self.s.it, None) if _GIL else None
+        if v is None:
+            with self.lock:
+                v = self.s.try_next()
+        if v is not None and v == self.s.prefetch_id:
+            self.prefetch(v)
+        return v
 
-    def next(self) -> int:
+    def prefetch(self, v: int) -> None:
+        """Starts the next lease's fetch if handing out v does."""
+        with self.lock:
+            if self.s.should_prefetch(v) and self.fetching is None and not self.c.closed:
+                self._start(self.s.size, False)
+
+    def next(self, taken: Optional[int] = None) -> int:
+        """The next ID; taken: one Tag.next took from the range in hand
+        already (the prefetch's ID), None: none."""
+        if taken is not None:
+            self.prefetch(taken)
+            return taken
         while True:
             v = self.try_next()
             if v is not None:
@@ -129,7 +151,7 @@ class _Lease:
             with self.lock:
                 if rs is not None:
                     self.s.offer(rs)
-                    if waited and self.s.left == 0 and not self.s.rest and self.s.pending is not None:
+                    if waited and self.s.in_hand() == 0 and not self.s.rest and self.s.pending is not None:
                         self.s.install(True)
                 if err is not None and err.wire_code in ("not_leasable", "form_not_carried"):
                     self.s.via = err.wire_code
@@ -165,7 +187,11 @@ class Tag:
 
     def next(self) -> int:
         """The next segment ID: from memory on a warm lease."""
-        return self._l.next()
+        s = self._l.s
+        v = next(s.it, None) if _GIL else None  # _Lease.try_next's fast path, one call less
+        if v is None or v == s.prefetch_id:
+            return self._l.next(v)
+        return v
 
     def try_next(self) -> Optional[int]:
         """An ID from the lease in hand, or None when it is used up (then next())."""
