@@ -206,3 +206,89 @@ def test_decode_offline():
     assert (q.datacenter, q.worker, q.sequence) == (3, 9, 5)
     with pytest.raises(ValueError):
         preset("nope")
+
+
+def test_lease_serves_while_every_server_is_down(frond):
+    s = frond("a")
+    with FrondClient([s.url], timeout=0.5, backoff_min=0.05, backoff_max=0.2, attempts=2, min_lease=5000, max_lease=5000) as c:
+        c.create_tag("down", 1000)
+        t = c.tag("down")
+        first = t.next()
+        s.kill()
+        # The lease in hand (and the one prefetched, if any) keeps serving.
+        got = [t.next() for _ in range(3000)]
+        assert got == list(range(first + 1, first + 3001))
+        with pytest.raises(FrondError) as e:
+            while True:
+                t.next()
+        assert e.value.retryable and "no ID in hand" in str(e.value)
+
+
+def test_a_slow_server_is_passed_by(frond):
+    import http.server
+
+    release = threading.Event()
+
+    class Slow(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            release.wait(5)  # past the client's timeout
+            self.send_response(503)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    slow = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    threading.Thread(target=slow.serve_forever, daemon=True).start()
+    s = frond("a")
+    try:
+        with FrondClient([f"http://127.0.0.1:{slow.server_port}", s.url], timeout=0.3, backoff_min=0.5, backoff_max=1) as c:
+            c.create_tag("slow", 100)  # admin calls fail over too
+            t0 = time.monotonic()
+            ids = [c.next_id("slow") for _ in range(50)]
+            assert ids == sorted(ids) and len(set(ids)) == 50
+            assert time.monotonic() - t0 < 3, "the slow server was waited for more than once"
+            assert c.stats()["failovers"] >= 1
+    finally:
+        release.set()
+        slow.shutdown()
+
+
+def test_asyncio_8_tasks_through_a_kill(frond, tmp_path):
+    store = "sqlite://" + str(tmp_path / "aio8.db")
+    a = frond("a", {}, "--store", store)
+    b = frond("b", {"FROND_NODE": "1"}, "--store", store)
+    stalls = []
+
+    async def main():
+        async with AsyncFrondClient([a.url, b.url], timeout=1, backoff_min=0.05, backoff_max=1, min_lease=100, max_lease=10_000) as c:
+            await c.create_tag("aio8", 100)
+            t = c.tag("aio8")
+            seen, stop = [], asyncio.Event()
+
+            async def loop():
+                prev, last, worst = 0, time.monotonic(), 0.0
+                while not stop.is_set():
+                    v = t.try_next()
+                    if v is None:
+                        v = await t.next()
+                    else:
+                        await asyncio.sleep(0)
+                    now = time.monotonic()
+                    worst, last = max(worst, now - last), now
+                    assert v > prev
+                    prev = v
+                    seen.append(v)
+                stalls.append(worst)
+
+            async def killer():
+                await asyncio.sleep(0.3)
+                a.kill()
+                await asyncio.sleep(0.7)
+                stop.set()
+
+            await asyncio.gather(killer(), *(loop() for _ in range(8)))
+            assert len(seen) > 1000 and len(set(seen)) == len(seen), "an ID handed out twice"
+
+    asyncio.run(main())
+    print(f"8 asyncio tasks through a kill -9: the longest stall {max(stalls) * 1000:.1f} ms")
