@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/frond-id/frond/internal/config"
+	"github.com/frond-id/frond/config"
 	"github.com/frond-id/frond/internal/testenv"
 	"github.com/knadh/koanf/parsers/yaml"
 )

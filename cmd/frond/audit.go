@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
-	"github.com/frond-id/frond/internal/config"
+	"github.com/frond-id/frond/config"
 	"github.com/frond-id/frond/internal/secret"
 	"github.com/frond-id/frond/service"
 	"github.com/spf13/cobra"

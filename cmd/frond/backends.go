@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/frond-id/frond"
-	"github.com/frond-id/frond/internal/config"
+	"github.com/frond-id/frond/config"
 	"github.com/frond-id/frond/internal/secret"
 	"github.com/frond-id/frond/registry"
 	"github.com/frond-id/frond/registry/cosidregistry"

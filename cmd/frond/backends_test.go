@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/frond-id/frond/internal/config"
+	"github.com/frond-id/frond/config"
 )
 
 // A scheme is read as url.Parse reads it, in any case; a store from the

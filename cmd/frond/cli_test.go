@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/frond-id/frond/internal/config"
+	"github.com/frond-id/frond/config"
 	"github.com/frond-id/frond/registry"
 )
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"net"
 
-	"github.com/frond-id/frond/internal/config"
+	"github.com/frond-id/frond/config"
 	"github.com/frond-id/frond/internal/secret"
 	"github.com/frond-id/frond/registry"
 	"github.com/knadh/koanf/v2"

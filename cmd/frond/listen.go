@@ -17,7 +17,7 @@ import (
 	grpcapi "github.com/frond-id/frond/api/grpc"
 	httpapi "github.com/frond-id/frond/api/http"
 	"github.com/frond-id/frond/api/resp"
-	"github.com/frond-id/frond/internal/config"
+	"github.com/frond-id/frond/config"
 	"github.com/frond-id/frond/internal/tlsconf"
 	"github.com/frond-id/frond/registry/cosidregistry"
 	"github.com/frond-id/frond/service"

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/frond-id/frond/internal/config"
+	"github.com/frond-id/frond/config"
 	"github.com/frond-id/frond/internal/testenv"
 
 	"github.com/frond-id/frond/internal/sqldb"

@@ -16,7 +16,7 @@ import (
 
 	"github.com/frond-id/frond"
 	httpapi "github.com/frond-id/frond/api/http"
-	"github.com/frond-id/frond/internal/config"
+	"github.com/frond-id/frond/config"
 	"github.com/frond-id/frond/keyseq"
 	"github.com/frond-id/frond/keyseq/seqstore"
 	"github.com/frond-id/frond/registry"

@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/frond-id/frond/internal/config"
+	"github.com/frond-id/frond/config"
 )
 
 // Which store keeps the keyed sequence spaces: sequences.store, else the

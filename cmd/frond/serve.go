@@ -13,7 +13,7 @@ import (
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/api"
-	"github.com/frond-id/frond/internal/config"
+	"github.com/frond-id/frond/config"
 	"github.com/frond-id/frond/internal/gctune"
 	"github.com/frond-id/frond/internal/redisutil"
 	"github.com/frond-id/frond/internal/secret"

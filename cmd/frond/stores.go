@@ -6,7 +6,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/frond-id/frond"
-	"github.com/frond-id/frond/internal/config"
+	"github.com/frond-id/frond/config"
 	"github.com/frond-id/frond/internal/secret"
 	"github.com/frond-id/frond/segment"
 	"github.com/spf13/cobra"

@@ -11,10 +11,10 @@ var update = flag.Bool("update", false, "rewrite docs/configuration.md's table o
 
 // docs/configuration.md's table of keys is the declarations' (decl.go): a
 // key added, a default or a meaning changed there and not in the
-// documentation fails here. go test ./internal/config -run TestDocTable
+// documentation fails here. go test ./config -run TestDocTable
 // -update rewrites the table.
 func TestDocTable(t *testing.T) {
-	const path = "../../docs/configuration.md"
+	const path = "../docs/configuration.md"
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +42,7 @@ func TestDocTable(t *testing.T) {
 	got := strings.Split(doc[start:end], "\n")
 	for i, line := range strings.Split(want, "\n") {
 		if i >= len(got) || got[i] != line {
-			t.Fatalf("docs/configuration.md's table of keys differs from the declarations at row %d:\n  doc:  %s\n  decl: %s\n(go test ./internal/config -run TestDocTable -update rewrites it)", i, at(got, i), line)
+			t.Fatalf("docs/configuration.md's table of keys differs from the declarations at row %d:\n  doc:  %s\n  decl: %s\n(go test ./config -run TestDocTable -update rewrites it)", i, at(got, i), line)
 		}
 	}
 	t.Fatal("docs/configuration.md's table of keys has rows the declarations lack")
