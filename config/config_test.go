@@ -254,7 +254,6 @@ func TestLoad_InvalidValues(t *testing.T) {
 		keys      []string
 	}{
 		{"threshold 2", nil, []string{"FROND_SEGMENT__THRESHOLD=2"}, []string{"segment.threshold"}},
-		{"sequences http", nil, []string{"FROND_SEQUENCES__STORE=http://x"}, []string{"sequences.store"}},
 		{"sequences lease 10ms", nil, []string{"FROND_SEQUENCES__LEASE_TTL=10ms"}, []string{"sequences.lease_ttl"}},
 		{"sequences advertise", nil, []string{"FROND_SEQUENCES__ADVERTISE=nohost"}, []string{"sequences.advertise"}},
 		{"max_step -1", nil, []string{"FROND_SEGMENT__MAX_STEP=-1"}, []string{"segment.max_step"}},

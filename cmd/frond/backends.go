@@ -12,6 +12,8 @@ import (
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/config"
 	"github.com/frond-id/frond/internal/secret"
+	"github.com/frond-id/frond/keyseq"
+	"github.com/frond-id/frond/keyseq/seqstore"
 	"github.com/frond-id/frond/registry"
 	"github.com/frond-id/frond/registry/cosidregistry"
 	"github.com/frond-id/frond/registry/etcdregistry"
@@ -54,6 +56,11 @@ type backend struct {
 	// carry its datacenter (Redis's frond_dc, the SQL tables).
 	checkRegistry func(raw string, o registry.Options) error
 	openRegistry  func(ctx context.Context, raw string, o registry.Options) (frond.WorkerRegistry, error)
+	// openSections opens the keyed sequences' section store (spaces,
+	// maxima, owners' leases: keyseq) of the URL. Nil: the scheme keeps
+	// no keyed sequences.
+	openSections func(ctx context.Context, raw string) (keyseq.ClosingStore, error)
+
 	// node is the worker ID of a registry kept in the data directory
 	// (registry/file), for registries that take it from configuration;
 	// nodeKey is the configuration key that sets it.
@@ -63,11 +70,14 @@ type backend struct {
 
 var backends = []backend{
 	{schemes: []string{"sqlite"}, file: true,
-		checkStore: sqlstore.Check, openStore: openSQLStore, checkRegistry: checkByOpen(sqlregistry.Open), openRegistry: openSQLRegistry},
+		checkStore: sqlstore.Check, openStore: openSQLStore, checkRegistry: checkByOpen(sqlregistry.Open), openRegistry: openSQLRegistry,
+		openSections: sections(seqstore.OpenSQL)},
 	{schemes: []string{"mysql", "postgres", "postgresql"}, remote: true,
-		checkStore: sqlstore.Check, openStore: openSQLStore, checkRegistry: checkByOpen(sqlregistry.Open), openRegistry: openSQLRegistry},
+		checkStore: sqlstore.Check, openStore: openSQLStore, checkRegistry: checkByOpen(sqlregistry.Open), openRegistry: openSQLRegistry,
+		openSections: sections(seqstore.OpenSQL)},
 	{schemes: []string{"redis", "rediss"}, remote: true,
 		checkStore: redisstore.Check, openStore: openRedisStore, checkRegistry: checkByOpen(redisregistry.Open),
+		openSections: sections(seqstore.OpenRedis),
 		openRegistry: func(_ context.Context, raw string, o registry.Options) (frond.WorkerRegistry, error) {
 			return reg(redisregistry.Open(raw, o))
 		}},
@@ -84,12 +94,15 @@ var backends = []backend{
 		checkRegistry: func(raw string, _ registry.Options) error { return etcdregistry.Check(raw) },
 		openRegistry: func(ctx context.Context, raw string, o registry.Options) (frond.WorkerRegistry, error) {
 			return reg(etcdregistry.Open(ctx, raw, o))
-		}},
+		},
+		openSections: sections(seqstore.OpenEtcd)},
 	{schemes: []string{"zk"}, remote: true, checkRegistry: func(raw string, _ registry.Options) error { return zkregistry.Check(raw) },
 		openRegistry: func(_ context.Context, raw string, o registry.Options) (frond.WorkerRegistry, error) {
 			return reg(zkregistry.Open(raw, o))
 		}},
-	{schemes: []string{"memory"}, volatile: true, openStore: openMemoryStore},
+	{schemes: []string{"memory"}, volatile: true, openStore: openMemoryStore,
+		// Trials, as the memory store: one process, gone at exit.
+		openSections: func(context.Context, string) (keyseq.ClosingStore, error) { return &keyseq.MemLeases{}, nil }},
 	{schemes: []string{"file"}, nodeKey: "node", node: func(raw string, cfg *config.Config, _ string) (int64, error) {
 		if raw != "" && raw != "file" {
 			return 0, fmt.Errorf("%q: the registry in the data directory is \"file\"", raw)
@@ -100,6 +113,20 @@ var backends = []backend{
 		return static.Node(raw, host)
 	}},
 }
+
+// sections makes a section store's opener an openSections.
+func sections[S keyseq.ClosingStore](open func(ctx context.Context, raw string) (S, error)) func(ctx context.Context, raw string) (keyseq.ClosingStore, error) {
+	return func(ctx context.Context, raw string) (keyseq.ClosingStore, error) {
+		s, err := open(ctx, raw)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+}
+
+// isSections: the scheme keeps keyed sequences.
+func isSections(b *backend) bool { return b.openSections != nil }
 
 func openSQLStore(ctx context.Context, raw string, log *slog.Logger) (frond.SegmentStore, error) {
 	return store(sqlstore.Open(ctx, raw, sqlstore.Options{Logger: log}))
@@ -277,6 +304,9 @@ func checkBackends(cfg *config.Config) error {
 		if err != nil {
 			return badKey("store", raw, err)
 		}
+	}
+	if _, err := sequencesStore(cfg); err != nil {
+		return badKey("sequences.store", cfg.Sequences.Store, err)
 	}
 	raw := cfg.Registry
 	b, err := registryBackend(raw)

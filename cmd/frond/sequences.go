@@ -18,16 +18,12 @@ import (
 	httpapi "github.com/frond-id/frond/api/http"
 	"github.com/frond-id/frond/config"
 	"github.com/frond-id/frond/keyseq"
-	"github.com/frond-id/frond/keyseq/seqstore"
 	"github.com/frond-id/frond/registry"
 )
 
-// seqSchemes are the stores that can keep keyed sequence spaces.
-var seqSchemes = []string{"sqlite", "mysql", "postgres", "postgresql", "redis", "rediss", "etcd", "memory"}
-
 // sequencesStore is the URL of the node's keyed sequence spaces, "" when
-// they are off: sequences.store, else the node's store when it is one SQL
-// database, Redis, etcd or memory.
+// they are off: sequences.store, else the node's store when it is one
+// whose scheme keeps keyed sequences (backends: openSections).
 func sequencesStore(cfg *config.Config) (string, error) {
 	raw := strings.TrimSpace(cfg.Sequences.Store)
 	switch raw {
@@ -37,25 +33,15 @@ func sequencesStore(cfg *config.Config) (string, error) {
 		if len(strings.Fields(cfg.Store)) != 1 {
 			return "", nil
 		}
-		raw = cfg.Store
-		if scheme, _, _ := strings.Cut(raw, ":"); !containsFold(seqSchemes, scheme) {
+		if b, _ := backendOf(cfg.Store); b == nil || !isSections(b) {
 			return "", nil
 		}
-		return raw, nil
+		return cfg.Store, nil
 	}
-	if scheme, _, _ := strings.Cut(raw, ":"); !containsFold(seqSchemes, scheme) {
-		return "", fmt.Errorf("sequences.store %s: a SQL database, Redis or etcd (%s), or off", storeName(raw), strings.Join(seqSchemes, ", "))
+	if b, _ := backendOf(raw); b == nil || !isSections(b) || !strings.Contains(raw, ":") {
+		return "", fmt.Errorf("sequences.store %s: a SQL database, Redis or etcd (%s), or off", storeName(raw), schemes(isSections))
 	}
 	return raw, nil
-}
-
-func containsFold(list []string, s string) bool {
-	for _, x := range list {
-		if strings.EqualFold(x, s) {
-			return true
-		}
-	}
-	return false
 }
 
 // openSpaces opens the node's keyed sequence spaces (nil when they are
@@ -71,17 +57,8 @@ func openSpaces(ctx context.Context, cfg *config.Config, httpAddr net.Addr, log 
 		}
 		return nil, err
 	}
-	open := func(ctx context.Context) (keyseq.ClosingStore, error) {
-		switch scheme, _, _ := strings.Cut(raw, ":"); strings.ToLower(scheme) {
-		case "redis", "rediss":
-			return seqstore.OpenRedis(ctx, raw)
-		case "etcd":
-			return seqstore.OpenEtcd(ctx, raw)
-		case "memory": // trials, as the memory store: one process, gone at exit
-			return &keyseq.MemLeases{}, nil
-		}
-		return seqstore.OpenSQL(ctx, raw)
-	}
+	bk, _ := backendOf(raw) // a scheme that keeps keyed sequences: sequencesStore
+	open := func(ctx context.Context) (keyseq.ClosingStore, error) { return bk.openSections(ctx, raw) }
 	var st keyseq.ClosingStore
 	st, err = open(ctx)
 	switch {
