@@ -21,6 +21,11 @@ func WithCaller(ctx context.Context, token, addr string) context.Context {
 	return context.WithValue(ctx, callerKey{}, caller{token: token, addr: addr})
 }
 
+// LimitsLeases reports whether the Guard has a lease rate: only then do the
+// front doors attach the caller to a request's context (WithCaller costs
+// allocations on every request).
+func (g *Guard) LimitsLeases() bool { return g != nil && g.o.LeaseRate > 0 }
+
 // key is the limits' key of a caller: its token when the server gave it
 // out (Known), else its address's prefix, as Admit keys the request rate.
 func (g *Guard) key(token, addr string) string {
@@ -36,8 +41,11 @@ func (g *Guard) key(token, addr string) string {
 // client leased 3.5e8 IDs a second, 2^53 in about 300 days). A context
 // without a caller (an internal call) is not limited.
 func (g *Guard) AllowLease(ctx context.Context) error {
+	if !g.LimitsLeases() {
+		return nil
+	}
 	c, ok := ctx.Value(callerKey{}).(caller)
-	if g == nil || g.o.LeaseRate <= 0 || !ok {
+	if !ok {
 		return nil
 	}
 	now := g.o.Now()
@@ -57,8 +65,11 @@ func (g *Guard) AllowLease(ctx context.Context) error {
 // ctx (charged after the take, so a request's IDs count whatever its
 // count was; a caller in debt is refused until the rate repays it).
 func (g *Guard) Leased(ctx context.Context, n int64) {
+	if !g.LimitsLeases() || n <= 0 {
+		return
+	}
 	c, ok := ctx.Value(callerKey{}).(caller)
-	if g == nil || g.o.LeaseRate <= 0 || !ok || n <= 0 {
+	if !ok {
 		return
 	}
 	now := g.o.Now()

@@ -161,7 +161,10 @@ func (s *Server) ranges(c redcon.Conn, args [][]byte) {
 	}
 	// Who asks, for the limits where the IDs are taken (ranges: the lease
 	// rate).
-	ctx := api.WithCaller(s.base, sess(c).token, c.RemoteAddr())
+	ctx := s.base
+	if s.o.Guard.LimitsLeases() {
+		ctx = api.WithCaller(ctx, sess(c).token, c.RemoteAddr())
+	}
 	a, err := s.svc.Take(ctx, service.Request{Kind: service.KindSegment, Name: string(args[1]), Count: n, Ranges: true, Token: sess(c).token, IdempotencyKey: opts[idemKey]})
 	if err != nil {
 		s.writeErr(c, err)

@@ -104,7 +104,7 @@ func serveAll(fes []*frontEnd, svc *service.Service, m *api.Metrics, cfg *config
 	guard := api.NewGuard(api.GuardOptions{Rate: cfg.Limits.Rate, Burst: cfg.Limits.Burst,
 		AuthFailures: cfg.Limits.AuthFailures, AuthWindow: cfg.Limits.AuthWindow, Known: known,
 		LeaseRate: cfg.Limits.LeaseRate, LeaseBurst: cfg.Limits.LeaseBurst})
-	if guard != nil {
+	if guard.LimitsLeases() {
 		svc.SetLeaseLimit(guard) // before any front door serves
 	}
 	// One connection policy for every listener (api.ConnPolicy).
