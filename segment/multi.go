@@ -251,6 +251,7 @@ func (m *Multi) readAll(ctx context.Context, now int64) {
 	}
 	ctx = context.WithoutCancel(ctx)
 	go func() {
+		mixed := false // read once more for places of two generations
 		for {
 			for m.again.Swap(false) {
 				var wg sync.WaitGroup
@@ -262,6 +263,14 @@ func (m *Multi) readAll(ctx context.Context, now int64) {
 					})
 				}
 				wg.Wait()
+				if !mixed && m.mixedGenerations() {
+					// Some places read before a change of the set and some
+					// after (the reads run at once): read them all once
+					// more, or the stale ones would stand until the next
+					// refresh.
+					mixed = true
+					m.again.Store(true)
+				}
 			}
 			m.busy.Store(false)
 			// Asked for between the last check and now: read again, unless
@@ -271,6 +280,23 @@ func (m *Multi) readAll(ctx context.Context, now int64) {
 			}
 		}
 	}()
+}
+
+// mixedGenerations reports whether the places last read are of two sets'
+// generations (retired stores aside).
+func (m *Multi) mixedGenerations() bool {
+	gen := int64(-1)
+	for i := range m.places {
+		p := m.places[i].Load()
+		if p == nil || p.Of == 0 {
+			continue
+		}
+		if gen >= 0 && p.Gen != gen {
+			return true
+		}
+		gen = p.Gen
+	}
+	return false
 }
 
 // readPlace reads the place of store i and keeps it unless a reading begun
