@@ -361,10 +361,12 @@ func (n *Node) Round(ctx context.Context) error {
 	}
 	// Sections served but no longer the store's for this node (a pause past
 	// the lease): stop before the gate is opened again.
+	lost := false
 	for i := range n.eng.sections {
 		if !slices.Contains(held, i) && n.eng.granted(i) {
 			n.eng.revoke(i)
 			n.lapses.Add(1)
+			lost = true
 		}
 	}
 	n.open(sent)
@@ -376,6 +378,12 @@ func (n *Node) Round(ctx context.Context) error {
 	n.table.Store(&t)
 	n.readAt.Store(n.o.Clock().UnixNano())
 	n.see(t)
+	// Steady: this node kept its own leases and the store answered within
+	// a tenth of a lease. Only a steady node takes a lapsed section beyond
+	// its share (below): on a machine or store too slow for the lease,
+	// every node's leases lapse now and then, and nodes taking each
+	// other's would churn the sections instead of serving them.
+	steady := !lost && n.o.Clock().Sub(sent) < n.o.TTL/10
 	members := max(len(t.Members), 1)
 	share := (sp.Sections + members - 1) / members
 	n.short.Store(false)
@@ -437,13 +445,13 @@ func (n *Node) Round(ctx context.Context) error {
 		if !n.free(t, i) {
 			// Its lease ran out by the store's clock only just: soon.
 			waiting = waiting || want > 0
-			rescuing = rescuing || lapsed
+			rescuing = rescuing || lapsed && steady
 			continue
 		}
 		switch {
 		case want > 0:
 			want--
-		case lapsed:
+		case lapsed && steady:
 			// Beyond the share: a section whose owner is gone is taken by
 			// every node that watched its lease run out, rather than left
 			// to a node that has just started and has yet to watch it for
