@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -123,5 +124,48 @@ func TestLayers_FindsAnImportUp(t *testing.T) {
 	}
 	if len(unplaced) != 1 || unplaced[0] != module+"/nowhere/x" || placed != 2 {
 		t.Fatalf("unplaced %q, placed %d", unplaced, placed)
+	}
+}
+
+// maxCommandLogic is how many lines of logic (neither blank nor comment) a
+// file of the binary's folder may hold: a command file parses its flags,
+// calls a package and prints; logic that grows past it belongs in a package
+// with tests of its own (as the audit's did: package audit).
+const maxCommandLogic = 300
+
+// The binary's files hold commands, not logic.
+func TestLayers_CommandFilesSmall(t *testing.T) {
+	files, err := filepath.Glob("cmd/frond/*.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no command files: %v", err)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := logicLines(string(b)); n > maxCommandLogic {
+			t.Errorf("%s: %d lines of logic, at most %d: move what it computes into a package (docs/development.md, Layers)", f, n, maxCommandLogic)
+		}
+	}
+}
+
+// logicLines counts the lines of src that are neither blank nor a comment.
+func logicLines(src string) int {
+	n := 0
+	for _, line := range strings.Split(src, "\n") {
+		if l := strings.TrimSpace(line); l != "" && !strings.HasPrefix(l, "//") {
+			n++
+		}
+	}
+	return n
+}
+
+func TestLogicLines(t *testing.T) {
+	if n := logicLines("package x\n\n// doc\n  // more\nfunc f() {\n\treturn\n}\n"); n != 4 {
+		t.Fatalf("%d, want 4", n)
 	}
 }

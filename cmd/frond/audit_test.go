@@ -7,16 +7,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/spf13/pflag"
 
 	"github.com/frond-id/frond"
-	"github.com/frond-id/frond/config"
-	"github.com/frond-id/frond/store/memstore"
+	"github.com/frond-id/frond/audit"
 	"github.com/frond-id/frond/store/sqlstore"
 )
 
@@ -94,121 +89,9 @@ func TestCLI_Audit(t *testing.T) {
 	}
 }
 
-// The rate checks: IDs that run out within a year are a danger, within ten
-// years a warning; a step that even the adaptive rule cannot grow past a
-// few store round trips is a warning.
-func TestAudit_RateChecks(t *testing.T) {
-	cfg := loadDefaults(t)
-	a := &auditor{cfg: cfg}
-	const max = int64(9223372036854775807)
-	tags := map[string]tagRow{
-		"soon":  {max: max - 1_000_000_000_000_000, step: 1000}, // 10^15 IDs at 10^8/s: 116 days
-		"later": {max: max - 10_000_000_000_000_000, step: 1000},
-		"fine":  {max: 1000, step: 1000},
-		"slow":  {max: 1000, step: 10},
-	}
-	rates := map[string]float64{"soon": 1e8, "later": 1e8, "fine": 1000, "slow": 1e5}
-	a.cfg.Segment.FixedStep = true // no adaptive step: the tag's own must do
-	for name, r := range tags {
-		r.read = time.Millisecond
-		if f, ok := a.checkTag(name, []tagRow{r}, nil, 1, rates[name], true, time.Second); ok {
-			a.found = append(a.found, f)
-		}
-	}
-	want := map[string]string{"soon": auditDanger, "later": auditWarn, "fine": auditOK, "slow": auditWarn}
-	got := map[string]string{}
-	for _, f := range a.found {
-		tag := strings.TrimPrefix(f.Subject, "tag ")
-		if got[tag] != "" {
-			// A tag near 2^63 was listed twice, as DANGER and as OK.
-			t.Errorf("tag %s has two rows: %+v", tag, a.found)
-		}
-		got[tag] = f.Level
-	}
-	for _, f := range a.found {
-		if f.Subject == "tag soon" && (!strings.Contains(f.Message, "last 115.7 days; ") || !strings.Contains(f.Message, "a segment of 1000 lasts")) {
-			t.Errorf("tag soon's row joins its findings: %q", f.Message)
-		}
-	}
-	for tag, level := range want {
-		if got[tag] != level {
-			t.Errorf("tag %s: %s, want %s; findings %+v", tag, got[tag], level, a.found)
-		}
-	}
-}
-
-// loadDefaults is the configuration with nothing set.
-func loadDefaults(t *testing.T) *config.Config {
-	t.Helper()
-	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
-	config.AddFlags(fs)
-	cfg, _, err := config.Load(fs, []string{"FROND_DATA_DIR=" + t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
-}
-
-// The audit walks the stores' tags in the order of names, a page at a
-// time, one row per tag: a tag missing from one store is found on either
-// side of a page's edge, and the rate is all stores' together.
-func TestAudit_WalksPages(t *testing.T) {
-	defer func(n int) { auditPage = n }(auditPage)
-	auditPage = 3
-	ctx := context.Background()
-	x, y := memstore.New(nil), memstore.New(nil)
-	for i := range 10 {
-		name := fmt.Sprintf("t%02d", i)
-		x.CreateTag(ctx, frond.Tag{Name: name, MaxID: 1, Step: 10})
-		if i != 2 && i != 3 && i != 9 {
-			y.CreateTag(ctx, frond.Tag{Name: name, MaxID: 1, Step: 10})
-		}
-	}
-	y.CreateTag(ctx, frond.Tag{Name: "u", MaxID: 1, Step: 10}) // after every name of x
-	stores := []*auditStore{{i: 0, name: "store x", store: x}, {i: 1, name: "store y", store: y}}
-	a := &auditor{cfg: loadDefaults(t)}
-	first := a.snapshot(ctx, stores)
-	for _, s := range []frond.SegmentStore{x, y} {
-		if _, err := s.Allocate(ctx, "t05", 10); err != nil {
-			t.Fatal(err)
-		}
-	}
-	second := a.snapshot(ctx, stores)
-	var names []string
-	missing := map[string]string{}
-	a.walkTags(stores, second, first, 2*time.Second, func(name string, rows []tagRow, miss []string, rate float64, measured bool) {
-		names = append(names, name)
-		missing[name] = strings.Join(miss, ",")
-		if name == "t05" && (!measured || rate != 10) { // 10 IDs in each store, 2 s apart
-			t.Errorf("t05: rate %v (measured %v), want 10", rate, measured)
-		}
-		if name == "t04" && (!measured || rate != 0) {
-			t.Errorf("t04: rate %v (measured %v), want 0", rate, measured)
-		}
-	})
-	want := []string{"t00", "t01", "t02", "t03", "t04", "t05", "t06", "t07", "t08", "t09", "u"}
-	if !slices.Equal(names, want) {
-		t.Fatalf("walked %v, want %v", names, want)
-	}
-	for name, m := range missing {
-		w := ""
-		switch name {
-		case "t02", "t03", "t09":
-			w = "store y"
-		case "u":
-			w = "store x"
-		}
-		if m != w {
-			t.Errorf("%s missing from %q, want %q", name, m, w)
-		}
-	}
-}
-
 // frond audit writes one row per tag as it goes, ends the text with the
 // tags' count and the dangerous ones, and writes JSON as one array.
 func TestCLI_AuditStreams(t *testing.T) {
-	defer func(n int) { auditPage = n }(auditPage)
-	auditPage = 100
 	dir := t.TempDir()
 	u := "sqlite://" + filepath.Join(dir, "a.db")
 	ctx := context.Background()
@@ -228,7 +111,7 @@ func TestCLI_AuditStreams(t *testing.T) {
 		t.Fatalf("text: exit %d\n%s%s", code, out, errs)
 	}
 	code, out, errs = runCLI(t, nil, "audit", "--data-dir", dir, "--store", u, "--sample", "1ms", "--json")
-	var found []finding
+	var found []audit.Finding
 	if err := json.Unmarshal([]byte(out), &found); code != exitError || err != nil {
 		t.Fatalf("json: exit %d, %v\n%s%s", code, err, out, errs)
 	}
@@ -248,29 +131,10 @@ func TestCLI_AuditStreams(t *testing.T) {
 	}
 }
 
-// A store whose second read fails is audited from its first (it was left
-// out, and a one-store audit passed with no tag read); none read at all is
-// a danger.
-func TestAudit_Settle(t *testing.T) {
-	a := &auditor{cfg: loadDefaults(t)}
-	one := &tagTable{}
-	one.add(frond.Tag{Name: "x", MaxID: 1, Step: 10})
-	one.index()
-	tables, first := []*tagTable{nil}, []*tagTable{one}
-	a.settle(tables, first)
-	if tables[0] != one || first[0] != nil || len(a.found) != 0 {
-		t.Fatalf("tables %v, first %v, found %v", tables, first, a.found)
-	}
-	a.settle([]*tagTable{nil, nil}, nil)
-	if len(a.found) != 1 || a.found[0].Level != auditDanger {
-		t.Fatalf("nothing read: %v", a.found)
-	}
-}
-
 // A tag whose stores hold different mappings (a change of mapping that
 // did not reach every store), and a configured form that names another
 // mapping than the tag's, are dangers (issue 42).
-func TestAudit_Mappings(t *testing.T) {
+func TestCLI_AuditMappings(t *testing.T) {
 	dir := t.TempDir()
 	a, b := "sqlite://"+filepath.Join(dir, "a.db"), "sqlite://"+filepath.Join(dir, "b.db")
 	ctx := context.Background()
