@@ -29,18 +29,10 @@ func TestE2E_KeyedSequences(t *testing.T) {
 	raw := testenv.Getenv(t, "FROND_TEST_MYSQL_URL")
 	const lease = time.Second
 	env := []string{"FROND_SEQUENCES__LEASE_TTL=" + lease.String(), "FROND_WORKER__HOST=127.0.0.1"}
-	start := func(node string) *server {
-		s, err := startServerEnv(t, env, t.TempDir(), "--store", raw, "--node", node)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	start := func(node string) *server { return startSeqNode(t, env, t.TempDir(), raw, node) }
 	a, b := start("1"), start("2")
 	space := fmt.Sprintf("e2e-keys-%d", rand.Int64N(1<<40))
-	if code, body := a.req("POST", "/v1/spaces", fmt.Sprintf(`{"name":%q,"step":100,"sections":16}`, space)); code != 201 {
-		t.Fatalf("create space: %d %s", code, body)
-	}
+	createSpace(t, a, space, 100, 16)
 	last := map[string]int64{}
 	// next asks s for key's next value; false when s refused (503).
 	next := func(s *server, key string) bool {
@@ -160,18 +152,10 @@ func TestE2E_KeyedSequences_TwoNodesOneMachine(t *testing.T) {
 	dir := t.TempDir()
 	db := "sqlite://" + dir + "/shared.db"
 	env := []string{"FROND_SEQUENCES__LEASE_TTL=1s"}
-	start := func(node string) *server {
-		s, err := startServerEnv(t, env, t.TempDir(), "--store", db, "--node", node)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	start := func(node string) *server { return startSeqNode(t, env, t.TempDir(), db, node) }
 	a, b := start("1"), start("2")
 	space := fmt.Sprintf("one-machine-%d", rand.Int64N(1<<40))
-	if code, body := a.req("POST", "/v1/spaces", fmt.Sprintf(`{"name":%q,"step":100,"sections":8}`, space)); code != 201 {
-		t.Fatalf("create space: %d %s", code, body)
-	}
+	createSpace(t, a, space, 100, 8)
 	last := map[string]int64{}
 	deadline := time.Now().Add(30 * time.Second)
 	holds := func(s *server) bool {
@@ -246,19 +230,11 @@ func TestE2E_KeyedSequences_HandOvers(t *testing.T) {
 	dir := t.TempDir()
 	db := "sqlite://" + dir + "/shared.db"
 	env := []string{"FROND_SEQUENCES__LEASE_TTL=1s"}
-	start := func(node, data string) *server {
-		s, err := startServerEnv(t, env, data, "--store", db, "--node", node)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	start := func(node, data string) *server { return startSeqNode(t, env, data, db, node) }
 	dataA, dataB := t.TempDir(), t.TempDir()
 	a := start("1", dataA)
 	space := fmt.Sprintf("handover-%d", rand.Int64N(1<<40))
-	if code, body := a.req("POST", "/v1/spaces", fmt.Sprintf(`{"name":%q,"step":100,"sections":16}`, space)); code != 201 {
-		t.Fatalf("create space: %d %s", code, body)
-	}
+	createSpace(t, a, space, 100, 16)
 	var mu sync.Mutex
 	var keyLocks [40]sync.Mutex // one request of a key at a time: "after" is the order of the answers
 	live := []*server{a}
@@ -387,17 +363,11 @@ func TestE2E_KeyedSequences_GoClientRoutes(t *testing.T) {
 	db := "sqlite://" + dir + "/shared.db"
 	env := []string{"FROND_SEQUENCES__LEASE_TTL=1s"}
 	start := func(node string) *server {
-		s, err := startServerEnv(t, env, t.TempDir(), "--store", db, "--node", node, "--grpc-addr", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
+		return startSeqNode(t, env, t.TempDir(), db, node, "--grpc-addr", "127.0.0.1:0")
 	}
 	a, b := start("1"), start("2")
 	space := fmt.Sprintf("routes-%d", rand.Int64N(1<<40))
-	if code, body := a.req("POST", "/v1/spaces", fmt.Sprintf(`{"name":%q,"step":1000,"sections":16}`, space)); code != 201 {
-		t.Fatalf("create space: %d %s", code, body)
-	}
+	createSpace(t, a, space, 1000, 16)
 	// Both nodes serve the space and share the sections out.
 	last := map[string]int64{}
 	deadline := time.Now().Add(30 * time.Second)
@@ -451,5 +421,24 @@ func TestE2E_KeyedSequences_GoClientRoutes(t *testing.T) {
 	t.Logf("forwarded: %d of the first 400 calls, %d of the next 2,000", learning, routed)
 	if routed > 20 {
 		t.Errorf("%d of 2,000 calls forwarded once the client knew the sections (about 1,000 without routing)", routed)
+	}
+}
+
+// startSeqNode starts a frond serve node of keyed sequences: on store, as
+// node, with its data directory data and the environment env.
+func startSeqNode(t *testing.T, env []string, data, store, node string, args ...string) *server {
+	t.Helper()
+	s, err := startServerEnv(t, env, data, append([]string{"--store", store, "--node", node}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// createSpace creates the keyed sequence space name through s.
+func createSpace(t *testing.T, s *server, name string, step, sections int) {
+	t.Helper()
+	if code, body := s.req("POST", "/v1/spaces", fmt.Sprintf(`{"name":%q,"step":%d,"sections":%d}`, name, step, sections)); code != 201 {
+		t.Fatalf("create space: %d %s", code, body)
 	}
 }
