@@ -525,11 +525,19 @@ type SequenceStore interface {
 // does not burn a segment per node.
 //
 // ReturnTail sets the max_id of the segment tag tag to from if it is to
-// now, in one atomic compare-and-set, and reports whether it did. The
-// caller guarantees that no ID in [from, to) was handed out and none will
-// be. A sequence tag's max_id is never changed.
+// now and the tag's stored mapping is still mapping (the segment's
+// Allocation.Mapping), in one atomic compare-and-set, and reports whether
+// it did. The caller guarantees that no ID in [from, to) was handed out
+// and none will be. A sequence tag's max_id is never changed.
+//
+// The mapping is part of the compare because max_id alone can come back
+// to to: a change of mapping from plain to Mist lowers max_id (it holds
+// the Mist counter, MappingFloor), and the counter then climbs through
+// the values max_id held before. A plain tail given back when the Mist
+// counter stands at its end would hand the counters above from out twice
+// (issue 67).
 type TailReturner interface {
-	ReturnTail(ctx context.Context, tag string, from, to int64) (bool, error)
+	ReturnTail(ctx context.Context, tag string, from, to int64, mapping string) (bool, error)
 }
 
 // SequenceIDs takes up to n IDs of the sequence tag tag from s: its

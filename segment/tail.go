@@ -22,7 +22,10 @@ type Returned struct {
 // store lowers max_id only if it is still the end of this node's last
 // segment (a compare-and-set): if another node allocated since, or an
 // allocation of this node is in doubt (its answer was lost), max_id has
-// moved on and nothing is given back. A failed call gives nothing back;
+// moved on and nothing is given back; nor if the tag's mapping is no
+// longer the segment's (a change of mapping from plain to Mist lowers
+// max_id, and the Mist counter may stand at the segment's end again). A
+// failed call gives nothing back;
 // the IDs are skipped, as before. Segments of several stores (stride > 1)
 // are never given back.
 func (e *Engine) CloseReturning(ctx context.Context) (Returned, error) {
@@ -31,11 +34,11 @@ func (e *Engine) CloseReturning(ctx context.Context) (Returned, error) {
 	tr, ok := e.store.(frond.TailReturner)
 	var errs []error
 	for _, b := range e.buffers() {
-		from, to, ok2 := b.seal()
+		from, to, mapping, ok2 := b.seal()
 		if !ok || !ok2 {
 			continue
 		}
-		done, err := tr.ReturnTail(ctx, b.tag, from, to)
+		done, err := tr.ReturnTail(ctx, b.tag, from, to, mapping)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("tag %q: %w", b.tag, err))
 			continue
@@ -50,8 +53,9 @@ func (e *Engine) CloseReturning(ctx context.Context) (Returned, error) {
 
 // seal stops b for good and returns its unused tail [from, to): the
 // unused IDs of its segments that end at the end of its last allocation,
-// with nothing handed out in between. ok is false when there is none.
-func (b *Buffer) seal() (from, to int64, ok bool) {
+// with nothing handed out in between, and their mapping (one: segments
+// of two mappings are never one tail). ok is false when there is none.
+func (b *Buffer) seal() (from, to int64, mapping string, ok bool) {
 	b.mu.Lock()
 	cur, next := b.cur.Load(), b.next
 	b.dropLocked()
@@ -67,14 +71,14 @@ func (b *Buffer) seal() (from, to int64, ok bool) {
 	}
 	switch {
 	case next != nil && next.stride == 1:
-		from, to = next.start, next.end
-		if cur != nil && cur.stride == 1 && cur.end == next.start {
+		from, to, mapping = next.start, next.end, next.mapping
+		if cur != nil && cur.stride == 1 && cur.end == next.start && cur.mapping == next.mapping {
 			from = first
 		}
 	case next == nil && cur != nil && cur.stride == 1:
-		from, to = first, cur.end
+		from, to, mapping = first, cur.end, cur.mapping
 	default:
-		return 0, 0, false
+		return 0, 0, "", false
 	}
-	return from, to, from < to
+	return from, to, mapping, from < to
 }

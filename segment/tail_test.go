@@ -163,7 +163,7 @@ func TestSeal_LateCaller(t *testing.T) {
 	}
 	b, _ := e.Buffer("t")
 	cur := b.cur.Load() // what a caller inside Next holds
-	from, to, ok := b.seal()
+	from, to, _, ok := b.seal()
 	if !ok || from != 2 || to != 101 {
 		t.Fatalf("tail [%d, %d), %v; want [2, 101)", from, to, ok)
 	}
@@ -222,5 +222,47 @@ func TestCloseReturning_NearTop(t *testing.T) {
 	}
 	if tg, _ := s.Tag(bg, "top"); tg.MaxID != math.MaxInt64-6 {
 		t.Fatalf("max_id %d, want %d", tg.MaxID, int64(math.MaxInt64-6))
+	}
+}
+
+// A clean stop never gives a plain tail back across a change of mapping
+// from plain to Mist (issue 67): the change lowers max_id to about
+// (top+headroom)>>16, the Mist counter climbs back to the end of the
+// plain segment this node still holds, and a compare-and-set on max_id
+// alone set it back to the segment's start: the Mist counters handed out
+// since were handed out again.
+func TestCloseReturning_NotAcrossMappingChange(t *testing.T) {
+	s := memstore.New(nil)
+	const start, end = 1 << 20, 1<<20 + 1000
+	mustCreate(t, s, "m", start, 1000)
+	e := newEngine(t, s, Settings{FixedStep: true})
+	if id, err := e.Next(bg, "m"); err != nil || id != start {
+		t.Fatalf("first ID: %d, %v", id, err)
+	}
+	// Another node changes the mapping: max_id goes down from end to the
+	// headroom.
+	mist := frond.MappingMist
+	changed, err := ChangeMapping(bg, s, "m", frond.TagUpdate{Mapping: &mist}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if changed.MaxID >= end {
+		t.Fatalf("the change did not lower max_id: %d", changed.MaxID)
+	}
+	// The Mist counter climbs to end, the end of the plain segment held
+	// here: counters [changed.MaxID, end) are handed out by other nodes.
+	a, err := s.Allocate(bg, "m", end-changed.MaxID)
+	if err != nil || a.End != end || a.Mapping != frond.MappingMist {
+		t.Fatalf("Mist counters up to %d: %+v, %v", end, a, err)
+	}
+	got, err := e.CloseReturning(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Tags != 0 {
+		t.Fatalf("gave back %+v across the change of mapping", got)
+	}
+	if tg, _ := s.Tag(bg, "m"); tg.MaxID != end {
+		t.Fatalf("max_id %d after the stop, want %d: the Mist counters from %d would be handed out again", tg.MaxID, end, tg.MaxID)
 	}
 }

@@ -207,7 +207,7 @@ func testPlaceFence(t *testing.T, o Opener) {
 		wantWrongPlace(t, "AllocateIDs of a store in a set", err)
 	}
 	if tr, ok := s.(frond.TailReturner); ok {
-		if done, err := tr.ReturnTail(c, seg, 5, 11); done || err != nil {
+		if done, err := tr.ReturnTail(c, seg, 5, 11, ""); done || err != nil {
 			t.Fatalf("ReturnTail of a store in a set: %v, %v; want nothing given back", done, err)
 		}
 	}

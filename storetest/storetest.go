@@ -523,20 +523,20 @@ func testReturnTail(t *testing.T, o Opener) {
 	if a := must(s.Allocate(c, tag, 0))(t); a.Start != 10 || a.End != 110 {
 		t.Fatalf("allocate: %+v", a)
 	}
-	if ok := must(tr.ReturnTail(c, tag, 50, 110))(t); !ok {
+	if ok := must(tr.ReturnTail(c, tag, 50, 110, ""))(t); !ok {
 		t.Fatal("the tail of the last segment was not taken back")
 	}
 	if got := must(s.Tag(c, tag))(t); got.MaxID != 50 {
 		t.Fatalf("max_id after the return: %d, want 50", got.MaxID)
 	}
-	if ok := must(tr.ReturnTail(c, tag, 40, 110))(t); ok {
+	if ok := must(tr.ReturnTail(c, tag, 40, 110, ""))(t); ok {
 		t.Fatal("a second return of the same segment was taken")
 	}
 	if a := must(s.Allocate(c, tag, 0))(t); a.Start != 50 || a.End != 150 {
 		t.Fatalf("allocate after the return: %+v", a)
 	}
 	// Another node allocated since: the older segment's tail stays.
-	if ok := must(tr.ReturnTail(c, tag, 60, 110))(t); ok {
+	if ok := must(tr.ReturnTail(c, tag, 60, 110, ""))(t); ok {
 		t.Fatal("a tail below another allocation was taken back")
 	}
 	if got := must(s.Tag(c, tag))(t); got.MaxID != 150 {
@@ -544,11 +544,34 @@ func testReturnTail(t *testing.T, o Opener) {
 	}
 	seq := uniqueTag(t) + "-seq"
 	must(s.CreateTag(c, frond.Tag{Name: seq, MaxID: 10, Step: 1, Mode: frond.ModeSequence}))(t)
-	if ok := must(tr.ReturnTail(c, seq, 5, 10))(t); ok {
+	if ok := must(tr.ReturnTail(c, seq, 5, 10, ""))(t); ok {
 		t.Fatal("a sequence tag's max_id was lowered")
 	}
-	if ok := must(tr.ReturnTail(c, uniqueTag(t)+"-none", 5, 10))(t); ok {
+	if ok := must(tr.ReturnTail(c, uniqueTag(t)+"-none", 5, 10, ""))(t); ok {
 		t.Fatal("a missing tag's max_id was set")
+	}
+	// A tail of another mapping than the tag's stays (issue 67): a change
+	// from plain to Mist lowers max_id, and the Mist counter may stand at
+	// a plain segment's end again.
+	mist := uniqueTag(t) + "-mist"
+	must(s.CreateTag(c, frond.Tag{Name: mist, MaxID: 10, Step: 100, Mapping: frond.MappingMist}))(t)
+	must(s.Allocate(c, mist, 0))(t)
+	for _, m := range []string{"", frond.MappingPlain, frond.MappingOpaque} {
+		if ok := must(tr.ReturnTail(c, mist, 50, 110, m))(t); ok {
+			t.Fatalf("a tail of mapping %q was given back to a Mist tag", m)
+		}
+	}
+	if got := must(s.Tag(c, mist))(t); got.MaxID != 110 {
+		t.Fatalf("max_id after refused returns: %d, want 110", got.MaxID)
+	}
+	if ok := must(tr.ReturnTail(c, mist, 50, 110, frond.MappingMist))(t); !ok {
+		t.Fatal("a Mist tail was not given back to its Mist tag")
+	}
+	if ok := must(tr.ReturnTail(c, tag, 100, 150, frond.MappingMist))(t); ok {
+		t.Fatal("a Mist tail was given back to a plain tag")
+	}
+	if ok := must(tr.ReturnTail(c, tag, 100, 150, frond.MappingPlain))(t); !ok {
+		t.Fatal("a tail of mapping plain (the stored empty mapping) was not given back")
 	}
 }
 

@@ -335,13 +335,13 @@ func (s *Store) SwapPlace(ctx context.Context, old, p frond.Place) error {
 var errKept = errors.New("max_id kept")
 
 // ReturnTail implements frond.TailReturner: a compare-and-set on the tag's
-// value, changed only if max_id is still to.
-func (s *Store) ReturnTail(ctx context.Context, tag string, from, to int64) (bool, error) {
+// value, changed only if max_id is still to and the mapping still mapping.
+func (s *Store) ReturnTail(ctx context.Context, tag string, from, to int64, mapping string) (bool, error) {
 	c, cancel := s.bound(ctx)
 	defer cancel()
 	alone := frond.Place{}
 	_, _, err := s.casAt(c, &alone, tag, func(v value) (value, error) {
-		if v.MaxID != to || from >= to || v.Mode == frond.ModeSequence {
+		if v.MaxID != to || from >= to || v.Mode == frond.ModeSequence || v.Mapping != frond.StoredMapping(mapping) {
 			return v, errKept
 		}
 		v.MaxID = from

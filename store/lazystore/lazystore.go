@@ -284,13 +284,13 @@ func (s *Store) SwapPlace(ctx context.Context, old, p frond.Place) error {
 }
 
 // ReturnTail implements frond.TailReturner where the real store does.
-func (s *Store) ReturnTail(ctx context.Context, tag string, from, to int64) (bool, error) {
+func (s *Store) ReturnTail(ctx context.Context, tag string, from, to int64, mapping string) (bool, error) {
 	in, err := s.get()
 	if err != nil {
 		return false, err
 	}
 	if tr, ok := in.(frond.TailReturner); ok {
-		return hide(tr.ReturnTail(ctx, tag, from, to))
+		return hide(tr.ReturnTail(ctx, tag, from, to, mapping))
 	}
 	return false, nil
 }

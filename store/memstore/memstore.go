@@ -174,13 +174,13 @@ func (s *Store) SwapPlace(ctx context.Context, old, p frond.Place) error {
 }
 
 // ReturnTail implements frond.TailReturner.
-func (s *Store) ReturnTail(ctx context.Context, tag string, from, to int64) (bool, error) {
+func (s *Store) ReturnTail(ctx context.Context, tag string, from, to int64, mapping string) (bool, error) {
 	if err := s.lock(ctx); err != nil {
 		return false, err
 	}
 	defer s.mu.Unlock()
 	t, ok := s.tags[tag]
-	if !ok || t.MaxID != to || from >= to || t.Mode == frond.ModeSequence || s.place != (frond.Place{}) {
+	if !ok || t.MaxID != to || from >= to || t.Mode == frond.ModeSequence || s.place != (frond.Place{}) || t.Mapping != frond.StoredMapping(mapping) {
 		return false, nil
 	}
 	t.MaxID = from

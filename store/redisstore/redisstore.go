@@ -191,12 +191,14 @@ func (s *Store) allocate(ctx context.Context, at frond.Place, tag string, step i
 	return frond.Allocation{Range: frond.Range{Start: maxID - used, End: maxID, Stride: 1}, Step: tagStep, Mapping: mapping}, nil
 }
 
-// KEYS: max, meta, place. ARGV: from, to, now. Returns 1 if max_id was to
-// (and the store stands alone) and is from now, else 0.
+// KEYS: max, meta, place. ARGV: from, to, now, mapping. Returns 1 if
+// max_id was to and the mapping mapping (and the store stands alone) and
+// max_id is from now, else 0.
 var returnTailScript = redis.NewScript(`
 if (redis.call('GET', KEYS[3]) or '') ~= '' then return 0 end
 if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
 if redis.call('HGET', KEYS[2], 'mode') == 'sequence' then return 0 end
+if (redis.call('HGET', KEYS[2], 'mapping') or '') ~= ARGV[4] then return 0 end
 if redis.call('GET', KEYS[1]) ~= ARGV[2] then return 0 end
 redis.call('SET', KEYS[1], ARGV[1])
 redis.call('HSET', KEYS[2], 'update_time', ARGV[3])
@@ -204,13 +206,13 @@ return 1
 `)
 
 // ReturnTail implements frond.TailReturner, in one script.
-func (s *Store) ReturnTail(ctx context.Context, tag string, from, to int64) (bool, error) {
+func (s *Store) ReturnTail(ctx context.Context, tag string, from, to int64, mapping string) (bool, error) {
 	if from >= to {
 		return false, nil
 	}
 	c, cancel := s.bound(ctx)
 	defer cancel()
-	n, err := returnTailScript.Run(c, s.c, []string{s.maxKey(tag), s.metaKey(tag), s.placeKey()}, from, to, time.Now().UnixMilli()).Int()
+	n, err := returnTailScript.Run(c, s.c, []string{s.maxKey(tag), s.metaKey(tag), s.placeKey()}, from, to, time.Now().UnixMilli(), frond.StoredMapping(mapping)).Int()
 	if err != nil {
 		return false, s.fail(fmt.Sprintf("return the unused IDs of %q", tag), err)
 	}

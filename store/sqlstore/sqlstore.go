@@ -355,8 +355,9 @@ const mysqlTake = `UPDATE leaf_alloc SET max_id = LAST_INSERT_ID(max_id + ?)
 WHERE biz_tag = ? AND max_id <= 9223372036854775807 - ? ` + sequenceGuard
 
 // ReturnTail implements frond.TailReturner: one UPDATE that matches only
-// if max_id is still to (and the tag is a segment tag).
-func (s *Store) ReturnTail(ctx context.Context, tag string, from, to int64) (bool, error) {
+// if max_id is still to, the mapping still mapping (and the tag is a
+// segment tag).
+func (s *Store) ReturnTail(ctx context.Context, tag string, from, to int64, mapping string) (bool, error) {
 	if from >= to {
 		return false, nil
 	}
@@ -365,8 +366,9 @@ func (s *Store) ReturnTail(ctx context.Context, tag string, from, to int64) (boo
 	var res sql.Result
 	err := s.retry(c, func(c context.Context) (err error) {
 		res, err = s.db.ExecContext(c, s.d.q("UPDATE leaf_alloc SET max_id = ?, update_time = CURRENT_TIMESTAMP WHERE biz_tag = ? AND max_id = ? "+segmentGuard+
+			" AND COALESCE((SELECT mapping FROM frond_tag_mapping WHERE biz_tag = ?), '') = ?"+
 			" AND NOT EXISTS (SELECT 1 FROM frond_mark WHERE name = ? AND value <> '')"), // a store alone only
-			from, tag, to, tag, placeMark)
+			from, tag, to, tag, tag, frond.StoredMapping(mapping), placeMark)
 		return err
 	})
 	if err != nil {
