@@ -1,6 +1,9 @@
 package frond
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors shared by the engines, the stores and the front ends. Match
 // them with errors.Is; every layer wraps them with the operation and the tag.
@@ -15,6 +18,15 @@ var (
 	// answer in time, and no buffered IDs were left to serve the request.
 	// The operation may be retried.
 	ErrStoreUnavailable = errors.New("store unavailable")
+
+	// ErrStoreLostData means a segment store lost acknowledged writes: it
+	// answered an allocation below a range it gave a node before (a
+	// fail-over to a replica behind, a restored backup, a Redis restarted
+	// empty or from an older file), or a node that found so fenced it
+	// (Place.Lost). Nothing is handed out from it until an operator
+	// re-arms it above every ID handed out (frond stores rearm). It wraps
+	// ErrStoreUnavailable: the other stores of a set carry on.
+	ErrStoreLostData = fmt.Errorf("%w: the store lost acknowledged writes", ErrStoreUnavailable)
 
 	// ErrInvalidArgument means the caller passed a value out of range: a bad
 	// tag name, a step below 1, a count below 1, a negative max_id.

@@ -540,6 +540,29 @@ type TailReturner interface {
 	ReturnTail(ctx context.Context, tag string, from, to int64, mapping string) (bool, error)
 }
 
+// DeletionCounter is an optional capability of a SegmentStore: how many
+// times a tag of a name was deleted in it (DeleteTag, DeleteTagAt), counted
+// in the same atomic operation as the delete and kept after it. A tag
+// deleted and created again starts from the max_id it is created with,
+// below the IDs handed out before: a node that remembers those IDs
+// (segment.Guard) reads the count to tell that deliberate lowering from a
+// store that lost writes, where the count goes back with the rest.
+type DeletionCounter interface {
+	// Deletions returns how many times tag was deleted: 0 for a tag never
+	// deleted, or never created.
+	Deletions(ctx context.Context, tag string) (int64, error)
+}
+
+// DeletionsOf is s.Deletions where s is a DeletionCounter; ok is false
+// when it is not (the store counts no deletions).
+func DeletionsOf(ctx context.Context, s SegmentStore, tag string) (n int64, ok bool, err error) {
+	if d, is := s.(DeletionCounter); is {
+		n, err = d.Deletions(ctx, tag)
+		return n, true, err
+	}
+	return 0, false, nil
+}
+
 // SequenceIDs takes up to n IDs of the sequence tag tag from s: its
 // AllocateIDs where s is a SequenceStore, else Allocate(tag, n), which every
 // store does atomically. Wrappers of stores forward through it.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Place is where a store stands in a set of stores that share one ID space
@@ -37,7 +38,32 @@ type Place struct {
 	// stores it places and retires, so that it can be finished or
 	// abandoned exactly as it was begun, and by nothing else.
 	Move Move
+	// Lost is set when a node found that the store lost acknowledged
+	// writes (it answered an allocation below a range it gave that node
+	// before: segment.Guard): a fence for every node, whatever its data
+	// directory, until an operator re-arms the store (frond stores
+	// rearm). It names the finding (LostFinding): when, and the tag.
+	Lost string
 }
+
+// maxLostLen bounds Place.Lost, so that a place with a change under way
+// and a finding fits the 255 bytes a store keeps it in.
+const maxLostLen = 48
+
+// LostFinding is the Lost of a place fenced by a node that found, at unix
+// time sec, that the store answered tag below a range it gave before:
+// "1764400000@order" (the tag cut to fit).
+func LostFinding(sec int64, tag string) string {
+	s := strconv.FormatInt(sec, 10) + "@" + tag
+	if len(s) > maxLostLen {
+		s = s[:maxLostLen]
+	}
+	return s
+}
+
+// Rearmed is p without its lost-data fence (Lost): the place a re-armed
+// store is given back.
+func (p Place) Rearmed() Place { p.Lost = ""; return p }
 
 // Move is a change of the set of stores under way, as its fence records it
 // in every store it fenced.
@@ -122,6 +148,10 @@ func (p Place) Moving() bool { return p.Next != 0 }
 // Settled is p with no change under way: the place a node asks at.
 func (p Place) Settled() Place { p.Next, p.Move = 0, Move{}; return p }
 
+// Fenced reports whether a node found that the store lost acknowledged
+// writes (Lost): no node allocates from it until it is re-armed.
+func (p Place) Fenced() bool { return p.Lost != "" }
+
 // Set names the set p is a member of (or was retired from): its generation
 // and the change that made it, "generation 4 (change abcd2345)".
 func (p Place) Set() string {
@@ -137,10 +167,15 @@ func (p Place) Set() string {
 // generation n is under way, fenced by its run r ("0/0@0>n#x/r:..." for a
 // store alone being moved into a
 // set), and "!" after it once the change has raised its stores ("~" once
-// it is being abandoned).
+// it is being abandoned); "|lost:finding" last when a node found the
+// store lost acknowledged writes (Lost).
 func (p Place) String() string {
 	if p == (Place{}) {
 		return ""
+	}
+	lost := ""
+	if p.Lost != "" {
+		lost = "|lost:" + p.Lost
 	}
 	s := fmt.Sprintf("%d/%d@%d", p.Residue, p.Of, p.Gen)
 	if p.Change != "" {
@@ -155,7 +190,7 @@ func (p Place) String() string {
 			s += "~"
 		}
 	}
-	return s
+	return s + lost
 }
 
 // FencePrefix is the beginning of String of a fence (Next set) that every
@@ -167,7 +202,7 @@ func (p Place) FencePrefix() string {
 	if p.Next == 0 {
 		return ""
 	}
-	s := p.String()
+	s := p.Rearmed().String()
 	return s[:strings.Index(s, ">")] + ">" + strconv.FormatInt(p.Next, 10) + "#" + p.Move.Change + "/"
 }
 
@@ -201,6 +236,15 @@ func (p Place) Describe() string {
 			s += ", being abandoned: it can only be abandoned"
 		}
 	}
+	if p.Lost != "" {
+		sec, tag, _ := strings.Cut(p.Lost, "@")
+		when := sec
+		if n, err := strconv.ParseInt(sec, 10, 64); err == nil {
+			when = time.Unix(n, 0).UTC().Format(time.RFC3339)
+		}
+		s += fmt.Sprintf(", fenced for lost data: at %s a node found that the store answered tag %q below a range it gave that node before "+
+			"(a fail-over to a replica behind, a restored backup, a Redis restarted empty); no node allocates from it until it is re-armed (frond stores rearm, docs/stores.md)", when, tag)
+	}
 	return s
 }
 
@@ -219,6 +263,8 @@ func (p Place) Validate() error {
 		return fmt.Errorf("%w: place %q: change %q", ErrInvalidArgument, p.String(), p.Change)
 	case p.Next == 0 && p.Move != Move{}:
 		return fmt.Errorf("%w: place %q: a change under way without its generation", ErrInvalidArgument, p.String())
+	case len(p.Lost) > maxLostLen || p.Lost != "" && (ValidateTagName(p.Lost) != nil || p.Next != 0):
+		return fmt.Errorf("%w: place %q: a lost-data finding of 1 to %d letters, digits and - _ . : @, on a place with no change under way", ErrInvalidArgument, p.String(), maxLostLen)
 	}
 	if p.Next == 0 {
 		return nil
@@ -240,7 +286,9 @@ func ParsePlace(s string) (Place, error) {
 	if s == "" {
 		return Place{}, nil
 	}
-	bad := fmt.Errorf("%w: place %q: want r/K@g#change, with >n#change/run:set;retire while a change is under way", ErrInvalidArgument, s)
+	bad := fmt.Errorf("%w: place %q: want r/K@g#change, with >n#change/run:set;retire while a change is under way, |lost:finding when fenced for lost data", ErrInvalidArgument, s)
+	s0 := s
+	s, lost, _ := strings.Cut(s, "|lost:")
 	rest, fence, moving := strings.Cut(s, ">")
 	rest, change, _ := strings.Cut(rest, "#")
 	rk, g, ok := strings.Cut(rest, "@")
@@ -248,7 +296,7 @@ func ParsePlace(s string) (Place, error) {
 	if !ok || !ok2 {
 		return Place{}, bad
 	}
-	p := Place{Change: change}
+	p := Place{Change: change, Lost: lost}
 	var errs [4]error
 	p.Residue, errs[0] = strconv.ParseInt(r, 10, 64)
 	p.Of, errs[1] = strconv.ParseInt(k, 10, 64)
@@ -272,7 +320,7 @@ func ParsePlace(s string) (Place, error) {
 	if err := p.Validate(); err != nil {
 		return Place{}, err
 	}
-	if p.String() != s { // one spelling per place: "+1", "01" are not it
+	if p.String() != s0 { // one spelling per place: "+1", "01" are not it
 		return Place{}, bad
 	}
 	return p, nil
@@ -292,6 +340,9 @@ var ErrPlaceChanged = errors.New("the store's place changed meanwhile")
 // WrongPlace is the error of an allocation refused at place want by a store
 // whose place is got.
 func WrongPlace(got, want Place) error {
+	if got.Fenced() {
+		return fmt.Errorf("%w (%w): the store is %s", ErrStoreLostData, ErrWrongPlace, got.Describe())
+	}
 	return fmt.Errorf("%w: the store is %s, this node asked as %s: "+
 		"every node reads the set from the stores (docs/stores.md); a change of the set fences the stores until it is done",
 		ErrWrongPlace, got.Describe(), want.Describe())
@@ -350,8 +401,13 @@ type PlacedStore interface {
 // place reads got: CheckPlace, and also a fence of the same change (the
 // change of the set that fenced the store raises and creates tags in it;
 // no node asks at a fence): got begins with at's FencePrefix, whichever
-// run of the change wrote the fence and however it is marked.
+// run of the change wrote the fence and however it is marked; and a
+// lost-data fence (Place.Lost) at exactly the place read, which the
+// re-arm of the store raises tags under.
 func CheckTagPlace(got string, at Place) error {
+	if at.Fenced() && got == at.String() {
+		return nil // the re-arm raises tags at the lost-data fence it read (frond stores rearm)
+	}
 	if at.Next == 0 {
 		return CheckPlace(got, at)
 	}
@@ -407,6 +463,9 @@ func CheckPlace(got string, at Place) error {
 	if at.Next != 0 {
 		return fmt.Errorf("%w: an allocation at place %q, during a change of the set", ErrInvalidArgument, at.String())
 	}
+	if at.Fenced() { // no node allocates at a lost-data fence: the re-arm raises tags (CheckTagPlace)
+		return WrongPlace(at, at.Rearmed())
+	}
 	if got == at.String() {
 		return nil
 	}
@@ -414,7 +473,7 @@ func CheckPlace(got string, at Place) error {
 	if err != nil {
 		return fmt.Errorf("%w: the store's place reads %q: %v", ErrWrongPlace, got, err)
 	}
-	if at.Alone() && p.Of == 1 && !p.Moving() {
+	if at.Alone() && p.Of == 1 && !p.Moving() && !p.Fenced() {
 		return nil // the only store of its set: every ID is its, as for a store alone
 	}
 	return WrongPlace(p, at)

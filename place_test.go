@@ -21,6 +21,8 @@ func TestPlace_Text(t *testing.T) {
 		{Place{Next: 1, Move: Move{Change: "x", Run: "r", Set: "a", Abandon: true}}, "0/0@0>1#x/r:a;~"},
 		{Place{Gen: 5}, "0/0@5"},
 		{Place{Gen: 5, Change: "q"}, "0/0@5#q"},
+		{Place{Lost: "1764400000@order"}, "0/0@0|lost:1764400000@order"},
+		{Place{Residue: 1, Of: 3, Gen: 4, Change: "abcdefg2", Lost: "1@a"}, "1/3@4#abcdefg2|lost:1@a"},
 	} {
 		if got := c.p.String(); got != c.text {
 			t.Errorf("%+v: %q, want %q", c.p, got, c.text)
@@ -31,7 +33,8 @@ func TestPlace_Text(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"0/0@0", "1/1@1", "2/2@1", "-1/2@1", "0/2@-1", "0/2@3>2", "0/2@1>0", "0/2@1>", "0/2", "0/2@1>2", "0/2@1>2#x", "0/2@1>2#x:;", "0/2@1>2#:a;", "0/2@1>2#x:a,a;", "0/2@1>2#x:a;a",
-		"0/2@1#", "0/2@1#A", "0/2@1#a1", "0/0@0#a", "0/2@1#a#b", "0/2@1>2#x:a;>3#y:b;", "0/2@1>2#x:a;b;c", "0/2@1>2#x:a;!!", "0/2@1>2#x:a;!~", "0/2@1>2#x:a;~!", "0/2@1>2#x:a;~~", "0/2@1>2#x:a!;", "0/2@1!", "0/2@1>2#x:" + strings.Repeat("a,", 16) + "b;", "a/b@c", "+1/2@1", "01/2@1", " 0/2@1"} {
+		"0/2@1#", "0/2@1#A", "0/2@1#a1", "0/0@0#a", "0/2@1#a#b", "0/2@1>2#x:a;>3#y:b;", "0/2@1>2#x:a;b;c", "0/2@1>2#x:a;!!", "0/2@1>2#x:a;!~", "0/2@1>2#x:a;~!", "0/2@1>2#x:a;~~", "0/2@1>2#x:a!;", "0/2@1!", "0/2@1>2#x:" + strings.Repeat("a,", 16) + "b;", "a/b@c", "+1/2@1", "01/2@1", " 0/2@1",
+		"|lost:1@a", "0/0@0|lost:", "0/0@0|lost:a b", "0/0@0|lost:a|lost:b", "0/0@0|lost:" + strings.Repeat("a", 49), "0/2@1>2#x/r:a;|lost:1@a", "0/0@0|lost:1@a|lost:1@a"} {
 		if p, err := ParsePlace(bad); !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("ParsePlace(%q) = %+v, %v: want ErrInvalidArgument", bad, p, err)
 		}
@@ -62,10 +65,42 @@ func FuzzParsePlace(f *testing.F) {
 		if err := p.Validate(); err != nil {
 			t.Fatalf("ParsePlace(%q) accepted an invalid place: %v", s, err)
 		}
-		if CheckPlace(s, p.Settled()) != nil && !p.Moving() {
+		if CheckPlace(s, p.Settled()) != nil && !p.Moving() && !p.Fenced() {
 			t.Fatalf("a store at %q refuses its own place", s)
 		}
 	})
+}
+
+// A store fenced for lost data (Place.Lost) refuses an allocation at any
+// place, its own included, with ErrStoreLostData; tag administration at
+// exactly the fence is the re-arm's, and goes through.
+func TestPlace_Lost(t *testing.T) {
+	for _, p := range []Place{{}, {Residue: 1, Of: 3, Gen: 4, Change: "abcdefg2"}, {Of: 1, Gen: 2, Change: "q"}} {
+		lost := p
+		lost.Lost = LostFinding(1764400000, "order")
+		got := lost.String()
+		for _, at := range []Place{p, lost, {}, {Residue: 0, Of: 3, Gen: 4, Change: "abcdefg2"}} {
+			err := CheckPlace(got, at)
+			if !errors.Is(err, ErrStoreLostData) || !errors.Is(err, ErrStoreUnavailable) {
+				t.Errorf("allocation at %q of a store at %q: %v, want ErrStoreLostData", at, got, err)
+			}
+		}
+		if err := CheckTagPlace(got, lost); err != nil {
+			t.Errorf("the re-arm's tag administration at %q: %v", got, err)
+		}
+		if err := CheckTagPlace(got, p); !errors.Is(err, ErrStoreLostData) {
+			t.Errorf("tag administration at %q of a store at %q: %v", p, got, err)
+		}
+		if lost.Rearmed() != p || !lost.Fenced() || p.Fenced() {
+			t.Errorf("Rearmed, Fenced of %+v", lost)
+		}
+		if d := lost.Describe(); !strings.Contains(d, "frond stores rearm") || !strings.Contains(d, `"order"`) || !strings.Contains(d, "2025-11-29T") {
+			t.Errorf("Describe: %s", d)
+		}
+	}
+	if f := LostFinding(1, strings.Repeat("t", 128)); len(f) != maxLostLen || ValidateTagName(f) != nil {
+		t.Errorf("LostFinding of a long tag: %q", f)
+	}
 }
 
 func TestNewIdentity(t *testing.T) {

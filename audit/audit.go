@@ -199,6 +199,8 @@ func (a *auditor) places(ctx context.Context) {
 		p, ok := read[i]
 		switch {
 		case !ok:
+		case p.Fenced():
+			a.add(Danger, s.Name, "%s", p.Describe())
 		case p.Moving():
 			a.add(Danger, s.Name, "%s: no node allocates from it until the change is done; if no change is running, it was interrupted: run frond stores set again with the same stores", p.Describe())
 		case p.Retired():

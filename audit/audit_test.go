@@ -137,6 +137,7 @@ func TestRun_Places(t *testing.T) {
 		{"left out of a change", []frond.Place{set(0, 2, 1), set(1, 2, 2)}, Danger, "of an older set than another store here (generation 2)"},
 		{"fenced", []frond.Place{moving, set(1, 2, 1)}, Danger, "if no change is running, it was interrupted"},
 		{"retired", []frond.Place{{Gen: 2, Change: c}, set(0, 1, 2)}, Warn, "retired by the change to generation 2"},
+		{"fenced for lost data", []frond.Place{{Lost: frond.LostFinding(1764400000, "order")}}, Danger, "fenced for lost data"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -341,6 +341,8 @@ func (m *Multi) place(ctx context.Context, i int, fresh bool) (frond.Place, erro
 // store of this node's.
 func (m *Multi) usable(i int, p frond.Place) error {
 	switch {
+	case p.Fenced():
+		return fmt.Errorf("%s: %w", m.name(i), frond.WrongPlace(p, p.Rearmed()))
 	case p.Moving():
 		return fmt.Errorf("%w: %s is fenced: a change of the set to generation %d is under way (frond stores set); it serves again once the change is done", frond.ErrWrongPlace, m.name(i), p.Next)
 	case p.Retired():

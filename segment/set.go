@@ -231,6 +231,11 @@ func survey(ctx context.Context, set, retire []frond.SegmentStore, o SetOptions)
 		if c.places[i], err = s.Place(ctx); err != nil {
 			return nil, fmt.Errorf("read the place of %s: %w", c.name(i), err)
 		}
+		// A store that lost writes is re-armed first: a change of the set
+		// would raise its tags from values no node can trust.
+		if c.places[i].Fenced() {
+			return nil, fmt.Errorf("%s: %w", c.name(i), frond.WrongPlace(c.places[i], c.places[i].Rearmed()))
+		}
 	}
 	return c, nil
 }

@@ -41,6 +41,8 @@ func Code(err error) string {
 		return frond.CodeWouldReissue
 	case errors.Is(err, frond.ErrTagExhausted):
 		return frond.CodeTagExhausted
+	case errors.Is(err, frond.ErrStoreLostData):
+		return frond.CodeStoreLostData
 	case errors.Is(err, frond.ErrStoreUnavailable):
 		return frond.CodeStoreUnavailable
 	case errors.Is(err, snowflake.ErrClockBackwards):

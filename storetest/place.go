@@ -26,6 +26,8 @@ func RunPlacedStore(t *testing.T, fresh func(t *testing.T) Opener) {
 	t.Run("Place_FenceUnderLoad", func(t *testing.T) { testPlaceFenceUnderLoad(t, fresh(t), false) })
 	t.Run("Place_FenceUnderLoad_Sequence", func(t *testing.T) { testPlaceFenceUnderLoad(t, fresh(t), true) })
 	t.Run("Place_TagAdministration", func(t *testing.T) { testPlaceTagAdmin(t, fresh(t)) })
+	t.Run("Place_LostData", func(t *testing.T) { testPlaceLost(t, fresh(t), frond.Place{}) })
+	t.Run("Place_LostData_OnlyStoreOfSet", func(t *testing.T) { testPlaceLost(t, fresh(t), frond.Place{Of: 1, Gen: 2, Change: "abcdefgh"}) })
 }
 
 // Tag administration is fenced like allocation (issue 57): a create, an
@@ -171,6 +173,63 @@ func testPlaceIdentity(t *testing.T, o Opener) {
 
 // wantWrongPlace checks that err is a refusal of the place, which a
 // multi-store treats as that store being unavailable.
+// A store fenced for lost data (frond.Place.Lost, written by the node that
+// found it) refuses every allocation, at any place and of either mode, and
+// every tag administration but the re-arm's at the fence itself, until
+// its place is given back without the fence (issue 67).
+func testPlaceLost(t *testing.T, o Opener, p frond.Place) {
+	s, c := placed(t, o), testenv.Ctx(t)
+	seg, seq := uniqueTag(t)+"-seg", uniqueTag(t)+"-seq"
+	must(s.CreateTag(c, frond.Tag{Name: seg, MaxID: 1, Step: 10}))(t)
+	must(s.CreateTag(c, frond.Tag{Name: seq, MaxID: 1, Step: 10, Mode: frond.ModeSequence}))(t)
+	if err := s.SwapPlace(c, frond.Place{}, p); err != nil && p != (frond.Place{}) {
+		t.Fatal(err)
+	}
+	lost := p
+	lost.Lost = frond.LostFinding(1764400000, seg)
+	if err := s.SwapPlace(c, p, lost); err != nil {
+		t.Fatal(err)
+	}
+	if got := must(s.Place(c))(t); got != lost {
+		t.Fatalf("place %q, want %q", got, lost)
+	}
+	wantLost := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, frond.ErrStoreLostData) || !errors.Is(err, frond.ErrStoreUnavailable) {
+			t.Fatalf("%s: %v, want ErrStoreLostData", what, err)
+		}
+	}
+	for _, at := range []frond.Place{{}, p, lost} {
+		_, err := s.AllocateAt(c, at, seg, 0)
+		wantLost("a segment at "+at.String(), err)
+		_, err = s.AllocateIDsAt(c, at, seq, 1)
+		wantLost("sequence IDs at "+at.String(), err)
+	}
+	_, err := s.Allocate(c, seg, 0)
+	wantLost("Allocate", err)
+	_, err = s.CreateTag(c, frond.Tag{Name: seg + "-new", MaxID: 1, Step: 10})
+	wantLost("a create", err)
+	if tr, ok := s.(frond.TailReturner); ok {
+		if done, err := tr.ReturnTail(c, seg, 1, 11, ""); done || err != nil {
+			t.Fatalf("ReturnTail of a fenced store: %v, %v", done, err)
+		}
+	}
+	if got := must(s.Tag(c, seg))(t); got.MaxID != 1 {
+		t.Fatalf("refused allocations moved max_id to %d", got.MaxID)
+	}
+	// The re-arm: tags raised at the fence, then the fence taken off.
+	above := int64(5000)
+	if got := must(s.UpdateTagAt(c, lost, seg, frond.TagUpdate{MaxID: &above}))(t); got.MaxID != above {
+		t.Fatalf("raise at the fence: %+v", got)
+	}
+	if err := s.SwapPlace(c, lost, lost.Rearmed()); err != nil {
+		t.Fatal(err)
+	}
+	if a := must(s.AllocateAt(c, frond.Place{}, seg, 0))(t); a.Start != above {
+		t.Fatalf("re-armed: %+v, want from %d", a, above)
+	}
+}
+
 func wantWrongPlace(t *testing.T, what string, err error) {
 	t.Helper()
 	if !errors.Is(err, frond.ErrWrongPlace) || !errors.Is(err, frond.ErrStoreUnavailable) {

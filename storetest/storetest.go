@@ -89,6 +89,7 @@ func RunSegmentStore(t *testing.T, o Opener) {
 	t.Run("Mappings_Fenced", func(t *testing.T) { testMappingFence(t, o) })
 	t.Run("TagsAfter_Pages", func(t *testing.T) { testTagsAfter(t, o) })
 	t.Run("ReturnTail", func(t *testing.T) { testReturnTail(t, o) })
+	t.Run("Deletions", func(t *testing.T) { testDeletions(t, o) })
 	t.Run("TagNames_CaseSensitive", func(t *testing.T) { testCase(t, o) })
 	t.Run("Concurrent_Disjoint", func(t *testing.T) { testConcurrent(t, o) })
 	t.Run("Reopen_Continues", func(t *testing.T) { testReopen(t, o) })
@@ -572,6 +573,58 @@ func testReturnTail(t *testing.T, o Opener) {
 	}
 	if ok := must(tr.ReturnTail(c, tag, 100, 150, frond.MappingPlain))(t); !ok {
 		t.Fatal("a tail of mapping plain (the stored empty mapping) was not given back")
+	}
+}
+
+// A store counts the deletions of each tag (frond.DeletionCounter), in the
+// delete itself: a delete of a missing tag, or one refused at another
+// place, counts nothing, and the count outlives the tag and its creation
+// again (issue 67: a node tells a tag deleted and created below the IDs
+// it handed out from a store that lost writes by it).
+func testDeletions(t *testing.T, o Opener) {
+	s, c := open(t, o), testenv.Ctx(t)
+	if _, ok := s.(frond.DeletionCounter); !ok {
+		t.Fatalf("%T counts no deletions (frond.DeletionCounter)", s)
+	}
+	count := func(tag string) int64 {
+		t.Helper()
+		n, ok, err := frond.DeletionsOf(c, s, tag)
+		if err != nil || !ok {
+			t.Fatalf("Deletions(%q): %d, %v, %v", tag, n, ok, err)
+		}
+		return n
+	}
+	tag, other := uniqueTag(t), uniqueTag(t)+"-other"
+	if n := count(tag); n != 0 {
+		t.Fatalf("a tag never created: %d deletions", n)
+	}
+	for want := int64(1); want <= 3; want++ {
+		must(s.CreateTag(c, frond.Tag{Name: tag, MaxID: 1000 * want, Step: 10}))(t)
+		must(s.Allocate(c, tag, 0))(t)
+		if err := s.DeleteTag(c, tag); err != nil {
+			t.Fatal(err)
+		}
+		if n := count(tag); n != want {
+			t.Fatalf("after %d deletes: %d deletions", want, n)
+		}
+		if err := s.DeleteTag(c, tag); !errors.Is(err, frond.ErrTagNotFound) {
+			t.Fatalf("delete of a deleted tag: %v", err)
+		}
+		if n := count(tag); n != want {
+			t.Fatalf("a delete of a missing tag counted: %d, want %d", n, want)
+		}
+	}
+	if ps, ok := s.(frond.PlacedStore); ok {
+		must(s.CreateTag(c, frond.Tag{Name: other, MaxID: 1, Step: 10}))(t)
+		if err := ps.DeleteTagAt(c, frond.Place{Residue: 1, Of: 2, Gen: 7, Change: "abcdefgh"}, other); !errors.Is(err, frond.ErrWrongPlace) {
+			t.Fatalf("delete at another place: %v", err)
+		}
+		if n := count(other); n != 0 {
+			t.Fatalf("a refused delete counted: %d", n)
+		}
+	}
+	if n := count(other + "x"); n != 0 {
+		t.Fatalf("another tag: %d deletions", n)
 	}
 }
 

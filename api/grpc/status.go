@@ -28,7 +28,7 @@ func codeOf(code string) codes.Code {
 		return codes.AlreadyExists
 	case frond.CodeTagExhausted, frond.CodeSeqOverflow, frond.CodeTooLarge, frond.CodeRateLimited:
 		return codes.ResourceExhausted
-	case frond.CodeWouldReissue, frond.CodeClockBackwards, frond.CodeClockSkew, frond.CodeLayoutExpired, frond.CodeNotLeasable, frond.CodeFormNotCarried:
+	case frond.CodeWouldReissue, frond.CodeStoreLostData, frond.CodeClockBackwards, frond.CodeClockSkew, frond.CodeLayoutExpired, frond.CodeNotLeasable, frond.CodeFormNotCarried:
 		// The system is not in a state to serve the call: the clock is
 		// behind or skewed, max_id cannot go down, the layout has run out.
 		return codes.FailedPrecondition

@@ -32,6 +32,8 @@ func statusOf(code string) int {
 		return http.StatusMethodNotAllowed
 	case frond.CodeRateLimited:
 		return http.StatusTooManyRequests
+	case frond.CodeStoreLostData:
+		return http.StatusServiceUnavailable // not to be retried, but the store's, not the request's
 	}
 	if api.Retryable(code) {
 		return http.StatusServiceUnavailable

@@ -123,7 +123,7 @@ func checkAlone(ctx context.Context, store frond.SegmentStore, raw string) error
 	c, cancel := context.WithTimeout(ctx, storeStartTimeout)
 	defer cancel()
 	p, err := frond.PlaceOf(c, store)
-	if err != nil || p.Alone() || p.Of == 1 || p.Moving() {
+	if err != nil || p.Fenced() || p.Alone() || p.Of == 1 || p.Moving() {
 		return nil // not readable now, alone or the set's only store, or a change under way: the store decides at each allocation
 	}
 	return fmt.Errorf("store %s is %s, but this node lists it alone: it would get no ID from it. "+

@@ -79,6 +79,25 @@ func parse(rawURL string) (*Store, error) {
 
 func (s *Store) key(tag string) string { return s.prefix + "tags/" + tag }
 
+// deletedKey counts the deletions of tag in its version: each delete puts
+// it (frond.DeletionCounter).
+func (s *Store) deletedKey(tag string) string { return s.prefix + "deleted/" + tag }
+
+// Deletions implements frond.DeletionCounter: the version of the count
+// key.
+func (s *Store) Deletions(ctx context.Context, tag string) (int64, error) {
+	c, cancel := s.bound(ctx)
+	defer cancel()
+	r, err := s.c.Get(c, s.deletedKey(tag))
+	if err != nil {
+		return 0, s.fail(fmt.Sprintf("read the deletions of %q", tag), err)
+	}
+	if len(r.Kvs) == 0 {
+		return 0, nil
+	}
+	return r.Kvs[0].Version, nil
+}
+
 func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
 	return deadline.Within(ctx, s.timeout)
 }
@@ -527,13 +546,16 @@ func (s *Store) DeleteTagAt(ctx context.Context, at frond.Place, name string) er
 		if err != nil {
 			return err
 		}
+		// The deletion is counted (a put raises the count key's version)
+		// only when the tag exists, in the same transaction.
+		count := clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(s.key(name)), ">", 0)}, []clientv3.Op{clientv3.OpPut(s.deletedKey(name), "")}, nil)
 		r, err := s.c.Txn(c).If(clientv3.Compare(clientv3.ModRevision(s.placeKey()), "=", rev)).
-			Then(clientv3.OpDelete(s.key(name))).Commit()
+			Then(count, clientv3.OpDelete(s.key(name))).Commit()
 		if err != nil {
 			return s.fail(what, err)
 		}
 		if r.Succeeded {
-			if r.Responses[0].GetResponseDeleteRange().Deleted == 0 {
+			if r.Responses[1].GetResponseDeleteRange().Deleted == 0 {
 				return fmt.Errorf("delete %q: %w", name, frond.ErrTagNotFound)
 			}
 			return nil

@@ -283,6 +283,17 @@ func (s *Store) SwapPlace(ctx context.Context, old, p frond.Place) error {
 	return secret.Hide(ps.SwapPlace(ctx, old, p))
 }
 
+// Deletions implements frond.DeletionCounter: 0 where the real store
+// counts none.
+func (s *Store) Deletions(ctx context.Context, tag string) (int64, error) {
+	in, err := s.get()
+	if err != nil {
+		return 0, err
+	}
+	n, _, err := frond.DeletionsOf(ctx, in, tag)
+	return n, secret.Hide(err)
+}
+
 // ReturnTail implements frond.TailReturner where the real store does.
 func (s *Store) ReturnTail(ctx context.Context, tag string, from, to int64, mapping string) (bool, error) {
 	in, err := s.get()

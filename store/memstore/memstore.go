@@ -27,6 +27,7 @@ type Store struct {
 
 	mu     sync.Mutex
 	tags   map[string]frond.Tag
+	gone   map[string]int64 // deletions of each tag (frond.DeletionCounter)
 	place  frond.Place
 	id     string                                               // Identity, made at its first call
 	before func(ctx context.Context, tag string, n int64) error // BeforeAllocate
@@ -39,7 +40,7 @@ func New(clock frond.Clock) *Store {
 	if clock == nil {
 		clock = frond.SystemClock{}
 	}
-	return &Store{clock: clock, tags: make(map[string]frond.Tag)}
+	return &Store{clock: clock, tags: make(map[string]frond.Tag), gone: make(map[string]int64)}
 }
 
 func (s *Store) lock(ctx context.Context) error {
@@ -308,7 +309,17 @@ func (s *Store) DeleteTagAt(ctx context.Context, at frond.Place, name string) er
 		return fmt.Errorf("delete %q: %w", name, frond.ErrTagNotFound)
 	}
 	delete(s.tags, name)
+	s.gone[name]++
 	return nil
+}
+
+// Deletions implements frond.DeletionCounter.
+func (s *Store) Deletions(ctx context.Context, tag string) (int64, error) {
+	if err := s.lock(ctx); err != nil {
+		return 0, err
+	}
+	defer s.mu.Unlock()
+	return s.gone[tag], nil
 }
 
 // Close implements frond.SegmentStore.

@@ -91,6 +91,23 @@ func (s *Store) maxKey(tag string) string  { return s.prefix + "max:" + tag }
 func (s *Store) metaKey(tag string) string { return s.prefix + "tag:" + tag }
 func (s *Store) indexKey() string          { return s.prefix + "tags" }
 
+// deletedKey counts the deletions of tag (frond.DeletionCounter).
+func (s *Store) deletedKey(tag string) string { return s.prefix + "deleted:" + tag }
+
+// Deletions implements frond.DeletionCounter.
+func (s *Store) Deletions(ctx context.Context, tag string) (int64, error) {
+	c, cancel := s.bound(ctx)
+	defer cancel()
+	n, err := s.c.Get(c, s.deletedKey(tag)).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, s.fail(fmt.Sprintf("read the deletions of %q", tag), err)
+	}
+	return n, nil
+}
+
 func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
 	return redisutil.Bound(ctx, s.timeout)
 }
@@ -559,6 +576,7 @@ if not tagPlace(KEYS[4], ARGV[2], ARGV[3]) then return -1 end
 if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
 redis.call('DEL', KEYS[1], KEYS[2])
 redis.call('SREM', KEYS[3], ARGV[1])
+redis.call('INCR', KEYS[5])
 return 1
 `)
 
@@ -571,7 +589,7 @@ func (s *Store) DeleteTag(ctx context.Context, name string) error {
 func (s *Store) DeleteTagAt(ctx context.Context, at frond.Place, name string) error {
 	c, cancel := s.bound(ctx)
 	defer cancel()
-	n, err := deleteScript.Run(c, s.c, []string{s.maxKey(name), s.metaKey(name), s.indexKey(), s.placeKey()}, name, at.String(), at.FencePrefix()).Int()
+	n, err := deleteScript.Run(c, s.c, []string{s.maxKey(name), s.metaKey(name), s.indexKey(), s.placeKey(), s.deletedKey(name)}, name, at.String(), at.FencePrefix()).Int()
 	if err != nil {
 		return s.fail(fmt.Sprintf("delete tag %q", name), err)
 	}

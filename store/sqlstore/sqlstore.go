@@ -25,6 +25,8 @@ package sqlstore
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -254,7 +256,7 @@ const placeMark = "place"
 // Args: the place asked at, twice, then placeMark (a set's only store, "0/1@g",
 // also serves a node that asks as a store alone: frond.CheckPlace).
 func (d *dialect) placeCheck() string {
-	return " AND (SELECT CASE WHEN value = ? OR (? = '' AND value LIKE '0/1@%' AND value NOT LIKE '%>%') THEN 1 ELSE 0 END" +
+	return " AND (SELECT CASE WHEN value = ? OR (? = '' AND value LIKE '0/1@%' AND value NOT LIKE '%>%' AND value NOT LIKE '%|%') THEN 1 ELSE 0 END" +
 		" FROM frond_mark WHERE name = ?" + d.forShare + ") = 1"
 }
 
@@ -376,6 +378,48 @@ func (s *Store) ReturnTail(ctx context.Context, tag string, from, to int64, mapp
 	}
 	n, err := res.RowsAffected()
 	return err == nil && n == 1, nil
+}
+
+// deletedMark is the row of frond_mark that counts the deletions of tag
+// (frond.DeletionCounter): a digest of the name, which may be longer than
+// the row's name.
+func deletedMark(tag string) string {
+	sum := sha256.Sum256([]byte(tag))
+	return "deleted:" + hex.EncodeToString(sum[:12])
+}
+
+// countDeletion counts a deletion of tag in tx.
+func (s *Store) countDeletion(ctx context.Context, tx *sql.Tx, tag string) error {
+	name := deletedMark(tag)
+	if _, err := tx.ExecContext(ctx, s.d.q(s.d.insertMark), name, "0"); err != nil && !s.d.duplicate(err) {
+		return err
+	}
+	var v string
+	if err := tx.QueryRowContext(ctx, s.d.q("SELECT value FROM frond_mark WHERE name = ?"+s.d.forUpdate), name).Scan(&v); err != nil {
+		return err
+	}
+	n, _ := strconv.ParseInt(v, 10, 64)
+	_, err := tx.ExecContext(ctx, s.d.q("UPDATE frond_mark SET value = ? WHERE name = ?"), strconv.FormatInt(n+1, 10), name)
+	return err
+}
+
+// Deletions implements frond.DeletionCounter.
+func (s *Store) Deletions(ctx context.Context, tag string) (int64, error) {
+	c, cancel := s.db.Bound(ctx)
+	defer cancel()
+	var v string
+	err := s.db.QueryRowContext(c, s.d.q("SELECT value FROM frond_mark WHERE name = ?"), deletedMark(tag)).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, s.fail(fmt.Sprintf("read the deletions of %q", tag), err)
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: the deletions of %q in %s read %q", frond.ErrStoreUnavailable, tag, s, v)
+	}
+	return n, nil
 }
 
 // Place implements frond.PlacedStore: the row placeMark of frond_mark.
@@ -849,6 +893,9 @@ func (s *Store) DeleteTagAt(ctx context.Context, at frond.Place, name string) er
 		_, err = tx.ExecContext(c, s.d.q("DELETE FROM frond_tag_mode WHERE biz_tag = ?"), name)
 		if err == nil {
 			err = s.setMapping(c, tx, name, "")
+		}
+		if err == nil && n > 0 {
+			err = s.countDeletion(c, tx, name)
 		}
 		if err != nil || !s.native {
 			return nil, err

@@ -21,6 +21,7 @@ class ErrorCode(str, enum.Enum):
     NOT_LEASABLE = "not_leasable"
     FORM_NOT_CARRIED = "form_not_carried"
     STORE_UNAVAILABLE = "store_unavailable"
+    STORE_LOST_DATA = "store_lost_data"
     CLOCK_BACKWARDS = "clock_backwards"
     CLOCK_SKEW = "clock_skew"
     REGISTRY_BEHIND = "registry_behind"
@@ -59,6 +60,7 @@ ERROR_CODES = {
     "not_leasable": (False, "take the IDs of a sequence tag request by request (the Go client does this by itself)"),
     "form_not_carried": (False, "ask for the tag's IDs where its form is answered: GET /v1/segment/{tag}, gRPC NextSegment, RESP SEGMENT, the Go client's NextStrings (docs/kinds.md#forms-across-protocols)"),
     "store_unavailable": (True, "retry later; check the segment store (see /readyz)"),
+    "store_lost_data": (False, "the segment store lost acknowledged writes (a fail-over to a replica behind, a restored backup, a Redis restarted empty): nothing is handed out from it until it is re-armed above every ID handed out (frond stores rearm, docs/operations.md#a-store-that-went-back)"),
     "clock_backwards": (True, "retry later; check the clock (NTP) if this persists (see /readyz)"),
     "clock_skew": (True, "fix this node's clock (NTP); it retries by itself (see /readyz)"),
     "registry_behind": (True, "retry later; check the worker registry (see /readyz)"),
