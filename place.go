@@ -243,7 +243,7 @@ func (p Place) Describe() string {
 			when = time.Unix(n, 0).UTC().Format(time.RFC3339)
 		}
 		s += fmt.Sprintf(", fenced for lost data: at %s a node found that the store answered tag %q below a range it gave that node before "+
-			"(a fail-over to a replica behind, a restored backup, a Redis restarted empty); no node allocates from it until it is re-armed (frond stores rearm, docs/stores.md)", when, tag)
+			"(a fail-over to a replica behind, a restored backup, a Redis restarted empty); no node allocates from it until it is re-armed (frond stores rearm, docs/operations.md#a-store-that-went-back)", when, tag)
 	}
 	return s
 }

@@ -63,7 +63,7 @@ func NewMetrics(o MetricsOptions) *Metrics {
 			Name: "frond_errors_total", Help: "Requests that failed, by protocol and stable error code.",
 		}, []string{"protocol", "code"}),
 		loads: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "frond_segment_loads_total", Help: "Segment store calls of all tags, by result (ok, error, or not_found: a first load of a tag the store does not have).",
+			Name: "frond_segment_loads_total", Help: "Segment store calls of all tags, by result (ok, error, not_found: a first load of a tag the store does not have, or lost_data: refused because the store lost acknowledged writes).",
 		}, []string{"result"}),
 		loadDur: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "frond_segment_load_seconds", Help: "Latency of the segment store calls of all tags.",
@@ -100,8 +100,11 @@ func (m *Metrics) OnLoad(_ string, took time.Duration, err error) {
 	result := "ok"
 	if err != nil {
 		result = "error"
-		if errors.Is(err, frond.ErrTagNotFound) {
+		switch {
+		case errors.Is(err, frond.ErrTagNotFound):
 			result = "not_found"
+		case errors.Is(err, frond.ErrStoreLostData):
+			result = "lost_data" // the store lost acknowledged writes: refused until re-armed (FrondSegmentStoreLostData)
 		}
 	}
 	m.loads.WithLabelValues(result).Inc()

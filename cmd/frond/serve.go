@@ -83,16 +83,16 @@ const storeStartTimeout = 3 * time.Second
 // store i handing out only IDs congruent to i modulo their number. The
 // stores are opened at once; a store over the network that cannot be reached
 // does not stop the start (see openStore).
-func openStores(ctx context.Context, raw string, log *slog.Logger) (frond.SegmentStore, error) {
+func openStores(ctx context.Context, raw, dataDir string, log *slog.Logger) (frond.SegmentStore, error) {
 	urls := secret.Fields(raw)
 	if len(urls) == 1 {
-		return openStore(ctx, urls[0], log)
+		return openGuarded(ctx, urls[0], dataDir, log)
 	}
 	stores := make([]frond.SegmentStore, len(urls))
 	errs := make([]error, len(urls))
 	var wg sync.WaitGroup
 	for i, u := range urls {
-		wg.Go(func() { stores[i], errs[i] = openStore(ctx, u, log) })
+		wg.Go(func() { stores[i], errs[i] = openGuarded(ctx, u, dataDir, log) })
 	}
 	wg.Wait()
 	for i, err := range errs {
@@ -109,6 +109,28 @@ func openStores(ctx context.Context, raw string, log *slog.Logger) (frond.Segmen
 		log.Info("multi-store member", "index", i, "residue", fmt.Sprintf("%d mod %d", i, len(urls)), "store", storeName(u))
 	}
 	return segment.NewMulti(stores...)
+}
+
+// openGuarded opens the store at raw for serve (openStore), checked
+// against the floors this node keeps of it in dataDir (segment.Guard,
+// issue 67): a store that answers below a range it gave this node before
+// lost acknowledged writes, and is refused and fenced. The memory store
+// (trials) is not checked: it starts empty with every process.
+func openGuarded(ctx context.Context, raw, dataDir string, log *slog.Logger) (frond.SegmentStore, error) {
+	s, err := openStore(ctx, raw, log)
+	if err != nil {
+		return nil, err
+	}
+	if _, scheme := backendOf(raw); scheme == "memory" {
+		return s, nil
+	}
+	name := storeName(raw)
+	f, err := segment.OpenFloors(segment.FloorsFile(dataDir, name), name)
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("the floors of %s in the data directory: %w", name, err)
+	}
+	return segment.NewGuard(s, f, segment.GuardOptions{Logger: log}), nil
 }
 
 // checkAlone refuses to start on a single store that is part of a set of
@@ -165,7 +187,7 @@ func serve(ctx context.Context, cfg *config.Config, e env) error {
 		return err
 	}
 	ln := fes[0].ln
-	store, err := openStores(ctx, cfg.Store, log)
+	store, err := openStores(ctx, cfg.Store, cfg.DataDir, log)
 	if err == nil {
 		err = checkAlone(ctx, store, cfg.Store)
 		if err != nil {
