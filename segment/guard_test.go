@@ -259,7 +259,7 @@ func (u unplaced) Allocate(ctx context.Context, tag string, step int64) (frond.A
 	return u.s.Allocate(ctx, tag, step)
 }
 func (u unplaced) Tag(ctx context.Context, name string) (frond.Tag, error) { return u.s.Tag(ctx, name) }
-func (u unplaced) Tags(ctx context.Context) ([]frond.Tag, error)          { return u.s.Tags(ctx) }
+func (u unplaced) Tags(ctx context.Context) ([]frond.Tag, error)           { return u.s.Tags(ctx) }
 func (u unplaced) CreateTag(ctx context.Context, t frond.Tag) (frond.Tag, error) {
 	return u.s.CreateTag(ctx, t)
 }
@@ -267,7 +267,7 @@ func (u unplaced) UpdateTag(ctx context.Context, name string, up frond.TagUpdate
 	return u.s.UpdateTag(ctx, name, up)
 }
 func (u unplaced) DeleteTag(ctx context.Context, name string) error { return u.s.DeleteTag(ctx, name) }
-func (u unplaced) Close() error                                    { return nil }
+func (u unplaced) Close() error                                     { return nil }
 
 // The floors file: kept across a reopen, a last line cut short by a kill
 // left out, compacted when it grows, and refused when it is not a floors
