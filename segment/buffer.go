@@ -377,7 +377,11 @@ func (b *Buffer) refill(ctx context.Context, s *segment) error {
 			if since := now.Sub(time.Unix(0, at)); since < b.e.cfg.FailFast {
 				b.dropLocked()
 				b.mu.Unlock()
-				return fmt.Errorf("%w: tag %q: no segment loaded yet, and a load failed %v ago", frond.ErrStoreUnavailable, b.tag, since.Round(time.Millisecond))
+				why := errors.New("the store")
+				if p := b.e.firstErr.Load(); p != nil {
+					why = *p
+				}
+				return fmt.Errorf("%w: tag %q: no segment loaded yet, and a load failed %v ago: %w", frond.ErrStoreUnavailable, b.tag, since.Round(time.Millisecond), why)
 			}
 		}
 	}
@@ -506,6 +510,7 @@ func (b *Buffer) loadOnce() (err error, finished bool) {
 		b.failures++
 		err = b.lastErr
 		if first && !definitive(err) {
+			b.e.firstErr.Store(&err)
 			b.e.firstFail.Store(t1.UnixNano())
 		}
 		if first || errors.Is(err, frond.ErrTagNotFound) {

@@ -32,14 +32,15 @@ type Engine struct {
 	// tag would be quadratic in the number of tags).
 	read atomic.Pointer[map[string]*Buffer]
 
-	mu        sync.Mutex         // guards dirty, misses, pending; taken after a Buffer's mu, never before
-	dirty     map[string]*Buffer // promoted, not yet in read
-	misses    int                // lookups found in dirty since read was built
-	pending   map[string]*Buffer // buffers whose first segment has not loaded yet
-	firstFail atomic.Int64       // when a first load last failed on an outage (Clock, ns)
-	rebuilds  atomic.Int64       // copies of the read map made (tests)
-	retired   atomic.Int64       // IDs handed out by dropped buffers
-	seen      atomic.Int64       // the highest Overview.Issued answered
+	mu        sync.Mutex            // guards dirty, misses, pending; taken after a Buffer's mu, never before
+	dirty     map[string]*Buffer    // promoted, not yet in read
+	misses    int                   // lookups found in dirty since read was built
+	pending   map[string]*Buffer    // buffers whose first segment has not loaded yet
+	firstFail atomic.Int64          // when a first load last failed on an outage (Clock, ns)
+	firstErr  atomic.Pointer[error] // and why: a first load refused at once says it (store_lost_data is not store_unavailable)
+	rebuilds  atomic.Int64          // copies of the read map made (tests)
+	retired   atomic.Int64          // IDs handed out by dropped buffers
+	seen      atomic.Int64          // the highest Overview.Issued answered
 
 	ctx    context.Context // cancelled by Close: ends store calls
 	cancel context.CancelFunc

@@ -2,6 +2,7 @@ package segment
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -49,6 +50,58 @@ func classOf(m string) int {
 type TagFloors struct {
 	Ends      [nClasses]int64
 	Deletions int64
+}
+
+// tagFloorsJSON is TagFloors as frond stores floors prints it.
+type tagFloorsJSON struct {
+	Plain     int64 `json:"plain,omitempty"`
+	Mist      int64 `json:"mist,omitempty"`
+	Opaque    int64 `json:"opaque,omitempty"`
+	Seq       int64 `json:"seq,omitempty"`
+	Deletions int64 `json:"deletions,omitempty"`
+}
+
+// MarshalJSON writes t as {"plain": end, "mist": end, ..., "deletions": n}.
+func (t TagFloors) MarshalJSON() ([]byte, error) {
+	return json.Marshal(tagFloorsJSON{t.Ends[classPlain], t.Ends[classMist], t.Ends[classOpaque], t.Ends[classSeq], t.Deletions})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (t *TagFloors) UnmarshalJSON(b []byte) error {
+	var j tagFloorsJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	if min(j.Plain, j.Mist, j.Opaque, j.Seq, j.Deletions) < 0 {
+		return fmt.Errorf("%w: a negative floor", frond.ErrInvalidArgument)
+	}
+	*t = TagFloors{Ends: [nClasses]int64{j.Plain, j.Mist, j.Opaque, j.Seq}, Deletions: j.Deletions}
+	return nil
+}
+
+// FloorsReport is the floors one node keeps of one store (frond stores
+// floors prints a list of them; frond stores rearm reads them).
+type FloorsReport struct {
+	Store string               `json:"store"`
+	Tags  map[string]TagFloors `json:"tags"`
+}
+
+// ReadFloorsDir reads every floors file of the data directory dir.
+func ReadFloorsDir(dir string) ([]FloorsReport, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "floors", "*.floors"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(paths)
+	out := []FloorsReport{}
+	for _, p := range paths {
+		store, tags, err := ReadFloors(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, FloorsReport{Store: store, Tags: tags})
+	}
+	return out, nil
 }
 
 // Highest is the highest floor of t converted to the space of mapping

@@ -138,7 +138,7 @@ version or later): stop or upgrade older nodes first.`,
 	set.Flags().StringVar(&retire, "retire", "", "stores leaving the set, separated by spaces (no node allocates from them again)")
 	set.Flags().Int64Var(&margin, "margin", -1, "added to the highest max_id of each tag before the new set is raised to it (-1: the tag's step)")
 	set.Flags().BoolVar(&abandon, "abandon", false, "undo the interrupted change of exactly these stores (--store, --retire) instead of finishing it; one that had begun placing stores is finished")
-	c.AddCommand(show, set)
+	c.AddCommand(show, set, newFloorsCmd(e), newRearmCmd(e))
 	return c
 }
 
