@@ -338,3 +338,33 @@ func TestTagFloors_Highest(t *testing.T) {
 		t.Errorf("seq: %d", got)
 	}
 }
+
+// BenchmarkGuard_Allocate is what the floor costs a segment load: one line
+// appended to the floors file (not synced) and a map lookup, beside the
+// store's own call (here the memory store's, so the floor's cost shows
+// alone):
+// go test -run - -bench Guard_Allocate -count 6 ./segment | benchstat
+func BenchmarkGuard_Allocate(b *testing.B) {
+	for _, guarded := range []bool{false, true} {
+		b.Run(map[bool]string{false: "store", true: "guarded"}[guarded], func(b *testing.B) {
+			s := memstore.New(nil)
+			var st frond.SegmentStore = s
+			if _, err := s.CreateTag(bg, frond.Tag{Name: "order", MaxID: 1, Step: 1000}); err != nil {
+				b.Fatal(err)
+			}
+			if guarded {
+				f, err := OpenFloors(FloorsFile(b.TempDir(), "s"), "s")
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer f.Close()
+				st = NewGuard(s, f, GuardOptions{Logger: quiet})
+			}
+			for b.Loop() {
+				if _, err := st.Allocate(bg, "order", 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

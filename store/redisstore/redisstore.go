@@ -15,9 +15,14 @@
 //
 // Replication is asynchronous: a replica promoted after a fail-over may lack
 // the last INCRBYs, and the ranges they took would be handed out again.
-// docs/stores.md says how to fail over safely.
+// With frond_wait=N each allocation is followed, on the same connection, by
+// WAIT N: its range is handed out only once N replicas acknowledged it (an
+// allocation that N replicas did not acknowledge within frond_wait_timeout
+// is skipped, never handed out). docs/stores.md says how to fail over
+// safely; a node that finds a promoted replica behind refuses it
+// (segment.Guard).
 //
-// URL: redis://[user:pass@]host:6379/0[?frond_prefix=frond:&frond_timeout=5s&frond_allow_volatile=true]
+// URL: redis://[user:pass@]host:6379/0[?frond_prefix=frond:&frond_timeout=5s&frond_allow_volatile=true&frond_wait=1&frond_wait_timeout=1s]
 // plus go-redis's own parameters (pool_size, ...).
 package redisstore
 
@@ -47,6 +52,10 @@ type Store struct {
 	prefix  string
 	timeout time.Duration
 	where   string
+	// wait is frond_wait: the replicas that must acknowledge an
+	// allocation (WAIT) before its range is handed out; 0: none.
+	wait        int
+	waitTimeout time.Duration
 
 	// The server's persistence, read at Open and again by Ping.
 	watch redisutil.Watch
@@ -61,19 +70,49 @@ var storeRisk = redisutil.Risk{
 
 // Check parses rawURL as Open does, without contacting the server.
 func Check(rawURL string) error {
-	_, err := redisutil.Parse(rawURL, "frond_prefix")
+	u, err := redisutil.Parse(rawURL, storeParams...)
+	if err != nil {
+		return err
+	}
+	_, _, err = waitOf(u)
 	return err
+}
+
+// storeParams are the store's own frond_* parameters.
+var storeParams = []string{"frond_prefix", "frond_wait", "frond_wait_timeout"}
+
+// waitOf reads frond_wait (0 to 16 replicas) and frond_wait_timeout
+// (default 1 s, at most 60 s).
+func waitOf(u redisutil.URL) (int, time.Duration, error) {
+	n, timeout := 0, time.Second
+	if v, ok := u.Params["frond_wait"]; ok {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 0 || n > 16 {
+			return 0, 0, fmt.Errorf("%w: frond_wait=%q: the replicas each allocation waits for, 0 to 16", frond.ErrInvalidArgument, v)
+		}
+	}
+	if v, ok := u.Params["frond_wait_timeout"]; ok {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Millisecond || d > time.Minute {
+			return 0, 0, fmt.Errorf("%w: frond_wait_timeout=%q: a duration from 1ms to 1m", frond.ErrInvalidArgument, v)
+		}
+		timeout = d
+	}
+	return n, timeout, nil
 }
 
 // Open connects to the Redis of rawURL and checks that it persists data. A
 // server that does not answer is an error wrapping frond.ErrStoreUnavailable;
 // one that may lose frond's keys, frond.ErrInvalidArgument.
 func Open(ctx context.Context, rawURL string) (*Store, error) {
-	u, err := redisutil.Parse(rawURL, "frond_prefix")
+	u, err := redisutil.Parse(rawURL, storeParams...)
 	if err != nil {
 		return nil, err
 	}
 	s := &Store{prefix: "frond:", timeout: u.Timeout, where: u.Where, watch: redisutil.Watch{Risk: storeRisk}}
+	if s.wait, s.waitTimeout, err = waitOf(u); err != nil {
+		return nil, err
+	}
 	if v, ok := u.Params["frond_prefix"]; ok {
 		s.prefix = v
 	}
@@ -175,7 +214,7 @@ func (s *Store) allocate(ctx context.Context, at frond.Place, tag string, step i
 	}
 	c, cancel := s.bound(ctx)
 	defer cancel()
-	res, err := allocateScript.Run(c, s.c, []string{s.maxKey(tag), s.metaKey(tag), s.placeKey()}, step, time.Now().UnixMilli(), at.String(), mode).Slice()
+	res, err := s.runAllocate(c, []string{s.maxKey(tag), s.metaKey(tag), s.placeKey()}, step, time.Now().UnixMilli(), at.String(), mode)
 	if err != nil {
 		return frond.Allocation{}, s.fail(fmt.Sprintf("allocate %q", tag), err)
 	}
@@ -206,6 +245,35 @@ func (s *Store) allocate(ctx context.Context, at frond.Place, tag string, step i
 	}
 	mapping, _ := res[3].(string)
 	return frond.Allocation{Range: frond.Range{Start: maxID - used, End: maxID, Stride: 1}, Step: tagStep, Mapping: mapping}, nil
+}
+
+// runAllocate runs allocateScript, followed on the same connection by WAIT
+// when the store waits for replicas (frond_wait): an allocation that fewer
+// replicas acknowledged is an error (its range is skipped, as after any
+// answer in doubt), so a replica promoted after a fail-over holds every
+// range handed out.
+func (s *Store) runAllocate(ctx context.Context, keys []string, args ...any) ([]any, error) {
+	if s.wait == 0 {
+		return allocateScript.Run(ctx, s.c, keys, args...).Slice()
+	}
+	var run *redis.Cmd
+	var wait *redis.Cmd
+	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		run = allocateScript.Eval(ctx, p, keys, args...)
+		wait = p.Do(ctx, "WAIT", s.wait, s.waitTimeout.Milliseconds())
+		return nil
+	})
+	res, rerr := run.Slice()
+	if rerr != nil {
+		return nil, rerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	if got, _ := wait.Int64(); res[0].(int64) == 1 && got < int64(s.wait) {
+		return nil, fmt.Errorf("%w: %d of the %d replicas frond_wait asks for acknowledged the allocation within %v: its range is skipped", frond.ErrStoreUnavailable, got, s.wait, s.waitTimeout)
+	}
+	return res, nil
 }
 
 // KEYS: max, meta, place. ARGV: from, to, now, mapping. Returns 1 if

@@ -1,0 +1,149 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/internal/testenv"
+	"github.com/frond-id/frond/store/redisstore"
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// redisProc is a redis-server of the test's own (AOF synced on every
+// write), a replica of another when replicaOf is set.
+type redisProc struct {
+	port int
+	cmd  *exec.Cmd
+	c    *goredis.Client
+}
+
+func startRedisProc(t testing.TB, replicaOf int) *redisProc {
+	t.Helper()
+	testenv.Getenv(t, "FROND_TEST_REDIS_URL") // real-server tests opt in
+	bin := testenv.Tool(t, "apt-get install redis-server", "redis-server")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &redisProc{port: l.Addr().(*net.TCPAddr).Port}
+	l.Close()
+	args := []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(r.port), "--dir", t.TempDir(), "--save", "", "--appendonly", "yes", "--appendfsync", "always"}
+	if replicaOf != 0 {
+		args = append(args, "--replicaof", "127.0.0.1", strconv.Itoa(replicaOf))
+	}
+	r.cmd = exec.Command(bin, args...)
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r.c = goredis.NewClient(&goredis.Options{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(r.port))})
+	t.Cleanup(r.stop)
+	for deadline := time.Now().Add(10 * time.Second); r.c.Ping(context.Background()).Err() != nil; {
+		if time.Now().After(deadline) {
+			t.Fatal("the private redis-server did not answer within 10 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return r
+}
+
+func (r *redisProc) stop() {
+	if r.cmd != nil {
+		r.cmd.Process.Kill()
+		r.cmd.Wait()
+		r.cmd = nil
+		r.c.Close()
+	}
+}
+
+// waitLinked waits until primary p counts n replicas online (past their
+// first sync: WAIT counts those only).
+func waitLinked(t testing.TB, p *redisProc, n int) {
+	t.Helper()
+	testenv.WaitFor(t, fmt.Sprintf("%d replicas online", n), func() bool {
+		info, err := p.c.Info(context.Background(), "replication").Result()
+		return err == nil && strings.Contains(info, fmt.Sprintf("connected_slaves:%d\r", n)) && strings.Count(info, "state=online") == n
+	})
+}
+
+// frond_wait=1: an allocation's range is handed out only once a replica
+// has it, so a replica promoted after the primary dies holds every range
+// handed out; with the replica gone, allocations fail (their ranges are
+// skipped), never answered unreplicated (issue 67).
+func TestRedis_WaitForReplicas(t *testing.T) {
+	primary := startRedisProc(t, 0)
+	replica := startRedisProc(t, primary.port)
+	waitLinked(t, primary, 1)
+	ctx := context.Background()
+	u := fmt.Sprintf("redis://127.0.0.1:%d/0?frond_wait=1&frond_wait_timeout=200ms", primary.port)
+	s, err := redisstore.Open(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.CreateTag(ctx, frond.Tag{Name: "order", MaxID: 1, Step: 100}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		a, err := s.Allocate(ctx, "order", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Read at once from the replica: it has the raise already.
+		got, err := replica.c.Get(ctx, "frond:max:order").Int64()
+		if err != nil || got < a.End {
+			t.Fatalf("allocation %d ends at %d; the replica has %d (%v)", i, a.End, got, err)
+		}
+	}
+	if _, err := s.AllocateIDs(ctx, "order", 1); err != nil && !errors.Is(err, frond.ErrNotSequence) {
+		t.Fatal(err)
+	}
+	replica.stop()
+	before, _ := primary.c.Get(ctx, "frond:max:order").Int64()
+	_, err = s.Allocate(ctx, "order", 0)
+	if !errors.Is(err, frond.ErrStoreUnavailable) {
+		t.Fatalf("an allocation no replica acknowledged: %v, want ErrStoreUnavailable", err)
+	}
+	if after, _ := primary.c.Get(ctx, "frond:max:order").Int64(); after != before+100 {
+		t.Fatalf("max_id %d -> %d: the script ran once, its range skipped", before, after)
+	}
+	for _, bad := range []string{"frond_wait=-1", "frond_wait=17", "frond_wait=x", "frond_wait_timeout=0s", "frond_wait_timeout=2m"} {
+		if err := redisstore.Check(fmt.Sprintf("redis://127.0.0.1:%d/0?%s", primary.port, bad)); !errors.Is(err, frond.ErrInvalidArgument) {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+}
+
+// BenchmarkAllocate_Wait measures what frond_wait=1 costs a segment load:
+// go test -run - -bench Allocate_Wait -count 6 ./store/redisstore | benchstat
+func BenchmarkAllocate_Wait(b *testing.B) {
+	primary := startRedisProc(b, 0)
+	startRedisProc(b, primary.port)
+	waitLinked(b, primary, 1)
+	for _, wait := range []int{0, 1} {
+		b.Run(fmt.Sprintf("wait=%d", wait), func(b *testing.B) {
+			ctx := context.Background()
+			s, err := redisstore.Open(ctx, fmt.Sprintf("redis://127.0.0.1:%d/0?frond_wait=%d&frond_prefix=b%d:", primary.port, wait, time.Now().UnixNano()))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			if _, err := s.CreateTag(ctx, frond.Tag{Name: "order", MaxID: 1, Step: 1000}); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := s.Allocate(ctx, "order", 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
