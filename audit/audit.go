@@ -10,9 +10,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/snowflake"
 )
 
@@ -39,6 +41,10 @@ type Store struct {
 	Store    frond.SegmentStore // nil when Err is set
 	Err      error              // it could not be opened: a danger, and it is not audited
 	Volatile bool               // it keeps nothing across a restart (the memory store)
+	// Floors are the floors this node keeps of the store (segment.Floors,
+	// its data directory), nil when it keeps none: a tag whose max_id is
+	// below its floor means the store lost acknowledged writes.
+	Floors map[string]segment.TagFloors
 }
 
 // Form is a form configured for a tag (config's forms:) and the mapping it
@@ -131,6 +137,7 @@ func Run(ctx context.Context, cfg Config, emit func(Finding)) map[string]int {
 	}
 	tables := a.snapshot(ctx)
 	a.settle(tables, first)
+	a.floors(tables)
 	a.layout()
 	slices.SortStableFunc(a.found, func(x, y Finding) int { return rank[x.Level] - rank[y.Level] })
 	for _, f := range a.found {
@@ -217,6 +224,46 @@ func (a *auditor) places(ctx context.Context) {
 			a.add(Danger, s.Name, "%s, of an older set than another store here (generation %d): nodes take no ID from it; it was left out of a change of the set", p.Describe(), newest)
 		default:
 			a.add(OK, s.Name, "%s", p.Describe())
+		}
+	}
+}
+
+// floors compares each store's tags with the floors this node keeps of it:
+// a max_id below one (in the tag's mapping) is a store that lost writes.
+func (a *auditor) floors(tables []*tagTable) {
+	for i, s := range a.cfg.Stores {
+		if s.Floors == nil || tables[i] == nil {
+			continue
+		}
+		t := tables[i]
+		var below []string
+		missing := 0
+		for name, tf := range s.Floors {
+			j, ok := t.find([]byte(name))
+			if !ok {
+				missing++
+				continue
+			}
+			m := mappings[t.mapping[j]]
+			if from, _, moving := frond.ParseMappingChange(m); moving {
+				m = from
+			}
+			if f := tf.Highest(m, t.seq[j]); t.max[j] < f {
+				below = append(below, fmt.Sprintf("%s (max_id %d, floor %d)", name, t.max[j], f))
+			}
+		}
+		slices.Sort(below)
+		switch {
+		case len(below) > 0:
+			if len(below) > 5 {
+				below = append(below[:5], fmt.Sprintf("and %d more", len(below)-5))
+			}
+			a.add(Danger, s.Name, "%d tags are below the floors this node keeps (the highest range the store gave it): the store lost acknowledged writes; "+
+				"re-arm it (frond stores floors on every node, then frond stores rearm): %s", len(below), strings.Join(below, ", "))
+		case missing > 0:
+			a.add(Warn, s.Name, "%d tags this node has floors of are not in the store (deleted, or lost with the store's data): one created again must start above its floor (frond stores floors)", missing)
+		default:
+			a.add(OK, s.Name, "every tag is at or above the floors this node keeps (%d tags)", len(s.Floors))
 		}
 	}
 }

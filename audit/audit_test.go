@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/snowflake"
 	"github.com/frond-id/frond/store/memstore"
 )
@@ -394,5 +396,43 @@ func TestWalkTags_Pages(t *testing.T) {
 		if m != w {
 			t.Errorf("%s missing from %q, want %q", name, m, w)
 		}
+	}
+}
+
+// The floors this node keeps of a store (segment.Floors) against the
+// store's max_id, in each tag's mapping: below them is a store that lost
+// writes (issue 67); at or above, a line that says so.
+func TestRun_Floors(t *testing.T) {
+	s := newStore(t, frond.Tag{Name: "order", MaxID: 100, Step: 10}, frond.Tag{Name: "m", MaxID: 5, Step: 10, Mapping: frond.MappingMist},
+		frond.Tag{Name: "fine", MaxID: 900, Step: 10})
+	floors := map[string]segment.TagFloors{}
+	for name, f := range map[string]string{"order": `{"plain":500}`, "m": `{"plain":1048576}`, "fine": `{"plain":900}`} {
+		var tf segment.TagFloors
+		if err := json.Unmarshal([]byte(f), &tf); err != nil {
+			t.Fatal(err)
+		}
+		floors[name] = tf
+	}
+	st := store("store 0", s)
+	st.Floors = floors
+	found, _ := run(t, config(t, st))
+	var got []Finding
+	for _, f := range found {
+		if f.Subject == "store 0" && f.Level == Danger {
+			got = append(got, f)
+		}
+	}
+	if len(got) != 1 || !strings.Contains(got[0].Message, "2 tags are below") || !strings.Contains(got[0].Message, "order (max_id 100, floor 500)") ||
+		!strings.Contains(got[0].Message, "m (max_id 5, floor 16)") || strings.Contains(got[0].Message, "fine") {
+		t.Fatalf("findings: %+v", got)
+	}
+	delete(floors, "order")
+	delete(floors, "m")
+	floors["gone"] = segment.TagFloors{}
+	found, _ = run(t, config(t, st))
+	if !slices.ContainsFunc(found, func(f Finding) bool {
+		return f.Level == Warn && strings.Contains(f.Message, "1 tags this node has floors of are not in the store")
+	}) {
+		t.Fatalf("a tag missing: %+v", found)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/frond-id/frond/audit"
 	"github.com/frond-id/frond/config"
 	"github.com/frond-id/frond/internal/secret"
+	"github.com/frond-id/frond/segment"
 	"github.com/frond-id/frond/service"
 	"github.com/spf13/cobra"
 )
@@ -56,7 +57,7 @@ Exit 0 when nothing is dangerous (warnings included), 1 when something is,
 				return usagef("--sample %v: 0 (no rate checks) or a positive duration", sample)
 			}
 			ac := auditConfig(cfg, sample)
-			ac.Stores = openAuditStores(c.Context(), cfg.Store, commandLogger(e))
+			ac.Stores = openAuditStores(c.Context(), cfg.Store, cfg.DataDir, commandLogger(e))
 			defer closeAuditStores(ac.Stores)
 			p := &auditPrinter{w: e.stdout, json: asJSON}
 			counts := audit.Run(c.Context(), ac, p.print)
@@ -178,7 +179,7 @@ func auditConfig(cfg *config.Config, sample time.Duration) audit.Config {
 
 // openAuditStores opens each store of the list now, with no background
 // retries: a store that cannot be opened is a finding.
-func openAuditStores(ctx context.Context, list string, log *slog.Logger) []audit.Store {
+func openAuditStores(ctx context.Context, list, dataDir string, log *slog.Logger) []audit.Store {
 	urls := secret.Fields(list)
 	out := make([]audit.Store, len(urls))
 	for i, raw := range urls {
@@ -193,6 +194,9 @@ func openAuditStores(ctx context.Context, list string, log *slog.Logger) []audit
 		}
 		if b, _ := backendOf(raw); b != nil && b.volatile {
 			out[i].Volatile = true
+		}
+		if _, tags, err := segment.ReadFloors(segment.FloorsFile(dataDir, storeName(raw))); err == nil {
+			out[i].Floors = tags
 		}
 	}
 	return out
