@@ -551,6 +551,11 @@ type DeletionCounter interface {
 	// Deletions returns how many times tag was deleted: 0 for a tag never
 	// deleted, or never created.
 	Deletions(ctx context.Context, tag string) (int64, error)
+	// RaiseDeletions sets the count of tag to n where it is below n, in
+	// one atomic operation: the re-arm of a store that lost writes, whose
+	// counts went back with them (segment.Rearm), gives each the highest a
+	// node saw.
+	RaiseDeletions(ctx context.Context, tag string, n int64) error
 }
 
 // DeletionsOf is s.Deletions where s is a DeletionCounter; ok is false

@@ -287,6 +287,10 @@ func (f *Floors) All() map[string]TagFloors {
 func (f *Floors) set(tag string, class int, end, deletions int64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	return f.setLocked(tag, class, end, deletions)
+}
+
+func (f *Floors) setLocked(tag string, class int, end, deletions int64) error {
 	t := f.tags[tag]
 	if t != nil && t.Ends[class] == end && t.Deletions == deletions {
 		return nil
@@ -304,6 +308,19 @@ func (f *Floors) set(tag string, class int, end, deletions int64) error {
 	}
 	t.Ends[class], t.Deletions = end, deletions
 	return nil
+}
+
+// raise keeps end as the floor of tag in class where it is above the one
+// kept (another allocation of the tag may have returned a higher end
+// meanwhile), with deletions where they are above, in the file first.
+func (f *Floors) raise(tag string, class int, end, deletions int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t := f.tags[tag]
+	if t != nil {
+		end, deletions = max(end, t.Ends[class]), max(deletions, t.Deletions)
+	}
+	return f.setLocked(tag, class, end, deletions)
 }
 
 // forget drops the floors of tag (a deletion counted since they were kept:

@@ -110,49 +110,63 @@ func (g *Guard) Floors() *Floors { return g.f }
 // String names the store.
 func (g *Guard) String() string { return g.f.Store() }
 
-// before runs ahead of an allocation of tag: the node's own refusal, and
-// the store's count of the tag's deletions when the node keeps no floor of
-// it yet (read before the allocation, so that a deletion between the two
-// can only make a later check accept, never refuse).
-func (g *Guard) before(ctx context.Context, tag string) (int64, error) {
-	if e := g.stuck.Load(); e != nil {
-		return 0, e
-	}
-	if _, ok := g.f.Tag(tag); ok {
-		return 0, nil
-	}
-	n, _, err := frond.DeletionsOf(ctx, g.s, tag)
-	return n, err
+// seen is what a node knew of a tag when an allocation of it began: its
+// floors then (the ends of allocations that had returned), or, when it
+// kept none, the store's count of the tag's deletions read then.
+type seen struct {
+	floors    TagFloors
+	had       bool
+	deletions int64
 }
 
-// after checks an allocation of tag in class that answered [start, end)
-// against the tag's floor, and keeps end as the floor before it is handed
-// out.
-func (g *Guard) after(ctx context.Context, tag string, class int, start, end, deletions int64) error {
-	t, ok := g.f.Tag(tag)
-	if ok {
-		deletions = t.Deletions
-		if floor := t.Ends[class]; start < floor {
-			n, counted, err := frond.DeletionsOf(ctx, g.s, tag)
-			if err != nil {
-				return fmt.Errorf("%w: %s answered tag %q below this node's floor, and its count of deletions cannot be read to tell a tag created again from lost writes: %v",
-					frond.ErrStoreUnavailable, g, tag, err)
-			}
-			if !counted || n <= t.Deletions {
-				return g.lost(ctx, tag, start, floor)
-			}
-			// Deleted and created again since the floor was kept.
-			g.log.Info("tag created again below this node's floor after a deletion: its floors are forgotten", "store", g.String(), "tag", tag, "floor", floor, "start", start)
-			if err := g.f.forget(tag, n); err != nil {
-				return fmt.Errorf("%w: %v", frond.ErrStoreUnavailable, err)
-			}
-			t, deletions = TagFloors{Deletions: n}, n
+// before runs ahead of an allocation of tag: the node's own refusal, and
+// what the node knows of the tag now. An allocation is checked against the
+// floors as they were when it began, not as they are when it returns:
+// allocations of one tag by one node may run at once (a sequence tag's
+// requests, a lease beside a prefetch) and return in any order, but each
+// raise of max_id comes after every allocation that returned before it
+// began. The deletions are read before the allocation, so that a deletion
+// between the two can only make a later check accept, never refuse.
+func (g *Guard) before(ctx context.Context, tag string) (seen, error) {
+	if e := g.stuck.Load(); e != nil {
+		return seen{}, e
+	}
+	if t, ok := g.f.Tag(tag); ok {
+		return seen{floors: t, had: true, deletions: t.Deletions}, nil
+	}
+	n, _, err := frond.DeletionsOf(ctx, g.s, tag)
+	return seen{deletions: n}, err
+}
+
+// after checks an allocation of tag that answered [start, end) in mapping
+// (or of a sequence tag) against the tag's floors when it began, those of
+// every mapping converted to this one (TagFloors.Highest: a change of
+// mapping moves max_id past every number of the old one, so only a store
+// that went back answers below), and keeps end as the floor before it is
+// handed out.
+func (g *Guard) after(ctx context.Context, tag, mapping string, seq bool, start, end int64, was seen) error {
+	class := classOf(mapping)
+	if seq {
+		class = classSeq
+	}
+	deletions := was.deletions
+	if floor := was.floors.Highest(mapping, seq); was.had && start < floor {
+		n, counted, err := frond.DeletionsOf(ctx, g.s, tag)
+		if err != nil {
+			return fmt.Errorf("%w: %s answered tag %q below this node's floor, and its count of deletions cannot be read to tell a tag created again from lost writes: %v",
+				frond.ErrStoreUnavailable, g, tag, err)
 		}
+		if !counted || n <= was.floors.Deletions {
+			return g.lost(ctx, tag, start, floor)
+		}
+		// Deleted and created again since the floor was kept.
+		g.log.Info("tag created again below this node's floor after a deletion: its floors are forgotten", "store", g.String(), "tag", tag, "floor", floor, "start", start)
+		if err := g.f.forget(tag, n); err != nil {
+			return fmt.Errorf("%w: %v", frond.ErrStoreUnavailable, err)
+		}
+		deletions = n
 	}
-	if end <= t.Ends[class] {
-		return nil
-	}
-	if err := g.f.set(tag, class, end, deletions); err != nil {
+	if err := g.f.raise(tag, class, end, deletions); err != nil {
 		return fmt.Errorf("%w: %v (no ID of the range is handed out)", frond.ErrStoreUnavailable, err)
 	}
 	return nil
@@ -213,7 +227,7 @@ func (g *Guard) refused(tag string, err error) error {
 
 // AllocateAt implements frond.PlacedStore.
 func (g *Guard) AllocateAt(ctx context.Context, at frond.Place, tag string, step int64) (frond.Allocation, error) {
-	del, err := g.before(ctx, tag)
+	was, err := g.before(ctx, tag)
 	if err != nil {
 		return frond.Allocation{}, err
 	}
@@ -224,7 +238,7 @@ func (g *Guard) AllocateAt(ctx context.Context, at frond.Place, tag string, step
 	if MappingChanging(a.Mapping) != nil {
 		return a, nil // never handed out (the engine skips it)
 	}
-	if err := g.after(ctx, tag, classOf(a.Mapping), a.Start, a.End, del); err != nil {
+	if err := g.after(ctx, tag, a.Mapping, false, a.Start, a.End, was); err != nil {
 		return frond.Allocation{}, err
 	}
 	return a, nil
@@ -237,7 +251,7 @@ func (g *Guard) Allocate(ctx context.Context, tag string, step int64) (frond.All
 
 // AllocateIDsAt implements frond.PlacedStore.
 func (g *Guard) AllocateIDsAt(ctx context.Context, at frond.Place, tag string, n int64) ([]frond.Range, error) {
-	del, err := g.before(ctx, tag)
+	was, err := g.before(ctx, tag)
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +262,7 @@ func (g *Guard) AllocateIDsAt(ctx context.Context, at frond.Place, tag string, n
 	if len(rs) == 0 {
 		return rs, nil
 	}
-	if err := g.after(ctx, tag, classSeq, rs[0].Start, rs[len(rs)-1].End, del); err != nil {
+	if err := g.after(ctx, tag, "", true, rs[0].Start, rs[len(rs)-1].End, was); err != nil {
 		return nil, err
 	}
 	return rs, nil
@@ -282,6 +296,14 @@ func (g *Guard) ReturnTail(ctx context.Context, tag string, from, to int64, mapp
 func (g *Guard) Deletions(ctx context.Context, tag string) (int64, error) {
 	n, _, err := frond.DeletionsOf(ctx, g.s, tag)
 	return n, err
+}
+
+// RaiseDeletions implements frond.DeletionCounter where the store does.
+func (g *Guard) RaiseDeletions(ctx context.Context, tag string, n int64) error {
+	if d, ok := g.s.(frond.DeletionCounter); ok {
+		return d.RaiseDeletions(ctx, tag, n)
+	}
+	return nil
 }
 
 // Place implements frond.PlacedStore.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -366,5 +367,64 @@ func BenchmarkGuard_Allocate(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// slowAnswer is a memory store whose first held allocation applies and
+// then waits to answer until released: an answer that comes back after a
+// later allocation's.
+type slowAnswer struct {
+	*memstore.Store
+	hold    chan struct{}
+	applied chan struct{}
+	once    atomic.Bool
+}
+
+func (s *slowAnswer) AllocateAt(ctx context.Context, at frond.Place, tag string, step int64) (frond.Allocation, error) {
+	a, err := s.Store.AllocateAt(ctx, at, tag, step)
+	if s.once.CompareAndSwap(false, true) {
+		close(s.applied)
+		<-s.hold
+	}
+	return a, err
+}
+
+// Allocations of one tag by one node may run at once (a sequence tag's
+// requests, a lease beside a prefetch) and return in any order: an answer
+// below a floor kept after it began is no loss (a node of the model
+// fenced a healthy store for it).
+func TestGuard_ConcurrentAllocations(t *testing.T) {
+	for _, first := range []bool{true, false} { // with no floor kept yet, and with one
+		s := &slowAnswer{Store: memstore.New(nil), hold: make(chan struct{}), applied: make(chan struct{})}
+		mustCreate(t, s.Store, "order", 1, 10)
+		f, err := OpenFloors(FloorsFile(t.TempDir(), "s"), "s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := NewGuard(s, f, GuardOptions{Logger: quiet})
+		if !first {
+			s.once.Store(true)
+			if _, err := g.Allocate(bg, "order", 0); err != nil {
+				t.Fatal(err)
+			}
+			s.once.Store(false)
+		}
+		slow := make(chan error, 1)
+		go func() { _, err := g.Allocate(bg, "order", 0); slow <- err }()
+		<-s.applied
+		b, err := g.Allocate(bg, "order", 0) // applied after the slow one, answered first
+		if err != nil {
+			t.Fatal(err)
+		}
+		close(s.hold)
+		if err := <-slow; err != nil {
+			t.Fatalf("the slower answer (below %d, the floor kept meanwhile): %v", b.End, err)
+		}
+		if tf, _ := f.Tag("order"); tf.Ends[classPlain] != b.End {
+			t.Fatalf("floor %d, want %d (never lowered by the slower answer)", tf.Ends[classPlain], b.End)
+		}
+		if p, _ := s.Place(bg); p.Fenced() {
+			t.Fatalf("fenced: %q", p)
+		}
 	}
 }

@@ -1,14 +1,20 @@
 package segment
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"math"
+	"log/slog"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -148,12 +154,53 @@ func (s *lossyStore) AllocateIDsAt(ctx context.Context, at frond.Place, tag stri
 	return rs, err
 }
 
+// modelNoGuard runs the model's nodes on their stores directly, as before
+// issue 67 (no floors, no fence): go test -run TestModel_SegmentSafety
+// ./segment -model.noguard finds the stores that went back.
+var modelNoGuard = flag.Bool("model.noguard", false, "run TestModel_SegmentSafety's nodes without segment.Guard")
+
 // modelNode is one frond node of the model: an engine over the stores it
-// lists (a multi-store, or one store alone).
+// lists (a multi-store, or one store alone), each checked against the
+// floors the node keeps in its data directory dir (Guard).
 type modelNode struct {
-	list  []int
-	store frond.SegmentStore
-	e     *Engine
+	list   []int
+	store  frond.SegmentStore
+	e      *Engine
+	dir    string
+	guards []*Guard // one per store listed, in list's order (none with -model.noguard)
+}
+
+// close stops the node as kill -9 does: its data directory stays.
+func (n *modelNode) close() {
+	n.e.Close()
+	for _, g := range n.guards {
+		g.f.Close()
+	}
+}
+
+// lockedBuffer is a bytes.Buffer for several goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// modelSnapshot is a store's content at a step (a backup, a replica).
+type modelSnapshot struct {
+	sn    memstore.Snapshot
+	place frond.Place
+	step  int
 }
 
 // A randomised model of segment safety (issue 27), in the spirit of
@@ -164,6 +211,18 @@ type modelNode struct {
 // (give-back of the tail, Leaf #15); stores fail before or after an
 // allocation applies; tags sit near 2^63 in some seeds; a sequence tag is
 // served beside the segment tag. No ID is ever handed out twice.
+//
+// Stores go back (issue 67): a store is put back to a snapshot taken some
+// steps before (a restored backup, a replica promoted behind), the nodes
+// restart on their data directories or on new ones, and an operator
+// re-arms a fenced store with every data directory's floors (Rearm). A
+// store is never fenced unless it went back (no false alarm: a tag is
+// deleted and created again below its IDs, on purpose, beside the rest).
+// The model restores a store only where frond promises to notice: every
+// node that may ask the store has a floor above each tag's value in the
+// snapshot (a loss of only the last writes, below a node's floor, is
+// frond_wait's and synchronous replication's: docs/stores.md); nodes keep
+// their data directories and lists until the loss is found.
 //
 // Every operator action on tags runs beside them too (issue 57), through
 // any node, whatever it lists (nodes never restart onto a newer list
@@ -251,7 +310,17 @@ func runSegmentModel(t *testing.T, seed uint64) (steps, checked, changes int) {
 	for _, s := range stores {
 		s.kill = kill
 	}
-	logf := func(string, ...any) {}
+	// history keeps what the seed did and what its guards logged, printed
+	// when it fails (the engines' loads run in the background: a failure
+	// of the whole run may not come back with -model.seed alone).
+	history := &lockedBuffer{}
+	logf := func(f string, args ...any) { fmt.Fprintf(history, "step %d: "+f+"\n", append([]any{steps}, args...)...) }
+	defer func() {
+		if t.Failed() && *modelSeed < 0 {
+			b := history.String()
+			t.Logf("seed %d's last events:\n%s", seed, b[max(0, len(b)-8000):])
+		}
+	}()
 	if *modelSeed >= 0 {
 		logf = func(f string, args ...any) { t.Logf("step %d: "+f, append([]any{steps}, args...)...) }
 	}
@@ -439,19 +508,52 @@ func runSegmentModel(t *testing.T, seed uint64) (steps, checked, changes int) {
 		// a maximum the change of mapping's headroom must cover.
 		engineSettings = Settings{MaxStep: step * (2 + rng.Int64N(30)), FailFast: -1, Threshold: 0.5}
 	}
-	newNode := func() *modelNode {
-		n := &modelNode{}
-		if set == nil { // before any change: store 0 alone is the ID space
+	base := t.TempDir()
+	var dirs []string // every data directory used: the operator collects every node's floors
+	newDir := func() string {
+		dirs = append(dirs, filepath.Join(base, strconv.Itoa(len(dirs))))
+		return dirs[len(dirs)-1]
+	}
+	// guarded is store i as a node with data directory dir sees it.
+	guarded := func(n *modelNode, i int) frond.SegmentStore {
+		if *modelNoGuard {
+			return all[i]
+		}
+		f, err := OpenFloors(FloorsFile(n.dir, stores[i].name), stores[i].name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lg := slog.New(slog.NewTextHandler(history, nil))
+		if *modelSeed >= 0 {
+			lg = slog.New(slog.NewTextHandler(os.Stderr, nil))
+		}
+		g := NewGuard(all[i], f, GuardOptions{Logger: lg})
+		n.guards = append(n.guards, g)
+		return g
+	}
+	// lost[i]: store i went back and no node has found it yet (it is not
+	// fenced); restored[i]: it went back since it was last re-armed.
+	lost, restored := make([]bool, nStores), make([]bool, nStores)
+	anyLost := func() bool { return slices.Contains(lost, true) }
+	// newNode starts a node on data directory dir listing list (a random
+	// list when nil).
+	newNode := func(dir string, list []int) *modelNode {
+		n := &modelNode{dir: dir, list: list}
+		switch {
+		case list != nil:
+		case set == nil: // before any change: store 0 alone is the ID space
 			n.list = []int{0}
-			n.store = all[0]
-		} else if rng.IntN(3) == 0 { // a node listing one store alone
+		case rng.IntN(3) == 0: // a node listing one store alone
 			n.list = []int{rng.IntN(nStores)}
-			n.store = all[n.list[0]]
-		} else {
+		default:
 			n.list = rng.Perm(nStores)[:1+rng.IntN(nStores)]
+		}
+		if len(n.list) == 1 && (set == nil || list != nil && len(list) == 1) {
+			n.store = guarded(n, n.list[0])
+		} else {
 			var ls []frond.SegmentStore
 			for _, i := range n.list {
-				ls = append(ls, all[i])
+				ls = append(ls, guarded(n, i))
 			}
 			m, err := NewMulti(ls...)
 			if err != nil {
@@ -475,19 +577,42 @@ func runSegmentModel(t *testing.T, seed uint64) (steps, checked, changes int) {
 		kind, _, _ := strings.Cut(what, " ")
 		modelAdmin[kind+map[bool]string{true: " done", false: " refused"}[err == nil]]++
 	}
-	nodes := []*modelNode{newNode(), newNode(), newNode()}
+	nodes := []*modelNode{newNode(newDir(), nil), newNode(newDir(), nil), newNode(newDir(), nil)}
 	defer func() {
 		for _, n := range nodes {
-			n.e.Close()
+			n.close()
 		}
 	}()
+	// restart replaces n as a restart does: on its data directory, or
+	// (now and then, while no loss waits to be found) on a new one with
+	// another list.
+	restart := func(n *modelNode) {
+		n.close()
+		if anyLost() {
+			*n = *newNode(n.dir, n.list)
+			return
+		}
+		dir := n.dir
+		if rng.IntN(3) == 0 {
+			dir = newDir()
+		}
+		*n = *newNode(dir, nil)
+	}
+	snaps := make([][]modelSnapshot, nStores)
 	for steps = 0; steps < 250; steps++ {
 		if err := oneTagPerSet(ctx, stores, tagNames); err != nil {
 			t.Fatalf("seed %d step %d: %v", seed, steps, err)
 		}
 		n := nodes[rng.IntN(len(nodes))]
 		tag := tagNames[rng.IntN(len(tagNames))]
-		switch op := rng.IntN(29); {
+		for i, s := range stores { // a store fenced is a loss found, and only a loss is found
+			if p, _ := s.Store.Place(ctx); p.Fenced() {
+				if !restored[i] {
+					t.Fatalf("seed %d step %d: %s fenced for lost data, but it never went back: %s", seed, steps, s.name, p.Describe())
+				}
+			}
+		}
+		switch op := rng.IntN(31); {
 		case op < 8:
 			burst := 1
 			if rng.IntN(4) == 0 {
@@ -523,13 +648,12 @@ func runSegmentModel(t *testing.T, seed uint64) (steps, checked, changes int) {
 				}
 			}
 		case op < 18: // kill -9: nothing given back
-			n.e.Close()
-			*n = *newNode()
+			restart(n)
 		case op < 19: // a clean stop: the tails go back
 			if _, err := n.e.CloseReturning(ctx); err != nil && !errors.Is(err, frond.ErrStoreUnavailable) {
 				t.Fatalf("seed %d step %d: CloseReturning: %v", seed, steps, err)
 			}
-			*n = *newNode()
+			restart(n)
 		case op < 20:
 			s := stores[rng.IntN(nStores)]
 			s.before.Store(!s.before.Load())
@@ -565,8 +689,71 @@ func runSegmentModel(t *testing.T, seed uint64) (steps, checked, changes int) {
 			kill.Store(-1)
 			admin(n, fmt.Sprintf("change %s to %s", tag, to), err)
 		case op < 27: // another node, of another step, takes a segment that ends where a node's segment ends
-			if ls, ok := n.store.(*lossyStore); ok {
-				aimAt(t, ctx, seed, ls, nodes, tag, recordIn)
+			if len(n.list) == 1 {
+				aimAt(ctx, seed, stores[n.list[0]], n.store, nodes, tag, recordIn)
+			}
+		case op < 29: // a store's snapshot (a backup, a replica), and later the store put back to one
+			i := rng.IntN(nStores)
+			if op == 27 || len(snaps[i]) == 0 {
+				p, _ := stores[i].Store.Place(ctx)
+				snaps[i] = append(snaps[i], modelSnapshot{sn: stores[i].Store.Snapshot(), place: p, step: steps})
+				break
+			}
+			sn := snaps[i][len(snaps[i])-1] // the latest, or any
+			if rng.IntN(2) == 0 {
+				sn = snaps[i][rng.IntN(len(snaps[i]))]
+			}
+			if ok, first := canRestore(ctx, stores[i], sn, nodes, i, len(pending) == 0); ok {
+				stores[i].Store.Restore(sn.sn)
+				lost[i], restored[i] = true, true
+				modelAdmin["store went back"]++
+				logf("%s went back to its snapshot of step %d", stores[i].name, sn.step)
+				for k, ask := range first { // a node with a floor above asks first: the loss is found, nothing handed out
+					if err := ask(); !*modelNoGuard && !errors.Is(err, frond.ErrStoreLostData) {
+						t.Fatalf("seed %d step %d: %s went back below a node's floor, and the node's allocation %d of %d gave %v, not ErrStoreLostData", seed, steps, stores[i].name, k, len(first), err)
+					}
+				}
+				if !*modelNoGuard {
+					// Found: from now on nodes restart on new data directories
+					// too, which only the fence keeps from the store.
+					lost[i] = false
+					modelAdmin["store went back, found"]++
+				}
+			}
+		case op < 30 && !*modelNoGuard: // a tag deleted and created again below the IDs it gave, on purpose (every node stops first: their buffers are of the old tag)
+			if anyLost() {
+				break
+			}
+			for _, m := range nodes {
+				m.close()
+			}
+			err := n.store.DeleteTag(ctx, tag)
+			if err == nil {
+				_, err = n.store.CreateTag(ctx, frond.Tag{Name: tag, MaxID: 1 + rng.Int64N(50), Step: 5 + rng.Int64N(60)})
+				delete(seen, tag) // its IDs may be handed out again: the operator's decision
+			}
+			admin(n, "delete and create "+tag, err)
+			for k, m := range nodes {
+				nodes[k] = newNode(m.dir, m.list)
+			}
+		case op < 31: // the operator re-arms the stores found fenced, with every data directory's floors
+			for i, s := range stores {
+				p, err := s.Store.Place(ctx)
+				if err != nil || !p.Fenced() {
+					continue
+				}
+				var floors []map[string]TagFloors
+				for _, d := range dirs {
+					if _, tags, err := ReadFloors(FloorsFile(d, s.name)); err == nil {
+						floors = append(floors, tags)
+					}
+				}
+				if _, err := Rearm(ctx, s.Store, floors, 0); err != nil {
+					t.Fatalf("seed %d step %d: re-arm %s: %v", seed, steps, s.name, err)
+				}
+				restored[i] = false
+				modelAdmin["store re-armed"]++
+				logf("%s re-armed", s.name)
 			}
 		default: // a step change
 			st := 5 + rng.Int64N(60)
@@ -578,11 +765,12 @@ func runSegmentModel(t *testing.T, seed uint64) (steps, checked, changes int) {
 }
 
 // aimAt is another node (one of another step: adaptive steps differ from
-// node to node) taking a segment of tag from s whose end is the end of a
-// segment some node holds: the one moment a give-back that compares
-// max_id alone cannot tell from "nothing taken since" (issue 67). The
-// counters taken are recorded as handed out, in the allocation's mapping.
-func aimAt(t *testing.T, ctx context.Context, seed uint64, s *lossyStore, nodes []*modelNode, tag string, recordIn func(tag, mapping, what string, rs ...frond.Range)) {
+// node to node) taking a segment of tag from s (through via: the store as
+// a node sees it) whose end is the end of a segment some node holds: the
+// one moment a give-back that compares max_id alone cannot tell from
+// "nothing taken since" (issue 67). The counters taken are recorded as
+// handed out, in the allocation's mapping.
+func aimAt(ctx context.Context, seed uint64, s *lossyStore, via frond.SegmentStore, nodes []*modelNode, tag string, recordIn func(tag, mapping, what string, rs ...frond.Range)) {
 	var ends []int64
 	for _, n := range nodes {
 		b, err := n.e.Buffer(tag)
@@ -606,7 +794,7 @@ func aimAt(t *testing.T, ctx context.Context, seed uint64, s *lossyStore, nodes 
 		if end <= tg.MaxID || end-tg.MaxID > 1<<20 {
 			continue
 		}
-		a, err := s.AllocateAt(ctx, frond.Place{}, tag, end-tg.MaxID)
+		a, err := frond.AllocateAt(ctx, via, frond.Place{}, tag, end-tg.MaxID)
 		if err != nil {
 			return
 		}
@@ -615,6 +803,78 @@ func aimAt(t *testing.T, ctx context.Context, seed uint64, s *lossyStore, nodes 
 		}
 		return
 	}
+}
+
+// canRestore says whether the model puts store i (s, listed by nodes) back
+// to snapshot sn now, and which node asks for which tag first: no change of
+// the set under way or since the snapshot, the store up, and, with guards,
+// for each tag that moved since the snapshot a node listing the store with
+// a floor above the tag's value in it, which asks first. frond promises
+// to find a loss below the floor of the node that asks; a node that asks
+// first with no floor that high (a loss of only writes it never saw) hands
+// the lost IDs out again: frond_wait's and synchronous replication's case
+// (docs/stores.md), not the model's.
+func canRestore(ctx context.Context, s *lossyStore, sn modelSnapshot, nodes []*modelNode, i int, settled bool) (ok bool, first []func() error) {
+	p, err := s.Store.Place(ctx)
+	if !settled || err != nil || p != sn.place || p.Fenced() || s.before.Load() || s.after.Load() {
+		return false, nil
+	}
+	then := memstore.New(nil)
+	then.Restore(sn.sn)
+	now, err := s.Store.Tags(ctx)
+	if err != nil {
+		return false, nil
+	}
+	at := p
+	if p.Of == 1 {
+		at = frond.Place{}
+	}
+	for _, tg := range now {
+		old, err := then.Tag(ctx, tg.Name)
+		if err == nil && old.MaxID >= tg.MaxID {
+			continue // unchanged since
+		}
+		if *modelNoGuard {
+			first = append(first, func() error { return nil })
+			continue
+		}
+		// A node's floor of an earlier life of the tag (deleted and
+		// created again since it last served it) is no witness: the
+		// store's count of deletions tells it the tag was made again.
+		gone, err2 := s.Store.Deletions(ctx, tg.Name)
+		if err2 != nil {
+			return false, nil
+		}
+		var ask func() error
+		for _, n := range nodes {
+			k := slices.Index(n.list, i)
+			if k < 0 {
+				continue
+			}
+			g := n.guards[k]
+			if tf, ok := g.Floors().Tag(tg.Name); ok && err == nil && tf.Deletions == gone && tf.Highest(frond.ServedMapping(old.Mapping), old.Mode == frond.ModeSequence) > old.MaxID {
+				name, seq := tg.Name, old.Mode == frond.ModeSequence
+				what := fmt.Sprintf("tag %s (%q then, %d) of a node with floors %+v at %q", name, old.Mapping, old.MaxID, tf, at)
+				ask = func() error {
+					if seq {
+						_, err := g.AllocateIDsAt(ctx, at, name, 1)
+						return fmt.Errorf("%s: %w", what, err)
+					}
+					a, err := g.AllocateAt(ctx, at, name, 0)
+					if err == nil {
+						return fmt.Errorf("%s: allocated %+v", what, a)
+					}
+					return fmt.Errorf("%s: %w", what, err)
+				}
+				break
+			}
+		}
+		if ask == nil {
+			return false, nil
+		}
+		first = append(first, ask)
+	}
+	return len(first) > 0, first
 }
 
 // modelNumbers are the numbers of one tag handed out in the model, in

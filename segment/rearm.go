@@ -22,7 +22,8 @@ type Rearmed struct {
 // Rearm re-arms a segment store that lost acknowledged writes (issue 67):
 // it raises every tag of the store to at least above and to the highest
 // floor any of the nodes' floors report for it (in the tag's mapping:
-// TagFloors.Highest), then takes the store's lost-data fence off
+// TagFloors.Highest), and each tag's count of deletions to the highest a
+// node saw (frond.DeletionCounter), then takes the store's lost-data fence off
 // (frond.Place.Lost), in that order, so that no node allocates below a
 // floor in between. floors are each node's floors of this store (frond
 // stores floors); a node whose floors are not given is covered only by
@@ -69,6 +70,25 @@ func Rearm(ctx context.Context, s frond.SegmentStore, floors []map[string]TagFlo
 			break
 		}
 		after = page[len(page)-1].Name
+	}
+	// The deletions counted with the writes lost went back with them: each
+	// tag's count is raised to the highest a node saw, or a tag deleted
+	// and created again later would read as a loss to that node.
+	deletions := map[string]int64{}
+	for _, f := range floors {
+		for name, tf := range f {
+			deletions[name] = max(deletions[name], tf.Deletions)
+		}
+	}
+	if d, ok := s.(frond.DeletionCounter); ok {
+		for name, n := range deletions {
+			if n == 0 {
+				continue
+			}
+			if err := d.RaiseDeletions(ctx, name, n); err != nil {
+				return out, fmt.Errorf("raise the deletions of tag %q to %d: %w (run the re-arm again)", name, n, err)
+			}
+		}
 	}
 	for _, f := range floors {
 		for name, tf := range f {

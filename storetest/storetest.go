@@ -626,6 +626,29 @@ func testDeletions(t *testing.T, o Opener) {
 	if n := count(other + "x"); n != 0 {
 		t.Fatalf("another tag: %d deletions", n)
 	}
+	// Raised (a re-arm), never lowered; a tag missing is counted too.
+	d := s.(frond.DeletionCounter)
+	for _, r := range []struct {
+		tag      string
+		to, want int64
+	}{{tag, 7, 7}, {tag, 5, 7}, {tag, 7, 7}, {other + "y", 2, 2}} {
+		if err := d.RaiseDeletions(c, r.tag, r.to); err != nil {
+			t.Fatal(err)
+		}
+		if n := count(r.tag); n != r.want {
+			t.Fatalf("raised to %d: %d, want %d", r.to, n, r.want)
+		}
+	}
+	if err := s.DeleteTag(c, tag); !errors.Is(err, frond.ErrTagNotFound) {
+		t.Fatal(err)
+	}
+	must(s.CreateTag(c, frond.Tag{Name: tag, MaxID: 1, Step: 10}))(t)
+	if err := s.DeleteTag(c, tag); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(tag); n != 8 {
+		t.Fatalf("a delete after a raise to 7: %d, want 8", n)
+	}
 }
 
 // Several clients and many goroutines take segments of one tag at once: the

@@ -83,6 +83,31 @@ func (s *Store) key(tag string) string { return s.prefix + "tags/" + tag }
 // it (frond.DeletionCounter).
 func (s *Store) deletedKey(tag string) string { return s.prefix + "deleted/" + tag }
 
+// RaiseDeletions implements frond.DeletionCounter: puts of the count key
+// until its version is n (deletions are an operator's rare act: a few
+// puts), each a compare-and-set on the version read.
+func (s *Store) RaiseDeletions(ctx context.Context, tag string, n int64) error {
+	c, cancel := s.bound(ctx)
+	defer cancel()
+	key := s.deletedKey(tag)
+	for {
+		r, err := s.c.Get(c, key)
+		if err != nil {
+			return s.fail(fmt.Sprintf("raise the deletions of %q", tag), err)
+		}
+		v := int64(0)
+		if len(r.Kvs) > 0 {
+			v = r.Kvs[0].Version
+		}
+		if v >= n {
+			return nil
+		}
+		if _, err := s.c.Txn(c).If(clientv3.Compare(clientv3.Version(key), "=", v)).Then(clientv3.OpPut(key, "")).Commit(); err != nil {
+			return s.fail(fmt.Sprintf("raise the deletions of %q", tag), err)
+		}
+	}
+}
+
 // Deletions implements frond.DeletionCounter: the version of the count
 // key.
 func (s *Store) Deletions(ctx context.Context, tag string) (int64, error) {

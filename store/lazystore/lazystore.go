@@ -294,6 +294,19 @@ func (s *Store) Deletions(ctx context.Context, tag string) (int64, error) {
 	return n, secret.Hide(err)
 }
 
+// RaiseDeletions implements frond.DeletionCounter where the real store
+// does.
+func (s *Store) RaiseDeletions(ctx context.Context, tag string, n int64) error {
+	in, err := s.get()
+	if err != nil {
+		return err
+	}
+	if d, ok := in.(frond.DeletionCounter); ok {
+		return secret.Hide(d.RaiseDeletions(ctx, tag, n))
+	}
+	return nil
+}
+
 // ReturnTail implements frond.TailReturner where the real store does.
 func (s *Store) ReturnTail(ctx context.Context, tag string, from, to int64, mapping string) (bool, error) {
 	in, err := s.get()

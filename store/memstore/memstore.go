@@ -355,6 +355,16 @@ func (s *Store) Deletions(ctx context.Context, tag string) (int64, error) {
 	return s.gone[tag], nil
 }
 
+// RaiseDeletions implements frond.DeletionCounter.
+func (s *Store) RaiseDeletions(ctx context.Context, tag string, n int64) error {
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	s.gone[tag] = max(s.gone[tag], n)
+	return nil
+}
+
 // Close implements frond.SegmentStore.
 func (s *Store) Close() error {
 	s.mu.Lock()

@@ -133,6 +133,22 @@ func (s *Store) indexKey() string          { return s.prefix + "tags" }
 // deletedKey counts the deletions of tag (frond.DeletionCounter).
 func (s *Store) deletedKey(tag string) string { return s.prefix + "deleted:" + tag }
 
+// KEYS: the count. ARGV: n. The count is n where it was below.
+var raiseScript = redis.NewScript(`
+if tonumber(redis.call('GET', KEYS[1]) or '0') < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) end
+return 1
+`)
+
+// RaiseDeletions implements frond.DeletionCounter, in one script.
+func (s *Store) RaiseDeletions(ctx context.Context, tag string, n int64) error {
+	c, cancel := s.bound(ctx)
+	defer cancel()
+	if err := raiseScript.Run(c, s.c, []string{s.deletedKey(tag)}, n).Err(); err != nil {
+		return s.fail(fmt.Sprintf("raise the deletions of %q", tag), err)
+	}
+	return nil
+}
+
 // Deletions implements frond.DeletionCounter.
 func (s *Store) Deletions(ctx context.Context, tag string) (int64, error) {
 	c, cancel := s.bound(ctx)

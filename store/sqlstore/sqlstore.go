@@ -403,6 +403,32 @@ func (s *Store) countDeletion(ctx context.Context, tx *sql.Tx, tag string) error
 	return err
 }
 
+// RaiseDeletions implements frond.DeletionCounter: the row made when
+// missing, then set to n where its count is below, in one transaction.
+func (s *Store) RaiseDeletions(ctx context.Context, tag string, n int64) error {
+	c, cancel := s.db.Bound(ctx)
+	defer cancel()
+	name := deletedMark(tag)
+	err := s.inTx(c, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(c, s.d.q(s.d.insertMark), name, "0"); err != nil && !s.d.duplicate(err) {
+			return err
+		}
+		var v string
+		if err := tx.QueryRowContext(c, s.d.q("SELECT value FROM frond_mark WHERE name = ?"+s.d.forUpdate), name).Scan(&v); err != nil {
+			return err
+		}
+		if cur, _ := strconv.ParseInt(v, 10, 64); cur >= n {
+			return nil
+		}
+		_, err := tx.ExecContext(c, s.d.q("UPDATE frond_mark SET value = ? WHERE name = ?"), strconv.FormatInt(n, 10), name)
+		return err
+	})
+	if err != nil {
+		return s.fail(fmt.Sprintf("raise the deletions of %q", tag), err)
+	}
+	return nil
+}
+
 // Deletions implements frond.DeletionCounter.
 func (s *Store) Deletions(ctx context.Context, tag string) (int64, error) {
 	c, cancel := s.db.Bound(ctx)
