@@ -6,8 +6,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"math"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -314,7 +314,9 @@ func runSegmentModel(t *testing.T, seed uint64) (steps, checked, changes int) {
 	// when it fails (the engines' loads run in the background: a failure
 	// of the whole run may not come back with -model.seed alone).
 	history := &lockedBuffer{}
-	logf := func(f string, args ...any) { fmt.Fprintf(history, "step %d: "+f+"\n", append([]any{steps}, args...)...) }
+	logf := func(f string, args ...any) {
+		fmt.Fprintf(history, "step %d: "+f+"\n", append([]any{steps}, args...)...)
+	}
 	defer func() {
 		if t.Failed() && *modelSeed < 0 {
 			b := history.String()
