@@ -436,7 +436,8 @@ func runSegmentModel(t *testing.T, seed uint64) (steps, checked, changes int) {
 				in, out = append(in, out[i]), slices.Delete(out, i, i+1)
 			} else if len(in) > 1 {
 				i := rng.IntN(len(in))
-				in, out = slices.Delete(in, i, i+1), append(out, in[i])
+				moved := in[i] // read first: slices.Delete shifts in in place
+				in, out = slices.Delete(in, i, i+1), append(out, moved)
 			}
 		default:
 			rng.Shuffle(len(in), func(i, j int) { in[i], in[j] = in[j], in[i] })
@@ -490,7 +491,7 @@ func runSegmentModel(t *testing.T, seed uint64) (steps, checked, changes int) {
 		}
 		if err != nil && !strings.Contains(err.Error(), "nothing to abandon") && !strings.Contains(err.Error(), "not those of any change under way") &&
 			!strings.Contains(err.Error(), "a change is finished with exactly its stores") {
-			t.Fatalf("seed %d step %d: abandon: %v", seed, steps, err)
+			t.Fatalf("seed %d step %d: abandon %v retiring %v: %v", seed, steps, indexes(c.in), indexes(c.out), err)
 		}
 	}
 	if !alone {
@@ -614,7 +615,7 @@ func runSegmentModel(t *testing.T, seed uint64) (steps, checked, changes int) {
 				}
 			}
 		}
-		switch op := rng.IntN(31); {
+		switch op := rng.IntN(33); {
 		case op < 8:
 			burst := 1
 			if rng.IntN(4) == 0 {
@@ -690,13 +691,25 @@ func runSegmentModel(t *testing.T, seed uint64) (steps, checked, changes int) {
 			_, err := ChangeMapping(ctx, n.store, tag, frond.TagUpdate{Mapping: &to}, max(engineSettings.MaxStep, step))
 			kill.Store(-1)
 			admin(n, fmt.Sprintf("change %s to %s", tag, to), err)
-		case op < 27: // another node, of another step, takes a segment that ends where a node's segment ends
-			if len(n.list) == 1 {
-				aimAt(ctx, seed, stores[n.list[0]], n.store, nodes, tag, recordIn)
+		case op < 29: // another node, of another step, takes a segment that ends where a node's segment ends
+			for _, m := range nodes { // through a node on one store: a set's stores give no tail back
+				if len(m.list) == 1 {
+					n = m
+				}
 			}
-		case op < 29: // a store's snapshot (a backup, a replica), and later the store put back to one
+			if len(n.list) == 1 {
+				// ... and now and then that node stops cleanly at once: its
+				// tail's end is max_id again.
+				if owner := aimAt(ctx, seed, stores[n.list[0]], n.store, nodes, tag, recordIn); owner != nil && rng.IntN(2) == 0 {
+					if _, err := owner.e.CloseReturning(ctx); err != nil && !errors.Is(err, frond.ErrStoreUnavailable) {
+						t.Fatalf("seed %d step %d: CloseReturning: %v", seed, steps, err)
+					}
+					restart(owner)
+				}
+			}
+		case op < 31: // a store's snapshot (a backup, a replica), and later the store put back to one
 			i := rng.IntN(nStores)
-			if op == 27 || len(snaps[i]) == 0 {
+			if op == 29 || len(snaps[i]) == 0 {
 				p, _ := stores[i].Store.Place(ctx)
 				snaps[i] = append(snaps[i], modelSnapshot{sn: stores[i].Store.Snapshot(), place: p, step: steps})
 				break
@@ -722,7 +735,7 @@ func runSegmentModel(t *testing.T, seed uint64) (steps, checked, changes int) {
 					modelAdmin["store went back, found"]++
 				}
 			}
-		case op < 30 && !*modelNoGuard: // a tag deleted and created again below the IDs it gave, on purpose (every node stops first: their buffers are of the old tag)
+		case op < 32 && !*modelNoGuard: // a tag deleted and created again below the IDs it gave, on purpose (every node stops first: their buffers are of the old tag)
 			if anyLost() {
 				break
 			}
@@ -731,14 +744,14 @@ func runSegmentModel(t *testing.T, seed uint64) (steps, checked, changes int) {
 			}
 			err := n.store.DeleteTag(ctx, tag)
 			if err == nil {
-				_, err = n.store.CreateTag(ctx, frond.Tag{Name: tag, MaxID: 1 + rng.Int64N(50), Step: 5 + rng.Int64N(60)})
+				_, err = n.store.CreateTag(ctx, frond.Tag{Name: tag, MaxID: []int64{1, 1 << 16, 1 << 20}[rng.IntN(3)] + rng.Int64N(50), Step: 5 + rng.Int64N(60)})
 				delete(seen, tag) // its IDs may be handed out again: the operator's decision
 			}
 			admin(n, "delete and create "+tag, err)
 			for k, m := range nodes {
 				nodes[k] = newNode(m.dir, m.list)
 			}
-		case op < 31: // the operator re-arms the stores found fenced, with every data directory's floors
+		case op < 33: // the operator re-arms the stores found fenced, with every data directory's floors
 			for i, s := range stores {
 				p, err := s.Store.Place(ctx)
 				if err != nil || !p.Fenced() {
@@ -771,9 +784,11 @@ func runSegmentModel(t *testing.T, seed uint64) (steps, checked, changes int) {
 // a node sees it) whose end is the end of a segment some node holds: the
 // one moment a give-back that compares max_id alone cannot tell from
 // "nothing taken since" (issue 67). The counters taken are recorded as
-// handed out, in the allocation's mapping.
-func aimAt(ctx context.Context, seed uint64, s *lossyStore, via frond.SegmentStore, nodes []*modelNode, tag string, recordIn func(tag, mapping, what string, rs ...frond.Range)) {
+// handed out, in the allocation's mapping. It returns the node whose
+// segment end it aimed at (nil: none).
+func aimAt(ctx context.Context, seed uint64, s *lossyStore, via frond.SegmentStore, nodes []*modelNode, tag string, recordIn func(tag, mapping, what string, rs ...frond.Range)) *modelNode {
 	var ends []int64
+	var owners []*modelNode
 	for _, n := range nodes {
 		b, err := n.e.Buffer(tag)
 		if err != nil {
@@ -781,30 +796,32 @@ func aimAt(ctx context.Context, seed uint64, s *lossyStore, via frond.SegmentSto
 		}
 		b.mu.Lock()
 		if cur := b.cur.Load(); cur != nil && cur != emptySegment {
-			ends = append(ends, cur.end)
+			ends, owners = append(ends, cur.end), append(owners, n)
 		}
 		if b.next != nil {
-			ends = append(ends, b.next.end)
+			ends, owners = append(ends, b.next.end), append(owners, n)
 		}
 		b.mu.Unlock()
 	}
 	tg, err := s.Store.Tag(ctx, tag)
 	if err != nil || tg.Mode != "" {
-		return
+		return nil
 	}
-	for _, end := range ends {
+	for k, end := range ends {
 		if end <= tg.MaxID || end-tg.MaxID > 1<<20 {
 			continue
 		}
 		a, err := frond.AllocateAt(ctx, via, frond.Place{}, tag, end-tg.MaxID)
 		if err != nil {
-			return
+			return nil
 		}
 		if MappingChanging(a.Mapping) == nil {
 			recordIn(tag, a.Mapping, fmt.Sprintf("a segment aimed at %d of %s, seed %d", end, s.name, seed), a.Range)
 		}
-		return
+		modelAdmin["aimed "+frond.MappingName(a.Mapping)]++
+		return owners[k]
 	}
+	return nil
 }
 
 // canRestore says whether the model puts store i (s, listed by nodes) back
