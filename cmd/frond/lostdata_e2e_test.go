@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,7 +16,6 @@ import (
 	"github.com/frond-id/frond/internal/testenv"
 	"github.com/frond-id/frond/store/sqlstore"
 	"github.com/frond-id/frond/storetest/dbtest"
-	"github.com/redis/go-redis/v9"
 )
 
 // taken are the IDs real nodes answered in a lost-data test, with who
@@ -172,58 +169,6 @@ func (s *server) readyz2() (bool, string) {
 	return r.store()
 }
 
-// privateRedis is a redis-server of a test's own, with an AOF synced on
-// every write, that the test stops, empties and starts again.
-type privateRedis struct {
-	t    *testing.T
-	bin  string
-	port int
-	dir  string
-	cmd  *exec.Cmd
-}
-
-func startPrivateRedis(t *testing.T) *privateRedis {
-	t.Helper()
-	testenv.Getenv(t, "FROND_TEST_REDIS_URL") // real-server tests opt in
-	r := &privateRedis{t: t, bin: testenv.Tool(t, "apt-get install redis-server", "redis-server"), dir: t.TempDir()}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.port = l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	r.start()
-	t.Cleanup(r.stop)
-	return r
-}
-
-func (r *privateRedis) url() string { return fmt.Sprintf("redis://127.0.0.1:%d/0", r.port) }
-
-func (r *privateRedis) start() {
-	r.t.Helper()
-	r.cmd = exec.Command(r.bin, "--bind", "127.0.0.1", "--port", strconv.Itoa(r.port), "--dir", r.dir,
-		"--save", "", "--appendonly", "yes", "--appendfsync", "always")
-	if err := r.cmd.Start(); err != nil {
-		r.t.Fatal(err)
-	}
-	c := redis.NewClient(&redis.Options{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(r.port))})
-	defer c.Close()
-	for deadline := time.Now().Add(10 * time.Second); c.Ping(context.Background()).Err() != nil; {
-		if time.Now().After(deadline) {
-			r.t.Fatal("the private redis-server did not answer within 10 s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func (r *privateRedis) stop() {
-	if r.cmd != nil {
-		r.cmd.Process.Kill()
-		r.cmd.Wait()
-		r.cmd = nil
-	}
-}
-
 // copyDir copies the files of dir (the AOF's) into a new directory.
 func copyDir(t *testing.T, dir string) string {
 	t.Helper()
@@ -242,27 +187,27 @@ func copyDir(t *testing.T, dir string) string {
 func TestE2E_StoreGoesBack_Redis(t *testing.T) {
 	for _, empty := range []bool{true, false} {
 		t.Run(map[bool]string{true: "restarted empty, the tag created again", false: "restarted from an older AOF"}[empty], func(t *testing.T) {
-			r := startPrivateRedis(t)
+			r := testenv.StartRedis(t)
 			dir, tk := t.TempDir(), taken{}
-			s := mustStart(t, dir, "--store", r.url())
+			s := mustStart(t, dir, "--store", r.URL())
 			if code, body := s.req("POST", "/v1/tags", `{"name":"order","step":1000}`); code != 201 && code != 200 {
 				t.Fatalf("create: %d %s", code, body)
 			}
 			if body := tk.take(t, s, "order", 3000, "before the snapshot"); body != "" {
 				t.Fatal(body)
 			}
-			snapshot := copyDir(t, r.dir)
+			snapshot := copyDir(t, r.Dir)
 			if body := tk.take(t, s, "order", 60000, "after the snapshot"); body != "" {
 				t.Fatal(body)
 			}
-			r.stop()
-			os.RemoveAll(r.dir)
+			r.Stop()
+			os.RemoveAll(r.Dir)
 			if empty {
-				os.MkdirAll(r.dir, 0o755)
-			} else if out, err := exec.Command("cp", "-a", snapshot, r.dir).CombinedOutput(); err != nil {
+				os.MkdirAll(r.Dir, 0o755)
+			} else if out, err := exec.Command("cp", "-a", snapshot, r.Dir).CombinedOutput(); err != nil {
 				t.Fatalf("cp: %v %s", err, out)
 			}
-			r.start()
+			r.Start()
 			if empty {
 				// The tag is gone: the node answers tag_not_found ("create
 				// the tag first"), and the operator does.
@@ -274,9 +219,9 @@ func TestE2E_StoreGoesBack_Redis(t *testing.T) {
 				}
 			}
 			wantLost(t, "after the store went back", tk.take(t, s, "order", 300000, "after the store went back"))
-			other := mustStart(t, t.TempDir(), "--store", r.url())
+			other := mustStart(t, t.TempDir(), "--store", r.URL())
 			wantLost(t, "a node with a new data directory", tk.take(t, other, "order", 1000, "a new node"))
-			if out := rearm(t, r.url(), dir); !strings.Contains(out, "its fence (") || !strings.Contains(out, "1 tags raised") && !strings.Contains(out, "1 already above") {
+			if out := rearm(t, r.URL(), dir); !strings.Contains(out, "its fence (") || !strings.Contains(out, "1 tags raised") && !strings.Contains(out, "1 already above") {
 				t.Fatalf("rearm: %s", out)
 			}
 			for _, n := range []*server{s, other} {

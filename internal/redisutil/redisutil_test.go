@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -131,36 +128,13 @@ func TestVolatile(t *testing.T) {
 	}
 }
 
-// startRedis starts a private redis-server with AOF synced on every write
-// (the shared test Redis runs without persistence, and its configuration is
-// not the test's to change) and returns a client of it.
+// startRedis starts a redis-server of the test's own (testenv.StartRedis:
+// AOF synced on every write) and returns a client of it.
 func startRedis(t *testing.T) *redis.Client {
 	t.Helper()
-	testenv.Getenv(t, "FROND_TEST_REDIS_URL") // real-server tests opt in
-	bin := testenv.Tool(t, "apt-get install redis-server", "redis-server")
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command(bin, "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", t.TempDir(),
-		"--save", "", "--appendonly", "yes", "--appendfsync", "always")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	c := redis.NewClient(&redis.Options{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), MaxRetries: -1})
+	r := testenv.StartRedis(t)
+	c := redis.NewClient(&redis.Options{Addr: r.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { c.Close() })
-	for deadline := time.Now().Add(10 * time.Second); c.Ping(context.Background()).Err() != nil; {
-		if time.Now().After(deadline) {
-			t.Fatal("the private redis-server did not answer within 10 s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 	return c
 }
 

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,50 +15,18 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 )
 
-// redisProc is a redis-server of the test's own (AOF synced on every
-// write), a replica of another when replicaOf is set.
+// redisProc is a redis-server of the test's own with a client of it.
 type redisProc struct {
-	port int
-	cmd  *exec.Cmd
-	c    *goredis.Client
+	*testenv.RedisServer
+	c *goredis.Client
 }
 
-func startRedisProc(t testing.TB, replicaOf int) *redisProc {
+func startRedisProc(t testing.TB, args ...string) *redisProc {
 	t.Helper()
-	testenv.Getenv(t, "FROND_TEST_REDIS_URL") // real-server tests opt in
-	bin := testenv.Tool(t, "apt-get install redis-server", "redis-server")
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &redisProc{port: l.Addr().(*net.TCPAddr).Port}
-	l.Close()
-	args := []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(r.port), "--dir", t.TempDir(), "--save", "", "--appendonly", "yes", "--appendfsync", "always"}
-	if replicaOf != 0 {
-		args = append(args, "--replicaof", "127.0.0.1", strconv.Itoa(replicaOf))
-	}
-	r.cmd = exec.Command(bin, args...)
-	if err := r.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	r.c = goredis.NewClient(&goredis.Options{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(r.port))})
-	t.Cleanup(r.stop)
-	for deadline := time.Now().Add(10 * time.Second); r.c.Ping(context.Background()).Err() != nil; {
-		if time.Now().After(deadline) {
-			t.Fatal("the private redis-server did not answer within 10 s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	r := &redisProc{RedisServer: testenv.StartRedis(t, args...)}
+	r.c = goredis.NewClient(&goredis.Options{Addr: r.Addr()})
+	t.Cleanup(func() { r.c.Close() })
 	return r
-}
-
-func (r *redisProc) stop() {
-	if r.cmd != nil {
-		r.cmd.Process.Kill()
-		r.cmd.Wait()
-		r.cmd = nil
-		r.c.Close()
-	}
 }
 
 // waitLinked waits until primary p counts n replicas online (past their
@@ -78,11 +44,11 @@ func waitLinked(t testing.TB, p *redisProc, n int) {
 // handed out; with the replica gone, allocations fail (their ranges are
 // skipped), never answered unreplicated (issue 67).
 func TestRedis_WaitForReplicas(t *testing.T) {
-	primary := startRedisProc(t, 0)
-	replica := startRedisProc(t, primary.port)
+	primary := startRedisProc(t, "--repl-diskless-sync-delay", "0")
+	replica := startRedisProc(t, "--replicaof", "127.0.0.1", strconv.Itoa(primary.Port))
 	waitLinked(t, primary, 1)
 	ctx := context.Background()
-	u := fmt.Sprintf("redis://127.0.0.1:%d/0?frond_wait=1&frond_wait_timeout=200ms", primary.port)
+	u := fmt.Sprintf("redis://127.0.0.1:%d/0?frond_wait=1&frond_wait_timeout=200ms", primary.Port)
 	s, err := redisstore.Open(ctx, u)
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +71,7 @@ func TestRedis_WaitForReplicas(t *testing.T) {
 	if _, err := s.AllocateIDs(ctx, "order", 1); err != nil && !errors.Is(err, frond.ErrNotSequence) {
 		t.Fatal(err)
 	}
-	replica.stop()
+	replica.Stop()
 	before, _ := primary.c.Get(ctx, "frond:max:order").Int64()
 	_, err = s.Allocate(ctx, "order", 0)
 	if !errors.Is(err, frond.ErrStoreUnavailable) {
@@ -115,7 +81,7 @@ func TestRedis_WaitForReplicas(t *testing.T) {
 		t.Fatalf("max_id %d -> %d: the script ran once, its range skipped", before, after)
 	}
 	for _, bad := range []string{"frond_wait=-1", "frond_wait=17", "frond_wait=x", "frond_wait_timeout=0s", "frond_wait_timeout=2m"} {
-		if err := redisstore.Check(fmt.Sprintf("redis://127.0.0.1:%d/0?%s", primary.port, bad)); !errors.Is(err, frond.ErrInvalidArgument) {
+		if err := redisstore.Check(fmt.Sprintf("redis://127.0.0.1:%d/0?%s", primary.Port, bad)); !errors.Is(err, frond.ErrInvalidArgument) {
 			t.Errorf("%s: %v", bad, err)
 		}
 	}
@@ -124,13 +90,13 @@ func TestRedis_WaitForReplicas(t *testing.T) {
 // BenchmarkAllocate_Wait measures what frond_wait=1 costs a segment load:
 // go test -run - -bench Allocate_Wait -count 6 ./store/redisstore | benchstat
 func BenchmarkAllocate_Wait(b *testing.B) {
-	primary := startRedisProc(b, 0)
-	startRedisProc(b, primary.port)
+	primary := startRedisProc(b, "--repl-diskless-sync-delay", "0")
+	startRedisProc(b, "--replicaof", "127.0.0.1", strconv.Itoa(primary.Port))
 	waitLinked(b, primary, 1)
 	for _, wait := range []int{0, 1} {
 		b.Run(fmt.Sprintf("wait=%d", wait), func(b *testing.B) {
 			ctx := context.Background()
-			s, err := redisstore.Open(ctx, fmt.Sprintf("redis://127.0.0.1:%d/0?frond_wait=%d&frond_prefix=b%d:", primary.port, wait, time.Now().UnixNano()))
+			s, err := redisstore.Open(ctx, fmt.Sprintf("redis://127.0.0.1:%d/0?frond_wait=%d&frond_prefix=b%d:", primary.Port, wait, time.Now().UnixNano()))
 			if err != nil {
 				b.Fatal(err)
 			}
