@@ -20,8 +20,9 @@ import (
 //
 //   - Before the IDs of an allocation are handed out, the end of its range
 //     is kept as the tag's floor in the node's data directory (Floors).
-//   - An allocation that starts below the floor (in the same mapping) means
-//     the store went back: unless the store counted a deletion of the tag
+//   - An allocation that starts below the floor (the tag's floors in every
+//     mapping, converted to the answer's: TagFloors.Highest) means the
+//     store went back: unless the store counted a deletion of the tag
 //     since the floor was kept (frond.DeletionCounter: a tag deleted and
 //     created again on purpose starts where it is created), nothing of it
 //     is handed out, the node fences the store for every node (its place:
@@ -31,15 +32,19 @@ import (
 //
 // What frond does to a tag's max_id itself is no loss: a raise (a change
 // of the set, frond tag set --max-id) leaves every floor below; a change
-// of mapping from plain to Mist lowers max_id into another space, which
-// has floors of its own; a tail given back lowers this node's floor first
-// (only this node's last range can be given back: the compare-and-set
-// fails once another node allocated); a deletion is counted.
+// of mapping from plain to Mist lowers max_id into another space, past
+// every number of the old one (frond.MappingFloor, the conversion
+// Highest makes); a tail given back lowers this node's floor first (only
+// this node's last range can be given back: the compare-and-set fails
+// once another node allocated); a deletion is counted.
 //
-// What it does not see: a store that lost writes this node never heard of
-// (a node whose data directory is new, or that never served the tag, sees
-// the loss only through the fence another node wrote), and the last loads
-// of a node whose machine crashed (the floors are not synced to the disk).
+// What it does not see: writes this node never heard of. A loss of only
+// the last ranges another node took is below no floor of this node's (nor
+// of that node's, once this one took them again): frond_wait and
+// synchronous replication keep those (docs/stores.md). A node whose data
+// directory is new, or that never served the tag, sees a loss only
+// through the fence another node wrote. The last loads of a node whose
+// machine crashed may be missing (the floors are not synced to the disk).
 type Guard struct {
 	s   frond.SegmentStore
 	f   *Floors
