@@ -434,6 +434,14 @@ func TestChaos(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 1000+uint64(w)))
 		go func() {
 			defer fw.Done()
+			// Serial: the start is a cause too (no keyed section is owned
+			// until the nodes' first rounds), so the first fault waits as
+			// every later one does; a fault at the very start measured the
+			// start's outage with it (6.6 s with a store cut at 0 ms, on
+			// 9db6f9c as on issue 67's code: -chaos.seed=1795939728104403555).
+			if *serialFlag {
+				time.Sleep(rest)
+			}
 			for time.Now().Before(deadline) {
 				h.fault(rng)
 				time.Sleep(rest + time.Duration(500+rng.IntN(2000))*time.Millisecond)
