@@ -173,7 +173,11 @@ func OpenFloors(path, store string) (*Floors, error) {
 			return nil, fmt.Errorf("segment floors %s: %w", path, err)
 		}
 	}
-	if len(data) == 0 || f.lines > 2*len(f.tags)+64 {
+	// A last line cut short (the process killed in the middle of a write)
+	// is dropped by writing the file anew: appended to, it would run into
+	// the next line.
+	torn := len(data) > 0 && data[len(data)-1] != '\n'
+	if len(data) == 0 || torn || f.lines > 2*len(f.tags)+64 {
 		if err := atomicfile.Write(path, f.compact()); err != nil {
 			return nil, fmt.Errorf("segment floors: %w", err)
 		}

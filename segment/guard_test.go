@@ -314,6 +314,28 @@ func TestFloors_File(t *testing.T) {
 	if err != nil || store != "mysql://u@h/db" || tags["order"].Ends[classPlain] != 1000000 {
 		t.Fatalf("ReadFloors: %q %+v %v", store, tags, err)
 	}
+	// A line cut short in a small file, then more lines: read back whole.
+	small := FloorsFile(dir, "small")
+	h, err := OpenFloors(small, "small")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.set("a", classPlain, 10, 0)
+	h.Close()
+	fh, _ = os.OpenFile(small, os.O_WRONLY|os.O_APPEND, 0)
+	fh.WriteString("a plain 2") // cut short
+	fh.Close()
+	for i, end := range []int64{20, 30} {
+		h, err := OpenFloors(small, "")
+		if err != nil {
+			t.Fatalf("open %d: %v", i, err)
+		}
+		if tf, _ := h.Tag("a"); tf.Ends[classPlain] != end-10 {
+			t.Fatalf("open %d: %+v, want %d", i, tf, end-10)
+		}
+		h.set("a", classPlain, end, 0)
+		h.Close()
+	}
 	bad := filepath.Join(dir, "bad.floors")
 	os.WriteFile(bad, []byte("order plain 1 0\n"), 0o644)
 	if _, err := OpenFloors(bad, "x"); err == nil {
