@@ -311,6 +311,17 @@ func (f *Floors) setLocked(tag string, class int, end, deletions int64) error {
 		f.tags[tag] = t
 	}
 	t.Ends[class], t.Deletions = end, deletions
+	if f.lines > 4*len(f.tags)+4096 {
+		// A node that runs for months appends a line per load: written
+		// anew (a line per floor) once most lines are stale. A failure
+		// leaves the longer file, which is as good.
+		if err := atomicfile.Write(f.path, f.compact()); err == nil {
+			if fh, err := os.OpenFile(f.path, os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
+				f.f.Close()
+				f.f, f.lines = fh, len(f.tags)
+			}
+		}
+	}
 	return nil
 }
 

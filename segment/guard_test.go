@@ -314,6 +314,25 @@ func TestFloors_File(t *testing.T) {
 	if err != nil || store != "mysql://u@h/db" || tags["order"].Ends[classPlain] != 1000000 {
 		t.Fatalf("ReadFloors: %q %+v %v", store, tags, err)
 	}
+	// A running node's file is written anew once most of its lines are
+	// stale: 20,000 loads of 3 tags leave a few thousand lines.
+	run, err := OpenFloors(FloorsFile(dir, "run"), "run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20000 {
+		if err := run.set([]string{"a", "b", "c"}[i%3], classPlain, int64(i+1), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run.Close()
+	data, _ = os.ReadFile(FloorsFile(dir, "run"))
+	if n := strings.Count(string(data), "\n"); n > 4200 {
+		t.Fatalf("%d lines after 20,000 loads of 3 tags", n)
+	}
+	if _, tags, err := ReadFloors(FloorsFile(dir, "run")); err != nil || tags["b"].Ends[classPlain] != 20000 || tags["a"].Ends[classPlain] != 19999 || tags["c"].Ends[classPlain] != 19998 {
+		t.Fatalf("after the compactions: %+v, %v", tags, err)
+	}
 	// A line cut short in a small file, then more lines: read back whole.
 	small := FloorsFile(dir, "small")
 	h, err := OpenFloors(small, "small")
