@@ -138,8 +138,9 @@ func (t TagFloors) Highest(mapping string, seq bool) int64 {
 //
 // The file is a log of lines "tag class end deletions", the last line of a
 // tag and class winning, appended with one write per segment load (off the
-// request path: the double buffer loads ahead) and compacted when it opens
-// with more than twice as many lines as it holds floors. Writes are not
+// request path: the double buffer loads ahead), and written anew (a line a
+// floor) when it opens with more than twice as many lines as it holds
+// floors, and while it runs once it holds more than four times as many. Writes are not
 // synced to the disk: a crash of the process keeps them (the page cache),
 // a crash of the machine may lose the last loads' lines, and the check then
 // misses a loss of at most those segments.
