@@ -82,7 +82,8 @@ func Check(rawURL string) error {
 var storeParams = []string{"frond_prefix", "frond_wait", "frond_wait_timeout"}
 
 // waitOf reads frond_wait (0 to 16 replicas) and frond_wait_timeout
-// (default 1 s, at most 60 s).
+// (default 1 s, at most 60 s, and below frond_timeout: WAIT blocks the
+// connection's read for as long).
 func waitOf(u redisutil.URL) (int, time.Duration, error) {
 	n, timeout := 0, time.Second
 	if v, ok := u.Params["frond_wait"]; ok {
@@ -97,6 +98,9 @@ func waitOf(u redisutil.URL) (int, time.Duration, error) {
 			return 0, 0, fmt.Errorf("%w: frond_wait_timeout=%q: a duration from 1ms to 1m", frond.ErrInvalidArgument, v)
 		}
 		timeout = d
+	}
+	if n > 0 && timeout >= u.Timeout {
+		return 0, 0, fmt.Errorf("%w: frond_wait_timeout=%v must be below frond_timeout (%v): WAIT holds the connection's read for as long", frond.ErrInvalidArgument, timeout, u.Timeout)
 	}
 	return n, timeout, nil
 }

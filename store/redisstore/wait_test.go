@@ -48,7 +48,10 @@ func TestRedis_WaitForReplicas(t *testing.T) {
 	replica := startRedisProc(t, "--replicaof", "127.0.0.1", strconv.Itoa(primary.Port))
 	waitLinked(t, primary, 1)
 	ctx := context.Background()
-	u := fmt.Sprintf("redis://127.0.0.1:%d/0?frond_wait=1&frond_wait_timeout=200ms", primary.Port)
+	// A replica that is up acknowledges, however busy the machine (CI runs
+	// this beside processes spinning on every core): a long wait; the one
+	// that meets no replica, short.
+	u := fmt.Sprintf("redis://127.0.0.1:%d/0?frond_wait=1&frond_wait_timeout=20s&frond_timeout=30s", primary.Port)
 	s, err := redisstore.Open(ctx, u)
 	if err != nil {
 		t.Fatal(err)
@@ -72,15 +75,20 @@ func TestRedis_WaitForReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	replica.Stop()
+	short, err := redisstore.Open(ctx, fmt.Sprintf("redis://127.0.0.1:%d/0?frond_wait=1&frond_wait_timeout=100ms", primary.Port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer short.Close()
 	before, _ := primary.c.Get(ctx, "frond:max:order").Int64()
-	_, err = s.Allocate(ctx, "order", 0)
+	_, err = short.Allocate(ctx, "order", 0)
 	if !errors.Is(err, frond.ErrStoreUnavailable) {
 		t.Fatalf("an allocation no replica acknowledged: %v, want ErrStoreUnavailable", err)
 	}
 	if after, _ := primary.c.Get(ctx, "frond:max:order").Int64(); after != before+100 {
 		t.Fatalf("max_id %d -> %d: the script ran once, its range skipped", before, after)
 	}
-	for _, bad := range []string{"frond_wait=-1", "frond_wait=17", "frond_wait=x", "frond_wait_timeout=0s", "frond_wait_timeout=2m"} {
+	for _, bad := range []string{"frond_wait=-1", "frond_wait=17", "frond_wait=x", "frond_wait_timeout=0s", "frond_wait_timeout=2m", "frond_wait=1&frond_wait_timeout=5s", "frond_wait=1&frond_wait_timeout=3s&frond_timeout=2s"} {
 		if err := redisstore.Check(fmt.Sprintf("redis://127.0.0.1:%d/0?%s", primary.Port, bad)); !errors.Is(err, frond.ErrInvalidArgument) {
 			t.Errorf("%s: %v", bad, err)
 		}
