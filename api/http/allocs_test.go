@@ -35,7 +35,14 @@ func TestLeafSegment_Allocations(t *testing.T) {
 	req.RemoteAddr = "127.0.0.1:40000"
 	w := &discardWriter{h: http.Header{}}
 	f.h.ServeHTTP(w, req) // the first segment loads
+	// AllocsPerRun counts the whole process's allocations: a background
+	// segment load or another goroutine of the test binary that allocates
+	// meanwhile only adds (4.0 once in CI beside four spinning processes,
+	// 3.0 alone), so the fewest of three runs is the route's own.
 	allocs := testing.AllocsPerRun(2000, func() { f.h.ServeHTTP(w, req) })
+	for range 2 {
+		allocs = min(allocs, testing.AllocsPerRun(2000, func() { f.h.ServeHTTP(w, req) }))
+	}
 	t.Logf("%.1f allocations per ID", allocs)
 	if allocs > maxLeafAllocs {
 		t.Fatalf("Leaf's segment route allocates %.1f times per ID, more than %d", allocs, maxLeafAllocs)
