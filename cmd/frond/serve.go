@@ -121,7 +121,7 @@ func openGuarded(ctx context.Context, raw, dataDir string, log *slog.Logger) (fr
 	if err != nil {
 		return nil, err
 	}
-	if _, scheme := backendOf(raw); scheme == "memory" {
+	if b, _ := backendOf(raw); b != nil && b.volatile {
 		return s, nil
 	}
 	name := storeName(raw)
