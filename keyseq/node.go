@@ -111,6 +111,11 @@ type Node struct {
 	ignoreAge bool // the broken take the model must find (export_test.go)
 
 	used atomic.Int64 // when Spaces last asked it for values (unix ns)
+	// cut: the last round could not renew or read (the store is out of
+	// this node's reach): a request for a section the node knows no owner
+	// of is sent to the other members instead (Spaces.Next), as the node
+	// cannot learn who took it.
+	cut atomic.Bool
 
 	raises, takes, releases, lapses, failures atomic.Uint64 // NodeStats
 	forwarded                                 atomic.Uint64 // requests Spaces forwarded to an owner
@@ -272,6 +277,25 @@ func (n *Node) owner(no *NotOwnerError) bool {
 	return no.Addr != ""
 }
 
+// relayTo is the next member of the last read of the table, not this
+// node and not in tried, to send a request to while this node cannot read
+// who owns a section (cut); "" if none is left.
+func (n *Node) relayTo(tried []string) string {
+	if !n.cut.Load() {
+		return ""
+	}
+	t := n.table.Load()
+	if t == nil {
+		return ""
+	}
+	for _, m := range t.Members {
+		if m.Token != n.me.Token && m.Addr != "" && m.Addr != n.me.Addr && !slices.Contains(tried, m.Addr) {
+			return m.Addr
+		}
+	}
+	return ""
+}
+
 // kick runs a round now (after the one running, if any) unless one was
 // kicked within TTL/10.
 func (n *Node) kick(ctx context.Context) {
@@ -357,6 +381,7 @@ func (n *Node) Round(ctx context.Context) error {
 	held, err := n.store.Renew(ctx, sp.Name, n.me, n.o.TTL)
 	if err != nil {
 		n.failures.Add(1)
+		n.cut.Store(true)
 		return err // the gate shuts on its own when the last lease runs out
 	}
 	// Sections served but no longer the store's for this node (a pause past
@@ -366,6 +391,7 @@ func (n *Node) Round(ctx context.Context) error {
 		if !slices.Contains(held, i) && n.eng.granted(i) {
 			n.eng.revoke(i)
 			n.lapses.Add(1)
+			n.log.Warn("keyed sequence: a section's lease ran out before its renewal", "space", sp.Name, "section", i)
 			lost = true
 		}
 	}
@@ -373,10 +399,12 @@ func (n *Node) Round(ctx context.Context) error {
 	t, err := n.store.Read(ctx, sp.Name, sp.Sections)
 	if err != nil {
 		n.failures.Add(1)
+		n.cut.Store(true)
 		return err
 	}
 	n.table.Store(&t)
 	n.readAt.Store(n.o.Clock().UnixNano())
+	n.cut.Store(false)
 	n.see(t)
 	// Steady: this node kept its own leases and the store answered within
 	// a tenth of a lease. Only a steady node takes a lapsed section beyond
@@ -403,6 +431,7 @@ func (n *Node) Round(ctx context.Context) error {
 		}
 		if len(give) > 0 {
 			n.releases.Add(uint64(len(give)))
+			n.log.Info("keyed sequence: sections given back", "space", sp.Name, "sections", GivenSections(give), "share", share, "members", len(t.Members))
 			err := n.store.Release(ctx, sp.Name, give, n.me)
 			nt := Table{Owners: slices.Clone(t.Owners), Members: t.Members}
 			for _, g := range give {
@@ -474,6 +503,7 @@ func (n *Node) Round(ctx context.Context) error {
 		return err
 	}
 	n.takes.Add(uint64(len(got)))
+	n.log.Info("keyed sequence: sections taken", "space", sp.Name, "asked", take, "took", takenSections(got), "held", len(held), "share", share, "members", len(t.Members))
 	n.short.Store(len(held)+len(got) < share && (len(got) < len(take) || waiting) || rescuing || len(held)+len(got) > share)
 	if !n.short.Load() && len(held)+len(got) < share {
 		n.short.Store(n.expectRelease(t, share))
@@ -492,6 +522,14 @@ func (n *Node) Round(ctx context.Context) error {
 	// The gate stays at the renewal's lease, the earliest of all: opening
 	// it to the take's would lengthen the older sections' too.
 	return errors.Join(errs...)
+}
+
+func takenSections(got []Taken) []int {
+	out := make([]int, len(got))
+	for k, g := range got {
+		out[k] = g.Section
+	}
+	return out
 }
 
 // seenUntil is a section's lease end as read, and when this node first

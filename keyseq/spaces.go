@@ -503,6 +503,7 @@ func (s *Spaces) Next(ctx context.Context, space, key string, count int64, forwa
 	deadline := time.Now().Add(s.ttl())
 	var gone string      // an owner that did not answer,
 	var goneAt time.Time // when (on the node's clock)
+	var relayed []string // members asked while this node cannot reach the store
 	for {
 		first, last, err = n.Next(ctx, key, count)
 		var no *NotOwnerError
@@ -547,6 +548,28 @@ func (s *Spaces) Next(ctx context.Context, space, key string, count int64, forwa
 			gone, goneAt = no.Addr, n.o.Clock()
 			n.kick(ctx)
 			continue
+		}
+		if no.Addr == "" && !forwarded && s.forward != nil {
+			if to := n.relayTo(relayed); to != "" {
+				// This node cannot reach the store (its rounds fail): it
+				// cannot learn who took the section, nor take it, so it
+				// asks the members it last saw, one at a time; the owner
+				// answers, any other refuses (a forwarded request goes no
+				// further). Without it, a node cut from its store refused
+				// its former sections for the whole cut, after a lease's
+				// wait each, while others served them.
+				relayed = append(relayed, to)
+				peer, perr := s.Peer(ctx)
+				if perr != nil {
+					return 0, 0, perr
+				}
+				n.forwarded.Add(1)
+				if first, last, err = s.forward(ctx, to, space, key, count, peer); err == nil ||
+					!errors.Is(err, ErrOwnerMoved) && !errors.Is(err, ErrOwnerUnreachable) {
+					return first, last, err
+				}
+				continue
+			}
 		}
 		if forwarded || time.Now().After(deadline) || no.Addr == "" && !n.mayTake() {
 			// Forwarded: the node that forwarded waits (a wait here too
