@@ -40,3 +40,7 @@ func RoundSpace(ctx context.Context, s *Spaces, space string) error {
 	}
 	return v.(*Node).Round(ctx)
 }
+
+// WaitOwnTTL makes n wait out only its own lease before taking a lapsed
+// section, whatever the last holder declared (the code before issue 68).
+func WaitOwnTTL(n *Node) { n.ownTTL = true }

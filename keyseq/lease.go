@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -16,6 +18,32 @@ import (
 type Owner struct {
 	Token string
 	Addr  string
+}
+
+// LeaseOwner is the owner one start of a space on a node leases under:
+// the node's token, the start's number (Spaces counts them: a space
+// stopped for being idle or to make room and started again is a new
+// owner, so that a give-back of the stopped start that reaches the store
+// late ends none of the new start's leases, issue 68) and the lease
+// length the node counts on (LeaseTTLOf: a node taking a section whose
+// lease ran out waits out the owner's lease, not its own).
+func LeaseOwner(node Owner, start uint64, ttl time.Duration) Owner {
+	node.Token = fmt.Sprintf("%s.%d.%dms", node.Token, start, ttl.Milliseconds())
+	return node
+}
+
+// LeaseTTLOf is the lease length a token of LeaseOwner declares; false for
+// a token of another form (a node of an older version).
+func LeaseTTLOf(token string) (time.Duration, bool) {
+	i := strings.LastIndexByte(token, '.')
+	if i < 0 || !strings.HasSuffix(token, "ms") {
+		return 0, false
+	}
+	ms, err := strconv.ParseInt(token[i+1:len(token)-2], 10, 64)
+	if err != nil || ms < 1 || ms > int64(24*time.Hour/time.Millisecond) {
+		return 0, false
+	}
+	return time.Duration(ms) * time.Millisecond, true
 }
 
 // Taken is a section a Take took, with the values of the raise it made.
@@ -55,6 +83,11 @@ type Table struct {
 	// the node's own clock, so that a step of the store's clock cannot
 	// end a lease its owner still counts on (issue 58, item 3).
 	Untils []int64
+	// Holders is, by section, the token of its last lease, live or run
+	// out ("" where Untils is 0): a taker waits out the lease length it
+	// declares (LeaseTTLOf) when longer than its own, so that nodes with
+	// different lease_ttl (a rolling change of it) keep the fence.
+	Holders []string
 }
 
 // LeaseStore keeps, beside each section's maximum, the section's owner

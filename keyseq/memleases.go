@@ -234,13 +234,14 @@ func (m *MemLeases) Read(_ context.Context, space string, sections int) (Table, 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, now := m.space(space), m.now()
-	t := Table{Owners: make([]Owner, sections), Untils: make([]int64, sections)}
+	t := Table{Owners: make([]Owner, sections), Untils: make([]int64, sections), Holders: make([]string, sections)}
 	for i, o := range s.owner {
 		if i < sections && now.Before(s.until[i]) {
 			t.Owners[i] = o
 		}
-		if i < sections {
+		if i < sections && o.Token != "" {
 			t.Untils[i] = s.until[i].UnixMicro()
+			t.Holders[i] = o.Token
 		}
 	}
 	for _, mb := range s.members {

@@ -109,6 +109,7 @@ type Node struct {
 	// for a lease here (the store's clock may have stepped).
 	seen      map[int]seenUntil
 	ignoreAge bool // the broken take the model must find (export_test.go)
+	ownTTL    bool // the same: waits out its own lease only (before issue 68)
 
 	used atomic.Int64 // when Spaces last asked it for values (unix ns)
 	// cut: the last round could not renew or read (the store is out of
@@ -560,12 +561,30 @@ func (n *Node) see(t Table) {
 // within a lease of the renewal that last changed it (sent before this
 // node read it), so no step of the store's clock lets a take overlap an
 // owner still answering (issue 58, item 3). Called under round.
+//
+// The lease waited out is the longer of this node's and the one the last
+// holder declared (Table.Holders): nodes with different lease_ttl, a
+// rolling change of it, keep the fence (issue 68, item 3: an owner with a
+// 6 s lease kept answering for 5.4 s after a renewal that a taker with a
+// 1 s lease, the store's clock stepped forward, waited out in 1 s).
 func (n *Node) free(t Table, i int) bool {
 	if n.ignoreAge || i >= len(t.Untils) || t.Untils[i] == 0 {
 		return true
 	}
 	s, ok := n.seen[i]
-	return ok && n.o.Clock().Sub(s.at) >= n.o.TTL
+	return ok && n.o.Clock().Sub(s.at) >= n.waitOut(t, i)
+}
+
+// waitOut is how long a lease end of section i must stay unchanged before
+// this node takes it: its own lease, or the last holder's when longer.
+func (n *Node) waitOut(t Table, i int) time.Duration {
+	d := n.o.TTL
+	if i < len(t.Holders) && !n.ownTTL {
+		if h, ok := LeaseTTLOf(t.Holders[i]); ok && h > d {
+			d = h
+		}
+	}
+	return d
 }
 
 // expectRelease reports whether the table shows a node holding more than

@@ -101,6 +101,7 @@ type Spaces struct {
 	misses    sync.Map
 	missCount atomic.Int64
 	nodes     sync.Map // name -> *Node: the spaces started, read without the lock
+	starts    atomic.Uint64 // the spaces started so far (LeaseOwner)
 }
 
 // ttl is the lease TTL, the bound of what waits on others.
@@ -229,7 +230,10 @@ func (s *Spaces) start(ctx context.Context, sp Space) (*Node, error) {
 		return n.(*Node), nil
 	}
 	s.evict(ctx)
-	n, err := NewNode(sp, s.store, s.me, s.o)
+	// A new owner for each start (LeaseOwner): a late give-back of an
+	// earlier start, stopped idle or to make room, ends nothing of this
+	// one's (issue 68, item 2).
+	n, err := NewNode(sp, s.store, LeaseOwner(s.me, s.starts.Add(1), s.ttl()), s.o)
 	if err != nil {
 		return nil, err
 	}
@@ -505,6 +509,16 @@ func (s *Spaces) Next(ctx context.Context, space, key string, count int64, forwa
 	var goneAt time.Time // when (on the node's clock)
 	var relayed []string // members asked while this node cannot reach the store
 	for {
+		if n.left.Load() && !s.isClosed() {
+			// Stopped here while this request waited (idle, or to make
+			// room): the space's current node here, started again if
+			// need be, rather than the stopped one (issue 68, item 4:
+			// requests racing an eviction looped on the stopped node for
+			// a whole lease, then were refused).
+			if m, err := s.node(ctx, space); err == nil {
+				n = m
+			}
+		}
 		first, last, err = n.Next(ctx, key, count)
 		var no *NotOwnerError
 		if err == nil || !errors.As(err, &no) {

@@ -366,14 +366,14 @@ func (s *RedisSections) Read(ctx context.Context, space string, sections int) (k
 		return out
 	}
 	owners, addrs, untils, members := hash(v[1]), hash(v[2]), hash(v[3]), hash(v[4])
-	t := keyseq.Table{Owners: make([]keyseq.Owner, sections), Untils: make([]int64, sections)}
+	t := keyseq.Table{Owners: make([]keyseq.Owner, sections), Untils: make([]int64, sections), Holders: make([]string, sections)}
 	for f, tok := range owners {
 		i, err1 := strconv.Atoi(f)
 		until, err2 := strconv.ParseInt(untils[f], 10, 64)
 		if err1 != nil || err2 != nil || i < 0 || i >= sections {
 			continue
 		}
-		t.Untils[i] = until
+		t.Untils[i], t.Holders[i] = until, tok
 		if until > now {
 			t.Owners[i] = keyseq.Owner{Token: tok, Addr: addrs[f]}
 		}

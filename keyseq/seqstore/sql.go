@@ -466,10 +466,11 @@ func (q *SQLSections) Read(ctx context.Context, space string, sections int) (key
 	k := q.db.Kind
 	c, cancel := q.db.Bound(ctx)
 	defer cancel()
-	t := keyseq.Table{Owners: make([]keyseq.Owner, sections), Untils: make([]int64, sections)}
+	t := keyseq.Table{Owners: make([]keyseq.Owner, sections), Untils: make([]int64, sections), Holders: make([]string, sections)}
 	err := q.db.Retry(c, q.retries, func(ctx context.Context) error {
 		clear(t.Owners)
 		clear(t.Untils)
+		clear(t.Holders)
 		t.Members = t.Members[:0]
 		r, err := q.db.QueryContext(ctx, k.Rebind("SELECT section, owner, addr, lease_until, "+k.NowMicros()+" FROM frond_keyseq_section WHERE space = ? AND owner <> ''"), space)
 		if err != nil {
@@ -484,7 +485,7 @@ func (q *SQLSections) Read(ctx context.Context, space string, sections int) (key
 				return err
 			}
 			if s >= 0 && s < sections {
-				t.Untils[s] = until
+				t.Untils[s], t.Holders[s] = until, o.Token
 				if until > now {
 					t.Owners[s] = o
 				}
