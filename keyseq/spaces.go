@@ -100,7 +100,7 @@ type Spaces struct {
 	// (missTTL); missCount how many are kept.
 	misses    sync.Map
 	missCount atomic.Int64
-	nodes     sync.Map // name -> *Node: the spaces started, read without the lock
+	nodes     sync.Map      // name -> *Node: the spaces started, read without the lock
 	starts    atomic.Uint64 // the spaces started so far (LeaseOwner)
 }
 
