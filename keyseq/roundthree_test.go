@@ -269,3 +269,48 @@ func TestSpaces_RequestRacingEviction(t *testing.T) {
 		t.Fatalf("%d of %d requests refused with no fault (spaces evicted and started again meanwhile)", refused.Load(), refused.Load()+answered.Load())
 	}
 }
+
+// A request is answered or refused within about a lease, whatever waits
+// on others: a forward to an owner that hangs (SIGSTOP: the connection
+// opens, nothing answers) took the forwarder's whole timeout, then a round,
+// after the request's lease (5.5 s with a 3 s lease in the chaos suite).
+func TestSpaces_HungOwnerBoundedByLease(t *testing.T) {
+	ctx := context.Background()
+	mem := &keyseq.MemLeases{}
+	const ttl = 300 * time.Millisecond
+	o := keyseq.NodeOptions{TTL: ttl, Logger: slog.New(slog.DiscardHandler)}
+	var hang atomic.Bool
+	byAddr := map[string]*keyseq.Spaces{}
+	fw := func(ctx context.Context, addr, space, key string, n int64, _ keyseq.Peer) (int64, int64, error) {
+		if hang.Load() && addr == "a" {
+			select { // the forwarder's own timeout: ten leases
+			case <-ctx.Done():
+			case <-time.After(10 * ttl):
+			}
+			return 0, 0, fmt.Errorf("%w: %w: timeout", frond.ErrStoreUnavailable, keyseq.ErrOwnerUnreachable)
+		}
+		return byAddr[addr].Next(ctx, space, key, n, true)
+	}
+	a := keyseq.NewSpaces(mem, keyseq.Owner{Token: "ta", Addr: "a"}, o, fw)
+	b := keyseq.NewSpaces(mem, keyseq.Owner{Token: "tb", Addr: "b"}, o, fw)
+	byAddr["a"], byAddr["b"] = a, b
+	defer a.Close(ctx)
+	defer b.Close(ctx)
+	sp, err := a.Create(ctx, keyseq.Space{Name: "hung", Step: 100, Sections: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.Next(ctx, sp.Name, "k", 1, false); err != nil { // forwarded to a
+		t.Fatal(err)
+	}
+	hang.Store(true)
+	from := time.Now()
+	_, _, err = b.Next(ctx, sp.Name, "k", 1, false)
+	took := time.Since(from)
+	if err == nil {
+		t.Fatal("answered while its owner hangs")
+	}
+	if took > 5*ttl {
+		t.Fatalf("refused after %v with a lease of %v (the owner hangs for %v): not bounded by the lease", took, ttl, 10*ttl)
+	}
+}

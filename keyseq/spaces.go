@@ -505,6 +505,10 @@ func (s *Spaces) Next(ctx context.Context, space, key string, count int64, forwa
 	// to a tenth of a lease before). A hand-over takes about a tenth of a
 	// lease (the taker's next round); the rest is for a busy machine.
 	deadline := time.Now().Add(s.ttl())
+	// The whole request within the lease: a forward to an owner that
+	// hangs (SIGSTOP) and the round read after it took up to 5.5 s before.
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	var gone string      // an owner that did not answer,
 	var goneAt time.Time // when (on the node's clock)
 	var relayed []string // members asked while this node cannot reach the store
@@ -578,7 +582,10 @@ func (s *Spaces) Next(ctx context.Context, space, key string, count int64, forwa
 					return 0, 0, perr
 				}
 				n.forwarded.Add(1)
-				if first, last, err = s.forward(ctx, to, space, key, count, peer); err == nil ||
+				rctx, cancel := context.WithTimeout(ctx, s.ttl()/3) // a member that hangs leaves time for the next
+				first, last, err = s.forward(rctx, to, space, key, count, peer)
+				cancel()
+				if err == nil ||
 					!errors.Is(err, ErrOwnerMoved) && !errors.Is(err, ErrOwnerUnreachable) {
 					return first, last, err
 				}
