@@ -175,6 +175,33 @@ func TestModel_NodesUnfencedReleaseFails(t *testing.T) {
 	t.Fatal("150 seeds with give-backs unfenced found nothing: the model proves nothing")
 }
 
+// The node model finds a space started again on a node under the same
+// owner (the code before issue 68): a stop's give-back delivered late ends
+// the leases of the restarted space (issue 68, item 2).
+func TestModel_NodesSameOwnerFails(t *testing.T) {
+	for seed := range uint64(100) {
+		if bad := runNodeModelWith(t, seed, modelBugs{sameOwner: true}); bad != "" {
+			t.Logf("seed %d: %s", seed, bad)
+			return
+		}
+	}
+	t.Fatal("100 seeds with one owner per node found nothing: the model proves nothing")
+}
+
+// The node model finds a taker that waits out only its own lease (the
+// code before issue 68): with nodes of different lease lengths and steps
+// of the store's clock, it takes a section whose owner still counts on a
+// longer lease (issue 68, item 3).
+func TestModel_NodesOwnTTLFails(t *testing.T) {
+	for seed := range uint64(150) {
+		if bad := runNodeModelWith(t, seed, modelBugs{ownTTL: true}); bad != "" {
+			t.Logf("seed %d: %s", seed, bad)
+			return
+		}
+	}
+	t.Fatal("150 seeds with takers waiting out their own lease found nothing: the model proves nothing")
+}
+
 // The node model finds a broken fence (a node that answers for sections it
 // was granted whatever its lease) within a few seeds.
 func TestModel_NodesBrokenFenceFails(t *testing.T) {
@@ -196,7 +223,13 @@ func runNodeModel(t *testing.T, seed uint64, broken bool) string {
 // as the store's clock says its lease ran out (which the store's clock
 // steps break); unfencedRelease, a give-back ends whatever lease the node
 // holds (which a give-back delivered late breaks).
-type modelBugs struct{ broken, byStoreClock, unfencedRelease bool }
+//
+// Issue 68: sameOwner, a space stopped on a node (idle, evicted) and
+// started again there leases under the same owner (which a stop's
+// give-back delivered late breaks); ownTTL, a taker waits out only its own
+// lease (which nodes with different lease lengths and a step of the
+// store's clock break).
+type modelBugs struct{ broken, byStoreClock, unfencedRelease, sameOwner, ownTTL bool }
 
 func runNodeModelWith(t *testing.T, seed uint64, bugs modelBugs) string {
 	broken, byStoreClock := bugs.broken, bugs.byStoreClock
@@ -218,9 +251,27 @@ func runNodeModelWith(t *testing.T, seed uint64, bugs modelBugs) string {
 	ctx := context.Background()
 	nodes := make([]*simNode, 3)
 	tokens := 0
+	// Each node is a process (a new token at each start of the process)
+	// whose space is stopped now and then (idle, evicted) and started again
+	// in the same process: each start of it is a new owner (LeaseOwner),
+	// with a lease length of its own (a rolling change of lease_ttl: 1 or
+	// 6 s on odd seeds, and on every seed of TestModel_NodesOwnTTLFails).
+	procs, starts := make([]int, len(nodes)), make([]uint64, len(nodes))
+	ttlOf := func() time.Duration {
+		if seed%2 == 0 && !bugs.ownTTL {
+			return ttl
+		}
+		return []time.Duration{time.Second, 2 * ttl}[rnd.IntN(2)]
+	}
 	start := func(k int) {
 		tokens++
-		n, err := keyseq.NewNode(sp, st, keyseq.Owner{Token: fmt.Sprintf("n%d-%d", k, tokens), Addr: fmt.Sprint(k)}, keyseq.NodeOptions{TTL: ttl, Clock: clock, Logger: quiet, Rand: rand.New(rand.NewPCG(seed, uint64(tokens)))})
+		starts[k]++
+		if bugs.sameOwner {
+			starts[k] = 1
+		}
+		d := ttlOf()
+		me := keyseq.LeaseOwner(keyseq.Owner{Token: fmt.Sprintf("n%d-%d", k, procs[k]), Addr: fmt.Sprint(k)}, starts[k], d)
+		n, err := keyseq.NewNode(sp, st, me, keyseq.NodeOptions{TTL: d, Clock: clock, Logger: quiet, Rand: rand.New(rand.NewPCG(seed, uint64(tokens)))})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -230,10 +281,18 @@ func runNodeModelWith(t *testing.T, seed uint64, bugs modelBugs) string {
 		if byStoreClock {
 			keyseq.TakeByStoreClock(n)
 		}
+		if bugs.ownTTL {
+			keyseq.WaitOwnTTL(n)
+		}
 		nodes[k] = &simNode{n: n}
 	}
-	for k := range nodes {
+	restart := func(k int) { // a new process
+		procs[k]++
+		starts[k] = 0
 		start(k)
+	}
+	for k := range nodes {
+		restart(k)
 	}
 	st.slow = func() { // now and then a slow call, or a node paused in one
 		switch rnd.IntN(16) {
@@ -245,11 +304,14 @@ func runNodeModelWith(t *testing.T, seed uint64, bugs modelBugs) string {
 	}
 	const keys = 40
 	var last [keys]int64
-	route := map[int]int{} // a client's cache: section -> node
+	// Three clients, each with its cache of routes (section -> node): one
+	// whose cache is stale asks a node that no longer owns the section.
+	routes := []map[int]int{{}, {}, {}}
 	answered := 0
 	request := func(k int) string {
 		key := fmt.Sprintf("k%d", k)
 		sec := keyseq.SectionOf(key, sp.Sections)
+		route := routes[rnd.IntN(len(routes))]
 		to, ok := route[sec]
 		if !ok || rnd.IntN(4) == 0 { // no route, or another client's stale one
 			to = rnd.IntN(len(nodes))
@@ -260,7 +322,10 @@ func runNodeModelWith(t *testing.T, seed uint64, bugs modelBugs) string {
 				delete(route, sec)
 				return "" // no answer (killed, stopped): the client times out
 			}
-			n := 1 + rnd.Int64N(sp.Step*2)
+			n := int64(1) // most requests take one value: a node answers from memory longer
+			if rnd.IntN(3) == 0 {
+				n = 1 + rnd.Int64N(sp.Step*2)
+			}
 			first, end, err := nd.n.Next(ctx, key, n)
 			var no *keyseq.NotOwnerError
 			switch {
@@ -289,7 +354,7 @@ func runNodeModelWith(t *testing.T, seed uint64, bugs modelBugs) string {
 		for k, nd := range nodes {
 			if nd == nil {
 				if rnd.IntN(20) == 0 {
-					start(k)
+					restart(k)
 				}
 				continue
 			}
@@ -306,6 +371,10 @@ func runNodeModelWith(t *testing.T, seed uint64, bugs modelBugs) string {
 				continue
 			case x < 5: // SIGSTOP past (or short of) the lease
 				nd.pausedUntil = now.Add(time.Duration(rnd.Int64N(int64(3 * ttl))))
+				continue
+			case x < 7: // the space stopped here (idle, evicted), started again by a request
+				nd.n.Close(ctx)
+				start(k)
 				continue
 			}
 			if rnd.IntN(3) == 0 {
@@ -329,12 +398,12 @@ func runNodeModelWith(t *testing.T, seed uint64, bugs modelBugs) string {
 	st.down, st.off, st.slow, st.late = false, true, nil, nil
 	for k, nd := range nodes {
 		if nd == nil {
-			start(k)
+			restart(k)
 		}
 		nodes[k].pausedUntil = time.Time{}
 	}
-	for range 12 {
-		now = now.Add(ttl / 3)
+	for range 36 { // 12 s, a round every third of the shortest lease
+		now = now.Add(time.Second / 3)
 		for _, nd := range nodes {
 			nd.n.Round(ctx)
 		}
