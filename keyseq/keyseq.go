@@ -105,6 +105,10 @@ type Engine struct {
 	floors Floors
 	floor  []int64
 	lost   atomic.Uint64 // raises refused so
+	// floorFail is the last failure to keep a floor (a full disk), nil
+	// once one is kept again: a section taken but not served for it is
+	// refused naming it, not as "no node owns it".
+	floorFail atomic.Pointer[error]
 	// budget, when set, is reserved for a section's counters before they
 	// are allocated, and freed when the section is dropped (issue 59).
 	budget *Budget
@@ -457,8 +461,10 @@ func (e *Engine) apply(i int, s *section, r frond.Range) error {
 		if r.End > e.floor[i] {
 			// Kept before any value of the raise is answered.
 			if err := e.floors.Record(e.space.Name, i, r.End); err != nil {
+				e.floorFail.Store(&err)
 				return err
 			}
+			e.floorFail.Store(nil)
 			e.floor[i] = r.End
 		}
 	}

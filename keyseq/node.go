@@ -244,6 +244,11 @@ func (n *Node) Next(ctx context.Context, key string, count int64) (first, last i
 	if n.owner(no) {
 		return first, last, err
 	}
+	if fe := n.eng.floorFail.Load(); fe != nil {
+		// Taken, perhaps, but not served: this node cannot keep its floors
+		// (a full disk): said as such, not as a section between owners.
+		return 0, 0, fmt.Errorf("keyed sequence space %q section %d: this node cannot keep its floors, so it serves none of the sections it takes: %w", n.eng.space.Name, no.Section, *fe)
+	}
 	// No live owner known (the section was given back, or its owner's lease
 	// ran out), or the table names this node (a round took the section
 	// while this call looked): a round now, unless one ran within TTL/10,

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -312,5 +315,40 @@ func TestSpaces_HungOwnerBoundedByLease(t *testing.T) {
 	}
 	if took > 5*ttl {
 		t.Fatalf("refused after %v with a lease of %v (the owner hangs for %v): not bounded by the lease", took, ttl, 10*ttl)
+	}
+}
+
+// Issue 68, item 5: a node whose floors file is on a full disk serves
+// none of the sections it takes (no floor kept, no value answered), and
+// says so: the refusal named no node owning the section before.
+func TestNode_FullDiskNamed(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full here: ", err) // Linux has it
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "keyseq"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/full", filepath.Join(dir, "keyseq", "full.floors")); err != nil {
+		t.Fatal(err)
+	}
+	sp := keyseq.Space{Name: "full", Step: 100, Sections: 2, Slots: 4}
+	n, err := keyseq.NewNode(sp, &keyseq.MemLeases{}, keyseq.Owner{Token: "a", Addr: "a"},
+		keyseq.NodeOptions{TTL: time.Second, Logger: slog.New(slog.DiscardHandler), Floors: keyseq.NewFileFloors(dir)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close(ctx)
+	n.Round(ctx)
+	_, _, err = n.Next(ctx, "k", 1)
+	if err == nil {
+		t.Fatal("answered without its floor kept")
+	}
+	if !strings.Contains(err.Error(), "no space left on device") || strings.Contains(err.Error(), "no node owns it") {
+		t.Fatalf("the refusal does not name the full disk: %v", err)
+	}
+	if !errors.Is(err, frond.ErrStoreUnavailable) {
+		t.Fatalf("not retryable as unavailable: %v", err)
 	}
 }
