@@ -40,11 +40,11 @@ type LostDataError struct {
 	Space   string
 	Section int
 	Store   int64 // where the store's raise began
-	Floor   int64 // the highest maximum this node raised the section to
+	Floor   int64 // the highest maximum this node raised the section to or read
 }
 
 func (e *LostDataError) Error() string {
-	return fmt.Sprintf("%v: space %q section %d: the store's maximum is %d, and this node raised it to %d before (its data directory keeps it), "+
+	return fmt.Sprintf("%v: space %q section %d: the store's maximum is %d, and this node raised it to, or read it at, %d before (its data directory keeps it), "+
 		"so values up to %d may have been answered: the store lost acknowledged writes (a Redis restarted without its data or from an older file, "+
 		"a fail-over to a replica behind, a restored backup); the section is not served. Re-arm the space above every value any node answered: "+
 		"frond space rearm %s --above N, N at least the highest floor every node reports (frond space list; this node's: %d)",

@@ -114,6 +114,36 @@ type Engine struct {
 	budget *Budget
 }
 
+// Observe raises the floors kept to the store's maxima as read
+// (Table.Maxima): a node keeps the highest maximum it read of every
+// section, not only of those it raised, so that its take of a section it
+// never served is refused below it when the store lost data (issue 68,
+// item 1: after a store came back empty, a node served the sections
+// another node had served from 1). Nothing without floors. A floor that
+// cannot be written is kept in memory still; the error is returned.
+func (e *Engine) Observe(maxima []int64) error {
+	if e.floors == nil {
+		return nil
+	}
+	var first error
+	for i, m := range maxima {
+		if i >= len(e.sections) {
+			break
+		}
+		s := &e.sections[i]
+		s.mu.Lock()
+		if m > e.floor[i] {
+			if err := e.floors.Record(e.space.Name, i, m); err != nil && first == nil {
+				first = err
+				e.floorFail.Store(&err)
+			}
+			e.floor[i] = m
+		}
+		s.mu.Unlock()
+	}
+	return first
+}
+
 // KeepFloors makes e keep its floors in f (loaded now) and refuse a raise
 // that starts below one (issue 58): call it before the first value.
 func (e *Engine) KeepFloors(f Floors) error {

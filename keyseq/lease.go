@@ -88,6 +88,12 @@ type Table struct {
 	// declares (LeaseTTLOf) when longer than its own, so that nodes with
 	// different lease_ttl (a rolling change of it) keep the fence.
 	Holders []string
+	// Maxima is, by section, its maximum in the store at the read (0:
+	// never raised; nil: not read). Every node keeps the highest it read
+	// as a floor of the section (Floors), not only those it raised: a
+	// store that lost data is refused by a node taking a section it never
+	// served (issue 68, item 1).
+	Maxima []int64
 }
 
 // LeaseStore keeps, beside each section's maximum, the section's owner

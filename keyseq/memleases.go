@@ -234,7 +234,12 @@ func (m *MemLeases) Read(_ context.Context, space string, sections int) (Table, 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, now := m.space(space), m.now()
-	t := Table{Owners: make([]Owner, sections), Untils: make([]int64, sections), Holders: make([]string, sections)}
+	t := Table{Owners: make([]Owner, sections), Untils: make([]int64, sections), Holders: make([]string, sections), Maxima: make([]int64, sections)}
+	for i, m := range s.max {
+		if i < sections {
+			t.Maxima[i] = m
+		}
+	}
 	for i, o := range s.owner {
 		if i < sections && now.Before(s.until[i]) {
 			t.Owners[i] = o

@@ -412,6 +412,9 @@ func (n *Node) Round(ctx context.Context) error {
 	n.readAt.Store(n.o.Clock().UnixNano())
 	n.cut.Store(false)
 	n.see(t)
+	if err := n.eng.Observe(t.Maxima); err != nil {
+		n.log.Warn("keyed sequence: the floors read from the store could not be kept in the data directory (kept in memory)", "space", sp.Name, "err", err)
+	}
 	// Steady: this node kept its own leases and the store answered within
 	// a tenth of a lease. Only a steady node takes a lapsed section beyond
 	// its share (below): on a machine or store too slow for the lease,

@@ -352,3 +352,93 @@ func TestNode_FullDiskNamed(t *testing.T) {
 		t.Fatalf("not retryable as unavailable: %v", err)
 	}
 }
+
+// wipeable is a lease store that can lose everything it holds at once (a
+// Redis restarted without its data).
+type wipeable struct {
+	mu sync.Mutex
+	keyseq.LeaseStore
+}
+
+func (w *wipeable) store() keyseq.LeaseStore { w.mu.Lock(); defer w.mu.Unlock(); return w.LeaseStore }
+func (w *wipeable) wipe(to keyseq.LeaseStore) { w.mu.Lock(); w.LeaseStore = to; w.mu.Unlock() }
+func (w *wipeable) Take(ctx context.Context, space string, sections []int, me keyseq.Owner, ttl time.Duration, step int64) ([]keyseq.Taken, error) {
+	return w.store().Take(ctx, space, sections, me, ttl, step)
+}
+func (w *wipeable) Renew(ctx context.Context, space string, me keyseq.Owner, ttl time.Duration) ([]int, error) {
+	return w.store().Renew(ctx, space, me, ttl)
+}
+func (w *wipeable) RaiseOwned(ctx context.Context, space string, sections []int, step int64, me keyseq.Owner) ([]frond.Range, error) {
+	return w.store().RaiseOwned(ctx, space, sections, step, me)
+}
+func (w *wipeable) Release(ctx context.Context, space string, give []keyseq.Given, me keyseq.Owner) error {
+	return w.store().Release(ctx, space, give, me)
+}
+func (w *wipeable) Read(ctx context.Context, space string, sections int) (keyseq.Table, error) {
+	return w.store().Read(ctx, space, sections)
+}
+
+// Issue 68, item 1: two nodes, each with its data directory, serve a
+// space; the store loses everything. The first node to run a round counts
+// itself alone and takes every section: its own former sections were
+// refused by its floors, but the other node's had no floor there and were
+// served again from the store's maximum ("key1 answered 6 before, then
+// 1"). Each node now keeps as floors the maxima it read of every section.
+func TestNode_StoreLostDataOthersSections(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(1_800_000_000, 0)
+	clock := func() time.Time { return now }
+	st := &wipeable{LeaseStore: &keyseq.MemLeases{Now: clock}}
+	sp := keyseq.Space{Name: "wiped", Step: 10, Sections: 4, Slots: 8}
+	quiet := slog.New(slog.DiscardHandler)
+	node := func(name string) *keyseq.Node {
+		n, err := keyseq.NewNode(sp, st, keyseq.Owner{Token: name, Addr: name},
+			keyseq.NodeOptions{TTL: 3 * time.Second, Clock: clock, Logger: quiet, Floors: &keyseq.MemFloors{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	a, b := node("a"), node("b")
+	round := func(ns ...*keyseq.Node) {
+		for _, n := range ns {
+			now = now.Add(100 * time.Millisecond)
+			n.Round(ctx)
+		}
+	}
+	round(b, a, b, a) // b takes every section, a joins, b gives two back, a takes them: a never raised b's
+	if len(a.Held()) != 2 || len(b.Held()) != 2 {
+		t.Fatalf("the sections are not shared: a %v, b %v", a.Held(), b.Held())
+	}
+	last := map[string]int64{}
+	for range 3 {
+		for k := range 16 {
+			key := fmt.Sprint("key", k)
+			for _, n := range []*keyseq.Node{a, b} {
+				if v, _, err := n.Next(ctx, key, 1); err == nil {
+					last[key] = v
+				}
+			}
+		}
+	}
+	if len(last) != 16 {
+		t.Fatalf("%d of 16 keys answered before the loss", len(last))
+	}
+	round(a, b) // each reads every section's maximum
+	st.wipe(&keyseq.MemLeases{Now: clock})
+	round(a, a) // a alone in the store now: it takes every section
+	refused := 0
+	for k := range 16 {
+		key := fmt.Sprint("key", k)
+		v, _, err := a.Next(ctx, key, 1)
+		switch {
+		case err == nil && v <= last[key]:
+			t.Fatalf("%s answered %d before the store lost its data, then %d (a served b's former section again)", key, last[key], v)
+		case errors.Is(err, keyseq.ErrStoreLostData):
+			refused++
+		}
+	}
+	if refused == 0 {
+		t.Fatal("nothing refused as lost data")
+	}
+}

@@ -399,11 +399,19 @@ func (s *EtcdSections) Rearm(ctx context.Context, sp keyseq.Space, above int64) 
 func (s *EtcdSections) Read(ctx context.Context, space string, sections int) (keyseq.Table, error) {
 	c, cancel := deadline.Within(ctx, s.timeout)
 	defer cancel()
-	r, err := s.c.Txn(c).Then(clientv3.OpGet(s.space(space)+"o/", clientv3.WithPrefix()), clientv3.OpGet(s.space(space)+"n/", clientv3.WithPrefix())).Commit()
+	r, err := s.c.Txn(c).Then(clientv3.OpGet(s.space(space)+"o/", clientv3.WithPrefix()), clientv3.OpGet(s.space(space)+"n/", clientv3.WithPrefix()),
+		clientv3.OpGet(s.space(space)+"m/", clientv3.WithPrefix())).Commit()
 	if err != nil {
 		return keyseq.Table{}, s.fail("read the owners", err)
 	}
-	t := keyseq.Table{Owners: make([]keyseq.Owner, sections)}
+	t := keyseq.Table{Owners: make([]keyseq.Owner, sections), Maxima: make([]int64, sections)}
+	for _, kv := range r.Responses[2].GetResponseRange().Kvs {
+		i, err1 := strconv.Atoi(strings.TrimPrefix(string(kv.Key), s.space(space)+"m/"))
+		m, err2 := strconv.ParseInt(string(kv.Value), 10, 64)
+		if err1 == nil && err2 == nil && i >= 0 && i < sections {
+			t.Maxima[i] = m
+		}
+	}
 	for _, kv := range r.Responses[0].GetResponseRange().Kvs {
 		i, err := strconv.Atoi(strings.TrimPrefix(string(kv.Key), s.space(space)+"o/"))
 		if err != nil || i < 0 || i >= sections {

@@ -221,7 +221,7 @@ func (s *RedisSections) Rearm(ctx context.Context, sp keyseq.Space, above int64)
 
 // Answers {now, owners (flat), addrs (flat), untils (flat), members (flat)}.
 var readScript = redis.NewScript(redisPrelude + `
-return {int(now), redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3]), redis.call('HGETALL', KEYS[4]), redis.call('HGETALL', KEYS[5])}
+return {int(now), redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3]), redis.call('HGETALL', KEYS[4]), redis.call('HGETALL', KEYS[5]), redis.call('HGETALL', KEYS[1])}
 `)
 
 func sectionArgs(args []any, sections []int) []any {
@@ -348,7 +348,7 @@ func (s *RedisSections) Read(ctx context.Context, space string, sections int) (k
 	if err != nil {
 		return keyseq.Table{}, err
 	}
-	if len(v) != 5 {
+	if len(v) != 6 {
 		return keyseq.Table{}, fmt.Errorf("%w: redis answered %d parts of a table", frond.ErrStoreUnavailable, len(v))
 	}
 	now, err := redisInt(v[0])
@@ -365,8 +365,15 @@ func (s *RedisSections) Read(ctx context.Context, space string, sections int) (k
 		}
 		return out
 	}
-	owners, addrs, untils, members := hash(v[1]), hash(v[2]), hash(v[3]), hash(v[4])
-	t := keyseq.Table{Owners: make([]keyseq.Owner, sections), Untils: make([]int64, sections), Holders: make([]string, sections)}
+	owners, addrs, untils, members, maxima := hash(v[1]), hash(v[2]), hash(v[3]), hash(v[4]), hash(v[5])
+	t := keyseq.Table{Owners: make([]keyseq.Owner, sections), Untils: make([]int64, sections), Holders: make([]string, sections), Maxima: make([]int64, sections)}
+	for f, m := range maxima {
+		i, err1 := strconv.Atoi(f)
+		v, err2 := strconv.ParseInt(m, 10, 64)
+		if err1 == nil && err2 == nil && i >= 0 && i < sections {
+			t.Maxima[i] = v
+		}
+	}
 	for f, tok := range owners {
 		i, err1 := strconv.Atoi(f)
 		until, err2 := strconv.ParseInt(untils[f], 10, 64)

@@ -466,25 +466,29 @@ func (q *SQLSections) Read(ctx context.Context, space string, sections int) (key
 	k := q.db.Kind
 	c, cancel := q.db.Bound(ctx)
 	defer cancel()
-	t := keyseq.Table{Owners: make([]keyseq.Owner, sections), Untils: make([]int64, sections), Holders: make([]string, sections)}
+	t := keyseq.Table{Owners: make([]keyseq.Owner, sections), Untils: make([]int64, sections), Holders: make([]string, sections), Maxima: make([]int64, sections)}
 	err := q.db.Retry(c, q.retries, func(ctx context.Context) error {
 		clear(t.Owners)
 		clear(t.Untils)
 		clear(t.Holders)
+		clear(t.Maxima)
 		t.Members = t.Members[:0]
-		r, err := q.db.QueryContext(ctx, k.Rebind("SELECT section, owner, addr, lease_until, "+k.NowMicros()+" FROM frond_keyseq_section WHERE space = ? AND owner <> ''"), space)
+		r, err := q.db.QueryContext(ctx, k.Rebind("SELECT section, owner, addr, lease_until, max_seq, "+k.NowMicros()+" FROM frond_keyseq_section WHERE space = ?"), space)
 		if err != nil {
 			return err
 		}
 		for r.Next() {
 			var s int
 			var o keyseq.Owner
-			var until, now int64
-			if err := r.Scan(&s, &o.Token, &o.Addr, &until, &now); err != nil {
+			var until, maxSeq, now int64
+			if err := r.Scan(&s, &o.Token, &o.Addr, &until, &maxSeq, &now); err != nil {
 				r.Close()
 				return err
 			}
 			if s >= 0 && s < sections {
+				t.Maxima[s] = maxSeq
+			}
+			if o.Token != "" && s >= 0 && s < sections {
 				t.Untils[s], t.Holders[s] = until, o.Token
 				if until > now {
 					t.Owners[s] = o
