@@ -360,7 +360,7 @@ type wipeable struct {
 	keyseq.LeaseStore
 }
 
-func (w *wipeable) store() keyseq.LeaseStore { w.mu.Lock(); defer w.mu.Unlock(); return w.LeaseStore }
+func (w *wipeable) store() keyseq.LeaseStore  { w.mu.Lock(); defer w.mu.Unlock(); return w.LeaseStore }
 func (w *wipeable) wipe(to keyseq.LeaseStore) { w.mu.Lock(); w.LeaseStore = to; w.mu.Unlock() }
 func (w *wipeable) Take(ctx context.Context, space string, sections []int, me keyseq.Owner, ttl time.Duration, step int64) ([]keyseq.Taken, error) {
 	return w.store().Take(ctx, space, sections, me, ttl, step)
