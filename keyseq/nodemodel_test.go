@@ -255,13 +255,13 @@ func runNodeModelWith(t *testing.T, seed uint64, bugs modelBugs) string {
 	// whose space is stopped now and then (idle, evicted) and started again
 	// in the same process: each start of it is a new owner (LeaseOwner),
 	// with a lease length of its own (a rolling change of lease_ttl: 1 or
-	// 6 s on odd seeds, and on every seed of TestModel_NodesOwnTTLFails).
+	// 9 s on odd seeds, and on every seed of TestModel_NodesOwnTTLFails).
 	procs, starts := make([]int, len(nodes)), make([]uint64, len(nodes))
 	ttlOf := func() time.Duration {
 		if seed%2 == 0 && !bugs.ownTTL {
 			return ttl
 		}
-		return []time.Duration{time.Second, 2 * ttl}[rnd.IntN(2)]
+		return []time.Duration{time.Second, 3 * ttl}[rnd.IntN(2)]
 	}
 	start := func(k int) {
 		tokens++

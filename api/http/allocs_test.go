@@ -44,7 +44,15 @@ func TestLeafSegment_Allocations(t *testing.T) {
 		allocs = min(allocs, testing.AllocsPerRun(2000, func() { f.h.ServeHTTP(w, req) }))
 	}
 	t.Logf("%.1f allocations per ID", allocs)
-	if allocs > maxLeafAllocs {
-		t.Fatalf("Leaf's segment route allocates %.1f times per ID, more than %d", allocs, maxLeafAllocs)
+	bound := float64(maxLeafAllocs)
+	if raceOn {
+		// The race detector's sync.Pool drops a quarter of what it is
+		// given back, at random (3.0 to 5.0 per ID, the fewest of three
+		// runs, beside four spinning processes in CI): a looser bound
+		// here; .ci/run holds the exact one in a run without -race.
+		bound += 3
+	}
+	if allocs > bound {
+		t.Fatalf("Leaf's segment route allocates %.1f times per ID, more than %v", allocs, bound)
 	}
 }
