@@ -242,8 +242,14 @@ func (p Place) Describe() string {
 		if n, err := strconv.ParseInt(sec, 10, 64); err == nil {
 			when = time.Unix(n, 0).UTC().Format(time.RFC3339)
 		}
-		s += fmt.Sprintf(", fenced for lost data: at %s a node found that the store answered tag %q below a range it gave that node before "+
-			"(a fail-over to a replica behind, a restored backup, a Redis restarted empty); no node allocates from it until it is re-armed (frond stores rearm, docs/operations.md#a-store-that-went-back)", when, tag)
+		found := fmt.Sprintf("tag %q below a range it gave that node before", tag)
+		rearm := "frond stores rearm"
+		if sp := LostFindingSpace(p.Lost); sp != "" {
+			found = fmt.Sprintf("keyed sequence space %q below a maximum that node raised a section to or read", sp)
+			rearm = "frond space rearm " + sp + ", then frond stores rearm if the store keeps segment tags"
+		}
+		s += fmt.Sprintf(", fenced for lost data: at %s a node found that the store answered %s "+
+			"(a fail-over to a replica behind, a restored backup, a Redis restarted empty); no node allocates from it until it is re-armed (%s, docs/operations.md#a-store-that-went-back)", when, found, rearm)
 	}
 	return s
 }
@@ -348,6 +354,78 @@ func WrongPlace(got, want Place) error {
 		ErrWrongPlace, got.Describe(), want.Describe())
 }
 
+// PlaceKeeper reads and swaps a store's place: a PlacedStore, and the
+// keyed sequence stores (package keyseq) kept in the same database, Redis
+// or etcd, which read the same place, so that a lost-data fence (Lost)
+// written by either is one fact for both (issue 68).
+type PlaceKeeper interface {
+	// Place reads the store's place (the zero Place when none is recorded).
+	Place(ctx context.Context) (Place, error)
+	// SwapPlace sets the store's place to p if it is old now, else returns
+	// an error wrapping ErrPlaceChanged.
+	SwapPlace(ctx context.Context, old, p Place) error
+}
+
+// FenceLost writes finding (LostFinding) into the place of s as its
+// lost-data fence, for every node: nil once the place is fenced, by this
+// call or an earlier one. A place with a change of the set under way is
+// not fenced (the change fences the store already; ErrPlaceChanged says
+// so). It is the one way a node that found a store went back, from a
+// segment tag (segment.Guard) or a keyed sequence section (keyseq.Node),
+// fences it.
+func FenceLost(ctx context.Context, s PlaceKeeper, finding string) error {
+	var err error
+	for range 3 {
+		var p Place
+		if p, err = s.Place(ctx); err != nil {
+			continue
+		}
+		switch {
+		case p.Fenced():
+			return nil
+		case p.Moving():
+			return fmt.Errorf("%w: a change of the set is under way at it: %s", ErrPlaceChanged, p.Describe())
+		}
+		lost := p
+		lost.Lost = finding
+		if err = s.SwapPlace(ctx, p, lost); err == nil {
+			return nil
+		}
+	}
+	return err
+}
+
+// LiftLost takes the lost-data fence off the place of s if it is the one
+// of finding (nothing else changed meanwhile): what a re-arm does last.
+// It reports whether a fence was lifted.
+func LiftLost(ctx context.Context, s PlaceKeeper, finding string) (bool, error) {
+	p, err := s.Place(ctx)
+	if err != nil || p.Lost != finding || finding == "" {
+		return false, err
+	}
+	if err := s.SwapPlace(ctx, p, p.Rearmed()); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// LostSpace is the name a lost-data finding of a keyed sequence space
+// gives (LostFinding's tag): "seq:" and the space's name. A finding is
+// of a space when LostFindingSpace finds one in it.
+func LostSpace(space string) string { return "seq:" + space }
+
+// LostFindingSpace is the space a finding names ("" when it names a
+// segment tag), and its when and what: "1764400000@seq:msgs" is space
+// "msgs". A name cut to fit the place is returned cut.
+func LostFindingSpace(finding string) string {
+	_, what, _ := strings.Cut(finding, "@")
+	space, ok := strings.CutPrefix(what, "seq:")
+	if !ok {
+		return ""
+	}
+	return space
+}
+
 // PlacedStore is a store that records its place in a set of stores and
 // checks it on every allocation. Every store of frond's is one; a
 // segment.Multi uses only stores that are.
@@ -364,11 +442,7 @@ func WrongPlace(got, want Place) error {
 // them.
 type PlacedStore interface {
 	SegmentStore
-	// Place reads the store's place (the zero Place when none is recorded).
-	Place(ctx context.Context) (Place, error)
-	// SwapPlace sets the store's place to p if it is old now, else returns
-	// an error wrapping ErrPlaceChanged.
-	SwapPlace(ctx context.Context, old, p Place) error
+	PlaceKeeper
 	// Identity returns the store's identity: a string made by NewIdentity
 	// and recorded in the store by the first call (atomically: every
 	// caller gets the same), the same on every later call, from any

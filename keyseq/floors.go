@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/frond-id/frond"
@@ -30,9 +31,42 @@ type Floors interface {
 // ErrStoreLostData is the refusal of a section whose store answered a
 // maximum below one this node raised it to before (Floors): the store lost
 // acknowledged writes, and values would be given twice. It wraps
-// frond.ErrStoreUnavailable: the section is not served until the store is
-// re-armed above every value answered (frond space rearm).
-var ErrStoreLostData = fmt.Errorf("%w: the keyed sequence store lost data", frond.ErrStoreUnavailable)
+// frond.ErrStoreLostData (and so frond.ErrStoreUnavailable), the one
+// finding of a store that went back whoever found it: the section is not
+// served until the store is re-armed above every value answered (frond
+// space rearm).
+var ErrStoreLostData = fmt.Errorf("%w: the keyed sequence store lost data", frond.ErrStoreLostData)
+
+// FencedError is the refusal of every section of a space whose store is
+// fenced for lost data (frond.Place.Lost): a node found that the store
+// went back, from a keyed sequence section or a segment tag, and wrote it
+// into the store, so that every node refuses it, whatever its data
+// directory (issue 68, item 1).
+type FencedError struct {
+	Space string
+	Fence frond.Place // the store's place, with its finding (Lost)
+}
+
+func (e *FencedError) Error() string {
+	return fmt.Sprintf("%v: space %q: the store is %s", ErrStoreLostData, e.Space, e.Fence.Describe())
+}
+
+func (e *FencedError) Unwrap() error { return ErrStoreLostData }
+
+// Fenced is the refusal of a take or a raise in space by a store whose
+// place reads place (Place.String, as read in the same atomic step): a
+// *FencedError when it is fenced for lost data, else nil.
+func Fenced(space, place string) error {
+	if !strings.Contains(place, "|lost:") {
+		return nil
+	}
+	p, err := frond.ParsePlace(place)
+	if err != nil {
+		_, lost, _ := strings.Cut(place, "|lost:")
+		p = frond.Place{Lost: lost}
+	}
+	return &FencedError{Space: space, Fence: p}
+}
 
 // LostDataError is ErrStoreLostData for one section, with what this node
 // knows: the store's maximum now, and the floor it kept.
@@ -46,8 +80,8 @@ type LostDataError struct {
 func (e *LostDataError) Error() string {
 	return fmt.Sprintf("%v: space %q section %d: the store's maximum is %d, and this node raised it to, or read it at, %d before (its data directory keeps it), "+
 		"so values up to %d may have been answered: the store lost acknowledged writes (a Redis restarted without its data or from an older file, "+
-		"a fail-over to a replica behind, a restored backup); the section is not served. Re-arm the space above every value any node answered: "+
-		"frond space rearm %s --above N, N at least the highest floor every node reports (frond space list; this node's: %d)",
+		"a fail-over to a replica behind, a restored backup); the section is not served, and the store is fenced for every node. Re-arm the space above every value any node answered: "+
+		"frond space rearm %s (it gathers every live node's floors; this node's highest: %d)",
 		ErrStoreLostData, e.Space, e.Section, e.Store, e.Floor, e.Floor-1, e.Space, e.Floor)
 }
 

@@ -112,7 +112,21 @@ type Engine struct {
 	// budget, when set, is reserved for a section's counters before they
 	// are allocated, and freed when the section is dropped (issue 59).
 	budget *Budget
+	// fence, when set, is the store's lost-data fence as last read: every
+	// section is refused with it, whoever serves it (issue 68, item 1).
+	fence atomic.Pointer[FencedError]
+	// onLost, when set, is called (with the section's lock held: it must
+	// not block) when a raise is refused below a floor: the node fences
+	// the store for every node.
+	onLost func(*LostDataError)
 }
+
+// SetFence makes e refuse every section with f, the store's lost-data
+// fence as read (nil: the fence is off).
+func (e *Engine) SetFence(f *FencedError) { e.fence.Store(f) }
+
+// Fence is the fence e refuses every section with (nil: none).
+func (e *Engine) Fence() *FencedError { return e.fence.Load() }
 
 // Observe raises the floors kept to the store's maxima as read
 // (Table.Maxima): a node keeps the highest maximum it read of every
@@ -177,6 +191,21 @@ func (e *Engine) ClearLost() {
 	}
 }
 
+// Floors is a copy of the floors e keeps, by section (nil without).
+func (e *Engine) Floors() []int64 {
+	if e.floors == nil {
+		return nil
+	}
+	out := make([]int64, len(e.sections))
+	for i := range e.sections {
+		s := &e.sections[i]
+		s.mu.Lock()
+		out[i] = e.floor[i]
+		s.mu.Unlock()
+	}
+	return out
+}
+
 // Floor is the highest floor e keeps (0 without floors).
 func (e *Engine) Floor() int64 {
 	var f int64
@@ -191,8 +220,12 @@ func (e *Engine) Floor() int64 {
 	return f
 }
 
-// LostSections counts the sections refused for lost data (Lost).
+// LostSections counts the sections refused for lost data (Lost): every
+// one while the store is fenced (Fence).
 func (e *Engine) LostSections() int {
+	if e.fence.Load() != nil {
+		return len(e.sections)
+	}
 	n := 0
 	for i := range e.sections {
 		if e.Lost(i) {
@@ -301,6 +334,9 @@ func (e *Engine) Next(ctx context.Context, key string, n int64) (first, last int
 		}
 		if s.lost != nil {
 			return 0, 0, s.lost
+		}
+		if f := e.fence.Load(); f != nil {
+			return 0, 0, f
 		}
 		if e.gate != nil && (!s.granted || !e.gate.open()) {
 			// Checked again after every raise: the answer below is given
@@ -459,12 +495,22 @@ func (e *Engine) Close() error {
 func (e *Engine) raise(ctx context.Context, i int, s *section) error {
 	rs, err := e.store.Raise(ctx, e.space.Name, []int{i}, e.space.Step)
 	if err != nil {
+		if f := (*FencedError)(nil); errors.As(err, &f) {
+			e.fence.Store(f) // fenced for lost data: every section, until re-armed
+		}
 		return err
 	}
 	if len(rs) != 1 {
 		return fmt.Errorf("%w: space %q section %d: the store answered %v for one raise", frond.ErrStoreUnavailable, e.space.Name, i, rs)
 	}
 	return e.apply(i, s, rs[0])
+}
+
+// found tells the node a loss was found (onLost).
+func (e *Engine) found(l *LostDataError) {
+	if e.onLost != nil {
+		e.onLost(l)
+	}
 }
 
 // apply takes a raise of the section into it; called with s.mu held.
@@ -477,6 +523,7 @@ func (e *Engine) apply(i int, s *section, r frond.Range) error {
 		// Redis restarted without its data, a database restored).
 		e.lost.Add(1)
 		s.lost = &LostDataError{Space: e.space.Name, Section: i, Store: r.Start, Floor: s.ceil}
+		e.found(s.lost)
 		return s.lost
 	}
 	if e.floors != nil {
@@ -486,6 +533,7 @@ func (e *Engine) apply(i int, s *section, r frond.Range) error {
 			// maximum only ever goes up unless it lost writes.
 			e.lost.Add(1)
 			s.lost = &LostDataError{Space: e.space.Name, Section: i, Store: r.Start, Floor: f}
+			e.found(s.lost)
 			return s.lost
 		}
 		if r.End > e.floor[i] {

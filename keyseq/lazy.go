@@ -153,3 +153,28 @@ func (l *Lazy) Close() error {
 	}
 	return nil
 }
+
+// Place implements frond.PlaceKeeper where the store does (every store
+// frond opens): the zero Place otherwise.
+func (l *Lazy) Place(ctx context.Context) (frond.Place, error) {
+	st, err := l.get(ctx)
+	if err != nil {
+		return frond.Place{}, err
+	}
+	if pk, ok := st.(frond.PlaceKeeper); ok {
+		return pk.Place(ctx)
+	}
+	return frond.Place{}, nil
+}
+
+// SwapPlace implements frond.PlaceKeeper where the store does.
+func (l *Lazy) SwapPlace(ctx context.Context, old, p frond.Place) error {
+	st, err := l.get(ctx)
+	if err != nil {
+		return err
+	}
+	if pk, ok := st.(frond.PlaceKeeper); ok {
+		return pk.SwapPlace(ctx, old, p)
+	}
+	return fmt.Errorf("%w: the keyed sequence store keeps no place", frond.ErrInvalidArgument)
+}

@@ -94,6 +94,12 @@ type Table struct {
 	// store that lost data is refused by a node taking a section it never
 	// served (issue 68, item 1).
 	Maxima []int64
+	// Fence is the store's place as read with the table (frond.Place, as
+	// Place.String writes it), where a lost-data fence is recorded
+	// (frond.Place.Lost: Fenced): while it is set, every node refuses
+	// every section, and a take or a raise is refused by the store in the
+	// same atomic step. "" on a store alone and unfenced.
+	Fence string
 }
 
 // LeaseStore keeps, beside each section's maximum, the section's owner
@@ -109,6 +115,11 @@ type Table struct {
 //   - A lease runs from no earlier than when the store ran the take or the
 //     renewal that set it, and lasts ttl on the store's clock.
 //   - RaiseOwned raises only sections the caller's lease still holds.
+//   - Take and RaiseOwned raise nothing while the store's place is fenced
+//     for lost data (Fenced), checked in the same atomic step; a store
+//     that keeps a place is a frond.PlaceKeeper on the same place as the
+//     segment store in the same database, Redis or etcd, so a finding by
+//     either fences both.
 type LeaseStore interface {
 	// Take takes, for me, those of sections that no live lease holds or
 	// that me holds, each with a lease of ttl and a raise of step, in one

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/internal/testenv"
 	"github.com/frond-id/frond/keyseq"
 	"github.com/frond-id/frond/storetest/dbtest"
@@ -82,7 +83,7 @@ func TestSpaces_StoreLostData(t *testing.T) {
 				if err == nil {
 					t.Fatalf("%s answered %d from a store that lost data, after %d had been answered", key, v, last[key])
 				}
-				if !errors.Is(err, keyseq.ErrStoreLostData) || !strings.Contains(err.Error(), "frond space rearm lost --above") {
+				if !errors.Is(err, keyseq.ErrStoreLostData) || !strings.Contains(err.Error(), "frond space rearm lost") {
 					t.Fatalf("%s: %v, want ErrStoreLostData saying what to do", key, err)
 				}
 			}
@@ -102,8 +103,13 @@ func TestSpaces_StoreLostData(t *testing.T) {
 			}
 			// Re-armed above the highest floor: served again, above every
 			// value answered before.
-			if err := b.Rearm(ctx, sp.Name, list[0].Floor); err != nil {
+			// (Its floors, gathered by the re-arm itself: no value given.)
+			res, err := b.Rearm(ctx, sp.Name, 0)
+			if err != nil {
 				t.Fatal(err)
+			}
+			if res.Above < list[0].Floor || !res.Lifted || frond.LostFindingSpace(res.Fence) != sp.Name {
+				t.Fatalf("re-armed: %+v, want above %d and the space's fence lifted", res, list[0].Floor)
 			}
 			for k := range 8 {
 				key := fmt.Sprint("k", k)

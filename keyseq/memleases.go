@@ -22,6 +22,7 @@ type MemLeases struct {
 	spaces  map[string]*memSpace
 	defs    map[string]Space
 	peerKey []byte
+	place   frond.Place // the store's place (frond.PlaceKeeper): its lost-data fence
 	// unfenced: Release ignores the maxima (the broken give-back the
 	// model must find: export_test.go).
 	unfenced bool
@@ -39,7 +40,31 @@ type memMember struct {
 	until time.Time
 }
 
-var _ SpaceStore = (*MemLeases)(nil)
+var (
+	_ SpaceStore        = (*MemLeases)(nil)
+	_ frond.PlaceKeeper = (*MemLeases)(nil)
+)
+
+// Place implements frond.PlaceKeeper.
+func (m *MemLeases) Place(context.Context) (frond.Place, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.place, nil
+}
+
+// SwapPlace implements frond.PlaceKeeper.
+func (m *MemLeases) SwapPlace(_ context.Context, old, p frond.Place) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.place != old {
+		return fmt.Errorf("%w: the store is %s, not %s", frond.ErrPlaceChanged, m.place.Describe(), old.Describe())
+	}
+	m.place = p
+	return nil
+}
 
 // Close does nothing: the spaces live as long as the value.
 func (m *MemLeases) Close() error { return nil }
@@ -149,6 +174,9 @@ func (m *MemLeases) Take(_ context.Context, space string, sections []int, me Own
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := Fenced(space, m.place.String()); err != nil {
+		return nil, err
+	}
 	s, now := m.space(space), m.now()
 	var out []Taken
 	for _, i := range slices.Sorted(slices.Values(sections)) {
@@ -191,6 +219,9 @@ func (m *MemLeases) RaiseOwned(_ context.Context, space string, sections []int, 
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := Fenced(space, m.place.String()); err != nil {
+		return nil, err
+	}
 	s, now := m.space(space), m.now()
 	for _, i := range sections {
 		if !s.holds(i, me, now) {
@@ -234,7 +265,7 @@ func (m *MemLeases) Read(_ context.Context, space string, sections int) (Table, 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, now := m.space(space), m.now()
-	t := Table{Owners: make([]Owner, sections), Untils: make([]int64, sections), Holders: make([]string, sections), Maxima: make([]int64, sections)}
+	t := Table{Owners: make([]Owner, sections), Untils: make([]int64, sections), Holders: make([]string, sections), Maxima: make([]int64, sections), Fence: m.place.String()}
 	for i, m := range s.max {
 		if i < sections {
 			t.Maxima[i] = m

@@ -117,6 +117,9 @@ type Node struct {
 	// of is sent to the other members instead (Spaces.Next), as the node
 	// cannot learn who took it.
 	cut atomic.Bool
+	// fencedAt is when this node wrote a lost-data fence into the store
+	// (its clock, unix ns): a read begun before then does not lift it here.
+	fencedAt atomic.Int64
 
 	raises, takes, releases, lapses, failures atomic.Uint64 // NodeStats
 	forwarded                                 atomic.Uint64 // requests Spaces forwarded to an owner
@@ -167,8 +170,71 @@ func NewNode(space Space, store LeaseStore, me Owner, o NodeOptions) (*Node, err
 			return nil, err
 		}
 	}
+	eng.onLost = n.lostFound
 	n.eng = eng
 	return n, nil
+}
+
+// lostFound fences the store for every node once a raise was refused below
+// a floor of this node's (issue 68, item 1): the loss is written into the
+// store's place (frond.FenceLost, as a segment tag's is), where every
+// node's takes and raises are refused and every node's round reads it.
+// Called with a section's lock held: the write is bounded by a lease.
+func (n *Node) lostFound(l *LostDataError) {
+	pk, ok := n.store.(frond.PlaceKeeper)
+	if !ok || n.eng.Fence() != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), n.o.TTL)
+	defer cancel()
+	finding := frond.LostFinding(time.Now().Unix(), frond.LostSpace(n.eng.space.Name))
+	if err := frond.FenceLost(ctx, pk, finding); err != nil {
+		n.log.Error("keyed sequence store lost data, and the finding could not be written into the store: this node refuses the sections below its floors, other nodes only theirs",
+			"space", n.eng.space.Name, "section", l.Section, "store", l.Store, "floor", l.Floor, "err", err)
+		return
+	}
+	p, err := pk.Place(ctx)
+	if err != nil || !p.Fenced() {
+		p = frond.Place{Lost: finding}
+	}
+	n.eng.SetFence(&FencedError{Space: n.eng.space.Name, Fence: p})
+	n.fencedAt.Store(n.o.Clock().UnixNano())
+	n.log.Error("KEYED SEQUENCE STORE LOST DATA: fenced for every node until re-armed (frond space rearm)",
+		"space", n.eng.space.Name, "section", l.Section, "store", l.Store, "floor", l.Floor, "fence", p.Lost)
+}
+
+// wentBack is the first section whose maximum read is below its floor
+// before the read (a store only raises maxima: it lost data), nil if none.
+func wentBack(space string, maxima, floors []int64) *LostDataError {
+	for i, m := range maxima {
+		if i < len(floors) && m < floors[i] {
+			return &LostDataError{Space: space, Section: i, Store: m, Floor: floors[i]}
+		}
+	}
+	return nil
+}
+
+// fenceRead takes the store's place as read with the table: a lost-data
+// fence refuses every section here; a fence lifted (re-armed) lets the
+// sections refused for lost data be taken again, each raise checked
+// against the floors as any (not by a read begun before this node wrote
+// the fence). It reports whether the store is fenced.
+func (n *Node) fenceRead(t Table, readAt time.Time) bool {
+	err := Fenced(n.eng.space.Name, t.Fence)
+	var f *FencedError
+	if errors.As(err, &f) {
+		if n.eng.Fence() == nil {
+			n.log.Error("keyed sequence store fenced for lost data: every section refused until re-armed (frond space rearm)", "space", n.eng.space.Name, "fence", f.Fence.Lost)
+		}
+		n.eng.SetFence(f)
+		return true
+	}
+	if n.eng.Fence() != nil && n.fencedAt.Load() < readAt.UnixNano() {
+		n.eng.SetFence(nil)
+		n.eng.ClearLost()
+		n.log.Warn("keyed sequence store's lost-data fence is off (re-armed): sections taken again, each raise checked against this node's floors", "space", n.eng.space.Name)
+	}
+	return false
 }
 
 // NodeStats is what a node did and sees of its space.
@@ -402,6 +468,8 @@ func (n *Node) Round(ctx context.Context) error {
 		}
 	}
 	n.open(sent)
+	readAt := n.o.Clock()
+	before := n.eng.Floors() // the floors before the read: the store's maxima are at least these unless it lost data
 	t, err := n.store.Read(ctx, sp.Name, sp.Sections)
 	if err != nil {
 		n.failures.Add(1)
@@ -412,8 +480,18 @@ func (n *Node) Round(ctx context.Context) error {
 	n.readAt.Store(n.o.Clock().UnixNano())
 	n.cut.Store(false)
 	n.see(t)
+	if l := wentBack(sp.Name, t.Maxima, before); l != nil && t.Fence == "" {
+		// Any section, served here or not: a node finds a loss at its
+		// next round, not only when it takes or raises a section.
+		n.eng.lost.Add(1)
+		n.lostFound(l)
+	}
 	if err := n.eng.Observe(t.Maxima); err != nil {
 		n.log.Warn("keyed sequence: the floors read from the store could not be kept in the data directory (kept in memory)", "space", sp.Name, "err", err)
+	}
+	if n.fenceRead(t, readAt) {
+		n.short.Store(false)
+		return nil // the store refuses every take: nothing to do but wait for the re-arm
 	}
 	// Steady: this node kept its own leases and the store answered within
 	// a tenth of a lease. Only a steady node takes a lapsed section beyond
@@ -509,6 +587,9 @@ func (n *Node) Round(ctx context.Context) error {
 	got, err := n.store.Take(ctx, sp.Name, take, n.me, n.o.TTL, sp.Step)
 	if err != nil {
 		n.failures.Add(1)
+		if f := (*FencedError)(nil); errors.As(err, &f) {
+			n.eng.SetFence(f)
+		}
 		return err
 	}
 	n.takes.Add(uint64(len(got)))

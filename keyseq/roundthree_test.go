@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -440,5 +441,147 @@ func TestNode_StoreLostDataOthersSections(t *testing.T) {
 	}
 	if refused == 0 {
 		t.Fatal("nothing refused as lost data")
+	}
+}
+
+// Place implements frond.PlaceKeeper: the store's own, lost with it.
+func (w *wipeable) Place(ctx context.Context) (frond.Place, error) {
+	return w.store().(frond.PlaceKeeper).Place(ctx)
+}
+
+// SwapPlace implements frond.PlaceKeeper.
+func (w *wipeable) SwapPlace(ctx context.Context, old, p frond.Place) error {
+	return w.store().(frond.PlaceKeeper).SwapPlace(ctx, old, p)
+}
+
+// Issue 68, item 1: a store's loss is one fact for the whole cluster. Node
+// a finds the store went back (below its floors) and stops; node c, with
+// a new data directory (no floors), takes every section after it. Before,
+// c served the keys again from the store's maximum after the loss
+// ("key0 answered 40 before the store lost its data, then 11"): only a had
+// refused. Now a writes the finding into the store's place, where c's
+// takes are refused, until the space is re-armed above every floor.
+func TestNode_StoreLostDataFencesEveryNode(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(1_800_000_000, 0)
+	clock := func() time.Time { return now }
+	st := &wipeable{LeaseStore: &keyseq.MemLeases{Now: clock}}
+	sp := keyseq.Space{Name: "fenced", Step: 10, Sections: 4, Slots: 8}
+	quiet := slog.New(slog.DiscardHandler)
+	floorsA := &keyseq.MemFloors{}
+	node := func(name string, f keyseq.Floors) *keyseq.Node {
+		n, err := keyseq.NewNode(sp, st, keyseq.Owner{Token: name, Addr: name},
+			keyseq.NodeOptions{TTL: 3 * time.Second, Clock: clock, Logger: quiet, Floors: f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	round := func(ns ...*keyseq.Node) {
+		for _, n := range ns {
+			now = now.Add(100 * time.Millisecond)
+			n.Round(ctx)
+		}
+	}
+	a := node("a", floorsA)
+	round(a)
+	last := map[string]int64{}
+	for range 40 {
+		for k := range 16 {
+			key := fmt.Sprint("key", k)
+			v, _, err := a.Next(ctx, key, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			last[key] = v
+		}
+	}
+	st.wipe(&keyseq.MemLeases{Now: clock})
+	round(a)
+	for k := range 16 { // a refuses below its floors, and fences the store
+		if _, _, err := a.Next(ctx, fmt.Sprint("key", k), 1); !errors.Is(err, keyseq.ErrStoreLostData) {
+			t.Fatalf("a answered key%d after the loss: %v", k, err)
+		}
+	}
+	if err := a.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := node("c", &keyseq.MemFloors{}) // a new data directory
+	round(c, c, c)
+	check := func(who string, n *keyseq.Node) {
+		t.Helper()
+		for k := range 16 {
+			key := fmt.Sprint("key", k)
+			v, _, err := n.Next(ctx, key, 1)
+			switch {
+			case err == nil && v <= last[key]:
+				t.Fatalf("%s answered %d before the store lost its data, then %d (by %s)", key, last[key], v, who)
+			case err == nil:
+				t.Fatalf("%s answered %s while the store is fenced", who, key)
+			case !errors.Is(err, keyseq.ErrStoreLostData) || !errors.Is(err, frond.ErrStoreLostData):
+				t.Fatalf("%s refused %s as %v, not as lost data", who, key, err)
+			}
+		}
+	}
+	check("c", c)
+	p, err := st.Place(ctx)
+	if err != nil || !p.Fenced() || frond.LostFindingSpace(p.Lost) != sp.Name {
+		t.Fatalf("the store's place is %q (%v), not fenced for space %q", p.String(), err, sp.Name)
+	}
+	// Re-armed above a's floors: served again, above every value answered.
+	fl, _ := floorsA.Load(sp.Name, sp.Sections)
+	if err := st.store().(keyseq.SpaceStore).Rearm(ctx, sp, slices.Max(fl)); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := frond.LiftLost(ctx, st, p.Lost); !ok || err != nil {
+		t.Fatalf("fence not lifted: %v %v", ok, err)
+	}
+	round(c, c, c)
+	for k := range 16 {
+		key := fmt.Sprint("key", k)
+		v, _, err := c.Next(ctx, key, 1)
+		if err != nil || v <= last[key] {
+			t.Fatalf("%s after the re-arm: %d, %v (answered %d before)", key, v, err, last[key])
+		}
+	}
+}
+
+// A node finds a loss at its next round, from the maxima it reads, not
+// only when it takes or raises a section: here a node that holds no
+// section (its memory budget holds none) but read the space before the
+// store lost its data fences the store at its first round after. Before,
+// nothing was found until some node took or raised a section.
+func TestNode_LostDataFoundByRead(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(1_800_000_000, 0)
+	clock := func() time.Time { return now }
+	st := &wipeable{LeaseStore: &keyseq.MemLeases{Now: clock}}
+	sp := keyseq.Space{Name: "read", Step: 10, Sections: 4, Slots: 8}
+	quiet := slog.New(slog.DiscardHandler)
+	node := func(name string, b *keyseq.Budget) *keyseq.Node {
+		n, err := keyseq.NewNode(sp, st, keyseq.Owner{Token: name, Addr: name},
+			keyseq.NodeOptions{TTL: 3 * time.Second, Clock: clock, Logger: quiet, Floors: &keyseq.MemFloors{}, Budget: b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	a, r := node("a", nil), node("r", keyseq.NewBudget(1))
+	a.Round(ctx)
+	for k := range 16 {
+		if _, _, err := a.Next(ctx, fmt.Sprint("key", k), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.Round(ctx)
+	if len(r.Held()) != 0 {
+		t.Fatalf("the reader holds %v", r.Held())
+	}
+	st.wipe(&keyseq.MemLeases{Now: clock})
+	now = now.Add(100 * time.Millisecond)
+	r.Round(ctx)
+	p, err := st.Place(ctx)
+	if err != nil || frond.LostFindingSpace(p.Lost) != sp.Name {
+		t.Fatalf("after the reader's round the store's place is %q (%v): the loss was not found", p.String(), err)
 	}
 }

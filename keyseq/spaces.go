@@ -100,6 +100,7 @@ type Spaces struct {
 	// (missTTL); missCount how many are kept.
 	misses    sync.Map
 	missCount atomic.Int64
+	askFloors FloorsAsker   // how Rearm asks the other nodes for their floors
 	nodes     sync.Map      // name -> *Node: the spaces started, read without the lock
 	starts    atomic.Uint64 // the spaces started so far (LeaseOwner)
 }
@@ -607,29 +608,143 @@ func (s *Spaces) Next(ctx context.Context, space, key string, count int64, forwa
 	}
 }
 
-// Rearm raises every section of the space in the store to at least above
-// (admin: after the store lost data, above every value any node answered,
-// the highest Floor every node reports), and has this node take again the
-// sections it refused for lost data. Other nodes that refuse sections keep
-// refusing them until they are sent the same re-arm (or restart).
-func (s *Spaces) Rearm(ctx context.Context, space string, above int64) error {
+// FloorsAsker asks the node at addr for the floors it keeps of space
+// (Spaces.Floors), as the node peer: what a re-arm gathers from every
+// member of the space (Spaces.Rearm).
+type FloorsAsker func(ctx context.Context, addr, space string, peer Peer) ([]int64, error)
+
+// SetFloorsAsker sets how Rearm asks the other nodes for their floors;
+// without one it asks none (and says so).
+func (s *Spaces) SetFloorsAsker(ask FloorsAsker) { s.askFloors = ask }
+
+// Floors is, by section, the floors this node keeps of space (the highest
+// maximum it raised each section to or read: Floors), from its data
+// directory; nil when it keeps none.
+func (s *Spaces) Floors(ctx context.Context, space string) ([]int64, error) {
+	if v, ok := s.nodes.Load(space); ok {
+		if f := v.(*Node).eng.Floors(); f != nil {
+			return f, nil
+		}
+	}
+	if s.o.Floors == nil {
+		return nil, nil
+	}
 	sp, err := s.store.LookupSpace(ctx, space)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if above < 1 {
-		return fmt.Errorf("%w: re-arm above %d: at least 1", frond.ErrInvalidArgument, above)
+	sp = sp.WithDefaults()
+	return s.o.Floors.Load(sp.Name, sp.Sections)
+}
+
+// Rearmed is what a re-arm of a space did (Spaces.Rearm).
+type Rearmed struct {
+	Space string
+	// Above is what every section's maximum was raised to at least: the
+	// value given, or the highest floor gathered when that is higher.
+	Above int64
+	// Asked are the nodes whose floors were gathered (their addresses;
+	// this node's own first, as "self" when it keeps floors); Unasked the
+	// members of the space that could not be asked, with why: a value
+	// one of them answered may be above Above (give --above at least
+	// its FLOOR, from frond space list on it).
+	Asked   []string
+	Unasked map[string]string
+	// Fence is the store's lost-data finding before the re-arm ("" none);
+	// Lifted whether the re-arm took it off (a finding of this space);
+	// Kept why not (a finding of a segment tag or another space: re-arm
+	// that too).
+	Fence  string
+	Lifted bool
+	Kept   string
+}
+
+// Rearm re-arms a space after its store lost data (admin, frond space
+// rearm): it gathers the floors of every node it can ask (this node's,
+// and every live member's through the FloorsAsker), raises every section
+// of the space in the store to at least the highest of them and above,
+// takes the store's lost-data fence off if it is this space's finding
+// (frond.Place.Lost: a finding of a segment tag or another space is left
+// for their re-arm), and has this node take again the sections it refused
+// for lost data. Other nodes take theirs again once they read the fence
+// off, each raise checked against their floors.
+func (s *Spaces) Rearm(ctx context.Context, space string, above int64) (Rearmed, error) {
+	out := Rearmed{Space: space, Unasked: map[string]string{}}
+	sp, err := s.store.LookupSpace(ctx, space)
+	if err != nil {
+		return out, err
 	}
-	if err := s.store.Rearm(ctx, sp, above); err != nil {
-		return err
+	sp = sp.WithDefaults()
+	if above < 0 {
+		return out, fmt.Errorf("%w: re-arm above %d: at least 0 (0: the floors gathered alone)", frond.ErrInvalidArgument, above)
 	}
-	s.log.Warn("keyed sequence space re-armed: every section's maximum raised to at least the value given", "space", space, "above", above)
+	out.Above = above
+	if own, err := s.Floors(ctx, space); err != nil {
+		return out, fmt.Errorf("read this node's floors of space %q: %w", space, err)
+	} else if own != nil {
+		out.Asked = append(out.Asked, "self")
+		out.Above = max(out.Above, slices.Max(append(own, 0)))
+	}
+	t, err := s.store.Read(ctx, sp.Name, sp.Sections)
+	if err != nil {
+		return out, err
+	}
+	peer, perr := s.Peer(ctx)
+	asked := map[string]bool{s.me.Addr: true}
+	for _, m := range t.Members {
+		if asked[m.Addr] || strings.HasPrefix(m.Token, s.me.Token+".") {
+			continue
+		}
+		asked[m.Addr] = true
+		switch {
+		case s.askFloors == nil:
+			out.Unasked[m.Addr] = "this node asks no other node"
+			continue
+		case perr != nil:
+			out.Unasked[m.Addr] = perr.Error()
+			continue
+		}
+		f, err := s.askFloors(ctx, m.Addr, space, peer)
+		if err != nil {
+			out.Unasked[m.Addr] = err.Error()
+			continue
+		}
+		out.Asked = append(out.Asked, m.Addr)
+		out.Above = max(out.Above, slices.Max(append(f, 0)))
+	}
+	if out.Above < 1 {
+		return out, fmt.Errorf("%w: re-arm space %q: no node's floors were gathered and --above is not given: give --above N, above every value any node answered", frond.ErrInvalidArgument, space)
+	}
+	if err := s.store.Rearm(ctx, sp, out.Above); err != nil {
+		return out, err
+	}
+	if pk, ok := s.store.(frond.PlaceKeeper); ok {
+		p, err := pk.Place(ctx)
+		if err != nil {
+			return out, fmt.Errorf("raised; read the store's place: %w (run the re-arm again)", err)
+		}
+		out.Fence = p.Lost
+		switch {
+		case !p.Fenced():
+		case frond.LostFindingSpace(p.Lost) != space:
+			out.Kept = "the store is fenced for another finding (" + p.Lost + "): re-arm what it names (frond space rearm, or frond stores rearm for a segment tag)"
+		default:
+			if out.Lifted, err = frond.LiftLost(ctx, pk, p.Lost); err != nil {
+				return out, fmt.Errorf("raised; take the fence off: %w (run the re-arm again)", err)
+			}
+		}
+	}
+	s.log.Warn("keyed sequence space re-armed: every section's maximum raised to at least the highest floor gathered and the value given",
+		"space", space, "above", out.Above, "asked", out.Asked, "unasked", out.Unasked, "fence", out.Fence, "lifted", out.Lifted)
 	if v, ok := s.nodes.Load(space); ok {
 		n := v.(*Node)
-		n.eng.ClearLost()
+		if out.Lifted || !strings.Contains(t.Fence, "|lost:") {
+			n.eng.SetFence(nil)
+			n.eng.ClearLost()
+		}
 		n.kick(ctx)
 	}
-	return nil
+	return out, nil
 }
 
 // Peer is this node's credential among the nodes of its cluster: its

@@ -193,30 +193,13 @@ func (g *Guard) lost(ctx context.Context, tag string, start, floor int64) error 
 	return e
 }
 
-// fence writes the finding into the store's place.
+// fence writes the finding into the store's place (frond.FenceLost).
 func (g *Guard) fence(ctx context.Context, tag string) error {
-	if _, ok := g.s.(frond.PlacedStore); !ok {
+	ps, ok := g.s.(frond.PlacedStore)
+	if !ok {
 		return fmt.Errorf("%w: the store keeps no place", frond.ErrInvalidArgument)
 	}
-	var err error
-	for range 3 {
-		var p frond.Place
-		if p, err = frond.PlaceOf(ctx, g.s); err != nil {
-			continue
-		}
-		switch {
-		case p.Fenced():
-			return nil
-		case p.Moving():
-			return fmt.Errorf("%w: a change of the set is under way at it: %s", frond.ErrPlaceChanged, p.Describe())
-		}
-		lost := p
-		lost.Lost = frond.LostFinding(g.now().Unix(), tag)
-		if err = g.s.(frond.PlacedStore).SwapPlace(ctx, p, lost); err == nil {
-			return nil
-		}
-	}
-	return err
+	return frond.FenceLost(ctx, ps, frond.LostFinding(g.now().Unix(), tag))
 }
 
 // refused logs, once, an error of the store that is a loss (the fence

@@ -10,7 +10,12 @@ import (
 
 // Rearmed is what Rearm did to one store.
 type Rearmed struct {
-	Fence  string           // the finding the store was fenced with ("" when it was not)
+	Fence string // the finding the store was fenced with ("" when it was not)
+	// Stays says why the fence stays: it is a keyed sequence space's
+	// finding (frond.LostFindingSpace), taken off by that space's re-arm
+	// (frond space rearm), which raises its sections above every node's
+	// floors; this re-arm raises segment tags only.
+	Stays  string
 	Raised map[string]int64 // tags raised, to their new max_id
 	Kept   int              // tags already above every floor
 	// Missing are the tags of the floors the store does not hold (a
@@ -98,6 +103,10 @@ func Rearm(ctx context.Context, s frond.SegmentStore, floors []map[string]TagFlo
 				out.Missing[name] = max(out.Missing[name], tf.Highest("", false), tf.Ends[classSeq], tf.Ends[classOpaque])
 			}
 		}
+	}
+	if sp := frond.LostFindingSpace(p.Lost); sp != "" {
+		out.Stays = fmt.Sprintf("it is keyed sequence space %q's finding: frond space rearm %s takes it off once its sections are above every node's floors", sp, sp)
+		return out, nil
 	}
 	if ps, ok := s.(frond.PlacedStore); ok && p.Fenced() {
 		if err := ps.SwapPlace(ctx, p, p.Rearmed()); err != nil {

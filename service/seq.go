@@ -64,16 +64,29 @@ func (s *Service) CreateSpace(ctx context.Context, sp keyseq.Space) (keyseq.Spac
 	return s.cfg.Spaces.Create(ctx, sp)
 }
 
-// RearmSpace raises every section of a space to at least above in its
-// store (admin; keyseq.Spaces.Rearm).
-func (s *Service) RearmSpace(ctx context.Context, space string, above int64) error {
+// RearmSpace raises every section of a space in its store to at least
+// above and every floor gathered from the nodes, and takes the store's
+// lost-data fence off when it is the space's (admin; keyseq.Spaces.Rearm).
+func (s *Service) RearmSpace(ctx context.Context, space string, above int64) (keyseq.Rearmed, error) {
 	if s.cfg.Spaces == nil {
-		return errNoSpaces
+		return keyseq.Rearmed{}, errNoSpaces
 	}
 	if err := frond.ValidateTagName(space); err != nil {
-		return err
+		return keyseq.Rearmed{}, err
 	}
 	return s.cfg.Spaces.Rearm(ctx, space, above)
+}
+
+// SpaceFloors is, by section, the floors this node keeps of a space (admin,
+// or a node of the cluster gathering them for a re-arm).
+func (s *Service) SpaceFloors(ctx context.Context, space string) ([]int64, error) {
+	if s.cfg.Spaces == nil {
+		return nil, errNoSpaces
+	}
+	if err := frond.ValidateTagName(space); err != nil {
+		return nil, err
+	}
+	return s.cfg.Spaces.Floors(ctx, space)
 }
 
 // ListSpaces lists the keyed sequence spaces with this node's view of each

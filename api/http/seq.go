@@ -86,8 +86,21 @@ type spaceJSON struct {
 	Lost  int   `json:"lost,omitempty"`
 }
 
-// v1RearmSpace: POST /v1/spaces/{space}/rearm {"above": N} (admin): every
-// section raised to at least N in the store, after the store lost data.
+// rearmJSON is the answer of a re-arm (keyseq.Rearmed).
+type rearmJSON struct {
+	Space   string            `json:"space"`
+	Above   int64             `json:"above"`
+	Asked   []string          `json:"asked"`
+	Unasked map[string]string `json:"unasked,omitempty"`
+	Fence   string            `json:"fence,omitempty"`
+	Lifted  bool              `json:"lifted"`
+	Kept    string            `json:"kept,omitempty"`
+}
+
+// v1RearmSpace: POST /v1/spaces/{space}/rearm {"above": N} (admin), after
+// the store lost data: every section raised to at least N and every floor
+// gathered from the nodes (N absent or 0: the floors alone), and the
+// store's lost-data fence taken off when it is the space's.
 func (s *Server) v1RearmSpace(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Above *int64 `json:"above"`
@@ -96,15 +109,41 @@ func (s *Server) v1RearmSpace(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if in.Above == nil {
-		s.writeError(w, r, badRequest("above: the value every section is raised to at least"))
-		return
+	var above int64
+	if in.Above != nil {
+		above = *in.Above
 	}
-	if err := s.svc.RearmSpace(r.Context(), r.PathValue("space"), *in.Above); err != nil {
+	res, err := s.svc.RearmSpace(r.Context(), r.PathValue("space"), above)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"space": r.PathValue("space"), "above": *in.Above})
+	writeJSON(w, http.StatusOK, rearmJSON{Space: res.Space, Above: res.Above, Asked: res.Asked, Unasked: res.Unasked, Fence: res.Fence, Lifted: res.Lifted, Kept: res.Kept})
+}
+
+// floorsJSON is a node's floors of a space, by section.
+type floorsJSON struct {
+	Space  string  `json:"space"`
+	Floors []int64 `json:"floors"`
+}
+
+// v1SpaceFloors: GET /v1/spaces/{space}/floors (admin, or a node of the
+// cluster, signed as in forwarding: a re-arm gathering every node's): the
+// floors this node keeps of the space, by section (empty: none kept).
+func (s *Server) v1SpaceFloors(w http.ResponseWriter, r *http.Request) {
+	answer := func(w http.ResponseWriter, r *http.Request) {
+		f, err := s.svc.SpaceFloors(r.Context(), r.PathValue("space"))
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, floorsJSON{Space: r.PathValue("space"), Floors: append([]int64{}, f...)})
+	}
+	if pw, peer := s.peerOf(w, r); peer {
+		answer(pw, r)
+		return
+	}
+	s.admin(answer)(w, r)
 }
 
 // v1CreateSpace: POST /v1/spaces {"name", "step", "sections", "slots"}
@@ -195,35 +234,10 @@ const (
 // refusal comes back as its code alone (a code of frond's table), never
 // with what the peer wrote.
 func SeqForwarder(tlsConfig *tls.Config, timeout time.Duration) keyseq.Forwarder {
-	scheme := "http"
-	tr := &http.Transport{MaxIdleConnsPerHost: 32, MaxConnsPerHost: 32, IdleConnTimeout: 90 * time.Second}
-	if tlsConfig != nil {
-		scheme, tr.TLSClientConfig = "https", tlsConfig
-	}
-	c := &http.Client{Transport: tr, Timeout: timeout,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	pc := newPeerClient(tlsConfig, timeout)
 	return func(ctx context.Context, addr, space, key string, count int64, peer keyseq.Peer) (int64, int64, error) {
 		target := "/v1/seq/" + url.PathEscape(space) + "/" + PathSegment(key) + "?n=" + strconv.FormatInt(count, 10)
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+addr+target, nil)
-		if err != nil {
-			return 0, 0, fmt.Errorf("%w: %w: %v", frond.ErrStoreUnavailable, keyseq.ErrOwnerUnreachable, err)
-		}
-		ts, sig := peer.Sign(target, time.Now())
-		req.Header.Set(ForwardedHeader, "1")
-		req.Header.Set(PeerHeader, peer.Token)
-		req.Header.Set(PeerTimeHeader, ts)
-		req.Header.Set(PeerSigHeader, sig)
-		resp, err := c.Do(req)
-		if err != nil {
-			return 0, 0, fmt.Errorf("%w: %w: %v", frond.ErrStoreUnavailable, keyseq.ErrOwnerUnreachable, err)
-		}
-		defer resp.Body.Close()
-		if !peer.CheckProof(sig, resp.StatusCode, resp.Header.Get(PeerProofHeader)) {
-			// Not a node of this cluster (or none at all): nothing it says
-			// reaches the caller.
-			return 0, 0, fmt.Errorf("%w: %w: the address answered %d without the proof of a node of this cluster", frond.ErrStoreUnavailable, keyseq.ErrOwnerUnreachable, resp.StatusCode)
-		}
-		body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		resp, body, err := pc.get(ctx, addr, target, peer, 4<<10, true)
 		if err != nil {
 			return 0, 0, fmt.Errorf("%w: %w: %v", frond.ErrStoreUnavailable, keyseq.ErrOwnerUnreachable, err)
 		}
@@ -257,6 +271,78 @@ func SeqForwarder(tlsConfig *tls.Config, timeout time.Duration) keyseq.Forwarder
 		}
 		return *out.First, *out.Last, nil
 	}
+}
+
+// SeqFloorsAsker is the keyseq.FloorsAsker of a node whose peers answer
+// HTTP: GET /v1/spaces/{space}/floors on the node, signed as in
+// forwarding, taken only with the node's proof.
+func SeqFloorsAsker(tlsConfig *tls.Config, timeout time.Duration) keyseq.FloorsAsker {
+	pc := newPeerClient(tlsConfig, timeout)
+	return func(ctx context.Context, addr, space string, peer keyseq.Peer) ([]int64, error) {
+		resp, body, err := pc.get(ctx, addr, "/v1/spaces/"+url.PathEscape(space)+"/floors", peer, 32<<20, false)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("the node answered %d", resp.StatusCode)
+		}
+		var out floorsJSON
+		if err := json.Unmarshal(body, &out); err != nil {
+			return nil, fmt.Errorf("the node's answer does not read as floors: %v", err)
+		}
+		return out.Floors, nil
+	}
+}
+
+// peerClient sends requests signed as a node of the cluster (keyseq.Peer)
+// to another node: it follows no redirect, keeps at most 32 connections a
+// node, and takes an answer only with the node's proof.
+type peerClient struct {
+	scheme string
+	c      *http.Client
+}
+
+func newPeerClient(tlsConfig *tls.Config, timeout time.Duration) *peerClient {
+	pc := &peerClient{scheme: "http"}
+	tr := &http.Transport{MaxIdleConnsPerHost: 32, MaxConnsPerHost: 32, IdleConnTimeout: 90 * time.Second}
+	if tlsConfig != nil {
+		pc.scheme, tr.TLSClientConfig = "https", tlsConfig
+	}
+	pc.c = &http.Client{Transport: tr, Timeout: timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return pc
+}
+
+// get asks the node at addr for target (a path and query), signed as peer
+// (marked forwarded when forwarded is set), and reads at most limit bytes
+// of the answer; an error when the answer lacks the node's proof.
+func (pc *peerClient) get(ctx context.Context, addr, target string, peer keyseq.Peer, limit int64, forwarded bool) (*http.Response, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, pc.scheme+"://"+addr+target, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	ts, sig := peer.Sign(target, time.Now())
+	if forwarded {
+		req.Header.Set(ForwardedHeader, "1")
+	}
+	req.Header.Set(PeerHeader, peer.Token)
+	req.Header.Set(PeerTimeHeader, ts)
+	req.Header.Set(PeerSigHeader, sig)
+	resp, err := pc.c.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	if !peer.CheckProof(sig, resp.StatusCode, resp.Header.Get(PeerProofHeader)) {
+		// Not a node of this cluster (or none at all): nothing it says
+		// reaches the caller.
+		return nil, nil, fmt.Errorf("the address answered %d without the proof of a node of this cluster", resp.StatusCode)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit))
+	if err != nil {
+		return nil, nil, err
+	}
+	return resp, body, nil
 }
 
 // PathSegment escapes a key as one segment of a path that no one cleans

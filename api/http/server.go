@@ -105,6 +105,7 @@ func New(svc *service.Service, opts api.Options) *Server {
 	mux.HandleFunc("GET /v1/spaces", s.admin(s.v1ListSpaces))
 	mux.HandleFunc("POST /v1/spaces", s.admin(s.v1CreateSpace))
 	mux.HandleFunc("POST /v1/spaces/{space}/rearm", s.admin(s.v1RearmSpace))
+	mux.HandleFunc("GET /v1/spaces/{space}/floors", s.v1SpaceFloors) // admin or a node of the cluster
 	mux.HandleFunc("POST /v1/reveal", s.admin(s.v1Reveal))
 	mux.HandleFunc("GET /v1/tags", s.admin(s.v1ListTags))
 	mux.HandleFunc("POST /v1/tags", s.admin(s.v1CreateTag))

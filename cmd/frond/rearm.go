@@ -95,7 +95,10 @@ each again above its floor. Run again, it raises nothing more.`,
 					return fmt.Errorf("re-arm %s: %w", names[i], err)
 				}
 				fence := "it was not fenced"
-				if res.Fence != "" {
+				switch {
+				case res.Stays != "":
+					fence = "its fence (" + res.Fence + ") stays: " + res.Stays
+				case res.Fence != "":
 					fence = "its fence (" + res.Fence + ") is off"
 				}
 				fmt.Fprintf(e.stdout, "%s: %d tags raised, %d already above the floors of %d reports; %s\n", names[i], len(res.Raised), res.Kept, len(floors), fence)

@@ -13,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/frond-id/frond"
 	httpapi "github.com/frond-id/frond/api/http"
@@ -85,6 +86,7 @@ func openSpaces(ctx context.Context, cfg *config.Config, httpAddr net.Addr, log 
 	floors := keyseq.NewFileFloors(cfg.DataDir)
 	sp := keyseq.NewSpaces(st, me, keyseq.NodeOptions{TTL: cfg.Sequences.LeaseTTL, Logger: log, Floors: floors,
 		Budget: keyseq.NewBudget(cfg.Sequences.Memory), MaxSpace: cfg.Sequences.MaxSpaceMemory, MaxSpaces: cfg.Sequences.MaxSpaces, IdleAfter: cfg.Sequences.IdleAfter}, httpapi.SeqForwarder(tc, cfg.Sequences.LeaseTTL))
+	sp.SetFloorsAsker(httpapi.SeqFloorsAsker(tc, 10*time.Second)) // a re-arm gathers every member's floors
 	log.Info("keyed sequences", "store", storeName(raw), "advertise", addr, "lease_ttl", cfg.Sequences.LeaseTTL)
 	return sp, nil
 }

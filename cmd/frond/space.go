@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -103,30 +105,50 @@ sections each (OWNERS).`,
 	}
 	var above int64
 	rearm := &cobra.Command{
-		Use:   "rearm SPACE --above N",
-		Short: "Raise every section of a space above N, after its store lost data",
-		Long: `Raise every section's persisted maximum of the space to at least N in the
-store, whoever owns it: after the store lost acknowledged writes (a Redis
-restarted without its data, a fail-over to a replica behind, a restored
-backup), which nodes detect and refuse (LOST in frond space list). N must be
-above every value any node answered: at least the highest FLOOR of every
-node that served the space (frond space list --server each one). The server
-asked takes its refused sections again at once; send the same rearm to every
-other node that refuses sections, or restart it.`,
-		Example: "  frond space rearm msgs --above 2000000",
+		Use:   "rearm SPACE [--above N]",
+		Short: "Re-arm a space after its store lost data: raise every section above every node's floors, take the fence off",
+		Long: `After the store lost acknowledged writes (a Redis restarted without its data,
+a fail-over to a replica behind, a restored backup), the first node that finds
+it fences the store for every node (LOST and store_lost_data). Re-arming asks
+every live member of the space for its floors (the highest maximum it raised
+or read of each section, in its data directory), raises every section's
+maximum in the store to at least the highest of them and N, and takes the
+store's fence off when it was this space's finding. It prints the nodes it
+could not ask: a node that is down, or that this node cannot reach, may have
+answered values above; give --above at least its FLOOR (frond space list on
+it, or its data directory). A fence of a segment tag's finding stays until
+frond stores rearm. Run again, it raises nothing more.`,
+		Example: "  frond space rearm msgs\n  frond space rearm msgs --above 2000000",
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
-			if above < 1 {
-				return usageError{fmt.Errorf("--above N (at least 1) is required: above every value answered")}
+			if above < 0 {
+				return usageError{fmt.Errorf("--above N: at least 0")}
 			}
-			if err := cl.do(c.Context(), "POST", "/v1/spaces/"+url.PathEscape(a[0])+"/rearm", map[string]any{"above": above}, nil); err != nil {
+			var out struct {
+				Above   int64             `json:"above"`
+				Asked   []string          `json:"asked"`
+				Unasked map[string]string `json:"unasked"`
+				Fence   string            `json:"fence"`
+				Lifted  bool              `json:"lifted"`
+				Kept    string            `json:"kept"`
+			}
+			if err := cl.do(c.Context(), "POST", "/v1/spaces/"+url.PathEscape(a[0])+"/rearm", map[string]any{"above": above}, &out); err != nil {
 				return err
 			}
-			fmt.Fprintf(e.stdout, "space %s re-armed: every section at or above %d\n", a[0], above)
+			fmt.Fprintf(e.stdout, "space %s re-armed: every section at or above %d (floors of %d nodes: %s)\n", a[0], out.Above, len(out.Asked), strings.Join(out.Asked, " "))
+			for _, addr := range slices.Sorted(maps.Keys(out.Unasked)) {
+				fmt.Fprintf(e.stdout, "  node %s was not asked (%s): give --above at least its FLOOR, or re-arm again once it answers\n", addr, out.Unasked[addr])
+			}
+			switch {
+			case out.Lifted:
+				fmt.Fprintf(e.stdout, "  the store's lost-data fence (%s) is off\n", out.Fence)
+			case out.Kept != "":
+				fmt.Fprintf(e.stdout, "  the store stays fenced: %s\n", out.Kept)
+			}
 			return nil
 		},
 	}
-	rearm.Flags().Int64Var(&above, "above", 0, "the value every section's maximum is raised to at least")
+	rearm.Flags().Int64Var(&above, "above", 0, "raise every section's maximum to at least this too (above every value a node not asked answered)")
 	c.AddCommand(create, list, rearm)
 	return c
 }

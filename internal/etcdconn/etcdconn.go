@@ -181,3 +181,48 @@ func ParseStore(rawURL string) (URL, StoreParams, error) {
 	}
 	return u, p, nil
 }
+
+// The store's place (frond.Place) is one key ({prefix}place), shared by the
+// segment store and the keyed sequence spaces under the same prefix, so
+// that a lost-data fence written by either refuses both (issue 68). Its
+// absence is the zero Place. Every allocation compares its revision.
+
+// GetPlace reads the place at key, with the key's ModRevision (0: absent).
+func GetPlace(ctx context.Context, c *clientv3.Client, key string) (frond.Place, int64, error) {
+	r, err := c.Get(ctx, key)
+	if err != nil {
+		return frond.Place{}, 0, err
+	}
+	var got string
+	var rev int64
+	if len(r.Kvs) > 0 {
+		got, rev = string(r.Kvs[0].Value), r.Kvs[0].ModRevision
+	}
+	p, err := frond.ParsePlace(got)
+	if err != nil {
+		return frond.Place{}, 0, fmt.Errorf("%w: the place recorded in etcd (%s): %v", frond.ErrWrongPlace, key, err)
+	}
+	return p, rev, nil
+}
+
+// SwapPlace sets the place at key to p if it is old now, in a transaction
+// conditional on its value (or its absence, for a store alone); ok false
+// (and no error) when it is not old.
+func SwapPlace(ctx context.Context, c *clientv3.Client, key string, old, p frond.Place) (bool, error) {
+	if err := p.Validate(); err != nil {
+		return false, err
+	}
+	cmp := clientv3.Compare(clientv3.Value(key), "=", old.String())
+	if old == (frond.Place{}) {
+		cmp = clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
+	}
+	put := clientv3.OpPut(key, p.String())
+	if p == (frond.Place{}) {
+		put = clientv3.OpDelete(key)
+	}
+	r, err := c.Txn(ctx).If(cmp).Then(put).Commit()
+	if err != nil {
+		return false, err
+	}
+	return r.Succeeded, nil
+}

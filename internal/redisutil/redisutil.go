@@ -354,3 +354,51 @@ func (l redisLog) Printf(ctx context.Context, format string, v ...any) {
 		l.log.DebugContext(ctx, "redis client", "detail", fmt.Sprintf(format, v...))
 	}
 }
+
+// The store's place (frond.Place) is one key, shared by the segment store
+// and the keyed sequence store on the same server and prefix, so that a
+// lost-data fence written by either refuses both (issue 68). Its absence
+// is the zero Place.
+
+// GetPlace reads the place kept at key on the server where.
+func GetPlace(ctx context.Context, c *redis.Client, key, where string) (frond.Place, error) {
+	got, err := c.Get(ctx, key).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return frond.Place{}, Fail("read the store's place", where, err)
+	}
+	p, err := frond.ParsePlace(got)
+	if err != nil {
+		return frond.Place{}, fmt.Errorf("%w: the place recorded in %s (%s): %v", frond.ErrWrongPlace, where, key, err)
+	}
+	return p, nil
+}
+
+// KEYS: place. ARGV: old, new. Returns {1} when swapped, else {0, place}.
+var swapPlaceScript = redis.NewScript(`
+local cur = redis.call('GET', KEYS[1]) or ''
+if cur ~= ARGV[1] then return {0, cur} end
+if ARGV[2] == '' then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], ARGV[2]) end
+return {1}
+`)
+
+// SwapPlace sets the place kept at key to p if it is old now (frond.PlaceKeeper),
+// in one script: Redis runs one script at a time, so every allocation
+// script that reads the key is before it or after it.
+func SwapPlace(ctx context.Context, c *redis.Client, key, where string, old, p frond.Place) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	res, err := swapPlaceScript.Run(ctx, c, []string{key}, old.String(), p.String()).Slice()
+	if err != nil {
+		return Fail("change the store's place", where, err)
+	}
+	if res[0].(int64) == 1 {
+		return nil
+	}
+	cur, _ := res[1].(string)
+	now, err := frond.ParsePlace(cur)
+	if err != nil {
+		return fmt.Errorf("the place recorded in %s: %w", where, err)
+	}
+	return fmt.Errorf("%w: %s is %s, not %s", frond.ErrPlaceChanged, where, now.Describe(), old.Describe())
+}

@@ -44,7 +44,10 @@ type EtcdSections struct {
 	leases map[string]clientv3.LeaseID // by token
 }
 
-var _ keyseq.SpaceStore = (*EtcdSections)(nil)
+var (
+	_ keyseq.SpaceStore = (*EtcdSections)(nil)
+	_ frond.PlaceKeeper = (*EtcdSections)(nil)
+)
 
 // OpenEtcd opens the spaces on the etcd cluster of rawURL (etcd://host:port
 // [,host:port]/?frond_prefix=&frond_timeout=&frond_retries=, as the store's).
@@ -78,6 +81,45 @@ func (s *EtcdSections) ownerKey(space string, i int) string {
 	return fmt.Sprintf("%so/%05d", s.space(space), i)
 }
 func (s *EtcdSections) memberKey(space, token string) string { return s.space(space) + "n/" + token }
+
+// placeKey is the store's place, the segment store's under the same
+// prefix ({prefix}place: etcdstore): every take and raise compares its
+// revision and is refused while it is fenced for lost data.
+func (s *EtcdSections) placeKey() string { return s.prefix + "place" }
+
+// Place implements frond.PlaceKeeper.
+func (s *EtcdSections) Place(ctx context.Context) (frond.Place, error) {
+	c, cancel := deadline.Within(ctx, s.timeout)
+	defer cancel()
+	p, _, err := etcdconn.GetPlace(c, s.c, s.placeKey())
+	if err != nil && !errors.Is(err, frond.ErrWrongPlace) {
+		return frond.Place{}, s.fail("read the store's place", err)
+	}
+	return p, err
+}
+
+// SwapPlace implements frond.PlaceKeeper.
+func (s *EtcdSections) SwapPlace(ctx context.Context, old, p frond.Place) error {
+	c, cancel := deadline.Within(ctx, s.timeout)
+	defer cancel()
+	ok, err := etcdconn.SwapPlace(c, s.c, s.placeKey(), old, p)
+	if err != nil {
+		if errors.Is(err, frond.ErrInvalidArgument) {
+			return err
+		}
+		return s.fail("change the store's place", err)
+	}
+	if !ok {
+		now, err := s.Place(ctx)
+		if err != nil {
+			return err
+		}
+		if now != old || old != p {
+			return fmt.Errorf("%w: etcd is %s, not %s", frond.ErrPlaceChanged, now.Describe(), old.Describe())
+		}
+	}
+	return nil
+}
 
 // lease returns me's etcd lease, granted now if it has none.
 func (s *EtcdSections) lease(ctx context.Context, me keyseq.Owner, ttl time.Duration) (clientv3.LeaseID, error) {
@@ -118,17 +160,23 @@ type state struct {
 	owner    map[int]string
 	ownerRev map[int]int64 // CreateRevision; 0: no live owner
 	lease    map[int]clientv3.LeaseID
+	place    string // the store's place (frond.Place.String)
+	placeRev int64  // its ModRevision; 0: no key (a store alone)
 }
 
 func (s *EtcdSections) read(ctx context.Context, space string, sections []int) (state, error) {
 	st := state{max: map[int]int64{}, maxRev: map[int]int64{}, owner: map[int]string{}, ownerRev: map[int]int64{}, lease: map[int]clientv3.LeaseID{}}
-	ops := make([]clientv3.Op, 0, 2*len(sections))
+	ops := make([]clientv3.Op, 0, 2*len(sections)+1)
 	for _, i := range sections {
 		ops = append(ops, clientv3.OpGet(s.maxKey(space, i)), clientv3.OpGet(s.ownerKey(space, i)))
 	}
+	ops = append(ops, clientv3.OpGet(s.placeKey()))
 	r, err := s.c.Txn(ctx).Then(ops...).Commit()
 	if err != nil {
 		return st, err
+	}
+	if kvs := r.Responses[2*len(sections)].GetResponseRange().Kvs; len(kvs) > 0 {
+		st.place, st.placeRev = string(kvs[0].Value), kvs[0].ModRevision
 	}
 	for k, i := range sections {
 		st.max[i] = 1
@@ -169,6 +217,8 @@ func (s *EtcdSections) change(ctx context.Context, op, space string, sections []
 		if err != nil || len(ops) == 0 {
 			return err
 		}
+		// As read: a fence for lost data written since is not passed.
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(s.placeKey()), "=", st.placeRev))
 		r, err := s.c.Txn(c).If(cmps...).Then(ops...).Commit()
 		if err != nil {
 			return s.fail(op, err)
@@ -220,6 +270,9 @@ func (s *EtcdSections) take(c context.Context, space string, sorted []int, me ke
 	var out []keyseq.Taken
 	err = s.change(c, "take sections", space, sorted, func(st state) ([]clientv3.Cmp, []clientv3.Op, error) {
 		out = out[:0]
+		if err := keyseq.Fenced(space, st.place); err != nil {
+			return nil, nil, err
+		}
 		var cmps []clientv3.Cmp
 		var ops []clientv3.Op
 		for _, i := range sorted {
@@ -257,6 +310,9 @@ func (s *EtcdSections) RaiseOwned(ctx context.Context, space string, sections []
 	}
 	out := make([]frond.Range, len(sections))
 	err := s.change(ctx, "raise sections", space, sections, func(st state) ([]clientv3.Cmp, []clientv3.Op, error) {
+		if err := keyseq.Fenced(space, st.place); err != nil {
+			return nil, nil, err
+		}
 		var cmps []clientv3.Cmp
 		var ops []clientv3.Op
 		for k, i := range sections {
@@ -400,11 +456,14 @@ func (s *EtcdSections) Read(ctx context.Context, space string, sections int) (ke
 	c, cancel := deadline.Within(ctx, s.timeout)
 	defer cancel()
 	r, err := s.c.Txn(c).Then(clientv3.OpGet(s.space(space)+"o/", clientv3.WithPrefix()), clientv3.OpGet(s.space(space)+"n/", clientv3.WithPrefix()),
-		clientv3.OpGet(s.space(space)+"m/", clientv3.WithPrefix())).Commit()
+		clientv3.OpGet(s.space(space)+"m/", clientv3.WithPrefix()), clientv3.OpGet(s.placeKey())).Commit()
 	if err != nil {
 		return keyseq.Table{}, s.fail("read the owners", err)
 	}
 	t := keyseq.Table{Owners: make([]keyseq.Owner, sections), Maxima: make([]int64, sections)}
+	if kvs := r.Responses[3].GetResponseRange().Kvs; len(kvs) > 0 {
+		t.Fence = string(kvs[0].Value)
+	}
 	for _, kv := range r.Responses[2].GetResponseRange().Kvs {
 		i, err1 := strconv.Atoi(strings.TrimPrefix(string(kv.Key), s.space(space)+"m/"))
 		m, err2 := strconv.ParseInt(string(kv.Value), 10, 64)

@@ -42,6 +42,7 @@ var (
 	_ keyseq.SpaceStore = (*RedisSections)(nil)
 	_ frond.Pinger      = (*RedisSections)(nil)
 	_ frond.Warner      = (*RedisSections)(nil)
+	_ frond.PlaceKeeper = (*RedisSections)(nil)
 )
 
 var seqRisk = redisutil.Risk{
@@ -90,7 +91,26 @@ func (s *RedisSections) Close() error { return s.c.Close() }
 
 func (s *RedisSections) keys(space string) []string {
 	p := s.prefix + "seq:" + space + ":"
-	return []string{p + "max", p + "owner", p + "addr", p + "until", p + "member"}
+	return []string{p + "max", p + "owner", p + "addr", p + "until", p + "member", s.placeKey()}
+}
+
+// placeKey is the store's place, the segment store's on the same server
+// and prefix ({prefix}place: redisstore): its lost-data fence
+// (frond.Place.Lost) is refused by every take and raise, in their script.
+func (s *RedisSections) placeKey() string { return s.prefix + "place" }
+
+// Place implements frond.PlaceKeeper.
+func (s *RedisSections) Place(ctx context.Context) (frond.Place, error) {
+	c, cancel := redisutil.Bound(ctx, s.timeout)
+	defer cancel()
+	return redisutil.GetPlace(c, s.c, s.placeKey(), s.where)
+}
+
+// SwapPlace implements frond.PlaceKeeper.
+func (s *RedisSections) SwapPlace(ctx context.Context, old, p frond.Place) error {
+	c, cancel := redisutil.Bound(ctx, s.timeout)
+	defer cancel()
+	return redisutil.SwapPlace(c, s.c, s.placeKey(), s.where, old, p)
 }
 
 func (s *RedisSections) run(ctx context.Context, op string, script *redis.Script, keys []string, args ...any) ([]any, error) {
@@ -116,14 +136,22 @@ local function raise(i, step)
   if not ok then return nil end
   return redis.call('HGET', KEYS[1], i)
 end
+local function fenced()
+  local p = redis.call('GET', KEYS[6]) or ''
+  if string.find(p, '|lost:', 1, true) then return p end
+  return nil
+end
 local function live(i, token)
   return redis.call('HGET', KEYS[2], i) == token and tonumber(redis.call('HGET', KEYS[4], i) or '0') > now
 end
 `
 
 // ARGV: token, addr, ttl µs, step, sections... Answers {section, max, ...}
-// for the sections taken; {-1} when one would pass 2^63-1 (none taken).
+// for the sections taken; {-1} when one would pass 2^63-1 (none taken);
+// {-2, place} when the store is fenced for lost data.
 var takeScript = redis.NewScript(redisPrelude + `
+local f = fenced()
+if f then return {-2, f} end
 local out = {}
 for k = 5, #ARGV do
   local i = ARGV[k]
@@ -143,8 +171,11 @@ return out
 `)
 
 // ARGV: token, step, sections... Answers {1, max...}, {0, section} when
-// one is not the token's under a live lease, {-1} past 2^63-1.
+// one is not the token's under a live lease, {-1} past 2^63-1, {-2,
+// place} when the store is fenced for lost data.
 var raiseOwnedScript = redis.NewScript(redisPrelude + `
+local f = fenced()
+if f then return {-2, f} end
 for k = 3, #ARGV do
   if not live(ARGV[k], ARGV[1]) then return {0, ARGV[k]} end
 end
@@ -219,10 +250,24 @@ func (s *RedisSections) Rearm(ctx context.Context, sp keyseq.Space, above int64)
 	return nil
 }
 
-// Answers {now, owners (flat), addrs (flat), untils (flat), members (flat)}.
+// Answers {now, owners (flat), addrs (flat), untils (flat), members
+// (flat), maxima (flat), place}.
 var readScript = redis.NewScript(redisPrelude + `
-return {int(now), redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3]), redis.call('HGETALL', KEYS[4]), redis.call('HGETALL', KEYS[5]), redis.call('HGETALL', KEYS[1])}
+return {int(now), redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3]), redis.call('HGETALL', KEYS[4]), redis.call('HGETALL', KEYS[5]), redis.call('HGETALL', KEYS[1]), redis.call('GET', KEYS[6]) or ''}
 `)
+
+// fencedAnswer is the refusal of a script that answered {-2, place}.
+func fencedAnswer(space string, v []any) error {
+	if len(v) == 2 {
+		if st, err := redisInt(v[0]); err == nil && st == -2 {
+			p, _ := v[1].(string)
+			if err := keyseq.Fenced(space, p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
 
 func sectionArgs(args []any, sections []int) []any {
 	for _, i := range sections {
@@ -256,6 +301,9 @@ func (s *RedisSections) Take(ctx context.Context, space string, sections []int, 
 	if err != nil {
 		return nil, err
 	}
+	if err := fencedAnswer(space, v); err != nil {
+		return nil, err
+	}
 	if len(v) == 1 {
 		return nil, fmt.Errorf("space %q: a section's maximum would pass 2^63-1: %w", space, frond.ErrTagExhausted)
 	}
@@ -281,6 +329,9 @@ func (s *RedisSections) RaiseOwned(ctx context.Context, space string, sections [
 	}
 	v, err := s.run(ctx, "raise sections", raiseOwnedScript, s.keys(space), sectionArgs([]any{me.Token, step}, sections)...)
 	if err != nil {
+		return nil, err
+	}
+	if err := fencedAnswer(space, v); err != nil {
 		return nil, err
 	}
 	status, err := redisInt(v[0])
@@ -348,7 +399,7 @@ func (s *RedisSections) Read(ctx context.Context, space string, sections int) (k
 	if err != nil {
 		return keyseq.Table{}, err
 	}
-	if len(v) != 6 {
+	if len(v) != 7 {
 		return keyseq.Table{}, fmt.Errorf("%w: redis answered %d parts of a table", frond.ErrStoreUnavailable, len(v))
 	}
 	now, err := redisInt(v[0])
@@ -367,6 +418,7 @@ func (s *RedisSections) Read(ctx context.Context, space string, sections int) (k
 	}
 	owners, addrs, untils, members, maxima := hash(v[1]), hash(v[2]), hash(v[3]), hash(v[4]), hash(v[5])
 	t := keyseq.Table{Owners: make([]keyseq.Owner, sections), Untils: make([]int64, sections), Holders: make([]string, sections), Maxima: make([]int64, sections)}
+	t.Fence, _ = v[6].(string)
 	for f, m := range maxima {
 		i, err1 := strconv.Atoi(f)
 		v, err2 := strconv.ParseInt(m, 10, 64)

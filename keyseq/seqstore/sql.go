@@ -30,15 +30,29 @@ import (
 // extends any number of sections of a space in one transaction: a node
 // that takes a thousand sections at once loads them in one round trip of a
 // few statements, not a thousand.
+//
+// The store's place is the segment store's row of frond_mark on the same
+// database (sqlstore.PlaceRow): every raise and take reads it in its
+// transaction, and is refused while it is fenced for lost data.
 type SQLSections struct {
 	db      *sqldb.DB
 	retries int
+	place   *sqlstore.PlaceRow
 }
 
 var (
 	_ keyseq.SectionStore = (*SQLSections)(nil)
 	_ keyseq.SpaceStore   = (*SQLSections)(nil)
+	_ frond.PlaceKeeper   = (*SQLSections)(nil)
 )
+
+// Place implements frond.PlaceKeeper.
+func (q *SQLSections) Place(ctx context.Context) (frond.Place, error) { return q.place.Place(ctx) }
+
+// SwapPlace implements frond.PlaceKeeper.
+func (q *SQLSections) SwapPlace(ctx context.Context, old, p frond.Place) error {
+	return q.place.SwapPlace(ctx, old, p)
+}
 
 // sectionDDL is the tables' DDL in the database's dialect.
 func sectionDDL(k sqldb.Kind) []string {
@@ -117,7 +131,12 @@ func OpenSQL(ctx context.Context, rawURL string) (*SQLSections, error) {
 			return nil, db.Fail("create the keyed sequence tables", err)
 		}
 	}
-	return &SQLSections{db: db, retries: opts.Retries}, nil
+	place, err := sqlstore.OpenPlaceRow(ctx, db, opts.Retries)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &SQLSections{db: db, retries: opts.Retries, place: place}, nil
 }
 
 // Raise implements keyseq.SectionStore: one transaction that locks every
@@ -238,7 +257,7 @@ func (q *SQLSections) run(ctx context.Context, space string, sections []int, ste
 		return nil, fmt.Errorf("%w: space %q: sections made and not found", frond.ErrStoreUnavailable, space)
 	case errors.Is(err, errExhausted):
 		return nil, fmt.Errorf("space %q: a section's maximum would pass 2^63-1: %w", space, frond.ErrTagExhausted)
-	case errors.Is(err, keyseq.ErrNotOwner):
+	case errors.Is(err, keyseq.ErrNotOwner), errors.Is(err, keyseq.ErrStoreLostData):
 		return nil, err
 	case err != nil:
 		return nil, q.db.Fail(fmt.Sprintf("raise %d sections of %q", len(sections), space), err)
@@ -273,6 +292,13 @@ func (q *SQLSections) tx(ctx context.Context, space string, sorted []int, step i
 	got := map[int]frond.Range{}
 	err := q.db.InTx(ctx, q.retries, func(tx *sql.Tx) error {
 		clear(got)
+		place, err := q.place.InTx(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if err := keyseq.Fenced(space, place); err != nil {
+			return err
+		}
 		r, err := tx.QueryContext(ctx, k.Rebind("SELECT section, max_seq, owner, lease_until, "+k.NowMicros()+
 			" FROM frond_keyseq_section WHERE space = ? AND section IN ("+in(len(sorted))+") ORDER BY section"+q.lock()), spaceArgs(space, sorted)...)
 		if err != nil {
@@ -473,6 +499,10 @@ func (q *SQLSections) Read(ctx context.Context, space string, sections int) (key
 		clear(t.Holders)
 		clear(t.Maxima)
 		t.Members = t.Members[:0]
+		var err error
+		if t.Fence, err = q.place.Read(ctx, q.db); err != nil {
+			return err
+		}
 		r, err := q.db.QueryContext(ctx, k.Rebind("SELECT section, owner, addr, lease_until, max_seq, "+k.NowMicros()+" FROM frond_keyseq_section WHERE space = ?"), space)
 		if err != nil {
 			return err

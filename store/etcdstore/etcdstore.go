@@ -308,19 +308,11 @@ func (s *Store) allocate(ctx context.Context, at frond.Place, tag string, step i
 func (s *Store) Place(ctx context.Context) (frond.Place, error) {
 	c, cancel := s.bound(ctx)
 	defer cancel()
-	r, err := s.c.Get(c, s.placeKey())
-	if err != nil {
+	p, _, err := etcdconn.GetPlace(c, s.c, s.placeKey())
+	if err != nil && !errors.Is(err, frond.ErrWrongPlace) {
 		return frond.Place{}, s.fail("read the store's place", err)
 	}
-	var got string
-	if len(r.Kvs) > 0 {
-		got = string(r.Kvs[0].Value)
-	}
-	p, err := frond.ParsePlace(got)
-	if err != nil {
-		return frond.Place{}, fmt.Errorf("%w: the place recorded in etcd %v (%s): %v", frond.ErrWrongPlace, s.endpoints, s.placeKey(), err)
-	}
-	return p, nil
+	return p, err
 }
 
 // identityKey holds the store's identity (frond.PlacedStore.Identity).
@@ -345,24 +337,16 @@ func (s *Store) Identity(ctx context.Context) (string, error) {
 // place's value (or its absence, for a store alone); every allocation is
 // conditional on the place's revision, so it is before the swap or after.
 func (s *Store) SwapPlace(ctx context.Context, old, p frond.Place) error {
-	if err := p.Validate(); err != nil {
-		return err
-	}
 	c, cancel := s.bound(ctx)
 	defer cancel()
-	cmp := clientv3.Compare(clientv3.Value(s.placeKey()), "=", old.String())
-	if old == (frond.Place{}) {
-		cmp = clientv3.Compare(clientv3.CreateRevision(s.placeKey()), "=", 0)
-	}
-	put := clientv3.OpPut(s.placeKey(), p.String())
-	if p == (frond.Place{}) {
-		put = clientv3.OpDelete(s.placeKey())
-	}
-	r, err := s.c.Txn(c).If(cmp).Then(put).Commit()
+	ok, err := etcdconn.SwapPlace(c, s.c, s.placeKey(), old, p)
 	if err != nil {
+		if errors.Is(err, frond.ErrInvalidArgument) {
+			return err
+		}
 		return s.fail("change the store's place", err)
 	}
-	if r.Succeeded {
+	if ok {
 		return nil
 	}
 	now, err := s.Place(ctx)

@@ -332,15 +332,7 @@ func (s *Store) placeKey() string { return s.prefix + "place" }
 func (s *Store) Place(ctx context.Context) (frond.Place, error) {
 	c, cancel := s.bound(ctx)
 	defer cancel()
-	got, err := s.c.Get(c, s.placeKey()).Result()
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return frond.Place{}, s.fail("read the store's place", err)
-	}
-	p, err := frond.ParsePlace(got)
-	if err != nil {
-		return frond.Place{}, fmt.Errorf("%w: the place recorded in %s (%s): %v", frond.ErrWrongPlace, s.where, s.placeKey(), err)
-	}
-	return p, nil
+	return redisutil.GetPlace(c, s.c, s.placeKey(), s.where)
 }
 
 // identityKey holds the store's identity (frond.PlacedStore.Identity).
@@ -361,35 +353,13 @@ func (s *Store) Identity(ctx context.Context) (string, error) {
 	return id, nil
 }
 
-// KEYS: place. ARGV: old, new. Returns {1} when swapped, else {0, place}.
-var swapPlaceScript = redis.NewScript(`
-local cur = redis.call('GET', KEYS[1]) or ''
-if cur ~= ARGV[1] then return {0, cur} end
-if ARGV[2] == '' then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], ARGV[2]) end
-return {1}
-`)
-
-// SwapPlace implements frond.PlacedStore, in one script: Redis runs one
-// script at a time, so allocations are before it or after it.
+// SwapPlace implements frond.PlacedStore, in one script
+// (redisutil.SwapPlace): Redis runs one script at a time, so allocations
+// are before it or after it.
 func (s *Store) SwapPlace(ctx context.Context, old, p frond.Place) error {
-	if err := p.Validate(); err != nil {
-		return err
-	}
 	c, cancel := s.bound(ctx)
 	defer cancel()
-	res, err := swapPlaceScript.Run(c, s.c, []string{s.placeKey()}, old.String(), p.String()).Slice()
-	if err != nil {
-		return s.fail("change the store's place", err)
-	}
-	if res[0].(int64) == 1 {
-		return nil
-	}
-	cur, _ := res[1].(string)
-	now, err := frond.ParsePlace(cur)
-	if err != nil {
-		return fmt.Errorf("the place recorded in %s: %w", s.where, err)
-	}
-	return fmt.Errorf("%w: %s is %s, not %s", frond.ErrPlaceChanged, s.where, now.Describe(), old.Describe())
+	return redisutil.SwapPlace(c, s.c, s.placeKey(), s.where, old, p)
 }
 
 // read fetches tags by name in one round trip; missing ones are skipped.

@@ -964,3 +964,58 @@ func (s *Store) Close() error { return s.db.Close() }
 
 // String names the database without secrets.
 func (s *Store) String() string { return s.db.Where }
+
+// PlaceRow is the store's place (the row placeMark of frond_mark) for
+// another of frond's stores on the same database, the keyed sequence
+// spaces (keyseq/seqstore): a lost-data fence (frond.Place.Lost) written
+// by either is refused by both (issue 68).
+type PlaceRow struct{ s *Store }
+
+// OpenPlaceRow makes frond_mark and its place row on db where they are
+// missing (as Open does), and returns the place.
+func OpenPlaceRow(ctx context.Context, db *sqldb.DB, retries int) (*PlaceRow, error) {
+	s := &Store{db: db, d: dialects[db.Kind], opts: Options{Retries: retries}}
+	c, cancel := s.db.Bound(ctx)
+	defer cancel()
+	if err := s.db.ExecDDL(c, s.d.createMarks); err != nil {
+		return nil, s.fail("create table frond_mark", err)
+	}
+	if _, err := s.db.ExecContext(c, s.d.q(s.d.insertMark), placeMark, ""); err != nil && !s.d.duplicate(err) {
+		return nil, s.fail("record the store's place", err)
+	}
+	return &PlaceRow{s: s}, nil
+}
+
+// Place implements frond.PlaceKeeper.
+func (r *PlaceRow) Place(ctx context.Context) (frond.Place, error) { return r.s.Place(ctx) }
+
+// SwapPlace implements frond.PlaceKeeper: as Store.SwapPlace, it waits for
+// the transactions that read the place with InTx.
+func (r *PlaceRow) SwapPlace(ctx context.Context, old, p frond.Place) error {
+	return r.s.SwapPlace(ctx, old, p)
+}
+
+// InTx reads the place (frond.Place.String) in tx with a shared lock held
+// to its end, as every allocation's check does (placeCheck): SwapPlace's
+// UPDATE waits for the transaction, or the transaction for it.
+func (r *PlaceRow) InTx(ctx context.Context, tx *sql.Tx) (string, error) {
+	var v string
+	err := tx.QueryRowContext(ctx, r.s.d.q("SELECT value FROM frond_mark WHERE name = ?"+r.s.d.forShare), placeMark).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return v, err
+}
+
+// Read reads the place (frond.Place.String) without a lock, as part of a
+// read of other rows ("" when the row is missing).
+func (r *PlaceRow) Read(ctx context.Context, q interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}) (string, error) {
+	var v string
+	err := q.QueryRowContext(ctx, r.s.d.q("SELECT value FROM frond_mark WHERE name = ?"), placeMark).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return v, err
+}
