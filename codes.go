@@ -60,7 +60,7 @@ var errorCodes = [...]ErrorCode{
 	{CodeNotLeasable, ErrNotLeasable, false, "take the IDs of a sequence tag request by request (the Go client does this by itself)"},
 	{CodeFormNotCarried, ErrFormNotCarried, false, "ask for the tag's IDs where its form is answered: GET /v1/segment/{tag}, gRPC NextSegment, RESP SEGMENT, the Go client's NextStrings (docs/kinds.md#forms-across-protocols)"},
 	{CodeStoreUnavailable, ErrStoreUnavailable, true, "retry later; check the segment store (see /readyz)"},
-	{CodeStoreLostData, ErrStoreLostData, false, "the segment store lost acknowledged writes (a fail-over to a replica behind, a restored backup, a Redis restarted empty): nothing is handed out from it until it is re-armed above every ID handed out (frond stores rearm, docs/operations.md#a-store-that-went-back)"},
+	{CodeStoreLostData, ErrStoreLostData, false, "the store lost acknowledged writes (a fail-over to a replica behind, a restored backup, a Redis restarted empty): nothing is handed out from it until it is re-armed above every ID and value handed out (frond stores rearm for segment tags, frond space rearm for a keyed sequence space; docs/operations.md#a-store-that-went-back)"},
 	{CodeClockBackwards, nil, true, "retry later; check the clock (NTP) if this persists (see /readyz)"},
 	{CodeClockSkew, nil, true, "fix this node's clock (NTP); it retries by itself (see /readyz)"},
 	{CodeUnreserved, nil, true, "retry later; check the worker registry (see /readyz)"},

@@ -48,7 +48,7 @@ type FencedError struct {
 }
 
 func (e *FencedError) Error() string {
-	return fmt.Sprintf("%v: space %q: the store is %s", ErrStoreLostData, e.Space, e.Fence.Describe())
+	return fmt.Sprintf("%v: space %q: the store is %s", ErrStoreLostData, e.Space, strings.TrimPrefix(e.Fence.Describe(), "alone, "))
 }
 
 func (e *FencedError) Unwrap() error { return ErrStoreLostData }

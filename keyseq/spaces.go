@@ -1,6 +1,7 @@
 package keyseq
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -95,7 +96,8 @@ type Spaces struct {
 	// stopped: Close ran (the store closed too); a node that only left
 	// (Leave) still sends requests on to the sections' owners.
 	stopped atomic.Bool
-	key     atomic.Pointer[[]byte] // the cluster's peer key, once read
+	key     atomic.Pointer[[]byte] // the cluster's peer key, once read (again by RefreshPeer)
+	keyRead atomic.Int64           // when RefreshPeer last read it (unix ns)
 	// misses are the names of spaces found not to exist, with when
 	// (missTTL); missCount how many are kept.
 	misses    sync.Map
@@ -564,6 +566,7 @@ func (s *Spaces) Next(ctx context.Context, space, key string, count int64, forwa
 			// TTL/10), and answer from here if the section is ours by
 			// then, or from whoever took it.
 			s.log.Warn("keyed sequence: the owner of a section could not be asked", "space", space, "section", no.Section, "owner", no.Addr, "err", err)
+			s.RefreshPeer(ctx) // perhaps the nodes' keys differ (a store that lost its data made a new one)
 			gone, goneAt = no.Addr, n.o.Clock()
 			n.kick(ctx)
 			continue
@@ -679,6 +682,7 @@ func (s *Spaces) Rearm(ctx context.Context, space string, above int64) (Rearmed,
 		return out, fmt.Errorf("%w: re-arm above %d: at least 0 (0: the floors gathered alone)", frond.ErrInvalidArgument, above)
 	}
 	out.Above = above
+	s.RefreshPeer(ctx) // the key the other nodes read from the store now
 	if own, err := s.Floors(ctx, space); err != nil {
 		return out, fmt.Errorf("read this node's floors of space %q: %w", space, err)
 	} else if own != nil {
@@ -759,6 +763,32 @@ func (s *Spaces) Peer(ctx context.Context) (Peer, error) {
 	}
 	s.key.Store(&k)
 	return Peer{Token: s.me.Token, Key: k}, nil
+}
+
+// RefreshPeer reads the cluster's peer key from the store again, at most
+// once a second, and reports whether it changed: a node whose peer's
+// signature or proof does not check calls it. A store that lost its data
+// loses the key with it, and the next node to read it makes a new one:
+// nodes started before keep the old one until they read it again, and
+// without this could not forward to, nor be asked by, nodes started after.
+func (s *Spaces) RefreshPeer(ctx context.Context) (Peer, bool) {
+	now := time.Now().UnixNano()
+	last := s.keyRead.Load()
+	if now-last < int64(time.Second) || !s.keyRead.CompareAndSwap(last, now) {
+		p, _ := s.Peer(ctx)
+		return p, false
+	}
+	k, err := s.store.PeerKey(ctx)
+	if err != nil {
+		p, _ := s.Peer(ctx)
+		return p, false
+	}
+	old := s.key.Swap(&k)
+	changed := old == nil || !bytes.Equal(*old, k)
+	if changed && old != nil {
+		s.log.Warn("keyed sequence: the cluster's peer key in the store changed (the store lost its data?): this node signs and checks with the new one", "err", nil)
+	}
+	return Peer{Token: s.me.Token, Key: k}, changed
 }
 
 // Close stops every node (each gives its sections back), then closes the

@@ -407,8 +407,18 @@ func (s *Server) peerOf(w http.ResponseWriter, r *http.Request) (http.ResponseWr
 	if err != nil {
 		return w, false
 	}
-	if peer.Verify(r.Header.Get(PeerHeader), r.Header.Get(PeerTimeHeader), r.URL.RequestURI(), sig, time.Now()) != nil {
-		return w, false
+	verify := func(p keyseq.Peer) bool {
+		return p.Verify(r.Header.Get(PeerHeader), r.Header.Get(PeerTimeHeader), r.URL.RequestURI(), sig, time.Now()) == nil
+	}
+	if !verify(peer) {
+		// Perhaps signed with the key in the store now, which this node
+		// has not read (the store lost its data and a node made a new
+		// one): read it again, at most once a second.
+		fresh, changed := sp.RefreshPeer(r.Context())
+		if !changed || !verify(fresh) {
+			return w, false
+		}
+		peer = fresh
 	}
 	return &peerProof{ResponseWriter: w, peer: peer, sig: sig}, true
 }

@@ -29,8 +29,8 @@ public enum ErrorCode {
     FORM_NOT_CARRIED("form_not_carried", false, "ask for the tag's IDs where its form is answered: GET /v1/segment/{tag}, gRPC NextSegment, RESP SEGMENT, the Go client's NextStrings (docs/kinds.md#forms-across-protocols)"),
     /** retry later; check the segment store (see /readyz) */
     STORE_UNAVAILABLE("store_unavailable", true, "retry later; check the segment store (see /readyz)"),
-    /** the segment store lost acknowledged writes (a fail-over to a replica behind, a restored backup, a Redis restarted empty): nothing is handed out from it until it is re-armed above every ID handed out (frond stores rearm, docs/operations.md#a-store-that-went-back) */
-    STORE_LOST_DATA("store_lost_data", false, "the segment store lost acknowledged writes (a fail-over to a replica behind, a restored backup, a Redis restarted empty): nothing is handed out from it until it is re-armed above every ID handed out (frond stores rearm, docs/operations.md#a-store-that-went-back)"),
+    /** the store lost acknowledged writes (a fail-over to a replica behind, a restored backup, a Redis restarted empty): nothing is handed out from it until it is re-armed above every ID and value handed out (frond stores rearm for segment tags, frond space rearm for a keyed sequence space; docs/operations.md#a-store-that-went-back) */
+    STORE_LOST_DATA("store_lost_data", false, "the store lost acknowledged writes (a fail-over to a replica behind, a restored backup, a Redis restarted empty): nothing is handed out from it until it is re-armed above every ID and value handed out (frond stores rearm for segment tags, frond space rearm for a keyed sequence space; docs/operations.md#a-store-that-went-back)"),
     /** retry later; check the clock (NTP) if this persists (see /readyz) */
     CLOCK_BACKWARDS("clock_backwards", true, "retry later; check the clock (NTP) if this persists (see /readyz)"),
     /** fix this node's clock (NTP); it retries by itself (see /readyz) */
