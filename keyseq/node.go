@@ -110,6 +110,7 @@ type Node struct {
 	seen      map[int]seenUntil
 	ignoreAge bool // the broken take the model must find (export_test.go)
 	ownTTL    bool // the same: waits out its own lease only (before issue 68)
+	lossLocal bool // the same: floors of its own raises only, no fence (before issue 68)
 
 	used atomic.Int64 // when Spaces last asked it for values (unix ns)
 	// cut: the last round could not renew or read (the store is out of
@@ -182,7 +183,7 @@ func NewNode(space Space, store LeaseStore, me Owner, o NodeOptions) (*Node, err
 // Called with a section's lock held: the write is bounded by a lease.
 func (n *Node) lostFound(l *LostDataError) {
 	pk, ok := n.store.(frond.PlaceKeeper)
-	if !ok || n.eng.Fence() != nil {
+	if !ok || n.eng.Fence() != nil || n.lossLocal {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), n.o.TTL)
@@ -480,6 +481,9 @@ func (n *Node) Round(ctx context.Context) error {
 	n.readAt.Store(n.o.Clock().UnixNano())
 	n.cut.Store(false)
 	n.see(t)
+	if n.lossLocal {
+		t.Maxima = nil
+	}
 	if l := wentBack(sp.Name, t.Maxima, before); l != nil && t.Fence == "" {
 		// Any section, served here or not: a node finds a loss at its
 		// next round, not only when it takes or raises a section.

@@ -116,6 +116,22 @@ func (f *faultyLeases) Release(ctx context.Context, space string, give []keyseq.
 	return err
 }
 
+// Place implements frond.PlaceKeeper: the store's lost-data fence.
+func (f *faultyLeases) Place(ctx context.Context) (frond.Place, error) {
+	if f.fault() == 1 {
+		return frond.Place{}, errDown
+	}
+	return f.inner.(frond.PlaceKeeper).Place(ctx)
+}
+
+// SwapPlace implements frond.PlaceKeeper.
+func (f *faultyLeases) SwapPlace(ctx context.Context, old, p frond.Place) error {
+	if f.fault() == 1 {
+		return errDown
+	}
+	return f.inner.(frond.PlaceKeeper).SwapPlace(ctx, old, p)
+}
+
 func (f *faultyLeases) Read(ctx context.Context, space string, sections int) (keyseq.Table, error) {
 	if f.fault() != 0 {
 		return keyseq.Table{}, errDown
@@ -202,6 +218,21 @@ func TestModel_NodesOwnTTLFails(t *testing.T) {
 	t.Fatal("150 seeds with takers waiting out their own lease found nothing: the model proves nothing")
 }
 
+// The node model finds nodes that keep floors only of the sections they
+// raised and fence nothing in the store (the code before issue 68): after
+// the store loses data (restarted empty, or from an older copy), a node
+// serves another node's former sections again from below (issue 68,
+// item 1: "key1 answered 6 before, then 1").
+func TestModel_NodesLossLocalFails(t *testing.T) {
+	for seed := range uint64(100) {
+		if bad := runNodeModelWith(t, seed, modelBugs{lossLocal: true}); bad != "" {
+			t.Logf("seed %d: %s", seed, bad)
+			return
+		}
+	}
+	t.Fatal("100 seeds with losses kept local found nothing: the model proves nothing")
+}
+
 // The node model finds a broken fence (a node that answers for sections it
 // was granted whatever its lease) within a few seeds.
 func TestModel_NodesBrokenFenceFails(t *testing.T) {
@@ -229,7 +260,12 @@ func runNodeModel(t *testing.T, seed uint64, broken bool) string {
 // give-back delivered late breaks); ownTTL, a taker waits out only its own
 // lease (which nodes with different lease lengths and a step of the
 // store's clock break).
-type modelBugs struct{ broken, byStoreClock, unfencedRelease, sameOwner, ownTTL bool }
+//
+// lossLocal: nodes keep floors only of the sections they raised and write
+// no fence into the store (which a store that loses data breaks: the
+// model loses it on every third seed, and on every seed of
+// TestModel_NodesLossLocalFails).
+type modelBugs struct{ broken, byStoreClock, unfencedRelease, sameOwner, ownTTL, lossLocal bool }
 
 func runNodeModelWith(t *testing.T, seed uint64, bugs modelBugs) string {
 	broken, byStoreClock := bugs.broken, bugs.byStoreClock
@@ -257,6 +293,19 @@ func runNodeModelWith(t *testing.T, seed uint64, bugs modelBugs) string {
 	// with a lease length of its own (a rolling change of lease_ttl: 1 or
 	// 9 s on odd seeds, and on every seed of TestModel_NodesOwnTTLFails).
 	procs, starts := make([]int, len(nodes)), make([]uint64, len(nodes))
+	// Each node keeps its floors in its data directory, through restarts
+	// of its process; now and then a process starts on a new one, on
+	// seeds where the store loses no data (a node with a new data
+	// directory that takes a section first after a loss, before any node
+	// that kept floors read the store, serves it from the store's maximum:
+	// the limit docs/sequences.md states).
+	lrnd := rand.New(rand.NewPCG(seed, 51)) // the store's losses and the directories: apart, so other draws stay as they were
+	dirs := make([]*keyseq.MemFloors, len(nodes))
+	var allDirs []*keyseq.MemFloors
+	for k := range dirs {
+		dirs[k] = &keyseq.MemFloors{}
+		allDirs = append(allDirs, dirs[k])
+	}
 	ttlOf := func() time.Duration {
 		if seed%2 == 0 && !bugs.ownTTL {
 			return ttl
@@ -271,7 +320,7 @@ func runNodeModelWith(t *testing.T, seed uint64, bugs modelBugs) string {
 		}
 		d := ttlOf()
 		me := keyseq.LeaseOwner(keyseq.Owner{Token: fmt.Sprintf("n%d-%d", k, procs[k]), Addr: fmt.Sprint(k)}, starts[k], d)
-		n, err := keyseq.NewNode(sp, st, me, keyseq.NodeOptions{TTL: d, Clock: clock, Logger: quiet, Rand: rand.New(rand.NewPCG(seed, uint64(tokens)))})
+		n, err := keyseq.NewNode(sp, st, me, keyseq.NodeOptions{TTL: d, Clock: clock, Logger: quiet, Rand: rand.New(rand.NewPCG(seed, uint64(tokens))), Floors: dirs[k]})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -284,11 +333,30 @@ func runNodeModelWith(t *testing.T, seed uint64, bugs modelBugs) string {
 		if bugs.ownTTL {
 			keyseq.WaitOwnTTL(n)
 		}
+		if bugs.lossLocal {
+			keyseq.LoseLocally(n)
+		}
 		nodes[k] = &simNode{n: n}
+	}
+	// The store loses data once on every third seed: at lossAt it goes
+	// back to what it held at snapAt (restored from a backup, restarted
+	// from an older file), or to nothing (restarted empty).
+	snapAt, lossAt, lost := -1, -1, false
+	var restore func()
+	if seed%3 == 1 || bugs.lossLocal {
+		snapAt = 200 + lrnd.IntN(1300)
+		lossAt = snapAt + 1 + lrnd.IntN(1000)
+		if lrnd.IntN(2) == 0 {
+			restore, snapAt = keyseq.SnapshotLeases(mem), -1 // empty
+		}
 	}
 	restart := func(k int) { // a new process
 		procs[k]++
 		starts[k] = 0
+		if procs[k] > 1 && lrnd.IntN(4) == 0 && lossAt < 0 {
+			dirs[k] = &keyseq.MemFloors{} // a new data directory: its floors start empty
+			allDirs = append(allDirs, dirs[k])
+		}
 		start(k)
 	}
 	for k := range nodes {
@@ -350,6 +418,13 @@ func runNodeModelWith(t *testing.T, seed uint64, bugs modelBugs) string {
 		return ""
 	}
 	for k := range 3000 {
+		switch k {
+		case snapAt:
+			restore = keyseq.SnapshotLeases(mem)
+		case lossAt:
+			restore()
+			lost = true
+		}
 		now = now.Add(time.Duration(rnd.Int64N(int64(ttl / 4))))
 		for k, nd := range nodes {
 			if nd == nil {
@@ -396,6 +471,22 @@ func runNodeModelWith(t *testing.T, seed uint64, bugs modelBugs) string {
 		deliver()
 	}
 	st.down, st.off, st.slow, st.late = false, true, nil, nil
+	if lost {
+		// The operator re-arms the space above every floor of every data
+		// directory (frond space rearm, with --above for a node whose
+		// directory was replaced) and takes the fence off.
+		var above int64
+		for _, d := range allDirs {
+			f, _ := d.Load(sp.Name, sp.Sections)
+			above = max(above, slices.Max(append(f, 1)))
+		}
+		if err := mem.Rearm(ctx, sp, above); err != nil {
+			t.Fatal(err)
+		}
+		if p, _ := mem.Place(ctx); p.Fenced() {
+			frond.LiftLost(ctx, mem, p.Lost)
+		}
+	}
 	for k, nd := range nodes {
 		if nd == nil {
 			restart(k)
