@@ -153,7 +153,7 @@ var (
 	descBudgetRef  = prometheus.NewDesc("frond_answer_budget_refused_total", "Requests refused with overloaded: their answer did not fit in the node's answer budget.", nil, nil)
 
 	// Keyed sequences: series per space, never per key or section.
-	descKSections = prometheus.NewDesc("frond_keyseq_sections", "Sections of a keyed sequence space this node serves, by state: held (served by this node now), unowned (no live owner at this node's last read of the table), total.", []string{"space", "state"}, nil)
+	descKSections = prometheus.NewDesc("frond_keyseq_sections", "Sections of a keyed sequence space this node serves, by state: held (served by this node now), unowned (no live owner at this node's last read of the table), lost_data (refused because the store lost data: every one while the store is fenced, until frond space rearm), total.", []string{"space", "state"}, nil)
 	descKMembers  = prometheus.NewDesc("frond_keyseq_members", "Nodes sharing a keyed sequence space at this node's last read of the table.", []string{"space"}, nil)
 	descKLease    = prometheus.NewDesc("frond_keyseq_lease_remaining_seconds", "How long this node may still count on its section leases of a space (0: it answers none of its sections until a renewal succeeds).", []string{"space"}, nil)
 	descKValues   = prometheus.NewDesc("frond_keyseq_values_total", "Values of a keyed sequence space this node answered as a section's owner.", []string{"space"}, nil)
@@ -246,6 +246,7 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(descKSections, float64(st.Held), st.Name, "held")
 			gauge(descKSections, float64(st.Unowned), st.Name, "unowned")
 			gauge(descKSections, float64(st.Sections), st.Name, "total")
+			gauge(descKSections, float64(st.Refused), st.Name, "lost_data")
 			gauge(descKMembers, float64(st.Members), st.Name)
 			gauge(descKLease, st.LeaseLeft.Seconds(), st.Name)
 			counter(descKValues, float64(st.Served), st.Name)

@@ -244,6 +244,10 @@ type NodeStats struct {
 	Held     int // served by this node now
 	Unowned  int // with no live owner at the last read of the table
 	Members  int // nodes sharing the space at the last read
+	// Refused is how many sections this node refuses for lost data: every
+	// one while the store is fenced for it, else those it found below its
+	// floors (Engine.LostSections).
+	Refused int
 	// LeaseLeft is how long this node may still count on its leases (0:
 	// its gate is shut).
 	LeaseLeft time.Duration
@@ -257,7 +261,7 @@ type NodeStats struct {
 // Stats reports the node's state and counters.
 func (n *Node) Stats() NodeStats {
 	st := NodeStats{Sections: n.eng.space.Sections, Held: len(n.Held()), Served: n.eng.Served(),
-		Raises: n.raises.Load(), Takes: n.takes.Load(), Releases: n.releases.Load(), Lapses: n.lapses.Load(), RoundFailures: n.failures.Load(), Forwarded: n.forwarded.Load(), LostData: n.eng.LostData()}
+		Raises: n.raises.Load(), Takes: n.takes.Load(), Releases: n.releases.Load(), Lapses: n.lapses.Load(), RoundFailures: n.failures.Load(), Forwarded: n.forwarded.Load(), LostData: n.eng.LostData(), Refused: n.eng.LostSections()}
 	if t := n.table.Load(); t != nil {
 		st.Members = len(t.Members)
 		for _, o := range t.Owners {

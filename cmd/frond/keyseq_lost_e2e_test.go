@@ -136,6 +136,9 @@ func TestE2E_KeyedSequences_StoreGoesBack_Redis(t *testing.T) {
 				t.Fatalf("3 s after the restart, %d of %d requests refused as lost data (answered %d)", c.lost-before, keys, c.answered)
 			}
 			t.Logf("after the restart: %d answered (above every value before), %d refused, %d of them as lost data", c.answered, c.refused, c.lost)
+			if _, m := b.get("/metrics"); !strings.Contains(m, fmt.Sprintf(`frond_keyseq_sections{space=%q,state="lost_data"} 8`, space)) {
+				t.Fatalf("b's /metrics does not count the 8 sections refused for lost data (FrondKeyedSequenceStoreLostData)")
+			}
 			// A node with a new data directory is refused too: the fence
 			// is in the store.
 			n := startSeqNode(t, env, t.TempDir(), r.URL(), "3")
