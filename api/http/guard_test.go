@@ -9,11 +9,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/frond-id/frond/api"
+	"github.com/frond-id/frond/internal/secret"
 	"github.com/frond-id/frond/service"
 )
 
@@ -366,4 +369,33 @@ func TestHostile_LeaseRate(t *testing.T) {
 	// The rate repays the debt: 10,000 IDs a second.
 	now = now.Add(2 * time.Second)
 	f.want(f.do("GET", lease, "", ":remote", "192.0.2.1:1"), 200, `"ranges"`)
+}
+
+// Issue 69, item 7: with --pprof, /debug/pprof/* answered anyone: the
+// command line with --admin-token unmasked (which then opened GET
+// /v1/tags), goroutine dumps, traces and profiles. Now behind the admin
+// check (the token where one is configured, else a client on this machine
+// only), with the command line's secrets masked.
+func TestHostile_PprofBehindAdmin(t *testing.T) {
+	const token = "s3cret-pprof-admin"
+	args := os.Args
+	os.Args = append(slices.Clone(args), "--admin-token", token, "--registry", "etcd://u:pw-in-url-123@10.0.0.1:2379")
+	defer func() { os.Args = args }()
+	secret.RememberURLs("etcd://u:pw-in-url-123@10.0.0.1:2379")
+	f := newFixture(t, api.Options{AdminToken: token, Pprof: true})
+	for _, p := range []string{"/debug/pprof/", "/debug/pprof/cmdline", "/debug/pprof/goroutine?debug=2", "/debug/pprof/symbol", "/debug/pprof/trace?seconds=0", "/debug/pprof/profile?seconds=0"} {
+		f.want(f.do("GET", p, ""), 401)
+		f.want(f.do("GET", p, "", "Authorization", "Bearer wrong"), 401)
+	}
+	r := f.do("GET", "/debug/pprof/cmdline", "", "Authorization", "Bearer "+token)
+	f.want(r, 200, "--admin-token")
+	if strings.Contains(r.body, token) || strings.Contains(r.body, "pw-in-url-123") {
+		t.Fatalf("the command line shows a secret: %q", r.body)
+	}
+	f.want(f.do("GET", "/debug/pprof/goroutine?debug=1", "", "Authorization", "Bearer "+token), 200, "goroutine")
+	// Without an admin token: a client on this machine only.
+	g := newFixture(t, api.Options{Pprof: true})
+	g.want(g.do("GET", "/debug/pprof/cmdline", "", ":remote", "192.0.2.1:1"), 403)
+	g.want(g.do("GET", "/debug/pprof/goroutine?debug=2", "", ":remote", "192.0.2.1:1"), 403)
+	g.want(g.do("GET", "/debug/pprof/cmdline", ""), 200)
 }

@@ -16,13 +16,16 @@ import (
 	"net/http/pprof"
 	"net/netip"
 	"net/url"
+	"os"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/api"
+	"github.com/frond-id/frond/internal/secret"
 	"github.com/frond-id/frond/service"
 )
 
@@ -127,11 +130,16 @@ func New(svc *service.Service, opts api.Options) *Server {
 		mux.HandleFunc("GET /metrics", m.Handler().ServeHTTP)
 	}
 	if opts.Pprof {
-		s.mux.HandleFunc("/debug/pprof/", pprof.Index)
-		s.mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		s.mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		s.mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		s.mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		// Behind the admin check, as tag administration (issue 69: the
+		// command line carried --admin-token, goroutine dumps and traces
+		// what requests hold): the admin token where one is configured,
+		// else a client on this machine only; the command line with every
+		// secret frond knows masked.
+		s.mux.HandleFunc("/debug/pprof/", s.admin(pprof.Index))
+		s.mux.HandleFunc("/debug/pprof/cmdline", s.admin(maskedCmdline))
+		s.mux.HandleFunc("/debug/pprof/profile", s.admin(pprof.Profile))
+		s.mux.HandleFunc("/debug/pprof/symbol", s.admin(pprof.Symbol))
+		s.mux.HandleFunc("/debug/pprof/trace", s.admin(pprof.Trace))
 	}
 	mux.HandleFunc("/", s.notFound)
 	return s
@@ -342,6 +350,38 @@ func (s *Server) mayReadTags(r *http.Request, token string) error {
 		return &api.Error{Code: frond.CodeUnauthorized, Msg: "tag details need the admin token: send Authorization: Bearer <token>"}
 	}
 	return nil
+}
+
+// maskedCmdline is pprof.Cmdline with the secrets frond knows (its
+// tokens, the passwords of its URLs: secret.Remember) masked, and the
+// value of every flag whose name says it holds one.
+func maskedCmdline(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	args := slices.Clone(os.Args)
+	for i, a := range args {
+		name, _, inline := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || !secretFlag(name) {
+			continue
+		}
+		if inline {
+			args[i] = a[:strings.Index(a, "=")+1] + secret.Mask
+		} else if i+1 < len(args) {
+			args[i+1] = secret.Mask
+		}
+	}
+	fmt.Fprint(w, secret.HideString(strings.Join(args, "\x00")))
+}
+
+// secretFlag reports whether a flag's name says its value is a secret.
+func secretFlag(name string) bool {
+	name = strings.ToLower(name)
+	for _, s := range []string{"token", "password", "secret", "key"} {
+		if strings.Contains(name, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // admin requires the admin token when one is configured, and otherwise a
