@@ -38,9 +38,11 @@ func (g *Guard) key(token, addr string) string {
 // AllowLease implements service.LeaseLimit: a request for IDs its caller
 // hands out itself (a lease, a TinyID or CosId segment) is refused while
 // the caller is past limits.lease_rate (issue 59, item 7: one anonymous
-// client leased 3.5e8 IDs a second, 2^53 in about 300 days). A context
-// without a caller (an internal call) is not limited.
-func (g *Guard) AllowLease(ctx context.Context) error {
+// client leased 3.5e8 IDs a second, 2^53 in about 300 days), and charged
+// the n IDs it asks for as it is admitted, so that requests sent at once
+// are not all admitted on one burst (issue 69, item 5). A context without
+// a caller (an internal call) is not limited.
+func (g *Guard) AllowLease(ctx context.Context, n int64) error {
 	if !g.LimitsLeases() {
 		return nil
 	}
@@ -53,6 +55,7 @@ func (g *Guard) AllowLease(ctx context.Context) error {
 	defer g.mu.Unlock()
 	b := g.leaseBucket(g.key(c.token, c.addr), now)
 	if b.tokens > 0 {
+		b.tokens -= float64(n) // a request past the rest is admitted once, in debt after
 		return nil
 	}
 	g.refused.Add(1)
@@ -61,11 +64,12 @@ func (g *Guard) AllowLease(ctx context.Context) error {
 		Msg: fmt.Sprintf("over the lease rate of %g IDs per second (burst %g) for this token or address: retry in %s", g.o.LeaseRate, g.o.LeaseBurst, wait.Round(time.Millisecond))}
 }
 
-// Leased implements service.LeaseLimit: n IDs were leased to the caller of
-// ctx (charged after the take, so a request's IDs count whatever its
-// count was; a caller in debt is refused until the rate repays it).
+// Leased implements service.LeaseLimit: the settling of a request
+// AllowLease admitted, n IDs more than it was charged (negative: fewer,
+// given back up to the burst); a caller in debt is refused until the rate
+// repays it.
 func (g *Guard) Leased(ctx context.Context, n int64) {
-	if !g.LimitsLeases() || n <= 0 {
+	if !g.LimitsLeases() || n == 0 {
 		return
 	}
 	c, ok := ctx.Value(callerKey{}).(caller)
@@ -75,7 +79,8 @@ func (g *Guard) Leased(ctx context.Context, n int64) {
 	now := g.o.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.leaseBucket(g.key(c.token, c.addr), now).tokens -= float64(n)
+	b := g.leaseBucket(g.key(c.token, c.addr), now)
+	b.tokens = min(g.o.LeaseBurst, b.tokens-float64(n))
 }
 
 // leaseBucket is key's lease bucket, refilled to now; the caller holds g.mu.

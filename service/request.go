@@ -319,13 +319,18 @@ func (s *Service) Take(ctx context.Context, r Request) (Answer, error) {
 		return Answer{}, err
 	}
 	leasing := s.leasing(&r)
+	var asked int64
 	if leasing {
-		if err := s.leases.AllowLease(ctx); err != nil {
+		asked = askedIDs(&r)
+		if err := s.leases.AllowLease(ctx, asked); err != nil {
 			return Answer{}, err
 		}
 	}
 	hold, err := s.budget.reserve(answerBound(&r))
 	if err != nil {
+		if leasing {
+			s.leases.Leased(ctx, -asked)
+		}
 		return Answer{}, err
 	}
 	var a Answer
@@ -339,8 +344,13 @@ func (s *Service) Take(ctx context.Context, r Request) (Answer, error) {
 	}
 	if err != nil {
 		hold.Release()
-	} else if leasing && !a.Replayed {
-		s.leases.Leased(ctx, leasedIDs(&a))
+	}
+	if leasing {
+		var got int64 // a replay leases nothing new
+		if err == nil && !a.Replayed {
+			got = leasedIDs(&a)
+		}
+		s.leases.Leased(ctx, got-asked)
 	}
 	if a.Request.Kind == "" { // takeTag's is r as fitted to the tag's mapping
 		a.Request = r
