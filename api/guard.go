@@ -3,13 +3,13 @@ package api
 import (
 	"fmt"
 	"math"
-	"net"
 	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/service"
 )
 
 // GuardOptions are the limits of a Guard.
@@ -221,23 +221,5 @@ func (g *Guard) sweepFails(now time.Time) {
 	g.failing.Store(int64(len(g.fails)))
 }
 
-// prefixOf is the client a limit applies to: the IPv4 address, or the /64
-// of an IPv6 address (one host usually holds a whole /64). An address that
-// does not parse (a Unix socket, a test's pipe) is one client.
-func prefixOf(addr string) netip.Prefix {
-	host := addr
-	if h, _, err := net.SplitHostPort(addr); err == nil {
-		host = h
-	}
-	ip, err := netip.ParseAddr(host)
-	if err != nil {
-		return netip.Prefix{}
-	}
-	ip = ip.Unmap()
-	bits := 32
-	if ip.Is6() {
-		bits = 64
-	}
-	p, _ := ip.WithZone("").Prefix(bits)
-	return p
-}
+// prefixOf is the client a limit applies to (service.AddrPrefix).
+func prefixOf(addr string) netip.Prefix { return service.AddrPrefix(addr) }

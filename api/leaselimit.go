@@ -6,20 +6,22 @@ import (
 	"time"
 
 	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/service"
 )
 
-// callerKey carries the caller of a request in its context (WithCaller),
-// for the limits applied where the IDs are taken (Guard.AllowLease).
-type callerKey struct{}
-
-type caller struct{ token, addr string }
-
-// WithCaller returns ctx carrying the caller of its request: the token it
-// sent (admin or tag token; "" if none) and its address. Every front door
-// sets it where it admits the request (Guard.Admit).
+// WithCaller returns ctx carrying the caller of its request
+// (service.WithCaller): the token it sent (admin or tag token; "" if none)
+// and its address. Every front door sets it where it admits a request the
+// per-caller limits apply to (Guard.Admit, and WantsCaller).
 func WithCaller(ctx context.Context, token, addr string) context.Context {
-	return context.WithValue(ctx, callerKey{}, caller{token: token, addr: addr})
+	return service.WithCaller(ctx, token, addr)
 }
+
+// WantsCaller reports whether a front door attaches the caller to a
+// request's context (WithCaller costs allocations on every request): when
+// the Guard has a lease rate, or the request carries an idempotency key
+// (the service keeps keys per caller).
+func (g *Guard) WantsCaller(idempotent bool) bool { return idempotent || g.LimitsLeases() }
 
 // LimitsLeases reports whether the Guard has a lease rate: only then do the
 // front doors attach the caller to a request's context (WithCaller costs
@@ -46,14 +48,14 @@ func (g *Guard) AllowLease(ctx context.Context, n int64) error {
 	if !g.LimitsLeases() {
 		return nil
 	}
-	c, ok := ctx.Value(callerKey{}).(caller)
+	c, ok := service.CallerOf(ctx)
 	if !ok {
 		return nil
 	}
 	now := g.o.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	b := g.leaseBucket(g.key(c.token, c.addr), now)
+	b := g.leaseBucket(g.key(c.Token, c.Addr), now)
 	if b.tokens > 0 {
 		b.tokens -= float64(n) // a request past the rest is admitted once, in debt after
 		return nil
@@ -72,14 +74,14 @@ func (g *Guard) Leased(ctx context.Context, n int64) {
 	if !g.LimitsLeases() || n == 0 {
 		return
 	}
-	c, ok := ctx.Value(callerKey{}).(caller)
+	c, ok := service.CallerOf(ctx)
 	if !ok {
 		return
 	}
 	now := g.o.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	b := g.leaseBucket(g.key(c.token, c.addr), now)
+	b := g.leaseBucket(g.key(c.Token, c.Addr), now)
 	b.tokens = min(g.o.LeaseBurst, b.tokens-float64(n))
 }
 

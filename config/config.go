@@ -144,6 +144,10 @@ type Idempotency struct {
 	Window     time.Duration `koanf:"window"`      // how long an answer is given again; negative: keys refused
 	MaxEntries int           `koanf:"max_entries"` // keys remembered at most
 	MaxIDs     int64         `koanf:"max_ids"`     // IDs (or ranges) remembered answers hold at most
+	// PerCallerEntries and PerCallerIDs bound one caller's share (0: a
+	// tenth of each).
+	PerCallerEntries int   `koanf:"per_caller_entries"`
+	PerCallerIDs     int64 `koanf:"per_caller_ids"`
 }
 
 // On reports whether TLS is configured.
@@ -528,8 +532,9 @@ func (c *Config) ServiceConfig() service.Config {
 		Prefixes:            c.Prefixes,
 		Tokens:              c.Tokens,
 		AdminToken:          c.AdminToken,
-		Idempotency:         service.Idempotency{Window: c.Idempotency.Window, MaxEntries: c.Idempotency.MaxEntries, MaxIDs: c.Idempotency.MaxIDs},
-		AnswerBudget:        c.Limits.AnswerBudget,
+		Idempotency: service.Idempotency{Window: c.Idempotency.Window, MaxEntries: c.Idempotency.MaxEntries, MaxIDs: c.Idempotency.MaxIDs,
+			PerCallerEntries: c.Idempotency.PerCallerEntries, PerCallerIDs: c.Idempotency.PerCallerIDs},
+		AnswerBudget: c.Limits.AnswerBudget,
 	}
 }
 

@@ -17,8 +17,13 @@ import (
 // same key, on the same node, within the window after the first answer,
 // gets that answer again instead of new IDs: a client whose answer was lost
 // on the way loses no IDs and sees no duplicates in its own records. The
-// memory is bounded by entries and by stored IDs; the oldest answers go
-// first when a bound is reached (counted: frond_idempotency_evicted_total).
+// memory is bounded by entries and by stored IDs, for the node and for each
+// caller (its token when the server gave it out, else its address, the
+// /64 of IPv6: callerScope): keys are the caller's own, and a caller's
+// answers go first when it passes its bound, so that one caller cannot
+// flush every other's (issue 69: 101 anonymous requests did); the oldest
+// answers go first when the node's bound is reached (counted:
+// frond_idempotency_evicted_total).
 // A key used for a different request (other tag, count, form...) within
 // the window is refused. Only successful answers are kept: a retry of a
 // request that failed takes IDs anew.
@@ -34,6 +39,11 @@ type Idempotency struct {
 	// MaxIDs bounds the IDs (or ranges) held by remembered answers; zero
 	// means 1,000,000.
 	MaxIDs int64
+	// PerCaller is the share of MaxEntries and MaxIDs one caller's keys
+	// may hold (a token the server gave out, or an address): zero means a
+	// tenth of each.
+	PerCallerEntries int
+	PerCallerIDs     int64
 }
 
 // DefaultIdempotencyWindow is Idempotency.Window's default.
@@ -55,13 +65,15 @@ func checkIdempotencyKey(k string) error {
 }
 
 type idemEntry struct {
-	key  string
-	what string // the request without its key: a reuse for another one is refused
-	done chan struct{}
-	ans  Answer
-	ok   bool  // ans is an answer to replay
-	size int64 // IDs and ranges held
-	at   int64 // when the answer came (Unix ns); 0 while in flight
+	key   string
+	scope string // the caller's (callerScope)
+	gone  bool   // forgotten (dropEntry): skipped where it is still listed
+	what  string // the request without its key: a reuse for another one is refused
+	done  chan struct{}
+	ans   Answer
+	ok    bool  // ans is an answer to replay
+	size  int64 // IDs and ranges held
+	at    int64 // when the answer came (Unix ns); 0 while in flight
 }
 
 // IdempotencyStats are the counters of idempotent requests on this node.
@@ -80,6 +92,7 @@ type idempotency struct {
 	m       map[string]*idemEntry
 	order   []*idemEntry // by the time their answers came (FIFO)
 	ids     int64
+	callers map[string]*idemCaller // by scope: each caller's answers remembered
 	replays atomic.Uint64
 	evicted atomic.Uint64
 	refused atomic.Uint64
@@ -95,7 +108,20 @@ func newIdempotency(cfg Idempotency, now func() int64) *idempotency {
 	if cfg.MaxIDs <= 0 {
 		cfg.MaxIDs = 1_000_000
 	}
-	return &idempotency{cfg: cfg, now: now, m: map[string]*idemEntry{}}
+	if cfg.PerCallerEntries <= 0 {
+		cfg.PerCallerEntries = max(cfg.MaxEntries/10, 1)
+	}
+	if cfg.PerCallerIDs <= 0 {
+		cfg.PerCallerIDs = max(cfg.MaxIDs/10, 1)
+	}
+	return &idempotency{cfg: cfg, now: now, m: map[string]*idemEntry{}, callers: map[string]*idemCaller{}}
+}
+
+// idemCaller is one caller's remembered answers, oldest first.
+type idemCaller struct {
+	order []*idemEntry
+	ids   int64
+	live  int // entries of order not gone
 }
 
 // fingerprint is what must match for a key's answer to be given again.
@@ -117,20 +143,20 @@ func fingerprint(r Request) string {
 // for its answer. take runs with a context that the caller's going away
 // does not end (bounded by the service): a client that gave up waiting
 // finds the IDs taken for it when it retries, instead of a gap.
-func (d *idempotency) do(ctx context.Context, r Request, take func() (Answer, error)) (Answer, error) {
+func (d *idempotency) do(ctx context.Context, r Request, scope string, take func() (Answer, error)) (Answer, error) {
 	if d.cfg.Window < 0 {
 		return Answer{}, fmt.Errorf("%w: idempotency keys are turned off on this server (idempotency.window)", frond.ErrInvalidArgument)
 	}
-	// Keys are the client's: scoped by the tag token, so that two callers
-	// with different tokens cannot read each other's answers.
-	key := r.Token + "\x00" + r.IdempotencyKey
+	// Keys are the caller's (scope): another caller can neither read nor
+	// push out its answers.
+	key := scope + "\x00" + r.IdempotencyKey
 	what := fingerprint(r)
 	for {
 		d.mu.Lock()
 		d.expireLocked()
 		e := d.m[key]
 		if e == nil {
-			e = &idemEntry{key: key, what: what, done: make(chan struct{})}
+			e = &idemEntry{key: key, scope: scope, what: what, done: make(chan struct{})}
 			d.m[key] = e
 			d.mu.Unlock()
 			a, err := take()
@@ -180,10 +206,49 @@ func (d *idempotency) finish(e *idemEntry, a Answer, err error) {
 	e.at = d.now()
 	d.ids += e.size
 	d.order = append(d.order, e)
+	c := d.callers[e.scope]
+	if c == nil {
+		c = &idemCaller{}
+		d.callers[e.scope] = c
+	}
+	for len(c.order) > 0 && c.order[0].gone { // forgotten by the node's bounds or window: oldest first
+		c.order[0] = nil
+		c.order = c.order[1:]
+	}
+	c.order = append(c.order, e)
+	c.ids += e.size
+	c.live++
+	// The caller's own oldest first, past its share; then the node's.
+	for c.live > 1 && (c.live > d.cfg.PerCallerEntries || c.ids > d.cfg.PerCallerIDs) {
+		d.evicted.Add(1)
+		d.dropEntry(c.oldest())
+	}
 	for len(d.order) > 0 && (len(d.m) > d.cfg.MaxEntries || d.ids > d.cfg.MaxIDs) {
 		d.evicted.Add(1)
 		d.dropLocked()
 	}
+	if len(d.order) > 2*len(d.m)+1024 {
+		// Answers a caller's bound forgot stay listed until their window
+		// ends: drop them from the list, or a caller asking fast would
+		// grow it without bound.
+		live := d.order[:0]
+		for _, x := range d.order {
+			if !x.gone {
+				live = append(live, x)
+			}
+		}
+		clear(d.order[len(live):])
+		d.order = live
+	}
+}
+
+// oldest is the caller's oldest answer still remembered.
+func (c *idemCaller) oldest() *idemEntry {
+	for c.order[0].gone {
+		c.order[0] = nil
+		c.order = c.order[1:]
+	}
+	return c.order[0]
 }
 
 // expireLocked forgets the answers whose window has ended.
@@ -194,15 +259,30 @@ func (d *idempotency) expireLocked() {
 	}
 }
 
-// dropLocked forgets the oldest answer.
+// dropLocked forgets the oldest answer (those forgotten already are
+// skipped).
 func (d *idempotency) dropLocked() {
 	e := d.order[0]
 	d.order[0] = nil
 	d.order = d.order[1:]
+	if !e.gone {
+		d.dropEntry(e)
+	}
+}
+
+// dropEntry forgets an answer, wherever it is listed (the lists skip it).
+func (d *idempotency) dropEntry(e *idemEntry) {
+	e.gone = true
 	if d.m[e.key] == e {
 		delete(d.m, e.key)
 	}
 	d.ids -= e.size
+	if c := d.callers[e.scope]; c != nil {
+		c.ids -= e.size
+		if c.live--; c.live == 0 {
+			delete(d.callers, e.scope)
+		}
+	}
 }
 
 // IdempotencyStats returns the counters of idempotent requests.

@@ -387,7 +387,7 @@ func (a *Answer) TakeHold() *Hold {
 // so that the closure's capture of r does not move every request to the
 // heap.
 func (s *Service) takeKeyed(ctx context.Context, r Request) (Answer, error) {
-	a, err := s.idem.do(ctx, r, func() (Answer, error) {
+	a, err := s.idem.do(ctx, r, s.callerScope(ctx, &r), func() (Answer, error) {
 		// Not ended by the caller going away (see idempotency.do), but by
 		// Close, and within the store's load timeout.
 		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.loadTimeout())

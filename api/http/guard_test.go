@@ -443,3 +443,29 @@ func TestHostile_LeaseRateConcurrent(t *testing.T) {
 	// what it was charged: the next caller's bucket is its own.
 	f.want(f.do("GET", "/v1/segment/order?format=ranges&n=1000", "", ":remote", "192.0.2.8:1"), 200)
 }
+
+// Issue 69, item 6: one memory of idempotency keys per node, shared by
+// every anonymous caller: 101 anonymous GET /v1/snowflake?n=10000 with
+// made-up keys flushed it (1,000,000 IDs), and a victim's retry with its
+// key took new IDs instead of its first answer; and a caller sending the
+// victim's key got the victim's answer. Keys are now each caller's (its
+// token, or its address), each caller's bounded to a share of the node's.
+func TestHostile_IdempotencyPerCaller(t *testing.T) {
+	f := newFixture(t, api.Options{})
+	victim := f.do("GET", "/v1/segment/order?n=10", "", ":remote", "192.0.2.10:1", "Idempotency-Key", "victim-key-1")
+	f.want(victim, 200, `"ids"`)
+	for i := range 101 {
+		f.want(f.do("GET", "/v1/segment/order?n=10000", "", ":remote", "198.51.100.7:1", "Idempotency-Key", fmt.Sprint("flood-", i)), 200)
+	}
+	again := f.do("GET", "/v1/segment/order?n=10", "", ":remote", "192.0.2.10:1", "Idempotency-Key", "victim-key-1")
+	f.want(again, 200)
+	if again.body != victim.body {
+		t.Fatalf("the victim's retry after another caller's flood took new IDs:\nfirst %s\nretry %s", victim.body, again.body)
+	}
+	// Another caller with the victim's key gets an answer of its own.
+	other := f.do("GET", "/v1/segment/order?n=10", "", ":remote", "198.51.100.7:1", "Idempotency-Key", "victim-key-1")
+	f.want(other, 200)
+	if other.body == victim.body {
+		t.Fatalf("another address sending the victim's key got the victim's answer: %s", other.body)
+	}
+}

@@ -274,23 +274,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	idempotent := r.Header.Get(IdempotencyKeyHeader) != ""
+	if s.opts.Guard == nil && idempotent {
+		// Its keys are its caller's (service.Caller), guard or not.
+		r = r.WithContext(api.WithCaller(r.Context(), requestToken(r), r.RemoteAddr))
+	}
 	if s.opts.Guard != nil && !unguarded(r.URL.Path) && !s.fromPeer(r) {
-		token, _ := api.Bearer(r.Header.Get("Authorization"))
-		if token == "" {
-			token = r.Header.Get(TokenHeader)
-		}
-		if token == "" {
-			token = queryToken(r)
-		}
-		if token == "" {
-			token, _ = cosidPathToken(r.URL.Path)
-		}
+		token := requestToken(r)
 		if err := s.opts.Guard.Admit(token, r.RemoteAddr); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		if s.opts.Guard.LimitsLeases() {
-			// Who asks, for the limits where the IDs are taken (a lease's rate).
+		if s.opts.Guard.WantsCaller(idempotent) {
+			// Who asks, for the limits kept per caller where the IDs are
+			// taken: a lease's rate, the memory of idempotency keys.
 			r = r.WithContext(api.WithCaller(r.Context(), token, r.RemoteAddr))
 		}
 		if token != "" {
@@ -307,6 +304,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.dispatch(w, r)
+}
+
+// requestToken is the token a request carries, wherever it may: a Bearer,
+// the token header, the query, a CosId path.
+func requestToken(r *http.Request) string {
+	token, _ := api.Bearer(r.Header.Get("Authorization"))
+	if token == "" {
+		token = r.Header.Get(TokenHeader)
+	}
+	if token == "" {
+		token = queryToken(r)
+	}
+	if token == "" {
+		token, _ = cosidPathToken(r.URL.Path)
+	}
+	return token
 }
 
 // unguarded paths are the probes and the metrics: an orchestrator or a

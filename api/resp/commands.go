@@ -102,6 +102,9 @@ func (s *Server) take(c redcon.Conn, r service.Request) {
 		ctx, cancel = s.ctx()
 		defer cancel()
 	}
+	if r.IdempotencyKey != "" {
+		ctx = api.WithCaller(ctx, sess(c).token, c.RemoteAddr()) // its keys are the caller's
+	}
 	a, err := s.svc.Take(ctx, r)
 	if err != nil {
 		s.writeErr(c, err)
@@ -162,7 +165,7 @@ func (s *Server) ranges(c redcon.Conn, args [][]byte) {
 	// Who asks, for the limits where the IDs are taken (ranges: the lease
 	// rate).
 	ctx := s.base
-	if s.o.Guard.LimitsLeases() {
+	if s.o.Guard.WantsCaller(opts[idemKey] != "") {
 		ctx = api.WithCaller(ctx, sess(c).token, c.RemoteAddr())
 	}
 	a, err := s.svc.Take(ctx, service.Request{Kind: service.KindSegment, Name: string(args[1]), Count: n, Ranges: true, Token: sess(c).token, IdempotencyKey: opts[idemKey]})
