@@ -332,6 +332,21 @@ func (n *Node) Next(ctx context.Context, key string, count int64) (first, last i
 	return first, last, err
 }
 
+// isMember reports whether addr is a live member's at the last read of the
+// table: the only addresses a request is forwarded to.
+func (n *Node) isMember(addr string) bool {
+	t := n.table.Load()
+	if t == nil {
+		return false
+	}
+	for _, m := range t.Members {
+		if m.Addr == addr {
+			return true
+		}
+	}
+	return false
+}
+
 // readSince reports whether a round read the table at or after t (on the
 // node's clock).
 func (n *Node) readSince(t time.Time) bool { return n.readAt.Load() >= t.UnixNano() }

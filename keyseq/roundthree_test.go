@@ -585,3 +585,38 @@ func TestNode_LostDataFoundByRead(t *testing.T) {
 		t.Fatalf("after the reader's round the store's place is %q (%v): the loss was not found", p.String(), err)
 	}
 }
+
+// Issue 69, item 1: a node forwards a request only to a live member's
+// address: an owner row whose address is no member's (written by hand, a
+// wrong advertise) gets nothing sent to it; the request is refused as
+// unavailable once the wait for an owner runs out.
+func TestSpaces_ForwardsOnlyToMembers(t *testing.T) {
+	ctx := context.Background()
+	mem := &keyseq.MemLeases{}
+	sp := keyseq.Space{Name: "fw", Step: 10, Sections: 1, Slots: 8}
+	if err := mem.CreateSpace(ctx, sp); err != nil {
+		t.Fatal(err)
+	}
+	// Section 0 held by an owner that is no member (no renewal, no membership).
+	if _, err := mem.Take(ctx, sp.Name, []int{0}, keyseq.Owner{Token: "x", Addr: "203.0.113.66:80"}, time.Hour, 10); err != nil {
+		t.Fatal(err)
+	}
+	var sent []string
+	var mu sync.Mutex
+	fw := func(_ context.Context, addr, _, _ string, _ int64, _ keyseq.Peer) (int64, int64, error) {
+		mu.Lock()
+		sent = append(sent, addr)
+		mu.Unlock()
+		return 1, 1, nil
+	}
+	s := keyseq.NewSpaces(mem, keyseq.Owner{Token: "a", Addr: "10.0.0.1:80"}, keyseq.NodeOptions{TTL: 300 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)}, fw)
+	defer s.Close(ctx)
+	if _, _, err := s.Next(ctx, sp.Name, "k", 1, false); err == nil {
+		t.Fatal("answered: forwarded to an address that is no member's")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sent) != 0 {
+		t.Fatalf("forwarded to %v, no member's address", sent)
+	}
+}

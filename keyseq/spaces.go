@@ -103,6 +103,7 @@ type Spaces struct {
 	misses    sync.Map
 	missCount atomic.Int64
 	askFloors FloorsAsker   // how Rearm asks the other nodes for their floors
+	replays   Replays       // the numbers of the signed requests of other nodes seen (Verify)
 	nodes     sync.Map      // name -> *Node: the spaces started, read without the lock
 	starts    atomic.Uint64 // the spaces started so far (LeaseOwner)
 }
@@ -549,7 +550,15 @@ func (s *Spaces) Next(ctx context.Context, space, key string, count int64, forwa
 				return 0, 0, perr
 			}
 			n.forwarded.Add(1)
-			first, last, err = s.forward(ctx, no.Addr, space, key, count, peer)
+			if n.isMember(no.Addr) {
+				first, last, err = s.forward(ctx, no.Addr, space, key, count, peer)
+			} else {
+				// An owner's address that is no live member's (a row
+				// written by hand, a wrong advertise): nothing is sent
+				// there (issue 69); read the table again, as for an owner
+				// that did not answer.
+				err = fmt.Errorf("%w: %w: the owner's address is no live member's", frond.ErrStoreUnavailable, ErrOwnerUnreachable)
+			}
 			if errors.Is(err, ErrOwnerMoved) {
 				if time.Now().After(deadline) {
 					return first, last, err
@@ -764,6 +773,10 @@ func (s *Spaces) Peer(ctx context.Context) (Peer, error) {
 	s.key.Store(&k)
 	return Peer{Token: s.me.Token, Key: k}, nil
 }
+
+// Replays are the numbers of the other nodes' signed requests this node
+// answered within PeerSkew: each is answered once (Peer.Verify).
+func (s *Spaces) Replays() *Replays { return &s.replays }
 
 // RefreshPeer reads the cluster's peer key from the store again, at most
 // once a second, and reports whether it changed: a node whose peer's

@@ -46,6 +46,9 @@ type seqJSON struct {
 // again).
 func (s *Server) v1Seq(w http.ResponseWriter, r *http.Request) {
 	w, peer := s.peerOf(w, r)
+	if peer {
+		defer w.(*peerProof).flush()
+	}
 	s.v1Take(w, r, []string{"n", "token"}, func(q query, req *service.Request) error {
 		n, err := parseCount(q, service.MaxBatch)
 		token, _ := q.get("token")
@@ -141,6 +144,7 @@ func (s *Server) v1SpaceFloors(w http.ResponseWriter, r *http.Request) {
 	}
 	if pw, peer := s.peerOf(w, r); peer {
 		answer(pw, r)
+		pw.(*peerProof).flush()
 		return
 	}
 	s.admin(answer)(w, r)
@@ -321,7 +325,7 @@ func (pc *peerClient) get(ctx context.Context, addr, target string, peer keyseq.
 	if err != nil {
 		return nil, nil, err
 	}
-	ts, sig := peer.Sign(target, time.Now())
+	ts, sig := peer.Sign(keyseq.PeerRequest{Method: http.MethodGet, To: addr, Target: target}, time.Now())
 	if forwarded {
 		req.Header.Set(ForwardedHeader, "1")
 	}
@@ -333,14 +337,14 @@ func (pc *peerClient) get(ctx context.Context, addr, target string, peer keyseq.
 		return nil, nil, err
 	}
 	defer resp.Body.Close()
-	if !peer.CheckProof(sig, resp.StatusCode, resp.Header.Get(PeerProofHeader)) {
-		// Not a node of this cluster (or none at all): nothing it says
-		// reaches the caller.
-		return nil, nil, fmt.Errorf("the address answered %d without the proof of a node of this cluster", resp.StatusCode)
-	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, limit))
 	if err != nil {
 		return nil, nil, err
+	}
+	if !peer.CheckProof(sig, resp.StatusCode, body, resp.Header.Get(PeerProofHeader)) {
+		// Not a node of this cluster (or none at all), or a body changed
+		// on the way: nothing it says reaches the caller.
+		return nil, nil, fmt.Errorf("the address answered %d without the proof of a node of this cluster", resp.StatusCode)
 	}
 	return resp, body, nil
 }
@@ -354,71 +358,115 @@ func PathSegment(key string) string {
 	return url.PathEscape(key)
 }
 
-// peerProof wraps the answer of a request a node of the cluster forwarded
-// and signed: it carries the proof of the status it answers with.
+// peerProof holds the answer to a request a node of the cluster signed
+// until the handler is done (flush): its proof covers the status and the
+// body, so that neither can be changed on the way (issue 69).
 type peerProof struct {
 	http.ResponseWriter
-	peer keyseq.Peer
-	sig  string
-	done bool
+	peer   keyseq.Peer
+	sig    string
+	status int
+	body   []byte
 }
 
 func (p *peerProof) WriteHeader(status int) {
-	if !p.done {
-		p.done = true
-		p.Header().Set(PeerProofHeader, p.peer.Proof(p.sig, status))
+	if p.status == 0 {
+		p.status = status
 	}
-	p.ResponseWriter.WriteHeader(status)
 }
 
 func (p *peerProof) Write(b []byte) (int, error) {
-	if !p.done {
-		p.WriteHeader(http.StatusOK)
+	if p.status == 0 {
+		p.status = http.StatusOK
 	}
-	return p.ResponseWriter.Write(b)
+	if len(p.body)+len(b) > 64<<20 {
+		return 0, fmt.Errorf("an answer to a node over 64 MiB")
+	}
+	p.body = append(p.body, b...)
+	return len(b), nil
+}
+
+// flush writes the answer with its proof.
+func (p *peerProof) flush() {
+	if p.status == 0 {
+		p.status = http.StatusOK
+	}
+	p.Header().Set(PeerProofHeader, p.peer.Proof(p.sig, p.status, p.body))
+	p.ResponseWriter.WriteHeader(p.status)
+	p.ResponseWriter.Write(p.body)
 }
 
 func (p *peerProof) Unwrap() http.ResponseWriter { return p.ResponseWriter }
 
-// fromPeer reports whether r was forwarded and signed by a node of this
-// cluster: the guard's limits per address were applied where its client
-// came in, and the owner does not limit every client of a forwarding node
-// as one address (issue 59: three clients within limits.rate made a
-// bystander on the same forwarding node lose half its requests).
-func (s *Server) fromPeer(r *http.Request) bool {
-	if r.Header.Get(PeerSigHeader) == "" {
-		return false
-	}
-	_, ok := s.peerOf(nil, r)
-	return ok
+// peerCtx is the verdict on a request's node signature, made once per
+// request (verifyPeer): a signature is good for one request only.
+type peerCtx struct {
+	peer keyseq.Peer
+	sig  string
+	ok   bool
 }
 
-// peerOf checks a request forwarded by another node: the peer's proof
-// writer and true when a node of this cluster signed it (its caller was
-// checked where it came in), else w and false (it is a client's: no
-// privilege).
-func (s *Server) peerOf(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, bool) {
+type peerCtxKey struct{}
+
+// verifyPeer checks, once, a request that carries a node's signature and
+// keeps the verdict in its context: a node of this cluster signed it for
+// this node (its advertised address), with this method, path and query
+// and an empty body, within PeerSkew, and its number was not seen before
+// (keyseq.Replays). A request with no signature is returned as it is.
+func (s *Server) verifyPeer(r *http.Request) *http.Request {
 	sig := r.Header.Get(PeerSigHeader)
+	if sig == "" {
+		return r
+	}
+	v := &peerCtx{}
+	r = r.WithContext(context.WithValue(r.Context(), peerCtxKey{}, v))
 	sp := s.svc.Spaces()
-	if sig == "" || sp == nil {
-		return w, false
+	if sp == nil || r.ContentLength != 0 || r.Method != http.MethodGet {
+		return r
 	}
 	peer, err := sp.Peer(r.Context())
 	if err != nil {
-		return w, false
+		return r
 	}
-	verify := func(p keyseq.Peer) bool {
-		return p.Verify(r.Header.Get(PeerHeader), r.Header.Get(PeerTimeHeader), r.URL.RequestURI(), sig, time.Now()) == nil
-	}
-	if !verify(peer) {
+	req := keyseq.PeerRequest{Method: r.Method, To: sp.Me().Addr, Target: r.URL.RequestURI()}
+	token, ts := r.Header.Get(PeerHeader), r.Header.Get(PeerTimeHeader)
+	now := time.Now()
+	if peer.Verify(token, ts, req, sig, now, nil) != nil {
 		// Perhaps signed with the key in the store now, which this node
 		// has not read (the store lost its data and a node made a new
 		// one): read it again, at most once a second.
 		fresh, changed := sp.RefreshPeer(r.Context())
-		if !changed || !verify(fresh) {
-			return w, false
+		if !changed || fresh.Verify(token, ts, req, sig, now, nil) != nil {
+			return r
 		}
 		peer = fresh
 	}
-	return &peerProof{ResponseWriter: w, peer: peer, sig: sig}, true
+	if peer.Verify(token, ts, req, sig, now, sp.Replays()) != nil {
+		return r // seen before: a replay
+	}
+	v.peer, v.sig, v.ok = peer, sig, true
+	return r
+}
+
+// fromPeer reports whether r was signed by a node of this cluster for this
+// node (verifyPeer): the guard's limits per address were applied where
+// its client came in, and the owner does not limit every client of a
+// forwarding node as one address (issue 59: three clients within
+// limits.rate made a bystander on the same forwarding node lose half its
+// requests).
+func (s *Server) fromPeer(r *http.Request) bool {
+	v, _ := r.Context().Value(peerCtxKey{}).(*peerCtx)
+	return v != nil && v.ok
+}
+
+// peerOf is, for a request a node of this cluster signed for this node
+// (verifyPeer), the writer that holds its answer until flush and proves
+// it, and true (its caller was checked where it came in); else w and
+// false (it is a client's: no privilege).
+func (s *Server) peerOf(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, bool) {
+	v, _ := r.Context().Value(peerCtxKey{}).(*peerCtx)
+	if v == nil || !v.ok {
+		return w, false
+	}
+	return &peerProof{ResponseWriter: w, peer: v.peer, sig: v.sig}, true
 }

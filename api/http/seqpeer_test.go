@@ -61,8 +61,14 @@ func TestHostile_SeqForwarderIsNoProxy(t *testing.T) {
 			if err := mem.CreateSpace(t.Context(), keyseq.Space{Name: "msgs", Step: 100, Sections: 2}); err != nil {
 				t.Fatal(err)
 			}
-			// The store names the evil address as the owner of every section.
-			if _, err := mem.Take(t.Context(), "msgs", []int{0, 1}, keyseq.Owner{Token: "evil", Addr: strings.TrimPrefix(evil.URL, "http://")}, time.Hour, 100); err != nil {
+			// The store names the evil address as the owner of every
+			// section, and as a member (a node sent there is asked only
+			// at a member's address: issue 69).
+			owner := keyseq.Owner{Token: "evil", Addr: strings.TrimPrefix(evil.URL, "http://")}
+			if _, err := mem.Take(t.Context(), "msgs", []int{0, 1}, owner, time.Hour, 100); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := mem.Renew(t.Context(), "msgs", owner, time.Hour); err != nil {
 				t.Fatal(err)
 			}
 			b := seqNodeOn(t, mem, "b")
@@ -96,22 +102,22 @@ func TestHostile_SeqForwardedNeedsPeer(t *testing.T) {
 	a.want(a.do("GET", target, "", ForwardedHeader, "1"), 403, "forbidden")
 	a.want(a.do("GET", target, "", ForwardedHeader, "1", PeerHeader, "x", PeerTimeHeader, "1", PeerSigHeader, "00"), 403, "forbidden")
 	other := keyseq.Peer{Token: "z", Key: keyseq.NewPeerKey()}
-	ts, sig := other.Sign(target, time.Now())
+	ts, sig := other.Sign(keyseq.PeerRequest{Method: "GET", To: "127.0.0.1:1", Target: target}, time.Now())
 	a.want(a.do("GET", target, "", ForwardedHeader, "1", PeerHeader, "z", PeerTimeHeader, ts, PeerSigHeader, sig), 403, "forbidden")
 	key, err := mem.PeerKey(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	peer := keyseq.Peer{Token: "b", Key: key}
-	ts, sig = peer.Sign(target, time.Now())
+	ts, sig = peer.Sign(keyseq.PeerRequest{Method: "GET", To: "127.0.0.1:1", Target: target}, time.Now())
 	r := a.do("GET", target, "", ForwardedHeader, "1", PeerHeader, "b", PeerTimeHeader, ts, PeerSigHeader, sig)
 	a.want(r, 200, `"value":1`)
-	if !peer.CheckProof(sig, 200, r.hdr.Get(PeerProofHeader)) {
+	if !peer.CheckProof(sig, 200, []byte(r.body), r.hdr.Get(PeerProofHeader)) {
 		t.Fatalf("the answer to a node of the cluster carries no proof: %v", r.hdr)
 	}
 	// A signature is good for one target and a while only.
 	a.want(a.do("GET", target+"?n=5", "", ForwardedHeader, "1", PeerHeader, "b", PeerTimeHeader, ts, PeerSigHeader, sig), 403, "forbidden")
-	ts, sig = peer.Sign(target, time.Now().Add(-time.Hour))
+	ts, sig = peer.Sign(keyseq.PeerRequest{Method: "GET", To: "127.0.0.1:1", Target: target}, time.Now().Add(-time.Hour))
 	a.want(a.do("GET", target, "", ForwardedHeader, "1", PeerHeader, "b", PeerTimeHeader, ts, PeerSigHeader, sig), 403, "forbidden")
 }
 
@@ -206,7 +212,7 @@ func TestHostile_ForwardedNotPooled(t *testing.T) {
 	peer := keyseq.Peer{Token: "b", Key: key}
 	for i := range 20 {
 		target := fmt.Sprintf("/v1/seq/msgs/k%d", i)
-		ts, sig := peer.Sign(target, time.Now())
+		ts, sig := peer.Sign(keyseq.PeerRequest{Method: "GET", To: "127.0.0.1:1", Target: target}, time.Now())
 		a.want(a.do("GET", target, "", ForwardedHeader, "1", PeerHeader, "b", PeerTimeHeader, ts, PeerSigHeader, sig), 200)
 	}
 	limited := 0
@@ -218,4 +224,64 @@ func TestHostile_ForwardedNotPooled(t *testing.T) {
 	if limited == 0 {
 		t.Fatal("a client's own requests past the rate were not limited: the test proves nothing")
 	}
+}
+
+// Issue 69, item 1: a node's signature covered its token, the time and the
+// path only, and the receiver checked the window and the HMAC: one request
+// captured from plain node-to-node HTTP was replayed 200 times in 0.1 s
+// from an address already locked out, all answered (a valid signature
+// skips the guard), and sent to another node without X-Frond-Forwarded, 20
+// of 20 were answered. A signature now covers the method, the receiving
+// node's address and the body, is good for one request, and the proof
+// covers the answer's body.
+func TestHostile_PeerSignatureReplay(t *testing.T) {
+	mem := &keyseq.MemLeases{}
+	quiet := slog.New(slog.DiscardHandler)
+	sp := keyseq.NewSpaces(mem, keyseq.Owner{Token: "a", Addr: "127.0.0.1:1"}, keyseq.NodeOptions{TTL: time.Minute, Logger: quiet}, nil)
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	g := api.NewGuard(api.GuardOptions{Rate: 1, Burst: 1, Now: func() time.Time { return now }})
+	a := newFixture(t, api.Options{Guard: g}, func(c *service.Config) { c.Spaces = sp })
+	a.want(a.do("POST", "/v1/spaces", `{"name": "msgs", "step": 100, "sections": 2}`), 201)
+	key, err := mem.PeerKey(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer := keyseq.Peer{Token: "b", Key: key}
+	target := "/v1/seq/msgs/k"
+	ts, sig := peer.Sign(keyseq.PeerRequest{Method: "GET", To: "127.0.0.1:1", Target: target}, time.Now())
+	signed := []string{ForwardedHeader, "1", PeerHeader, "b", PeerTimeHeader, ts, PeerSigHeader, sig, ":remote", "203.0.113.9:1"}
+	r := a.do("GET", target, "", signed...)
+	a.want(r, 200, `"value":1`)
+	if !peer.CheckProof(sig, 200, []byte(r.body), r.hdr.Get(PeerProofHeader)) {
+		t.Fatalf("no proof of the answer: %v", r.hdr)
+	}
+	if peer.CheckProof(sig, 200, []byte(`{"value":999}`), r.hdr.Get(PeerProofHeader)) {
+		t.Fatal("the proof holds for another body")
+	}
+	// The same request again, 200 times, with and without the forwarded
+	// mark: a client's request like any, which the guard's rate holds (1
+	// a second, the clock still: at most one answered; before, every one
+	// was answered, the guard skipped).
+	answered := 0
+	for i := range 200 {
+		h := signed
+		if i%2 == 1 {
+			h = signed[2:]
+		}
+		if r := a.do("GET", target, "", h...); r.code == 200 {
+			answered++
+		}
+	}
+	if answered > 1 {
+		t.Fatalf("%d of 200 replays of a signed request answered past the rate of 1", answered)
+	}
+	// Signed for another node, or for another method: not a node's
+	// request here, but a client's, held by the rate like the replays.
+	ts2, sig2 := peer.Sign(keyseq.PeerRequest{Method: "GET", To: "10.0.0.2:8080", Target: target}, time.Now())
+	a.want(a.do("GET", target, "", ForwardedHeader, "1", PeerHeader, "b", PeerTimeHeader, ts2, PeerSigHeader, sig2, ":remote", "203.0.113.9:1"), 429)
+	ts3, sig3 := peer.Sign(keyseq.PeerRequest{Method: "POST", To: "127.0.0.1:1", Target: target}, time.Now())
+	a.want(a.do("GET", target, "", ForwardedHeader, "1", PeerHeader, "b", PeerTimeHeader, ts3, PeerSigHeader, sig3, ":remote", "203.0.113.9:1"), 429)
+	// A new signature for this node is a node's request: answered.
+	ts4, sig4 := peer.Sign(keyseq.PeerRequest{Method: "GET", To: "127.0.0.1:1", Target: target}, time.Now())
+	a.want(a.do("GET", target, "", ForwardedHeader, "1", PeerHeader, "b", PeerTimeHeader, ts4, PeerSigHeader, sig4, ":remote", "203.0.113.9:1"), 200)
 }

@@ -274,6 +274,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	r = s.verifyPeer(r) // once: a node's signature is good for one request
 	idempotent := r.Header.Get(IdempotencyKeyHeader) != ""
 	if s.opts.Guard == nil && idempotent {
 		// Its keys are its caller's (service.Caller), guard or not.
