@@ -143,6 +143,21 @@ type LeaseStore interface {
 	Read(ctx context.Context, space string, sections int) (Table, error)
 }
 
+// SectionBatcher is a LeaseStore that takes at most MaxSections sections
+// in one call (etcd: the operations of one transaction); a node splits a
+// larger take into calls of that many (BatchOf).
+type SectionBatcher interface {
+	MaxSections() int
+}
+
+// BatchOf is how many sections st takes in one call.
+func BatchOf(st LeaseStore) int {
+	if b, ok := st.(SectionBatcher); ok && b.MaxSections() > 0 {
+		return b.MaxSections()
+	}
+	return MaxSections
+}
+
 // ErrNotOwner: the section is not this node's (another node's lease holds
 // it, or this node's ran out).
 var ErrNotOwner = errors.New("keyed sequence: this node does not own the section")

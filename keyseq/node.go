@@ -607,13 +607,22 @@ func (n *Node) Round(ctx context.Context) error {
 		return nil
 	}
 	slices.Sort(take)
-	got, err := n.store.Take(ctx, sp.Name, take, n.me, n.o.TTL, sp.Step)
-	if err != nil {
+	var got []Taken
+	var takeErr error
+	for rest, batch := take, BatchOf(n.store); len(rest) > 0 && takeErr == nil; {
+		k := min(batch, len(rest)) // a store's bound on one call (etcd's operations in a transaction)
+		var g []Taken
+		g, takeErr = n.store.Take(ctx, sp.Name, rest[:k], n.me, n.o.TTL, sp.Step)
+		got, rest = append(got, g...), rest[k:]
+	}
+	if takeErr != nil {
 		n.failures.Add(1)
-		if f := (*FencedError)(nil); errors.As(err, &f) {
+		if f := (*FencedError)(nil); errors.As(takeErr, &f) {
 			n.eng.SetFence(f)
 		}
-		return err
+		if len(got) == 0 {
+			return takeErr
+		}
 	}
 	n.takes.Add(uint64(len(got)))
 	n.log.Info("keyed sequence: sections taken", "space", sp.Name, "asked", take, "took", takenSections(got), "held", len(held), "share", share, "members", len(t.Members))
@@ -634,7 +643,7 @@ func (n *Node) Round(ctx context.Context) error {
 	n.table.Store(&nt)
 	// The gate stays at the renewal's lease, the earliest of all: opening
 	// it to the take's would lengthen the older sections' too.
-	return errors.Join(errs...)
+	return errors.Join(append(errs, takeErr)...)
 }
 
 func takenSections(got []Taken) []int {

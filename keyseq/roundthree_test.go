@@ -620,3 +620,44 @@ func TestSpaces_ForwardsOnlyToMembers(t *testing.T) {
 		t.Fatalf("forwarded to %v, no member's address", sent)
 	}
 }
+
+// Issue 69, item 2: a space's sections are bounded by what the store takes
+// in one round. A node taking every section of a space of 40,000 on
+// SQLite failed every round ("too many SQL variables": one statement named
+// them all), and on etcd a take of 64 sections or more ("too many
+// operations in txn request", etcd's default bound of 128). A node now
+// takes them in calls of what its store holds (keyseq.BatchOf).
+func TestNode_TakesWhatTheStoreHolds(t *testing.T) {
+	ctx := context.Background()
+	for name, tc := range map[string]struct {
+		st       func(t *testing.T) keyseq.LeaseStore
+		sections int
+	}{
+		"sqlite": {func(t *testing.T) keyseq.LeaseStore {
+			return openSQL(t, "sqlite://"+filepath.Join(t.TempDir(), "big.db"))
+		}, 40000},
+		"etcd": {func(t *testing.T) keyseq.LeaseStore { return openEtcd(t) }, 300},
+	} {
+		t.Run(name, func(t *testing.T) {
+			st := tc.st(t)
+			sp := keyseq.Space{Name: fmt.Sprintf("big%d", time.Now().UnixNano()), Step: 10, Sections: tc.sections, Slots: 1}
+			n, err := keyseq.NewNode(sp, st, keyseq.Owner{Token: "a", Addr: "a"}, keyseq.NodeOptions{TTL: time.Minute, Logger: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer n.Close(ctx)
+			if err := n.Round(ctx); err != nil {
+				t.Fatalf("a round taking %d sections: %v", tc.sections, err)
+			}
+			if err := n.Round(ctx); err != nil {
+				t.Fatalf("a renewal of %d sections: %v", tc.sections, err)
+			}
+			if got := len(n.Held()); got != tc.sections {
+				t.Fatalf("holds %d of %d sections", got, tc.sections)
+			}
+			if v, _, err := n.Next(ctx, "k", 1); err != nil || v != 1 {
+				t.Fatalf("first value: %d, %v", v, err)
+			}
+		})
+	}
+}

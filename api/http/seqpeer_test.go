@@ -285,3 +285,26 @@ func TestHostile_PeerSignatureReplay(t *testing.T) {
 	ts4, sig4 := peer.Sign(keyseq.PeerRequest{Method: "GET", To: "127.0.0.1:1", Target: target}, time.Now())
 	a.want(a.do("GET", target, "", ForwardedHeader, "1", PeerHeader, "b", PeerTimeHeader, ts4, PeerSigHeader, sig4, ":remote", "203.0.113.9:1"), 200)
 }
+
+// Issue 69, item 2: sequences.max_space_memory counted counters only:
+// {"sections":1048576,"slots":1} counted 4 MiB and was accepted, took 5 s
+// and 250 MB to start, and every lease round failed on SQLite. A space's
+// sections are now at most 65,536 and its whole cost counted (each
+// section's state beside its counters: keyseq.SectionOverhead), at
+// creation and at start.
+func TestHostile_SpaceWholeCost(t *testing.T) {
+	mem := &keyseq.MemLeases{}
+	sp := keyseq.NewSpaces(mem, keyseq.Owner{Token: "a", Addr: "127.0.0.1:1"},
+		keyseq.NodeOptions{TTL: time.Minute, Logger: slog.New(slog.DiscardHandler), MaxSpace: 8 << 20}, nil)
+	a := newFixture(t, api.Options{}, func(c *service.Config) { c.Spaces = sp })
+	a.want(a.do("POST", "/v1/spaces", `{"name": "wide", "sections": 1048576, "slots": 1}`), 400, "invalid_argument", "sections 1048576: 1 to 65536")
+	// 65,536 sections of one counter: 256 KiB of counters, 16 MiB in all.
+	a.want(a.do("POST", "/v1/spaces", `{"name": "wide", "sections": 65536, "slots": 1}`), 400, "invalid_argument", "sequences.max_space_memory")
+	// Created where the limit is larger: not started here.
+	if err := mem.CreateSpace(t.Context(), keyseq.Space{Name: "wide", Sections: 65536, Slots: 1}); err != nil {
+		t.Fatal(err)
+	}
+	a.want(a.do("GET", "/v1/seq/wide/k", ""), 503, "sequences.max_space_memory", "not started here")
+	a.want(a.do("POST", "/v1/spaces", `{"name": "fits", "sections": 16384, "slots": 1}`), 201) // 4 MiB in all
+	a.want(a.do("GET", "/v1/seq/fits/k", ""), 200, `"value":1`)
+}

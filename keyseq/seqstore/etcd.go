@@ -424,13 +424,23 @@ func (s *EtcdSections) Release(ctx context.Context, space string, give []keyseq.
 	return nil
 }
 
-// Rearm implements keyseq.SpaceStore: transactions of 64 sections, each
-// comparing what it read.
+// etcdBatch is how many sections one transaction reads or changes: two
+// keys each and the store's place, under etcd's default bound of 128
+// operations in a transaction (--max-txn-ops).
+const etcdBatch = 60
+
+// MaxSections implements keyseq.SectionBatcher: a node takes at most
+// etcdBatch sections in one call (issue 69: a take of 64 or more failed,
+// "too many operations in txn request", every round).
+func (s *EtcdSections) MaxSections() int { return etcdBatch }
+
+// Rearm implements keyseq.SpaceStore: transactions of etcdBatch sections,
+// each comparing what it read.
 func (s *EtcdSections) Rearm(ctx context.Context, sp keyseq.Space, above int64) error {
 	sp = sp.WithDefaults()
-	for from := 0; from < sp.Sections; from += 64 {
+	for from := 0; from < sp.Sections; from += etcdBatch {
 		var chunk []int
-		for i := from; i < min(from+64, sp.Sections); i++ {
+		for i := from; i < min(from+etcdBatch, sp.Sections); i++ {
 			chunk = append(chunk, i)
 		}
 		err := s.change(ctx, "re-arm the space", sp.Name, chunk, func(st state) ([]clientv3.Cmp, []clientv3.Op, error) {

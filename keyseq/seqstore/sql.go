@@ -139,6 +139,14 @@ func OpenSQL(ctx context.Context, rawURL string) (*SQLSections, error) {
 	return &SQLSections{db: db, retries: opts.Retries, place: place}, nil
 }
 
+// sqlBatch is how many sections one call takes or raises: two variables
+// each in the statement that makes missing rows, under SQLite's bound of
+// 32,766 variables in a statement (PostgreSQL's and MySQL's: 65,535).
+const sqlBatch = 8000
+
+// MaxSections implements keyseq.SectionBatcher.
+func (q *SQLSections) MaxSections() int { return sqlBatch }
+
 // Raise implements keyseq.SectionStore: one transaction that locks every
 // section's row in the order of the primary key, whatever the order asked
 // (two raises never wait for each other in a circle), and raises them in
@@ -263,6 +271,20 @@ func (q *SQLSections) run(ctx context.Context, space string, sections []int, ste
 		return nil, q.db.Fail(fmt.Sprintf("raise %d sections of %q", len(sections), space), err)
 	}
 	return got, nil
+}
+
+// inBatches runs do over sections sqlBatch at a time, in order (within
+// the caller's transaction): a statement's variables stay under the
+// database's bound (issue 69: SQLite's "too many SQL variables").
+func inBatches(sections []int, do func([]int) error) error {
+	for len(sections) > 0 {
+		k := min(sqlBatch, len(sections))
+		if err := do(sections[:k]); err != nil {
+			return err
+		}
+		sections = sections[k:]
+	}
+	return nil
 }
 
 // in is the placeholders of n values in an IN list.
@@ -396,9 +418,11 @@ func (q *SQLSections) Renew(ctx context.Context, space string, me keyseq.Owner, 
 		if held, err = q.lockOwned(c, tx, space, nil, me, true); err != nil || len(held) == 0 {
 			return err
 		}
-		_, err = tx.ExecContext(c, k.Rebind("UPDATE frond_keyseq_section SET lease_until = "+k.NowMicros()+" + ? WHERE space = ? AND section IN ("+in(len(held))+")"),
-			append([]any{ttl.Microseconds()}, spaceArgs(space, held)...)...)
-		return err
+		return inBatches(held, func(b []int) error {
+			_, err := tx.ExecContext(c, k.Rebind("UPDATE frond_keyseq_section SET lease_until = "+k.NowMicros()+" + ? WHERE space = ? AND section IN ("+in(len(b))+")"),
+				append([]any{ttl.Microseconds()}, spaceArgs(space, b)...)...)
+			return err
+		})
 	})
 	if err == nil {
 		// Membership in a transaction of its own: the member rows are
@@ -463,9 +487,11 @@ func (q *SQLSections) Release(ctx context.Context, space string, give []keyseq.G
 			if err != nil || len(mine) == 0 {
 				return err
 			}
-			_, err = tx.ExecContext(c, k.Rebind("UPDATE frond_keyseq_section SET owner = '', addr = '', lease_until = 0 WHERE space = ? AND section IN ("+in(len(mine))+")"),
-				spaceArgs(space, mine)...)
-			return err
+			return inBatches(mine, func(b []int) error {
+				_, err := tx.ExecContext(c, k.Rebind("UPDATE frond_keyseq_section SET owner = '', addr = '', lease_until = 0 WHERE space = ? AND section IN ("+in(len(b))+")"),
+					spaceArgs(space, b)...)
+				return err
+			})
 		}
 		for _, g := range give {
 			if _, err := tx.ExecContext(c, k.Rebind("UPDATE frond_keyseq_section SET owner = '', addr = '', lease_until = 0 WHERE space = ? AND section = ? AND owner = ? AND max_seq = ?"),
