@@ -214,6 +214,9 @@ type Sequences struct {
 	// IdleAfter stops a space asked nothing on this node for that long
 	// (keyseq.NodeOptions.IdleAfter).
 	IdleAfter time.Duration `koanf:"idle_after"`
+	// MinResidency keeps a space asked within it from being stopped to
+	// make room (keyseq.NodeOptions.MinResidency).
+	MinResidency time.Duration `koanf:"min_residency"`
 }
 
 // envSkip are FROND_ variables that are not configuration keys: the

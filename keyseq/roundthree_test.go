@@ -150,7 +150,7 @@ func TestSpaces_LateStopGiveBackAcrossRestart(t *testing.T) {
 			mem := &keyseq.MemLeases{Now: clock}
 			held := &holdStops{SpaceStore: mem}
 			quiet := slog.New(slog.DiscardHandler)
-			o := keyseq.NodeOptions{TTL: 300 * time.Millisecond, Clock: clock, Logger: quiet, IdleAfter: time.Second, MaxSpaces: 1}
+			o := keyseq.NodeOptions{TTL: 300 * time.Millisecond, Clock: clock, Logger: quiet, IdleAfter: time.Second, MaxSpaces: 1, MinResidency: -1}
 			byAddr := map[string]*keyseq.Spaces{}
 			fw := func(ctx context.Context, addr, space, key string, n int64, _ keyseq.Peer) (int64, int64, error) {
 				first, last, err := byAddr[addr].Next(ctx, space, key, n, true)
@@ -239,7 +239,7 @@ func TestSpaces_RequestRacingEviction(t *testing.T) {
 	mem := &keyseq.MemLeases{}
 	quiet := slog.New(slog.DiscardHandler)
 	a := keyseq.NewSpaces(mem, keyseq.Owner{Token: "ta", Addr: "a"},
-		keyseq.NodeOptions{TTL: 500 * time.Millisecond, Logger: quiet, MaxSpaces: 2}, nil)
+		keyseq.NodeOptions{TTL: 500 * time.Millisecond, Logger: quiet, MaxSpaces: 2, MinResidency: -1}, nil)
 	defer a.Close(ctx)
 	names := []string{"e0", "e1", "e2"}
 	for _, name := range names {

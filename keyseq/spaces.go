@@ -233,7 +233,9 @@ func (s *Spaces) start(ctx context.Context, sp Space) (*Node, error) {
 	if n, ok := s.nodes.Load(sp.Name); ok {
 		return n.(*Node), nil
 	}
-	s.evict(ctx)
+	if err := s.evict(ctx, sp.Name); err != nil {
+		return nil, err
+	}
 	// A new owner for each start (LeaseOwner): a late give-back of an
 	// earlier start, stopped idle or to make room, ends nothing of this
 	// one's (issue 68, item 2).
@@ -328,15 +330,32 @@ func (s *Spaces) StopIdle(ctx context.Context) int {
 // DefaultMaxSpaces is how many spaces a node serves at once by default.
 const DefaultMaxSpaces = 64
 
+// DefaultMinResidency is NodeOptions.MinResidency's default.
+const DefaultMinResidency = time.Minute
+
+// ErrSpacesFull is the refusal of a space a node would start past
+// NodeOptions.MaxSpaces while every space it serves was asked within
+// NodeOptions.MinResidency. It wraps frond.ErrStoreUnavailable (503,
+// retryable: another node may serve it, or a space goes idle).
+var ErrSpacesFull = fmt.Errorf("%w: this node serves sequences.max_spaces spaces, each in use", frond.ErrStoreUnavailable)
+
+func (s *Spaces) minResidency() time.Duration {
+	if s.o.MinResidency == 0 {
+		return DefaultMinResidency
+	}
+	return s.o.MinResidency
+}
+
 // evict stops the space asked for least recently when the node serves
-// MaxSpaces already; called with s.mu held.
-func (s *Spaces) evict(ctx context.Context) {
+// MaxSpaces already, unless it was asked within MinResidency (then the new
+// space is refused: ErrSpacesFull); called with s.mu held.
+func (s *Spaces) evict(ctx context.Context, name string) error {
 	limit := s.o.MaxSpaces
 	if limit == 0 {
 		limit = DefaultMaxSpaces
 	}
 	if limit < 0 {
-		return
+		return nil
 	}
 	var names []string
 	var oldest *Node
@@ -349,7 +368,10 @@ func (s *Spaces) evict(ctx context.Context) {
 		return true
 	})
 	if len(names) < limit || oldest == nil {
-		return
+		return nil
+	}
+	if r := s.minResidency(); r > 0 && s.now().UnixNano()-oldest.used.Load() < int64(r) {
+		return fmt.Errorf("%w: space %q is not started here now (sequences.max_spaces %d, every one asked within the last %v): another node may serve it; raise sequences.max_spaces", ErrSpacesFull, name, limit, r)
 	}
 	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.ttl())
 	defer cancel()
@@ -358,6 +380,7 @@ func (s *Spaces) evict(ctx context.Context) {
 		s.log.Warn("keyed sequence: a space stopped to make room gave its sections back badly (they run out on their own)", "space", oldestName, "err", err)
 	}
 	s.log.Info("keyed sequence: the space asked for least recently stopped here, to serve another within sequences.max_spaces", "space", oldestName, "max_spaces", limit)
+	return nil
 }
 
 // missTTL is how long a node remembers that a space does not exist: a

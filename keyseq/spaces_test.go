@@ -172,7 +172,7 @@ func TestSpaces_Bounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sp := keyseq.NewSpaces(st, keyseq.Owner{Token: "a", Addr: "a"}, keyseq.NodeOptions{TTL: time.Minute, Logger: slog.New(slog.DiscardHandler), MaxSpaces: 2}, nil)
+	sp := keyseq.NewSpaces(st, keyseq.Owner{Token: "a", Addr: "a"}, keyseq.NodeOptions{TTL: time.Minute, Logger: slog.New(slog.DiscardHandler), MaxSpaces: 2, MinResidency: -1}, nil)
 	defer sp.Close(ctx)
 	for i := range 5 {
 		if _, _, err := sp.Next(ctx, fmt.Sprintf("s%d", i), "k", 1, false); err != nil {
