@@ -348,6 +348,9 @@ func (e *Engine) Next(ctx context.Context, key string, n int64) (first, last int
 			return 0, 0, &NotOwnerError{Space: e.space.Name, Section: i}
 		}
 		if s.loaded {
+			if err := e.counters(i, s); err != nil {
+				return 0, 0, err
+			}
 			first = s.base + int64(s.slots[slot])
 			last = first + n - 1
 			if last < s.ceil {
@@ -554,16 +557,46 @@ func (e *Engine) apply(i int, s *section, r frond.Range) error {
 		s.ceil = r.End
 		return nil
 	}
-	if s.slots == nil {
-		if !e.budget.Reserve(SectionBytes(e.space)) {
-			return fmt.Errorf("%w: space %q section %d: its %d counters (%d bytes) do not fit in this node's memory for keyed sequences (sequences.memory, %d bytes, %d used): "+
-				"another node may serve it; raise sequences.memory, or give the node fewer spaces", ErrMemoryBudget, e.space.Name, i, e.space.Slots, SectionBytes(e.space), e.budget.Limit(), e.budget.Used())
-		}
-		s.slots = make([]uint32, e.space.Slots)
-	} else {
+	if s.slots != nil {
 		clear(s.slots)
 	}
+	// A section's counters are allocated (and reserved from the node's
+	// budget) by its first request (counters), not when it is taken: a
+	// space started for one request holds the memory of the sections its
+	// keys use, not of every section it took (issue 69: eight anonymous
+	// GETs to eight spaces reserved all of sequences.memory, and the next
+	// space held no section).
 	s.base, s.ceil, s.loaded = r.Start, r.End, true
+	return nil
+}
+
+// unallocated counts the sections served whose counters are not allocated
+// yet (no request for them since they were taken): a node counts them as
+// held when it decides how many more it can take.
+func (e *Engine) unallocated() int {
+	n := 0
+	for i := range e.sections {
+		s := &e.sections[i]
+		s.mu.Lock()
+		if s.granted && !s.closed && s.slots == nil {
+			n++
+		}
+		s.mu.Unlock()
+	}
+	return n
+}
+
+// counters allocates section i's counters on its first request, reserved
+// from the node's budget first; called with s.mu held.
+func (e *Engine) counters(i int, s *section) error {
+	if s.slots != nil {
+		return nil
+	}
+	if !e.budget.Reserve(SectionBytes(e.space)) {
+		return fmt.Errorf("%w: space %q section %d: its %d counters (%d bytes) do not fit in this node's memory for keyed sequences (sequences.memory, %d bytes, %d used): "+
+			"another node may serve it; raise sequences.memory, or give the node fewer spaces", ErrMemoryBudget, e.space.Name, i, e.space.Slots, SectionBytes(e.space), e.budget.Limit(), e.budget.Used())
+	}
+	s.slots = make([]uint32, e.space.Slots)
 	return nil
 }
 

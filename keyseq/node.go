@@ -365,7 +365,7 @@ func (n *Node) readSince(t time.Time) bool { return n.readAt.Load() >= t.UnixNan
 // the section to another node).
 func (n *Node) mayTake() bool {
 	b := n.o.Budget
-	return b == nil || b.Left() >= SectionBytes(n.eng.space)
+	return b == nil || b.Left()/SectionBytes(n.eng.space) > int64(n.eng.unallocated())
 }
 
 // owner fills no's address from the last read of the table, and reports
@@ -575,8 +575,9 @@ func (n *Node) Round(ctx context.Context) error {
 	room := sp.Sections // sections this node could still hold
 	if b := n.o.Budget; b != nil {
 		// No more than the node can hold: a section it cannot hold is
-		// better served by another node.
-		room = int(min(int64(room), b.Left()/SectionBytes(sp)))
+		// better served by another node. The sections it holds whose
+		// counters are not allocated yet (no request yet) count as held.
+		room = int(max(0, min(int64(room), b.Left()/SectionBytes(sp)-int64(n.eng.unallocated()))))
 		want = min(want, room)
 	}
 	start := n.rnd.IntN(sp.Sections)

@@ -355,3 +355,37 @@ func TestHostile_EvictionResidency(t *testing.T) {
 		t.Fatal("no start refused: the test proves nothing")
 	}
 }
+
+// Issue 69, item 3: a space reserved sequences.memory for every section it
+// took at its start, used or not: one anonymous GET to each of eight
+// spaces filled the budget, and the next space held no section (64 of 64
+// requests 503, "no node owns it now"). A section's counters are now
+// reserved by its first request, so the spaces hold the memory their keys
+// use.
+func TestHostile_SpaceStartsDoNotStarve(t *testing.T) {
+	mem := &keyseq.MemLeases{}
+	one := keyseq.Space{Step: 100, Sections: 8, Slots: 16}
+	budget := keyseq.NewBudget(8 * int64(one.Sections) * keyseq.SectionBytes(one)) // eight such spaces, every section served
+	sp := keyseq.NewSpaces(mem, keyseq.Owner{Token: "a", Addr: "127.0.0.1:1"},
+		keyseq.NodeOptions{TTL: time.Minute, Logger: slog.New(slog.DiscardHandler), Budget: budget}, nil)
+	a := newFixture(t, api.Options{}, func(c *service.Config) { c.Spaces = sp })
+	for i := range 9 {
+		s := one
+		s.Name = fmt.Sprint("s", i)
+		if err := mem.CreateSpace(t.Context(), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 8 { // one anonymous request to each of eight spaces
+		a.want(a.do("GET", fmt.Sprintf("/v1/seq/s%d/k", i), ""), 200)
+	}
+	refused := 0
+	for k := range 64 {
+		if r := a.do("GET", fmt.Sprintf("/v1/seq/s8/k%d", k), ""); r.code != 200 {
+			refused++
+		}
+	}
+	if refused != 0 {
+		t.Fatalf("the ninth space refused %d of 64 requests after one request to each of eight others (budget used %d of %d)", refused, budget.Used(), budget.Limit())
+	}
+}
