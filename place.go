@@ -415,8 +415,9 @@ func LiftLost(ctx context.Context, s PlaceKeeper, finding string) (bool, error) 
 func LostSpace(space string) string { return "seq:" + space }
 
 // LostFindingSpace is the space a finding names ("" when it names a
-// segment tag), and its when and what: "1764400000@seq:msgs" is space
-// "msgs". A name cut to fit the place is returned cut.
+// segment tag): "1764400000@seq:msgs" is space "msgs". A name cut to fit
+// the place is returned cut (FindingOfSpace tells whether it is a given
+// space's).
 func LostFindingSpace(finding string) string {
 	_, what, _ := strings.Cut(finding, "@")
 	space, ok := strings.CutPrefix(what, "seq:")
@@ -424,6 +425,17 @@ func LostFindingSpace(finding string) string {
 		return ""
 	}
 	return space
+}
+
+// FindingOfSpace reports whether finding is keyed sequence space's: it
+// names the space, or, cut to fit the place (maxLostLen), the beginning of
+// its name.
+func FindingOfSpace(finding, space string) bool {
+	got := LostFindingSpace(finding)
+	if got == "" {
+		return false
+	}
+	return got == space || len(finding) == maxLostLen && strings.HasPrefix(space, got)
 }
 
 // PlacedStore is a store that records its place in a set of stores and

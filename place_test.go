@@ -135,3 +135,25 @@ func TestPlace_LongestFits(t *testing.T) {
 		t.Fatalf("%d bytes: %s", n, p)
 	}
 }
+
+// A keyed sequence space's finding is told from a segment tag's, and a
+// space whose name was cut to fit the place is still its space's (its
+// re-arm takes the fence off: frond space rearm).
+func TestFindingOfSpace(t *testing.T) {
+	long := strings.Repeat("s", 60)
+	for _, c := range []struct {
+		finding, space string
+		want           bool
+	}{
+		{LostFinding(1_800_000_000, LostSpace("msgs")), "msgs", true},
+		{LostFinding(1_800_000_000, LostSpace("msgs")), "msg", false},
+		{LostFinding(1_800_000_000, LostSpace("msgs")), "msgs2", false},
+		{LostFinding(1_800_000_000, "msgs"), "msgs", false}, // a tag's
+		{LostFinding(1_800_000_000, LostSpace(long)), long, true},
+		{LostFinding(1_800_000_000, LostSpace(long)), "t" + long[1:], false},
+	} {
+		if got := FindingOfSpace(c.finding, c.space); got != c.want {
+			t.Errorf("FindingOfSpace(%q, %q) = %v", c.finding, c.space, got)
+		}
+	}
+}

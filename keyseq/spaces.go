@@ -762,7 +762,7 @@ func (s *Spaces) Rearm(ctx context.Context, space string, above int64) (Rearmed,
 		out.Fence = p.Lost
 		switch {
 		case !p.Fenced():
-		case frond.LostFindingSpace(p.Lost) != space:
+		case !frond.FindingOfSpace(p.Lost, space):
 			out.Kept = "the store is fenced for another finding (" + p.Lost + "): re-arm what it names (frond space rearm, or frond stores rearm for a segment tag)"
 		default:
 			if out.Lifted, err = frond.LiftLost(ctx, pk, p.Lost); err != nil {
