@@ -40,6 +40,10 @@ func TestE2E_Promtool(t *testing.T) {
 		t.Fatal(err)
 	}
 	redisCLI(t, s.respAddr(), "", "INCR", "order")
+	createSpace(t, s, "prom", 100, 4) // a keyed sequence space's series too (FrondKeyedSequenceStoreLostData)
+	if code, body := s.get("/v1/seq/prom/k"); code != 200 {
+		t.Fatalf("keyed sequence: %d %s", code, body)
+	}
 	code, scrape := s.get("/metrics")
 	if code != 200 {
 		t.Fatalf("/metrics: %d", code)
