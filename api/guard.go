@@ -32,6 +32,12 @@ type GuardOptions struct {
 	// seconds of LeaseRate). 0 turns it off.
 	LeaseRate  float64
 	LeaseBurst float64
+	// StartRate is the keyed sequence spaces per second a token, or a
+	// client address without one, may start on this node by asking for a
+	// space not running here (AllowStart), and StartBurst how many at once
+	// (0: max(1, StartRate)). 0 turns it off.
+	StartRate  float64
+	StartBurst int
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Known reports whether a token is one the server gave out (the admin
@@ -55,6 +61,7 @@ type Guard struct {
 	mu      sync.Mutex
 	buckets map[string]*bucket
 	leases  map[string]*bucket // IDs leased, by key (AllowLease)
+	starts  map[string]*bucket // spaces started, by key (AllowStart)
 	fails   map[netip.Prefix]*failures
 	swept   time.Time    // when fails was last cleared of past windows
 	failing atomic.Int64 // len(fails): with the rate limit off and no failures, Admit takes no lock
@@ -73,11 +80,14 @@ type failures struct {
 
 // NewGuard returns a Guard, or nil when both limits are off.
 func NewGuard(o GuardOptions) *Guard {
-	if o.Rate <= 0 && o.AuthFailures <= 0 && o.LeaseRate <= 0 {
+	if o.Rate <= 0 && o.AuthFailures <= 0 && o.LeaseRate <= 0 && o.StartRate <= 0 {
 		return nil
 	}
 	if o.LeaseBurst <= 0 {
 		o.LeaseBurst = 10 * o.LeaseRate
+	}
+	if o.StartBurst <= 0 {
+		o.StartBurst = max(1, int(math.Ceil(o.StartRate)))
 	}
 	if o.Burst <= 0 {
 		o.Burst = max(1, int(math.Ceil(o.Rate)))
@@ -88,7 +98,7 @@ func NewGuard(o GuardOptions) *Guard {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Guard{o: o, buckets: map[string]*bucket{}, leases: map[string]*bucket{}, fails: map[netip.Prefix]*failures{}}
+	return &Guard{o: o, buckets: map[string]*bucket{}, leases: map[string]*bucket{}, starts: map[string]*bucket{}, fails: map[netip.Prefix]*failures{}}
 }
 
 // Refused is how many requests the Guard has refused.

@@ -211,12 +211,19 @@ type Sequences struct {
 	MaxSpaceMemory int64 `koanf:"max_space_memory"`
 	// MaxSpaces bounds the spaces a node serves at once (keyseq.NodeOptions.MaxSpaces).
 	MaxSpaces int `koanf:"max_spaces"`
+	// MaxSectionReads bounds what the rounds of leases of the spaces a node
+	// serves read per second (keyseq.NodeOptions.MaxSectionReads).
+	MaxSectionReads float64 `koanf:"max_section_reads"`
 	// IdleAfter stops a space asked nothing on this node for that long
 	// (keyseq.NodeOptions.IdleAfter).
 	IdleAfter time.Duration `koanf:"idle_after"`
 	// MinResidency keeps a space asked within it from being stopped to
 	// make room (keyseq.NodeOptions.MinResidency).
 	MinResidency time.Duration `koanf:"min_residency"`
+	// StartRate and StartBurst bound the spaces a token or address starts
+	// on a node by asking for them (api.GuardOptions.StartRate); 0: off.
+	StartRate  float64 `koanf:"start_rate"`
+	StartBurst int     `koanf:"start_burst"`
 }
 
 // envSkip are FROND_ variables that are not configuration keys: the

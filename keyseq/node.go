@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,6 +40,16 @@ type NodeOptions struct {
 	// (TableBytes); a larger space is refused at creation and not started
 	// (ErrMemoryBudget). 0: DefaultMaxSpaceMemory; negative: no bound.
 	MaxSpace int64
+	// MaxSectionReads bounds the sections the rounds of leases of every
+	// space this node runs read from the store per second, each space
+	// costing RoundCost (its sections × 3 / TTL): a space past it alone is
+	// refused at creation and not started; past it with the others, the
+	// one asked for least recently is stopped first, as past MaxSpaces
+	// (issue 69: a space of 65,536 sections under a 1 s lease read 196,608
+	// a second on SQLite, its rounds ran past their deadline, every lease
+	// lapsed and every key answered 503). 0: DefaultMaxSectionReads;
+	// negative: no bound.
+	MaxSectionReads float64
 	// MaxSpaces bounds the spaces a node serves at once (Spaces): past it,
 	// the one asked for least recently is stopped (its sections given
 	// back) before another starts, so that requests naming every space
@@ -486,14 +497,18 @@ func (n *Node) Round(ctx context.Context) error {
 	}
 	// Sections served but no longer the store's for this node (a pause past
 	// the lease): stop before the gate is opened again.
-	lost := false
+	var lapsed []int
 	for i := range n.eng.sections {
 		if !slices.Contains(held, i) && n.eng.granted(i) {
 			n.eng.revoke(i)
 			n.lapses.Add(1)
-			n.log.Warn("keyed sequence: a section's lease ran out before its renewal", "space", sp.Name, "section", i)
-			lost = true
+			lapsed = append(lapsed, i)
 		}
+	}
+	lost := len(lapsed) > 0
+	if lost {
+		// One line a round, however many (65,536 lines a round before).
+		n.log.Warn("keyed sequence: sections' leases ran out before their renewal", "space", sp.Name, "sections", SectionsText(lapsed), "count", len(lapsed))
 	}
 	n.open(sent)
 	readAt := n.o.Clock()
@@ -549,7 +564,7 @@ func (n *Node) Round(ctx context.Context) error {
 		}
 		if len(give) > 0 {
 			n.releases.Add(uint64(len(give)))
-			n.log.Info("keyed sequence: sections given back", "space", sp.Name, "sections", GivenSections(give), "share", share, "members", len(t.Members))
+			n.log.Info("keyed sequence: sections given back", "space", sp.Name, "sections", SectionsText(GivenSections(give)), "count", len(give), "share", share, "members", len(t.Members))
 			err := n.store.Release(ctx, sp.Name, give, n.me)
 			nt := Table{Owners: slices.Clone(t.Owners), Members: t.Members}
 			for _, g := range give {
@@ -634,7 +649,7 @@ func (n *Node) Round(ctx context.Context) error {
 		}
 	}
 	n.takes.Add(uint64(len(got)))
-	n.log.Info("keyed sequence: sections taken", "space", sp.Name, "asked", take, "took", takenSections(got), "held", len(held), "share", share, "members", len(t.Members))
+	n.log.Info("keyed sequence: sections taken", "space", sp.Name, "asked", SectionsText(take), "took", SectionsText(takenSections(got)), "count", len(got), "held", len(held), "share", share, "members", len(t.Members))
 	n.short.Store(len(held)+len(got) < share && (len(got) < len(take) || waiting) || rescuing || len(held)+len(got) > share)
 	if !n.short.Load() && len(held)+len(got) < share {
 		n.short.Store(n.expectRelease(t, share))
@@ -787,4 +802,42 @@ func (n *Node) halt(then func()) {
 			then()
 		}
 	})
+}
+
+// maxRuns is how many runs of sections SectionsText writes.
+const maxRuns = 16
+
+// SectionsText writes sections (in any order) as runs, "0-99 205 300-310",
+// at most maxRuns of them and then how many more: a log line of a space of
+// 65,536 sections stays short (a line of every number was 765 KB).
+func SectionsText(sections []int) string {
+	if len(sections) == 0 {
+		return ""
+	}
+	ids := slices.Clone(sections)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	var b strings.Builder
+	runs := 0
+	for i := 0; i < len(ids); {
+		j := i
+		for j+1 < len(ids) && ids[j+1] == ids[j]+1 {
+			j++
+		}
+		if runs == maxRuns {
+			fmt.Fprintf(&b, " and %d more", len(ids)-i)
+			break
+		}
+		if runs > 0 {
+			b.WriteByte(' ')
+		}
+		if j > i {
+			fmt.Fprintf(&b, "%d-%d", ids[i], ids[j])
+		} else {
+			fmt.Fprintf(&b, "%d", ids[i])
+		}
+		runs++
+		i = j + 1
+	}
+	return b.String()
 }

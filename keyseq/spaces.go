@@ -103,6 +103,7 @@ type Spaces struct {
 	misses    sync.Map
 	missCount atomic.Int64
 	askFloors FloorsAsker   // how Rearm asks the other nodes for their floors
+	mayStart  StartLimit    // whether a request's caller may start a space here now
 	replays   Replays       // the numbers of the signed requests of other nodes seen (Verify)
 	nodes     sync.Map      // name -> *Node: the spaces started, read without the lock
 	starts    atomic.Uint64 // the spaces started so far (LeaseOwner)
@@ -222,9 +223,21 @@ func (s *Spaces) CheckAdvertise(ctx context.Context, probe Prober, tries int) er
 		"the other nodes forward requests for its sections there and fail: set sequences.advertise to HOST:PORT where the other nodes reach this node's HTTP API", s.me.Addr, err)
 }
 
+// StartLimit says whether the caller of a request (its context's) may
+// start space on this node now (nil), or why not: api.Guard.AllowStart,
+// sequences.start_rate. A request that finds the space started is not
+// asked about.
+type StartLimit func(ctx context.Context, space string) error
+
+// SetStartLimit sets the limit on the spaces a request starts (the
+// spaces an admin creates start without it), before the node serves.
+// Without it any request starts any space that exists (issue 69: every
+// start is a round of leases and, past sequences.max_spaces, an eviction).
+func (s *Spaces) SetStartLimit(l StartLimit) { s.mayStart = l }
+
 // start returns the space's node, started (its first round run) if it
-// was not.
-func (s *Spaces) start(ctx context.Context, sp Space) (*Node, error) {
+// was not; asked: for a request (the start limit applies), not a creation.
+func (s *Spaces) start(ctx context.Context, sp Space, asked bool) (*Node, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -233,7 +246,12 @@ func (s *Spaces) start(ctx context.Context, sp Space) (*Node, error) {
 	if n, ok := s.nodes.Load(sp.Name); ok {
 		return n.(*Node), nil
 	}
-	if err := s.evict(ctx, sp.Name); err != nil {
+	if asked && s.mayStart != nil {
+		if err := s.mayStart(ctx, sp.Name); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.evict(ctx, sp); err != nil {
 		return nil, err
 	}
 	// A new owner for each start (LeaseOwner): a late give-back of an
@@ -346,41 +364,69 @@ func (s *Spaces) minResidency() time.Duration {
 	return s.o.MinResidency
 }
 
-// evict stops the space asked for least recently when the node serves
-// MaxSpaces already, unless it was asked within MinResidency (then the new
-// space is refused: ErrSpacesFull); called with s.mu held.
-func (s *Spaces) evict(ctx context.Context, name string) error {
+// DefaultMaxSectionReads is NodeOptions.MaxSectionReads' default: the
+// rounds of one space of MaxSections sections under DefaultLeaseTTL (a
+// round a second reading 65,536 sections took about a third of a core on
+// SQLite).
+const DefaultMaxSectionReads = float64(MaxSections)
+
+// RoundCost is the sections a node's rounds of leases of sp read from the
+// store per second under leases of ttl: every round (one every ttl/3)
+// reads the whole table, whatever share the node holds.
+func RoundCost(sp Space, ttl time.Duration) float64 {
+	return float64(sp.Sections) * 3 / ttl.Seconds()
+}
+
+func (s *Spaces) maxSectionReads() float64 {
+	if s.o.MaxSectionReads == 0 {
+		return DefaultMaxSectionReads
+	}
+	return s.o.MaxSectionReads
+}
+
+// evict makes room for sp: it stops the space asked for least recently
+// while the node serves MaxSpaces already, or the rounds of the spaces it
+// serves and sp's together would read more than MaxSectionReads, unless
+// that space was asked within MinResidency (then sp is refused:
+// ErrSpacesFull); called with s.mu held.
+func (s *Spaces) evict(ctx context.Context, sp Space) error {
 	limit := s.o.MaxSpaces
 	if limit == 0 {
 		limit = DefaultMaxSpaces
 	}
-	if limit < 0 {
-		return nil
-	}
-	var names []string
-	var oldest *Node
-	var oldestName string
-	s.nodes.Range(func(k, v any) bool {
-		names = append(names, k.(string))
-		if n := v.(*Node); oldest == nil || n.used.Load() < oldest.used.Load() {
-			oldest, oldestName = n, k.(string)
+	reads := s.maxSectionReads()
+	for {
+		count, cost := 0, RoundCost(sp, s.ttl())
+		var oldest *Node
+		var oldestName string
+		s.nodes.Range(func(k, v any) bool {
+			n := v.(*Node)
+			count++
+			cost += RoundCost(n.eng.space, s.ttl())
+			if oldest == nil || n.used.Load() < oldest.used.Load() {
+				oldest, oldestName = n, k.(string)
+			}
+			return true
+		})
+		full := limit >= 0 && count >= limit
+		dear := reads >= 0 && cost > reads
+		if !full && !dear || oldest == nil {
+			return nil
 		}
-		return true
-	})
-	if len(names) < limit || oldest == nil {
-		return nil
+		if r := s.minResidency(); r > 0 && s.now().UnixNano()-oldest.used.Load() < int64(r) {
+			if full {
+				return fmt.Errorf("%w: space %q is not started here now (sequences.max_spaces %d, every one asked within the last %v): another node may serve it; raise sequences.max_spaces", ErrSpacesFull, sp.Name, limit, r)
+			}
+			return fmt.Errorf("%w: space %q is not started here now: its rounds of leases and those of the spaces running here would read %.0f sections a second from the store, past sequences.max_section_reads %.0f, and every one was asked within the last %v: another node may serve it", ErrSpacesFull, sp.Name, cost, reads, r)
+		}
+		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.ttl())
+		s.nodes.Delete(oldestName)
+		if err := oldest.Close(c); err != nil {
+			s.log.Warn("keyed sequence: a space stopped to make room gave its sections back badly (they run out on their own)", "space", oldestName, "err", err)
+		}
+		cancel()
+		s.log.Info("keyed sequence: the space asked for least recently stopped here, to serve another within sequences.max_spaces and sequences.max_section_reads", "space", oldestName, "max_spaces", limit, "max_section_reads", reads)
 	}
-	if r := s.minResidency(); r > 0 && s.now().UnixNano()-oldest.used.Load() < int64(r) {
-		return fmt.Errorf("%w: space %q is not started here now (sequences.max_spaces %d, every one asked within the last %v): another node may serve it; raise sequences.max_spaces", ErrSpacesFull, name, limit, r)
-	}
-	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.ttl())
-	defer cancel()
-	s.nodes.Delete(oldestName)
-	if err := oldest.Close(c); err != nil {
-		s.log.Warn("keyed sequence: a space stopped to make room gave its sections back badly (they run out on their own)", "space", oldestName, "err", err)
-	}
-	s.log.Info("keyed sequence: the space asked for least recently stopped here, to serve another within sequences.max_spaces", "space", oldestName, "max_spaces", limit)
-	return nil
 }
 
 // missTTL is how long a node remembers that a space does not exist: a
@@ -419,7 +465,7 @@ func (s *Spaces) node(ctx context.Context, name string) (*Node, error) {
 	if err := s.fits(sp, ErrMemoryBudget); err != nil {
 		return nil, fmt.Errorf("%w; it is not started here", err)
 	}
-	return s.start(ctx, sp)
+	return s.start(ctx, sp, true)
 }
 
 // maxSpace is the largest table a space may have on this node.
@@ -437,6 +483,10 @@ func (s *Spaces) fits(sp Space, why error) error {
 		return fmt.Errorf("%w: keyed sequence space %q: %d sections of %d counters take %d bytes, past this node's limit for one space (sequences.max_space_memory, %d bytes): "+
 			"use fewer sections or slots (frond space create --sections --slots)", why, sp.Name, sp.Sections, sp.Slots, TableBytes(sp), limit)
 	}
+	if reads := s.maxSectionReads(); reads >= 0 && RoundCost(sp, s.ttl()) > reads {
+		return fmt.Errorf("%w: keyed sequence space %q: the rounds of leases of %d sections under a lease of %v read %.0f sections a second from the store, past this node's limit (sequences.max_section_reads, %.0f): "+
+			"use at most %d sections (frond space create --sections)", why, sp.Name, sp.Sections, s.ttl(), RoundCost(sp, s.ttl()), reads, int(reads*s.ttl().Seconds()/3))
+	}
 	return nil
 }
 
@@ -453,7 +503,7 @@ func (s *Spaces) Create(ctx context.Context, sp Space) (Space, error) {
 		return Space{}, err
 	}
 	s.misses.Delete(sp.Name)
-	if _, err := s.start(ctx, sp); err != nil {
+	if _, err := s.start(ctx, sp, false); err != nil {
 		return Space{}, err
 	}
 	return sp, nil

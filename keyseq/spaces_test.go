@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -455,5 +456,82 @@ func TestSpaces_CutNodeRelays(t *testing.T) {
 				t.Fatalf("%s from %s, c cut from the store and its section taken by another: %v", key, s.Me().Addr, err)
 			}
 		}
+	}
+}
+
+func TestSectionsText(t *testing.T) {
+	many := make([]int, 65536)
+	for i := range many {
+		many[i] = i
+	}
+	var odd []int
+	for i := 1; i < 100; i += 2 {
+		odd = append(odd, i)
+	}
+	for _, c := range []struct {
+		in   []int
+		want string
+	}{
+		{nil, ""},
+		{[]int{7}, "7"},
+		{[]int{3, 1, 2, 2, 9, 5, 6}, "1-3 5-6 9"},
+		{many, "0-65535"},
+		{odd, "1 3 5 7 9 11 13 15 17 19 21 23 25 27 29 31 and 34 more"},
+	} {
+		if got := keyseq.SectionsText(c.in); got != c.want {
+			t.Errorf("SectionsText(%v) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// Issue 69: a space of 65,536 sections under a 1 s lease had its rounds
+// read 196,608 sections a second from SQLite: they ran past their
+// deadline, every lease lapsed, and every key answered 503. What the
+// rounds of a node's spaces read a second is bounded
+// (NodeOptions.MaxSectionReads): a space past it alone is refused at
+// creation and not started; past it with the others running, the one
+// asked least recently is stopped first, unless asked within
+// MinResidency.
+func TestSpaces_SectionReadsBounded(t *testing.T) {
+	ctx := testenv.Ctx(t)
+	st := &keyseq.MemLeases{}
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	sp := keyseq.NewSpaces(st, keyseq.Owner{Token: "a", Addr: "a"}, keyseq.NodeOptions{TTL: 3 * time.Second, Clock: clock,
+		Logger: slog.New(slog.DiscardHandler), MaxSectionReads: 100}, nil)
+	defer sp.Close(ctx)
+	// 101 sections under a 3 s lease: 101 a second.
+	_, err := sp.Create(ctx, keyseq.Space{Name: "big", Step: 10, Sections: 101})
+	if !errors.Is(err, frond.ErrInvalidArgument) || !strings.Contains(err.Error(), "max_section_reads") || !strings.Contains(err.Error(), "at most 100 sections") {
+		t.Fatalf("a space past max_section_reads created: %v", err)
+	}
+	// Made by a node with a higher limit: not started here.
+	if err := st.CreateSpace(ctx, keyseq.Space{Name: "big", Step: 10, Sections: 101, Slots: 4}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := sp.Next(ctx, "big", "k", 1, false); !errors.Is(err, frond.ErrStoreUnavailable) || len(sp.Stats()) != 0 {
+		t.Fatalf("a space past max_section_reads started: %v, %d running", err, len(sp.Stats()))
+	}
+	for _, name := range []string{"a", "b"} {
+		if err := st.CreateSpace(ctx, keyseq.Space{Name: name, Step: 10, Sections: 60, Slots: 4}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := sp.Next(ctx, "a", "k", 1, false); err != nil {
+		t.Fatal(err)
+	}
+	// a and b together: 120 a second. a was asked just now: b is refused.
+	if _, _, err := sp.Next(ctx, "b", "k", 1, false); !errors.Is(err, keyseq.ErrSpacesFull) || !strings.Contains(err.Error(), "max_section_reads") {
+		t.Fatalf("b started past max_section_reads while a was in use: %v", err)
+	}
+	mu.Lock()
+	now = now.Add(2 * time.Minute)
+	mu.Unlock()
+	if _, _, err := sp.Next(ctx, "b", "k", 1, false); err != nil {
+		t.Fatal(err)
+	}
+	if s := sp.Stats(); len(s) != 1 || s[0].Name != "b" {
+		t.Fatalf("running: %+v, want b alone (a stopped to make room)", s)
 	}
 }

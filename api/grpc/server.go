@@ -296,9 +296,10 @@ func (s *Server) take(ctx context.Context, r service.Request) (service.Answer, e
 	if v := md.Get(IdempotencyMetadata); len(v) > 0 {
 		r.IdempotencyKey = v[0]
 	}
-	if s.o.Guard.WantsCaller(r.IdempotencyKey != "") {
+	if s.o.Guard.WantsCaller(r.IdempotencyKey != "", r.Kind == service.KindSeq) {
 		// Who asks, for the limits kept per caller where the IDs are
-		// taken: a lease's rate, the memory of idempotency keys.
+		// taken: a lease's rate, the memory of idempotency keys, the
+		// keyed sequence spaces it starts.
 		ctx = api.WithCaller(ctx, callToken(ctx), peerAddr(ctx))
 	}
 	a, err := s.svc.Take(ctx, r)

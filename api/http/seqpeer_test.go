@@ -389,3 +389,61 @@ func TestHostile_SpaceStartsDoNotStarve(t *testing.T) {
 		t.Fatalf("the ninth space refused %d of 64 requests after one request to each of eight others (budget used %d of %d)", refused, budget.Used(), budget.Limit())
 	}
 }
+
+// Issue 69: any anonymous client started any space an admin had made, as
+// many as it named (each start a round of leases on the store and, past
+// sequences.max_spaces, a space stopped). A request that would start a
+// space not running here is now counted against its caller
+// (sequences.start_rate, start_burst: api.Guard.AllowStart); a request for
+// a space already running is not, nor another caller's.
+func TestHostile_SpaceStartsPerCaller(t *testing.T) {
+	mem := &keyseq.MemLeases{}
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	g := api.NewGuard(api.GuardOptions{StartRate: 1, StartBurst: 8, Now: clock})
+	sp := keyseq.NewSpaces(mem, keyseq.Owner{Token: "a", Addr: "127.0.0.1:1"},
+		keyseq.NodeOptions{TTL: time.Minute, Clock: clock, Logger: slog.New(slog.DiscardHandler)}, nil)
+	sp.SetStartLimit(g.AllowStart) // as frond serve does (serveAll)
+	a := newFixture(t, api.Options{Guard: g}, func(c *service.Config) { c.Spaces = sp })
+	for i := range 40 { // made by the admin earlier, or on another node
+		if err := mem.CreateSpace(t.Context(), keyseq.Space{Name: fmt.Sprint("s", i), Step: 100, Sections: 1, Slots: 16}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const attacker, other = "192.0.2.7:1", "192.0.2.8:1"
+	started, refused := 0, 0
+	for i := range 40 {
+		switch r := a.do("GET", fmt.Sprintf("/v1/seq/s%d/k", i), "", ":remote", attacker); r.code {
+		case 200:
+			started++
+		case 429:
+			refused++
+			if r.hdr.Get("Retry-After") == "" || !strings.Contains(r.body, "sequences.start_rate") {
+				t.Fatalf("a refused start says neither when nor why: %v %s", r.hdr, r.body)
+			}
+		default:
+			t.Fatalf("status %d: %s", r.code, r.body)
+		}
+	}
+	if started != 8 || refused != 32 || len(sp.Stats()) != 8 {
+		t.Fatalf("one address asked for 40 spaces under a start burst of 8: %d started, %d refused, %d running", started, refused, len(sp.Stats()))
+	}
+	// The spaces it started answer it on: only starts are counted.
+	for range 20 {
+		a.want(a.do("GET", "/v1/seq/s0/k", "", ":remote", attacker), 200)
+	}
+	// Another caller starts spaces of its own budget.
+	a.want(a.do("GET", "/v1/seq/s20/k", "", ":remote", other), 200)
+	// The rate repays one start a second.
+	a.want(a.do("GET", "/v1/seq/s21/k", "", ":remote", attacker), 429)
+	mu.Lock()
+	now = now.Add(time.Second)
+	mu.Unlock()
+	a.want(a.do("GET", "/v1/seq/s21/k", "", ":remote", attacker), 200)
+	a.want(a.do("GET", "/v1/seq/s22/k", "", ":remote", attacker), 429)
+	// An admin's creation is no request's start: never refused by it.
+	for i := range 10 { // past the burst: each started at its creation
+		a.want(a.do("POST", "/v1/spaces", fmt.Sprintf(`{"name": "made%d", "step": 100, "sections": 1, "slots": 16}`, i)), 201)
+	}
+}

@@ -286,9 +286,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, err)
 			return
 		}
-		if s.opts.Guard.WantsCaller(idempotent) {
+		if s.opts.Guard.WantsCaller(idempotent, strings.HasPrefix(r.URL.Path, "/v1/seq/")) {
 			// Who asks, for the limits kept per caller where the IDs are
-			// taken: a lease's rate, the memory of idempotency keys.
+			// taken: a lease's rate, the memory of idempotency keys, the
+			// keyed sequence spaces it starts.
 			r = r.WithContext(api.WithCaller(r.Context(), token, r.RemoteAddr))
 		}
 		if token != "" {

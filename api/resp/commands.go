@@ -102,8 +102,10 @@ func (s *Server) take(c redcon.Conn, r service.Request) {
 		ctx, cancel = s.ctx()
 		defer cancel()
 	}
-	if r.IdempotencyKey != "" {
-		ctx = api.WithCaller(ctx, sess(c).token, c.RemoteAddr()) // its keys are the caller's
+	if s.o.Guard.WantsCaller(r.IdempotencyKey != "", r.Kind == service.KindSeq) {
+		// Who asks: its idempotency keys are its own, and the keyed
+		// sequence spaces it starts are counted against it.
+		ctx = api.WithCaller(ctx, sess(c).token, c.RemoteAddr())
 	}
 	a, err := s.svc.Take(ctx, r)
 	if err != nil {
@@ -165,7 +167,7 @@ func (s *Server) ranges(c redcon.Conn, args [][]byte) {
 	// Who asks, for the limits where the IDs are taken (ranges: the lease
 	// rate).
 	ctx := s.base
-	if s.o.Guard.WantsCaller(opts[idemKey] != "") {
+	if s.o.Guard.WantsCaller(opts[idemKey] != "", false) {
 		ctx = api.WithCaller(ctx, sess(c).token, c.RemoteAddr())
 	}
 	a, err := s.svc.Take(ctx, service.Request{Kind: service.KindSegment, Name: string(args[1]), Count: n, Ranges: true, Token: sess(c).token, IdempotencyKey: opts[idemKey]})

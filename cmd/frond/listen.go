@@ -103,9 +103,13 @@ func serveAll(fes []*frontEnd, svc *service.Service, m *api.Metrics, cfg *config
 	}
 	guard := api.NewGuard(api.GuardOptions{Rate: cfg.Limits.Rate, Burst: cfg.Limits.Burst,
 		AuthFailures: cfg.Limits.AuthFailures, AuthWindow: cfg.Limits.AuthWindow, Known: known,
-		LeaseRate: cfg.Limits.LeaseRate, LeaseBurst: cfg.Limits.LeaseBurst})
+		LeaseRate: cfg.Limits.LeaseRate, LeaseBurst: cfg.Limits.LeaseBurst,
+		StartRate: cfg.Sequences.StartRate, StartBurst: cfg.Sequences.StartBurst})
 	if guard.LimitsLeases() {
 		svc.SetLeaseLimit(guard) // before any front door serves
+	}
+	if sp := svc.Spaces(); sp != nil && guard.LimitsStarts() {
+		sp.SetStartLimit(guard.AllowStart) // the spaces a request starts, per caller
 	}
 	// One connection policy for every listener (api.ConnPolicy).
 	l := cfg.Limits

@@ -85,7 +85,7 @@ func openSpaces(ctx context.Context, cfg *config.Config, httpAddr net.Addr, log 
 	// served again from below (issue 58).
 	floors := keyseq.NewFileFloors(cfg.DataDir)
 	sp := keyseq.NewSpaces(st, me, keyseq.NodeOptions{TTL: cfg.Sequences.LeaseTTL, Logger: log, Floors: floors,
-		Budget: keyseq.NewBudget(cfg.Sequences.Memory), MaxSpace: cfg.Sequences.MaxSpaceMemory, MaxSpaces: cfg.Sequences.MaxSpaces, IdleAfter: cfg.Sequences.IdleAfter, MinResidency: cfg.Sequences.MinResidency}, httpapi.SeqForwarder(tc, cfg.Sequences.LeaseTTL))
+		Budget: keyseq.NewBudget(cfg.Sequences.Memory), MaxSpace: cfg.Sequences.MaxSpaceMemory, MaxSpaces: cfg.Sequences.MaxSpaces, MaxSectionReads: cfg.Sequences.MaxSectionReads, IdleAfter: cfg.Sequences.IdleAfter, MinResidency: cfg.Sequences.MinResidency}, httpapi.SeqForwarder(tc, cfg.Sequences.LeaseTTL))
 	sp.SetFloorsAsker(httpapi.SeqFloorsAsker(tc, 10*time.Second)) // a re-arm gathers every member's floors
 	log.Info("keyed sequences", "store", storeName(raw), "advertise", addr, "lease_ttl", cfg.Sequences.LeaseTTL)
 	return sp, nil
