@@ -385,4 +385,3 @@ func rssOf(t *testing.T, s *server) int64 {
 	t.Fatal("no VmRSS")
 	return 0
 }
-
