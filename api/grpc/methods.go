@@ -170,8 +170,59 @@ func (s *Server) Decode(_ context.Context, in *frondv1.DecodeRequest) (*frondv1.
 	if err != nil {
 		return nil, err
 	}
+	return decodedPB(d), nil
+}
+
+// decodedPB is a decoded snowflake ID as Decode and Compose answer it.
+func decodedPB(d service.Decoded) *frondv1.Decoded {
 	return &frondv1.Decoded{Id: d.ID, Layout: d.Layout, Time: timestamppb.New(d.Time), Tick: d.Tick, Node: d.Node, Sequence: d.Seq,
-		Datacenter: d.Datacenter, Worker: d.Worker}, nil
+		Datacenter: d.Datacenter, Worker: d.Worker}
+}
+
+func (s *Server) Compose(_ context.Context, in *frondv1.ComposeRequest) (*frondv1.Decoded, error) {
+	at, err := timeOf("time", in.GetTime())
+	if err != nil {
+		return nil, err
+	}
+	d, err := s.svc.Compose(service.ComposeRequest{Layout: in.GetLayout(), Time: at, Node: in.GetNode(), Seq: in.GetSequence(),
+		Datacenter: in.Datacenter, Worker: in.Worker})
+	if err != nil {
+		return nil, err
+	}
+	return decodedPB(d), nil
+}
+
+func (s *Server) Bounds(_ context.Context, in *frondv1.BoundsRequest) (*frondv1.IDBounds, error) {
+	from, err := timeOf("from", in.GetFrom())
+	if err != nil {
+		return nil, err
+	}
+	to, err := timeOf("to", in.GetTo())
+	if err != nil {
+		return nil, err
+	}
+	kind := in.GetKind()
+	if kind == "" {
+		kind = service.KindSnowflake
+	}
+	b, err := s.svc.IDBounds(service.BoundsRequest{Kind: kind, Layout: in.GetLayout(), Version: int(in.GetVersion()),
+		Form: in.GetForm(), Prefix: in.GetPrefix(), From: from, To: to})
+	if err != nil {
+		return nil, err
+	}
+	return &frondv1.IDBounds{Kind: b.Kind, Layout: b.Layout, Version: int32(b.Version), Form: b.Form,
+		From: timestamppb.New(b.From), To: timestamppb.New(b.To), FirstId: b.FirstID, LastId: b.LastID, First: b.First, Last: b.Last}, nil
+}
+
+// timeOf is a request's timestamp, required and valid.
+func timeOf(name string, ts *timestamppb.Timestamp) (time.Time, error) {
+	if ts == nil {
+		return time.Time{}, fmt.Errorf("%w: %s: a time is required", frond.ErrInvalidArgument, name)
+	}
+	if err := ts.CheckValid(); err != nil {
+		return time.Time{}, fmt.Errorf("%w: %s: %v", frond.ErrInvalidArgument, name, err)
+	}
+	return ts.AsTime(), nil
 }
 
 func (s *Server) Info(context.Context, *frondv1.InfoRequest) (*frondv1.NodeInfo, error) {

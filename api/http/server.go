@@ -96,6 +96,8 @@ func New(svc *service.Service, opts api.Options) *Server {
 	mux.HandleFunc("GET /v1/snowflake", s.v1Snowflake)
 	mux.HandleFunc("POST /v1/snowflake", s.noBody(s.v1Snowflake))
 	mux.HandleFunc("GET /v1/decode/{id}", s.v1Decode)
+	mux.HandleFunc("GET /v1/compose", s.v1Compose)
+	mux.HandleFunc("GET /v1/bounds", s.v1Bounds)
 	mux.HandleFunc("GET /v1/info", s.v1Info)
 	mux.HandleFunc("GET /v1/uuid", s.v1UUID)
 	mux.HandleFunc("POST /v1/uuid", s.noBody(s.v1UUID))

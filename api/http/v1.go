@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -371,6 +372,97 @@ func (s *Server) v1Decode(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.writeError(w, r, err)
+}
+
+// v1Compose: GET /v1/compose?time=T[&node=N|&datacenter=D&worker=W][&sequence=S][&layout=NAME]:
+// the snowflake ID of those fields, decoded again (as /v1/decode answers).
+func (s *Server) v1Compose(w http.ResponseWriter, r *http.Request) {
+	d, err := func() (service.Decoded, error) {
+		q, err := parseQuery(r, "time", "node", "datacenter", "worker", "sequence", "layout")
+		if err != nil {
+			return service.Decoded{}, err
+		}
+		raw, _ := q.get("time")
+		var c service.ComposeRequest
+		if c.Time, err = service.ParseTime("time", raw); err != nil {
+			return service.Decoded{}, err
+		}
+		c.Layout, _ = q.get("layout")
+		if c.Node, err = q.int("node", 0, 0, math.MaxInt64); err != nil {
+			return service.Decoded{}, err
+		}
+		if c.Seq, err = q.int("sequence", 0, 0, math.MaxInt64); err != nil {
+			return service.Decoded{}, err
+		}
+		for name, field := range map[string]**int64{"datacenter": &c.Datacenter, "worker": &c.Worker} {
+			if _, ok := q.get(name); ok {
+				v, err := q.int(name, 0, 0, math.MaxInt64)
+				if err != nil {
+					return service.Decoded{}, err
+				}
+				*field = &v
+			}
+		}
+		return s.svc.Compose(c)
+	}()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, decodedJSON{Decoded: d, IDStr: strconv.FormatInt(d.ID, 10)})
+}
+
+// boundsJSON is service.Bounds as the JSON API answers it: a snowflake
+// range's first and last IDs as numbers (and as text in first_str and
+// last_str, for JavaScript), a UUID range's as text.
+type boundsJSON struct {
+	service.Bounds
+	First    any    `json:"first"`
+	Last     any    `json:"last"`
+	FirstStr string `json:"first_str,omitempty"`
+	LastStr  string `json:"last_str,omitempty"`
+}
+
+// v1Bounds: GET /v1/bounds?kind=snowflake|uuid&from=T1&to=T2[&layout=NAME][&version=V][&form=typeid&prefix=P]:
+// the first and the last ID issued at an instant in [from, to).
+func (s *Server) v1Bounds(w http.ResponseWriter, r *http.Request) {
+	b, err := func() (service.Bounds, error) {
+		q, err := parseQuery(r, "kind", "from", "to", "layout", "version", "form", "prefix")
+		if err != nil {
+			return service.Bounds{}, err
+		}
+		var br service.BoundsRequest
+		br.Kind, _ = q.get("kind")
+		if br.Kind == "" {
+			br.Kind = service.KindSnowflake
+		}
+		from, _ := q.get("from")
+		to, _ := q.get("to")
+		if br.From, err = service.ParseTime("from", from); err != nil {
+			return service.Bounds{}, err
+		}
+		if br.To, err = service.ParseTime("to", to); err != nil {
+			return service.Bounds{}, err
+		}
+		v, err := q.int("version", 0, 1, 8)
+		if err != nil {
+			return service.Bounds{}, err
+		}
+		br.Version = int(v)
+		br.Layout, _ = q.get("layout")
+		br.Form, _ = q.get("form")
+		br.Prefix, _ = q.get("prefix")
+		return s.svc.IDBounds(br)
+	}()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := boundsJSON{Bounds: b, First: b.First, Last: b.Last}
+	if b.Kind == service.KindSnowflake {
+		out.First, out.Last, out.FirstStr, out.LastStr = b.FirstID, b.LastID, b.First, b.Last
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 // v1Info: GET /v1/info: worker ID and layout.

@@ -37,6 +37,8 @@ func table() map[string]command {
 		"serial":    {2, 6, []string{"write"}, "SERIAL name [COUNT n] [IDEMPOTENCY-KEY k]: business serial numbers", (*Server).serial},
 		"seq":       {3, 7, []string{"write"}, "SEQ space key [COUNT n] [IDEMPOTENCY-KEY k]: the next value(s) of a key in a keyed sequence space", (*Server).seq},
 		"decode":    {2, 4, []string{"readonly", "fast"}, "DECODE id [LAYOUT l]: a snowflake ID's time, node and sequence", (*Server).decode},
+		"compose":   {2, 12, []string{"readonly", "fast"}, "COMPOSE time [NODE n | DATACENTER d WORKER w] [SEQUENCE s] [LAYOUT l]: the snowflake ID of those fields, decoded", (*Server).compose},
+		"bounds":    {4, 12, []string{"readonly", "fast"}, "BOUNDS snowflake|uuid from to [LAYOUT l] [VERSION 1|6|7] [FORM typeid] [PREFIX p]: the first and the last ID issued in [from, to)", (*Server).bounds},
 		"tag":       {2, 9, []string{"admin", "write"}, "TAG LIST | GET name | CREATE name STEP s [MAXID m] [DESCRIPTION d] | UPDATE name [STEP s] [MAXID m] [DESCRIPTION d] | DELETE name (admin)", (*Server).tag},
 		"space":     {2, 9, []string{"admin", "write"}, "SPACE CREATE name [STEP s] [SECTIONS n] [SLOTS n] | LIST: keyed sequence spaces (admin)", (*Server).space},
 		"reveal":    {4, 9, []string{"admin", "readonly"}, "REVEAL kind form value [key_version] [PREFIX p] [TAG t]: the ID behind a formatted one, or a TypeID's UUID (admin)", (*Server).reveal},
@@ -240,6 +242,90 @@ func (s *Server) decode(c redcon.Conn, args [][]byte) {
 		s.writeErr(c, err)
 		return
 	}
+	writeDecoded(c, d)
+}
+
+// compose: COMPOSE time [NODE n | DATACENTER d WORKER w] [SEQUENCE s]
+// [LAYOUT l], answered as DECODE answers.
+func (s *Server) compose(c redcon.Conn, args [][]byte) {
+	d, err := func() (service.Decoded, error) {
+		opts, err := options(args[2:], "NODE", "DATACENTER", "WORKER", "SEQUENCE", "LAYOUT")
+		if err != nil {
+			return service.Decoded{}, err
+		}
+		r := service.ComposeRequest{Layout: opts["LAYOUT"]}
+		if r.Time, err = service.ParseTime("time", string(args[1])); err != nil {
+			return service.Decoded{}, err
+		}
+		for _, f := range []struct {
+			name string
+			to   *int64
+			ptr  **int64
+		}{{"NODE", &r.Node, nil}, {"SEQUENCE", &r.Seq, nil}, {"DATACENTER", nil, &r.Datacenter}, {"WORKER", nil, &r.Worker}} {
+			v, ok := opts[f.name]
+			if !ok {
+				continue
+			}
+			n, digits := service.Digits(v)
+			if !digits {
+				return service.Decoded{}, fmt.Errorf("%w: %s %q: a whole number from 0", frond.ErrInvalidArgument, f.name, quote([]byte(v)))
+			}
+			if f.to != nil {
+				*f.to = n
+			} else {
+				*f.ptr = &n
+			}
+		}
+		return s.svc.Compose(r)
+	}()
+	if err != nil {
+		s.writeErr(c, err)
+		return
+	}
+	writeDecoded(c, d)
+}
+
+// bounds: BOUNDS snowflake|uuid from to [LAYOUT l] [VERSION v] [FORM
+// typeid] [PREFIX p]: the first and the last ID, integers for snowflake
+// IDs, texts for UUIDs.
+func (s *Server) bounds(c redcon.Conn, args [][]byte) {
+	b, err := func() (service.Bounds, error) {
+		opts, err := options(args[4:], "LAYOUT", "VERSION", "FORM", "PREFIX")
+		if err != nil {
+			return service.Bounds{}, err
+		}
+		r := service.BoundsRequest{Kind: strings.ToLower(string(args[1])), Layout: opts["LAYOUT"], Form: opts["FORM"], Prefix: opts["PREFIX"]}
+		if r.From, err = service.ParseTime("from", string(args[2])); err != nil {
+			return service.Bounds{}, err
+		}
+		if r.To, err = service.ParseTime("to", string(args[3])); err != nil {
+			return service.Bounds{}, err
+		}
+		if v, ok := opts["VERSION"]; ok {
+			n, digits := service.Digits(v)
+			if !digits || n < 1 || n > 8 {
+				return service.Bounds{}, fmt.Errorf("%w: VERSION %q: 1, 6 or 7", frond.ErrInvalidArgument, quote([]byte(v)))
+			}
+			r.Version = int(n)
+		}
+		return s.svc.IDBounds(r)
+	}()
+	if err != nil {
+		s.writeErr(c, err)
+		return
+	}
+	c.WriteArray(2)
+	if b.Kind == service.KindSnowflake {
+		c.WriteInt64(b.FirstID)
+		c.WriteInt64(b.LastID)
+		return
+	}
+	c.WriteBulkString(b.First)
+	c.WriteBulkString(b.Last)
+}
+
+// writeDecoded answers a decoded snowflake ID as field, value pairs.
+func writeDecoded(c redcon.Conn, d service.Decoded) {
 	n := 12
 	if d.Datacenter != nil {
 		n = 16

@@ -28,6 +28,7 @@ func TestDocs_Examples(t *testing.T) {
 	ctx := t.Context()
 
 	_, body := s.get("/v1/segment/x")
+	_, bounds := s.get("/v1/bounds?from=2026-11-01&to=2026-12-01")
 	_, grpcErr := frondv1.NewIDServiceClient(conn).NextSegment(ctx, &frondv1.NextSegmentRequest{Tag: "nope"})
 	respErr := rc.Incr(ctx, "nope").Err()
 	if grpcErr == nil || respErr == nil {
@@ -35,6 +36,7 @@ func TestDocs_Examples(t *testing.T) {
 	}
 	for _, ex := range []struct{ doc, want string }{
 		{"api.md", body},
+		{"kinds.md", "# " + strings.TrimSpace(bounds) + "\n"},
 		{"grpc.md", "  Message: " + status.Convert(grpcErr).Message() + "\n"},
 		{"resp.md", "`-" + respErr.Error() + "`"},
 	} {

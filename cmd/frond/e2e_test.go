@@ -393,6 +393,22 @@ func TestE2E_CLI(t *testing.T) {
 	expect(1, "cannot reach", "id", "snowflake", "--server", "http://127.0.0.1:1")
 	expect(0, "node      491", "decode", "1861083629105360902")
 	expect(2, "no preset", "decode", "1", "--layout", "nope")
+	// Bounds of a range of time (the server's layout), and compose.
+	out = expect(0, "\n", "id", "bounds", "--from", "2026-11-01", "--to", "2026-12-01")
+	lines := strings.Fields(out)
+	if len(lines) != 2 {
+		t.Fatalf("id bounds: %q", out)
+	}
+	expect(0, "time      2026-11-01T00:00:00Z", "decode", lines[0])
+	expect(0, "time      2026-11-30T23:59:59.999Z", "decode", lines[1])
+	expect(0, `"first": "user_01`, "id", "bounds", "--kind", "uuid", "--form", "typeid", "--prefix", "user", "--from", "2026-11-01", "--to", "2026-12-01", "--json")
+	expect(2, "is not before", "id", "bounds", "--from", "2026-12-01", "--to", "2026-11-01")
+	expect(2, "not a time", "id", "bounds", "--from", "soon", "--to", "2026-11-01")
+	expect(3, "invalid_argument", "id", "bounds", "--kind", "segment", "--from", "2026-11-01", "--to", "2026-12-01")
+	composed := expect(0, "sequence  7", "compose", "--time", "2026-11-29T12:00:00.123Z", "--node", "5", "--sequence", "7")
+	id := strings.Fields(composed)[1]
+	expect(0, "time      2026-11-29T12:00:00.123Z", "decode", id)
+	expect(2, "node 1024 out of 0..1023", "compose", "--time", "2026-11-29", "--node", "1024")
 	expect(0, "commit ", "version")
 	expect(0, `"platform"`, "version", "--json")
 	expect(0, "/healthz: ok", "health", "--server", s.url)

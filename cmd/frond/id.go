@@ -1,9 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/keyseq"
@@ -220,6 +222,73 @@ func newIDCmd(e env) *cobra.Command {
 		},
 	}
 	seq.Flags().Int64VarP(&qn, "n", "n", 1, "how many values")
-	c.AddCommand(seg, snow, uu, ser, seq)
+	c.AddCommand(seg, snow, uu, ser, seq, newBoundsCmd(e, cl))
+	return c
+}
+
+// newBoundsCmd is frond id bounds: the first and the last ID issued in a
+// range of time, as the server's layout cuts it (GET /v1/bounds).
+func newBoundsCmd(e env, cl *client) *cobra.Command {
+	var from, to, kind, layout, form, prefix string
+	var version int64
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "bounds --from T1 --to T2",
+		Short: "Print the first and the last ID issued in [from, to): for WHERE id BETWEEN, partitions, archiving",
+		Long: `Print the first and the last ID issued at an instant in [from, to), one per line: every ID
+issued in the range lies between them (IDs of the same first and last tick issued just outside it
+may too: a tick is the layout's resolution). Snowflake IDs by the server's layout (or --layout),
+UUIDs of version 1, 6 or 7, and TypeIDs. Times: RFC 3339, a date (midnight UTC) or Unix
+milliseconds.`,
+		Example: `  frond id bounds --from 2026-11-01 --to 2026-12-01
+  frond id bounds --from 2026-11-29T08:00:00+08:00 --to 2026-11-29T09:00:00+08:00 --json
+  frond id bounds --kind uuid --version 7 --form typeid --prefix user --from 2026-11-01 --to 2026-12-01`,
+		Args: args(cobra.NoArgs),
+		RunE: func(c *cobra.Command, _ []string) error {
+			r := service.BoundsRequest{Kind: kind, Layout: layout, Version: int(version), Form: form, Prefix: prefix}
+			var err error
+			if r.From, err = service.ParseTime("--from", from); err != nil {
+				return usageError{err}
+			}
+			if r.To, err = service.ParseTime("--to", to); err != nil {
+				return usageError{err}
+			}
+			if !r.From.Before(r.To) {
+				return usagef("--from %s is not before --to %s", from, to)
+			}
+			q := url.Values{"kind": {kind}, "from": {r.From.Format(time.RFC3339Nano)}, "to": {r.To.Format(time.RFC3339Nano)}}
+			for k, v := range map[string]string{"layout": layout, "form": form, "prefix": prefix} {
+				if v != "" {
+					q.Set(k, v)
+				}
+			}
+			if version != 0 {
+				q.Set("version", strconv.FormatInt(version, 10))
+			}
+			var out map[string]any
+			if err := cl.do(c.Context(), "GET", "/v1/bounds?"+q.Encode(), nil, &out); err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(e.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(out)
+			}
+			first, last := out["first"], out["last"]
+			if s, ok := out["first_str"].(string); ok {
+				first, last = s, out["last_str"]
+			}
+			fmt.Fprintf(e.stdout, "%v\n%v\n", first, last)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&from, "from", "", "the range's start (inclusive): RFC 3339, a date or Unix milliseconds")
+	c.Flags().StringVar(&to, "to", "", "the range's end (exclusive)")
+	c.Flags().StringVar(&kind, "kind", service.KindSnowflake, "snowflake or uuid")
+	c.Flags().StringVar(&layout, "layout", "", "snowflake layout (default: the server's)")
+	c.Flags().Int64Var(&version, "version", 0, "UUID version: 1, 6 or 7 (default 7)")
+	c.Flags().StringVar(&form, "form", "", "typeid: version 7 as TypeIDs")
+	c.Flags().StringVar(&prefix, "prefix", "", "prefix of TypeIDs")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the server's JSON answer")
 	return c
 }

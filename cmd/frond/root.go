@@ -86,7 +86,7 @@ an error.`,
 	root.SetErr(e.stderr)
 	root.SetContext(ctx)
 	root.SetFlagErrorFunc(flagError)
-	root.AddCommand(newServeCmd(e), newConfigCmd(e), newVersionCmd(e), newIDCmd(e), newTagCmd(e), newSpaceCmd(e), newDecodeCmd(e), newRevealCmd(e), newBenchCmd(e), newHealthCmd(e), newAuditCmd(e), newStoresCmd(e))
+	root.AddCommand(newServeCmd(e), newConfigCmd(e), newVersionCmd(e), newIDCmd(e), newTagCmd(e), newSpaceCmd(e), newDecodeCmd(e), newComposeCmd(e), newRevealCmd(e), newBenchCmd(e), newHealthCmd(e), newAuditCmd(e), newStoresCmd(e))
 	requireSubcommand(root, e)
 	return root
 }

@@ -992,6 +992,308 @@ func (x *Decoded) GetWorker() int64 {
 	return 0
 }
 
+type ComposeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The tick that holds this time is the ID's.
+	Time *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=time,proto3" json:"time,omitempty"`
+	Node int64                  `protobuf:"varint,2,opt,name=node,proto3" json:"node,omitempty"`
+	// With a layout that has datacenter bits: both, in place of node.
+	Datacenter *int64 `protobuf:"varint,3,opt,name=datacenter,proto3,oneof" json:"datacenter,omitempty"`
+	Worker     *int64 `protobuf:"varint,4,opt,name=worker,proto3,oneof" json:"worker,omitempty"`
+	Sequence   int64  `protobuf:"varint,5,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	// A layout name; empty means this node's layout.
+	Layout        string `protobuf:"bytes,6,opt,name=layout,proto3" json:"layout,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ComposeRequest) Reset() {
+	*x = ComposeRequest{}
+	mi := &file_frond_v1_frond_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ComposeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ComposeRequest) ProtoMessage() {}
+
+func (x *ComposeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_frond_v1_frond_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ComposeRequest.ProtoReflect.Descriptor instead.
+func (*ComposeRequest) Descriptor() ([]byte, []int) {
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ComposeRequest) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *ComposeRequest) GetNode() int64 {
+	if x != nil {
+		return x.Node
+	}
+	return 0
+}
+
+func (x *ComposeRequest) GetDatacenter() int64 {
+	if x != nil && x.Datacenter != nil {
+		return *x.Datacenter
+	}
+	return 0
+}
+
+func (x *ComposeRequest) GetWorker() int64 {
+	if x != nil && x.Worker != nil {
+		return *x.Worker
+	}
+	return 0
+}
+
+func (x *ComposeRequest) GetSequence() int64 {
+	if x != nil {
+		return x.Sequence
+	}
+	return 0
+}
+
+func (x *ComposeRequest) GetLayout() string {
+	if x != nil {
+		return x.Layout
+	}
+	return ""
+}
+
+type BoundsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// snowflake (the default) or uuid.
+	Kind string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	From *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=from,proto3" json:"from,omitempty"`
+	// Exclusive.
+	To *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=to,proto3" json:"to,omitempty"`
+	// snowflake: a layout name; empty means this node's layout.
+	Layout string `protobuf:"bytes,4,opt,name=layout,proto3" json:"layout,omitempty"`
+	// uuid: 1, 6 or 7 (0 means 7); form typeid with a prefix for TypeIDs.
+	Version       int32  `protobuf:"varint,5,opt,name=version,proto3" json:"version,omitempty"`
+	Form          string `protobuf:"bytes,6,opt,name=form,proto3" json:"form,omitempty"`
+	Prefix        string `protobuf:"bytes,7,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BoundsRequest) Reset() {
+	*x = BoundsRequest{}
+	mi := &file_frond_v1_frond_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BoundsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BoundsRequest) ProtoMessage() {}
+
+func (x *BoundsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_frond_v1_frond_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BoundsRequest.ProtoReflect.Descriptor instead.
+func (*BoundsRequest) Descriptor() ([]byte, []int) {
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *BoundsRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *BoundsRequest) GetFrom() *timestamppb.Timestamp {
+	if x != nil {
+		return x.From
+	}
+	return nil
+}
+
+func (x *BoundsRequest) GetTo() *timestamppb.Timestamp {
+	if x != nil {
+		return x.To
+	}
+	return nil
+}
+
+func (x *BoundsRequest) GetLayout() string {
+	if x != nil {
+		return x.Layout
+	}
+	return ""
+}
+
+func (x *BoundsRequest) GetVersion() int32 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *BoundsRequest) GetForm() string {
+	if x != nil {
+		return x.Form
+	}
+	return ""
+}
+
+func (x *BoundsRequest) GetPrefix() string {
+	if x != nil {
+		return x.Prefix
+	}
+	return ""
+}
+
+type IDBounds struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Kind    string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Layout  string                 `protobuf:"bytes,2,opt,name=layout,proto3" json:"layout,omitempty"`
+	Version int32                  `protobuf:"varint,3,opt,name=version,proto3" json:"version,omitempty"`
+	Form    string                 `protobuf:"bytes,4,opt,name=form,proto3" json:"form,omitempty"`
+	From    *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=from,proto3" json:"from,omitempty"`
+	To      *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=to,proto3" json:"to,omitempty"`
+	// snowflake: the first and the last ID.
+	FirstId int64 `protobuf:"varint,7,opt,name=first_id,proto3" json:"first_id,omitempty"`
+	LastId  int64 `protobuf:"varint,8,opt,name=last_id,proto3" json:"last_id,omitempty"`
+	// The first and the last ID as text (a UUID's, a TypeID's, or a
+	// snowflake ID's decimal digits).
+	First         string `protobuf:"bytes,9,opt,name=first,proto3" json:"first,omitempty"`
+	Last          string `protobuf:"bytes,10,opt,name=last,proto3" json:"last,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IDBounds) Reset() {
+	*x = IDBounds{}
+	mi := &file_frond_v1_frond_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IDBounds) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IDBounds) ProtoMessage() {}
+
+func (x *IDBounds) ProtoReflect() protoreflect.Message {
+	mi := &file_frond_v1_frond_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IDBounds.ProtoReflect.Descriptor instead.
+func (*IDBounds) Descriptor() ([]byte, []int) {
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *IDBounds) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *IDBounds) GetLayout() string {
+	if x != nil {
+		return x.Layout
+	}
+	return ""
+}
+
+func (x *IDBounds) GetVersion() int32 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *IDBounds) GetForm() string {
+	if x != nil {
+		return x.Form
+	}
+	return ""
+}
+
+func (x *IDBounds) GetFrom() *timestamppb.Timestamp {
+	if x != nil {
+		return x.From
+	}
+	return nil
+}
+
+func (x *IDBounds) GetTo() *timestamppb.Timestamp {
+	if x != nil {
+		return x.To
+	}
+	return nil
+}
+
+func (x *IDBounds) GetFirstId() int64 {
+	if x != nil {
+		return x.FirstId
+	}
+	return 0
+}
+
+func (x *IDBounds) GetLastId() int64 {
+	if x != nil {
+		return x.LastId
+	}
+	return 0
+}
+
+func (x *IDBounds) GetFirst() string {
+	if x != nil {
+		return x.First
+	}
+	return ""
+}
+
+func (x *IDBounds) GetLast() string {
+	if x != nil {
+		return x.Last
+	}
+	return ""
+}
+
 type InfoRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1000,7 +1302,7 @@ type InfoRequest struct {
 
 func (x *InfoRequest) Reset() {
 	*x = InfoRequest{}
-	mi := &file_frond_v1_frond_proto_msgTypes[14]
+	mi := &file_frond_v1_frond_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1012,7 +1314,7 @@ func (x *InfoRequest) String() string {
 func (*InfoRequest) ProtoMessage() {}
 
 func (x *InfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_frond_v1_frond_proto_msgTypes[14]
+	mi := &file_frond_v1_frond_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1025,7 +1327,7 @@ func (x *InfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoRequest.ProtoReflect.Descriptor instead.
 func (*InfoRequest) Descriptor() ([]byte, []int) {
-	return file_frond_v1_frond_proto_rawDescGZIP(), []int{14}
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{17}
 }
 
 type NodeInfo struct {
@@ -1062,7 +1364,7 @@ type NodeInfo struct {
 
 func (x *NodeInfo) Reset() {
 	*x = NodeInfo{}
-	mi := &file_frond_v1_frond_proto_msgTypes[15]
+	mi := &file_frond_v1_frond_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1074,7 +1376,7 @@ func (x *NodeInfo) String() string {
 func (*NodeInfo) ProtoMessage() {}
 
 func (x *NodeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_frond_v1_frond_proto_msgTypes[15]
+	mi := &file_frond_v1_frond_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1087,7 +1389,7 @@ func (x *NodeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
 func (*NodeInfo) Descriptor() ([]byte, []int) {
-	return file_frond_v1_frond_proto_rawDescGZIP(), []int{15}
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *NodeInfo) GetWorkerId() int64 {
@@ -1207,7 +1509,7 @@ type Layout struct {
 
 func (x *Layout) Reset() {
 	*x = Layout{}
-	mi := &file_frond_v1_frond_proto_msgTypes[16]
+	mi := &file_frond_v1_frond_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1219,7 +1521,7 @@ func (x *Layout) String() string {
 func (*Layout) ProtoMessage() {}
 
 func (x *Layout) ProtoReflect() protoreflect.Message {
-	mi := &file_frond_v1_frond_proto_msgTypes[16]
+	mi := &file_frond_v1_frond_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1232,7 +1534,7 @@ func (x *Layout) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Layout.ProtoReflect.Descriptor instead.
 func (*Layout) Descriptor() ([]byte, []int) {
-	return file_frond_v1_frond_proto_rawDescGZIP(), []int{16}
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Layout) GetName() string {
@@ -1319,7 +1621,7 @@ type RevealRequest struct {
 
 func (x *RevealRequest) Reset() {
 	*x = RevealRequest{}
-	mi := &file_frond_v1_frond_proto_msgTypes[17]
+	mi := &file_frond_v1_frond_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1331,7 +1633,7 @@ func (x *RevealRequest) String() string {
 func (*RevealRequest) ProtoMessage() {}
 
 func (x *RevealRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_frond_v1_frond_proto_msgTypes[17]
+	mi := &file_frond_v1_frond_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1344,7 +1646,7 @@ func (x *RevealRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevealRequest.ProtoReflect.Descriptor instead.
 func (*RevealRequest) Descriptor() ([]byte, []int) {
-	return file_frond_v1_frond_proto_rawDescGZIP(), []int{17}
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RevealRequest) GetKind() string {
@@ -1405,7 +1707,7 @@ type Revealed struct {
 
 func (x *Revealed) Reset() {
 	*x = Revealed{}
-	mi := &file_frond_v1_frond_proto_msgTypes[18]
+	mi := &file_frond_v1_frond_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1417,7 +1719,7 @@ func (x *Revealed) String() string {
 func (*Revealed) ProtoMessage() {}
 
 func (x *Revealed) ProtoReflect() protoreflect.Message {
-	mi := &file_frond_v1_frond_proto_msgTypes[18]
+	mi := &file_frond_v1_frond_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1430,7 +1732,7 @@ func (x *Revealed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Revealed.ProtoReflect.Descriptor instead.
 func (*Revealed) Descriptor() ([]byte, []int) {
-	return file_frond_v1_frond_proto_rawDescGZIP(), []int{18}
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Revealed) GetKind() string {
@@ -1488,7 +1790,7 @@ type Tag struct {
 
 func (x *Tag) Reset() {
 	*x = Tag{}
-	mi := &file_frond_v1_frond_proto_msgTypes[19]
+	mi := &file_frond_v1_frond_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1500,7 +1802,7 @@ func (x *Tag) String() string {
 func (*Tag) ProtoMessage() {}
 
 func (x *Tag) ProtoReflect() protoreflect.Message {
-	mi := &file_frond_v1_frond_proto_msgTypes[19]
+	mi := &file_frond_v1_frond_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1513,7 +1815,7 @@ func (x *Tag) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tag.ProtoReflect.Descriptor instead.
 func (*Tag) Descriptor() ([]byte, []int) {
-	return file_frond_v1_frond_proto_rawDescGZIP(), []int{19}
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Tag) GetName() string {
@@ -1577,7 +1879,7 @@ type ListTagsRequest struct {
 
 func (x *ListTagsRequest) Reset() {
 	*x = ListTagsRequest{}
-	mi := &file_frond_v1_frond_proto_msgTypes[20]
+	mi := &file_frond_v1_frond_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1589,7 +1891,7 @@ func (x *ListTagsRequest) String() string {
 func (*ListTagsRequest) ProtoMessage() {}
 
 func (x *ListTagsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_frond_v1_frond_proto_msgTypes[20]
+	mi := &file_frond_v1_frond_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1602,7 +1904,7 @@ func (x *ListTagsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTagsRequest.ProtoReflect.Descriptor instead.
 func (*ListTagsRequest) Descriptor() ([]byte, []int) {
-	return file_frond_v1_frond_proto_rawDescGZIP(), []int{20}
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListTagsRequest) GetPageSize() int32 {
@@ -1630,7 +1932,7 @@ type TagList struct {
 
 func (x *TagList) Reset() {
 	*x = TagList{}
-	mi := &file_frond_v1_frond_proto_msgTypes[21]
+	mi := &file_frond_v1_frond_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1642,7 +1944,7 @@ func (x *TagList) String() string {
 func (*TagList) ProtoMessage() {}
 
 func (x *TagList) ProtoReflect() protoreflect.Message {
-	mi := &file_frond_v1_frond_proto_msgTypes[21]
+	mi := &file_frond_v1_frond_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1655,7 +1957,7 @@ func (x *TagList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TagList.ProtoReflect.Descriptor instead.
 func (*TagList) Descriptor() ([]byte, []int) {
-	return file_frond_v1_frond_proto_rawDescGZIP(), []int{21}
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *TagList) GetTags() []*Tag {
@@ -1681,7 +1983,7 @@ type GetTagRequest struct {
 
 func (x *GetTagRequest) Reset() {
 	*x = GetTagRequest{}
-	mi := &file_frond_v1_frond_proto_msgTypes[22]
+	mi := &file_frond_v1_frond_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1693,7 +1995,7 @@ func (x *GetTagRequest) String() string {
 func (*GetTagRequest) ProtoMessage() {}
 
 func (x *GetTagRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_frond_v1_frond_proto_msgTypes[22]
+	mi := &file_frond_v1_frond_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1706,7 +2008,7 @@ func (x *GetTagRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTagRequest.ProtoReflect.Descriptor instead.
 func (*GetTagRequest) Descriptor() ([]byte, []int) {
-	return file_frond_v1_frond_proto_rawDescGZIP(), []int{22}
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetTagRequest) GetName() string {
@@ -1735,7 +2037,7 @@ type CreateTagRequest struct {
 
 func (x *CreateTagRequest) Reset() {
 	*x = CreateTagRequest{}
-	mi := &file_frond_v1_frond_proto_msgTypes[23]
+	mi := &file_frond_v1_frond_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1747,7 +2049,7 @@ func (x *CreateTagRequest) String() string {
 func (*CreateTagRequest) ProtoMessage() {}
 
 func (x *CreateTagRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_frond_v1_frond_proto_msgTypes[23]
+	mi := &file_frond_v1_frond_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1760,7 +2062,7 @@ func (x *CreateTagRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTagRequest.ProtoReflect.Descriptor instead.
 func (*CreateTagRequest) Descriptor() ([]byte, []int) {
-	return file_frond_v1_frond_proto_rawDescGZIP(), []int{23}
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CreateTagRequest) GetName() string {
@@ -1821,7 +2123,7 @@ type UpdateTagRequest struct {
 
 func (x *UpdateTagRequest) Reset() {
 	*x = UpdateTagRequest{}
-	mi := &file_frond_v1_frond_proto_msgTypes[24]
+	mi := &file_frond_v1_frond_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1833,7 +2135,7 @@ func (x *UpdateTagRequest) String() string {
 func (*UpdateTagRequest) ProtoMessage() {}
 
 func (x *UpdateTagRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_frond_v1_frond_proto_msgTypes[24]
+	mi := &file_frond_v1_frond_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1846,7 +2148,7 @@ func (x *UpdateTagRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTagRequest.ProtoReflect.Descriptor instead.
 func (*UpdateTagRequest) Descriptor() ([]byte, []int) {
-	return file_frond_v1_frond_proto_rawDescGZIP(), []int{24}
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *UpdateTagRequest) GetName() string {
@@ -1893,7 +2195,7 @@ type DeleteTagRequest struct {
 
 func (x *DeleteTagRequest) Reset() {
 	*x = DeleteTagRequest{}
-	mi := &file_frond_v1_frond_proto_msgTypes[25]
+	mi := &file_frond_v1_frond_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1905,7 +2207,7 @@ func (x *DeleteTagRequest) String() string {
 func (*DeleteTagRequest) ProtoMessage() {}
 
 func (x *DeleteTagRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_frond_v1_frond_proto_msgTypes[25]
+	mi := &file_frond_v1_frond_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1918,7 +2220,7 @@ func (x *DeleteTagRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTagRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTagRequest) Descriptor() ([]byte, []int) {
-	return file_frond_v1_frond_proto_rawDescGZIP(), []int{25}
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *DeleteTagRequest) GetName() string {
@@ -1936,7 +2238,7 @@ type DeleteTagResponse struct {
 
 func (x *DeleteTagResponse) Reset() {
 	*x = DeleteTagResponse{}
-	mi := &file_frond_v1_frond_proto_msgTypes[26]
+	mi := &file_frond_v1_frond_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1948,7 +2250,7 @@ func (x *DeleteTagResponse) String() string {
 func (*DeleteTagResponse) ProtoMessage() {}
 
 func (x *DeleteTagResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_frond_v1_frond_proto_msgTypes[26]
+	mi := &file_frond_v1_frond_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1961,7 +2263,7 @@ func (x *DeleteTagResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTagResponse.ProtoReflect.Descriptor instead.
 func (*DeleteTagResponse) Descriptor() ([]byte, []int) {
-	return file_frond_v1_frond_proto_rawDescGZIP(), []int{26}
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{29}
 }
 
 type Space struct {
@@ -1982,7 +2284,7 @@ type Space struct {
 
 func (x *Space) Reset() {
 	*x = Space{}
-	mi := &file_frond_v1_frond_proto_msgTypes[27]
+	mi := &file_frond_v1_frond_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1994,7 +2296,7 @@ func (x *Space) String() string {
 func (*Space) ProtoMessage() {}
 
 func (x *Space) ProtoReflect() protoreflect.Message {
-	mi := &file_frond_v1_frond_proto_msgTypes[27]
+	mi := &file_frond_v1_frond_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2007,7 +2309,7 @@ func (x *Space) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Space.ProtoReflect.Descriptor instead.
 func (*Space) Descriptor() ([]byte, []int) {
-	return file_frond_v1_frond_proto_rawDescGZIP(), []int{27}
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Space) GetName() string {
@@ -2065,7 +2367,7 @@ type CreateSpaceRequest struct {
 
 func (x *CreateSpaceRequest) Reset() {
 	*x = CreateSpaceRequest{}
-	mi := &file_frond_v1_frond_proto_msgTypes[28]
+	mi := &file_frond_v1_frond_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2077,7 +2379,7 @@ func (x *CreateSpaceRequest) String() string {
 func (*CreateSpaceRequest) ProtoMessage() {}
 
 func (x *CreateSpaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_frond_v1_frond_proto_msgTypes[28]
+	mi := &file_frond_v1_frond_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2090,7 +2392,7 @@ func (x *CreateSpaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSpaceRequest.ProtoReflect.Descriptor instead.
 func (*CreateSpaceRequest) Descriptor() ([]byte, []int) {
-	return file_frond_v1_frond_proto_rawDescGZIP(), []int{28}
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *CreateSpaceRequest) GetName() string {
@@ -2129,7 +2431,7 @@ type ListSpacesRequest struct {
 
 func (x *ListSpacesRequest) Reset() {
 	*x = ListSpacesRequest{}
-	mi := &file_frond_v1_frond_proto_msgTypes[29]
+	mi := &file_frond_v1_frond_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2141,7 +2443,7 @@ func (x *ListSpacesRequest) String() string {
 func (*ListSpacesRequest) ProtoMessage() {}
 
 func (x *ListSpacesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_frond_v1_frond_proto_msgTypes[29]
+	mi := &file_frond_v1_frond_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2154,7 +2456,7 @@ func (x *ListSpacesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSpacesRequest.ProtoReflect.Descriptor instead.
 func (*ListSpacesRequest) Descriptor() ([]byte, []int) {
-	return file_frond_v1_frond_proto_rawDescGZIP(), []int{29}
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{32}
 }
 
 type SpaceList struct {
@@ -2166,7 +2468,7 @@ type SpaceList struct {
 
 func (x *SpaceList) Reset() {
 	*x = SpaceList{}
-	mi := &file_frond_v1_frond_proto_msgTypes[30]
+	mi := &file_frond_v1_frond_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2178,7 +2480,7 @@ func (x *SpaceList) String() string {
 func (*SpaceList) ProtoMessage() {}
 
 func (x *SpaceList) ProtoReflect() protoreflect.Message {
-	mi := &file_frond_v1_frond_proto_msgTypes[30]
+	mi := &file_frond_v1_frond_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2191,7 +2493,7 @@ func (x *SpaceList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SpaceList.ProtoReflect.Descriptor instead.
 func (*SpaceList) Descriptor() ([]byte, []int) {
-	return file_frond_v1_frond_proto_rawDescGZIP(), []int{30}
+	return file_frond_v1_frond_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SpaceList) GetSpaces() []*Space {
@@ -2275,7 +2577,38 @@ const file_frond_v1_frond_proto_rawDesc = "" +
 	"datacenter\x88\x01\x01\x12\x1b\n" +
 	"\x06worker\x18\b \x01(\x03H\x01R\x06worker\x88\x01\x01B\r\n" +
 	"\v_datacenterB\t\n" +
-	"\a_worker\"\r\n" +
+	"\a_worker\"\xe4\x01\n" +
+	"\x0eComposeRequest\x12.\n" +
+	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x12\n" +
+	"\x04node\x18\x02 \x01(\x03R\x04node\x12#\n" +
+	"\n" +
+	"datacenter\x18\x03 \x01(\x03H\x00R\n" +
+	"datacenter\x88\x01\x01\x12\x1b\n" +
+	"\x06worker\x18\x04 \x01(\x03H\x01R\x06worker\x88\x01\x01\x12\x1a\n" +
+	"\bsequence\x18\x05 \x01(\x03R\bsequence\x12\x16\n" +
+	"\x06layout\x18\x06 \x01(\tR\x06layoutB\r\n" +
+	"\v_datacenterB\t\n" +
+	"\a_worker\"\xdd\x01\n" +
+	"\rBoundsRequest\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12.\n" +
+	"\x04from\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04from\x12*\n" +
+	"\x02to\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x02to\x12\x16\n" +
+	"\x06layout\x18\x04 \x01(\tR\x06layout\x12\x18\n" +
+	"\aversion\x18\x05 \x01(\x05R\aversion\x12\x12\n" +
+	"\x04form\x18\x06 \x01(\tR\x04form\x12\x16\n" +
+	"\x06prefix\x18\a \x01(\tR\x06prefix\"\xa0\x02\n" +
+	"\bIDBounds\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x16\n" +
+	"\x06layout\x18\x02 \x01(\tR\x06layout\x12\x18\n" +
+	"\aversion\x18\x03 \x01(\x05R\aversion\x12\x12\n" +
+	"\x04form\x18\x04 \x01(\tR\x04form\x12.\n" +
+	"\x04from\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x04from\x12*\n" +
+	"\x02to\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x02to\x12\x1a\n" +
+	"\bfirst_id\x18\a \x01(\x03R\bfirst_id\x12\x18\n" +
+	"\alast_id\x18\b \x01(\x03R\alast_id\x12\x14\n" +
+	"\x05first\x18\t \x01(\tR\x05first\x12\x12\n" +
+	"\x04last\x18\n" +
+	" \x01(\tR\x04last\"\r\n" +
 	"\vInfoRequest\"\xaf\x04\n" +
 	"\bNodeInfo\x12!\n" +
 	"\tworker_id\x18\x01 \x01(\x03H\x00R\tworker_id\x88\x01\x01\x12\x12\n" +
@@ -2382,7 +2715,7 @@ const file_frond_v1_frond_proto_rawDesc = "" +
 	"\x05slots\x18\x04 \x01(\x05R\x05slots\"\x13\n" +
 	"\x11ListSpacesRequest\"4\n" +
 	"\tSpaceList\x12'\n" +
-	"\x06spaces\x18\x01 \x03(\v2\x0f.frond.v1.SpaceR\x06spaces2\x8b\b\n" +
+	"\x06spaces\x18\x01 \x03(\v2\x0f.frond.v1.SpaceR\x06spaces2\xfa\b\n" +
 	"\tIDService\x12:\n" +
 	"\vNextSegment\x12\x1c.frond.v1.NextSegmentRequest\x1a\r.frond.v1.IDs\x12I\n" +
 	"\x11NextSegmentRanges\x12\".frond.v1.NextSegmentRangesRequest\x1a\x10.frond.v1.Ranges\x12G\n" +
@@ -2392,7 +2725,9 @@ const file_frond_v1_frond_proto_rawDesc = "" +
 	"\n" +
 	"NextSerial\x12\x1b.frond.v1.NextSerialRequest\x1a\x11.frond.v1.Serials\x128\n" +
 	"\aNextSeq\x12\x18.frond.v1.NextSeqRequest\x1a\x13.frond.v1.SeqValues\x124\n" +
-	"\x06Decode\x12\x17.frond.v1.DecodeRequest\x1a\x11.frond.v1.Decoded\x121\n" +
+	"\x06Decode\x12\x17.frond.v1.DecodeRequest\x1a\x11.frond.v1.Decoded\x126\n" +
+	"\aCompose\x12\x18.frond.v1.ComposeRequest\x1a\x11.frond.v1.Decoded\x125\n" +
+	"\x06Bounds\x12\x17.frond.v1.BoundsRequest\x1a\x12.frond.v1.IDBounds\x121\n" +
 	"\x04Info\x12\x15.frond.v1.InfoRequest\x1a\x12.frond.v1.NodeInfo\x125\n" +
 	"\x06Reveal\x12\x17.frond.v1.RevealRequest\x1a\x12.frond.v1.Revealed\x128\n" +
 	"\bListTags\x12\x19.frond.v1.ListTagsRequest\x1a\x11.frond.v1.TagList\x120\n" +
@@ -2416,7 +2751,7 @@ func file_frond_v1_frond_proto_rawDescGZIP() []byte {
 	return file_frond_v1_frond_proto_rawDescData
 }
 
-var file_frond_v1_frond_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_frond_v1_frond_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_frond_v1_frond_proto_goTypes = []any{
 	(*NextSegmentRequest)(nil),       // 0: frond.v1.NextSegmentRequest
 	(*NextSnowflakeRequest)(nil),     // 1: frond.v1.NextSnowflakeRequest
@@ -2432,74 +2767,86 @@ var file_frond_v1_frond_proto_goTypes = []any{
 	(*SeqValues)(nil),                // 11: frond.v1.SeqValues
 	(*DecodeRequest)(nil),            // 12: frond.v1.DecodeRequest
 	(*Decoded)(nil),                  // 13: frond.v1.Decoded
-	(*InfoRequest)(nil),              // 14: frond.v1.InfoRequest
-	(*NodeInfo)(nil),                 // 15: frond.v1.NodeInfo
-	(*Layout)(nil),                   // 16: frond.v1.Layout
-	(*RevealRequest)(nil),            // 17: frond.v1.RevealRequest
-	(*Revealed)(nil),                 // 18: frond.v1.Revealed
-	(*Tag)(nil),                      // 19: frond.v1.Tag
-	(*ListTagsRequest)(nil),          // 20: frond.v1.ListTagsRequest
-	(*TagList)(nil),                  // 21: frond.v1.TagList
-	(*GetTagRequest)(nil),            // 22: frond.v1.GetTagRequest
-	(*CreateTagRequest)(nil),         // 23: frond.v1.CreateTagRequest
-	(*UpdateTagRequest)(nil),         // 24: frond.v1.UpdateTagRequest
-	(*DeleteTagRequest)(nil),         // 25: frond.v1.DeleteTagRequest
-	(*DeleteTagResponse)(nil),        // 26: frond.v1.DeleteTagResponse
-	(*Space)(nil),                    // 27: frond.v1.Space
-	(*CreateSpaceRequest)(nil),       // 28: frond.v1.CreateSpaceRequest
-	(*ListSpacesRequest)(nil),        // 29: frond.v1.ListSpacesRequest
-	(*SpaceList)(nil),                // 30: frond.v1.SpaceList
-	(*timestamppb.Timestamp)(nil),    // 31: google.protobuf.Timestamp
+	(*ComposeRequest)(nil),           // 14: frond.v1.ComposeRequest
+	(*BoundsRequest)(nil),            // 15: frond.v1.BoundsRequest
+	(*IDBounds)(nil),                 // 16: frond.v1.IDBounds
+	(*InfoRequest)(nil),              // 17: frond.v1.InfoRequest
+	(*NodeInfo)(nil),                 // 18: frond.v1.NodeInfo
+	(*Layout)(nil),                   // 19: frond.v1.Layout
+	(*RevealRequest)(nil),            // 20: frond.v1.RevealRequest
+	(*Revealed)(nil),                 // 21: frond.v1.Revealed
+	(*Tag)(nil),                      // 22: frond.v1.Tag
+	(*ListTagsRequest)(nil),          // 23: frond.v1.ListTagsRequest
+	(*TagList)(nil),                  // 24: frond.v1.TagList
+	(*GetTagRequest)(nil),            // 25: frond.v1.GetTagRequest
+	(*CreateTagRequest)(nil),         // 26: frond.v1.CreateTagRequest
+	(*UpdateTagRequest)(nil),         // 27: frond.v1.UpdateTagRequest
+	(*DeleteTagRequest)(nil),         // 28: frond.v1.DeleteTagRequest
+	(*DeleteTagResponse)(nil),        // 29: frond.v1.DeleteTagResponse
+	(*Space)(nil),                    // 30: frond.v1.Space
+	(*CreateSpaceRequest)(nil),       // 31: frond.v1.CreateSpaceRequest
+	(*ListSpacesRequest)(nil),        // 32: frond.v1.ListSpacesRequest
+	(*SpaceList)(nil),                // 33: frond.v1.SpaceList
+	(*timestamppb.Timestamp)(nil),    // 34: google.protobuf.Timestamp
 }
 var file_frond_v1_frond_proto_depIdxs = []int32{
 	4,  // 0: frond.v1.Ranges.ranges:type_name -> frond.v1.Range
-	31, // 1: frond.v1.Decoded.time:type_name -> google.protobuf.Timestamp
-	16, // 2: frond.v1.NodeInfo.layout:type_name -> frond.v1.Layout
-	31, // 3: frond.v1.NodeInfo.started_at:type_name -> google.protobuf.Timestamp
-	31, // 4: frond.v1.Layout.epoch:type_name -> google.protobuf.Timestamp
-	31, // 5: frond.v1.Layout.expires:type_name -> google.protobuf.Timestamp
-	31, // 6: frond.v1.Tag.updated_at:type_name -> google.protobuf.Timestamp
-	19, // 7: frond.v1.TagList.tags:type_name -> frond.v1.Tag
-	27, // 8: frond.v1.SpaceList.spaces:type_name -> frond.v1.Space
-	0,  // 9: frond.v1.IDService.NextSegment:input_type -> frond.v1.NextSegmentRequest
-	3,  // 10: frond.v1.IDService.NextSegmentRanges:input_type -> frond.v1.NextSegmentRangesRequest
-	3,  // 11: frond.v1.IDService.LeaseRanges:input_type -> frond.v1.NextSegmentRangesRequest
-	1,  // 12: frond.v1.IDService.NextSnowflake:input_type -> frond.v1.NextSnowflakeRequest
-	6,  // 13: frond.v1.IDService.NextUUID:input_type -> frond.v1.NextUUIDRequest
-	8,  // 14: frond.v1.IDService.NextSerial:input_type -> frond.v1.NextSerialRequest
-	10, // 15: frond.v1.IDService.NextSeq:input_type -> frond.v1.NextSeqRequest
-	12, // 16: frond.v1.IDService.Decode:input_type -> frond.v1.DecodeRequest
-	14, // 17: frond.v1.IDService.Info:input_type -> frond.v1.InfoRequest
-	17, // 18: frond.v1.IDService.Reveal:input_type -> frond.v1.RevealRequest
-	20, // 19: frond.v1.IDService.ListTags:input_type -> frond.v1.ListTagsRequest
-	22, // 20: frond.v1.IDService.GetTag:input_type -> frond.v1.GetTagRequest
-	23, // 21: frond.v1.IDService.CreateTag:input_type -> frond.v1.CreateTagRequest
-	24, // 22: frond.v1.IDService.UpdateTag:input_type -> frond.v1.UpdateTagRequest
-	25, // 23: frond.v1.IDService.DeleteTag:input_type -> frond.v1.DeleteTagRequest
-	28, // 24: frond.v1.IDService.CreateSpace:input_type -> frond.v1.CreateSpaceRequest
-	29, // 25: frond.v1.IDService.ListSpaces:input_type -> frond.v1.ListSpacesRequest
-	2,  // 26: frond.v1.IDService.NextSegment:output_type -> frond.v1.IDs
-	5,  // 27: frond.v1.IDService.NextSegmentRanges:output_type -> frond.v1.Ranges
-	5,  // 28: frond.v1.IDService.LeaseRanges:output_type -> frond.v1.Ranges
-	2,  // 29: frond.v1.IDService.NextSnowflake:output_type -> frond.v1.IDs
-	7,  // 30: frond.v1.IDService.NextUUID:output_type -> frond.v1.UUIDs
-	9,  // 31: frond.v1.IDService.NextSerial:output_type -> frond.v1.Serials
-	11, // 32: frond.v1.IDService.NextSeq:output_type -> frond.v1.SeqValues
-	13, // 33: frond.v1.IDService.Decode:output_type -> frond.v1.Decoded
-	15, // 34: frond.v1.IDService.Info:output_type -> frond.v1.NodeInfo
-	18, // 35: frond.v1.IDService.Reveal:output_type -> frond.v1.Revealed
-	21, // 36: frond.v1.IDService.ListTags:output_type -> frond.v1.TagList
-	19, // 37: frond.v1.IDService.GetTag:output_type -> frond.v1.Tag
-	19, // 38: frond.v1.IDService.CreateTag:output_type -> frond.v1.Tag
-	19, // 39: frond.v1.IDService.UpdateTag:output_type -> frond.v1.Tag
-	26, // 40: frond.v1.IDService.DeleteTag:output_type -> frond.v1.DeleteTagResponse
-	27, // 41: frond.v1.IDService.CreateSpace:output_type -> frond.v1.Space
-	30, // 42: frond.v1.IDService.ListSpaces:output_type -> frond.v1.SpaceList
-	26, // [26:43] is the sub-list for method output_type
-	9,  // [9:26] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	34, // 1: frond.v1.Decoded.time:type_name -> google.protobuf.Timestamp
+	34, // 2: frond.v1.ComposeRequest.time:type_name -> google.protobuf.Timestamp
+	34, // 3: frond.v1.BoundsRequest.from:type_name -> google.protobuf.Timestamp
+	34, // 4: frond.v1.BoundsRequest.to:type_name -> google.protobuf.Timestamp
+	34, // 5: frond.v1.IDBounds.from:type_name -> google.protobuf.Timestamp
+	34, // 6: frond.v1.IDBounds.to:type_name -> google.protobuf.Timestamp
+	19, // 7: frond.v1.NodeInfo.layout:type_name -> frond.v1.Layout
+	34, // 8: frond.v1.NodeInfo.started_at:type_name -> google.protobuf.Timestamp
+	34, // 9: frond.v1.Layout.epoch:type_name -> google.protobuf.Timestamp
+	34, // 10: frond.v1.Layout.expires:type_name -> google.protobuf.Timestamp
+	34, // 11: frond.v1.Tag.updated_at:type_name -> google.protobuf.Timestamp
+	22, // 12: frond.v1.TagList.tags:type_name -> frond.v1.Tag
+	30, // 13: frond.v1.SpaceList.spaces:type_name -> frond.v1.Space
+	0,  // 14: frond.v1.IDService.NextSegment:input_type -> frond.v1.NextSegmentRequest
+	3,  // 15: frond.v1.IDService.NextSegmentRanges:input_type -> frond.v1.NextSegmentRangesRequest
+	3,  // 16: frond.v1.IDService.LeaseRanges:input_type -> frond.v1.NextSegmentRangesRequest
+	1,  // 17: frond.v1.IDService.NextSnowflake:input_type -> frond.v1.NextSnowflakeRequest
+	6,  // 18: frond.v1.IDService.NextUUID:input_type -> frond.v1.NextUUIDRequest
+	8,  // 19: frond.v1.IDService.NextSerial:input_type -> frond.v1.NextSerialRequest
+	10, // 20: frond.v1.IDService.NextSeq:input_type -> frond.v1.NextSeqRequest
+	12, // 21: frond.v1.IDService.Decode:input_type -> frond.v1.DecodeRequest
+	14, // 22: frond.v1.IDService.Compose:input_type -> frond.v1.ComposeRequest
+	15, // 23: frond.v1.IDService.Bounds:input_type -> frond.v1.BoundsRequest
+	17, // 24: frond.v1.IDService.Info:input_type -> frond.v1.InfoRequest
+	20, // 25: frond.v1.IDService.Reveal:input_type -> frond.v1.RevealRequest
+	23, // 26: frond.v1.IDService.ListTags:input_type -> frond.v1.ListTagsRequest
+	25, // 27: frond.v1.IDService.GetTag:input_type -> frond.v1.GetTagRequest
+	26, // 28: frond.v1.IDService.CreateTag:input_type -> frond.v1.CreateTagRequest
+	27, // 29: frond.v1.IDService.UpdateTag:input_type -> frond.v1.UpdateTagRequest
+	28, // 30: frond.v1.IDService.DeleteTag:input_type -> frond.v1.DeleteTagRequest
+	31, // 31: frond.v1.IDService.CreateSpace:input_type -> frond.v1.CreateSpaceRequest
+	32, // 32: frond.v1.IDService.ListSpaces:input_type -> frond.v1.ListSpacesRequest
+	2,  // 33: frond.v1.IDService.NextSegment:output_type -> frond.v1.IDs
+	5,  // 34: frond.v1.IDService.NextSegmentRanges:output_type -> frond.v1.Ranges
+	5,  // 35: frond.v1.IDService.LeaseRanges:output_type -> frond.v1.Ranges
+	2,  // 36: frond.v1.IDService.NextSnowflake:output_type -> frond.v1.IDs
+	7,  // 37: frond.v1.IDService.NextUUID:output_type -> frond.v1.UUIDs
+	9,  // 38: frond.v1.IDService.NextSerial:output_type -> frond.v1.Serials
+	11, // 39: frond.v1.IDService.NextSeq:output_type -> frond.v1.SeqValues
+	13, // 40: frond.v1.IDService.Decode:output_type -> frond.v1.Decoded
+	13, // 41: frond.v1.IDService.Compose:output_type -> frond.v1.Decoded
+	16, // 42: frond.v1.IDService.Bounds:output_type -> frond.v1.IDBounds
+	18, // 43: frond.v1.IDService.Info:output_type -> frond.v1.NodeInfo
+	21, // 44: frond.v1.IDService.Reveal:output_type -> frond.v1.Revealed
+	24, // 45: frond.v1.IDService.ListTags:output_type -> frond.v1.TagList
+	22, // 46: frond.v1.IDService.GetTag:output_type -> frond.v1.Tag
+	22, // 47: frond.v1.IDService.CreateTag:output_type -> frond.v1.Tag
+	22, // 48: frond.v1.IDService.UpdateTag:output_type -> frond.v1.Tag
+	29, // 49: frond.v1.IDService.DeleteTag:output_type -> frond.v1.DeleteTagResponse
+	30, // 50: frond.v1.IDService.CreateSpace:output_type -> frond.v1.Space
+	33, // 51: frond.v1.IDService.ListSpaces:output_type -> frond.v1.SpaceList
+	33, // [33:52] is the sub-list for method output_type
+	14, // [14:33] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_frond_v1_frond_proto_init() }
@@ -2508,16 +2855,17 @@ func file_frond_v1_frond_proto_init() {
 		return
 	}
 	file_frond_v1_frond_proto_msgTypes[13].OneofWrappers = []any{}
-	file_frond_v1_frond_proto_msgTypes[15].OneofWrappers = []any{}
-	file_frond_v1_frond_proto_msgTypes[23].OneofWrappers = []any{}
-	file_frond_v1_frond_proto_msgTypes[24].OneofWrappers = []any{}
+	file_frond_v1_frond_proto_msgTypes[14].OneofWrappers = []any{}
+	file_frond_v1_frond_proto_msgTypes[18].OneofWrappers = []any{}
+	file_frond_v1_frond_proto_msgTypes[26].OneofWrappers = []any{}
+	file_frond_v1_frond_proto_msgTypes[27].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_frond_v1_frond_proto_rawDesc), len(file_frond_v1_frond_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   31,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -35,6 +35,8 @@ const (
 	IDService_NextSerial_FullMethodName        = "/frond.v1.IDService/NextSerial"
 	IDService_NextSeq_FullMethodName           = "/frond.v1.IDService/NextSeq"
 	IDService_Decode_FullMethodName            = "/frond.v1.IDService/Decode"
+	IDService_Compose_FullMethodName           = "/frond.v1.IDService/Compose"
+	IDService_Bounds_FullMethodName            = "/frond.v1.IDService/Bounds"
 	IDService_Info_FullMethodName              = "/frond.v1.IDService/Info"
 	IDService_Reveal_FullMethodName            = "/frond.v1.IDService/Reveal"
 	IDService_ListTags_FullMethodName          = "/frond.v1.IDService/ListTags"
@@ -79,6 +81,13 @@ type IDServiceClient interface {
 	NextSeq(ctx context.Context, in *NextSeqRequest, opts ...grpc.CallOption) (*SeqValues, error)
 	// Decode splits a snowflake ID into its time, node and sequence.
 	Decode(ctx context.Context, in *DecodeRequest, opts ...grpc.CallOption) (*Decoded, error)
+	// Compose builds the snowflake ID of a time, a node and a sequence
+	// (Decode's inverse), answered decoded.
+	Compose(ctx context.Context, in *ComposeRequest, opts ...grpc.CallOption) (*Decoded, error)
+	// Bounds answers the first and the last ID issued at an instant in
+	// [from, to): snowflake IDs, or UUIDs of version 1, 6 or 7 (TypeIDs with
+	// form typeid), for WHERE id BETWEEN first AND last.
+	Bounds(ctx context.Context, in *BoundsRequest, opts ...grpc.CallOption) (*IDBounds, error)
 	// Info answers this node's worker ID, layout and limits.
 	Info(ctx context.Context, in *InfoRequest, opts ...grpc.CallOption) (*NodeInfo, error)
 	// Reveal answers the ID behind a formatted one (admin: it undoes the
@@ -187,6 +196,26 @@ func (c *iDServiceClient) Decode(ctx context.Context, in *DecodeRequest, opts ..
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Decoded)
 	err := c.cc.Invoke(ctx, IDService_Decode_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *iDServiceClient) Compose(ctx context.Context, in *ComposeRequest, opts ...grpc.CallOption) (*Decoded, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Decoded)
+	err := c.cc.Invoke(ctx, IDService_Compose_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *iDServiceClient) Bounds(ctx context.Context, in *BoundsRequest, opts ...grpc.CallOption) (*IDBounds, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(IDBounds)
+	err := c.cc.Invoke(ctx, IDService_Bounds_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -316,6 +345,13 @@ type IDServiceServer interface {
 	NextSeq(context.Context, *NextSeqRequest) (*SeqValues, error)
 	// Decode splits a snowflake ID into its time, node and sequence.
 	Decode(context.Context, *DecodeRequest) (*Decoded, error)
+	// Compose builds the snowflake ID of a time, a node and a sequence
+	// (Decode's inverse), answered decoded.
+	Compose(context.Context, *ComposeRequest) (*Decoded, error)
+	// Bounds answers the first and the last ID issued at an instant in
+	// [from, to): snowflake IDs, or UUIDs of version 1, 6 or 7 (TypeIDs with
+	// form typeid), for WHERE id BETWEEN first AND last.
+	Bounds(context.Context, *BoundsRequest) (*IDBounds, error)
 	// Info answers this node's worker ID, layout and limits.
 	Info(context.Context, *InfoRequest) (*NodeInfo, error)
 	// Reveal answers the ID behind a formatted one (admin: it undoes the
@@ -370,6 +406,12 @@ func (UnimplementedIDServiceServer) NextSeq(context.Context, *NextSeqRequest) (*
 }
 func (UnimplementedIDServiceServer) Decode(context.Context, *DecodeRequest) (*Decoded, error) {
 	return nil, status.Error(codes.Unimplemented, "method Decode not implemented")
+}
+func (UnimplementedIDServiceServer) Compose(context.Context, *ComposeRequest) (*Decoded, error) {
+	return nil, status.Error(codes.Unimplemented, "method Compose not implemented")
+}
+func (UnimplementedIDServiceServer) Bounds(context.Context, *BoundsRequest) (*IDBounds, error) {
+	return nil, status.Error(codes.Unimplemented, "method Bounds not implemented")
 }
 func (UnimplementedIDServiceServer) Info(context.Context, *InfoRequest) (*NodeInfo, error) {
 	return nil, status.Error(codes.Unimplemented, "method Info not implemented")
@@ -548,6 +590,42 @@ func _IDService_Decode_Handler(srv interface{}, ctx context.Context, dec func(in
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(IDServiceServer).Decode(ctx, req.(*DecodeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _IDService_Compose_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ComposeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(IDServiceServer).Compose(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: IDService_Compose_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(IDServiceServer).Compose(ctx, req.(*ComposeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _IDService_Bounds_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(BoundsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(IDServiceServer).Bounds(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: IDService_Bounds_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(IDServiceServer).Bounds(ctx, req.(*BoundsRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -748,6 +826,14 @@ var IDService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Decode",
 			Handler:    _IDService_Decode_Handler,
+		},
+		{
+			MethodName: "Compose",
+			Handler:    _IDService_Compose_Handler,
+		},
+		{
+			MethodName: "Bounds",
+			Handler:    _IDService_Bounds_Handler,
 		},
 		{
 			MethodName: "Info",
