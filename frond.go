@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -76,17 +77,71 @@ const (
 const MistShift = 16
 
 // CheckMapping reports whether m is a mapping: empty, MappingPlain,
-// MappingMist or MappingOpaque.
+// MappingMist, MappingOpaque, or shard bits (ShardMapping).
 func CheckMapping(m string) error {
 	switch m {
 	case "", MappingPlain, MappingMist, MappingOpaque:
 		return nil
 	}
+	if ShardBits(m) > 0 {
+		return nil
+	}
 	if len(m) > 40 {
 		m = m[:40] + "..."
 	}
-	return fmt.Errorf("%w: mapping %q: plain, mist or opaque", ErrInvalidArgument, m)
+	return fmt.Errorf("%w: mapping %q: plain, mist, opaque or shard:K (K shard bits, 1 to %d)", ErrInvalidArgument, m, MaxShardBits)
 }
+
+// MaxShardBits is the most shard bits a tag may have (ShardMapping).
+const MaxShardBits = 16
+
+// shardPrefix begins a mapping of shard bits ("shard:4").
+const shardPrefix = "shard:"
+
+// ShardMapping is the mapping of a tag with bits shard bits (1 to
+// MaxShardBits), "shard:4": its numbers are its counter n moved up by the
+// bits, the shard below (n<<bits | shard), so that the number modulo
+// 2^bits routes a row to its shard ("gene IDs"). The shard is given with
+// each request, or derived from a key (ShardOf). Uniqueness is the
+// counter's: two requests never share a counter, whatever shards they
+// ask for.
+func ShardMapping(bits int) string { return shardPrefix + strconv.Itoa(bits) }
+
+// ShardBits is the shard bits of mapping m, 0 when m is no ShardMapping.
+func ShardBits(m string) int {
+	rest, ok := strings.CutPrefix(m, shardPrefix)
+	if !ok || rest == "" || len(rest) > 2 || rest[0] == '0' {
+		return 0
+	}
+	n, err := strconv.Atoi(rest)
+	if err != nil || n < 1 || n > MaxShardBits {
+		return 0
+	}
+	return n
+}
+
+// KeyHash is the hash of a key that every node, version and client
+// language computes alike: FNV-1a of its bytes (64-bit), then MurmurHash3's
+// 64-bit finaliser (fmix64) so that its low bits are as good as its high
+// ones. Keyed sequences take a key's section from it, and tags with shard
+// bits a key's shard (ShardOf); docs/kinds.md lists test vectors.
+func KeyHash(key string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(key); i++ {
+		h ^= uint64(key[i])
+		h *= 1099511628211
+	}
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return h
+}
+
+// ShardOf is the shard of key under bits shard bits: the low bits of
+// KeyHash(key).
+func ShardOf(key string, bits int) int64 { return int64(KeyHash(key) & (1<<bits - 1)) }
 
 // StoredMapping is the form of a mapping stores keep: empty for plain
 // numbers, so that a tag without a mapping record (a Leaf table) is plain.
@@ -120,6 +175,8 @@ func MappingFloor(from, to string, top int64) (int64, error) {
 	switch {
 	case from == to:
 		return top, nil
+	case ShardBits(from) > 0 || ShardBits(to) > 0:
+		return 0, fmt.Errorf("%w: a tag's shard bits are set when it is created: its numbers and their shards would meet another mapping's; use a new tag", ErrInvalidArgument)
 	case from == MappingOpaque || to == MappingOpaque:
 		return 0, fmt.Errorf("%w: a tag's mapping cannot change to or from opaque: an opaque number may be any number below 2^width, so no raise moves the tag past the numbers it gave; use a new tag", ErrInvalidArgument)
 	case from == "" && to == MappingMist:
@@ -174,7 +231,8 @@ func checkStoredMapping(m string) error {
 	if !ok {
 		return CheckMapping(m)
 	}
-	if m != MappingChange(from, to) || from == to || from == MappingOpaque || to == MappingOpaque || CheckMapping(from) != nil || CheckMapping(to) != nil {
+	if m != MappingChange(from, to) || from == to || from == MappingOpaque || to == MappingOpaque || ShardBits(from) > 0 || ShardBits(to) > 0 ||
+		CheckMapping(from) != nil || CheckMapping(to) != nil {
 		return fmt.Errorf("%w: mapping %q: a change of mapping is plain>mist or mist>plain", ErrInvalidArgument, m)
 	}
 	return nil

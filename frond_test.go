@@ -152,3 +152,47 @@ func TestMappingFloor(t *testing.T) {
 		t.Errorf("mist to plain past 2^47: %v", err)
 	}
 }
+
+// The test vectors of KeyHash and ShardOf that docs/kinds.md publishes for
+// clients in other languages (checked there against a Python version).
+func TestKeyHash_Vectors(t *testing.T) {
+	for _, v := range []struct {
+		key         string
+		hash        uint64
+		s1, s4, s10 int64
+	}{
+		{"", 0xefd01f60ba992926, 0, 6, 294},
+		{"a", 0x82a2a958a9bece5b, 1, 11, 603},
+		{"user-42", 0xa39532c7ab051e8d, 1, 13, 653},
+		{"tenant-7", 0xc9050cf8782d9e66, 0, 6, 614},
+		{"shop:10086", 0x176fc3a8d6e8bceb, 1, 11, 235},
+		{"用户-1", 0x3d39baa19bd993df, 1, 15, 991},
+	} {
+		if h := frond.KeyHash(v.key); h != v.hash {
+			t.Errorf("KeyHash(%q) = %#x, want %#x", v.key, h, v.hash)
+		}
+		if a, b, c := frond.ShardOf(v.key, 1), frond.ShardOf(v.key, 4), frond.ShardOf(v.key, 10); a != v.s1 || b != v.s4 || c != v.s10 {
+			t.Errorf("ShardOf(%q, 1/4/10) = %d/%d/%d, want %d/%d/%d", v.key, a, b, c, v.s1, v.s4, v.s10)
+		}
+	}
+}
+
+func TestShardMapping(t *testing.T) {
+	for bits := 1; bits <= frond.MaxShardBits; bits++ {
+		m := frond.ShardMapping(bits)
+		if frond.ShardBits(m) != bits || frond.CheckMapping(m) != nil {
+			t.Errorf("%s: ShardBits %d, CheckMapping %v", m, frond.ShardBits(m), frond.CheckMapping(m))
+		}
+	}
+	for _, bad := range []string{"shard:", "shard:0", "shard:17", "shard:04", "shard:4x", "shard:-1", "shard:100", "Shard:4", "shard: 4"} {
+		if frond.ShardBits(bad) != 0 || frond.CheckMapping(bad) == nil {
+			t.Errorf("%q taken as shard bits", bad)
+		}
+	}
+	// Set at creation: no change to or from shard bits.
+	for _, c := range [][2]string{{"", "shard:4"}, {"shard:4", ""}, {"mist", "shard:2"}, {"shard:2", "shard:3"}} {
+		if _, err := frond.MappingFloor(c[0], c[1], 100); !errors.Is(err, frond.ErrInvalidArgument) {
+			t.Errorf("MappingFloor(%q, %q): %v", c[0], c[1], err)
+		}
+	}
+}

@@ -291,19 +291,7 @@ func (e *Engine) Space() Space { return e.space }
 
 // hash is FNV-1a with a final mix: the same on every node and version, so
 // that a key's section is (its owner is chosen by section).
-func hash(key string) uint64 {
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(key); i++ {
-		h ^= uint64(key[i])
-		h *= 1099511628211
-	}
-	h ^= h >> 33
-	h *= 0xff51afd7ed558ccd
-	h ^= h >> 33
-	h *= 0xc4ceb9fe1a85ec53
-	h ^= h >> 33
-	return h
-}
+func hash(key string) uint64 { return frond.KeyHash(key) }
 
 // CheckKey checks a key: 1 to 255 bytes.
 func CheckKey(key string) error {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -120,6 +121,9 @@ func Numeric(form string) bool {
 // tag whose numbers are not plain they are refused, but for a list of
 // numbers (TinyID), answered in the mapping.
 func (s *Service) fitMapping(r *Request, mapping string) error {
+	if err := fitShard(r, mapping); err != nil {
+		return err
+	}
 	if r.Form == "" {
 		r.Form = mappingForm(mapping)
 	} else if m := FormMapping(r.Form); m != "" && m != mapping {
@@ -147,6 +151,54 @@ func (s *Service) fitMapping(r *Request, mapping string) error {
 		what = "a lease is a range of plain numbers that the client hands out itself"
 	}
 	return fmt.Errorf("%w: tag %s hands out %s numbers (its mapping), and %s", frond.ErrFormNotCarried, Quote(r.Name), frond.MappingName(mapping), what)
+}
+
+// fitShard checks r's shard against the tag's shard bits (mapping), and
+// fills r.Shard from r.ShardKey: a tag with shard bits needs a shard below
+// 2^bits, one without refuses it.
+func fitShard(r *Request, mapping string) error {
+	bits := frond.ShardBits(mapping)
+	given := r.HasShard || r.ShardKey != ""
+	switch {
+	case bits == 0 && given:
+		return fmt.Errorf("%w: tag %s has no shard bits (its mapping is %s): ask without shard or shard_key", frond.ErrInvalidArgument, Quote(r.Name), frond.MappingName(mapping))
+	case bits == 0:
+		return nil
+	case !given:
+		return fmt.Errorf("%w: tag %s has %d shard bits: give shard (0 to %d) or shard_key (the shard is then the key's, frond.ShardOf)", frond.ErrInvalidArgument, Quote(r.Name), bits, 1<<bits-1)
+	case r.ShardKey != "":
+		r.Shard, r.HasShard, r.ShardKey = frond.ShardOf(r.ShardKey, bits), true, ""
+	case r.Shard >= 1<<bits:
+		return fmt.Errorf("%w: shard %d: tag %s has %d shard bits (0 to %d)", frond.ErrInvalidArgument, r.Shard, Quote(r.Name), bits, 1<<bits-1)
+	}
+	return nil
+}
+
+// sharded is ids of a tag of mapping, its counters, as the numbers it
+// hands out: with shard bits each moved up by them, r's shard below; else
+// ids itself. The mapping the numbers are then in: plain for shard bits.
+func sharded(r *Request, mapping string, ids []int64) (string, []int64, error) {
+	bits := frond.ShardBits(mapping)
+	if bits == 0 {
+		return mapping, ids, nil
+	}
+	for i, id := range ids {
+		if id < 0 || id > math.MaxInt64>>bits {
+			return "", nil, fmt.Errorf("%w: tag %s: counter %d does not fit below its %d shard bits: use a new tag", frond.ErrTagExhausted, Quote(r.Name), id, bits)
+		}
+		ids[i] = id<<bits | r.Shard
+	}
+	return "", ids, nil
+}
+
+// tagAnswer answers ids, counters of the tag of r, in its mapping: the
+// shard applied (sharded), then the form.
+func (s *Service) tagAnswer(r *Request, mapping string, ids []int64) (Answer, error) {
+	m, ids, err := sharded(r, mapping, ids)
+	if err != nil {
+		return Answer{}, err
+	}
+	return s.answerIn(KindSegment, m, r.Form, r.Prefix, ids)
 }
 
 // MaxPrefix is the longest prefix of a string ID, TypeID's limit.

@@ -127,14 +127,15 @@ type idemCaller struct {
 // fingerprint is what must match for a key's answer to be given again.
 func fingerprint(r Request) string {
 	b := make([]byte, 0, 64)
-	for _, s := range []string{r.Kind, r.Name, r.Form, r.Namespace, r.Prefix, r.Key} {
+	for _, s := range []string{r.Kind, r.Name, r.Form, r.Namespace, r.Prefix, r.Key, r.ShardKey} {
 		b = append(append(b, s...), 0)
 	}
 	b = strconv.AppendInt(b, r.Count, 10)
 	b = strconv.AppendInt(append(b, 0), int64(r.Version), 10)
-	for _, f := range []bool{r.Ranges, r.Run, r.Lease} {
+	for _, f := range []bool{r.Ranges, r.Run, r.Lease, r.HasShard} {
 		b = strconv.AppendBool(append(b, 0), f)
 	}
+	b = strconv.AppendInt(append(b, 0), r.Shard, 10)
 	return string(b)
 }
 

@@ -82,7 +82,18 @@ type Request struct {
 	// forwarded and signed (keyseq.Peer, checked by the front door): its
 	// caller's token was checked where the caller came in.
 	Peer bool
+	// Shard (with HasShard) or ShardKey is the shard of the IDs of a tag
+	// with shard bits (frond.ShardMapping): every number is the counter
+	// moved up by the bits with the shard below, the shard given, or the
+	// low bits of frond.KeyHash(ShardKey) (frond.ShardOf). A tag without
+	// shard bits refuses them; one with them needs one.
+	Shard    int64
+	HasShard bool
+	ShardKey string
 }
+
+// MaxShardKey is the longest shard key, in bytes.
+const MaxShardKey = 255
 
 // Answer holds the IDs of a request.
 type Answer struct {
@@ -180,11 +191,33 @@ func (s *Service) Check(r *Request) error {
 	if (r.Ranges || r.Run) && r.Kind != KindSegment {
 		return fmt.Errorf("%w: only segment IDs come as ranges", frond.ErrInvalidArgument)
 	}
+	if err := checkShard(r); err != nil {
+		return err
+	}
 	if r.Count < 0 || r.Count > limit {
 		return fmt.Errorf("%w: count %d: must be 1 to %d", frond.ErrInvalidArgument, r.Count, limit)
 	}
 	if r.IdempotencyKey != "" {
 		return checkIdempotencyKey(r.IdempotencyKey)
+	}
+	return nil
+}
+
+// checkShard checks a request's shard or shard key, before the tag's
+// shard bits are known (fitMapping checks it against them).
+func checkShard(r *Request) error {
+	if !r.HasShard && r.ShardKey == "" {
+		return nil
+	}
+	switch {
+	case r.Kind != KindSegment:
+		return fmt.Errorf("%w: a shard is for the IDs of a tag with shard bits, not %s", frond.ErrInvalidArgument, r.Kind)
+	case r.HasShard && r.ShardKey != "":
+		return fmt.Errorf("%w: shard or shard_key, not both", frond.ErrInvalidArgument)
+	case r.HasShard && (r.Shard < 0 || r.Shard >= 1<<frond.MaxShardBits):
+		return fmt.Errorf("%w: shard %d: from 0 to 2^shard_bits-1", frond.ErrInvalidArgument, r.Shard)
+	case len(r.ShardKey) > MaxShardKey:
+		return fmt.Errorf("%w: shard_key of %d bytes: at most %d", frond.ErrInvalidArgument, len(r.ShardKey), MaxShardKey)
 	}
 	return nil
 }
@@ -469,6 +502,7 @@ func (s *Service) takeTag(ctx context.Context, r *Request, mode string, learn bo
 		mode = cmp.Or(k.mode, frond.ModeSegment)
 	}
 	form, ranges, count := r.Form, r.Ranges, r.Count // what fitMapping fills
+	shard, hasShard, shardKey := r.Shard, r.HasShard, r.ShardKey
 	if err := s.fitMapping(r, k.mapping); err != nil {
 		return Answer{}, err
 	}
@@ -502,7 +536,7 @@ func (s *Service) takeTag(ctx context.Context, r *Request, mode string, learn bo
 	} else if n == 1 {
 		var id int64
 		if id, m, err = s.seg.NextMapped(ctx, r.Name); err == nil && m == k.mapping {
-			return s.answerIn(KindSegment, m, r.Form, r.Prefix, []int64{id})
+			return s.tagAnswer(r, m, []int64{id})
 		}
 	} else {
 		var rs []frond.Range
@@ -511,7 +545,7 @@ func (s *Service) takeTag(ctx context.Context, r *Request, mode string, learn bo
 			for _, x := range rs {
 				ids = x.Append(ids)
 			}
-			return s.answerIn(KindSegment, m, r.Form, r.Prefix, ids)
+			return s.tagAnswer(r, m, ids)
 		}
 	}
 	if err != nil && !errors.Is(err, segment.ErrMappingChanged) {
@@ -528,6 +562,7 @@ func (s *Service) takeTag(ctx context.Context, r *Request, mode string, learn bo
 	}
 	s.log.Info("tag mapping learnt from a segment", "tag", r.Name, "was", frond.MappingName(k.mapping), "now", frond.MappingName(m))
 	r.Form, r.Ranges, r.Count = form, ranges, count
+	r.Shard, r.HasShard, r.ShardKey = shard, hasShard, shardKey // a key's shard by the tag's bits as learnt
 	return s.takeTag(ctx, r, mode, false)
 }
 
@@ -591,7 +626,7 @@ func (s *Service) takeSequence(ctx context.Context, r Request, n int64, mapping 
 	for _, x := range rs {
 		ids = x.Append(ids)
 	}
-	return s.answerIn(KindSegment, mapping, r.Form, r.Prefix, ids)
+	return s.tagAnswer(&r, mapping, ids)
 }
 
 func (s *Service) answer(kind, form, prefix string, ids []int64) (Answer, error) {

@@ -356,6 +356,17 @@ func testMappings(t *testing.T, o Opener) {
 	if a := must(s.Allocate(c, plain, 0))(t); a.Mapping != "" {
 		t.Fatalf("allocation of a plain tag: %+v", a)
 	}
+	// Shard bits: kept and handed out as any mapping (issue 70).
+	sharded := uniqueTag(t) + "-shard"
+	if got := must(s.CreateTag(c, frond.Tag{Name: sharded, MaxID: 1, Step: 10, Mapping: frond.ShardMapping(16)}))(t); got.Mapping != "shard:16" {
+		t.Fatalf("created %+v", got)
+	}
+	if a := must(s.Allocate(c, sharded, 0))(t); a.Mapping != "shard:16" || a.Start != 1 {
+		t.Fatalf("allocation of a tag with shard bits: %+v", a)
+	}
+	if got := must(s.Tag(c, sharded))(t); got.Mapping != "shard:16" {
+		t.Fatalf("read back: %+v", got)
+	}
 	if got := must(s.Tag(c, mist))(t); got.Mapping != frond.MappingMist || got.MaxID != 11 {
 		t.Fatalf("read back: %+v", got)
 	}

@@ -38,7 +38,8 @@ func held[M proto.Message](s *Server, ctx context.Context, m M, a service.Answer
 }
 
 func (s *Server) NextSegment(ctx context.Context, in *frondv1.NextSegmentRequest) (*frondv1.IDs, error) {
-	a, err := s.take(ctx, service.Request{Kind: service.KindSegment, Name: in.GetTag(), Count: in.GetN(), Form: in.GetForm(), Prefix: in.GetPrefix(), Numbers: in.GetNumbers(), Token: tagToken(ctx)})
+	a, err := s.take(ctx, service.Request{Kind: service.KindSegment, Name: in.GetTag(), Count: in.GetN(), Form: in.GetForm(), Prefix: in.GetPrefix(), Numbers: in.GetNumbers(), Token: tagToken(ctx),
+		Shard: in.GetShard(), HasShard: in.Shard != nil, ShardKey: in.GetShardKey()})
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,22 @@ var textPlain = []string{"text/plain; charset=utf-8"}
 // leafSegment is Leaf's GET /api/segment/get/{key}: the bare ID as text.
 // A tag whose configured form is opaque answers its opaque number here too.
 func (s *Server) leafSegment(w http.ResponseWriter, r *http.Request) {
-	s.leafTake(w, r, service.Request{Kind: service.KindSegment, Name: r.PathValue("key"), Numbers: true, Token: tagToken(r, queryToken(r))})
+	req := service.Request{Kind: service.KindSegment, Name: r.PathValue("key"), Numbers: true, Token: tagToken(r, queryToken(r))}
+	if raw := r.URL.RawQuery; strings.Contains(raw, "shard") || strings.Contains(raw, "%") {
+		// A tag with shard bits: ?shard_key=user-42 or ?shard=5 (parsed only
+		// when the query may name one: Leaf's route allocates little).
+		q := query{}
+		for k, v := range r.URL.Query() {
+			if k == "shard" || k == "shard_key" {
+				q[k] = v
+			}
+		}
+		if err := shardOf(q, &req); err != nil {
+			s.leafError(w, err)
+			return
+		}
+	}
+	s.leafTake(w, r, req)
 }
 
 // TokenHeader carries a tag token (service.Config.Tokens) on HTTP; the

@@ -99,6 +99,7 @@ func parseID(raw string) (int64, error) {
 type idsJSON struct {
 	Tag    string   `json:"tag,omitempty"`
 	Form   string   `json:"form,omitempty"`
+	Shard  *int64   `json:"shard,omitempty"` // of a tag with shard bits
 	ID     *int64   `json:"id,omitempty"`
 	IDStr  string   `json:"id_str,omitempty"`
 	IDs    []int64  `json:"ids,omitempty"`
@@ -186,6 +187,9 @@ func idsAnswer(a service.Answer) any {
 	if a.Form != service.FormNumber {
 		out.Form = a.Form
 	}
+	if req.HasShard {
+		out.Shard = &req.Shard
+	}
 	if req.Count > 0 {
 		out.IDs, out.IDStrs = a.Nums, a.Texts()
 	} else {
@@ -198,8 +202,28 @@ func idsAnswer(a service.Answer) any {
 }
 
 // v1Segment: GET|POST /v1/segment/{tag}[?n=N][&format=ids|ranges][&form=F][&prefix=P].
+// shardOf reads the shard parameters of a request for a tag with shard
+// bits into req: shard (a whole number) or shard_key (the shard is then
+// the key's, frond.ShardOf); the service checks them against the tag.
+func shardOf(q query, req *service.Request) error {
+	if _, ok := q.get("shard"); ok {
+		n, err := q.int("shard", 0, 0, 1<<frond.MaxShardBits-1)
+		if err != nil {
+			return err
+		}
+		req.Shard, req.HasShard = n, true
+	}
+	if k, ok := q.get("shard_key"); ok {
+		if k == "" {
+			return badRequest("shard_key: an empty key (1 to %d bytes)", service.MaxShardKey)
+		}
+		req.ShardKey = k
+	}
+	return nil
+}
+
 func (s *Server) v1Segment(w http.ResponseWriter, r *http.Request) {
-	s.v1Take(w, r, []string{"n", "format", "form", "prefix", "token", "lease"}, func(q query, req *service.Request) error {
+	s.v1Take(w, r, []string{"n", "format", "form", "prefix", "token", "lease", "shard", "shard_key"}, func(q query, req *service.Request) error {
 		format, _ := q.get("format")
 		if format != "" && format != "ids" && format != "ranges" {
 			return badRequest("format=%s: must be ids or ranges", service.Quote(format))
@@ -230,7 +254,10 @@ func (s *Server) v1Segment(w http.ResponseWriter, r *http.Request) {
 		n, err := parseCount(q, limit)
 		token, _ := q.get("token")
 		*req = service.Request{Kind: service.KindSegment, Name: r.PathValue("tag"), Count: n, Form: form, Prefix: prefix, Ranges: format == "ranges", Lease: lease, Token: tagToken(r, token)}
-		return err
+		if err != nil {
+			return err
+		}
+		return shardOf(q, req)
 	}, func(a service.Answer) any {
 		req := a.Request
 		if !req.Ranges {

@@ -30,7 +30,7 @@ type command struct {
 func table() map[string]command {
 	return map[string]command{
 		"incr":      {2, 2, []string{"write", "fast"}, "the next segment ID of a tag, as an integer", (*Server).incr},
-		"segment":   {2, 10, []string{"write"}, "SEGMENT tag [COUNT n] [FORM f] [PREFIX p] [IDEMPOTENCY-KEY k]: segment IDs", (*Server).segment},
+		"segment":   {2, 12, []string{"write"}, "SEGMENT tag [COUNT n] [FORM f] [PREFIX p] [SHARD s | SHARD-KEY k] [IDEMPOTENCY-KEY k]: segment IDs", (*Server).segment},
 		"ranges":    {3, 5, []string{"write"}, "RANGES tag n [IDEMPOTENCY-KEY k]: n segment IDs as [start, end, stride] ranges (end exclusive)", (*Server).ranges},
 		"snowflake": {1, 9, []string{"write", "fast"}, "SNOWFLAKE [COUNT n] [FORM f] [PREFIX p] [IDEMPOTENCY-KEY k]: snowflake IDs", (*Server).snowflake},
 		"uuid":      {1, 15, []string{"fast"}, "UUID [VERSION 1|3|4|5|6|7] [COUNT n] [NAMESPACE ns NAME x] [FORM typeid [PREFIX p]] [IDEMPOTENCY-KEY k]: UUIDs", (*Server).uuid},
@@ -135,9 +135,23 @@ func (s *Server) incr(c redcon.Conn, args [][]byte) {
 }
 
 func (s *Server) segment(c redcon.Conn, args [][]byte) {
-	if opts, n, ok := s.countOptions(c, args[2:], "COUNT", "FORM", "PREFIX", idemKey); ok {
+	if opts, n, ok := s.countOptions(c, args[2:], "COUNT", "FORM", "PREFIX", idemKey, "SHARD", "SHARD-KEY"); ok {
 		ss := sess(c)
-		s.take(c, service.Request{Kind: service.KindSegment, Name: ss.tag(args[1]), Count: n, Form: opts["FORM"], Prefix: opts["PREFIX"], Token: ss.token, IdempotencyKey: opts[idemKey]})
+		r := service.Request{Kind: service.KindSegment, Name: ss.tag(args[1]), Count: n, Form: opts["FORM"], Prefix: opts["PREFIX"], Token: ss.token, IdempotencyKey: opts[idemKey],
+			ShardKey: opts["SHARD-KEY"]}
+		if v, ok := opts["SHARD"]; ok {
+			shard, digits := service.Digits(v)
+			if !digits {
+				s.writeErr(c, fmt.Errorf("%w: SHARD %q: a whole number from 0", frond.ErrInvalidArgument, quote([]byte(v))))
+				return
+			}
+			r.Shard, r.HasShard = shard, true
+		}
+		if k, ok := opts["SHARD-KEY"]; ok && k == "" {
+			s.writeErr(c, fmt.Errorf("%w: SHARD-KEY: an empty key", frond.ErrInvalidArgument))
+			return
+		}
+		s.take(c, r)
 	}
 }
 

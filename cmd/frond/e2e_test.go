@@ -409,6 +409,14 @@ func TestE2E_CLI(t *testing.T) {
 	id := strings.Fields(composed)[1]
 	expect(0, "time      2026-11-29T12:00:00.123Z", "decode", id)
 	expect(2, "node 1024 out of 0..1023", "compose", "--time", "2026-11-29", "--node", "1024")
+	// A tag with shard bits: every ID carries the key's shard.
+	expect(0, "shard:2", "tag", "create", "orders", "--step", "100", "--mapping", "shard:2")
+	for _, line := range strings.Fields(expect(0, "\n", "id", "segment", "orders", "--shard-key", "user-42", "-n", "3")) {
+		if id, err := strconv.ParseInt(line, 10, 64); err != nil || id%4 != 1 {
+			t.Fatalf("user-42's IDs: %q", line)
+		}
+	}
+	expect(3, "shard bits", "id", "segment", "orders")
 	expect(0, "commit ", "version")
 	expect(0, `"platform"`, "version", "--json")
 	expect(0, "/healthz: ok", "health", "--server", s.url)

@@ -23,7 +23,8 @@ func newIDCmd(e env) *cobra.Command {
 	cl := addClientFlags(c, e)
 	var n int64
 	var ranges bool
-	var form, snowForm, prefix, snowPrefix string
+	var form, snowForm, prefix, snowPrefix, shardKey string
+	var shard int64
 	seg := &cobra.Command{
 		Use:   "segment TAG",
 		Short: "Take segment IDs of a tag",
@@ -31,7 +32,8 @@ func newIDCmd(e env) *cobra.Command {
   frond id segment order -n 100
   frond id segment order -n 1000000 --ranges   # start end stride, one range per line
   frond id segment order --form base62 --prefix ord   # ord_00000000001
-  frond id segment order --form mist`,
+  frond id segment order --form mist
+  frond id segment orders --shard-key user-42 -n 3   # a tag with shard bits: each ID % 2^K is user-42's shard`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
 			tag := a[0]
@@ -48,6 +50,12 @@ func newIDCmd(e env) *cobra.Command {
 			q := url.Values{"n": {strconv.FormatInt(n, 10)}}
 			if form != "" {
 				q.Set("form", form)
+			}
+			if c.Flags().Changed("shard") {
+				q.Set("shard", strconv.FormatInt(shard, 10))
+			}
+			if shardKey != "" {
+				q.Set("shard_key", shardKey)
 			}
 			if prefix != "" {
 				q.Set("prefix", prefix)
@@ -85,6 +93,8 @@ func newIDCmd(e env) *cobra.Command {
 	seg.Flags().BoolVar(&ranges, "ranges", false, "print ranges (start, end exclusive, stride) instead of IDs")
 	seg.Flags().StringVar(&form, "form", "", "form: number, base62, base32, opaque, opaque62, mist (default: the tag's)")
 	seg.Flags().StringVar(&prefix, "prefix", "", "prefix of text IDs, before an underscore (default: the tag's)")
+	seg.Flags().Int64Var(&shard, "shard", 0, "the IDs' shard, of a tag with shard bits (0 to 2^K-1)")
+	seg.Flags().StringVar(&shardKey, "shard-key", "", "the IDs' shard as a key's (a user, a tenant), of a tag with shard bits")
 
 	var sn int64
 	snow := &cobra.Command{

@@ -112,7 +112,7 @@ func newTagCmd(e env) *cobra.Command {
 	var step, maxID int64
 	var desc, mode, mapping string
 	create := &cobra.Command{
-		Use:   "create TAG --step N [--max-id M] [--description TEXT] [--mode segment|sequence] [--mapping plain|mist|opaque]",
+		Use:   "create TAG --step N [--max-id M] [--description TEXT] [--mode segment|sequence] [--mapping plain|mist|opaque|shard:K]",
 		Short: "Create a tag",
 		Long: `Create a tag. Its first segment starts at --max-id (default 1, as Leaf's table).
 With --mode sequence every ID is taken from the store when it is asked for:
@@ -121,12 +121,16 @@ The mode is fixed for the tag's life.
 
 --mapping is how its counter becomes the numbers it hands out, the same on
 every node: plain (the counter), mist (the counter and two random bytes) or
-opaque (a keyed permutation). Without it, the one the server's configured
-form for the tag names (forms:), else plain (docs/kinds.md#a-tags-mapping).`,
+opaque (a keyed permutation), or shard:K (K shard bits, 1 to 16: the counter
+moved up by K bits, the shard each request gives below, for sharded
+databases: docs/kinds.md#shard-bits-gene-ids). Without it, the one the
+server's configured form for the tag names (forms:), else plain
+(docs/kinds.md#a-tags-mapping).`,
 		Example: `  frond tag create order --step 1000
   frond tag create pay --step 2000 --max-id 100000 --description "payment serial numbers"
   frond tag create ticket --step 1 --mode sequence
-  frond tag create invite --step 1000 --mapping mist`,
+  frond tag create invite --step 1000 --mapping mist
+  frond tag create orders --step 1000 --mapping shard:4   # IDs carry 4 shard bits: id % 16`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
 			tag, err := tagArg(a)
@@ -153,7 +157,7 @@ form for the tag names (forms:), else plain (docs/kinds.md#a-tags-mapping).`,
 	create.Flags().Int64Var(&maxID, "max-id", 1, "first ID to hand out")
 	create.Flags().StringVar(&desc, "description", "", "free text")
 	create.Flags().StringVar(&mode, "mode", frond.ModeSegment, "segment (buffered segments, the fastest) or sequence (IDs increase across nodes in answer order)")
-	create.Flags().StringVar(&mapping, "mapping", "", "plain, mist or opaque (default: the server's configured form's, else plain)")
+	create.Flags().StringVar(&mapping, "mapping", "", "plain, mist, opaque or shard:K (default: the server's configured form's, else plain)")
 	// Not MarkFlagRequired: cobra's error for it would not be a usage error (exit 2).
 
 	var sStep, sMax int64

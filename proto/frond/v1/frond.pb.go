@@ -45,7 +45,12 @@ type NextSegmentRequest struct {
 	Numbers bool `protobuf:"varint,4,opt,name=numbers,proto3" json:"numbers,omitempty"`
 	// A prefix before text IDs and an underscore ("ord_2XgH4..."): lowercase
 	// letters and underscores; empty means the tag's configured prefix.
-	Prefix        string `protobuf:"bytes,5,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	Prefix string `protobuf:"bytes,5,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	// A tag with shard bits (mapping shard:K) needs its IDs' shard: given
+	// (0 to 2^K-1), or a key's (shard_key: the low K bits of its hash,
+	// docs/kinds.md#shard-bits-gene-ids). A tag without refuses both.
+	Shard         *int64 `protobuf:"varint,6,opt,name=shard,proto3,oneof" json:"shard,omitempty"`
+	ShardKey      string `protobuf:"bytes,7,opt,name=shard_key,proto3" json:"shard_key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -111,6 +116,20 @@ func (x *NextSegmentRequest) GetNumbers() bool {
 func (x *NextSegmentRequest) GetPrefix() string {
 	if x != nil {
 		return x.Prefix
+	}
+	return ""
+}
+
+func (x *NextSegmentRequest) GetShard() int64 {
+	if x != nil && x.Shard != nil {
+		return *x.Shard
+	}
+	return 0
+}
+
+func (x *NextSegmentRequest) GetShardKey() string {
+	if x != nil {
+		return x.ShardKey
 	}
 	return ""
 }
@@ -2507,13 +2526,16 @@ var File_frond_v1_frond_proto protoreflect.FileDescriptor
 
 const file_frond_v1_frond_proto_rawDesc = "" +
 	"\n" +
-	"\x14frond/v1/frond.proto\x12\bfrond.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"z\n" +
+	"\x14frond/v1/frond.proto\x12\bfrond.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbd\x01\n" +
 	"\x12NextSegmentRequest\x12\x10\n" +
 	"\x03tag\x18\x01 \x01(\tR\x03tag\x12\f\n" +
 	"\x01n\x18\x02 \x01(\x03R\x01n\x12\x12\n" +
 	"\x04form\x18\x03 \x01(\tR\x04form\x12\x18\n" +
 	"\anumbers\x18\x04 \x01(\bR\anumbers\x12\x16\n" +
-	"\x06prefix\x18\x05 \x01(\tR\x06prefix\"P\n" +
+	"\x06prefix\x18\x05 \x01(\tR\x06prefix\x12\x19\n" +
+	"\x05shard\x18\x06 \x01(\x03H\x00R\x05shard\x88\x01\x01\x12\x1c\n" +
+	"\tshard_key\x18\a \x01(\tR\tshard_keyB\b\n" +
+	"\x06_shard\"P\n" +
 	"\x14NextSnowflakeRequest\x12\f\n" +
 	"\x01n\x18\x01 \x01(\x03R\x01n\x12\x12\n" +
 	"\x04form\x18\x02 \x01(\tR\x04form\x12\x16\n" +
@@ -2854,6 +2876,7 @@ func file_frond_v1_frond_proto_init() {
 	if File_frond_v1_frond_proto != nil {
 		return
 	}
+	file_frond_v1_frond_proto_msgTypes[0].OneofWrappers = []any{}
 	file_frond_v1_frond_proto_msgTypes[13].OneofWrappers = []any{}
 	file_frond_v1_frond_proto_msgTypes[14].OneofWrappers = []any{}
 	file_frond_v1_frond_proto_msgTypes[18].OneofWrappers = []any{}

@@ -1,0 +1,52 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/frond-id/frond/api"
+)
+
+// A tag with shard bits over the JSON API and Leaf's: the shard given or
+// a key's, in the number's low bits.
+func TestHTTP_ShardBits(t *testing.T) {
+	f := newFixture(t, api.Options{})
+	f.want(f.do("POST", "/v1/tags", `{"name":"orders","step":100,"mapping":"shard:2"}`), 201, `"mapping":"shard:2"`)
+	r := f.do("GET", "/v1/segment/orders?shard_key=user-42", "")
+	f.want(r, 200, `"shard":1`)
+	var one struct{ ID int64 }
+	json.Unmarshal([]byte(r.body), &one)
+	if one.ID%4 != 1 {
+		t.Fatalf("user-42's ID %d: shard %d, want 1", one.ID, one.ID%4)
+	}
+	r = f.do("GET", "/v1/segment/orders?shard=3&n=5", "")
+	f.want(r, 200, `"shard":3`)
+	var many struct{ IDs []int64 }
+	json.Unmarshal([]byte(r.body), &many)
+	for _, id := range many.IDs {
+		if id%4 != 3 {
+			t.Fatalf("shard=3 answered %v", many.IDs)
+		}
+	}
+	leaf := f.do("GET", "/api/segment/get/orders?shard_key=user-42", "")
+	if id, err := strconv.ParseInt(leaf.body, 10, 64); leaf.code != 200 || err != nil || id%4 != 1 {
+		t.Fatalf("Leaf's API: %d %q", leaf.code, leaf.body)
+	}
+	if leaf := f.do("GET", "/api/segment/get/orders", ""); leaf.code != 500 || !strings.Contains(leaf.body, "shard bits") {
+		t.Fatalf("Leaf's API without a shard: %d %q", leaf.code, leaf.body)
+	}
+	for _, bad := range []string{
+		"/v1/segment/orders",         // no shard
+		"/v1/segment/orders?shard=4", // past 2 bits
+		"/v1/segment/orders?shard=x", // not a number
+		"/v1/segment/orders?shard=-1",
+		"/v1/segment/orders?shard_key=", // empty key
+		"/v1/segment/orders?shard=1&shard_key=k",
+		"/v1/segment/order?shard=1", // a tag without shard bits
+	} {
+		f.want(f.do("GET", bad, ""), 400, `"invalid_argument"`)
+	}
+	f.want(f.do("GET", "/v1/segment/orders?shard=1&format=ranges&n=10", ""), 409, `"form_not_carried"`)
+}

@@ -1,0 +1,110 @@
+package service
+
+import (
+	"errors"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/frond-id/frond"
+	"github.com/frond-id/frond/idfmt"
+	"github.com/frond-id/frond/store/memstore"
+)
+
+// A tag with shard bits hands out n<<bits | shard: the shard given, or a
+// key's; every number routes to its shard by its low bits, and the
+// numbers are unique across shards (the counter's uniqueness), on two
+// nodes of one store.
+func TestShardBits_Tags(t *testing.T) {
+	st := memstore.New(nil)
+	a := mappingNode(t, st, nil)
+	b := mappingNode(t, st, nil)
+	for _, tg := range []frond.Tag{
+		{Name: "orders", MaxID: 1, Step: 50, Mapping: frond.ShardMapping(2)},
+		{Name: "tickets", MaxID: 1, Step: 50, Mapping: frond.ShardMapping(10), Mode: frond.ModeSequence},
+		{Name: "plain", MaxID: 1, Step: 50},
+	} {
+		if _, err := a.CreateTag(bg, tg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rng := rand.New(rand.NewPCG(70, 2))
+	seen := map[int64]bool{}
+	for i := range 600 {
+		node := a
+		if i%2 == 1 {
+			node = b
+		}
+		tag, bits := "orders", 2
+		if i%3 == 0 {
+			tag, bits = "tickets", 10
+		}
+		r := Request{Kind: KindSegment, Name: tag, Count: int64(1 + rng.IntN(3))}
+		want := rng.Int64N(1 << bits)
+		if i%4 == 0 {
+			r.ShardKey = []string{"user-42", "tenant-7", "a", "shop:10086"}[rng.IntN(4)]
+			want = frond.ShardOf(r.ShardKey, bits)
+		} else {
+			r.Shard, r.HasShard = want, true
+		}
+		ans, err := node.Take(bg, r)
+		if err != nil {
+			t.Fatalf("%s shard %d: %v", tag, want, err)
+		}
+		for _, id := range ans.Nums {
+			if id&(1<<bits-1) != want {
+				t.Fatalf("%s: %d has shard %d, want %d", tag, id, id&(1<<bits-1), want)
+			}
+			if seen[id>>bits<<8|int64(len(tag))] {
+				t.Fatalf("%s: counter %d handed out twice", tag, id>>bits)
+			}
+			seen[id>>bits<<8|int64(len(tag))] = true
+		}
+	}
+	// user-42's shard under 2 bits: 13 & 3 = 1 (docs/kinds.md's vectors).
+	ans, err := a.Take(bg, Request{Kind: KindSegment, Name: "orders", ShardKey: "user-42"})
+	if err != nil || ans.Nums[0]%4 != 1 {
+		t.Fatalf("user-42's order: %v, %v", ans.Nums, err)
+	}
+	// Encodings of the number carry the shard too.
+	ans, err = a.Take(bg, Request{Kind: KindSegment, Name: "orders", Shard: 3, HasShard: true, Form: FormBase62})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := idfmt.Base62.Decode(ans.Strs[0]); err != nil || v%4 != 3 {
+		t.Fatalf("base62 %q = %d, %v", ans.Strs[0], v, err)
+	}
+	for _, c := range []struct {
+		r    Request
+		want error
+	}{
+		{Request{Kind: KindSegment, Name: "orders"}, frond.ErrInvalidArgument},                           // no shard
+		{Request{Kind: KindSegment, Name: "orders", Shard: 4, HasShard: true}, frond.ErrInvalidArgument}, // past 2 bits
+		{Request{Kind: KindSegment, Name: "orders", Shard: -1, HasShard: true}, frond.ErrInvalidArgument},
+		{Request{Kind: KindSegment, Name: "orders", Shard: 1, HasShard: true, ShardKey: "k"}, frond.ErrInvalidArgument},
+		{Request{Kind: KindSegment, Name: "plain", Shard: 1, HasShard: true}, frond.ErrInvalidArgument}, // no shard bits
+		{Request{Kind: KindSnowflake, Shard: 1, HasShard: true}, frond.ErrInvalidArgument},
+		{Request{Kind: KindSegment, Name: "orders", Shard: 1, HasShard: true, Form: FormMist}, frond.ErrInvalidArgument},
+		{Request{Kind: KindSegment, Name: "orders", Shard: 1, HasShard: true, Ranges: true, Count: 10}, frond.ErrFormNotCarried},
+		{Request{Kind: KindSegment, Name: "orders", Shard: 1, HasShard: true, Lease: true, Ranges: true, Count: 10}, frond.ErrFormNotCarried},
+	} {
+		if _, err := a.Take(bg, c.r); !errors.Is(err, c.want) {
+			t.Errorf("%+v: %v, want %v", c.r, err, c.want)
+		}
+	}
+	// Set at creation: the mapping does not change to or from shard bits.
+	for _, u := range []struct{ tag, to string }{{"orders", frond.MappingPlain}, {"orders", frond.ShardMapping(3)}, {"plain", frond.ShardMapping(2)}} {
+		if _, err := a.UpdateTag(bg, u.tag, frond.TagUpdate{Mapping: &u.to}); !errors.Is(err, frond.ErrInvalidArgument) {
+			t.Errorf("%s to %s: %v", u.tag, u.to, err)
+		}
+	}
+	// A retry with the key of another shard is no replay.
+	r := Request{Kind: KindSegment, Name: "orders", Shard: 1, HasShard: true, IdempotencyKey: "k1"}
+	first, err := a.Take(bg, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Shard = 2
+	if _, err := a.Take(bg, r); !errors.Is(err, frond.ErrInvalidArgument) {
+		t.Fatalf("the key of shard 1 asked for shard 2: %v (first %v)", err, first.Nums)
+	}
+}
