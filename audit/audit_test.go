@@ -436,3 +436,27 @@ func TestRun_Floors(t *testing.T) {
 		t.Fatalf("a tag missing: %+v", found)
 	}
 }
+
+// Issue 70: a tag with shard bits holds 2^(63-K) counters, Mist's 2^47:
+// its room is counted below that ceiling, not 2^63.
+func TestCheckTag_ShardBitsRoom(t *testing.T) {
+	cfg := config(t, store("store", newStore(t)))
+	cfg.Sample = time.Second
+	a := newAuditor(cfg)
+	// 2^51 counters under 12 shard bits, 10^15 used: 1.25 × 10^15 left,
+	// at 10^7 IDs/s 3.96 years (2^63 would last 29,000 years).
+	r := tagRow{max: 1_000_000_000_000_000, step: 1000, mapping: mappingCode(frond.ShardMapping(12)), read: time.Millisecond}
+	f, ok := a.checkTag("orders", []tagRow{r}, nil, 1e7, true)
+	if !ok || f.Level != Warn || !strings.Contains(f.Message, "below 2^51 (its 12 shard bits) last 4.0 years") {
+		t.Fatalf("a tag with 12 shard bits: %+v", f)
+	}
+	r.mapping = mappingCode("")
+	if f, ok := a.checkTag("plain", []tagRow{r}, nil, 1e7, true); ok && f.Level != OK {
+		t.Fatalf("the same counter without shard bits: %+v", f)
+	}
+	r.mapping = mappingCode(frond.MappingMist)
+	r.max = 1 << 46
+	if f, ok := a.checkTag("mist", []tagRow{r}, nil, 1, true); !ok || f.Level != Warn || !strings.Contains(f.Message, "more than half of the 47-bit space of Mist's counter") {
+		t.Fatalf("a Mist tag past half its counter: %+v", f)
+	}
+}

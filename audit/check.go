@@ -38,20 +38,21 @@ func (a *auditor) checkTag(name string, rows []tagRow, missing []string, rate fl
 	if n := a.open; t.seq && n > 1 {
 		note(Warn, "a sequence tag on %d stores: unique, but not linearizable across the stores (docs/kinds.md)", n)
 	}
-	left := math.MaxInt64 - top
+	ceiling, below, space := ceilingOf(mappings[t.mapping])
+	left := max(0, ceiling-top)
 	lasts := math.Inf(1) // seconds
 	if measured && rate > 0 {
 		lasts = float64(left) / rate
 	}
 	switch {
 	case left < 100*max(t.step, maxStep):
-		note(Danger, "max_id %d: fewer than 100 segments left below 2^63 (%d IDs)", top, left)
+		note(Danger, "max_id %d: fewer than 100 segments left below %s (%d IDs)", top, below, left)
 	case lasts < year.Seconds():
-		note(Danger, "at %.0f IDs/s the IDs left below 2^63 last %s", rate, humanSeconds(lasts))
+		note(Danger, "at %.0f IDs/s the IDs left below %s last %s", rate, below, humanSeconds(lasts))
 	case lasts < 10*year.Seconds():
-		note(Warn, "at %.0f IDs/s the IDs left below 2^63 last %s", rate, humanSeconds(lasts))
-	case top > 1<<62:
-		note(Warn, "max_id %d: more than half of the 63-bit space is used", top)
+		note(Warn, "at %.0f IDs/s the IDs left below %s last %s", rate, below, humanSeconds(lasts))
+	case top > ceiling/2:
+		note(Warn, "max_id %d: more than half of the %s is used", top, space)
 	}
 	if !measured || rate <= 0 || t.seq {
 		if !t.seq && sample > 0 && len(rows) > 0 {
@@ -64,6 +65,20 @@ func (a *auditor) checkTag(name string, rows []tagRow, missing []string, rate fl
 		return Finding{}, false
 	}
 	return Finding{Level: level, Subject: "tag " + name, Message: strings.Join(msgs, "; ")}, true
+}
+
+// ceilingOf is the highest counter a tag of mapping m hands out, and how
+// to say it: 2^63 for plain numbers; a tag with K shard bits moves its
+// counter up by them (2^(63-K): issue 70, shard bits leave less room);
+// Mist's counter is 47 bits.
+func ceilingOf(m string) (ceiling int64, below, space string) {
+	if k := frond.ShardBits(m); k > 0 {
+		return math.MaxInt64 >> k, fmt.Sprintf("2^%d (its %d shard bits)", 63-k, k), fmt.Sprintf("%d-bit space of its counter (its %d shard bits)", 63-k, k)
+	}
+	if frond.ServedMapping(m) == frond.MappingMist {
+		return math.MaxInt64 >> frond.MistShift, fmt.Sprintf("2^%d (Mist's counter)", 63-frond.MistShift), fmt.Sprintf("%d-bit space of Mist's counter", 63-frond.MistShift)
+	}
+	return math.MaxInt64, "2^63", "63-bit space"
 }
 
 // checkMapping notes a tag whose stores hold different mappings (a change

@@ -30,8 +30,14 @@ type tagTable struct {
 // mappings are the mappings a tagTable records: plain (empty), mist,
 // opaque, the two changes of mapping under way (frond.MappingChange), and
 // any other a store holds.
-var mappings = []string{"", frond.MappingMist, frond.MappingOpaque,
-	frond.MappingChange(frond.MappingMist, frond.MappingPlain), frond.MappingChange(frond.MappingPlain, frond.MappingMist), "another"}
+var mappings = func() []string {
+	m := []string{"", frond.MappingMist, frond.MappingOpaque,
+		frond.MappingChange(frond.MappingMist, frond.MappingPlain), frond.MappingChange(frond.MappingPlain, frond.MappingMist)}
+	for k := 1; k <= frond.MaxShardBits; k++ {
+		m = append(m, frond.ShardMapping(k)) // the bits kept: they set the counter's ceiling (ceilingOf)
+	}
+	return append(m, "another")
+}()
 
 func mappingCode(m string) uint8 {
 	if i := slices.Index(mappings[:len(mappings)-1], m); i >= 0 {
