@@ -365,10 +365,11 @@ func (s *Spaces) minResidency() time.Duration {
 }
 
 // DefaultMaxSectionReads is NodeOptions.MaxSectionReads' default: the
-// rounds of one space of MaxSections sections under DefaultLeaseTTL (a
-// round a second reading 65,536 sections took about a third of a core on
-// SQLite).
-const DefaultMaxSectionReads = float64(MaxSections)
+// rounds of one space of 16,384 sections under DefaultLeaseTTL. A round a
+// second reading 65,536 sections took about a third of a core on SQLite
+// on a quiet machine; 60,000 a second on a busy one (the tests of every
+// package at once, 2 cores) ran past their deadline, lapsing every lease.
+const DefaultMaxSectionReads = 16384.0
 
 // RoundCost is the sections a node's rounds of leases of sp read from the
 // store per second under leases of ttl: every round (one every ttl/3)
