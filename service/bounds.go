@@ -26,8 +26,8 @@ func ParseTime(what, in string) (time.Time, error) {
 	}
 	if in[0] == '-' || in[0] >= '0' && in[0] <= '9' {
 		if ms, err := strconv.ParseInt(in, 10, 64); err == nil {
-			if ms < -maxUnixMs || ms > maxUnixMs {
-				return time.Time{}, fmt.Errorf("%w: %s %d: Unix milliseconds within ±%d (years 1 to 9999)", frond.ErrInvalidArgument, what, ms, int64(maxUnixMs))
+			if ms < minUnixMs || ms > maxUnixMs {
+				return time.Time{}, fmt.Errorf("%w: %s %d: Unix milliseconds from %d to %d (years 1 to 9999)", frond.ErrInvalidArgument, what, ms, int64(minUnixMs), int64(maxUnixMs))
 			}
 			return time.UnixMilli(ms).UTC(), nil
 		}
@@ -44,8 +44,12 @@ func ParseTime(what, in string) (time.Time, error) {
 	return t.UTC(), nil
 }
 
-// maxUnixMs keeps a time in Unix milliseconds within years 1 to 9999.
-const maxUnixMs = 253402300799999
+// minUnixMs and maxUnixMs keep a time in Unix milliseconds within years 1
+// to 9999 (0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z).
+const (
+	minUnixMs = -62135596800000
+	maxUnixMs = 253402300799999
+)
 
 // BoundsRequest asks for the first and the last ID of a kind issued at an
 // instant in [From, To): Kind snowflake (of Layout: "" the node's) or

@@ -28,7 +28,10 @@ func TestParseTime(t *testing.T) {
 			t.Errorf("ParseTime(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "yesterday", "2026-11-29T12:00:00", "2026-13-01", "12:00", "1e3", "99999999999999999999", "253402300800000", strings.Repeat("9", 100)} {
+	if got, err := ParseTime("t", "-62135596800000"); err != nil || got.Year() != 1 {
+		t.Errorf("the first millisecond of year 1: %v, %v", got, err)
+	}
+	for _, in := range []string{"-62135596800001", "-253402300799999", "", "yesterday", "2026-11-29T12:00:00", "2026-13-01", "12:00", "1e3", "99999999999999999999", "253402300800000", strings.Repeat("9", 100)} {
 		if _, err := ParseTime("from", in); !errors.Is(err, frond.ErrInvalidArgument) {
 			t.Errorf("ParseTime(%q) err = %v", in, err)
 		} else if len(err.Error()) > 300 {
