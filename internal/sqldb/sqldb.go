@@ -26,6 +26,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/frond-id/frond"
@@ -135,6 +136,21 @@ type DB struct {
 	// Where names the database for messages, without secrets.
 	Where   string
 	Timeout time.Duration
+	// writers queues this process's transactions on one SQLite file (nil
+	// for other kinds): see InTx.
+	writers chan struct{}
+}
+
+// sqliteWriters holds one queue of writers per SQLite file this process
+// opened, whatever pool or store opened it.
+var sqliteWriters sync.Map // absolute path -> chan struct{}
+
+func writersOf(path string) chan struct{} {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	q, _ := sqliteWriters.LoadOrStore(path, make(chan struct{}, 1))
+	return q.(chan struct{})
 }
 
 // Open opens a pool on the database of p. It does not contact the server.
@@ -160,7 +176,11 @@ func Open(p *URL, o Options) (*DB, error) {
 	db.SetMaxOpenConns(o.MaxOpenConns)
 	db.SetMaxIdleConns(o.MaxOpenConns)
 	db.SetConnMaxIdleTime(5 * time.Minute)
-	return &DB{DB: db, Kind: p.Kind, Where: where, Timeout: o.Timeout}, nil
+	d := &DB{DB: db, Kind: p.Kind, Where: where, Timeout: o.Timeout}
+	if p.Kind == SQLite {
+		d.writers = writersOf(SQLitePath(p.u))
+	}
+	return d, nil
 }
 
 // File is the database file of a sqlite URL ("" for other kinds).
@@ -420,8 +440,23 @@ func (d *DB) Retry(ctx context.Context, retries int, op func(ctx context.Context
 
 // InTx runs op in a transaction, committed if op returns nil, again as
 // Retry does.
+//
+// On SQLite the transactions of this process on one file wait their turn in
+// one queue, first come first served, before they ask for the file's write
+// lock: SQLite's busy handler polls for the lock at growing intervals and
+// serves no one in order, so a writer beside eight callers allocating flat
+// out waited past its 30 s deadline (CI, a change of the store's place under
+// load). Other processes on the file still meet the busy handler.
 func (d *DB) InTx(ctx context.Context, retries int, op func(tx *sql.Tx) error) error {
 	return d.Retry(ctx, retries, func(ctx context.Context) error {
+		if d.writers != nil {
+			select {
+			case d.writers <- struct{}{}:
+				defer func() { <-d.writers }()
+			case <-ctx.Done():
+				return fmt.Errorf("%w: waiting for the other writers of %s: %v", frond.ErrStoreUnavailable, d.Where, ctx.Err())
+			}
+		}
 		tx, err := d.BeginTx(ctx, nil)
 		if err != nil {
 			return err
