@@ -157,14 +157,17 @@ func (t TLS) On() bool { return t.CertFile != "" || t.KeyFile != "" }
 type Snowflake struct {
 	// DatacenterBits of the layout's node bits are the datacenter
 	// (seed 000's 5+5); Datacenter is this node's.
-	DatacenterBits uint          `koanf:"datacenter_bits"`
-	Datacenter     int64         `koanf:"datacenter"`
-	MaxBackward    time.Duration `koanf:"max_backward"`
-	MaxLead        time.Duration `koanf:"max_lead"`
-	RandomStart    int64         `koanf:"random_start"`
-	PersistEvery   time.Duration `koanf:"persist_every"`
-	StartupWait    time.Duration `koanf:"startup_wait"`  // 0: 2 x persist_every + max_lead + 1s
-	MaxPeerSkew    time.Duration `koanf:"max_peer_skew"` // negative: no peer clock check
+	DatacenterBits uint  `koanf:"datacenter_bits"`
+	Datacenter     int64 `koanf:"datacenter"`
+	// ShardBits of the layout's sequence bits, the lowest, are the shard a
+	// request names (gene IDs: snowflake.Layout.WithShardBits).
+	ShardBits    uint          `koanf:"shard_bits"`
+	MaxBackward  time.Duration `koanf:"max_backward"`
+	MaxLead      time.Duration `koanf:"max_lead"`
+	RandomStart  int64         `koanf:"random_start"`
+	PersistEvery time.Duration `koanf:"persist_every"`
+	StartupWait  time.Duration `koanf:"startup_wait"`  // 0: 2 x persist_every + max_lead + 1s
+	MaxPeerSkew  time.Duration `koanf:"max_peer_skew"` // negative: no peer clock check
 	// ExpiryWarning: warn (at start, in /readyz) when the layout runs out
 	// within it; negative: never.
 	ExpiryWarning time.Duration `koanf:"expiry_warning"`
@@ -510,6 +513,9 @@ func (c *Config) checkTLS() error {
 func (c *Config) ServiceConfig() service.Config {
 	layout, _ := snowflake.Preset(c.Layout)
 	layout.DatacenterBits = c.Snowflake.DatacenterBits
+	if sharded, err := layout.WithShardBits(c.Snowflake.ShardBits); err == nil { // checked by finish
+		layout = sharded
+	}
 	var key []byte
 	if c.Obfuscation.Key != "" {
 		key = []byte(c.Obfuscation.Key)

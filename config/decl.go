@@ -106,6 +106,13 @@ func (c *Config) decls() []decl {
 			}
 			return nil
 		}},
+		{ptr: &c.Snowflake.ShardBits, def: "0", shown: "`0`", doc: "gene IDs: how many of the layout's sequence bits, the lowest, are the shard a request names (`shard=5` or `shard_key=user-42`, as for a tag with shard bits), so that `id % 2^shard_bits` routes a row to its shard ([kinds.md](kinds.md#shard-bits-gene-ids)). A node issues 2^`shard_bits` times fewer IDs a tick (twitter with 4: 256 a millisecond); a request for a snowflake ID then needs a shard. 0 to 16, fewer than the layout's sequence bits; `0`: none", check: func() error {
+			l, err := snowflake.Preset(c.Layout)
+			if err == nil {
+				_, err = l.WithShardBits(c.Snowflake.ShardBits)
+			}
+			return err
+		}},
 		{ptr: &c.Snowflake.Datacenter, svc: "Snowflake.Datacenter", def: "0", shown: "`0`", flag: "datacenter", usage: "this node's datacenter: 0 to 2^datacenter_bits - 1", doc: "this node's datacenter, 0 to 2^`datacenter_bits` - 1; not 0 only with `datacenter_bits`. The worker registry keeps each datacenter's worker IDs apart (its names get the number; Redis's `frond_dc` is this setting)"},
 		{ptr: &c.Snowflake.MaxBackward, def: "5ms", shown: "`5ms`", doc: "largest backward clock step absorbed; larger ones refuse snowflake IDs. `0s`: the default; negative refuses every backward step (`0s` meant that before this version)"},
 		{ptr: &c.Snowflake.MaxLead, def: "0s", shown: "`0s`", doc: "borrowing: how far ahead of the clock IDs may run when a tick's sequence is used up. `0s`: no borrowing (wait for the next tick); negative refused"},

@@ -321,7 +321,7 @@ func (p *Protocol) checkLayout(ctx context.Context) error {
 	if got != p.o.Layout {
 		return fmt.Errorf("worker registry: %w: %s serves the layout %q, and this node's is %q: "+
 			"the node fields of two layouts meet, so their nodes could issue the same ID. Give every node of this registry the same "+
-			"snowflake.layout and snowflake.datacenter_bits, or give this one another registry (docs/registries.md#one-layout-per-registry)",
+			"snowflake.layout, snowflake.datacenter_bits and snowflake.shard_bits, or give this one another registry (docs/registries.md#one-layout-per-registry)",
 			ErrLayoutMismatch, p.b.Where(), got, p.o.Layout)
 	}
 	return nil

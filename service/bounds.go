@@ -192,13 +192,16 @@ func putV7(u *uuid.UUID, ms, fill uint64) {
 
 // ComposeRequest is the fields of a snowflake ID to compose, of Layout (""
 // the node's): its Time (the tick that holds it), and Node, or Datacenter
-// and Worker with a layout that has datacenter bits, and Seq.
+// and Worker with a layout that has datacenter bits, and Seq; Shard (or
+// ShardKey, its shard by frond.ShardOf) with a layout that has shard bits.
 type ComposeRequest struct {
 	Layout             string
 	Time               time.Time
 	Node               int64
 	Datacenter, Worker *int64
 	Seq                int64
+	Shard              int64
+	ShardKey           string
 }
 
 // Compose is the snowflake ID of r's fields, decoded again (Decoded): the
@@ -234,7 +237,18 @@ func ComposeWith(l snowflake.Layout, r ComposeRequest) (Decoded, error) {
 		}
 		node = l.NodeOf(*r.Datacenter, *r.Worker)
 	}
-	id, err := l.Compose(snowflake.Parts{Tick: tick, Node: node, Seq: r.Seq})
+	shard := r.Shard
+	switch {
+	case (r.Shard != 0 || r.ShardKey != "") && l.ShardBits == 0:
+		return Decoded{}, fmt.Errorf("%w: layout %s has no shard bits: give no shard", frond.ErrInvalidArgument, cmpName(l.Name))
+	case r.Shard != 0 && r.ShardKey != "":
+		return Decoded{}, fmt.Errorf("%w: shard or shard_key, not both", frond.ErrInvalidArgument)
+	case len(r.ShardKey) > MaxShardKey:
+		return Decoded{}, fmt.Errorf("%w: shard_key of %d bytes: at most %d", frond.ErrInvalidArgument, len(r.ShardKey), MaxShardKey)
+	case r.ShardKey != "":
+		shard = frond.ShardOf(r.ShardKey, int(l.ShardBits))
+	}
+	id, err := l.Compose(snowflake.Parts{Tick: tick, Node: node, Seq: r.Seq, Shard: shard})
 	if err != nil {
 		msg := err.Error()
 		if _, rest, ok := strings.Cut(msg, ": "); ok && errors.Is(err, snowflake.ErrInvalidID) {

@@ -67,6 +67,9 @@ func (s *Service) checkForm(kind, form string) error {
 		if kind != KindSnowflake {
 			return fmt.Errorf("%w: form friendly is a form of snowflake IDs (time-node-sequence)", frond.ErrInvalidArgument)
 		}
+		if l := s.cfg.Snowflake.Layout; l.ShardBits > 0 {
+			return fmt.Errorf("%w: form friendly (time-node-sequence) has no place for the %d shard bits of layout %s: ask for number, base62 or base32", frond.ErrInvalidArgument, l.ShardBits, l.Name)
+		}
 		if s.kinds.friendly == "" {
 			return fmt.Errorf("%w: form friendly needs a layout whose unit and epoch are whole microseconds and whose time ends before the year 10000 (layout %s)", frond.ErrInvalidArgument, s.cfg.Snowflake.Layout.Name)
 		}
@@ -157,19 +160,31 @@ func (s *Service) fitMapping(r *Request, mapping string) error {
 // fills r.Shard from r.ShardKey: a tag with shard bits needs a shard below
 // 2^bits, one without refuses it.
 func fitShard(r *Request, mapping string) error {
-	bits := frond.ShardBits(mapping)
+	return fitShardBits(r, frond.ShardBits(mapping), func() (string, string) {
+		return "tag " + Quote(r.Name), "its mapping is " + frond.MappingName(mapping)
+	})
+}
+
+// fitShardBits is the rule of fitShard for bits shard bits of what (a tag,
+// or the snowflake layout, and why it has none: named only in a refusal,
+// so that an answer allocates nothing here): with none, r must name no
+// shard; with some, a shard below 2^bits or a key.
+func fitShardBits(r *Request, bits int, named func() (what, why string)) error {
 	given := r.HasShard || r.ShardKey != ""
 	switch {
 	case bits == 0 && given:
-		return fmt.Errorf("%w: tag %s has no shard bits (its mapping is %s): ask without shard or shard_key", frond.ErrInvalidArgument, Quote(r.Name), frond.MappingName(mapping))
+		what, why := named()
+		return fmt.Errorf("%w: %s has no shard bits (%s): ask without shard or shard_key", frond.ErrInvalidArgument, what, why)
 	case bits == 0:
 		return nil
 	case !given:
-		return fmt.Errorf("%w: tag %s has %d shard bits: give shard (0 to %d) or shard_key (the shard is then the key's, frond.ShardOf)", frond.ErrInvalidArgument, Quote(r.Name), bits, 1<<bits-1)
+		what, _ := named()
+		return fmt.Errorf("%w: %s has %d shard bits: give shard (0 to %d) or shard_key (the shard is then the key's, frond.ShardOf)", frond.ErrInvalidArgument, what, bits, 1<<bits-1)
 	case r.ShardKey != "":
 		r.Shard, r.HasShard, r.ShardKey = frond.ShardOf(r.ShardKey, bits), true, ""
 	case r.Shard >= 1<<bits:
-		return fmt.Errorf("%w: shard %d: tag %s has %d shard bits (0 to %d)", frond.ErrInvalidArgument, r.Shard, Quote(r.Name), bits, 1<<bits-1)
+		what, _ := named()
+		return fmt.Errorf("%w: shard %d: %s has %d shard bits (0 to %d)", frond.ErrInvalidArgument, r.Shard, what, bits, 1<<bits-1)
 	}
 	return nil
 }

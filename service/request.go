@@ -170,6 +170,7 @@ func (s *Service) Check(r *Request) error {
 		if err := s.checkPrefix(r); err != nil {
 			return err
 		}
+
 	case KindUUID:
 		if err := CheckUUID(r); err != nil {
 			return err
@@ -194,11 +195,32 @@ func (s *Service) Check(r *Request) error {
 	if err := checkShard(r); err != nil {
 		return err
 	}
+	if r.Kind == KindSnowflake {
+		if err := s.fitSnowflakeShard(r); err != nil {
+			return err
+		}
+	}
 	if r.Count < 0 || r.Count > limit {
 		return fmt.Errorf("%w: count %d: must be 1 to %d", frond.ErrInvalidArgument, r.Count, limit)
 	}
 	if r.IdempotencyKey != "" {
 		return checkIdempotencyKey(r.IdempotencyKey)
+	}
+	return nil
+}
+
+// fitSnowflakeShard checks r's shard against the snowflake layout's shard
+// bits (snowflake.shard_bits) as fitShard does against a tag's, and
+// refuses the forms that would hide them.
+func (s *Service) fitSnowflakeShard(r *Request) error {
+	l := s.cfg.Snowflake.Layout
+	if err := fitShardBits(r, int(l.ShardBits), func() (string, string) {
+		return "the snowflake layout", "layout " + l.Name + ", snowflake.shard_bits 0"
+	}); err != nil {
+		return err
+	}
+	if l.ShardBits > 0 && FormMapping(r.Form) != "" {
+		return fmt.Errorf("%w: form %s hides the shard bits of snowflake IDs (an opaque number routes nowhere): ask for number, base62 or base32", frond.ErrInvalidArgument, r.Form)
 	}
 	return nil
 }
@@ -210,8 +232,8 @@ func checkShard(r *Request) error {
 		return nil
 	}
 	switch {
-	case r.Kind != KindSegment:
-		return fmt.Errorf("%w: a shard is for the IDs of a tag with shard bits, not %s", frond.ErrInvalidArgument, r.Kind)
+	case r.Kind != KindSegment && r.Kind != KindSnowflake:
+		return fmt.Errorf("%w: a shard is for the IDs of a tag or a snowflake layout with shard bits, not %s", frond.ErrInvalidArgument, r.Kind)
 	case r.HasShard && r.ShardKey != "":
 		return fmt.Errorf("%w: shard or shard_key, not both", frond.ErrInvalidArgument)
 	case r.HasShard && (r.Shard < 0 || r.Shard >= 1<<frond.MaxShardBits):
@@ -452,6 +474,12 @@ func (s *Service) take(ctx context.Context, r *Request) (Answer, error) {
 		}
 		if err != nil {
 			return Answer{}, err
+		}
+		if r.HasShard {
+			l := s.cfg.Snowflake.Layout
+			for i, id := range ids {
+				ids[i] = l.WithShard(id, r.Shard)
+			}
 		}
 		return s.answer(KindSnowflake, r.Form, r.Prefix, ids)
 	case KindUUID:

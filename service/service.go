@@ -232,6 +232,8 @@ type Decoded struct {
 	// bits.
 	Datacenter *int64 `json:"datacenter,omitempty"`
 	Worker     *int64 `json:"worker,omitempty"`
+	// Shard is the shard field, with a layout that has shard bits.
+	Shard *int64 `json:"shard,omitempty"`
 }
 
 // LayoutByName returns the configured layout for "" or its own name, or a preset.
@@ -268,6 +270,9 @@ func DecodeWith(l snowflake.Layout, id int64) (Decoded, error) {
 	d := Decoded{ID: id, Layout: name, Time: p.Time, Tick: p.Tick, Node: p.Node, Seq: p.Seq}
 	if l.DatacenterBits > 0 {
 		d.Datacenter, d.Worker = &p.Datacenter, &p.Worker
+	}
+	if l.ShardBits > 0 {
+		d.Shard = &p.Shard
 	}
 	return d, nil
 }

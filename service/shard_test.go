@@ -3,11 +3,15 @@ package service
 import (
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/idfmt"
+	"github.com/frond-id/frond/snowflake"
 	"github.com/frond-id/frond/store/memstore"
+	"github.com/frond-id/frond/worker"
 )
 
 // A tag with shard bits hands out n<<bits | shard: the shard given, or a
@@ -106,5 +110,95 @@ func TestShardBits_Tags(t *testing.T) {
 	r.Shard = 2
 	if _, err := a.Take(bg, r); !errors.Is(err, frond.ErrInvalidArgument) {
 		t.Fatalf("the key of shard 1 asked for shard 2: %v (first %v)", err, first.Nums)
+	}
+}
+
+// Snowflake IDs with shard bits (snowflake.shard_bits): two nodes of one
+// layout hand out IDs whose lowest bits are the shard asked for (given,
+// or a key's), never the same ID twice; decode shows the shard and compose
+// gives the ID back; a request without a shard, a form that hides the
+// bits, and a shard on a layout without them are refused.
+func TestShardBits_Snowflake(t *testing.T) {
+	plain, _ := snowflake.Preset(snowflake.Twitter)
+	l, err := plain.WithShardBits(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := func(id int64, layout snowflake.Layout) *Service {
+		c := newClock()
+		s, err := New(bg, Config{Now: c.Now, Snowflake: worker.Settings{Layout: layout, PersistEvery: time.Hour, MaxLead: time.Hour},
+			ObfuscationKey: []byte("a key of sixteen bytes or more")}, memstore.New(nil), &memRegistry{id: id}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close(bg) })
+		return s
+	}
+	a, b := node(3, l), node(4, l)
+	rng := rand.New(rand.NewPCG(70, 3))
+	seen := map[int64]bool{}
+	for i := range 400 {
+		s := a
+		if i%2 == 1 {
+			s = b
+		}
+		r := Request{Kind: KindSnowflake, Count: int64(1 + rng.IntN(40))}
+		want := rng.Int64N(8)
+		if i%3 == 0 {
+			r.ShardKey = []string{"user-42", "tenant-7", "a", "shop:10086", "用户-1"}[rng.IntN(5)]
+			want = frond.ShardOf(r.ShardKey, 3)
+		} else {
+			r.Shard, r.HasShard = want, true
+		}
+		ans, err := s.Take(bg, r)
+		if err != nil {
+			t.Fatalf("shard %d: %v", want, err)
+		}
+		for _, id := range ans.Nums {
+			if id%8 != want || seen[id] {
+				t.Fatalf("%d: shard %d (want %d), seen before %v", id, id%8, want, seen[id])
+			}
+			seen[id] = true
+		}
+		if i == 0 {
+			id := ans.Nums[0]
+			d, err := s.Decode(id, "")
+			if err != nil || d.Shard == nil || *d.Shard != want || d.Node != 3 {
+				t.Fatalf("decode %d: %+v, %v", id, d, err)
+			}
+			back, err := s.Compose(ComposeRequest{Time: d.Time, Node: d.Node, Seq: d.Seq, Shard: want})
+			if err != nil || back.ID != id {
+				t.Fatalf("compose %+v = %+v, %v: want %d", d, back, err, id)
+			}
+			byKey, err := s.Compose(ComposeRequest{Time: d.Time, Node: d.Node, Seq: d.Seq, ShardKey: "user-42"})
+			if err != nil || byKey.ID%8 != frond.ShardOf("user-42", 3) {
+				t.Fatalf("compose by key: %+v, %v", byKey, err)
+			}
+			bounds, err := s.IDBounds(BoundsRequest{Kind: KindSnowflake, From: d.Time, To: d.Time.Add(time.Millisecond)})
+			if err != nil || id < bounds.FirstID || id > bounds.LastID {
+				t.Fatalf("bounds %+v (%v) do not hold %d", bounds, err, id)
+			}
+		}
+	}
+	for _, r := range []Request{
+		{Kind: KindSnowflake},
+		{Kind: KindSnowflake, Shard: 8, HasShard: true},
+		{Kind: KindSnowflake, Shard: 1, HasShard: true, ShardKey: "x"},
+		{Kind: KindSnowflake, Shard: 1, HasShard: true, Form: FormOpaque},
+		{Kind: KindSnowflake, ShardKey: "x", Form: FormFriendly},
+	} {
+		if _, err := a.Take(bg, r); !errors.Is(err, frond.ErrInvalidArgument) {
+			t.Errorf("%+v: %v, want invalid_argument", r, err)
+		}
+	}
+	p := node(5, plain)
+	if _, err := p.Take(bg, Request{Kind: KindSnowflake, Shard: 1, HasShard: true}); !errors.Is(err, frond.ErrInvalidArgument) || !strings.Contains(err.Error(), "no shard bits") {
+		t.Errorf("a shard on a layout without shard bits: %v", err)
+	}
+	if _, err := p.Compose(ComposeRequest{Time: time.Now(), ShardKey: "x"}); !errors.Is(err, frond.ErrInvalidArgument) {
+		t.Errorf("compose a shard on a layout without shard bits: %v", err)
+	}
+	if d, err := p.Take(bg, Request{Kind: KindSnowflake, Form: FormFriendly}); err != nil || len(d.Strs) != 1 {
+		t.Errorf("friendly without shard bits: %+v, %v", d, err)
 	}
 }

@@ -68,6 +68,6 @@ func (l Layout) Bounds(from, to time.Time) (lo, hi int64, err error) {
 		last.Set(maxTick)
 	}
 	lo, _ = l.Compose(Parts{Tick: first.Int64()})
-	hi, _ = l.Compose(Parts{Tick: last.Int64(), Node: l.MaxNode(), Seq: l.MaxSeq()})
+	hi, _ = l.Compose(Parts{Tick: last.Int64(), Node: l.MaxNode(), Seq: l.MaxSeq(), Shard: l.MaxShard()})
 	return lo, hi, nil
 }

@@ -92,6 +92,7 @@ type Generator struct {
 	seqMask   uint64
 	timeShift uint
 	nodePart  int64
+	shardBits uint // the IDs' lowest bits, left 0 (Layout.WithShard)
 	maxTick   int64
 	maxBackNs int64
 	maxLead   int64 // ticks
@@ -165,6 +166,7 @@ func New(s Settings) (*Generator, error) {
 		seqMask:   uint64(l.MaxSeq()),
 		timeShift: l.NodeBits + l.SeqBits,
 		nodePart:  s.Node << l.SeqBits,
+		shardBits: l.ShardBits,
 		maxTick:   l.MaxTick(),
 		maxBackNs: int64(s.MaxBackward),
 		maxLead:   int64(s.MaxLead) / int64(l.Unit),
@@ -237,7 +239,7 @@ func (g *Generator) startSeq() uint64 {
 }
 
 func (g *Generator) compose(state uint64) int64 {
-	return int64(state>>g.seqBits)<<g.timeShift | g.nodePart | int64(state&g.seqMask)
+	return (int64(state>>g.seqBits)<<g.timeShift | g.nodePart | int64(state&g.seqMask)) << g.shardBits
 }
 
 // reserve takes up to n (>= 1) consecutive values of the packed state and

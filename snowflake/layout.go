@@ -35,10 +35,10 @@ var (
 )
 
 // Layout describes how a 63-bit ID is cut: from the top, TimeBits of ticks of
-// Unit since Epoch, then NodeBits of worker ID, then SeqBits of sequence. The
-// sign bit is always 0.
+// Unit since Epoch, then NodeBits of worker ID, then SeqBits of sequence,
+// then ShardBits of shard (none in the presets). The sign bit is always 0.
 //
-//	| 0 | time (TimeBits) | node (NodeBits) | sequence (SeqBits) |
+//	| 0 | time (TimeBits) | node (NodeBits) | sequence (SeqBits) | shard (ShardBits) |
 //
 // The node field may be split (seed 000's 5+5): its top DatacenterBits are
 // the datacenter, the rest the worker within it.
@@ -56,6 +56,12 @@ type Layout struct {
 	// DatacenterBits of NodeBits, from the top, are the datacenter; 0 (the
 	// presets) means the node field is all worker ID.
 	DatacenterBits uint
+	// ShardBits, the lowest bits, are the shard a caller names (a gene ID:
+	// id % 2^ShardBits routes the row to its shard). The generator issues
+	// its IDs with the shard 0 (the caller sets it: WithShard): the time,
+	// node and sequence above keep the IDs of every node apart, whatever
+	// shard each ID carries. 0 to MaxShardBits.
+	ShardBits uint
 	// Epoch is tick zero. It must be in the past and after 1970.
 	Epoch time.Time
 }
@@ -140,9 +146,11 @@ func (l Layout) Validate(now time.Time) error {
 		return bad("unit %v: must be between 1µs and 24h", l.Unit)
 	case l.TimeBits < 1 || l.SeqBits < 1:
 		return bad("time bits %d, sequence bits %d: each must be at least 1", l.TimeBits, l.SeqBits)
-	case l.TimeBits > 63 || l.NodeBits > 63 || l.SeqBits > 63 || l.TimeBits+l.NodeBits+l.SeqBits > 63:
-		return bad("time %d + node %d + sequence %d bits = %d: at most 63 (the sign bit stays 0)",
-			l.TimeBits, l.NodeBits, l.SeqBits, l.TimeBits+l.NodeBits+l.SeqBits)
+	case l.ShardBits > MaxShardBits:
+		return bad("shard bits %d: at most %d", l.ShardBits, MaxShardBits)
+	case l.TimeBits > 63 || l.NodeBits > 63 || l.SeqBits > 63 || l.Bits() > 63:
+		return bad("time %d + node %d + sequence %d + shard %d bits = %d: at most 63 (the sign bit stays 0)",
+			l.TimeBits, l.NodeBits, l.SeqBits, l.ShardBits, l.Bits())
 	case l.SeqBits > 30:
 		return bad("sequence bits %d: at most 30", l.SeqBits)
 	case l.DatacenterBits > 0 && l.DatacenterBits >= l.NodeBits:
@@ -159,7 +167,32 @@ func (l Layout) Validate(now time.Time) error {
 }
 
 // Bits returns the number of bits the layout uses (at most 63).
-func (l Layout) Bits() uint { return l.TimeBits + l.NodeBits + l.SeqBits }
+func (l Layout) Bits() uint { return l.TimeBits + l.NodeBits + l.SeqBits + l.ShardBits }
+
+// MaxShardBits is the most shard bits a layout has (frond.MaxShardBits, a
+// tag's).
+const MaxShardBits = 16
+
+// MaxShard returns the largest shard; 0 without shard bits.
+func (l Layout) MaxShard() int64 { return int64(1)<<l.ShardBits - 1 }
+
+// WithShardBits is l with k of its sequence bits, the lowest, made shard
+// bits (snowflake.shard_bits; the shard bits it had go back to the
+// sequence first): the IDs keep their width and their time, and a node
+// issues 2^k times fewer in a tick. At least one sequence bit is left.
+func (l Layout) WithShardBits(k uint) (Layout, error) {
+	seq := l.SeqBits + l.ShardBits
+	if k > MaxShardBits || k >= seq {
+		return l, fmt.Errorf("%w: shard bits %d: 0 to %d, fewer than the %d sequence bits of layout %s (at least one is left to the sequence)",
+			ErrInvalidLayout, k, min(MaxShardBits, seq-1), seq, l.name())
+	}
+	l.SeqBits, l.ShardBits = seq-k, k
+	return l, nil
+}
+
+// WithShard is id, an ID of the layout issued with the shard 0, with the
+// shard s (0 to MaxShard) in its shard bits.
+func (l Layout) WithShard(id, s int64) int64 { return id | s&l.MaxShard() }
 
 // MaxNode returns the largest node ID.
 func (l Layout) MaxNode() int64 { return int64(1)<<l.NodeBits - 1 }
@@ -221,8 +254,13 @@ func (l Layout) String() string {
 	if l.DatacenterBits > 0 {
 		nodes = fmt.Sprintf("%d datacenters of %d workers", l.MaxDatacenter()+1, l.MaxWorker()+1)
 	}
-	return fmt.Sprintf("%s: 1+%d+%d+%d bits, %v ticks from %s, %s, %.0f IDs/s per node, runs out %s",
-		name, l.TimeBits, l.NodeBits, l.SeqBits, l.Unit, l.Epoch.UTC().Format(time.RFC3339Nano),
+	shards := ""
+	if l.ShardBits > 0 {
+		shards = fmt.Sprintf("+%d", l.ShardBits)
+		nodes += fmt.Sprintf(", %d shards", l.MaxShard()+1)
+	}
+	return fmt.Sprintf("%s: 1+%d+%d+%d%s bits, %v ticks from %s, %s, %.0f IDs/s per node, runs out %s",
+		name, l.TimeBits, l.NodeBits, l.SeqBits, shards, l.Unit, l.Epoch.UTC().Format(time.RFC3339Nano),
 		nodes, l.Rate(), l.Expires().Format("2006-01-02"))
 }
 
@@ -230,10 +268,15 @@ func (l Layout) String() string {
 // line: the bits, the tick, the epoch and the datacenter split, without the
 // name (twitter and its alias leaf are one layout). Worker registries
 // record it (registry.Options.Layout), so that nodes of two layouts never
-// share one.
+// share one. A layout without shard bits has the fingerprint it had before
+// shard bits existed.
 func (l Layout) Fingerprint() string {
-	return fmt.Sprintf("1+%d+%d+%d bits of %v from %s, %d datacenter bits",
+	f := fmt.Sprintf("1+%d+%d+%d bits of %v from %s, %d datacenter bits",
 		l.TimeBits, l.NodeBits, l.SeqBits, l.Unit, l.Epoch.UTC().Format(time.RFC3339Nano), l.DatacenterBits)
+	if l.ShardBits > 0 {
+		f += fmt.Sprintf(", %d shard bits", l.ShardBits)
+	}
+	return f
 }
 
 // Parts are the fields of an ID.
@@ -246,6 +289,8 @@ type Parts struct {
 	// by Decompose; ignored by Compose). Without datacenter bits Worker is
 	// Node.
 	Datacenter, Worker int64
+	// Shard is the shard field (0 without shard bits).
+	Shard int64
 }
 
 // Compose builds the ID of p, or ErrInvalidID if a field is out of range.
@@ -257,8 +302,10 @@ func (l Layout) Compose(p Parts) (int64, error) {
 		return 0, fmt.Errorf("%w: node %d out of 0..%d", ErrInvalidID, p.Node, l.MaxNode())
 	case p.Seq < 0 || p.Seq > l.MaxSeq():
 		return 0, fmt.Errorf("%w: sequence %d out of 0..%d", ErrInvalidID, p.Seq, l.MaxSeq())
+	case p.Shard < 0 || p.Shard > l.MaxShard():
+		return 0, fmt.Errorf("%w: shard %d out of 0..%d", ErrInvalidID, p.Shard, l.MaxShard())
 	}
-	return p.Tick<<(l.NodeBits+l.SeqBits) | p.Node<<l.SeqBits | p.Seq, nil
+	return (p.Tick<<(l.NodeBits+l.SeqBits)|p.Node<<l.SeqBits|p.Seq)<<l.ShardBits | p.Shard, nil
 }
 
 // Decompose splits id into its fields, or returns ErrInvalidID if id is
@@ -267,11 +314,9 @@ func (l Layout) Decompose(id int64) (Parts, error) {
 	if id < 0 || id > l.MaxID() {
 		return Parts{}, fmt.Errorf("%w: %d is not between 0 and %d for layout %s", ErrInvalidID, id, l.MaxID(), l.Name)
 	}
-	p := Parts{
-		Tick: id >> (l.NodeBits + l.SeqBits),
-		Node: (id >> l.SeqBits) & l.MaxNode(),
-		Seq:  id & l.MaxSeq(),
-	}
+	p := Parts{Shard: id & l.MaxShard()}
+	id >>= l.ShardBits
+	p.Tick, p.Node, p.Seq = id>>(l.NodeBits+l.SeqBits), (id>>l.SeqBits)&l.MaxNode(), id&l.MaxSeq()
 	p.Time = l.TickTime(p.Tick)
 	p.Datacenter, p.Worker = p.Node>>l.WorkerBits(), p.Node&l.MaxWorker()
 	return p, nil

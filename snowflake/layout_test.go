@@ -228,3 +228,78 @@ func TestLayout_DatacenterBits(t *testing.T) {
 		}
 	}
 }
+
+// Shard bits (issue 70): the lowest bits of every ID are the shard, so
+// that id % 2^k routes it; the generator leaves them 0 and the caller sets
+// them; a layout without them keeps the fingerprint registries recorded.
+func TestLayout_ShardBits(t *testing.T) {
+	plain, _ := Preset(Twitter)
+	if got, want := plain.Fingerprint(), "1+41+10+12 bits of 1ms from 2010-11-04T01:42:54.657Z, 0 datacenter bits"; got != want {
+		t.Fatalf("fingerprint without shard bits %q, want the recorded %q", got, want)
+	}
+	l, err := plain.WithShardBits(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.SeqBits != 8 || l.ShardBits != 4 || l.Bits() != 63 || l.MaxShard() != 15 || l.Rate() != 256_000 {
+		t.Fatalf("twitter with 4 shard bits: %+v, rate %v", l, l.Rate())
+	}
+	if l.Fingerprint() == plain.Fingerprint() || !strings.Contains(l.String(), "1+41+10+8+4 bits") || !strings.Contains(l.String(), "16 shards") {
+		t.Fatalf("fingerprint %q, string %q", l.Fingerprint(), l.String())
+	}
+	if back, _ := l.WithShardBits(0); back != plain {
+		t.Fatalf("0 shard bits again: %+v", back)
+	}
+	for _, k := range []uint{12, 13, 17} {
+		if _, err := plain.WithShardBits(k); !errors.Is(err, ErrInvalidLayout) {
+			t.Errorf("%d shard bits of twitter's 12 sequence bits: %v", k, err)
+		}
+	}
+	bad := plain
+	bad.ShardBits = 17
+	if err := bad.Validate(time.Now()); !errors.Is(err, ErrInvalidLayout) {
+		t.Errorf("17 shard bits: %v", err)
+	}
+	bad.ShardBits = 1 // 64 bits
+	if err := bad.Validate(time.Now()); !errors.Is(err, ErrInvalidLayout) {
+		t.Errorf("64 bits: %v", err)
+	}
+	p := Parts{Tick: 123456789, Node: 1023, Seq: 255, Shard: 9}
+	id, err := l.Compose(p)
+	if err != nil || id%16 != 9 {
+		t.Fatalf("compose %+v = %d, %v: want the shard in the lowest 4 bits", p, id, err)
+	}
+	got, err := l.Decompose(id)
+	if p.Time, p.Worker = got.Time, 1023; err != nil || got != p {
+		t.Fatalf("decompose %d = %+v, %v, want %+v", id, got, err, p)
+	}
+	for _, bad := range []Parts{{Shard: 16}, {Shard: -1}, {Seq: 256}} {
+		if _, err := l.Compose(bad); !errors.Is(err, ErrInvalidID) {
+			t.Errorf("compose %+v: %v", bad, err)
+		}
+	}
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	g, err := New(Settings{Layout: l, Node: 5, Now: func() int64 { return now.UnixNano() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := g.NextN(256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, hi, _ := l.Bounds(now, now.Add(time.Millisecond))
+	seen := map[int64]bool{}
+	for i, id := range ids {
+		if id%16 != 0 {
+			t.Fatalf("generated %d: shard bits %d, want 0 (the caller sets them)", id, id%16)
+		}
+		for s := range int64(16) {
+			x := l.WithShard(id, s)
+			d, _ := l.Decompose(x)
+			if seen[x] || d.Shard != s || d.Node != 5 || d.Seq != int64(i) || x < lo || x > hi || x%16 != s {
+				t.Fatalf("ID %d with shard %d = %d: %+v, seen %v, bounds [%d, %d]", id, s, x, d, seen[x], lo, hi)
+			}
+			seen[x] = true
+		}
+	}
+}

@@ -47,7 +47,8 @@ func (s *Server) NextSegment(ctx context.Context, in *frondv1.NextSegmentRequest
 }
 
 func (s *Server) NextSnowflake(ctx context.Context, in *frondv1.NextSnowflakeRequest) (*frondv1.IDs, error) {
-	a, err := s.take(ctx, service.Request{Kind: service.KindSnowflake, Count: in.GetN(), Form: in.GetForm(), Prefix: in.GetPrefix()})
+	a, err := s.take(ctx, service.Request{Kind: service.KindSnowflake, Count: in.GetN(), Form: in.GetForm(), Prefix: in.GetPrefix(),
+		Shard: in.GetShard(), HasShard: in.Shard != nil, ShardKey: in.GetShardKey()})
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +178,7 @@ func (s *Server) Decode(_ context.Context, in *frondv1.DecodeRequest) (*frondv1.
 // decodedPB is a decoded snowflake ID as Decode and Compose answer it.
 func decodedPB(d service.Decoded) *frondv1.Decoded {
 	return &frondv1.Decoded{Id: d.ID, Layout: d.Layout, Time: timestamppb.New(d.Time), Tick: d.Tick, Node: d.Node, Sequence: d.Seq,
-		Datacenter: d.Datacenter, Worker: d.Worker}
+		Datacenter: d.Datacenter, Worker: d.Worker, Shard: d.Shard}
 }
 
 func (s *Server) Compose(_ context.Context, in *frondv1.ComposeRequest) (*frondv1.Decoded, error) {
@@ -186,7 +187,7 @@ func (s *Server) Compose(_ context.Context, in *frondv1.ComposeRequest) (*frondv
 		return nil, err
 	}
 	d, err := s.svc.Compose(service.ComposeRequest{Layout: in.GetLayout(), Time: at, Node: in.GetNode(), Seq: in.GetSequence(),
-		Datacenter: in.Datacenter, Worker: in.Worker})
+		Datacenter: in.Datacenter, Worker: in.Worker, Shard: in.GetShard(), ShardKey: in.GetShardKey()})
 	if err != nil {
 		return nil, err
 	}

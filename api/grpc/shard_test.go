@@ -2,6 +2,7 @@ package grpcapi
 
 import (
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
@@ -9,6 +10,8 @@ import (
 	"github.com/frond-id/frond"
 	"github.com/frond-id/frond/api"
 	frondv1 "github.com/frond-id/frond/proto/frond/v1"
+	"github.com/frond-id/frond/service"
+	"github.com/frond-id/frond/snowflake"
 )
 
 func TestGRPC_ShardBits(t *testing.T) {
@@ -36,6 +39,41 @@ func TestGRPC_ShardBits(t *testing.T) {
 		{Tag: "order", Shard: proto.Int64(0)},
 	} {
 		_, err := f.c.NextSegment(bg, bad)
+		wantCode(t, err, codes.InvalidArgument, frond.CodeInvalidArgument)
+	}
+}
+
+// Snowflake IDs with shard bits over gRPC: NextSnowflake's shard or key,
+// Decode's shard, Compose's.
+func TestGRPC_SnowflakeShardBits(t *testing.T) {
+	f := start(t, api.Options{}, func(c *service.Config) {
+		l, _ := snowflake.Preset(snowflake.Twitter)
+		c.Snowflake.Layout, _ = l.WithShardBits(2)
+		c.Snowflake.MaxLead = time.Hour
+	})
+	got, err := f.c.NextSnowflake(bg, &frondv1.NextSnowflakeRequest{N: 5, ShardKey: "user-42"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range got.Ids {
+		if id%4 != 1 {
+			t.Fatalf("user-42's IDs %v: want shard 1", got.Ids)
+		}
+	}
+	d, err := f.c.Decode(bg, &frondv1.DecodeRequest{Id: got.Ids[0]})
+	if err != nil || d.Shard == nil || *d.Shard != 1 {
+		t.Fatalf("decode: %v, %v", d, err)
+	}
+	c, err := f.c.Compose(bg, &frondv1.ComposeRequest{Time: d.Time, Node: d.Node, Sequence: d.Sequence, Shard: 1})
+	if err != nil || c.Id != got.Ids[0] {
+		t.Fatalf("compose: %v, %v: want %d", c, err, got.Ids[0])
+	}
+	got, err = f.c.NextSnowflake(bg, &frondv1.NextSnowflakeRequest{Shard: proto.Int64(3)})
+	if err != nil || got.Ids[0]%4 != 3 {
+		t.Fatalf("shard 3: %v, %v", got, err)
+	}
+	for _, bad := range []*frondv1.NextSnowflakeRequest{{}, {Shard: proto.Int64(4)}, {Shard: proto.Int64(1), ShardKey: "k"}} {
+		_, err := f.c.NextSnowflake(bg, bad)
 		wantCode(t, err, codes.InvalidArgument, frond.CodeInvalidArgument)
 	}
 }

@@ -15,10 +15,15 @@ var textPlain = []string{"text/plain; charset=utf-8"}
 // leafSegment is Leaf's GET /api/segment/get/{key}: the bare ID as text.
 // A tag whose configured form is opaque answers its opaque number here too.
 func (s *Server) leafSegment(w http.ResponseWriter, r *http.Request) {
-	req := service.Request{Kind: service.KindSegment, Name: r.PathValue("key"), Numbers: true, Token: tagToken(r, queryToken(r))}
+	s.leafShardTake(w, r, service.Request{Kind: service.KindSegment, Name: r.PathValue("key"), Numbers: true, Token: tagToken(r, queryToken(r))})
+}
+
+// leafShardTake is leafTake after reading the shard of a tag or a layout
+// with shard bits from Leaf's query: ?shard_key=user-42 or ?shard=5
+// (parsed only when the query may name one: Leaf's routes allocate
+// little).
+func (s *Server) leafShardTake(w http.ResponseWriter, r *http.Request, req service.Request) {
 	if raw := r.URL.RawQuery; strings.Contains(raw, "shard") || strings.Contains(raw, "%") {
-		// A tag with shard bits: ?shard_key=user-42 or ?shard=5 (parsed only
-		// when the query may name one: Leaf's route allocates little).
 		q := query{}
 		for k, v := range r.URL.Query() {
 			if k == "shard" || k == "shard_key" {
@@ -73,9 +78,10 @@ func tagToken(r *http.Request, query string) string {
 }
 
 // leafSnowflake is Leaf's GET /api/snowflake/get/{key}; Leaf ignores the key
-// and so does frond.
+// and so does frond. With snowflake.shard_bits the query names the shard
+// (?shard=5 or ?shard_key=user-42).
 func (s *Server) leafSnowflake(w http.ResponseWriter, r *http.Request) {
-	s.leafTake(w, r, service.Request{Kind: service.KindSnowflake, Form: service.FormNumber})
+	s.leafShardTake(w, r, service.Request{Kind: service.KindSnowflake, Form: service.FormNumber})
 }
 
 func (s *Server) leafTake(w http.ResponseWriter, r *http.Request, req service.Request) {

@@ -5,8 +5,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/frond-id/frond/api"
+	"github.com/frond-id/frond/service"
+	"github.com/frond-id/frond/snowflake"
 )
 
 // A tag with shard bits over the JSON API and Leaf's: the shard given or
@@ -49,4 +52,45 @@ func TestHTTP_ShardBits(t *testing.T) {
 		f.want(f.do("GET", bad, ""), 400, `"invalid_argument"`)
 	}
 	f.want(f.do("GET", "/v1/segment/orders?shard=1&format=ranges&n=10", ""), 409, `"form_not_carried"`)
+}
+
+// Snowflake IDs with shard bits (snowflake.shard_bits) over the JSON API
+// and Leaf's; decode shows the shard, compose takes it.
+func TestHTTP_SnowflakeShardBits(t *testing.T) {
+	f := newFixture(t, api.Options{}, func(c *service.Config) {
+		l, _ := snowflake.Preset(snowflake.Twitter)
+		c.Snowflake.Layout, _ = l.WithShardBits(2)
+		c.Snowflake.MaxLead = time.Hour
+	})
+	r := f.do("GET", "/v1/snowflake?shard_key=user-42&n=3", "")
+	f.want(r, 200, `"shard":1`)
+	var many struct{ IDs []int64 }
+	json.Unmarshal([]byte(r.body), &many)
+	if len(many.IDs) != 3 {
+		t.Fatalf("%s", r.body)
+	}
+	for _, id := range many.IDs {
+		if id%4 != 1 {
+			t.Fatalf("user-42's IDs %v: want shard 1", many.IDs)
+		}
+	}
+	id := strconv.FormatInt(many.IDs[0], 10)
+	f.want(f.do("GET", "/v1/decode/"+id, ""), 200, `"shard":1`)
+	leaf := f.do("GET", "/api/snowflake/get/any?shard=3", "")
+	if n, err := strconv.ParseInt(leaf.body, 10, 64); leaf.code != 200 || err != nil || n%4 != 3 {
+		t.Fatalf("Leaf's API: %d %q", leaf.code, leaf.body)
+	}
+	if leaf := f.do("GET", "/api/snowflake/get/any", ""); leaf.code != 500 || !strings.Contains(leaf.body, "shard bits") {
+		t.Fatalf("Leaf's API without a shard: %d %q", leaf.code, leaf.body)
+	}
+	f.want(f.do("GET", "/v1/compose?time=2026-11-22T12:00:00Z&node=5&sequence=7&shard_key=user-42", ""), 200, `"shard":1`)
+	for _, bad := range []string{
+		"/v1/snowflake",
+		"/v1/snowflake?shard=4",
+		"/v1/snowflake?shard=1&form=opaque",
+		"/v1/snowflake?shard=1&form=friendly",
+		"/v1/compose?time=2026-11-22T12:00:00Z&shard=4",
+	} {
+		f.want(f.do("GET", bad, ""), 400, `"invalid_argument"`)
+	}
 }

@@ -201,9 +201,8 @@ func idsAnswer(a service.Answer) any {
 	return out
 }
 
-// v1Segment: GET|POST /v1/segment/{tag}[?n=N][&format=ids|ranges][&form=F][&prefix=P].
-// shardOf reads the shard parameters of a request for a tag with shard
-// bits into req: shard (a whole number) or shard_key (the shard is then
+// shardOf reads the shard parameters of a request for a tag or a layout
+// with shard bits into req: shard (a whole number) or shard_key (the shard is then
 // the key's, frond.ShardOf); the service checks them against the tag.
 func shardOf(q query, req *service.Request) error {
 	if _, ok := q.get("shard"); ok {
@@ -222,6 +221,7 @@ func shardOf(q query, req *service.Request) error {
 	return nil
 }
 
+// v1Segment: GET|POST /v1/segment/{tag}[?n=N][&format=ids|ranges][&form=F][&prefix=P][&shard=S|&shard_key=K].
 func (s *Server) v1Segment(w http.ResponseWriter, r *http.Request) {
 	s.v1Take(w, r, []string{"n", "format", "form", "prefix", "token", "lease", "shard", "shard_key"}, func(q query, req *service.Request) error {
 		format, _ := q.get("format")
@@ -272,14 +272,17 @@ func (s *Server) v1Segment(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// v1Snowflake: GET|POST /v1/snowflake[?n=N][&form=F][&prefix=P].
+// v1Snowflake: GET|POST /v1/snowflake[?n=N][&form=F][&prefix=P][&shard=S|&shard_key=K].
 func (s *Server) v1Snowflake(w http.ResponseWriter, r *http.Request) {
-	s.v1Take(w, r, []string{"n", "form", "prefix"}, func(q query, req *service.Request) error {
+	s.v1Take(w, r, []string{"n", "form", "prefix", "shard", "shard_key"}, func(q query, req *service.Request) error {
 		form, _ := q.get("form")
 		prefix, _ := q.get("prefix")
 		n, err := parseCount(q, service.MaxBatch)
 		*req = service.Request{Kind: service.KindSnowflake, Count: n, Form: form, Prefix: prefix}
-		return err
+		if err != nil {
+			return err
+		}
+		return shardOf(q, req)
 	}, idsAnswer)
 }
 
@@ -401,11 +404,11 @@ func (s *Server) v1Decode(w http.ResponseWriter, r *http.Request) {
 	s.writeError(w, r, err)
 }
 
-// v1Compose: GET /v1/compose?time=T[&node=N|&datacenter=D&worker=W][&sequence=S][&layout=NAME]:
+// v1Compose: GET /v1/compose?time=T[&node=N|&datacenter=D&worker=W][&sequence=S][&shard=S|&shard_key=K][&layout=NAME]:
 // the snowflake ID of those fields, decoded again (as /v1/decode answers).
 func (s *Server) v1Compose(w http.ResponseWriter, r *http.Request) {
 	d, err := func() (service.Decoded, error) {
-		q, err := parseQuery(r, "time", "node", "datacenter", "worker", "sequence", "layout")
+		q, err := parseQuery(r, "time", "node", "datacenter", "worker", "sequence", "layout", "shard", "shard_key")
 		if err != nil {
 			return service.Decoded{}, err
 		}
@@ -421,6 +424,10 @@ func (s *Server) v1Compose(w http.ResponseWriter, r *http.Request) {
 		if c.Seq, err = q.int("sequence", 0, 0, math.MaxInt64); err != nil {
 			return service.Decoded{}, err
 		}
+		if c.Shard, err = q.int("shard", 0, 0, math.MaxInt64); err != nil {
+			return service.Decoded{}, err
+		}
+		c.ShardKey, _ = q.get("shard_key")
 		for name, field := range map[string]**int64{"datacenter": &c.Datacenter, "worker": &c.Worker} {
 			if _, ok := q.get(name); ok {
 				v, err := q.int(name, 0, 0, math.MaxInt64)

@@ -32,12 +32,12 @@ func table() map[string]command {
 		"incr":      {2, 2, []string{"write", "fast"}, "the next segment ID of a tag, as an integer", (*Server).incr},
 		"segment":   {2, 12, []string{"write"}, "SEGMENT tag [COUNT n] [FORM f] [PREFIX p] [SHARD s | SHARD-KEY k] [IDEMPOTENCY-KEY k]: segment IDs", (*Server).segment},
 		"ranges":    {3, 5, []string{"write"}, "RANGES tag n [IDEMPOTENCY-KEY k]: n segment IDs as [start, end, stride] ranges (end exclusive)", (*Server).ranges},
-		"snowflake": {1, 9, []string{"write", "fast"}, "SNOWFLAKE [COUNT n] [FORM f] [PREFIX p] [IDEMPOTENCY-KEY k]: snowflake IDs", (*Server).snowflake},
+		"snowflake": {1, 11, []string{"write", "fast"}, "SNOWFLAKE [COUNT n] [FORM f] [PREFIX p] [SHARD s | SHARD-KEY k] [IDEMPOTENCY-KEY k]: snowflake IDs (a shard with snowflake.shard_bits)", (*Server).snowflake},
 		"uuid":      {1, 15, []string{"fast"}, "UUID [VERSION 1|3|4|5|6|7] [COUNT n] [NAMESPACE ns NAME x] [FORM typeid [PREFIX p]] [IDEMPOTENCY-KEY k]: UUIDs", (*Server).uuid},
 		"serial":    {2, 6, []string{"write"}, "SERIAL name [COUNT n] [IDEMPOTENCY-KEY k]: business serial numbers", (*Server).serial},
 		"seq":       {3, 7, []string{"write"}, "SEQ space key [COUNT n] [IDEMPOTENCY-KEY k]: the next value(s) of a key in a keyed sequence space", (*Server).seq},
 		"decode":    {2, 4, []string{"readonly", "fast"}, "DECODE id [LAYOUT l]: a snowflake ID's time, node and sequence", (*Server).decode},
-		"compose":   {2, 12, []string{"readonly", "fast"}, "COMPOSE time [NODE n | DATACENTER d WORKER w] [SEQUENCE s] [LAYOUT l]: the snowflake ID of those fields, decoded", (*Server).compose},
+		"compose":   {2, 14, []string{"readonly", "fast"}, "COMPOSE time [NODE n | DATACENTER d WORKER w] [SEQUENCE s] [SHARD s | SHARD-KEY k] [LAYOUT l]: the snowflake ID of those fields, decoded", (*Server).compose},
 		"bounds":    {4, 12, []string{"readonly", "fast"}, "BOUNDS snowflake|uuid from to [LAYOUT l] [VERSION 1|6|7] [FORM typeid] [PREFIX p]: the first and the last ID issued in [from, to)", (*Server).bounds},
 		"tag":       {2, 9, []string{"admin", "write"}, "TAG LIST | GET name | CREATE name STEP s [MAXID m] [DESCRIPTION d] | UPDATE name [STEP s] [MAXID m] [DESCRIPTION d] | DELETE name (admin)", (*Server).tag},
 		"space":     {2, 9, []string{"admin", "write"}, "SPACE CREATE name [STEP s] [SECTIONS n] [SLOTS n] | LIST: keyed sequence spaces (admin)", (*Server).space},
@@ -137,22 +137,32 @@ func (s *Server) incr(c redcon.Conn, args [][]byte) {
 func (s *Server) segment(c redcon.Conn, args [][]byte) {
 	if opts, n, ok := s.countOptions(c, args[2:], "COUNT", "FORM", "PREFIX", idemKey, "SHARD", "SHARD-KEY"); ok {
 		ss := sess(c)
-		r := service.Request{Kind: service.KindSegment, Name: ss.tag(args[1]), Count: n, Form: opts["FORM"], Prefix: opts["PREFIX"], Token: ss.token, IdempotencyKey: opts[idemKey],
-			ShardKey: opts["SHARD-KEY"]}
-		if v, ok := opts["SHARD"]; ok {
-			shard, digits := service.Digits(v)
-			if !digits {
-				s.writeErr(c, fmt.Errorf("%w: SHARD %q: a whole number from 0", frond.ErrInvalidArgument, quote([]byte(v))))
-				return
-			}
-			r.Shard, r.HasShard = shard, true
-		}
-		if k, ok := opts["SHARD-KEY"]; ok && k == "" {
-			s.writeErr(c, fmt.Errorf("%w: SHARD-KEY: an empty key", frond.ErrInvalidArgument))
+		r := service.Request{Kind: service.KindSegment, Name: ss.tag(args[1]), Count: n, Form: opts["FORM"], Prefix: opts["PREFIX"], Token: ss.token, IdempotencyKey: opts[idemKey]}
+		if err := shardOf(opts, &r); err != nil {
+			s.writeErr(c, err)
 			return
 		}
 		s.take(c, r)
 	}
+}
+
+// shardOf reads the options SHARD s or SHARD-KEY k of a request for a tag
+// or a layout with shard bits into r; the service checks them.
+func shardOf(opts map[string]string, r *service.Request) error {
+	if v, ok := opts["SHARD"]; ok {
+		shard, digits := service.Digits(v)
+		if !digits {
+			return fmt.Errorf("%w: SHARD %q: a whole number from 0", frond.ErrInvalidArgument, quote([]byte(v)))
+		}
+		r.Shard, r.HasShard = shard, true
+	}
+	if k, ok := opts["SHARD-KEY"]; ok {
+		if k == "" {
+			return fmt.Errorf("%w: SHARD-KEY: an empty key", frond.ErrInvalidArgument)
+		}
+		r.ShardKey = k
+	}
+	return nil
 }
 
 // countOptions reads the options of args (see options) with COUNT among
@@ -202,8 +212,13 @@ func (s *Server) ranges(c redcon.Conn, args [][]byte) {
 }
 
 func (s *Server) snowflake(c redcon.Conn, args [][]byte) {
-	if opts, n, ok := s.countOptions(c, args[1:], "COUNT", "FORM", "PREFIX", idemKey); ok {
-		s.take(c, service.Request{Kind: service.KindSnowflake, Count: n, Form: opts["FORM"], Prefix: opts["PREFIX"], IdempotencyKey: opts[idemKey]})
+	if opts, n, ok := s.countOptions(c, args[1:], "COUNT", "FORM", "PREFIX", idemKey, "SHARD", "SHARD-KEY"); ok {
+		r := service.Request{Kind: service.KindSnowflake, Count: n, Form: opts["FORM"], Prefix: opts["PREFIX"], IdempotencyKey: opts[idemKey]}
+		if err := shardOf(opts, &r); err != nil {
+			s.writeErr(c, err)
+			return
+		}
+		s.take(c, r)
 	}
 }
 
@@ -259,15 +274,15 @@ func (s *Server) decode(c redcon.Conn, args [][]byte) {
 	writeDecoded(c, d)
 }
 
-// compose: COMPOSE time [NODE n | DATACENTER d WORKER w] [SEQUENCE s]
+// compose: COMPOSE time [NODE n | DATACENTER d WORKER w] [SEQUENCE s] [SHARD s | SHARD-KEY k]
 // [LAYOUT l], answered as DECODE answers.
 func (s *Server) compose(c redcon.Conn, args [][]byte) {
 	d, err := func() (service.Decoded, error) {
-		opts, err := options(args[2:], "NODE", "DATACENTER", "WORKER", "SEQUENCE", "LAYOUT")
+		opts, err := options(args[2:], "NODE", "DATACENTER", "WORKER", "SEQUENCE", "LAYOUT", "SHARD", "SHARD-KEY")
 		if err != nil {
 			return service.Decoded{}, err
 		}
-		r := service.ComposeRequest{Layout: opts["LAYOUT"]}
+		r := service.ComposeRequest{Layout: opts["LAYOUT"], ShardKey: opts["SHARD-KEY"]}
 		if r.Time, err = service.ParseTime("time", string(args[1])); err != nil {
 			return service.Decoded{}, err
 		}
@@ -275,7 +290,7 @@ func (s *Server) compose(c redcon.Conn, args [][]byte) {
 			name string
 			to   *int64
 			ptr  **int64
-		}{{"NODE", &r.Node, nil}, {"SEQUENCE", &r.Seq, nil}, {"DATACENTER", nil, &r.Datacenter}, {"WORKER", nil, &r.Worker}} {
+		}{{"NODE", &r.Node, nil}, {"SEQUENCE", &r.Seq, nil}, {"SHARD", &r.Shard, nil}, {"DATACENTER", nil, &r.Datacenter}, {"WORKER", nil, &r.Worker}} {
 			v, ok := opts[f.name]
 			if !ok {
 				continue
@@ -342,7 +357,10 @@ func (s *Server) bounds(c redcon.Conn, args [][]byte) {
 func writeDecoded(c redcon.Conn, d service.Decoded) {
 	n := 12
 	if d.Datacenter != nil {
-		n = 16
+		n += 4
+	}
+	if d.Shard != nil {
+		n += 2
 	}
 	c.WriteArray(n)
 	c.WriteBulkString("id")
@@ -362,6 +380,10 @@ func writeDecoded(c redcon.Conn, d service.Decoded) {
 		c.WriteInt64(*d.Datacenter)
 		c.WriteBulkString("worker")
 		c.WriteInt64(*d.Worker)
+	}
+	if d.Shard != nil {
+		c.WriteBulkString("shard")
+		c.WriteInt64(*d.Shard)
 	}
 }
 

@@ -14,13 +14,14 @@ import (
 func newDecodeCmd(e env) *cobra.Command {
 	var layout string
 	var asJSON bool
-	var dcBits uint
+	var dcBits, shardBits uint
 	c := &cobra.Command{
 		Use:   "decode ID",
 		Short: "Split a snowflake ID into time, node (worker ID) and sequence (offline)",
 		Example: `  frond decode 1861083629105360902
   frond decode 123456789 --layout sonyflake --json
-  frond decode 1861083629105360902 --datacenter-bits 5   # node = datacenter and worker`,
+  frond decode 1861083629105360902 --datacenter-bits 5   # node = datacenter and worker
+  frond decode 1861083629105360902 --shard-bits 4        # snowflake.shard_bits: the shard, id % 16`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
 			id, err := strconv.ParseInt(a[0], 10, 64)
@@ -31,8 +32,8 @@ func newDecodeCmd(e env) *cobra.Command {
 			if err != nil {
 				return usageError{err}
 			}
-			if l.DatacenterBits = dcBits; dcBits > 0 && dcBits >= l.NodeBits {
-				return usagef("--datacenter-bits %d: fewer than the %d node bits of layout %s", dcBits, l.NodeBits, l.Name)
+			if l, err = cliLayout(l, dcBits, shardBits); err != nil {
+				return err
 			}
 			d, err := service.DecodeWith(l, id)
 			if err != nil {
@@ -44,7 +45,21 @@ func newDecodeCmd(e env) *cobra.Command {
 	c.Flags().StringVar(&layout, "layout", "twitter", "layout: twitter, sonyflake, uid-generator, javascript")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	c.Flags().UintVar(&dcBits, "datacenter-bits", 0, "how many of the node bits, from the top, are the datacenter (snowflake.datacenter_bits)")
+	c.Flags().UintVar(&shardBits, "shard-bits", 0, "how many of the sequence bits, the lowest, are the shard (snowflake.shard_bits)")
 	return c
+}
+
+// cliLayout is l with the --datacenter-bits and --shard-bits of decode and
+// compose (snowflake.datacenter_bits and snowflake.shard_bits).
+func cliLayout(l snowflake.Layout, dcBits, shardBits uint) (snowflake.Layout, error) {
+	if l.DatacenterBits = dcBits; dcBits > 0 && dcBits >= l.NodeBits {
+		return l, usagef("--datacenter-bits %d: fewer than the %d node bits of layout %s", dcBits, l.NodeBits, l.Name)
+	}
+	l, err := l.WithShardBits(shardBits)
+	if err != nil {
+		return l, usagef("--shard-bits: %v", err)
+	}
+	return l, nil
 }
 
 // printDecoded prints a decoded snowflake ID, one field a line (or JSON).
@@ -59,6 +74,9 @@ func printDecoded(e env, d service.Decoded, asJSON bool) error {
 	if d.Datacenter != nil {
 		rows = append(rows, [2]any{"datacenter", *d.Datacenter}, [2]any{"worker", *d.Worker})
 	}
+	if d.Shard != nil {
+		rows = append(rows, [2]any{"shard", *d.Shard})
+	}
 	width := 0
 	for _, r := range rows {
 		width = max(width, len(r[0].(string)))
@@ -70,26 +88,27 @@ func printDecoded(e env, d service.Decoded, asJSON bool) error {
 }
 
 func newComposeCmd(e env) *cobra.Command {
-	var layout, at string
+	var layout, at, shardKey string
 	var asJSON bool
-	var dcBits uint
-	var node, seq, dc, worker int64
+	var dcBits, shardBits uint
+	var node, seq, dc, worker, shard int64
 	c := &cobra.Command{
-		Use:   "compose --time T [--node N | --datacenter D --worker W] [--sequence S]",
+		Use:   "compose --time T [--node N | --datacenter D --worker W] [--sequence S] [--shard S | --shard-key K]",
 		Short: "Build the snowflake ID of a time, a node and a sequence (offline; decode's inverse)",
 		Example: `  frond compose --time 2026-11-29T12:00:00.123Z --node 5 --sequence 7
   frond compose --time 1764417600000 --layout sonyflake --json
-  frond compose --time 2026-11-29 --datacenter-bits 5 --datacenter 3 --worker 9`,
+  frond compose --time 2026-11-29 --datacenter-bits 5 --datacenter 3 --worker 9
+  frond compose --time 2026-11-29 --node 5 --shard-bits 4 --shard-key user-42`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
 			l, err := snowflake.Preset(layout)
 			if err != nil {
 				return usageError{err}
 			}
-			if l.DatacenterBits = dcBits; dcBits > 0 && dcBits >= l.NodeBits {
-				return usagef("--datacenter-bits %d: fewer than the %d node bits of layout %s", dcBits, l.NodeBits, l.Name)
+			if l, err = cliLayout(l, dcBits, shardBits); err != nil {
+				return err
 			}
-			r := service.ComposeRequest{Node: node, Seq: seq}
+			r := service.ComposeRequest{Node: node, Seq: seq, Shard: shard, ShardKey: shardKey}
 			if r.Time, err = service.ParseTime("--time", at); err != nil {
 				return usageError{err}
 			}
@@ -111,8 +130,11 @@ func newComposeCmd(e env) *cobra.Command {
 	c.Flags().Int64Var(&seq, "sequence", 0, "the sequence within the tick")
 	c.Flags().Int64Var(&dc, "datacenter", 0, "the datacenter (with --datacenter-bits; with --worker, in place of --node)")
 	c.Flags().Int64Var(&worker, "worker", 0, "the worker within the datacenter")
+	c.Flags().Int64Var(&shard, "shard", 0, "the shard (with --shard-bits)")
+	c.Flags().StringVar(&shardKey, "shard-key", "", "the shard as a key's (with --shard-bits)")
 	c.Flags().StringVar(&layout, "layout", "twitter", "layout: twitter, sonyflake, uid-generator, javascript, cosid")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	c.Flags().UintVar(&dcBits, "datacenter-bits", 0, "how many of the node bits, from the top, are the datacenter (snowflake.datacenter_bits)")
+	c.Flags().UintVar(&shardBits, "shard-bits", 0, "how many of the sequence bits, the lowest, are the shard (snowflake.shard_bits)")
 	return c
 }

@@ -417,6 +417,12 @@ func TestE2E_CLI(t *testing.T) {
 		}
 	}
 	expect(3, "shard bits", "id", "segment", "orders")
+	// Snowflake shard bits (snowflake.shard_bits): offline, and a server
+	// without them refuses a shard.
+	sharded := expect(0, "shard     13", "compose", "--time", "2026-11-29", "--node", "5", "--shard-bits", "4", "--shard-key", "user-42")
+	expect(0, "shard     13", "decode", strings.Fields(sharded)[1], "--shard-bits", "4")
+	expect(2, "fewer than the 12 sequence bits", "compose", "--time", "2026-11-29", "--shard-bits", "13")
+	expect(3, "no shard bits", "id", "snowflake", "--shard", "1")
 	expect(0, "commit ", "version")
 	expect(0, `"platform"`, "version", "--json")
 	expect(0, "/healthz: ok", "health", "--server", s.url)

@@ -51,12 +51,7 @@ func newIDCmd(e env) *cobra.Command {
 			if form != "" {
 				q.Set("form", form)
 			}
-			if c.Flags().Changed("shard") {
-				q.Set("shard", strconv.FormatInt(shard, 10))
-			}
-			if shardKey != "" {
-				q.Set("shard_key", shardKey)
-			}
+			setShard(c, q, shard, shardKey)
 			if prefix != "" {
 				q.Set("prefix", prefix)
 			}
@@ -96,11 +91,12 @@ func newIDCmd(e env) *cobra.Command {
 	seg.Flags().Int64Var(&shard, "shard", 0, "the IDs' shard, of a tag with shard bits (0 to 2^K-1)")
 	seg.Flags().StringVar(&shardKey, "shard-key", "", "the IDs' shard as a key's (a user, a tenant), of a tag with shard bits")
 
-	var sn int64
+	var sn, snowShard int64
+	var snowShardKey string
 	snow := &cobra.Command{
 		Use:     "snowflake",
 		Short:   "Take snowflake IDs",
-		Example: "  frond id snowflake\n  frond id snowflake -n 10\n  frond id snowflake --form friendly   # 20261126081530123-5-16",
+		Example: "  frond id snowflake\n  frond id snowflake -n 10\n  frond id snowflake --form friendly   # 20261126081530123-5-16\n  frond id snowflake --shard-key user-42   # with snowflake.shard_bits K: each ID % 2^K is user-42's shard",
 		Args:    args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
 			if sn < 1 || sn > service.MaxBatch {
@@ -116,6 +112,7 @@ func newIDCmd(e env) *cobra.Command {
 			if snowPrefix != "" {
 				q.Set("prefix", snowPrefix)
 			}
+			setShard(c, q, snowShard, snowShardKey)
 			if err := cl.do(c.Context(), "GET", "/v1/snowflake?"+q.Encode(), nil, &out); err != nil {
 				return err
 			}
@@ -128,6 +125,8 @@ func newIDCmd(e env) *cobra.Command {
 	snow.Flags().Int64VarP(&sn, "n", "n", 1, "how many IDs")
 	snow.Flags().StringVar(&snowForm, "form", "", "form: number, base62, base32, opaque, opaque62, friendly")
 	snow.Flags().StringVar(&snowPrefix, "prefix", "", "prefix of text IDs, before an underscore")
+	snow.Flags().Int64Var(&snowShard, "shard", 0, "the IDs' shard, with snowflake.shard_bits K (0 to 2^K-1)")
+	snow.Flags().StringVar(&snowShardKey, "shard-key", "", "the IDs' shard as a key's (a user, a tenant), with snowflake.shard_bits")
 
 	var un, version int64
 	var namespace, name, uform, uprefix string
@@ -301,4 +300,14 @@ milliseconds.`,
 	c.Flags().StringVar(&prefix, "prefix", "", "prefix of TypeIDs")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the server's JSON answer")
 	return c
+}
+
+// setShard puts the --shard and --shard-key flags of c into q.
+func setShard(c *cobra.Command, q url.Values, shard int64, key string) {
+	if c.Flags().Changed("shard") {
+		q.Set("shard", strconv.FormatInt(shard, 10))
+	}
+	if key != "" {
+		q.Set("shard_key", key)
+	}
 }

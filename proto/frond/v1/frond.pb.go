@@ -142,7 +142,12 @@ type NextSnowflakeRequest struct {
 	// opaque62 or friendly (time-node-sequence).
 	Form string `protobuf:"bytes,2,opt,name=form,proto3" json:"form,omitempty"`
 	// A prefix before text IDs and an underscore.
-	Prefix        string `protobuf:"bytes,3,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	Prefix string `protobuf:"bytes,3,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	// With snowflake.shard_bits: the shard in the IDs' lowest bits (0 to
+	// 2^shard_bits - 1), or a shard key whose shard they carry (the
+	// documented hash, frond.ShardOf). One of them, not both.
+	Shard         *int64 `protobuf:"varint,4,opt,name=shard,proto3,oneof" json:"shard,omitempty"`
+	ShardKey      string `protobuf:"bytes,5,opt,name=shard_key,json=shardKey,proto3" json:"shard_key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -194,6 +199,20 @@ func (x *NextSnowflakeRequest) GetForm() string {
 func (x *NextSnowflakeRequest) GetPrefix() string {
 	if x != nil {
 		return x.Prefix
+	}
+	return ""
+}
+
+func (x *NextSnowflakeRequest) GetShard() int64 {
+	if x != nil && x.Shard != nil {
+		return *x.Shard
+	}
+	return 0
+}
+
+func (x *NextSnowflakeRequest) GetShardKey() string {
+	if x != nil {
+		return x.ShardKey
 	}
 	return ""
 }
@@ -919,8 +938,10 @@ type Decoded struct {
 	Node     int64                  `protobuf:"varint,5,opt,name=node,proto3" json:"node,omitempty"`
 	Sequence int64                  `protobuf:"varint,6,opt,name=sequence,proto3" json:"sequence,omitempty"`
 	// The node field split, with a layout that has datacenter bits.
-	Datacenter    *int64 `protobuf:"varint,7,opt,name=datacenter,proto3,oneof" json:"datacenter,omitempty"`
-	Worker        *int64 `protobuf:"varint,8,opt,name=worker,proto3,oneof" json:"worker,omitempty"`
+	Datacenter *int64 `protobuf:"varint,7,opt,name=datacenter,proto3,oneof" json:"datacenter,omitempty"`
+	Worker     *int64 `protobuf:"varint,8,opt,name=worker,proto3,oneof" json:"worker,omitempty"`
+	// The shard field, with a layout that has shard bits.
+	Shard         *int64 `protobuf:"varint,9,opt,name=shard,proto3,oneof" json:"shard,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1011,6 +1032,13 @@ func (x *Decoded) GetWorker() int64 {
 	return 0
 }
 
+func (x *Decoded) GetShard() int64 {
+	if x != nil && x.Shard != nil {
+		return *x.Shard
+	}
+	return 0
+}
+
 type ComposeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The tick that holds this time is the ID's.
@@ -1021,7 +1049,11 @@ type ComposeRequest struct {
 	Worker     *int64 `protobuf:"varint,4,opt,name=worker,proto3,oneof" json:"worker,omitempty"`
 	Sequence   int64  `protobuf:"varint,5,opt,name=sequence,proto3" json:"sequence,omitempty"`
 	// A layout name; empty means this node's layout.
-	Layout        string `protobuf:"bytes,6,opt,name=layout,proto3" json:"layout,omitempty"`
+	Layout string `protobuf:"bytes,6,opt,name=layout,proto3" json:"layout,omitempty"`
+	// With a layout that has shard bits: the shard, or a key whose shard it
+	// is (frond.ShardOf).
+	Shard         int64  `protobuf:"varint,7,opt,name=shard,proto3" json:"shard,omitempty"`
+	ShardKey      string `protobuf:"bytes,8,opt,name=shard_key,json=shardKey,proto3" json:"shard_key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1094,6 +1126,20 @@ func (x *ComposeRequest) GetSequence() int64 {
 func (x *ComposeRequest) GetLayout() string {
 	if x != nil {
 		return x.Layout
+	}
+	return ""
+}
+
+func (x *ComposeRequest) GetShard() int64 {
+	if x != nil {
+		return x.Shard
+	}
+	return 0
+}
+
+func (x *ComposeRequest) GetShardKey() string {
+	if x != nil {
+		return x.ShardKey
 	}
 	return ""
 }
@@ -2535,11 +2581,14 @@ const file_frond_v1_frond_proto_rawDesc = "" +
 	"\x06prefix\x18\x05 \x01(\tR\x06prefix\x12\x19\n" +
 	"\x05shard\x18\x06 \x01(\x03H\x00R\x05shard\x88\x01\x01\x12\x1c\n" +
 	"\tshard_key\x18\a \x01(\tR\tshard_keyB\b\n" +
-	"\x06_shard\"P\n" +
+	"\x06_shard\"\x92\x01\n" +
 	"\x14NextSnowflakeRequest\x12\f\n" +
 	"\x01n\x18\x01 \x01(\x03R\x01n\x12\x12\n" +
 	"\x04form\x18\x02 \x01(\tR\x04form\x12\x16\n" +
-	"\x06prefix\x18\x03 \x01(\tR\x06prefix\"W\n" +
+	"\x06prefix\x18\x03 \x01(\tR\x06prefix\x12\x19\n" +
+	"\x05shard\x18\x04 \x01(\x03H\x00R\x05shard\x88\x01\x01\x12\x1b\n" +
+	"\tshard_key\x18\x05 \x01(\tR\bshardKeyB\b\n" +
+	"\x06_shard\"W\n" +
 	"\x03IDs\x12\x10\n" +
 	"\x03tag\x18\x01 \x01(\tR\x03tag\x12\x12\n" +
 	"\x04form\x18\x02 \x01(\tR\x04form\x12\x10\n" +
@@ -2586,7 +2635,7 @@ const file_frond_v1_frond_proto_rawDesc = "" +
 	"\x04last\x18\x04 \x01(\x03R\x04last\"7\n" +
 	"\rDecodeRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x16\n" +
-	"\x06layout\x18\x02 \x01(\tR\x06layout\"\x81\x02\n" +
+	"\x06layout\x18\x02 \x01(\tR\x06layout\"\xa6\x02\n" +
 	"\aDecoded\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x16\n" +
 	"\x06layout\x18\x02 \x01(\tR\x06layout\x12.\n" +
@@ -2597,9 +2646,11 @@ const file_frond_v1_frond_proto_rawDesc = "" +
 	"\n" +
 	"datacenter\x18\a \x01(\x03H\x00R\n" +
 	"datacenter\x88\x01\x01\x12\x1b\n" +
-	"\x06worker\x18\b \x01(\x03H\x01R\x06worker\x88\x01\x01B\r\n" +
+	"\x06worker\x18\b \x01(\x03H\x01R\x06worker\x88\x01\x01\x12\x19\n" +
+	"\x05shard\x18\t \x01(\x03H\x02R\x05shard\x88\x01\x01B\r\n" +
 	"\v_datacenterB\t\n" +
-	"\a_worker\"\xe4\x01\n" +
+	"\a_workerB\b\n" +
+	"\x06_shard\"\x97\x02\n" +
 	"\x0eComposeRequest\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x12\n" +
 	"\x04node\x18\x02 \x01(\x03R\x04node\x12#\n" +
@@ -2608,7 +2659,9 @@ const file_frond_v1_frond_proto_rawDesc = "" +
 	"datacenter\x88\x01\x01\x12\x1b\n" +
 	"\x06worker\x18\x04 \x01(\x03H\x01R\x06worker\x88\x01\x01\x12\x1a\n" +
 	"\bsequence\x18\x05 \x01(\x03R\bsequence\x12\x16\n" +
-	"\x06layout\x18\x06 \x01(\tR\x06layoutB\r\n" +
+	"\x06layout\x18\x06 \x01(\tR\x06layout\x12\x14\n" +
+	"\x05shard\x18\a \x01(\x03R\x05shard\x12\x1b\n" +
+	"\tshard_key\x18\b \x01(\tR\bshardKeyB\r\n" +
 	"\v_datacenterB\t\n" +
 	"\a_worker\"\xdd\x01\n" +
 	"\rBoundsRequest\x12\x12\n" +
@@ -2877,6 +2930,7 @@ func file_frond_v1_frond_proto_init() {
 		return
 	}
 	file_frond_v1_frond_proto_msgTypes[0].OneofWrappers = []any{}
+	file_frond_v1_frond_proto_msgTypes[1].OneofWrappers = []any{}
 	file_frond_v1_frond_proto_msgTypes[13].OneofWrappers = []any{}
 	file_frond_v1_frond_proto_msgTypes[14].OneofWrappers = []any{}
 	file_frond_v1_frond_proto_msgTypes[18].OneofWrappers = []any{}
