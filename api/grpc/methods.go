@@ -234,7 +234,7 @@ func (s *Server) Info(context.Context, *frondv1.InfoRequest) (*frondv1.NodeInfo,
 		Held: w.Held, Issuing: w.Issuing, FromLocalRecord: w.FromCache, WorkerError: w.Error,
 		Layout: &frondv1.Layout{Name: l.Name, Unit: l.Unit.String(), TimeBits: int32(l.TimeBits), NodeBits: int32(l.NodeBits),
 			SequenceBits: int32(l.SeqBits), Epoch: timestamppb.New(l.Epoch), Expires: timestamppb.New(l.Expires()), MaxId: l.MaxID(),
-			DatacenterBits: int32(l.DatacenterBits)},
+			DatacenterBits: int32(l.DatacenterBits), ShardBits: int32(l.ShardBits)},
 		MaxBatch: service.MaxBatch, MaxRangesBatch: service.MaxRangesBatch, StartedAt: timestamppb.New(s.started),
 		ReservedAheadNs: int64(w.ReservedAhead), PeerSkewNs: int64(w.PeerSkew), Peers: int32(w.PeerCount),
 	}

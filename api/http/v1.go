@@ -507,7 +507,7 @@ func (s *Server) v1Info(w http.ResponseWriter, r *http.Request) {
 		"worker":    s.svc.WorkerInfo(),
 		"layout": map[string]any{
 			"name": l.Name, "unit": l.Unit.String(), "time_bits": l.TimeBits, "node_bits": l.NodeBits,
-			"sequence_bits": l.SeqBits, "epoch": l.Epoch, "expires": l.Expires(), "max_id": l.MaxID(), "datacenter_bits": l.DatacenterBits,
+			"sequence_bits": l.SeqBits, "epoch": l.Epoch, "expires": l.Expires(), "max_id": l.MaxID(), "datacenter_bits": l.DatacenterBits, "shard_bits": l.ShardBits,
 		},
 		"limits":     map[string]any{"max_batch": service.MaxBatch, "max_ranges_batch": service.MaxRangesBatch},
 		"started_at": s.started.UTC(),

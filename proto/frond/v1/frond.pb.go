@@ -1568,8 +1568,10 @@ type Layout struct {
 	MaxId        int64                  `protobuf:"varint,8,opt,name=max_id,proto3" json:"max_id,omitempty"`
 	// How many of node_bits, from the top, are the datacenter.
 	DatacenterBits int32 `protobuf:"varint,9,opt,name=datacenter_bits,proto3" json:"datacenter_bits,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// How many bits below the sequence are the shard (snowflake.shard_bits).
+	ShardBits     int32 `protobuf:"varint,10,opt,name=shard_bits,proto3" json:"shard_bits,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Layout) Reset() {
@@ -1661,6 +1663,13 @@ func (x *Layout) GetMaxId() int64 {
 func (x *Layout) GetDatacenterBits() int32 {
 	if x != nil {
 		return x.DatacenterBits
+	}
+	return 0
+}
+
+func (x *Layout) GetShardBits() int32 {
+	if x != nil {
+		return x.ShardBits
 	}
 	return 0
 }
@@ -2708,7 +2717,7 @@ const file_frond_v1_frond_proto_rawDesc = "" +
 	"\n" +
 	"_worker_idB\r\n" +
 	"\v_datacenterB\t\n" +
-	"\a_worker\"\xbc\x02\n" +
+	"\a_worker\"\xdc\x02\n" +
 	"\x06Layout\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04unit\x18\x02 \x01(\tR\x04unit\x12\x1c\n" +
@@ -2718,7 +2727,11 @@ const file_frond_v1_frond_proto_rawDesc = "" +
 	"\x05epoch\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x05epoch\x124\n" +
 	"\aexpires\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\aexpires\x12\x16\n" +
 	"\x06max_id\x18\b \x01(\x03R\x06max_id\x12(\n" +
-	"\x0fdatacenter_bits\x18\t \x01(\x05R\x0fdatacenter_bits\"\x98\x01\n" +
+	"\x0fdatacenter_bits\x18\t \x01(\x05R\x0fdatacenter_bits\x12\x1e\n" +
+	"\n" +
+	"shard_bits\x18\n" +
+	" \x01(\x05R\n" +
+	"shard_bits\"\x98\x01\n" +
 	"\rRevealRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04form\x18\x02 \x01(\tR\x04form\x12\x14\n" +
