@@ -111,6 +111,7 @@ type Client struct {
 	unleasedSeen atomic.Bool
 	unleasedTags sync.Map // tag -> viaRanges or viaForm
 	routes       sync.Map // keyed sequence space -> *seqRoute
+	shardState            // leases of counters (NextShard), from the first
 }
 
 // server is one frond server and its health as this client sees it.
@@ -182,18 +183,29 @@ func New(o Options) (*Client, error) {
 		}
 		c.servers = append(c.servers, &server{addr: addr, conn: conn, ids: frondv1.NewIDServiceClient(conn)})
 	}
-	c.lease = &leaser{c: c, pending: map[string][]frond.Range{}, last: map[string]int64{}}
-	eng, err := segment.New(c.lease, segment.Settings{
-		FastSegment: o.LeaseTarget / 2, SlowSegment: 2 * o.LeaseTarget, MaxStep: o.MaxLease,
-		// A lease waits for at most every server's attempts.
-		LoadTimeout: time.Duration(o.Attempts) * o.Timeout, Logger: o.Logger,
-	})
+	c.lease = c.newLeaser(false)
+	eng, err := c.newEngine(c.lease)
 	if err != nil {
 		c.closeConns()
 		return nil, err
 	}
 	c.engine = eng
 	return c, nil
+}
+
+// newLeaser is a leaser of plain IDs, or of counters (NextShard).
+func (c *Client) newLeaser(counters bool) *leaser {
+	return &leaser{c: c, counters: counters, pending: map[string][]frond.Range{}, last: map[string]int64{}}
+}
+
+// newEngine is a segment engine whose store is l.
+func (c *Client) newEngine(l *leaser) (*segment.Engine, error) {
+	o := c.o
+	return segment.New(l, segment.Settings{
+		FastSegment: o.LeaseTarget / 2, SlowSegment: 2 * o.LeaseTarget, MaxStep: o.MaxLease,
+		// A lease waits for at most every server's attempts.
+		LoadTimeout: time.Duration(o.Attempts) * o.Timeout, Logger: o.Logger,
+	})
 }
 
 // Close ends the leases (their unused IDs are skipped, never reissued) and
@@ -203,6 +215,10 @@ func (c *Client) Close() error {
 		return nil
 	}
 	err := c.engine.Close()
+	c.countersOnce.Do(func() { c.countersErr = frond.ErrClosed }) // none starts after Close
+	if c.counters != nil {
+		err = errors.Join(err, c.counters.Close())
+	}
 	return errors.Join(err, c.closeConns())
 }
 

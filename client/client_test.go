@@ -578,3 +578,82 @@ func TestClient_Seq(t *testing.T) {
 		t.Fatalf("Seq of an empty key: %v", err)
 	}
 }
+
+// A tag with shard bits through the client: NextShard and NextForKey put
+// the shard below a counter leased from the servers (two clients on two
+// servers: every ID unique, id % 16 the shard asked for); Next refuses the
+// tag (its IDs need a shard); NextShard refuses a tag without shard bits
+// and a shard past them.
+func TestClient_ShardBits(t *testing.T) {
+	st := clienttest.NewStore()
+	a, b := clienttest.Start(t, clienttest.WithStore(st), clienttest.WithNode(1)), clienttest.Start(t, clienttest.WithStore(st), clienttest.WithNode(2))
+	if _, err := a.Service.CreateTag(bg, frond.Tag{Name: "orders", MaxID: 1, Step: 100, Mapping: frond.ShardMapping(4)}); err != nil {
+		t.Fatal(err)
+	}
+	a.CreateTag(t, "plain", 100)
+	clients := []*client.Client{newClient(t, client.Options{Servers: []string{a.Addr}}), newClient(t, client.Options{Servers: []string{b.Addr}})}
+	seen := map[int64]bool{}
+	keys := []string{"user-42", "tenant-7", "a", "shop:10086", "用户-1"}
+	for i := range 3000 {
+		c := clients[i%2]
+		var id, want int64
+		var err error
+		if i%3 == 0 {
+			key := keys[i%len(keys)]
+			want = frond.ShardOf(key, 4)
+			id, err = c.NextForKey(bg, "orders", key)
+		} else {
+			want = int64(i % 16)
+			id, err = c.NextShard(bg, "orders", want)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id%16 != want || seen[id>>4] {
+			t.Fatalf("%d: shard %d (want %d), counter %d seen before: %v", id, id%16, want, id>>4, seen[id>>4])
+		}
+		seen[id>>4] = true
+	}
+	if _, err := clients[0].Next(bg, "orders"); !errors.Is(err, frond.ErrInvalidArgument) {
+		t.Errorf("Next of a tag with shard bits: %v", err)
+	}
+	if _, err := clients[0].NextShard(bg, "orders", 16); !errors.Is(err, frond.ErrInvalidArgument) {
+		t.Errorf("shard 16 of 4 bits: %v", err)
+	}
+	for range 2 {
+		if _, err := clients[0].NextShard(bg, "plain", 1); !errors.Is(err, frond.ErrInvalidArgument) {
+			t.Errorf("NextShard of a tag without shard bits: %v", err)
+		}
+	}
+	if id, err := clients[0].Next(bg, "plain"); err != nil || id < 1 {
+		t.Errorf("Next of the plain tag beside: %d, %v", id, err)
+	}
+}
+
+// What a gene ID costs beside a plain leased ID: the same lease, a shift
+// and an or (NextShard), or a key's hash too (NextForKey).
+func BenchmarkClient_NextShard(b *testing.B) {
+	srv := clienttest.Start(b)
+	if _, err := srv.Service.CreateTag(bg, frond.Tag{Name: "bench", MaxID: 1, Step: 1000, Mapping: frond.ShardMapping(4)}); err != nil {
+		b.Fatal(err)
+	}
+	c := newClient(b, client.Options{Servers: []string{srv.Addr}, MinLease: 100_000})
+	for b.Loop() {
+		if _, err := c.NextShard(bg, "bench", 5); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkClient_NextForKey(b *testing.B) {
+	srv := clienttest.Start(b)
+	if _, err := srv.Service.CreateTag(bg, frond.Tag{Name: "bench", MaxID: 1, Step: 1000, Mapping: frond.ShardMapping(4)}); err != nil {
+		b.Fatal(err)
+	}
+	c := newClient(b, client.Options{Servers: []string{srv.Addr}, MinLease: 100_000})
+	for b.Loop() {
+		if _, err := c.NextForKey(bg, "bench", "user-42"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/frond-id/frond"
 	frondv1 "github.com/frond-id/frond/proto/frond/v1"
@@ -262,10 +263,15 @@ func (t *Tag) NextRanges(ctx context.Context, n int64) ([]frond.Range, error) {
 // (the server's segment ended within it) is handed to the engine one range
 // at a time.
 type leaser struct {
-	c       *Client
-	mu      sync.Mutex
-	pending map[string][]frond.Range // leased, not yet given to the engine
-	last    map[string]int64         // per tag, the end of the highest range leased
+	c *Client
+	// counters: a lease of a tag's counters (NextShard); bits holds each
+	// tag's shard bits as its last lease said (tag -> int).
+	counters bool
+	bits     sync.Map
+	lastBits atomic.Pointer[tagBits] // the last lease's, read first
+	mu       sync.Mutex
+	pending  map[string][]frond.Range // leased, not yet given to the engine
+	last     map[string]int64         // per tag, the end of the highest range leased
 }
 
 // maxBehind bounds the leases in a row that lie wholly below the IDs
@@ -289,11 +295,15 @@ func (l *leaser) Allocate(ctx context.Context, tag string, step int64) (frond.Al
 		var out *frondv1.Ranges
 		err := l.c.call(ctx, func(ctx context.Context, ids frondv1.IDServiceClient) error {
 			var err error
-			out, err = ids.NextSegmentRanges(ctx, &frondv1.NextSegmentRangesRequest{Tag: tag, N: n, Lease: true})
+			out, err = ids.NextSegmentRanges(ctx, &frondv1.NextSegmentRangesRequest{Tag: tag, N: n, Lease: true, Counters: l.counters})
 			return err
 		})
 		if err != nil {
 			return frond.Allocation{}, err
+		}
+		if l.counters {
+			l.bits.Store(tag, int(out.GetShardBits()))
+			l.lastBits.Store(&tagBits{tag, int(out.GetShardBits())})
 		}
 		queued, behind := l.push(tag, out.GetRanges())
 		if queued {

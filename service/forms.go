@@ -124,6 +124,17 @@ func Numeric(form string) bool {
 // tag whose numbers are not plain they are refused, but for a list of
 // numbers (TinyID), answered in the mapping.
 func (s *Service) fitMapping(r *Request, mapping string) error {
+	if bits := frond.ShardBits(mapping); bits > 0 && (r.Ranges || r.Run || r.Lease) && !numbersList(r) {
+		switch {
+		case !r.Counters || !r.Lease:
+			return fmt.Errorf("%w: tag %s has %d shard bits: its ranges would be bare counters; a client library that applies them leases the counters (counters=1 with lease=1)",
+				frond.ErrFormNotCarried, Quote(r.Name), bits)
+		case r.HasShard || r.ShardKey != "":
+			return fmt.Errorf("%w: a lease of counters names no shard: the client puts each ID's shard below its counter", frond.ErrInvalidArgument)
+		}
+		r.ShardBits = bits
+		return nil
+	}
 	if err := fitShard(r, mapping); err != nil {
 		return err
 	}

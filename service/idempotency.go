@@ -132,7 +132,7 @@ func fingerprint(r Request) string {
 	}
 	b = strconv.AppendInt(b, r.Count, 10)
 	b = strconv.AppendInt(append(b, 0), int64(r.Version), 10)
-	for _, f := range []bool{r.Ranges, r.Run, r.Lease, r.HasShard} {
+	for _, f := range []bool{r.Ranges, r.Run, r.Lease, r.HasShard, r.Counters} {
 		b = strconv.AppendBool(append(b, 0), f)
 	}
 	b = strconv.AppendInt(append(b, 0), r.Shard, 10)

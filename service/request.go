@@ -90,6 +90,14 @@ type Request struct {
 	Shard    int64
 	HasShard bool
 	ShardKey string
+	// Counters marks a lease whose caller applies a tag's shard bits to
+	// each ID itself (a client library that knows them): the ranges of a
+	// tag with shard bits are then its counters, and ShardBits (set by the
+	// service) says how many bits the caller moves each up by, its shard
+	// below. Without it such a tag's leases are refused (form_not_carried):
+	// a client that does not know shard bits would hand out bare counters.
+	Counters  bool
+	ShardBits int
 }
 
 // MaxShardKey is the longest shard key, in bytes.
@@ -191,6 +199,9 @@ func (s *Service) Check(r *Request) error {
 	}
 	if (r.Ranges || r.Run) && r.Kind != KindSegment {
 		return fmt.Errorf("%w: only segment IDs come as ranges", frond.ErrInvalidArgument)
+	}
+	if r.Counters && !r.Lease {
+		return fmt.Errorf("%w: counters go with a lease: the client that applies a tag's shard bits hands the IDs out itself", frond.ErrInvalidArgument)
 	}
 	if err := checkShard(r); err != nil {
 		return err

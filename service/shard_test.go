@@ -202,3 +202,44 @@ func TestShardBits_Snowflake(t *testing.T) {
 		t.Errorf("friendly without shard bits: %+v, %v", d, err)
 	}
 }
+
+// A lease of counters (Request.Counters): a client library that applies a
+// tag's shard bits itself leases the tag's counters and learns the bits;
+// a lease without it is refused as before (an older client would hand out
+// bare counters), and counters go with a lease only.
+func TestShardBits_LeaseOfCounters(t *testing.T) {
+	st := memstore.New(nil)
+	a := mappingNode(t, st, nil)
+	for _, tg := range []frond.Tag{{Name: "orders", MaxID: 1, Step: 50, Mapping: frond.ShardMapping(4)}, {Name: "plain", MaxID: 1, Step: 50}} {
+		if _, err := a.CreateTag(bg, tg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lease := Request{Kind: KindSegment, Name: "orders", Count: 10, Ranges: true, Lease: true}
+	if _, err := a.Take(bg, lease); !errors.Is(err, frond.ErrFormNotCarried) {
+		t.Fatalf("a lease without counters: %v", err)
+	}
+	lease.Counters = true
+	ans, err := a.Take(bg, lease)
+	if err != nil || ans.Request.ShardBits != 4 || len(ans.Ranges) != 1 || ans.Ranges[0].Len() != 10 {
+		t.Fatalf("a lease of counters: %+v, %v", ans, err)
+	}
+	// The counters are the tag's own: the next request's ID is the next
+	// counter, moved up by the bits.
+	one, err := a.Take(bg, Request{Kind: KindSegment, Name: "orders", Shard: 3, HasShard: true})
+	if err != nil || one.Nums[0] != ans.Ranges[0].End<<4|3 {
+		t.Fatalf("after a lease of counters %+v: %v, %v", ans.Ranges, one.Nums, err)
+	}
+	plain, err := a.Take(bg, Request{Kind: KindSegment, Name: "plain", Count: 5, Ranges: true, Lease: true, Counters: true})
+	if err != nil || plain.Request.ShardBits != 0 {
+		t.Fatalf("counters of a plain tag: %+v, %v", plain, err)
+	}
+	for _, bad := range []Request{
+		{Kind: KindSegment, Name: "orders", Count: 10, Ranges: true, Counters: true},
+		{Kind: KindSegment, Name: "orders", Count: 10, Ranges: true, Lease: true, Counters: true, Shard: 1, HasShard: true},
+	} {
+		if _, err := a.Take(bg, bad); !errors.Is(err, frond.ErrInvalidArgument) {
+			t.Errorf("%+v: %v", bad, err)
+		}
+	}
+}

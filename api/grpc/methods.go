@@ -56,7 +56,7 @@ func (s *Server) NextSnowflake(ctx context.Context, in *frondv1.NextSnowflakeReq
 }
 
 func (s *Server) NextSegmentRanges(ctx context.Context, in *frondv1.NextSegmentRangesRequest) (*frondv1.Ranges, error) {
-	a, err := s.take(ctx, service.Request{Kind: service.KindSegment, Name: in.GetTag(), Count: in.GetN(), Ranges: true, Lease: in.GetLease(), Token: tagToken(ctx)})
+	a, err := s.take(ctx, service.Request{Kind: service.KindSegment, Name: in.GetTag(), Count: in.GetN(), Ranges: true, Lease: in.GetLease(), Counters: in.GetCounters(), Token: tagToken(ctx)})
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +64,7 @@ func (s *Server) NextSegmentRanges(ctx context.Context, in *frondv1.NextSegmentR
 }
 
 func ranges(a service.Answer) *frondv1.Ranges {
-	out := &frondv1.Ranges{Tag: a.Request.Name, Count: max(a.Request.Count, 1), Ranges: make([]*frondv1.Range, len(a.Ranges))}
+	out := &frondv1.Ranges{Tag: a.Request.Name, Count: max(a.Request.Count, 1), Ranges: make([]*frondv1.Range, len(a.Ranges)), ShardBits: int32(a.Request.ShardBits)}
 	for i, r := range a.Ranges {
 		out.Ranges[i] = &frondv1.Range{Start: r.Start, End: r.End, Stride: r.Stride, Count: r.Len()}
 	}

@@ -77,3 +77,18 @@ func TestGRPC_SnowflakeShardBits(t *testing.T) {
 		wantCode(t, err, codes.InvalidArgument, frond.CodeInvalidArgument)
 	}
 }
+
+// A lease of counters over gRPC: NextSegmentRanges with lease and
+// counters answers the tag's counters and its shard_bits.
+func TestGRPC_LeaseOfCounters(t *testing.T) {
+	f := start(t, api.Options{})
+	if _, err := f.svc.CreateTag(bg, frond.Tag{Name: "orders", MaxID: 1, Step: 100, Mapping: frond.ShardMapping(4)}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.c.NextSegmentRanges(bg, &frondv1.NextSegmentRangesRequest{Tag: "orders", N: 10, Lease: true})
+	wantCode(t, err, codes.FailedPrecondition, frond.CodeFormNotCarried)
+	got, err := f.c.NextSegmentRanges(bg, &frondv1.NextSegmentRangesRequest{Tag: "orders", N: 10, Lease: true, Counters: true})
+	if err != nil || got.ShardBits != 4 || len(got.Ranges) != 1 || got.Ranges[0].Count != 10 {
+		t.Fatalf("counters: %v, %v", got, err)
+	}
+}

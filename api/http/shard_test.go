@@ -94,3 +94,25 @@ func TestHTTP_SnowflakeShardBits(t *testing.T) {
 		f.want(f.do("GET", bad, ""), 400, `"invalid_argument"`)
 	}
 }
+
+// A lease of counters over HTTP: counters=1 with lease=1 answers the tag's
+// counters and its shard_bits; without counters=1 it is refused.
+func TestHTTP_LeaseOfCounters(t *testing.T) {
+	f := newFixture(t, api.Options{})
+	f.want(f.do("POST", "/v1/tags", `{"name":"orders","step":100,"mapping":"shard:4"}`), 201, `"mapping":"shard:4"`)
+	f.want(f.do("GET", "/v1/segment/orders?format=ranges&lease=1&n=10", ""), 409, `"form_not_carried"`)
+	r := f.do("GET", "/v1/segment/orders?format=ranges&lease=1&counters=1&n=10", "")
+	f.want(r, 200, `"shard_bits":4`)
+	var out struct {
+		Ranges []struct{ Start, End int64 }
+	}
+	json.Unmarshal([]byte(r.body), &out)
+	if len(out.Ranges) != 1 || out.Ranges[0].End-out.Ranges[0].Start != 10 || out.Ranges[0].Start > 100 {
+		t.Fatalf("counters: %s", r.body)
+	}
+	if r := f.do("GET", "/v1/segment/order?format=ranges&lease=1&counters=1&n=10", ""); r.code != 200 || strings.Contains(r.body, "shard_bits") {
+		t.Fatalf("counters of a plain tag: %d %s", r.code, r.body)
+	}
+	f.want(f.do("GET", "/v1/segment/orders?format=ranges&counters=1&n=10", ""), 400, `"invalid_argument"`)
+	f.want(f.do("GET", "/v1/segment/orders?format=ranges&lease=1&counters=x", ""), 400, `"invalid_argument"`)
+}

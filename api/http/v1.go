@@ -223,7 +223,7 @@ func shardOf(q query, req *service.Request) error {
 
 // v1Segment: GET|POST /v1/segment/{tag}[?n=N][&format=ids|ranges][&form=F][&prefix=P][&shard=S|&shard_key=K].
 func (s *Server) v1Segment(w http.ResponseWriter, r *http.Request) {
-	s.v1Take(w, r, []string{"n", "format", "form", "prefix", "token", "lease", "shard", "shard_key"}, func(q query, req *service.Request) error {
+	s.v1Take(w, r, []string{"n", "format", "form", "prefix", "token", "lease", "counters", "shard", "shard_key"}, func(q query, req *service.Request) error {
 		format, _ := q.get("format")
 		if format != "" && format != "ids" && format != "ranges" {
 			return badRequest("format=%s: must be ids or ranges", service.Quote(format))
@@ -245,6 +245,18 @@ func (s *Server) v1Segment(w http.ResponseWriter, r *http.Request) {
 				return badRequest("lease=1 needs format=ranges: a lease is ranges the client hands out itself")
 			}
 		}
+		// counters=1 (with lease=1): the client applies a tag's shard bits
+		// itself; the answer's shard_bits says how many.
+		counters := false
+		if v, ok := q.get("counters"); ok {
+			switch v {
+			case "1", "true":
+				counters = true
+			case "0", "false":
+			default:
+				return badRequest("counters=%s: 1 or 0", service.Quote(v))
+			}
+		}
 		limit := int64(service.MaxBatch)
 		if format == "ranges" {
 			limit = service.MaxRangesBatch
@@ -253,7 +265,7 @@ func (s *Server) v1Segment(w http.ResponseWriter, r *http.Request) {
 		prefix, _ := q.get("prefix")
 		n, err := parseCount(q, limit)
 		token, _ := q.get("token")
-		*req = service.Request{Kind: service.KindSegment, Name: r.PathValue("tag"), Count: n, Form: form, Prefix: prefix, Ranges: format == "ranges", Lease: lease, Token: tagToken(r, token)}
+		*req = service.Request{Kind: service.KindSegment, Name: r.PathValue("tag"), Count: n, Form: form, Prefix: prefix, Ranges: format == "ranges", Lease: lease, Counters: counters, Token: tagToken(r, token)}
 		if err != nil {
 			return err
 		}
@@ -267,6 +279,9 @@ func (s *Server) v1Segment(w http.ResponseWriter, r *http.Request) {
 		for i, x := range a.Ranges {
 			out[i] = rangeJSON{Start: x.Start, End: x.End, Stride: x.Stride, Count: x.Len(),
 				StartStr: strconv.FormatInt(x.Start, 10), EndStr: strconv.FormatInt(x.End, 10)}
+		}
+		if req.ShardBits > 0 {
+			return map[string]any{"tag": req.Name, "count": max(req.Count, 1), "ranges": out, "shard_bits": req.ShardBits}
 		}
 		return map[string]any{"tag": req.Name, "count": max(req.Count, 1), "ranges": out}
 	})

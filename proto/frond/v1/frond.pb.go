@@ -299,7 +299,12 @@ type NextSegmentRangesRequest struct {
 	N int64 `protobuf:"varint,2,opt,name=n,proto3" json:"n,omitempty"`
 	// The caller hands these IDs out later (a client library's lease): a
 	// sequence tag refuses it with FAILED_PRECONDITION, code not_leasable.
-	Lease         bool `protobuf:"varint,3,opt,name=lease,proto3" json:"lease,omitempty"`
+	Lease bool `protobuf:"varint,3,opt,name=lease,proto3" json:"lease,omitempty"`
+	// With lease: the caller applies a tag's shard bits to each ID itself
+	// (counter << shard_bits | shard): the ranges of a tag with shard bits
+	// are its counters, and Ranges.shard_bits says how many. Without it
+	// such a tag's leases are refused with form_not_carried.
+	Counters      bool `protobuf:"varint,4,opt,name=counters,proto3" json:"counters,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -351,6 +356,13 @@ func (x *NextSegmentRangesRequest) GetN() int64 {
 func (x *NextSegmentRangesRequest) GetLease() bool {
 	if x != nil {
 		return x.Lease
+	}
+	return false
+}
+
+func (x *NextSegmentRangesRequest) GetCounters() bool {
+	if x != nil {
+		return x.Counters
 	}
 	return false
 }
@@ -430,8 +442,11 @@ type Ranges struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Tag   string                 `protobuf:"bytes,1,opt,name=tag,proto3" json:"tag,omitempty"`
 	// How many IDs the ranges hold in all.
-	Count         int64    `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
-	Ranges        []*Range `protobuf:"bytes,3,rep,name=ranges,proto3" json:"ranges,omitempty"`
+	Count  int64    `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	Ranges []*Range `protobuf:"bytes,3,rep,name=ranges,proto3" json:"ranges,omitempty"`
+	// A lease of counters (counters) of a tag with shard bits: how many; the
+	// caller hands out counter << shard_bits | shard.
+	ShardBits     int32 `protobuf:"varint,4,opt,name=shard_bits,json=shardBits,proto3" json:"shard_bits,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -485,6 +500,13 @@ func (x *Ranges) GetRanges() []*Range {
 		return x.Ranges
 	}
 	return nil
+}
+
+func (x *Ranges) GetShardBits() int32 {
+	if x != nil {
+		return x.ShardBits
+	}
+	return 0
 }
 
 type NextUUIDRequest struct {
@@ -2602,20 +2624,23 @@ const file_frond_v1_frond_proto_rawDesc = "" +
 	"\x03tag\x18\x01 \x01(\tR\x03tag\x12\x12\n" +
 	"\x04form\x18\x02 \x01(\tR\x04form\x12\x10\n" +
 	"\x03ids\x18\x03 \x03(\x03R\x03ids\x12\x18\n" +
-	"\aid_strs\x18\x04 \x03(\tR\aid_strs\"P\n" +
+	"\aid_strs\x18\x04 \x03(\tR\aid_strs\"l\n" +
 	"\x18NextSegmentRangesRequest\x12\x10\n" +
 	"\x03tag\x18\x01 \x01(\tR\x03tag\x12\f\n" +
 	"\x01n\x18\x02 \x01(\x03R\x01n\x12\x14\n" +
-	"\x05lease\x18\x03 \x01(\bR\x05lease\"]\n" +
+	"\x05lease\x18\x03 \x01(\bR\x05lease\x12\x1a\n" +
+	"\bcounters\x18\x04 \x01(\bR\bcounters\"]\n" +
 	"\x05Range\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\x03R\x05start\x12\x10\n" +
 	"\x03end\x18\x02 \x01(\x03R\x03end\x12\x16\n" +
 	"\x06stride\x18\x03 \x01(\x03R\x06stride\x12\x14\n" +
-	"\x05count\x18\x04 \x01(\x03R\x05count\"Y\n" +
+	"\x05count\x18\x04 \x01(\x03R\x05count\"x\n" +
 	"\x06Ranges\x12\x10\n" +
 	"\x03tag\x18\x01 \x01(\tR\x03tag\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\x03R\x05count\x12'\n" +
-	"\x06ranges\x18\x03 \x03(\v2\x0f.frond.v1.RangeR\x06ranges\"\x97\x01\n" +
+	"\x06ranges\x18\x03 \x03(\v2\x0f.frond.v1.RangeR\x06ranges\x12\x1d\n" +
+	"\n" +
+	"shard_bits\x18\x04 \x01(\x05R\tshardBits\"\x97\x01\n" +
 	"\x0fNextUUIDRequest\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x05R\aversion\x12\f\n" +
 	"\x01n\x18\x02 \x01(\x03R\x01n\x12\x1c\n" +
