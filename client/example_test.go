@@ -48,7 +48,15 @@ func textAndMetrics(ctx context.Context, c *client.Client) error {
 	return err
 }
 
-var _, _ = useTheClient, textAndMetrics
+// docs/client.md, a tag with shard bits.
+func geneIDs(ctx context.Context, c *client.Client) error {
+	id, err := c.NextForKey(ctx, "orders", "user-42") // id % 16 == 13 with shard:4: user-42's shard
+	id, err = c.NextShard(ctx, "orders", 5)           // id % 16 == 5
+	fmt.Println(id)
+	return err
+}
+
+var _, _, _ = useTheClient, textAndMetrics, geneIDs
 
 // docs/client.md, "Testing your code": run.
 func TestDocs_Clienttest(t *testing.T) {

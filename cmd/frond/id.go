@@ -23,8 +23,8 @@ func newIDCmd(e env) *cobra.Command {
 	cl := addClientFlags(c, e)
 	var n int64
 	var ranges bool
-	var form, snowForm, prefix, snowPrefix, shardKey string
-	var shard int64
+	var form, snowForm, prefix, snowPrefix string
+	var segShard, snowShard shardFlags
 	seg := &cobra.Command{
 		Use:   "segment TAG",
 		Short: "Take segment IDs of a tag",
@@ -51,7 +51,7 @@ func newIDCmd(e env) *cobra.Command {
 			if form != "" {
 				q.Set("form", form)
 			}
-			setShard(c, q, shard, shardKey)
+			segShard.set(c, q)
 			if prefix != "" {
 				q.Set("prefix", prefix)
 			}
@@ -88,11 +88,9 @@ func newIDCmd(e env) *cobra.Command {
 	seg.Flags().BoolVar(&ranges, "ranges", false, "print ranges (start, end exclusive, stride) instead of IDs")
 	seg.Flags().StringVar(&form, "form", "", "form: number, base62, base32, opaque, opaque62, mist (default: the tag's)")
 	seg.Flags().StringVar(&prefix, "prefix", "", "prefix of text IDs, before an underscore (default: the tag's)")
-	seg.Flags().Int64Var(&shard, "shard", 0, "the IDs' shard, of a tag with shard bits (0 to 2^K-1)")
-	seg.Flags().StringVar(&shardKey, "shard-key", "", "the IDs' shard as a key's (a user, a tenant), of a tag with shard bits")
+	segShard.add(seg, "of a tag with shard bits")
 
-	var sn, snowShard int64
-	var snowShardKey string
+	var sn int64
 	snow := &cobra.Command{
 		Use:     "snowflake",
 		Short:   "Take snowflake IDs",
@@ -112,7 +110,7 @@ func newIDCmd(e env) *cobra.Command {
 			if snowPrefix != "" {
 				q.Set("prefix", snowPrefix)
 			}
-			setShard(c, q, snowShard, snowShardKey)
+			snowShard.set(c, q)
 			if err := cl.do(c.Context(), "GET", "/v1/snowflake?"+q.Encode(), nil, &out); err != nil {
 				return err
 			}
@@ -125,8 +123,7 @@ func newIDCmd(e env) *cobra.Command {
 	snow.Flags().Int64VarP(&sn, "n", "n", 1, "how many IDs")
 	snow.Flags().StringVar(&snowForm, "form", "", "form: number, base62, base32, opaque, opaque62, friendly")
 	snow.Flags().StringVar(&snowPrefix, "prefix", "", "prefix of text IDs, before an underscore")
-	snow.Flags().Int64Var(&snowShard, "shard", 0, "the IDs' shard, with snowflake.shard_bits K (0 to 2^K-1)")
-	snow.Flags().StringVar(&snowShardKey, "shard-key", "", "the IDs' shard as a key's (a user, a tenant), with snowflake.shard_bits")
+	snowShard.add(snow, "with snowflake.shard_bits")
 
 	var un, version int64
 	var namespace, name, uform, uprefix string
@@ -300,14 +297,4 @@ milliseconds.`,
 	c.Flags().StringVar(&prefix, "prefix", "", "prefix of TypeIDs")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the server's JSON answer")
 	return c
-}
-
-// setShard puts the --shard and --shard-key flags of c into q.
-func setShard(c *cobra.Command, q url.Values, shard int64, key string) {
-	if c.Flags().Changed("shard") {
-		q.Set("shard", strconv.FormatInt(shard, 10))
-	}
-	if key != "" {
-		q.Set("shard_key", key)
-	}
 }
