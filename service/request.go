@@ -178,7 +178,6 @@ func (s *Service) Check(r *Request) error {
 		if err := s.checkPrefix(r); err != nil {
 			return err
 		}
-
 	case KindUUID:
 		if err := CheckUUID(r); err != nil {
 			return err
