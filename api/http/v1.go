@@ -72,6 +72,18 @@ func (q query) int(name string, def, lo, hi int64) (int64, error) {
 	return n, nil
 }
 
+// flag reads a parameter of 1 or true, 0 or false; false when absent.
+func (q query) flag(name string) (bool, error) {
+	v, ok := q.get(name)
+	switch {
+	case !ok || v == "0" || v == "false":
+		return false, nil
+	case v == "1" || v == "true":
+		return true, nil
+	}
+	return false, badRequest("%s=%s: 1 or 0", name, service.Quote(v))
+}
+
 // parseCount reads the n parameter: absent means 0 (one ID, answered alone);
 // given, it is a whole number from 1 to limit written in digits only ("",
 // "+5", " 5" and "5;x" are refused, not read as a default).
@@ -232,30 +244,18 @@ func (s *Server) v1Segment(w http.ResponseWriter, r *http.Request) {
 		// lease, as gRPC's LeaseRanges): a sequence tag refuses it
 		// (not_leasable), and a tag whose IDs are not plain numbers too
 		// (form_not_carried).
-		lease := false
-		if v, ok := q.get("lease"); ok {
-			switch v {
-			case "1", "true":
-				lease = true
-			case "0", "false":
-			default:
-				return badRequest("lease=%s: 1 or 0", service.Quote(v))
-			}
-			if lease && format != "ranges" {
-				return badRequest("lease=1 needs format=ranges: a lease is ranges the client hands out itself")
-			}
+		lease, err := q.flag("lease")
+		if err != nil {
+			return err
+		}
+		if lease && format != "ranges" {
+			return badRequest("lease=1 needs format=ranges: a lease is ranges the client hands out itself")
 		}
 		// counters=1 (with lease=1): the client applies a tag's shard bits
 		// itself; the answer's shard_bits says how many.
-		counters := false
-		if v, ok := q.get("counters"); ok {
-			switch v {
-			case "1", "true":
-				counters = true
-			case "0", "false":
-			default:
-				return badRequest("counters=%s: 1 or 0", service.Quote(v))
-			}
+		counters, err := q.flag("counters")
+		if err != nil {
+			return err
 		}
 		limit := int64(service.MaxBatch)
 		if format == "ranges" {

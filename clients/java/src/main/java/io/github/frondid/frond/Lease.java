@@ -10,13 +10,32 @@ import java.util.concurrent.atomic.AtomicLong;
  * an atomic add, and the next one, fetched in the background once a tenth
  * of the current one is used (Leaf's double buffer, over a client's
  * leases).
+ *
+ * <p>A lease of counters ({@code counters}: nextShard, nextForKey) leases
+ * the tag's counters ({@code counters=1}) rather than its IDs: the answer
+ * says the tag's shard bits K ({@link #shardBits}), and each ID is made in
+ * process, {@code counter << K | shard} ({@link #gene}). A client keeps the
+ * two apart: a tag with shard bits refuses plain leases
+ * ({@code form_not_carried}), so that no client hands out bare counters.
  */
 final class Lease {
     /** The most IDs one lease request asks for (the server's bound). */
     static final long MAX_LEASE_REQUEST = 1_000_000;
+    /**
+     * What {@link #next()} of a lease of counters answers once the servers refused to lease them
+     * (not_leasable: a sequence tag): the IDs are then asked for call by call, each with its shard.
+     * Counters are never negative.
+     */
+    static final long UNLEASED = Long.MIN_VALUE;
 
     final FrondClient c;
     final String tag;
+    /** Whether this is a lease of the tag's counters (nextShard) rather than of its IDs (nextId). */
+    final boolean counters;
+    // Of a lease of counters: the tag's shard bits as the last lease said
+    // (-1 before the first; 0: the tag has none, its counters are plain
+    // IDs). Written before the lease's counters are handed out.
+    volatile int shardBits = -1;
 
     // The lease IDs are handed out of: read without a lock.
     private volatile Segment cur = Segment.EMPTY;
@@ -30,10 +49,83 @@ final class Lease {
     // IDs are then asked for call by call.
     volatile ErrorCode via;
 
-    Lease(FrondClient c, String tag) {
+    Lease(FrondClient c, String tag, boolean counters) {
         this.c = c;
         this.tag = tag;
+        this.counters = counters;
         this.size = c.o.minLease;
+    }
+
+    /** What a lease request answered: its ranges and, for a lease of counters, the tag's shard bits. */
+    static final class Answer {
+        final List<Range> ranges;
+        final int shardBits;
+
+        Answer(List<Range> ranges, int shardBits) {
+            this.ranges = ranges;
+            this.shardBits = shardBits;
+        }
+    }
+
+    /**
+     * The next ID of a tag with shard bits, from this lease of counters: {@code counter << K | shard}, the
+     * shard given or, with a key, {@link Shards#shardOf}(key, K). A shard past 2^K-1 and a tag without shard
+     * bits are INVALID_ARGUMENT (once a lease said the tag has none, no counter is taken); a counter that
+     * does not fit below the K bits is TAG_EXHAUSTED.
+     */
+    long gene(long shard, String key) {
+        int bits = shardBits;
+        if (bits == 0) {
+            throw noShardBits();
+        }
+        if (bits > 0 && key == null && shard >> bits != 0) {
+            throw badShard(shard, bits); // before a counter is taken: no gap
+        }
+        if (via != null) { // the servers will not lease the counters: one call, with the shard
+            return c.unleasedShard(tag, shard, key);
+        }
+        long n = next();
+        if (n == UNLEASED) {
+            return c.unleasedShard(tag, shard, key);
+        }
+        bits = shardBits; // the lease n came from said it
+        if (bits <= 0) {
+            throw noShardBits(); // n, a plain ID of the tag, is skipped: a gap of one
+        }
+        if (key != null) {
+            shard = Shards.shardOf(key, bits);
+        } else if (shard >> bits != 0) {
+            throw badShard(shard, bits);
+        }
+        if (n < 0 || n > Long.MAX_VALUE >> bits) {
+            throw new FrondException(ErrorCode.TAG_EXHAUSTED, null, 0, "tag " + tag + ": counter " + n + " does not fit below its " + bits
+                    + " shard bits (at most 2^" + (63 - bits) + "-1): use a new tag", 0, null);
+        }
+        return n << bits | shard;
+    }
+
+    private FrondException noShardBits() {
+        return new FrondException(ErrorCode.INVALID_ARGUMENT, null, 0, "tag " + tag + " has no shard bits: take its IDs with nextId", 0, null);
+    }
+
+    private FrondException badShard(long shard, int bits) {
+        return new FrondException(ErrorCode.INVALID_ARGUMENT, null, 0, "shard " + shard + ": tag " + tag + " has " + bits + " shard bits (0 to " + ((1L << bits) - 1) + ")", 0, null);
+    }
+
+    // unleased records that the servers refuse to lease this tag (or its
+    // counters): its IDs are asked for call by call from then on.
+    private void unleased(ErrorCode why) {
+        if (counters) {
+            via = why;
+        } else {
+            c.markUnleased(tag, why);
+        }
+    }
+
+    // unleasedNext is the next ID of a tag that cannot be leased: one call
+    // (a lease of counters leaves it to gene, which knows the shard).
+    private long unleasedNext() {
+        return counters ? UNLEASED : c.unleasedIds(tag, 1)[0];
     }
 
     /** IDs of one lease: ranges, handed out by index. */
@@ -117,7 +209,7 @@ final class Lease {
                 continue;
             }
             if (via != null) {
-                return c.unleasedIds(tag, 1)[0];
+                return unleasedNext();
             }
             if (fetching) { // the background fetch is under way: wait for it
                 waited = true;
@@ -137,8 +229,8 @@ final class Lease {
                 next = fetch(size);
             } catch (FrondException e) {
                 if (e.code() == ErrorCode.NOT_LEASABLE || e.code() == ErrorCode.FORM_NOT_CARRIED) {
-                    c.markUnleased(tag, e.code());
-                    return c.unleasedIds(tag, 1)[0];
+                    unleased(e.code());
+                    return unleasedNext();
                 }
                 throw new FrondException(e.code(), e.wireCode(), e.status(),
                         "tag " + tag + ": no ID in hand and none could be leased: " + e.getMessage(), e.retryAfterMillis(), e);
@@ -185,7 +277,7 @@ final class Lease {
                         next = got;
                     }
                     if (err != null && (err.code() == ErrorCode.NOT_LEASABLE || err.code() == ErrorCode.FORM_NOT_CARRIED)) {
-                        c.markUnleased(tag, err.code());
+                        unleased(err.code());
                     }
                     Lease.this.notifyAll();
                 }
@@ -205,7 +297,8 @@ final class Lease {
     private Segment fetch(long n) {
         long ask = n;
         for (int tries = 0; ; tries++) {
-            List<Range> rs = c.lease(tag, ask);
+            Answer a = c.lease(tag, ask, counters);
+            List<Range> rs = a.ranges;
             List<Range> kept = new ArrayList<>();
             long below;
             synchronized (this) {
@@ -226,6 +319,9 @@ final class Lease {
             if (s.count > 0) {
                 synchronized (this) {
                     floor = Math.max(floor, s.max());
+                }
+                if (counters) {
+                    shardBits = a.shardBits; // before its counters are handed out
                 }
                 return s;
             }
