@@ -44,6 +44,14 @@ import javax.net.ssl.TrustManagerFactory;
  * {@code not_leasable}; a tag whose IDs are not plain numbers:
  * {@code form_not_carried}) is asked for call by call from then on.
  *
+ * <p><b>Shard bits</b> (gene IDs, docs/kinds.md#shard-bits-gene-ids): the
+ * IDs of a tag created with the mapping {@code shard:K} are
+ * {@code counter << K | shard}, so that {@code id % 2^K} routes a row to its
+ * shard. {@link #nextShard} and {@link #nextForKey} lease the tag's
+ * counters ({@code counters=1}), apart from the leases of {@link #nextId},
+ * and put the shard below each counter in process ({@link Shards#shardOf}
+ * for a key: the hash every server and client computes alike).
+ *
  * <p><b>Per call</b>: snowflake IDs, UUIDs, TypeIDs, serial numbers and
  * text forms, batched with {@code n}.
  *
@@ -73,6 +81,8 @@ public final class FrondClient implements AutoCloseable {
     private final List<Server> servers;
     private final AtomicInteger preferred = new AtomicInteger();
     private final ConcurrentHashMap<String, Lease> leases = new ConcurrentHashMap<>();
+    // The leases of counters of tags with shard bits (nextShard, nextForKey).
+    private final ConcurrentHashMap<String, Lease> counterLeases = new ConcurrentHashMap<>();
     // Tags met that cannot be leased: how their IDs are asked for.
     private final ConcurrentHashMap<String, ErrorCode> unleased = new ConcurrentHashMap<>();
     final ExecutorService background;
@@ -269,8 +279,61 @@ public final class FrondClient implements AutoCloseable {
         if (tag == null || tag.isEmpty()) {
             throw new IllegalArgumentException("a tag needs a name");
         }
-        Lease l = leases.computeIfAbsent(tag, t -> new Lease(this, t));
+        Lease l = leases.computeIfAbsent(tag, t -> new Lease(this, t, false));
         return new Tag(l);
+    }
+
+    // ---- Shard bits (gene IDs) ----
+
+    /**
+     * The next ID of tag, a tag with shard bits ({@code "mapping": "shard:K"}), on shard:
+     * {@code counter << K | shard}, so that {@code id % 2^K == shard}. The counter is the tag's next, from a
+     * lease of its counters (no network call unless the lease and the next one are used up); K is what the
+     * lease said. Unique across clients and servers, whatever shards they ask for (the counter's uniqueness).
+     *
+     * @throws FrondException INVALID_ARGUMENT for a shard outside 0..2^K-1 or a tag without shard bits;
+     *     TAG_EXHAUSTED for a counter that does not fit below the K bits; the server's code for the rest
+     */
+    public long nextShard(String tag, long shard) {
+        if (shard < 0 || shard > Shards.MAX_SHARD) {
+            throw new FrondException(ErrorCode.INVALID_ARGUMENT, null, 0, "shard " + shard + ": from 0 to 2^K-1 (K, the tag's shard bits, at most " + Shards.MAX_SHARD_BITS + ")", 0, null);
+        }
+        return counterLease(tag).gene(shard, null);
+    }
+
+    /**
+     * {@link #nextShard} on the shard of key (a user, a tenant, a shop): {@link Shards#shardOf}(key, K), the
+     * shard every frond server and client gives the key, so that the rows of one key and the rows whose IDs
+     * carry it land on one shard.
+     *
+     * @throws FrondException INVALID_ARGUMENT for an empty key or a tag without shard bits, and as nextShard
+     */
+    public long nextForKey(String tag, String key) {
+        if (key == null || key.isEmpty()) {
+            throw new FrondException(ErrorCode.INVALID_ARGUMENT, null, 0, "an empty shard key", 0, null);
+        }
+        return counterLease(tag).gene(0, key);
+    }
+
+    private Lease counterLease(String tag) {
+        Lease l = counterLeases.get(tag);
+        if (l != null) {
+            return l;
+        }
+        if (tag == null || tag.isEmpty()) {
+            throw new IllegalArgumentException("a tag needs a name");
+        }
+        return counterLeases.computeIfAbsent(tag, t -> new Lease(this, t, true));
+    }
+
+    // The ID of a tag with shard bits whose counters cannot be leased (a
+    // sequence tag): one call, with the shard or the key.
+    long unleasedShard(String tag, long shard, String key) {
+        Map<String, Object> m = call("/v1/segment/" + path(tag) + (key != null ? "?shard_key=" + q(key) : "?shard=" + shard), false);
+        if (!(m.get("id") instanceof Long)) {
+            throw new FrondException(ErrorCode.FORM_NOT_CARRIED, null, 409, "tag " + tag + " hands out text IDs (its form), not numbers", 0, null);
+        }
+        return (Long) m.get("id");
     }
 
     /** A handle on one tag (see {@link FrondClient#tag(String)}). */
@@ -333,7 +396,17 @@ public final class FrondClient implements AutoCloseable {
             }
             return out;
         }
-        Map<String, Object> m = call("/v1/segment/" + path(tag) + "?n=" + n, false);
+        Map<String, Object> m;
+        try {
+            m = call("/v1/segment/" + path(tag) + "?n=" + n, false);
+        } catch (FrondException e) {
+            if (why == ErrorCode.FORM_NOT_CARRIED && e.code() == ErrorCode.INVALID_ARGUMENT) {
+                // A tag that refuses leases and a plain request: one with shard bits, whose every ID names its shard.
+                throw new FrondException(e.code(), e.wireCode(), e.status(), "tag " + tag + ": " + e.getMessage()
+                        + " (a tag with shard bits: take its IDs with nextShard or nextForKey)", e.retryAfterMillis(), e);
+            }
+            throw e;
+        }
         if (!(m.get("ids") instanceof List)) {
             throw new FrondException(ErrorCode.FORM_NOT_CARRIED, null, 409, "tag " + tag + " hands out text IDs (its form), not numbers: use nextStrings", 0, null);
         }
@@ -352,9 +425,19 @@ public final class FrondClient implements AutoCloseable {
         }
     }
 
-    // A lease of n IDs of tag: its ranges.
-    List<Range> lease(String tag, long n) {
-        return ranges(call("/v1/segment/" + path(tag) + "?format=ranges&lease=1&n=" + n, false));
+    // A lease of n IDs of tag (or, counters, of its counters): its ranges,
+    // and the tag's shard bits the answer of a lease of counters says.
+    Lease.Answer lease(String tag, long n, boolean counters) {
+        Map<String, Object> m = call("/v1/segment/" + path(tag) + "?format=ranges&lease=1" + (counters ? "&counters=1" : "") + "&n=" + n, false);
+        int bits = 0;
+        if (counters && m.get("shard_bits") != null) {
+            long b = Json.getLong(m, "shard_bits");
+            if (b < 0 || b > Shards.MAX_SHARD_BITS) {
+                throw new IllegalArgumentException("frond's answer: shard_bits " + b + ", not 0 to " + Shards.MAX_SHARD_BITS);
+            }
+            bits = (int) b;
+        }
+        return new Lease.Answer(ranges(m), bits);
     }
 
     // ---- Per call ----
@@ -417,7 +500,16 @@ public final class FrondClient implements AutoCloseable {
 
     /** Creates a segment tag (mode "segment" or "sequence") starting at ID 1: tag administration, with the admin token. */
     public void createTag(String name, long step, String mode) {
-        String body = "{\"name\":" + quote(name) + ",\"step\":" + step + (mode == null || mode.isEmpty() ? "" : ",\"mode\":" + quote(mode)) + "}";
+        createTag(name, step, mode, null);
+    }
+
+    /**
+     * Creates a tag with a mapping: {@code "shard:K"} (K 1 to 16: IDs {@code counter << K | shard}, for
+     * {@link #nextShard} and {@link #nextForKey}), {@code "mist"}, {@code "opaque"}, or null or "" (plain).
+     */
+    public void createTag(String name, long step, String mode, String mapping) {
+        String body = "{\"name\":" + quote(name) + ",\"step\":" + step + (mode == null || mode.isEmpty() ? "" : ",\"mode\":" + quote(mode))
+                + (mapping == null || mapping.isEmpty() ? "" : ",\"mapping\":" + quote(mapping)) + "}";
         send("POST", "/v1/tags", body, true);
     }
 
@@ -431,7 +523,13 @@ public final class FrondClient implements AutoCloseable {
             remaining.put(l.tag, l.remaining());
             size.put(l.tag, l.size());
         }
-        return new Stats(calls.get(), failovers.get(), waits.get(), remaining, size);
+        Map<String, Long> cRemaining = new java.util.TreeMap<>();
+        Map<String, Long> cSize = new java.util.TreeMap<>();
+        for (Lease l : counterLeases.values()) {
+            cRemaining.put(l.tag, l.remaining());
+            cSize.put(l.tag, l.size());
+        }
+        return new Stats(calls.get(), failovers.get(), waits.get(), remaining, size, cRemaining, cSize);
     }
 
     /** What {@link #stats()} answers. */
@@ -439,18 +537,24 @@ public final class FrondClient implements AutoCloseable {
         public final long calls, failovers, waits;
         /** Per tag: the IDs left in hand (both leases), and the size of the last lease. */
         public final Map<String, Long> remaining, leaseSize;
+        /** The same of the leases of counters (tags with shard bits: nextShard, nextForKey). */
+        public final Map<String, Long> countersRemaining, countersLeaseSize;
 
-        Stats(long calls, long failovers, long waits, Map<String, Long> remaining, Map<String, Long> leaseSize) {
+        Stats(long calls, long failovers, long waits, Map<String, Long> remaining, Map<String, Long> leaseSize,
+                Map<String, Long> countersRemaining, Map<String, Long> countersLeaseSize) {
             this.calls = calls;
             this.failovers = failovers;
             this.waits = waits;
             this.remaining = Collections.unmodifiableMap(remaining);
             this.leaseSize = Collections.unmodifiableMap(leaseSize);
+            this.countersRemaining = Collections.unmodifiableMap(countersRemaining);
+            this.countersLeaseSize = Collections.unmodifiableMap(countersLeaseSize);
         }
 
         @Override
         public String toString() {
-            return "calls " + calls + ", fail-overs " + failovers + ", waits " + waits + ", remaining " + remaining + ", lease sizes " + leaseSize;
+            return "calls " + calls + ", fail-overs " + failovers + ", waits " + waits + ", remaining " + remaining + ", lease sizes " + leaseSize
+                    + (countersLeaseSize.isEmpty() ? "" : ", counters remaining " + countersRemaining + ", counters lease sizes " + countersLeaseSize);
         }
     }
 

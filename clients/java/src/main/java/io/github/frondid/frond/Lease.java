@@ -75,27 +75,36 @@ final class Lease {
      */
     long gene(long shard, String key) {
         int bits = shardBits;
+        if (bits > 0) { // known: a tag's shard bits never change
+            if (key == null && shard >> bits != 0) {
+                throw badShard(shard, bits); // before a counter is taken: no gap
+            }
+            long n = next();
+            return n == UNLEASED ? c.unleasedShard(tag, shard, key) : place(n, bits, shard, key);
+        }
         if (bits == 0) {
             throw noShardBits();
         }
-        if (bits > 0 && key == null && shard >> bits != 0) {
-            throw badShard(shard, bits); // before a counter is taken: no gap
-        }
-        if (via != null) { // the servers will not lease the counters: one call, with the shard
-            return c.unleasedShard(tag, shard, key);
-        }
+        // The first ID: K is known once a lease said it (or, when the servers
+        // will not lease the counters, the calls carry the shard).
         long n = next();
         if (n == UNLEASED) {
             return c.unleasedShard(tag, shard, key);
         }
-        bits = shardBits; // the lease n came from said it
+        bits = shardBits; // as the lease n came from said
         if (bits <= 0) {
             throw noShardBits(); // n, a plain ID of the tag, is skipped: a gap of one
         }
-        if (key != null) {
-            shard = Shards.shardOf(key, bits);
-        } else if (shard >> bits != 0) {
+        if (key == null && shard >> bits != 0) {
             throw badShard(shard, bits);
+        }
+        return place(n, bits, shard, key);
+    }
+
+    // place is counter n moved up by the bits, the shard (the key's) below.
+    private long place(long n, int bits, long shard, String key) {
+        if (key != null) {
+            shard = Shards.keyHash(key) & ((1L << bits) - 1);
         }
         if (n < 0 || n > Long.MAX_VALUE >> bits) {
             throw new FrondException(ErrorCode.TAG_EXHAUSTED, null, 0, "tag " + tag + ": counter " + n + " does not fit below its " + bits

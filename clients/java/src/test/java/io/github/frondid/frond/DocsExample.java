@@ -2,13 +2,16 @@ package io.github.frondid.frond;
 
 import io.github.frondid.frond.FrondClient;
 import io.github.frondid.frond.FrondException;
+import io.github.frondid.frond.Shards;
 import io.github.frondid.frond.Snowflake;
+import java.time.Instant;
 import java.util.List;
 
 /**
- * docs/clients.md's Java snippet, word for word (the repository's
- * TestDocs_GoSnippetsAreCode checks that it is here): compiled with the
- * tests, not run (its servers are the docs').
+ * docs/clients.md's and clients/java/README.md's Java snippets, word for
+ * word (the repository's TestDocs_GoSnippetsAreCode checks that they are
+ * here): compiled with the tests; usage is not run (its servers are the
+ * docs'), route and genes are (ShardTest).
  */
 final class DocsExample {
     private DocsExample() {
@@ -31,5 +34,29 @@ final class DocsExample {
         Snowflake.Parts p = Snowflake.TWITTER.decode(flakes[0]);  // time, node, sequence
         ids.close();
         return new Object[] {id, next, batch, u7, u5, users, pay, p};
+    }
+
+    // Routing by id % 2 (tags users and orders with mapping shard:1): a
+    // user and the user's orders on one of two databases.
+    static Object[] route(FrondClient ids, String[] databases) throws FrondException {
+        String userKey = "user-42";
+        long userId = ids.nextForKey("users", userKey);      // userId % 2 == Shards.shardOf(userKey, 1)
+        long orderId = ids.nextForKey("orders", userKey);    // orderId % 2 == userId % 2: the user's shard
+        String db = databases[(int) (orderId % 2)];          // the user and the user's orders meet on one database
+        return new Object[] {userId, orderId, db};
+    }
+
+    // Shard bits of a tag (orders: mapping shard:4) and of snowflake IDs,
+    // compose and bounds, offline.
+    static Object[] genes(FrondClient ids) throws FrondException {
+        long id = ids.nextShard("orders", 13);                          // id % 16 == 13
+        long shard = Shards.shardOf("user-42", 4);                      // 13: the shard every frond gives the key
+        long same = ids.nextForKey("orders", "user-42");                // same % 16 == 13
+        Snowflake.Layout sharded = Snowflake.TWITTER.withShardBits(4);  // snowflake.shard_bits: 4
+        long flake = sharded.compose(Instant.parse("2026-11-29T12:00:00Z"), 5, 0, shard);
+        Snowflake.Parts p = sharded.decode(flake);                      // node 5, sequence 0, shard 13
+        Snowflake.Bounds day = Snowflake.TWITTER.bounds(Instant.parse("2026-11-29T00:00:00Z"), Instant.parse("2026-11-30T00:00:00Z"));
+        // WHERE id BETWEEN day.first AND day.last: every twitter-layout ID of that day
+        return new Object[] {id, shard, same, flake, p, day};
     }
 }
