@@ -628,6 +628,22 @@ func TestClient_ShardBits(t *testing.T) {
 	if id, err := clients[0].Next(bg, "plain"); err != nil || id < 1 {
 		t.Errorf("Next of the plain tag beside: %d, %v", id, err)
 	}
+	// A sequence tag with shard bits is not leased: asked for call by
+	// call, its IDs increase per shard in answer order.
+	if _, err := a.Service.CreateTag(bg, frond.Tag{Name: "tickets", MaxID: 1, Step: 10, Mapping: frond.ShardMapping(2), Mode: frond.ModeSequence}); err != nil {
+		t.Fatal(err)
+	}
+	last := int64(0)
+	for i := range 20 {
+		id, err := clients[i%2].NextShard(bg, "tickets", 3)
+		if err != nil || id%4 != 3 || id <= last {
+			t.Fatalf("sequence tag with shard bits: %d after %d, %v", id, last, err)
+		}
+		last = id
+	}
+	if id, err := clients[0].NextForKey(bg, "tickets", "user-42"); err != nil || id%4 != frond.ShardOf("user-42", 2) || id <= last {
+		t.Fatalf("sequence tag by key: %d, %v", id, err)
+	}
 }
 
 // What a gene ID costs beside a plain leased ID: the same lease, a shift

@@ -2,11 +2,14 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 
 	"github.com/frond-id/frond"
+	frondv1 "github.com/frond-id/frond/proto/frond/v1"
 	"github.com/frond-id/frond/segment"
 )
 
@@ -40,11 +43,23 @@ func (c *Client) NextForKey(ctx context.Context, tag, key string) (int64, error)
 }
 
 func (c *Client) nextShard(ctx context.Context, tag string, shard int64, key string) (int64, error) {
+	if c.shardUnleasedSeen.Load() {
+		if _, ok := c.shardUnleased.Load(tag); ok {
+			return c.shardDirect(ctx, tag, shard, key)
+		}
+	}
 	eng, err := c.counterEngine()
 	if err != nil {
 		return 0, err
 	}
 	n, err := eng.Next(ctx, tag)
+	if errors.Is(err, frond.ErrNotLeasable) {
+		// A sequence tag with shard bits: its IDs are taken call by call,
+		// in the order the servers answer them.
+		c.shardUnleased.Store(tag, true)
+		c.shardUnleasedSeen.Store(true)
+		return c.shardDirect(ctx, tag, shard, key)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -64,6 +79,28 @@ func (c *Client) nextShard(ctx context.Context, tag string, shard int64, key str
 		return 0, fmt.Errorf("%w: tag %q: counter %d does not fit below its %d shard bits: use a new tag", frond.ErrTagExhausted, tag, n, bits)
 	}
 	return n<<bits | shard, nil
+}
+
+// shardDirect asks a server for the next ID of tag on shard (or key's),
+// now: a tag whose counters are not leased.
+func (c *Client) shardDirect(ctx context.Context, tag string, shard int64, key string) (int64, error) {
+	r := &frondv1.NextSegmentRequest{Tag: tag, N: 1, Numbers: true, ShardKey: key}
+	if key == "" {
+		r.Shard = &shard
+	}
+	var out *frondv1.IDs
+	err := c.call(ctx, func(ctx context.Context, ids frondv1.IDServiceClient) error {
+		var err error
+		out, err = ids.NextSegment(ctx, r)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	if len(out.GetIds()) != 1 {
+		return 0, fmt.Errorf("%w: tag %q: the server answered %d IDs of 1", frond.ErrStoreUnavailable, tag, len(out.GetIds()))
+	}
+	return out.GetIds()[0], nil
 }
 
 func noShardBits(tag string) error {
@@ -100,8 +137,12 @@ func (c *Client) counterEngine() (*segment.Engine, error) {
 
 // shardState is a Client's part for tags with shard bits.
 type shardState struct {
-	countersOnce sync.Once
-	counterLease *leaser
-	counters     *segment.Engine
-	countersErr  error
+	// The tags with shard bits whose counters are not leased (sequence
+	// tags): asked for call by call; the flag gates the lookup.
+	shardUnleasedSeen atomic.Bool
+	shardUnleased     sync.Map
+	countersOnce      sync.Once
+	counterLease      *leaser
+	counters          *segment.Engine
+	countersErr       error
 }
