@@ -217,6 +217,21 @@ func sharded(r *Request, mapping string, ids []int64) (string, []int64, error) {
 	return "", ids, nil
 }
 
+// countersFit refuses a lease of counters (r.ShardBits) that holds a
+// counter past what fits below the shard bits, as sharded refuses one ID:
+// the client would move it past 63 bits.
+func countersFit(r *Request, rs []frond.Range) error {
+	if r.ShardBits == 0 {
+		return nil
+	}
+	for _, x := range rs {
+		if x.Len() > 0 && x.End-1 > math.MaxInt64>>r.ShardBits {
+			return fmt.Errorf("%w: tag %s: counter %d does not fit below its %d shard bits: use a new tag", frond.ErrTagExhausted, Quote(r.Name), x.End-1, r.ShardBits)
+		}
+	}
+	return nil
+}
+
 // tagAnswer answers ids, counters of the tag of r, in its mapping: the
 // shard applied (sharded), then the form.
 func (s *Service) tagAnswer(r *Request, mapping string, ids []int64) (Answer, error) {

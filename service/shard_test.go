@@ -234,6 +234,13 @@ func TestShardBits_LeaseOfCounters(t *testing.T) {
 	if err != nil || plain.Request.ShardBits != 0 {
 		t.Fatalf("counters of a plain tag: %+v, %v", plain, err)
 	}
+	// A lease of counters past 2^(63-K) is refused, as one ID is.
+	if _, err := a.CreateTag(bg, frond.Tag{Name: "full", MaxID: 1<<59 - 5, Step: 50, Mapping: frond.ShardMapping(4)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Take(bg, Request{Kind: KindSegment, Name: "full", Count: 10, Ranges: true, Lease: true, Counters: true}); !errors.Is(err, frond.ErrTagExhausted) {
+		t.Errorf("a lease of counters past 2^59 with 4 shard bits: %v", err)
+	}
 	for _, bad := range []Request{
 		{Kind: KindSegment, Name: "orders", Count: 10, Ranges: true, Counters: true},
 		{Kind: KindSegment, Name: "orders", Count: 10, Ranges: true, Lease: true, Counters: true, Shard: 1, HasShard: true},
