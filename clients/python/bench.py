@@ -1,7 +1,7 @@
 """A benchmark of the Python client (not a test: it reports, it gates
 nothing). Against real frond servers (FROND_TEST_BIN):
 
-  FROND_TEST_BIN=path/to/frond python3 clients/python/bench.py [ROUNDS] [IDS]
+  FROND_TEST_BIN=path/to/frond python3 clients/python/bench.py [ROUNDS] [IDS] [SECTION...]
 
 1. ns per ID from a tag handle (a lease of 1,000,000), against a
    Python-level counter (an object whose __next__ adds one) and
@@ -10,7 +10,15 @@ nothing). Against real frond servers (FROND_TEST_BIN):
 2. 8 threads (FrondClient) and 8 asyncio tasks (AsyncFrondClient) for 3 s
    on a tag of step 100,000, with no fault, then through a kill -9 of the
    preferred of two servers: IDs a second and the longest stall a caller
-   saw (the longest time between two of its IDs)."""
+   saw (the longest time between two of its IDs).
+3. Gene IDs (a tag with shard bits, shard:4): next_shard and next_for_key
+   (a 7-byte key, and a 21-byte one) beside next_id's plain leased ID, each
+   from a lease of 1,000,000, one thread and 8 threads, and awaited on
+   AsyncFrondClient by one task: the process's CPU time per ID
+   (time.process_time_ns: what a busy machine's other work takes is not
+   counted), medians of ROUNDS rounds of IDS IDs.
+
+SECTION is ids, kill or genes (all three when none is named)."""
 
 import asyncio
 import itertools
@@ -40,10 +48,11 @@ class Counter:
         return self.v
 
 
-def per_id(make, ids, rounds, threads):
-    """The median ns per ID of rounds rounds, each ids IDs split over threads."""
+def per_id(make, ids, rounds, threads, warm=True, clock=time.perf_counter_ns):
+    """The median ns per ID of rounds rounds, each ids IDs split over threads
+    (after a round that warms up, unless warm is False), by clock."""
     out = []
-    for r in range(rounds + 1):  # round 0 warms up
+    for r in range(rounds + 1 if warm else 1):
         fns = [make() for _ in range(threads)]
         each = ids // threads
         barrier = threading.Barrier(threads + 1)
@@ -57,17 +66,18 @@ def per_id(make, ids, rounds, threads):
         for t in ts:
             t.start()
         barrier.wait()
-        t0 = time.perf_counter_ns()
+        t0 = clock()
         for t in ts:
             t.join()
-        if r:
-            out.append((time.perf_counter_ns() - t0) / (each * threads))
+        if r or not warm:
+            out.append((clock() - t0) / (each * threads))
     return statistics.median(out)
 
 
 def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
     ids = int(sys.argv[2]) if len(sys.argv) > 2 else 1_000_000
+    sections = set(sys.argv[3:]) or {"ids", "kill", "genes"}
     tmp = tempfile.mkdtemp(prefix="frond-py-bench-")
     store = "sqlite://" + os.path.join(tmp, "shared.db")
     a = Frond(os.path.join(tmp, "a"), {}, "--store", store)
@@ -78,6 +88,13 @@ def main():
         tag = c.tag("bench")
         tag.next()
         print(f"Python {sys.version.split()[0]}, {os.cpu_count()} cores; median of {rounds} rounds of {ids:,} IDs")
+        if "genes" in sections:
+            genes(c, rounds, ids)
+        if "ids" not in sections:
+            c.close()
+            if "kill" in sections:
+                kills()
+            return
         print("| | 1 thread, ns per ID | 8 threads, ns per ID |")
         print("|---|---|---|")
         rows = [
@@ -94,25 +111,85 @@ def main():
             base.setdefault(8, eight)
             print(f"| {name} | {one:.0f} ({one / base[1]:.1f}x) | {eight:.0f} ({eight / base[8]:.1f}x) |")
         c.close()
-
-        # A kill -9 under 8 threads, then under 8 asyncio tasks (a fresh
-        # pair of servers for each).
-        for kind in ("threads", "asyncio"):
-            d = tempfile.mkdtemp(prefix="frond-py-bench-kill-")
-            st = "sqlite://" + os.path.join(d, "s.db")
-            x = Frond(os.path.join(d, "x"), {}, "--store", st)
-            y = Frond(os.path.join(d, "y"), {"FROND_NODE": "1"}, "--store", st)
-            try:
-                for kill in (False, True):
-                    n, stall, secs = kill_run(kind, x, y, kill)
-                    what = "kill -9 of the preferred of two servers" if kill else "no fault"
-                    print(f"{what}, 8 {kind}: {n:,} IDs in {secs:.1f} s ({n / secs:,.0f}/s), none twice; the longest stall {stall * 1000:.1f} ms")
-            finally:
-                x.kill()
-                y.kill()
+        if "kill" in sections:
+            kills()
     finally:
         a.kill()
         b.kill()
+
+
+def kills():
+    """A kill -9 under 8 threads, then under 8 asyncio tasks (a fresh pair
+    of servers for each)."""
+    for kind in ("threads", "asyncio"):
+        d = tempfile.mkdtemp(prefix="frond-py-bench-kill-")
+        st = "sqlite://" + os.path.join(d, "s.db")
+        x = Frond(os.path.join(d, "x"), {}, "--store", st)
+        y = Frond(os.path.join(d, "y"), {"FROND_NODE": "1"}, "--store", st)
+        try:
+            for kill in (False, True):
+                n, stall, secs = kill_run(kind, x, y, kill)
+                what = "kill -9 of the preferred of two servers" if kill else "no fault"
+                print(f"{what}, 8 {kind}: {n:,} IDs in {secs:.1f} s ({n / secs:,.0f}/s), none twice; the longest stall {stall * 1000:.1f} ms")
+        finally:
+            x.kill()
+            y.kill()
+
+
+def genes(c, rounds, ids):
+    """What a gene ID (next_shard, next_for_key) costs beside a plain leased
+    ID (next_id), in one run: threads, then one asyncio task, in CPU time
+    of this process (the servers are other processes; a lease is fetched
+    once a million IDs). Each round measures every row in turn; the ratio
+    is the median of each round's ratio to next_id's."""
+    c.create_tag("genes", 1_000_000, mapping="shard:4")
+    tag = c.tag("bench")
+    long_key = "tenant-7/user-4200042"  # 21 bytes
+    rows = [
+        ("`client.next_id(\"bench\")` (plain, from the lease)", lambda: (lambda: c.next_id("bench"))),
+        ("`tag.next()` (plain, a handle)", lambda: tag.next),
+        ("`client.next_shard(\"genes\", 5)`", lambda: (lambda: c.next_shard("genes", 5))),
+        ("`client.next_for_key(\"genes\", \"user-42\")`", lambda: (lambda: c.next_for_key("genes", "user-42"))),
+        (f"`client.next_for_key(\"genes\", key)`, a {len(long_key)}-byte key", lambda: (lambda: c.next_for_key("genes", long_key))),
+    ]
+    for _, make in rows:
+        make()()
+    for threads in (1, 8):
+        per = [[] for _ in rows]
+        for r in range(rounds + 1):  # round 0 warms up
+            for k, (_, make) in enumerate(rows):
+                ns = per_id(make, ids, 0, threads, warm=False, clock=time.process_time_ns)
+                if r:
+                    per[k].append(ns)
+        print(f"| gene IDs (shard:4), {threads} thread{'s' if threads > 1 else ''} | CPU ns per ID | beside `next_id` |")
+        print("|---|---|---|")
+        for k, (name, _) in enumerate(rows):
+            ratio = statistics.median(a / b for a, b in zip(per[k], per[0]))
+            print(f"| {name} | {statistics.median(per[k]):.0f} | {ratio:.2f}x |")
+
+    async def run():
+        async with AsyncFrondClient(c.o.servers, min_lease=1_000_000, max_lease=1_000_000) as ac:
+            calls = [
+                ("`await client.next_id(\"bench\")` (plain)", lambda: ac.next_id("bench")),
+                ("`await client.next_shard(\"genes\", 5)`", lambda: ac.next_shard("genes", 5)),
+                ("`await client.next_for_key(\"genes\", \"user-42\")`", lambda: ac.next_for_key("genes", "user-42")),
+            ]
+            per = [[] for _ in calls]
+            for _, call in calls:
+                await call()
+            for r in range(rounds + 1):
+                for k, (_, call) in enumerate(calls):
+                    t0 = time.process_time_ns()
+                    for _ in range(ids):
+                        await call()
+                    if r:
+                        per[k].append((time.process_time_ns() - t0) / ids)
+            return [(name, statistics.median(p), statistics.median(a / b for a, b in zip(p, per[0]))) for (name, _), p in zip(calls, per)]
+
+    print("| gene IDs (shard:4), asyncio, one task | CPU ns per ID | beside `next_id` |")
+    print("|---|---|---|")
+    for name, ns, ratio in asyncio.run(run()):
+        print(f"| {name} | {ns:.0f} | {ratio:.2f}x |")
 
 
 def kill_run(kind, x, y, kill=True):

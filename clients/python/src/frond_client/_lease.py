@@ -2,17 +2,25 @@
 clients: the ranges in hand, the next lease's size, the IDs below those
 handed out that a lease after a fail-over brings (skipped), and when to
 fetch the next lease (a tenth of the current one used: Leaf's double
-buffer, over a client's leases). No I/O and no locking here: the range in
-hand is an iterator that threads may take from at once (LeaseState.it)."""
+buffer, over a client's leases). A lease of counters (next_shard,
+next_for_key) is kept the same way, apart from the tag's plain leases: its
+ranges are the tag's counters, and the answer says the tag's shard bits
+(LeaseState.bits), which put the shard below each counter. No I/O and no
+locking here: the range in hand is an iterator that threads may take from
+at once (LeaseState.it)."""
 
 from __future__ import annotations
 
 import operator
 import time
 from dataclasses import dataclass
-from typing import Iterator, List, Optional
+from typing import Iterator, List, Optional, Tuple
+
+from .errors import FrondError
+from .shard import no_shard_bits, shard_of
 
 MAX_LEASE = 1_000_000  # the server's largest ranges request
+MAX_ID = (1 << 63) - 1
 
 
 @dataclass(frozen=True)
@@ -57,11 +65,19 @@ class Options:
 
 class LeaseState:
     """One tag's leases: the range in hand, the rest of the segment, the next
-    segment once fetched."""
+    segment once fetched. counters: leases of the tag's counters (counters=1),
+    to which the tag's shard bits are applied in process."""
 
-    def __init__(self, tag: str, o: Options):
+    def __init__(self, tag: str, o: Options, counters: bool = False):
         self.tag = tag
         self.o = o
+        self.counters = counters
+        # Of a lease of counters: the tag's shard bits as its leases said
+        # (None until the first answer; 0: the tag has none), the largest
+        # shard, and the largest counter that fits below them in 63 bits.
+        self.bits: Optional[int] = None
+        self.shard_max = 0
+        self.counter_max = MAX_ID
         # The range in hand, as a range iterator: next() on it is one C call,
         # one atomic step under the GIL, so threads take IDs from it without
         # a lock (FrondClient); it is replaced only once used up, so an ID
@@ -78,6 +94,38 @@ class LeaseState:
         self.floor = -1  # the highest ID leased: IDs increase strictly
         self.size = o.min_lease
         self.via: Optional[str] = None  # the code with which the server refused to lease the tag
+
+    def learn_bits(self, bits: int) -> None:
+        """The shard bits a lease of counters said (a tag's never change)."""
+        self.shard_max, self.counter_max = (1 << bits) - 1, MAX_ID >> bits
+        self.bits = bits
+
+    def shard_id(self, counter: int, shard: int, key: Optional[str]) -> int:
+        """counter << K | shard, K the tag's shard bits (the shard of key
+        when a key is given); checked: the tag has shard bits, shard is
+        below 2^K and the counter fits below them."""
+        bits = self.bits
+        if not bits:
+            raise no_shard_bits(self.tag)
+        if key is not None:
+            shard = shard_of(key, bits)
+        elif shard > self.shard_max:
+            raise FrondError("invalid_argument", 400, f"invalid argument: shard {shard}: tag {self.tag!r} has {bits} shard bits (0 to {self.shard_max})")
+        if counter > self.counter_max:
+            raise FrondError("tag_exhausted", 409, f"tag {self.tag!r}: counter {counter} does not fit below its {bits} shard bits: use a new tag")
+        return counter << bits | shard
+
+    def refuses_before(self, shard: int, key: Optional[str]) -> Optional[FrondError]:
+        """The error a request for shard (or key) gets before a counter is
+        taken for it, when the answers so far tell: a tag without shard bits,
+        a shard past them."""
+        if self.bits is None or self.via is not None:
+            return None
+        if self.bits == 0:
+            return no_shard_bits(self.tag)
+        if key is None and shard > self.shard_max:
+            return FrondError("invalid_argument", 400, f"invalid argument: shard {shard}: tag {self.tag!r} has {self.bits} shard bits (0 to {self.shard_max})")
+        return None
 
     def try_next(self) -> Optional[int]:
         """An ID from the lease in hand, or None."""
@@ -175,10 +223,31 @@ class LeaseState:
 def ranges_of(m: dict) -> List[Range]:
     rs = m.get("ranges")
     if not isinstance(rs, list):
-        from .errors import FrondError
-
         raise FrondError("", 0, "frond's answer has no ranges")
     return [Range(int(r["start_str"]), int(r["end_str"]), int(r["stride"]), int(r["count"])) for r in rs]
+
+
+def lease_path(tag_path: str, n: int, counters: bool) -> str:
+    """The request of a lease of n IDs (or, with counters, of n counters) of a tag."""
+    return f"/v1/segment/{tag_path}?format=ranges&lease=1{'&counters=1' if counters else ''}&n={n}"
+
+
+def lease_of(m: dict, counters: bool) -> Tuple[List[Range], int]:
+    """A lease's ranges, and (of a lease of counters) the tag's shard bits:
+    0 when the answer names none (a tag without them, whose counters are
+    its plain IDs)."""
+    bits = m.get("shard_bits", 0) if counters else 0
+    if not isinstance(bits, int) or isinstance(bits, bool) or not 0 <= bits <= 16:
+        raise FrondError("", 0, f"frond's answer has shard_bits {bits!r}: 0 to 16")
+    return ranges_of(m), bits
+
+
+def unleased_shard(tag: str, m: dict) -> int:
+    """The ID of a request of one ID on a shard (a tag whose counters are not
+    leased: a sequence tag)."""
+    if "id" not in m and "ids" not in m:
+        raise FrondError("form_not_carried", 409, f"tag {tag} hands out text IDs (its form), not numbers: use next_strings")
+    return int(strs(m, "id_strs", "id_str")[0])
 
 
 def strs(m: dict, many: str, one: str) -> List[str]:
@@ -186,8 +255,6 @@ def strs(m: dict, many: str, one: str) -> List[str]:
         return [m[one]]
     v = m.get(many)
     if not isinstance(v, list):
-        from .errors import FrondError
-
         raise FrondError("", 0, f"frond's answer has no {many}")
     return [str(x) for x in v]
 

@@ -11,10 +11,11 @@ import time
 import urllib.parse
 from typing import Dict, List, Optional, Tuple
 
-from ._lease import MAX_LEASE, LeaseState, Options, Range, behind_message, count, ranges_of, strs
-from .client import _quote, answer, retry_after_of
+from ._lease import MAX_LEASE, LeaseState, Options, Range, behind_message, count, lease_of, lease_path, ranges_of, strs, unleased_shard
+from .client import _quote, answer, retry_after_of, shard_hint
 from ._rotation import _Rotation, parse_server
 from .errors import FrondError
+from .shard import check_key, check_shard, key_hash
 
 
 class _Conn:
@@ -82,9 +83,12 @@ async def _read_response(r: asyncio.StreamReader) -> Tuple[int, Dict[str, str], 
 
 
 class _AsyncLease:
-    def __init__(self, c: "AsyncFrondClient", tag: str):
+    """A tag's leases in an asyncio client (counters: of its counters, for
+    next_shard)."""
+
+    def __init__(self, c: "AsyncFrondClient", tag: str, counters: bool = False):
         self.c = c
-        self.s = LeaseState(tag, c.o)
+        self.s = LeaseState(tag, c.o, counters)
         self.fetching: Optional[asyncio.Task] = None
 
     def try_next(self) -> Optional[int]:
@@ -94,12 +98,24 @@ class _AsyncLease:
         return v
 
     async def next(self) -> int:
+        v = self.try_next()  # the warm lease's path, one call less
+        if v is not None:
+            return v
+        v = await self.take()
+        if v is None:
+            return (await self.c._unleased_ids(self.s.tag, 1, self.s.via or ""))[0]
+        return v
+
+    async def take(self) -> Optional[int]:
+        """The next ID (of a lease of counters, counter), waiting for a lease
+        when none is in hand; None when the server refused to lease the tag
+        (s.via says why: then ask request by request)."""
         while True:
             v = self.try_next()
             if v is not None:
                 return v
             if self.s.via is not None:
-                return (await self.c._unleased_ids(self.s.tag, 1, self.s.via))[0]
+                return None
             t = self.fetching
             if t is None:
                 self.c.counters["waits"] += 1
@@ -132,7 +148,9 @@ class _AsyncLease:
     async def _fetch(self, n: int) -> List[Range]:
         ask = n
         for _ in range(65):
-            rs = await self.c._lease(self.s.tag, ask)
+            rs, bits = await self.c._lease(self.s.tag, ask, self.s.counters)
+            if self.s.counters:
+                self.s.learn_bits(bits)
             kept = self.s.keep(rs)
             if sum(r.count for r in kept) > 0:
                 return kept
@@ -182,6 +200,7 @@ class AsyncFrondClient(_Rotation):
         self._servers = [_AsyncServer(s, self.o, ctx) for s in self.o.servers]
         self._preferred = 0
         self._leases: Dict[str, _AsyncLease] = {}
+        self._counter_leases: Dict[str, _AsyncLease] = {}  # next_shard's: leases of counters
         self.counters = {"calls": 0, "failovers": 0, "waits": 0}
         self.closed = False
 
@@ -205,6 +224,59 @@ class AsyncFrondClient(_Rotation):
     async def next_ids(self, tag: str, n: int) -> List[int]:
         return await self.tag(tag).next_n(n)
 
+    async def next_shard(self, tag: str, shard: int) -> int:
+        """FrondClient.next_shard: the tag's next counter from a lease of
+        counters, counter << K | shard."""
+        l = self._counter_leases.get(tag)
+        if l is None:
+            l = self._counter_lease(tag)
+        else:
+            s = l.s
+            bits = s.bits
+            if bits and type(shard) is int and 0 <= shard <= s.shard_max:
+                v = l.try_next()
+                if v is not None and v <= s.counter_max:
+                    return v << bits | shard
+                if v is not None:
+                    return s.shard_id(v, shard, None)  # tag_exhausted
+        return await self._sharded(l, shard, None)
+
+    async def next_for_key(self, tag: str, key: str) -> int:
+        """FrondClient.next_for_key: next_shard on shard_of(key, K)."""
+        l = self._counter_leases.get(tag)
+        if l is None:
+            l = self._counter_lease(tag)
+        else:
+            s = l.s
+            bits = s.bits
+            if bits and type(key) is str and key:
+                v = l.try_next()
+                if v is not None and v <= s.counter_max:
+                    return v << bits | (key_hash(key) & s.shard_max)
+                if v is not None:
+                    return s.shard_id(v, 0, key)
+        return await self._sharded(l, 0, check_key(key))
+
+    def _counter_lease(self, tag: str) -> _AsyncLease:
+        if not isinstance(tag, str) or tag == "":
+            raise ValueError("frond: a tag needs a name")
+        l = self._counter_leases.get(tag)
+        if l is None:
+            l = self._counter_leases[tag] = _AsyncLease(self, tag, True)
+        return l
+
+    async def _sharded(self, l: _AsyncLease, shard: int, key: Optional[str]) -> int:
+        if key is None:  # next_for_key checked its key
+            check_shard(shard)
+        err = l.s.refuses_before(shard, key)
+        if err is not None:
+            raise err
+        v = await l.take()
+        if v is None:
+            q = f"shard={shard}" if key is None else "shard_key=" + urllib.parse.quote(key, safe="")
+            return unleased_shard(l.s.tag, await self._call(f"/v1/segment/{_quote(l.s.tag)}?{q}"))
+        return l.s.shard_id(v, shard, key)
+
     async def next_ranges(self, tag: str, n: int) -> List[Range]:
         return ranges_of(await self._call(f"/v1/segment/{_quote(tag)}?format=ranges&n={count(n, MAX_LEASE)}"))
 
@@ -217,13 +289,19 @@ class AsyncFrondClient(_Rotation):
             for r in await self.next_ranges(tag, n):
                 out.extend(r.start + i * r.stride for i in range(r.count))
             return out[:n]
-        m = await self._call(f"/v1/segment/{_quote(tag)}?n={n}")
+        try:
+            m = await self._call(f"/v1/segment/{_quote(tag)}?n={n}")
+        except FrondError as e:
+            h = shard_hint(e)
+            if h is None:
+                raise
+            raise h from e
         if "ids" not in m and "id" not in m:
             raise FrondError("form_not_carried", 409, f"tag {tag} hands out text IDs (its form), not numbers: use next_strings")
         return [int(s) for s in strs(m, "id_strs", "id_str")]
 
-    async def _lease(self, tag: str, n: int) -> List[Range]:
-        return ranges_of(await self._call(f"/v1/segment/{_quote(tag)}?format=ranges&lease=1&n={n}"))
+    async def _lease(self, tag: str, n: int, counters: bool = False) -> Tuple[List[Range], int]:
+        return lease_of(await self._call(lease_path(_quote(tag), n, counters)), counters)
 
     async def snowflake(self, n: int = 1) -> List[int]:
         return [int(s) for s in strs(await self._call(f"/v1/snowflake?n={count(n, 10_000)}"), "id_strs", "id_str")]
@@ -255,11 +333,13 @@ class AsyncFrondClient(_Rotation):
     def stats(self) -> dict:
         out = dict(self.counters)
         out["leases"] = {t: {"remaining": l.s.remaining(), "size": l.s.size} for t, l in self._leases.items()}
+        if self._counter_leases:
+            out["counter_leases"] = {t: {"remaining": l.s.remaining(), "size": l.s.size, "shard_bits": l.s.bits} for t, l in self._counter_leases.items()}
         return out
 
     async def close(self) -> None:
         self.closed = True
-        for l in self._leases.values():
+        for l in [*self._leases.values(), *self._counter_leases.values()]:
             if l.fetching is not None:
                 l.fetching.cancel()
         for s in self._servers:

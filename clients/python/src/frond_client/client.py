@@ -11,9 +11,10 @@ import time
 import urllib.parse
 from typing import Dict, List, Optional, Tuple
 
-from ._lease import MAX_LEASE, LeaseState, Options, Range, behind_message, count, ranges_of, strs
+from ._lease import MAX_LEASE, LeaseState, Options, Range, behind_message, count, lease_of, lease_path, ranges_of, strs, unleased_shard
 from ._rotation import _Rotation, parse_server
 from .errors import FrondError
+from .shard import check_key, check_shard, key_hash
 
 
 def _quote(s: str) -> str:
@@ -70,6 +71,15 @@ def answer(base: str, status: int, text: str, retry_after: float) -> dict:
     raise FrondError(str(e.get("code") or ""), status, str(e.get("message") or f"server {base} answered {status}: {text[:200]}"), retry_after)
 
 
+def shard_hint(e: FrondError) -> Optional[FrondError]:
+    """A per-request call's refusal of a tag with shard bits (each of its IDs
+    needs a shard), naming this client's calls that give one; None for
+    another error."""
+    if e.wire_code == "invalid_argument" and "shard bits" in str(e):
+        return FrondError(e.wire_code, e.status, f"{e} (this client: next_shard or next_for_key)", e.retry_after)
+    return None
+
+
 def retry_after_of(value: Optional[str]) -> float:
     try:
         return max(float(value or 0), 0.0)
@@ -84,11 +94,12 @@ _GIL = getattr(sys, "_is_gil_enabled", lambda: True)()
 
 class _Lease:
     """A tag's leases in a threaded client: IDs from memory under a lock, the
-    next lease fetched in the background."""
+    next lease fetched in the background. counters: leases of the tag's
+    counters (next_shard), apart from its plain leases."""
 
-    def __init__(self, c: "FrondClient", tag: str):
+    def __init__(self, c: "FrondClient", tag: str, counters: bool = False):
         self.c = c
-        self.s = LeaseState(tag, c.o)
+        self.s = LeaseState(tag, c.o, counters)
         self.lock = threading.Lock()
         self.fetching: Optional[threading.Event] = None
         self.err: Optional[FrondError] = None
@@ -114,6 +125,19 @@ class _Lease:
     def next(self, taken: Optional[int] = None) -> int:
         """The next ID; taken: one Tag.next took from the range in hand
         already (the prefetch's ID), None: none."""
+        if taken is None:
+            v = self.try_next()  # the warm lease's path, one call less
+            if v is not None:
+                return v
+        v = self.take(taken)
+        if v is None:
+            return self.c._unleased_ids(self.s.tag, 1, self.s.via or "")[0]
+        return v
+
+    def take(self, taken: Optional[int] = None) -> Optional[int]:
+        """The next ID (of a lease of counters, counter) from the leases,
+        waiting for one when none is in hand; None when the server refused
+        to lease the tag (s.via says why: then ask request by request)."""
         if taken is not None:
             self.prefetch(taken)
             return taken
@@ -122,7 +146,7 @@ class _Lease:
             if v is not None:
                 return v
             if self.s.via is not None:
-                return self.c._unleased_ids(self.s.tag, 1, self.s.via)[0]
+                return None
             with self.lock:
                 ev = self.fetching
                 if ev is None:
@@ -165,8 +189,10 @@ class _Lease:
     def _fetch(self, n: int) -> List[Range]:
         ask = n
         for tries in range(65):
-            rs = self.c._lease(self.s.tag, ask)
+            rs, bits = self.c._lease(self.s.tag, ask, self.s.counters)
             with self.lock:
+                if self.s.counters:
+                    self.s.learn_bits(bits)  # before its counters are in hand
                 kept = self.s.keep(rs)
                 if sum(r.count for r in kept) > 0:
                     return kept
@@ -230,6 +256,7 @@ class FrondClient(_Rotation):
         self._servers = [Server(s, self.o, ctx) for s in self.o.servers]
         self._preferred = 0
         self._leases: Dict[str, _Lease] = {}
+        self._counter_leases: Dict[str, _Lease] = {}  # next_shard's: leases of counters
         self._mu = threading.Lock()
         self.counters = {"calls": 0, "failovers": 0, "waits": 0}
         self.closed = False
@@ -261,6 +288,78 @@ class FrondClient(_Rotation):
         """n segment IDs of tag, in order."""
         return self.tag(tag).next_n(n)
 
+    # ---- Segment IDs with shard bits (gene IDs) ----
+
+    def next_shard(self, tag: str, shard: int) -> int:
+        """The next ID of tag, a tag with shard bits ("mapping": "shard:K"),
+        on shard (0 to 2^K-1): the tag's next counter, from a lease of its
+        counters kept apart from next_id's leases (no I/O while it lasts),
+        with the shard below it: counter << K | shard, so id % 2^K is shard
+        and the IDs of every shard are unique across clients and servers
+        (the counter's uniqueness). FrondError invalid_argument: a tag
+        without shard bits, a shard past 2^K-1; tag_exhausted: a counter
+        that does not fit below K bits within 63. A sequence tag is asked
+        request by request."""
+        l = self._counter_leases.get(tag)
+        if l is not None:
+            s = l.s
+            bits = s.bits
+            if bits and type(shard) is int and 0 <= shard <= s.shard_max:
+                v = next(s.it, None) if _GIL else None  # _Lease.try_next's fast path, as Tag.next
+                if v is not None and v != s.prefetch_id and v <= s.counter_max:
+                    return v << bits | shard
+                return self._sharded(l, shard, None, v)
+        else:
+            l = self._counter_lease(tag)
+        return self._sharded(l, shard, None, None)
+
+    def next_for_key(self, tag: str, key: str) -> int:
+        """next_shard on the shard of key (a user, a tenant, a shop):
+        shard_of(key, K), the hash every frond server and client computes
+        alike, so that the rows of one key and the rows whose IDs carry it
+        land on one shard. An empty key is invalid_argument."""
+        l = self._counter_leases.get(tag)
+        if l is not None:
+            s = l.s
+            bits = s.bits
+            if bits and type(key) is str and key:
+                v = next(s.it, None) if _GIL else None
+                if v is not None and v != s.prefetch_id and v <= s.counter_max:
+                    return v << bits | (key_hash(key) & s.shard_max)
+                return self._sharded(l, 0, check_key(key), v)
+        else:
+            l = self._counter_lease(tag)
+        return self._sharded(l, 0, check_key(key), None)
+
+    def _counter_lease(self, tag: str) -> _Lease:
+        if not isinstance(tag, str) or tag == "":
+            raise ValueError("frond: a tag needs a name")
+        with self._mu:
+            l = self._counter_leases.get(tag)
+            if l is None:
+                l = self._counter_leases[tag] = _Lease(self, tag, True)
+        return l
+
+    def _sharded(self, l: _Lease, shard: int, key: Optional[str], taken: Optional[int]) -> int:
+        """next_shard's and next_for_key's checks and waits; taken: a
+        counter the caller took from the range in hand already."""
+        if key is None:  # next_for_key checked its key
+            check_shard(shard)
+        if taken is None:
+            err = l.s.refuses_before(shard, key)
+            if err is not None:
+                raise err  # no counter taken for it
+        v = l.take(taken)
+        if v is None:
+            return self._unleased_shard(l.s.tag, shard, key)
+        return l.s.shard_id(v, shard, key)
+
+    def _unleased_shard(self, tag: str, shard: int, key: Optional[str]) -> int:
+        # A tag whose counters are not leased (a sequence tag): the server
+        # puts the shard in, request by request.
+        q = f"shard={shard}" if key is None else "shard_key=" + urllib.parse.quote(key, safe="")
+        return unleased_shard(tag, self._call(f"/v1/segment/{_quote(tag)}?{q}"))
+
     def next_ranges(self, tag: str, n: int) -> List[Range]:
         """n segment IDs of tag as ranges, straight from a server."""
         return ranges_of(self._call(f"/v1/segment/{_quote(tag)}?format=ranges&n={count(n, MAX_LEASE)}"))
@@ -275,13 +374,19 @@ class FrondClient(_Rotation):
             for r in self.next_ranges(tag, n):
                 out.extend(r.start + i * r.stride for i in range(r.count))
             return out[:n]
-        m = self._call(f"/v1/segment/{_quote(tag)}?n={n}")
+        try:
+            m = self._call(f"/v1/segment/{_quote(tag)}?n={n}")
+        except FrondError as e:
+            h = shard_hint(e)
+            if h is None:
+                raise
+            raise h from e
         if "ids" not in m and "id" not in m:
             raise FrondError("form_not_carried", 409, f"tag {tag} hands out text IDs (its form), not numbers: use next_strings")
         return [int(s) for s in strs(m, "id_strs", "id_str")]
 
-    def _lease(self, tag: str, n: int) -> List[Range]:
-        return ranges_of(self._call(f"/v1/segment/{_quote(tag)}?format=ranges&lease=1&n={n}"))
+    def _lease(self, tag: str, n: int, counters: bool = False) -> Tuple[List[Range], int]:
+        return lease_of(self._call(lease_path(_quote(tag), n, counters)), counters)
 
     # ---- Per call ----
 
@@ -335,6 +440,8 @@ class FrondClient(_Rotation):
         """The client's counters, and per tag the IDs in hand and the size of the last lease."""
         out = dict(self.counters)
         out["leases"] = {t: {"remaining": l.s.remaining(), "size": l.s.size} for t, l in list(self._leases.items())}
+        if self._counter_leases:
+            out["counter_leases"] = {t: {"remaining": l.s.remaining(), "size": l.s.size, "shard_bits": l.s.bits} for t, l in list(self._counter_leases.items())}
         return out
 
     def close(self) -> None:
