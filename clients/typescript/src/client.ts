@@ -2,6 +2,7 @@ import * as http from "node:http";
 import * as https from "node:https";
 import { FrondError } from "./errors.js";
 import type { ErrorCode } from "./codes.js";
+import { keyShard, MAX_SHARD_BITS } from "./shard.js";
 
 /** The options of a client (docs/clients.md). */
 export interface ClientOptions {
@@ -43,6 +44,8 @@ export interface Stats {
   waits: number;
   /** Per tag: the IDs in hand (both leases) and the size of the last lease. */
   leases: Record<string, { remaining: number; size: number }>;
+  /** The same of the leases of counters (nextShard, nextForKey), per tag with shard bits. */
+  counterLeases: Record<string, { remaining: number; size: number }>;
 }
 
 const MAX_LEASE = 1_000_000; // the server's largest ranges request
@@ -69,7 +72,10 @@ interface Segment {
 /**
  * The leases of one tag: the current one, handed out from memory, and the
  * next one, fetched in the background once a tenth of the current one is
- * used (Leaf's double buffer, over a client's leases).
+ * used (Leaf's double buffer, over a client's leases). A lease of counters
+ * (counters: nextShard, nextForKey) holds a tag's counters, apart from its
+ * plain lease: its answer says the tag's shard bits, and gene() puts a
+ * shard below a counter.
  */
 class Lease {
   // The range in hand: val is its next ID.
@@ -88,9 +94,44 @@ class Lease {
   private floor = -1n; // the highest ID leased (strictly increasing IDs)
   size: number;
   via: ErrorCode | undefined; // set once the server refused to lease the tag
+  // Of a lease of counters: the tag's shard bits as its last lease said
+  // (undefined before one answered; 0: a tag without them). Its ranges are
+  // kept moved up by them (counter << K, the ID of shard 0), so that an ID
+  // is one or away (gene).
+  bits: number | undefined;
+  private shift = 0n;
+  private maxBase = 0n; // the last counter that fits below K bits in 63, moved up
+  private readonly shards: bigint[] = []; // BigInt(shard), made once each
 
-  constructor(private readonly c: FrondClient, readonly tag: string) {
+  constructor(private readonly c: FrondClient, readonly tag: string, readonly counters = false) {
     this.size = c.o.minLease;
+  }
+
+  // learn takes the shard bits a lease of counters answered (a tag's never
+  // change: the stores refuse a change of mapping to or from them).
+  private learn(bits: number): void {
+    if (bits === this.bits) return;
+    this.bits = bits;
+    this.shift = BigInt(bits);
+    this.maxBase = ((1n << BigInt(63 - bits)) - 1n) << this.shift;
+  }
+
+  /** Throws unless shard (0 to 2^16-1) fits the tag's shard bits, once a lease said them. */
+  check(shard: number): void {
+    const k = this.bits;
+    if (k === undefined) return;
+    if (k === 0) throw noShardBits(this.tag);
+    if (shard >= 1 << k) {
+      throw new FrondError("invalid_argument", 400, `shard ${shard}: tag ${this.tag} has ${k} shard bits (0 to ${(1 << k) - 1})`);
+    }
+  }
+
+  /** The ID on shard (checked) of base, a counter moved up: counter << K | shard, or tag_exhausted past 63 bits. */
+  gene(base: bigint, shard: number): bigint {
+    if (base > this.maxBase) {
+      throw new FrondError("tag_exhausted", 409, `tag ${this.tag}: counter ${base >> this.shift} does not fit below its ${this.bits} shard bits in 63 bits: use a new tag`);
+    }
+    return base | (this.shards[shard] ??= BigInt(shard));
   }
 
   /** An ID from the lease in hand, or undefined: no I/O. */
@@ -172,6 +213,11 @@ class Lease {
       const id = this.tryNext();
       if (id !== undefined) return id;
       if (this.via !== undefined) {
+        if (this.counters) {
+          // nextShard asks a server for each ID, with the shard, instead:
+          // never a counter from elsewhere.
+          throw new FrondError(this.via, 409, `tag ${this.tag}: its counters cannot be leased (${this.via})`);
+        }
         return (await this.c.unleasedIds(this.tag, 1))[0];
       }
       let err: FrondError | undefined;
@@ -227,7 +273,15 @@ class Lease {
   private async fetch(n: number): Promise<Segment> {
     let ask = n;
     for (let tries = 0; ; tries++) {
-      const rs = await this.c.lease(this.tag, ask);
+      const leased = await this.c.lease(this.tag, ask, this.counters);
+      let rs = leased.ranges;
+      if (this.counters) {
+        // Counters, moved up by the tag's shard bits (the order and the
+        // floor below hold as they do of counters).
+        this.learn(leased.shardBits);
+        const k = this.shift;
+        if (k > 0n) rs = rs.map((r) => ({ start: r.start << k, end: r.end << k, stride: r.stride << k, count: r.count }));
+      }
       const kept: Range[] = [];
       let count = 0;
       for (const r of rs) {
@@ -262,7 +316,8 @@ class Lease {
           if (last > top) top = last;
         }
       }
-      const want = BigInt(n) + (this.floor > top ? this.floor - top : 0n);
+      // (In counters: a lease of counters holds them moved up by K.)
+      const want = BigInt(n) + (this.floor > top ? (this.floor - top) >> this.shift : 0n);
       ask = want > BigInt(MAX_LEASE_REQUEST) ? MAX_LEASE_REQUEST : Number(want);
       if (tries >= 64) {
         throw new FrondError("store_unavailable", 0, `tag ${this.tag}: 64 leases in a row, the last of ${ask} IDs, lay below the IDs this client handed out: ` +
@@ -326,6 +381,7 @@ export class FrondClient {
   private readonly servers: Server[];
   private preferred = 0;
   private readonly leases = new Map<string, Lease>();
+  private readonly counterLeases = new Map<string, Lease>(); // nextShard's, apart
   /** @internal */
   readonly counters = { calls: 0, failovers: 0, waits: 0 };
   /** @internal */
@@ -428,16 +484,148 @@ export class FrondClient {
       }
       return out;
     }
-    const m = await this.call(`/v1/segment/${path(tag)}?n=${n}`);
+    let m: Answer;
+    try {
+      m = await this.call(`/v1/segment/${path(tag)}?n=${n}`);
+    } catch (e) {
+      if (e instanceof FrondError && e.code === "invalid_argument" && /shard bits/.test(e.message)) {
+        throw new FrondError(e.wireCode, e.status, `${e.message} (its IDs need a shard: use nextShard or nextForKey)`, e.retryAfterMs, { cause: e });
+      }
+      throw e;
+    }
     if (!("ids" in m) && !("id" in m)) {
       throw new FrondError("form_not_carried", 409, `tag ${tag} hands out text IDs (its form), not numbers: use nextStrings`);
     }
     return strs(m, "id_strs", "id_str").map((s) => BigInt(s));
   }
 
-  /** @internal A lease of n IDs of tag. */
-  async lease(tag: string, n: number): Promise<Range[]> {
-    return ranges(await this.call(`/v1/segment/${path(tag)}?format=ranges&lease=1&n=${n}`));
+  /**
+   * @internal A lease of n IDs of tag, or of its counters (counters=1:
+   * nextShard), with the shard bits the answer says (0 without).
+   */
+  async lease(tag: string, n: number, counters = false): Promise<{ ranges: Range[]; shardBits: number }> {
+    const m = await this.call(`/v1/segment/${path(tag)}?format=ranges&lease=1${counters ? "&counters=1" : ""}&n=${n}`);
+    const bits = m.shard_bits ?? 0;
+    if (typeof bits !== "number" || !Number.isInteger(bits) || bits < 0 || bits > MAX_SHARD_BITS) {
+      throw new FrondError("", 0, `frond's lease of tag ${tag} says ${JSON.stringify(bits)} shard bits: 0 to ${MAX_SHARD_BITS}`);
+    }
+    if (!counters && bits !== 0) {
+      // A server refuses this (form_not_carried); never hand out bare counters.
+      throw new FrondError("form_not_carried", 409, `tag ${tag} has ${bits} shard bits: its IDs need a shard: use nextShard or nextForKey`);
+    }
+    return { ranges: ranges(m), shardBits: bits };
+  }
+
+  // ---- Shard bits (gene IDs) ----
+
+  /**
+   * The next ID of tag, a tag with shard bits ("mapping": "shard:K",
+   * docs/kinds.md#shard-bits-gene-ids), on shard: the tag's next counter,
+   * from a lease of its counters (no I/O while it lasts), moved up by K
+   * with shard below, counter << K | shard. So id % 2^K is shard, and the
+   * IDs of every shard are unique across clients and servers (the
+   * counter's uniqueness). A shard outside 0..2^K-1 and a tag without shard
+   * bits are FrondError invalid_argument; a counter past 2^(63-K)-1
+   * tag_exhausted. nextId refuses a tag with shard bits.
+   */
+  nextShard(tag: string, shard: number | bigint): Promise<bigint> {
+    let s: number;
+    let id: bigint | undefined;
+    try {
+      s = shardArg(shard);
+      id = this.tryShard(tag, s);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return id !== undefined ? Promise.resolve(id) : this.slowShard(tag, s, undefined);
+  }
+
+  /**
+   * nextShard on the shard of key (a user, a tenant, a shop): the low K
+   * bits of keyHash(key), shardOf, which every server and client computes
+   * alike, so that the rows of one key and the rows whose IDs carry it
+   * land on one shard. An empty key is invalid_argument.
+   */
+  nextForKey(tag: string, key: string): Promise<bigint> {
+    let id: bigint | undefined;
+    try {
+      id = this.tryKey(tag, key);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return id !== undefined ? Promise.resolve(id) : this.slowShard(tag, 0, key);
+  }
+
+  /** nextShard from the lease of counters in hand, synchronously, or undefined (then await nextShard). */
+  tryNextShard(tag: string, shard: number | bigint): bigint | undefined {
+    return this.tryShard(tag, shardArg(shard));
+  }
+
+  /** nextForKey from the lease of counters in hand, synchronously, or undefined (then await nextForKey). */
+  tryNextForKey(tag: string, key: string): bigint | undefined {
+    return this.tryKey(tag, key);
+  }
+
+  private tryShard(tag: string, shard: number): bigint | undefined {
+    const l = this.counterLeases.get(tag);
+    if (l === undefined || l.bits === undefined || l.via !== undefined) return undefined;
+    l.check(shard);
+    const c = l.tryNext();
+    return c === undefined ? undefined : l.gene(c, shard);
+  }
+
+  private tryKey(tag: string, key: string): bigint | undefined {
+    if (typeof key !== "string" || key === "") {
+      throw new FrondError("invalid_argument", 400, `tag ${tag}: an empty shard key`);
+    }
+    const l = this.counterLeases.get(tag);
+    if (l === undefined || l.bits === undefined || l.via !== undefined) return undefined;
+    if (l.bits === 0) throw noShardBits(tag);
+    const c = l.tryNext();
+    return c === undefined ? undefined : l.gene(c, keyShard(key, l.bits));
+  }
+
+  // slowShard runs when no counter is in hand: the tag's lease of counters
+  // (started at its first call), or a server's ID per call when the tag
+  // cannot be leased (a sequence tag).
+  private async slowShard(tag: string, shard: number, key: string | undefined): Promise<bigint> {
+    let l = this.counterLeases.get(tag);
+    if (l === undefined) {
+      if (typeof tag !== "string" || tag === "") throw new TypeError("frond: a tag needs a name");
+      l = new Lease(this, tag, true);
+      this.counterLeases.set(tag, l);
+    }
+    for (;;) {
+      if (l.via !== undefined) {
+        return this.unleasedShard(tag, shard, key);
+      }
+      if (key === undefined) l.check(shard);
+      else if (l.bits === 0) throw noShardBits(tag);
+      let c: bigint;
+      try {
+        c = await l.next();
+      } catch (e) {
+        if (l.via !== undefined) continue;
+        throw e;
+      }
+      // The first lease said the bits: of a tag without them the counter
+      // is a plain ID, skipped (a gap of one), never handed out.
+      const bits = l.bits ?? 0;
+      if (key === undefined) l.check(shard);
+      else if (bits === 0) throw noShardBits(tag);
+      return l.gene(c, key === undefined ? shard : keyShard(key, bits));
+    }
+  }
+
+  // unleasedShard asks a server for an ID of a tag whose counters cannot
+  // be leased (a sequence tag with shard bits): the server applies the shard.
+  private async unleasedShard(tag: string, shard: number, key: string | undefined): Promise<bigint> {
+    const q = key === undefined ? `shard=${shard}` : `shard_key=${encodeURIComponent(key)}`;
+    const m = await this.call(`/v1/segment/${path(tag)}?${q}`);
+    if (!("id" in m) || typeof m.id_str !== "string") {
+      throw new FrondError("form_not_carried", 409, `tag ${tag} hands out text IDs (its form), not numbers: use nextStrings`);
+    }
+    return BigInt(m.id_str);
   }
 
   // ---- Per call ----
@@ -485,11 +673,16 @@ export class FrondClient {
     return { first: BigInt(m.first_str), last: BigInt(m.last_str) };
   }
 
-  /** Creates a tag (tag administration, with the admin token): step, and optionally its mode and first ID. */
-  async createTag(name: string, step: number, opts: { mode?: "segment" | "sequence"; maxId?: bigint } = {}): Promise<void> {
+  /**
+   * Creates a tag (tag administration, with the admin token): step, and
+   * optionally its mode, first ID and mapping ("shard:K" for K shard bits:
+   * nextShard, nextForKey).
+   */
+  async createTag(name: string, step: number, opts: { mode?: "segment" | "sequence"; maxId?: bigint; mapping?: string } = {}): Promise<void> {
     // Built by hand: a maxId past 2^53 must not pass through a number.
     let body = `{"name":${JSON.stringify(name)},"step":${Math.trunc(step)}`;
     if (opts.mode) body += `,"mode":${JSON.stringify(opts.mode)}`;
+    if (opts.mapping) body += `,"mapping":${JSON.stringify(opts.mapping)}`;
     if (opts.maxId !== undefined) body += `,"max_id":${opts.maxId.toString()}`;
     await this.send("POST", "/v1/tags", body + "}", true);
   }
@@ -498,7 +691,9 @@ export class FrondClient {
   stats(): Stats {
     const leases: Stats["leases"] = {};
     for (const [t, l] of this.leases) leases[t] = { remaining: l.remaining(), size: l.size };
-    return { ...this.counters, leases };
+    const counterLeases: Stats["counterLeases"] = {};
+    for (const [t, l] of this.counterLeases) counterLeases[t] = { remaining: l.remaining(), size: l.size };
+    return { ...this.counters, leases, counterLeases };
   }
 
   /** Closes the connections. frond has no call to give a lease's tail back: it is skipped (a gap), never reused. */
@@ -624,6 +819,20 @@ function strs(m: Answer, many: string, one: string): string[] {
   const v = m[many];
   if (!Array.isArray(v)) throw new FrondError("", 0, `frond's answer has no ${many}`);
   return v.map(String);
+}
+
+// shardArg checks a shard given to nextShard: 0 to 2^16-1 (the most shard
+// bits), then the tag's bits once a lease said them.
+function shardArg(shard: number | bigint): number {
+  const s = typeof shard === "bigint" ? (shard >= 0n && shard < 1n << BigInt(MAX_SHARD_BITS) ? Number(shard) : -1) : shard;
+  if (typeof s !== "number" || !Number.isInteger(s) || s < 0 || s >= 1 << MAX_SHARD_BITS) {
+    throw new FrondError("invalid_argument", 400, `shard ${String(shard)}: from 0 to 2^K-1 (K, the tag's shard bits, at most ${MAX_SHARD_BITS})`);
+  }
+  return s;
+}
+
+function noShardBits(tag: string): FrondError {
+  return new FrondError("invalid_argument", 400, `tag ${tag} has no shard bits: ask with nextId`);
 }
 
 function count(n: number, max: number): number {
