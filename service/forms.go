@@ -217,19 +217,26 @@ func sharded(r *Request, mapping string, ids []int64) (string, []int64, error) {
 	return "", ids, nil
 }
 
-// countersFit refuses a lease of counters (r.ShardBits) that holds a
-// counter past what fits below the shard bits, as sharded refuses one ID:
-// the client would move it past 63 bits.
-func countersFit(r *Request, rs []frond.Range) error {
+// countersFit cuts a lease of counters (r.ShardBits) to the counters that
+// fit below the shard bits, and refuses one that holds none, as sharded
+// refuses one ID: the client would move them past 63 bits. The counters
+// cut off are skipped, never handed out.
+func countersFit(r *Request, rs []frond.Range) ([]frond.Range, error) {
 	if r.ShardBits == 0 {
-		return nil
+		return rs, nil
 	}
+	top := int64(math.MaxInt64 >> r.ShardBits)
+	fit := rs[:0]
 	for _, x := range rs {
-		if x.Len() > 0 && x.End-1 > math.MaxInt64>>r.ShardBits {
-			return fmt.Errorf("%w: tag %s: counter %d does not fit below its %d shard bits: use a new tag", frond.ErrTagExhausted, Quote(r.Name), x.End-1, r.ShardBits)
+		if x.Len() > 0 && x.Start <= top {
+			x.End = min(x.End, top+1)
+			fit = append(fit, x)
 		}
 	}
-	return nil
+	if len(fit) == 0 {
+		return nil, fmt.Errorf("%w: tag %s: its counters are past %d, the last that fits below its %d shard bits: use a new tag", frond.ErrTagExhausted, Quote(r.Name), top, r.ShardBits)
+	}
+	return fit, nil
 }
 
 // tagAnswer answers ids, counters of the tag of r, in its mapping: the

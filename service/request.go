@@ -569,7 +569,7 @@ func (s *Service) takeTag(ctx context.Context, r *Request, mode string, learn bo
 	} else if r.Ranges {
 		var rs []frond.Range
 		if rs, m, err = s.seg.NextNMapped(ctx, r.Name, n); err == nil && m == k.mapping {
-			if err := countersFit(r, rs); err != nil {
+			if rs, err = countersFit(r, rs); err != nil {
 				return Answer{}, err
 			}
 			return Answer{Form: FormNumber, Ranges: rs}, nil

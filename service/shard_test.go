@@ -234,11 +234,16 @@ func TestShardBits_LeaseOfCounters(t *testing.T) {
 	if err != nil || plain.Request.ShardBits != 0 {
 		t.Fatalf("counters of a plain tag: %+v, %v", plain, err)
 	}
-	// A lease of counters past 2^(63-K) is refused, as one ID is.
+	// A lease of counters is cut at 2^(63-K)-1, the last counter that fits,
+	// and one past it is refused, as one ID is.
 	if _, err := a.CreateTag(bg, frond.Tag{Name: "full", MaxID: 1<<59 - 5, Step: 50, Mapping: frond.ShardMapping(4)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Take(bg, Request{Kind: KindSegment, Name: "full", Count: 10, Ranges: true, Lease: true, Counters: true}); !errors.Is(err, frond.ErrTagExhausted) {
+	full := Request{Kind: KindSegment, Name: "full", Count: 10, Ranges: true, Lease: true, Counters: true}
+	if ans, err := a.Take(bg, full); err != nil || len(ans.Ranges) != 1 || ans.Ranges[0] != (frond.Range{Start: 1<<59 - 5, End: 1 << 59, Stride: 1}) {
+		t.Errorf("a lease of counters across 2^59 with 4 shard bits: %+v, %v: want the 5 below it", ans.Ranges, err)
+	}
+	if _, err := a.Take(bg, full); !errors.Is(err, frond.ErrTagExhausted) {
 		t.Errorf("a lease of counters past 2^59 with 4 shard bits: %v", err)
 	}
 	for _, bad := range []Request{
