@@ -666,3 +666,48 @@ func TestNode_TakesWhatTheStoreHolds(t *testing.T) {
 		})
 	}
 }
+
+// A forward to an owner that hangs takes at most half the request's
+// window, so that the table is read again and the section's new owner (a
+// node that took it when the hung owner's lease ran out) is asked within
+// the same request: the whole window went to the hung owner before, and
+// the chaos suite's sections went unanswered for 6.1 s through a 6 s
+// SIGSTOP (bound: a lease + 2 s).
+func TestSpaces_HungOwnerLeavesHalfTheWindow(t *testing.T) {
+	ctx := context.Background()
+	mem := &keyseq.MemLeases{}
+	const ttl = 2 * time.Second
+	o := keyseq.NodeOptions{TTL: ttl, Logger: slog.New(slog.DiscardHandler)}
+	var hang atomic.Bool
+	byAddr := map[string]*keyseq.Spaces{}
+	fw := func(ctx context.Context, addr, space, key string, n int64, _ keyseq.Peer) (int64, int64, error) {
+		if hang.Load() && addr == "a" {
+			<-ctx.Done() // the connection open, nothing answers
+			return 0, 0, fmt.Errorf("%w: %w: %v", frond.ErrStoreUnavailable, keyseq.ErrOwnerUnreachable, ctx.Err())
+		}
+		return byAddr[addr].Next(ctx, space, key, n, true)
+	}
+	a := keyseq.NewSpaces(mem, keyseq.Owner{Token: "ta", Addr: "a"}, o, fw)
+	b := keyseq.NewSpaces(mem, keyseq.Owner{Token: "tb", Addr: "b"}, o, fw)
+	byAddr["a"], byAddr["b"] = a, b
+	defer a.Close(ctx)
+	defer b.Close(ctx)
+	sp, err := a.Create(ctx, keyseq.Space{Name: "half", Step: 100, Sections: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.Next(ctx, sp.Name, "k", 1, false); err != nil { // forwarded to a
+		t.Fatal(err)
+	}
+	hang.Store(true)
+	from := time.Now()
+	_, _, err = b.Next(ctx, sp.Name, "k", 1, false)
+	took := time.Since(from)
+	if err == nil {
+		t.Fatal("answered while its owner hangs and holds its lease")
+	}
+	if took >= ttl*4/5 {
+		t.Fatalf("refused after %v with a lease of %v: the forward to the hung owner took the request's whole window, none was left to read the table again", took, ttl)
+	}
+	t.Logf("refused after %v (lease %v)", took, ttl)
+}
