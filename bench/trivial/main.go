@@ -4,7 +4,8 @@
 // from a counter, so frond bench's duplicate check passes against it too.
 //
 //	-proto http: a net/http server whose one handler returns the next
-//	  19-digit number as text/plain (Leaf's API), with frond's timeouts.
+//	  19-digit number as text/plain (Leaf's API), or as {"id":N} under /v1/
+//	  (frond's JSON API), with frond's timeouts.
 //	-proto resp: a redcon server answering every command with the next
 //	  integer (HELLO with Redis 5's unknown command, so clients speak RESP2).
 //	-proto grpc: a grpc-go server of frond.v1.IDService whose NextSegment
@@ -41,8 +42,14 @@ func main() {
 	case "http":
 		mux := http.NewServeMux()
 		mux.HandleFunc("GET /{path...}", func(w http.ResponseWriter, r *http.Request) {
+			var b [32]byte
+			if strings.HasPrefix(r.URL.Path, "/v1/") { // frond's JSON API: {"id":N}
+				w.Header().Set("Content-Type", "application/json")
+				out := append(strconv.AppendInt(append(b[:0], `{"id":`...), next.Add(1), 10), '}')
+				w.Write(out)
+				return
+			}
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			var b [20]byte
 			w.Write(strconv.AppendInt(b[:0], next.Add(1), 10))
 		})
 		srv := &http.Server{Addr: *addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,

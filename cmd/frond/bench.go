@@ -47,6 +47,7 @@ Go client library, which leases segments and hands IDs out in process.`,
 		Example: `  frond bench --protocol grpc --tag order --duration 10s
   frond bench --protocol resp --server 127.0.0.1:6380 --concurrency 32 --batch 100
   frond bench --protocol http --kind snowflake --rate 20000 --duration 30s
+  frond bench --protocol leaf --tag order --rate 2000 --duration 60s --timeline
   frond bench --protocol leaf --tag order --count 100000 --json
   frond bench --protocol http --tag tenant --tags 10000 --create-tags --duration 30s
   frond bench --protocol resp --server id-1:6380 --ca-file ca.pem`,
@@ -118,6 +119,7 @@ Go client library, which leases segments and hands IDs out in process.`,
 	f.Float64Var(&o.Rate, "rate", 0, "requests per second in all: an open loop (default: closed loop, as fast as answered)")
 	f.DurationVar(&o.Warmup, "warmup", time.Second, "run this long first without counting (its IDs are checked for duplicates too)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object instead of the summary")
+	f.BoolVar(&o.Timeline, "timeline", false, "report every second too: requests, errors, p50, p99, p99.9 and max of those due in it (with --json, each second's histogram too)")
 	f.BoolVar(&useTLS, "tls", false, "connect over TLS, trusting the system's roots (implied by --ca-file and by an https:// server)")
 	f.StringVar(&tlsFiles.caFile, "ca-file", e.get("FROND_CA_FILE"), "CA certificates (PEM) to trust: TLS on every protocol (env FROND_CA_FILE)")
 	f.StringVar(&tlsFiles.certFile, "cert-file", e.get("FROND_CERT_FILE"), "client certificate (PEM), for servers that ask for one (env FROND_CERT_FILE)")
@@ -202,6 +204,13 @@ func printResult(w io.Writer, o loadgen.Options, r loadgen.Result) {
 			}
 		}
 		fmt.Fprintf(w, "  leases      %d taken (up to %d IDs each); %s\n", l.Taken, l.Step, waits)
+	}
+	if len(r.Timeline) > 0 {
+		fmt.Fprintf(w, "  timeline    %-8s %9s %7s %9s %9s %9s %9s\n", "second", "requests", "errors", "p50", "p99", "p99.9", "max")
+		for i, s := range r.Timeline {
+			fmt.Fprintf(w, "              %-8s %9d %7d %9s %9s %9s %9s\n", fmt.Sprintf("+%d", i), s.Requests, s.Errors,
+				us(s.Latency.P50), us(s.Latency.P99), us(s.Latency.P999), us(s.Latency.Max))
+		}
 	}
 	switch srv := r.Server; {
 	case srv == nil:

@@ -81,6 +81,10 @@ type Options struct {
 	// TLS, when set, connects over TLS with it (every protocol; an https://
 	// server URL alone uses the system's roots).
 	TLS *tls.Config
+	// Timeline keeps each wall-clock second's requests, errors and
+	// latencies (Result.Timeline), by the second each request was due (open
+	// loop) or sent: a fault's seconds can be told from the quiet ones.
+	Timeline bool
 }
 
 // TagName is the name of the i-th tag of a run: Tag itself, or Tag-i when
@@ -134,6 +138,23 @@ type Result struct {
 	Server *ServerSize `json:"server,omitempty"`
 	// Leases is what the Go client did (Protocol Client).
 	Leases *Leases `json:"leases,omitempty"`
+	// Timeline is the measured run second by second (Options.Timeline).
+	Timeline []Second `json:"timeline,omitempty"`
+}
+
+// Second is one wall-clock second of a run's timeline: the requests due
+// (or sent, closed loop) in it, however long they took.
+type Second struct {
+	// Unix is the second's start, in seconds since 1970 (UTC): runs of
+	// several processes line up by it.
+	Unix     int64   `json:"unix"`
+	Requests int64   `json:"requests"`
+	Errors   int64   `json:"errors"`
+	Latency  Latency `json:"latency_us"`
+	// Histogram is the second's latencies as [µs, count] pairs, each value
+	// the top of its bucket (two significant digits): the seconds of a span
+	// merge into that span's percentiles.
+	Histogram [][2]int64 `json:"histogram"`
 }
 
 // Leases are the Go client's leases over a run (warm-up included).
@@ -294,6 +315,10 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	workers[0].record(0, first)
 	nTags := o.tagCount()
+	var tl *timeline
+	if o.Timeline {
+		tl = &timeline{secs: map[int64]*second{}}
+	}
 
 	var (
 		measuring atomic.Bool
@@ -380,6 +405,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 				w.requests++
 				reqs.Add(1)
 				w.hist.RecordValue(min(max(1, took.Microseconds()), maxLatency)) // a longer one counts as the longest
+				if tl != nil {
+					tl.record(t0, took, err != nil)
+				}
 				if err != nil {
 					w.errors[codeOf(err)]++
 					errs.Add(1)
@@ -454,9 +482,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if s := elapsed.Seconds(); s > 0 {
 		res.IDsPerSecond, res.RequestsPerSecond = float64(res.IDs)/s, float64(res.Requests)/s
 	}
-	if hist.TotalCount() > 0 {
-		res.Latency = Latency{P50: float64(hist.ValueAtQuantile(50)), P90: float64(hist.ValueAtQuantile(90)),
-			P99: float64(hist.ValueAtQuantile(99)), P999: float64(hist.ValueAtQuantile(99.9)), Max: float64(hist.Max())}
+	res.Latency = latencyOf(hist)
+	if tl != nil {
+		res.Timeline = tl.seconds()
 	}
 	if o.MetricsURL != "" && ctx.Err() == nil {
 		res.Server = serverSize(ctx, o)
@@ -488,4 +516,77 @@ func duplicates(runs []run) int64 {
 		}
 	}
 	return dup
+}
+
+// timeline is a run's latencies second by second, shared by the workers (a
+// lock a request: nothing next to a request's own cost).
+type timeline struct {
+	mu   sync.Mutex
+	secs map[int64]*second
+}
+
+type second struct {
+	requests, errors int64
+	hist             *hdrhistogram.Histogram
+}
+
+// timelineFigures are a second's histogram's significant figures: two keep
+// it at about 26 KB, so an hour's timeline fits in 100 MB.
+const timelineFigures = 2
+
+func (t *timeline) record(at time.Time, took time.Duration, failed bool) {
+	u := at.Unix()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.secs[u]
+	if s == nil {
+		s = &second{hist: hdrhistogram.New(1, maxLatency, timelineFigures)}
+		t.secs[u] = s
+	}
+	s.requests++
+	if failed {
+		s.errors++
+	}
+	s.hist.RecordValue(min(max(1, took.Microseconds()), maxLatency))
+}
+
+// seconds lists the timeline in order, a second with no request included
+// (a stall the open loop could not even start requests in shows as such).
+func (t *timeline) seconds() []Second {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.secs) == 0 {
+		return nil
+	}
+	first, last := int64(-1), int64(-1)
+	for u := range t.secs {
+		if first < 0 || u < first {
+			first = u
+		}
+		last = max(last, u)
+	}
+	out := make([]Second, 0, last-first+1)
+	for u := first; u <= last; u++ {
+		sec := Second{Unix: u, Histogram: [][2]int64{}}
+		if s := t.secs[u]; s != nil {
+			sec.Requests, sec.Errors = s.requests, s.errors
+			sec.Latency = latencyOf(s.hist)
+			for _, b := range s.hist.Distribution() {
+				if b.Count > 0 {
+					sec.Histogram = append(sec.Histogram, [2]int64{b.To, b.Count})
+				}
+			}
+		}
+		out = append(out, sec)
+	}
+	return out
+}
+
+// latencyOf reads a histogram's percentiles.
+func latencyOf(h *hdrhistogram.Histogram) Latency {
+	if h.TotalCount() == 0 {
+		return Latency{}
+	}
+	return Latency{P50: float64(h.ValueAtQuantile(50)), P90: float64(h.ValueAtQuantile(90)),
+		P99: float64(h.ValueAtQuantile(99)), P999: float64(h.ValueAtQuantile(99.9)), Max: float64(h.Max())}
 }

@@ -224,3 +224,46 @@ func TestRun_WarmupProgress(t *testing.T) {
 		t.Fatalf("%d IDs before the run (progress said %d), %d measured, %d checked", res.WarmupIDs, warm[0].IDs, res.IDs, res.Checked)
 	}
 }
+
+// The timeline accounts for every measured request and error once, second
+// by second with no gap, and each second's histogram holds its requests.
+func TestRun_Timeline(t *testing.T) {
+	f := &fake{fail: true, delay: time.Millisecond}
+	withFake(t, f)
+	res, err := Run(context.Background(), Options{Protocol: GRPC, Kind: Segment, Tag: "t", Concurrency: 3, Batch: 1,
+		Rate: 400, Duration: 1500 * time.Millisecond, Timeline: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Timeline) < 2 {
+		t.Fatalf("timeline %+v", res.Timeline)
+	}
+	var reqs, errs int64
+	for i, s := range res.Timeline {
+		if i > 0 && s.Unix != res.Timeline[i-1].Unix+1 {
+			t.Fatalf("second %d is %d after %d", i, s.Unix, res.Timeline[i-1].Unix)
+		}
+		var n int64
+		for _, b := range s.Histogram {
+			n += b[1]
+			if b[0] < 1 || float64(b[0]) > s.Latency.Max {
+				t.Fatalf("second %d: bucket %v outside 1..max %v", i, b, s.Latency.Max)
+			}
+		}
+		if n != s.Requests || s.Errors > s.Requests {
+			t.Fatalf("second %d: histogram holds %d of %d requests (%d errors)", i, n, s.Requests, s.Errors)
+		}
+		if s.Requests > 0 && (s.Latency.P50 > s.Latency.P99 || s.Latency.P99 > s.Latency.P999 || s.Latency.P999 > s.Latency.Max) {
+			t.Fatalf("second %d: %+v", i, s.Latency)
+		}
+		reqs += s.Requests
+		errs += s.Errors
+	}
+	if reqs != res.Requests || errs != res.Errors["store_unavailable"] || errs == 0 {
+		t.Fatalf("timeline: %d requests, %d errors; the run: %d, %v", reqs, errs, res.Requests, res.Errors)
+	}
+	res, err = Run(context.Background(), Options{Protocol: GRPC, Kind: Segment, Tag: "t", Concurrency: 1, Batch: 1, Count: 10})
+	if err != nil || res.Timeline != nil {
+		t.Fatalf("a timeline not asked for: %v, %v", res.Timeline, err)
+	}
+}
