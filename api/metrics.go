@@ -125,7 +125,8 @@ func (m *Metrics) Handler() http.Handler {
 var (
 	descIssued     = prometheus.NewDesc("frond_ids_issued_total", "IDs issued since start, by kind (all tags of a kind together).", []string{"kind"}, nil)
 	descTagIssued  = prometheus.NewDesc("frond_tag_ids_issued_total", "IDs issued since the tag's buffer was made, by kind and tag, for the tags shown (metrics.max_tags).", []string{"kind", "tag"}, nil)
-	descTags       = prometheus.NewDesc("frond_segment_tags", "Segment tags in use on this node, by state: failing (the last store call failed), low (runs dry within 5 minutes at its rate), ok.", []string{"state"}, nil)
+	descTags       = prometheus.NewDesc("frond_segment_tags", "Segment tags in use on this node, by state: failing (the last store call failed), low (runs dry within segment.runway at its rate), ok.", []string{"state"}, nil)
+	descRunway     = prometheus.NewDesc("frond_segment_runway_seconds", "The store outage every segment tag's buffered IDs should outlast at its rate (segment.runway): a horizon below it is low, and alerted on.", nil, nil)
 	descMinHorizon = prometheus.NewDesc("frond_segment_buffer_horizon_min_seconds", "The shortest horizon of any segment tag in use (-1: no consumption measured).", nil, nil)
 	descOmitted    = prometheus.NewDesc("frond_metrics_tags_omitted", "Tags in use without series of their own (past metrics.max_tags), by kind.", []string{"kind"}, nil)
 	descRemaining  = prometheus.NewDesc("frond_segment_buffer_remaining", "IDs left in both buffers of a tag.", []string{"tag"}, nil)
@@ -169,7 +170,7 @@ type engineCollector struct {
 }
 
 func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descIssued, descTagIssued, descTags, descMinHorizon, descOmitted, descRemaining, descHorizon, descStep, descTagLoads,
+	for _, d := range []*prometheus.Desc{descIssued, descTagIssued, descTags, descRunway, descMinHorizon, descOmitted, descRemaining, descHorizon, descStep, descTagLoads,
 		descSteps, descRefusals, descBorrows, descLead, descBehind, descWorker, descIssuing, descFromCache, descExpiry,
 		descSeqCalls, descSeqGroup, descIdemKeys, descIdemIDs, descIdemRepl, descIdemEvict, descIdemConfl, descBudget, descBudgetMax, descBudgetRef,
 		descKSections, descKMembers, descKLease, descKValues, descKForward, descKRaises, descKMoves, descKFailures} {
@@ -194,6 +195,7 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descTags, float64(sum.Low), TagLow)
 	gauge(descTags, float64(sum.Total-sum.Failing-sum.Low), TagOK)
 	gauge(descMinHorizon, seconds(sum.MinHorizon))
+	gauge(descRunway, seg.Runway.Seconds())
 	gauge(descOmitted, float64(sum.Total-len(shown)), "segment")
 	for _, i := range shown {
 		b := &seg.Tags[i]

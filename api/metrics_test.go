@@ -136,6 +136,7 @@ func TestMetrics_TroubleAndPinnedTagsShown(t *testing.T) {
 		`frond_segment_tags{state="failing"} 1`,
 		`frond_tag_ids_issued_total{kind="segment",tag="t00007"} 1`,
 		`frond_metrics_tags_omitted{kind="segment"} 27`,
+		`frond_segment_runway_seconds 300`, // segment.runway, which FrondSegmentHorizonLow compares with
 	} {
 		if !slices.Contains(series, want) {
 			t.Fatalf("no %s in\n%s", want, strings.Join(tagged(series), "\n"))
@@ -144,7 +145,8 @@ func TestMetrics_TroubleAndPinnedTagsShown(t *testing.T) {
 }
 
 func stats(tag string, rate float64, horizon time.Duration, lastErr string) segment.Stats {
-	return segment.Stats{Tag: tag, Rate: rate, Horizon: horizon, LastError: lastErr}
+	// Low as the engine sets it with the default segment.runway.
+	return segment.Stats{Tag: tag, Rate: rate, Horizon: horizon, LastError: lastErr, Low: horizon >= 0 && horizon < segment.DefaultRunway}
 }
 
 func TestRankTags(t *testing.T) {

@@ -14,15 +14,10 @@ import (
 // many tags as there are: the tags in trouble first, then the busiest. The
 // rest are counted, and found by name on demand (docs/operations.md).
 
-// LowHorizon is the horizon under which a tag needs attention: its buffered
-// IDs last less than this at its rate if the store stays away. It is the
-// threshold of the alert FrondSegmentHorizonLow.
-const LowHorizon = 5 * time.Minute
-
 // The states of a segment tag, worst first.
 const (
 	TagFailing = "failing" // its last store call failed
-	TagLow     = "low"     // it runs dry within LowHorizon at its rate
+	TagLow     = "low"     // it runs dry within segment.runway at its rate (segment.Stats.Low)
 	TagOK      = "ok"
 )
 
@@ -31,7 +26,7 @@ func TagState(st *segment.Stats) string {
 	switch {
 	case st.LastError != "":
 		return TagFailing
-	case st.Horizon >= 0 && st.Horizon < LowHorizon:
+	case st.Low:
 		return TagLow
 	}
 	return TagOK

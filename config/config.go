@@ -197,6 +197,7 @@ type Segment struct {
 	LoadTimeout time.Duration `koanf:"load_timeout"`
 	FailFast    time.Duration `koanf:"fail_fast"`
 	IdleAfter   time.Duration `koanf:"idle_after"` // 0s or negative: never drop idle buffers
+	Runway      time.Duration `koanf:"runway"`
 }
 
 // Sequences configures keyed sequence spaces (docs/sequences.md).
@@ -536,7 +537,7 @@ func (c *Config) ServiceConfig() service.Config {
 			Threshold: c.Segment.Threshold, FixedStep: c.Segment.FixedStep,
 			FastSegment: c.Segment.FastSegment, SlowSegment: c.Segment.SlowSegment,
 			MaxStep: c.Segment.MaxStep, LoadTimeout: c.Segment.LoadTimeout, FailFast: c.Segment.FailFast,
-			IdleAfter: c.Segment.IdleAfter,
+			IdleAfter: c.Segment.IdleAfter, Runway: c.Segment.Runway,
 		},
 		Serials:             c.Serials,
 		ObfuscationKey:      key,

@@ -625,6 +625,9 @@ type Stats struct {
 	Rate float64 `json:"rate"`
 	// Horizon is how long Remaining lasts at Rate; -1 when Rate is zero.
 	Horizon time.Duration `json:"horizon"`
+	// Low: Horizon is shorter than the engine's Runway (Settings.Runway):
+	// the buffered IDs run out before a store outage that long ends.
+	Low bool `json:"low"`
 	// Steps are the last changes of the step (at most 8), oldest first:
 	// the adaptive step's history since the buffer was made.
 	Steps []StepChange `json:"steps"`
@@ -660,6 +663,7 @@ func (b *Buffer) Stats() Stats {
 	st.Horizon = -1
 	if b.rate > 0 {
 		st.Horizon = time.Duration(float64(st.Remaining) / b.rate * float64(time.Second))
+		st.Low = st.Horizon < b.e.cfg.Runway
 	}
 	return st
 }

@@ -384,11 +384,14 @@ type Overview struct {
 	Issued int64
 	// Tags are the statistics of every tag in use, in no order.
 	Tags []Stats
+	// Runway is the engine's Settings.Runway: a tag whose horizon is
+	// shorter is low.
+	Runway time.Duration
 }
 
 // Overview returns every tag's statistics and the engine's count of IDs.
 func (e *Engine) Overview() Overview {
-	o := Overview{Issued: e.retired.Load()} // before the maps: see Buffer.dropLocked
+	o := Overview{Issued: e.retired.Load(), Runway: e.cfg.Runway} // before the maps: see Buffer.dropLocked
 	bufs := e.buffers()
 	o.Tags = make([]Stats, 0, len(bufs))
 	for _, b := range bufs {

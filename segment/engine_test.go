@@ -365,11 +365,14 @@ func TestBuffer_Stats_RateAndHorizon(t *testing.T) {
 	if st.Rate != 10 || st.Remaining != 1750 || st.Horizon != 175*time.Second || st.Step != 1000 || st.MinStep != 1000 || st.Loads != 2 {
 		t.Fatalf("stats %+v", st)
 	}
+	if !st.Low { // 175 s of IDs, under the default runway of 5 minutes
+		t.Fatalf("175 s of IDs are not low: %+v", st)
+	}
 	// A window with no ID: the rate falls to 0, whoever looked in between.
 	clock.Add(RateWindow)
 	b.Stats()
 	e.Sample()
-	if st := b.Stats(); st.Rate != 0 || st.Horizon != -1 {
+	if st := b.Stats(); st.Rate != 0 || st.Horizon != -1 || st.Low {
 		t.Fatalf("idle window %+v", st)
 	}
 	if es := e.Stats(); len(es) != 1 || es[0].Tag != "t" {
@@ -697,5 +700,37 @@ func TestEngine_MappingOfEachSegment(t *testing.T) {
 	}
 	if r, m, err := e.NextRunMapped(bg, "x", 3); err != nil || m != frond.MappingMist || r.Start < floor {
 		t.Fatalf("NextRunMapped after the change = %v, %q, %v", r, m, err)
+	}
+}
+
+// A tag is low when its horizon is under the engine's runway
+// (segment.runway), whatever it is; a negative runway is refused.
+func TestBuffer_Stats_LowFollowsRunway(t *testing.T) {
+	for _, tc := range []struct {
+		runway time.Duration
+		low    bool
+	}{{0, true}, {2 * time.Minute, false}, {124 * time.Second, true}, {123 * time.Second, false}} {
+		clock := newFakeClock()
+		s := memstore.New(clock)
+		mustCreate(t, s, "t", 0, 1000)
+		e := newEngine(t, s, Settings{Clock: clock, FixedStep: true, Runway: tc.runway})
+		b, _ := e.Buffer("t")
+		b.NextN(bg, 150)
+		testenv.WaitFor(t, "prefetch", nextReady(b))
+		clock.Add(10 * time.Second)
+		e.Sample() // 15 IDs/s; 1850 left: 123 s
+		if st := b.Stats(); st.Low != tc.low || st.Horizon/time.Second != 123 {
+			t.Fatalf("runway %v: %+v", tc.runway, st)
+		}
+		want := tc.runway
+		if want == 0 {
+			want = DefaultRunway
+		}
+		if o := e.Overview(); o.Runway != want {
+			t.Fatalf("runway %v: the overview says %v", tc.runway, o.Runway)
+		}
+	}
+	if err := (Settings{Runway: -time.Second}).Validate(); err == nil {
+		t.Fatal("a negative runway passed")
 	}
 }

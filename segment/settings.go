@@ -20,6 +20,7 @@ const (
 	DefaultFailFast    = time.Second            // frond: see Settings.FailFast
 	DefaultIdleAfter   = time.Hour              // frond: see Settings.IdleAfter
 	DefaultMaxPending  = 1024                   // frond: see Settings.MaxPending
+	DefaultRunway      = 5 * time.Minute        // frond: see Settings.Runway
 )
 
 // Settings configure an Engine. The zero value means Leaf's behaviour.
@@ -55,6 +56,12 @@ type Settings struct {
 	// use (per-period serial tags among them). Zero means 1 hour; negative
 	// keeps buffers forever (Leaf's behaviour).
 	IdleAfter time.Duration
+	// Runway is the store outage a tag's buffered IDs should outlast at its
+	// rate: a tag whose IDs last less (Stats.Horizon) is low (Stats.Low),
+	// which /metrics, the dashboard and /readyz show and an alert watches.
+	// It changes no load: the step is sized for it (docs/operations.md).
+	// Zero means 5 minutes; negative is refused.
+	Runway time.Duration
 	// MaxPending bounds the tags loading their first segment at once (each
 	// a store call); past it a request for a tag not yet loaded gets
 	// ErrStoreUnavailable. Zero means 1024.
@@ -125,6 +132,12 @@ func (s Settings) normalize() (Settings, error) {
 	}
 	if s.IdleAfter == 0 {
 		s.IdleAfter = DefaultIdleAfter
+	}
+	if s.Runway == 0 {
+		s.Runway = DefaultRunway
+	}
+	if s.Runway < 0 {
+		return s, fmt.Errorf("%w: runway %v: negative", frond.ErrInvalidArgument, s.Runway)
 	}
 	if s.MaxPending == 0 {
 		s.MaxPending = DefaultMaxPending

@@ -133,6 +133,7 @@ type tagStats struct {
 	Remaining    int64   `json:"remaining"`
 	Rate         float64 `json:"rate"`
 	Horizon      float64 `json:"horizon_seconds"` // -1: no consumption measured
+	Low          bool    `json:"low"`             // Horizon is under segment.runway
 	LastLoad     string  `json:"last_load"`
 	LastLoadSecs float64 `json:"last_load_seconds"`
 	LastError    string  `json:"last_error,omitempty"`
@@ -197,7 +198,7 @@ func (s *Server) snapshot(ctx context.Context, tags bool) snapshot {
 func toTagStats(b *segment.Stats) tagStats {
 	t := tagStats{Tag: b.Tag, Start: b.Current.Start, Pos: b.Current.Pos, End: b.Current.End, NextReady: b.NextReady,
 		Step: b.Step, MinStep: b.MinStep, Loads: b.Loads, Waits: b.Waits, Issued: b.Issued, Remaining: b.Remaining,
-		Rate: b.Rate, Horizon: -1, LastLoadSecs: b.LastLoadDuration.Seconds(), LastError: b.LastError, Loading: b.Loading,
+		Rate: b.Rate, Horizon: -1, Low: b.Low, LastLoadSecs: b.LastLoadDuration.Seconds(), LastError: b.LastError, Loading: b.Loading,
 		StepHistory: []int64{}}
 	if b.NextReady {
 		t.NextStart, t.NextEnd = b.Next.Start, b.Next.End

@@ -148,7 +148,7 @@ func main() {
 	flag.DurationVar(&c.catchUp, "catch-up", 2*time.Second, "seconds after the fault still counted as the fault's (requests queued behind it)")
 	flag.DurationVar(&c.warmup, "warmup", 3*time.Second, "unmeasured seconds first")
 	flag.IntVar(&c.step, "step", 150000, "the tag's first step on frond (it adapts): sized for a 60 s outage at 2,000 IDs/s, as docs/operations.md says (rate x outage / 0.9)")
-	flag.IntVar(&c.refStep, "ref-step", 10000, "the reference's step (fixed): 5 s of IDs at 2,000/s, so that every fault meets the end of a segment")
+	flag.IntVar(&c.refStep, "ref-step", 5000, "the reference's step (fixed): 2.5 s of IDs at 2,000/s, so that every fault of 3 s or more meets the end of a segment")
 	flag.IntVar(&c.concurrency, "concurrency", 8, "workers of each frond bench")
 	flag.StringVar(&c.out, "out", "faults-out", "folder for the results (created)")
 	flag.StringVar(&c.docs, "docs", "", "copy the pictures and summary.md here too (bench/faults.sh: docs/img/faults)")
@@ -306,8 +306,6 @@ func run(ctx context.Context, c config, mysqlURL, pgURL string) error {
 // and the trivial server at the same rate, and plays the fault after the
 // quiet seconds.
 func oneRun(ctx context.Context, c config, st *store, f fault, door string, trivial map[string]string, n int) (*runResult, error) {
-	var procs procs
-	defer procs.stop()
 	px, err := faultproxy.Start("127.0.0.1:0", st.target)
 	if err != nil {
 		return nil, err
@@ -319,6 +317,8 @@ func oneRun(ctx context.Context, c config, st *store, f fault, door string, triv
 		return nil, err
 	}
 	defer os.RemoveAll(data)
+	var procs procs
+	defer procs.stop() // first: frond stops cleanly, its store still there
 	httpAddr, grpcAddr, respAddr := freeAddr(), freeAddr(), freeAddr()
 	name := fmt.Sprintf("%s-%s-%s", st.Name, f.Name, door)
 	if _, err := procs.start(ctx, c.out, "frond-"+name, filepath.Join(c.bin, "frond"), "serve", "--data-dir", data,

@@ -4,7 +4,6 @@
 // page only: no cookie, so no other site can make the browser send it.
 "use strict";
 
-const HORIZON_WARN = 300; // seconds: a tag's buffers last less than this with the store down
 const $ = (id) => document.getElementById(id);
 let prev = null;
 const stepHistory = {}; // tag -> steps seen, for the adaptive step's history
@@ -110,8 +109,9 @@ function render(s) {
       if (hist.length > 8) hist.shift();
     }
     const h = t.horizon_seconds;
-    const hclass = h < 0 ? "" : h < HORIZON_WARN ? (h < 60 ? "bad" : "warn") : "ok";
-    if (h >= 0 && h < HORIZON_WARN) alerts.push([h < 60 ? "bad" : "warn", `Tag ${t.tag} runs dry in ${dur(h)} if the store stays away.`]);
+    // low: the buffers last less than the node's segment.runway (5 minutes by default) with the store down.
+    const hclass = h < 0 ? "" : t.low ? (h < 60 ? "bad" : "warn") : "ok";
+    if (h >= 0 && t.low) alerts.push([h < 60 ? "bad" : "warn", `Tag ${t.tag} runs dry in ${dur(h)} if the store stays away.`]);
     const buffers = el("td", {},
       bar(t.start, t.pos, t.end, false), el("div", { class: "range" }, `${num(t.start)} · ${num(t.pos)} · ${num(t.end)}`),
       t.next_ready ? bar(t.next_start, t.next_start, t.next_end, true) : el("div", { class: "range" }, t.loading ? "next segment loading…" : "no next segment"),
