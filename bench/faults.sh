@@ -6,7 +6,7 @@
 # faults", and bench/faults/main.go for the flags.
 #
 #   bash bench/faults.sh                 every fault on every store, and the other front doors
-#                                        (about 45 minutes): tables in faults-out/summary.md,
+#                                        (about 40 minutes): tables in faults-out/summary.md,
 #                                        pictures in faults-out/*.png, copied to docs/img/faults/
 #   bash bench/faults.sh -smoke          one 5 s stop of Redis: exit 1 unless frond had no error and no duplicate
 #   bash bench/faults.sh -stores postgres -faults stop5,cut30 -doors ""
