@@ -192,6 +192,7 @@ func run(ctx context.Context, c config, mysqlURL, pgURL string) error {
 			return fmt.Errorf("go build %s: %w", b, err)
 		}
 	}
+	head := header(c) // the commit as the runs began
 	var procs procs
 	defer procs.stop()
 
@@ -267,7 +268,7 @@ func run(ctx context.Context, c config, mysqlURL, pgURL string) error {
 			return err
 		}
 	}
-	summary := header(c) + summarize(results)
+	summary := head + summarize(results)
 	fmt.Print(summary)
 	if err := os.WriteFile(filepath.Join(c.out, "summary.md"), []byte(summary), 0o644); err != nil {
 		return err
