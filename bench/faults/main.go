@@ -85,7 +85,7 @@ type config struct {
 	rate                          float64
 	quiet, after, catchUp, warmup time.Duration
 	step, refStep, concurrency    int
-	out, docs                     string
+	out, docs, from               string
 	bin                           string // the binaries' folder
 	smoke                         bool
 }
@@ -152,6 +152,7 @@ func main() {
 	flag.IntVar(&c.concurrency, "concurrency", 8, "workers of each frond bench")
 	flag.StringVar(&c.out, "out", "faults-out", "folder for the results (created)")
 	flag.StringVar(&c.docs, "docs", "", "copy the pictures and summary.md here too (bench/faults.sh: docs/img/faults)")
+	flag.StringVar(&c.from, "from", "", "write the summary and the pictures again from this folder's runs.json (no run)")
 	flag.BoolVar(&c.smoke, "smoke", false, "one 5 s stop of a Redis, 10 s quiet: exit 1 unless frond had 0 errors and 0 duplicates")
 	flag.Parse()
 	split := func(s string) []string {
@@ -176,6 +177,9 @@ func main() {
 }
 
 func run(ctx context.Context, c config, mysqlURL, pgURL string) error {
+	if c.from != "" {
+		return again(ctx, c)
+	}
 	if err := os.MkdirAll(filepath.Join(c.out, "logs"), 0o755); err != nil {
 		return err
 	}
@@ -193,6 +197,9 @@ func run(ctx context.Context, c config, mysqlURL, pgURL string) error {
 		}
 	}
 	head := header(c) // the commit as the runs began
+	if err := os.WriteFile(filepath.Join(c.out, "header.md"), []byte(head), 0o644); err != nil {
+		return err
+	}
 	var procs procs
 	defer procs.stop()
 
@@ -268,25 +275,13 @@ func run(ctx context.Context, c config, mysqlURL, pgURL string) error {
 			return err
 		}
 	}
+	if !c.smoke {
+		return report(ctx, c, head, results)
+	}
 	summary := head + summarize(results)
 	fmt.Print(summary)
 	if err := os.WriteFile(filepath.Join(c.out, "summary.md"), []byte(summary), 0o644); err != nil {
 		return err
-	}
-	if !c.smoke {
-		py := "python3"
-		if _, err := os.Stat("/usr/bin/python3"); err == nil {
-			py = "/usr/bin/python3" // Debian's, where python3-matplotlib is
-		}
-		plot := exec.CommandContext(ctx, py, "bench/faults/plot.py", c.out)
-		plot.Stdout, plot.Stderr = os.Stdout, os.Stderr
-		if err := plot.Run(); err != nil {
-			return fmt.Errorf("the pictures: %v (python3 with matplotlib: apt-get install python3-matplotlib)", err)
-		}
-		if c.docs != "" {
-			return copyOut(c.out, c.docs)
-		}
-		return nil
 	}
 	for _, r := range results {
 		f := r.Targets[0]
@@ -501,6 +496,44 @@ func onePass(ctx context.Context, c config, f fault, px *faultproxy.Proxy, targe
 		t.Fault = merge(t.Timeline, fFrom, fTo)
 	}
 	return nil
+}
+
+// report writes the summary and the pictures, and copies them to the docs.
+func report(ctx context.Context, c config, head string, results []*runResult) error {
+	summary := head + summarize(results)
+	fmt.Print(summary)
+	if err := os.WriteFile(filepath.Join(c.out, "summary.md"), []byte(summary), 0o644); err != nil {
+		return err
+	}
+	py := "python3"
+	if _, err := os.Stat("/usr/bin/python3"); err == nil {
+		py = "/usr/bin/python3" // Debian's, where python3-matplotlib is
+	}
+	plot := exec.CommandContext(ctx, py, "bench/faults/plot.py", c.out)
+	plot.Stdout, plot.Stderr = os.Stdout, os.Stderr
+	if err := plot.Run(); err != nil {
+		return fmt.Errorf("the pictures: %v (python3 with matplotlib: apt-get install python3-matplotlib)", err)
+	}
+	if c.docs != "" {
+		return copyOut(c.out, c.docs)
+	}
+	return nil
+}
+
+// again reads a benchmark's runs.json and header.md (-from) and writes its
+// summary and pictures again, into the same folder.
+func again(ctx context.Context, c config) error {
+	b, err := os.ReadFile(filepath.Join(c.from, "runs.json"))
+	if err != nil {
+		return err
+	}
+	var results []*runResult
+	if err := json.Unmarshal(b, &results); err != nil {
+		return fmt.Errorf("%s/runs.json: %w", c.from, err)
+	}
+	head, _ := os.ReadFile(filepath.Join(c.from, "header.md"))
+	c.out = c.from
+	return report(ctx, c, string(head), results)
 }
 
 // header says what was measured where: the commit, the machine, the load.

@@ -68,12 +68,17 @@ func ratio(a, b float64) string {
 	return fmt.Sprintf("%.2fx", a/b)
 }
 
+// ratios are a's p50, p99 and p99.9 over b's.
+func ratios(a, b stats) string {
+	return ratio(a.P50, b.P50) + ", " + ratio(a.P99, b.P99) + ", " + ratio(a.P999, b.P999)
+}
+
 // summarize writes the tables of docs/benchmarks.md: one row per run and
 // service, then the goals.
 func summarize(results []*runResult) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "| store | fault | over | service | errors | duplicates | p50 quiet / fault | p99 quiet / fault | p99.9 quiet / fault | p99.9 fault / quiet | p99.9 / trivial's (fault) | max (fault) | frond's runway |\n")
-	fmt.Fprintf(&b, "|---|---|---|---|---:|---:|---|---|---|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&b, "| store | fault | over | service | errors | dup. | p50 quiet, fault | p99 quiet, fault | p99.9 quiet, fault | max (fault) | fault / quiet: p50, p99, p99.9 | / trivial's, fault's seconds: p50, p99, p99.9 | frond's runway |\n")
+	fmt.Fprintf(&b, "|---|---|---|---|---:|---:|---|---|---|---:|---|---|---:|\n")
 	for _, r := range results {
 		trivs := map[string]*target{}
 		for _, t := range r.Targets {
@@ -90,16 +95,16 @@ func summarize(results []*runResult) string {
 			}
 			vsTriv := "-"
 			if triv != nil && !strings.HasPrefix(t.Name, "trivial") {
-				vsTriv = ratio(t.Fault.P999, triv.Fault.P999)
+				vsTriv = ratios(t.Fault, triv.Fault)
 			}
 			rw := ""
 			if t.Name == "frond" {
 				rw = runway(r.Horizon)
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %d | %s / %s | %s / %s | %s / %s | %s | %s | %s | %s |\n",
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %d | %s, %s | %s, %s | %s, %s | %s | %s | %s | %s |\n",
 				r.Store, r.Fault, r.Door, t.Name, sum(t.Errors), t.Duplicates, ms(t.Quiet.P50), ms(t.Fault.P50),
-				ms(t.Quiet.P99), ms(t.Fault.P99), ms(t.Quiet.P999), ms(t.Fault.P999), ratio(t.Fault.P999, t.Quiet.P999),
-				vsTriv, ms(t.Fault.Max), rw)
+				ms(t.Quiet.P99), ms(t.Fault.P99), ms(t.Quiet.P999), ms(t.Fault.P999), ms(t.Fault.Max),
+				ratios(t.Fault, t.Quiet), vsTriv, rw)
 		}
 	}
 	b.WriteString("\nGoals (frond, Leaf's HTTP API): through a 5 s stop and a 30 s cut, 0 errors and p99.9 within 1.5x of quiet; quiet p99.9 within 1.2x of the trivial server's.\n\n")
