@@ -34,6 +34,10 @@ type Failure struct {
 	Code string
 	// Message says what went wrong and, when there is one, what to do.
 	Message string
+	// Hint is what to do, when there is something (the end of Message, on
+	// its own): the error's own hint when it knows better than its code's
+	// (a keyed sequence space, not a tag), else its code's (frond.ErrorCodes).
+	Hint string
 	// RetryAfter, when positive, is how long to wait before a retry that
 	// may succeed (the store or the registry back, the clock caught up).
 	RetryAfter time.Duration
@@ -49,9 +53,12 @@ func Fail(err error) Failure {
 	f := Failure{Code: code, Message: err.Error()}
 	var h interface{ Hint() string }
 	if errors.As(err, &h) {
-		f.Message += ": " + h.Hint() // an error that knows better than its code (a space, not a tag)
+		f.Hint = h.Hint() // an error that knows better than its code (a space, not a tag)
 	} else if c, _ := frond.LookupCode(code); c.Hint != "" {
-		f.Message += ": " + c.Hint
+		f.Hint = c.Hint
+	}
+	if f.Hint != "" {
+		f.Message += ": " + f.Hint
 	}
 	if Retryable(code) {
 		f.RetryAfter = time.Second

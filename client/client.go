@@ -48,6 +48,7 @@ const (
 	DefaultMinLease    = 1000
 	DefaultMaxLease    = 1_000_000 // the server's largest ranges request
 	DefaultLeaseTarget = 10 * time.Second
+	DefaultSeqWait     = 10 * time.Second
 )
 
 // Options configure a Client. The zero value of each field means its
@@ -70,8 +71,16 @@ type Options struct {
 	Attempts int
 	// BackoffMin and BackoffMax bound how long a server that failed rests
 	// before it is tried again: the rest doubles with each failure in a
-	// row, with jitter, and is at least the retry time the server gave.
+	// row, with jitter, and is at least the retry time the server gave. A
+	// server that answered with a retry time (it is up: 503
+	// store_unavailable while a keyed sequence's section is between owners)
+	// rests for that time only.
 	BackoffMin, BackoffMax time.Duration
+	// SeqWait is how long Seq keeps asking while the key's section is
+	// between owners (its owner killed: another server takes it once its
+	// lease runs out, 3 to 4 s with the servers' default lease), past its
+	// Attempts, before it returns the error (DefaultSeqWait).
+	SeqWait time.Duration
 	// MinLease and MaxLease bound the IDs of one lease of a tag; LeaseTarget
 	// is how long a lease should last: one used up in less than half of it
 	// doubles the next lease, one lasting more than twice it halves it, and
@@ -160,6 +169,9 @@ func New(o Options) (*Client, error) {
 	if o.LeaseTarget <= 0 {
 		o.LeaseTarget = DefaultLeaseTarget
 	}
+	if o.SeqWait <= 0 {
+		o.SeqWait = DefaultSeqWait
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -236,14 +248,17 @@ func (c *Client) closeConns() error {
 // is tried. When every server rests, the call waits for the first to be
 // due, within ctx. Errors are frond's (see Error).
 func (c *Client) call(ctx context.Context, fn func(ctx context.Context, ids frondv1.IDServiceClient) error) error {
-	_, err := c.callAt(ctx, -1, fn)
+	_, err := c.callAt(ctx, -1, 0, fn)
 	return err
 }
 
 // callAt is call, its first attempt on server want when want is one that
-// is up (a keyed sequence section's owner; -1: none), and it reports the
-// server that answered.
-func (c *Client) callAt(ctx context.Context, want int, fn func(ctx context.Context, ids frondv1.IDServiceClient) error) (int, error) {
+// is up (a keyed sequence section's owner; -1: none), more attempts past
+// Options.Attempts until patience has passed (a keyed sequence's SeqWait;
+// 0: none), and it reports the server that answered. Once every attempt
+// failed, the error is the last one a server answered, when one did,
+// rather than a dead server's refused connection.
+func (c *Client) callAt(ctx context.Context, want int, patience time.Duration, fn func(ctx context.Context, ids frondv1.IDServiceClient) error) (int, error) {
 	if c.closed.Load() {
 		return -1, fmt.Errorf("client: %w", frond.ErrClosed)
 	}
@@ -255,12 +270,19 @@ func (c *Client) callAt(ctx context.Context, want int, fn func(ctx context.Conte
 	// reaches the server that took IDs for an attempt whose answer was lost
 	// (a timeout) gets those IDs, instead of a gap (docs/api.md).
 	ctx = metadata.AppendToOutgoingContext(ctx, "idempotency-key", idempotencyKey())
-	var last error
-	for attempt := 0; attempt < c.o.Attempts; attempt++ {
+	var last, answered *Error
+	var deadline time.Time
+	if patience > 0 {
+		deadline = time.Now().Add(patience)
+	}
+	for attempt := 0; attempt < c.o.Attempts || time.Now().Before(deadline); attempt++ {
 		i, wait := c.pick()
 		pinned := attempt == 0 && want >= 0 && want < len(c.servers) && c.servers[want].rest(time.Now()) <= 0
 		if pinned {
 			i, wait = want, 0
+		}
+		if attempt >= c.o.Attempts && time.Now().Add(wait).After(deadline) {
+			break // past the attempts, a rest that ends past the patience
 		}
 		if wait > 0 {
 			c.stats.waits.Add(1)
@@ -269,7 +291,7 @@ func (c *Client) callAt(ctx context.Context, want int, fn func(ctx context.Conte
 			case <-t.C:
 			case <-ctx.Done():
 				t.Stop()
-				return -1, c.giveUp(ctx, last)
+				return -1, c.giveUp(ctx, lastOf(last, answered))
 			}
 		}
 		s := c.servers[i]
@@ -292,14 +314,30 @@ func (c *Client) callAt(ctx context.Context, want int, fn func(ctx context.Conte
 			return i, e
 		}
 		last = e
-		s.down(c.o, e.RetryAfter)
+		if e.fromServer {
+			answered = e
+		}
+		s.down(c.o, e)
 		c.stats.retries.Add(1)
 		if len(c.servers) > 1 {
 			c.stats.failovers.Add(1)
 		}
 		c.o.Logger.Warn("frond client: server failed; trying the next", "server", s.addr, "err", e)
 	}
-	return -1, last
+	return -1, lastOf(last, answered)
+}
+
+// lastOf is the error of a call whose attempts failed: the last a server
+// answered, when one did (a 503 store_unavailable of a live server reads
+// as that, not as the dead one's refused connection), else the last.
+func lastOf(last, answered *Error) error {
+	switch {
+	case answered != nil:
+		return answered
+	case last != nil:
+		return last
+	}
+	return nil
 }
 
 // idempotencyKey is a fresh key: 128 random bits.
@@ -350,15 +388,23 @@ func (s *server) up() {
 	s.mu.Unlock()
 }
 
-// down rests the server: BackoffMin doubled per failure in a row up to
-// BackoffMax, with jitter of up to half, and at least the retry time it
-// gave.
-func (s *server) down(o Options, retry time.Duration) {
+// down rests the server: for the retry time it gave when it answered
+// with one (it is up and said when to come back: no longer), else
+// BackoffMin doubled per failure in a row up to BackoffMax, with jitter of
+// up to half, and at least the retry time the error carries.
+func (s *server) down(o Options, e *Error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	d := o.BackoffMin << min(s.fails, 20)
+	if e.fromServer && e.RetryAfter > 0 {
+		// It is up: no failure in a row of a server that does not answer
+		// (a timeout after a run of such answers rested it for seconds).
+		s.fails = 0
+		s.downUntil = time.Now().Add(e.RetryAfter)
+		return
+	}
+	s.fails++
+	d := o.BackoffMin << min(s.fails-1, 20)
 	d = min(d, o.BackoffMax)
 	d = d/2 + rand.N(d/2+1)
-	s.fails++
-	s.downUntil = time.Now().Add(max(d, retry))
+	s.downUntil = time.Now().Add(max(d, e.RetryAfter))
 }

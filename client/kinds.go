@@ -53,7 +53,10 @@ func (c *Client) Serials(ctx context.Context, name string, n int) ([]string, err
 // The client sends a key to the server that serves its section, as the
 // servers' answers told it (keyed: one hop; another server would send the
 // request on to the owner), and any server while it knows none or that one
-// is down.
+// is down. A section between owners (its owner killed: the servers answer
+// store_unavailable until another takes it, once the owner's lease ran
+// out) is asked again, on any server, for up to Options.SeqWait before the
+// error is returned.
 func (c *Client) Seq(ctx context.Context, space, key string, n int) (first, last int64, err error) {
 	var out *frondv1.SeqValues
 	want := -1
@@ -68,7 +71,7 @@ func (c *Client) Seq(ctx context.Context, space, key string, n int) (first, last
 		}
 	}
 	var md metadata.MD
-	i, err := c.callAt(ctx, want, func(ctx context.Context, ids frondv1.IDServiceClient) error {
+	i, err := c.callAt(ctx, want, c.o.SeqWait, func(ctx context.Context, ids frondv1.IDServiceClient) error {
 		var err error
 		md = nil
 		out, err = ids.NextSeq(ctx, &frondv1.NextSeqRequest{Space: space, Key: key, N: int64(n)}, grpc.Header(&md))

@@ -62,6 +62,9 @@ type errorBody struct {
 	Error struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
+		// Hint is what to do, when there is something: the end of
+		// Message, on its own, for clients to show or pass through.
+		Hint string `json:"hint,omitempty"`
 	} `json:"error"`
 }
 
@@ -73,7 +76,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("Retry-After", strconv.Itoa(e.retry))
 	}
 	var body errorBody
-	body.Error.Code, body.Error.Message = e.Code, e.Message
+	body.Error.Code, body.Error.Message, body.Error.Hint = e.Code, e.Message, e.Hint
 	writeJSON(w, e.status, body)
 }
 

@@ -55,7 +55,17 @@ func (s *Server) v1Seq(w http.ResponseWriter, r *http.Request) {
 		*req = service.Request{Kind: service.KindSeq, Name: r.PathValue("space"), Key: r.PathValue("key"), Count: n,
 			Token: tagToken(r, token), Forwarded: r.Header.Get(ForwardedHeader) != "", Peer: peer}
 		return err
-	}, seqAnswer)
+	}, func(a service.Answer) any {
+		// Which section the key is in, and whether this node serves it: a
+		// client sends the section's next keys straight here, as over gRPC
+		// (keyseq.RouteHeader: Frond-Seq-Section: 5/1024 self).
+		if sp := s.svc.Spaces(); sp != nil {
+			if sec, n, mine := sp.Serves(a.Request.Name, a.Request.Key); n > 0 {
+				w.Header().Set(keyseq.RouteHeader, keyseq.Route{Section: sec, Sections: n, Mine: mine}.String())
+			}
+		}
+		return seqAnswer(a)
+	})
 }
 
 func seqAnswer(a service.Answer) any {

@@ -33,7 +33,7 @@ here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "src"))
 sys.path.insert(0, os.path.join(here, "tests"))
 
-from conftest import Frond  # noqa: E402
+from frond_server import Frond  # noqa: E402  (standard library only: no pytest)
 from frond_client import AsyncFrondClient, FrondClient  # noqa: E402
 
 

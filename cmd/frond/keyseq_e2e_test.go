@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 
 	frondclient "github.com/frond-id/frond/client"
 	"github.com/frond-id/frond/internal/testenv"
+	"github.com/frond-id/frond/keyseq"
 )
 
 // Keyed sequences across two frond serve processes on one MariaDB: a
@@ -359,29 +361,7 @@ func TestE2E_KeyedSequences_HandOvers(t *testing.T) {
 // the sections a key costs one hop: the nodes forward almost nothing,
 // where a client asking any server has about half its requests forwarded.
 func TestE2E_KeyedSequences_GoClientRoutes(t *testing.T) {
-	dir := t.TempDir()
-	db := "sqlite://" + dir + "/shared.db"
-	env := []string{"FROND_SEQUENCES__LEASE_TTL=1s"}
-	start := func(node string) *server {
-		return startSeqNode(t, env, t.TempDir(), db, node, "--grpc-addr", "127.0.0.1:0")
-	}
-	a, b := start("1"), start("2")
-	space := fmt.Sprintf("routes-%d", rand.Int64N(1<<40))
-	createSpace(t, a, space, 1000, 16)
-	// Both nodes serve the space and share the sections out.
-	last := map[string]int64{}
-	deadline := time.Now().Add(30 * time.Second)
-	requestAll(t, space, last, deadline, a, b)
-	holds := func(s *server) bool {
-		code, body := s.get("/v1/spaces")
-		return code == 200 && !strings.Contains(body, `"held":0`)
-	}
-	for !(holds(a) && holds(b)) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the nodes never shared the sections out")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	a, b, space, last := sharedSpace(t, time.Second, "routes")
 	time.Sleep(time.Second) // the last hand-overs done
 	forwarded := func() int {
 		n := 0
@@ -441,4 +421,144 @@ func createSpace(t *testing.T, s *server, name string, step, sections int) {
 	if code, body := s.req("POST", "/v1/spaces", fmt.Sprintf(`{"name":%q,"step":%d,"sections":%d}`, name, step, sections)); code != 201 {
 		t.Fatalf("create space: %d %s", code, body)
 	}
+}
+
+// Issue 72: the Go client rides through the kill -9 of one of two servers
+// while 4 callers ask one value of each of 64 keys in turn: no caller sees
+// an error (the survivor's 503s while the dead owner's lease runs out are
+// asked again, within SeqWait), every key's values increase, and each
+// caller's answers come again within 2 s of the survivor taking the dead
+// owner's sections (its log says when: about the lease after the kill; the
+// bound is on the client, whatever a busy machine does to the servers).
+// The lease is 5 s, longer than the default 3 s, so that a call's attempts
+// alone (6 on two servers, each resting a second or more) run out before
+// the sections are taken: without SeqWait a caller got store_unavailable.
+// Every answer over HTTP names the key's section too (Frond-Seq-Section),
+// for the other clients.
+func TestE2E_KeyedSequences_GoClientRidesThroughAKill(t *testing.T) {
+	const lease = 5 * time.Second
+	a, b, space, _ := sharedSpace(t, lease, "ride")
+	resp, err := http.Get(b.url + "/v1/seq/" + space + "/k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if r, ok := keyseq.ParseRoute(resp.Header.Get("Frond-Seq-Section")); !ok || r.Sections != 16 || r.Section != keyseq.SectionOf("k1", 16) {
+		t.Fatalf("an HTTP answer's Frond-Seq-Section: %q", resp.Header.Get("Frond-Seq-Section"))
+	}
+
+	c, err := frondclient.New(frondclient.Options{Servers: []string{a.listenAddr("gRPC"), b.listenAddr("gRPC")}, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var (
+		mu     sync.Mutex
+		values = map[string][]int64{}
+		gaps   []time.Duration
+		errs   []error
+		stop   = make(chan struct{})
+		wg     sync.WaitGroup
+	)
+	for w := range 4 {
+		wg.Go(func() {
+			prev, gap := time.Now(), time.Duration(0)
+			defer func() {
+				mu.Lock()
+				gaps = append(gaps, gap)
+				mu.Unlock()
+			}()
+			for {
+				for k := w; k < 64; k += 4 {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					key := fmt.Sprintf("conv-%d", k)
+					first, _, err := c.Seq(context.Background(), space, key, 1)
+					if err != nil {
+						mu.Lock()
+						errs = append(errs, fmt.Errorf("%s: %w", key, err))
+						mu.Unlock()
+						return
+					}
+					now := time.Now()
+					gap, prev = max(gap, now.Sub(prev)), now
+					mu.Lock()
+					values[key] = append(values[key], first)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	time.Sleep(1500 * time.Millisecond)
+	killed := time.Now()
+	a.stop(syscall.SIGKILL)
+	time.Sleep(lease + 5*time.Second)
+	close(stop)
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatalf("callers saw errors through the kill: %v", errs)
+	}
+	for key, vs := range values {
+		for i := 1; i < len(vs); i++ {
+			if vs[i] <= vs[i-1] {
+				t.Fatalf("%s: %d after %d", key, vs[i], vs[i-1])
+			}
+		}
+	}
+	taken := takenAfter(t, b, killed)
+	longest := slices.Max(gaps)
+	t.Logf("the longest wait of a caller through the kill: %v; the survivor took the sections %v after it", longest, taken)
+	if len(gaps) != 4 || longest >= taken+2*time.Second {
+		t.Fatalf("callers' longest waits %v: past the sections' take (%v after the kill) and 2 s", gaps, taken)
+	}
+}
+
+// sharedSpace starts two nodes of keyed sequences on one SQLite file, with
+// gRPC, lease_ttl lease, creates a space (16 sections) named after prefix,
+// and returns once both serve it and hold a share of its sections, with
+// the values each key got meanwhile.
+func sharedSpace(t *testing.T, lease time.Duration, prefix string) (a, b *server, space string, last map[string]int64) {
+	t.Helper()
+	db := "sqlite://" + t.TempDir() + "/shared.db"
+	env := []string{"FROND_SEQUENCES__LEASE_TTL=" + lease.String()}
+	start := func(node string) *server {
+		return startSeqNode(t, env, t.TempDir(), db, node, "--grpc-addr", "127.0.0.1:0")
+	}
+	a, b = start("1"), start("2")
+	space = fmt.Sprintf("%s-%d", prefix, rand.Int64N(1<<40))
+	createSpace(t, a, space, 1000, 16)
+	// Both nodes serve the space and share the sections out.
+	last = map[string]int64{}
+	deadline := time.Now().Add(30 * time.Second)
+	requestAll(t, space, last, deadline, a, b)
+	holds := func(s *server) bool {
+		code, body := s.get("/v1/spaces")
+		return code == 200 && !strings.Contains(body, `"held":0`)
+	}
+	for !(holds(a) && holds(b)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the nodes never shared the sections out")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return a, b, space, last
+}
+
+// takenAfter is how long after since s's log first says it took sections.
+func takenAfter(t *testing.T, s *server, since time.Time) time.Duration {
+	t.Helper()
+	for _, line := range strings.Split(s.log(), "\n") {
+		var rec struct {
+			Time time.Time `json:"time"`
+			Msg  string    `json:"msg"`
+		}
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "keyed sequence: sections taken" && rec.Time.After(since) {
+			return rec.Time.Sub(since)
+		}
+	}
+	t.Fatalf("%s never took sections after %v:\n%s", s.url, since, s.log())
+	return 0
 }

@@ -1,7 +1,10 @@
 """The Python client against real frond servers (FROND_TEST_BIN): pytest."""
 
 import asyncio
+import json
+import os
 import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -292,3 +295,225 @@ def test_asyncio_8_tasks_through_a_kill(frond, tmp_path):
 
     asyncio.run(main())
     print(f"8 asyncio tasks through a kill -9: the longest stall {max(stalls) * 1000:.1f} ms")
+
+
+def test_bench_runs_without_pytest():
+    """bench.py, the documented benchmark, needs the client alone: run with
+    pytest made unimportable, it measures and prints its table (it imported
+    conftest, and so pytest: `No module named 'pytest'` under another
+    python3)."""
+    bench = os.path.join(os.path.dirname(__file__), "..", "bench.py")
+    code = ("import runpy, sys; sys.modules['pytest'] = None; "
+            "sys.argv = ['bench.py', '1', '2000', 'ids']; runpy.run_path(%r, run_name='__main__')" % bench)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "`tag.try_next()`" in out.stdout and "ns per ID" in out.stdout, out.stdout
+
+
+def seq_pair(frond, tmp_path, lease="3s"):
+    """Two servers sharing one store, the keyed sequence space msgs (16
+    sections) started on both and its sections split between them."""
+    store = "sqlite://" + str(tmp_path / "seq.db")
+    env = {"FROND_SEQUENCES__LEASE_TTL": lease}
+    a = frond("a", env, "--store", store)
+    b = frond("b", dict(env, FROND_NODE="1"), "--store", store)
+    req = urllib.request.Request(a.url + "/v1/spaces", data=b'{"name":"msgs","step":1000,"sections":16}', method="POST")
+    urllib.request.urlopen(req).close()
+    deadline = time.monotonic() + 30
+    while True:
+        held = []
+        for s in (a, b):
+            urllib.request.urlopen(s.url + "/v1/seq/msgs/start").close()  # starts the space on each
+            with urllib.request.urlopen(s.url + "/v1/spaces") as r:
+                spaces = json.loads(r.read())["spaces"]
+            held.append(sum(sp.get("held", 0) for sp in spaces if sp["name"] == "msgs"))
+        if all(held) and sum(held) == 16:
+            return a, b
+        assert time.monotonic() < deadline, "the sections were not split: %s" % held
+        time.sleep(0.2)
+
+
+def forwarded(*servers):
+    """The requests of msgs the servers forwarded to a section's owner."""
+    n = 0
+    for s in servers:
+        with urllib.request.urlopen(s.url + "/metrics") as r:
+            for line in r.read().decode().splitlines():
+                if line.startswith('frond_keyseq_forwarded_total{space="msgs"}'):
+                    n += int(float(line.split()[-1]))
+    return n
+
+
+def test_seq_goes_to_the_sections_owner(frond, tmp_path):
+    """Once an answer named a key's section's owner (Frond-Seq-Section), the
+    client sends the key there: one hop, no forward; both clients."""
+    a, b = seq_pair(frond, tmp_path)
+    keys = ["key-%d" % i for i in range(64)]
+    with FrondClient([a.url, b.url]) as c:
+        before = forwarded(a, b)
+        for k in keys:
+            c.seq("msgs", k)
+        learned = forwarded(a, b)
+        assert learned > before, "no key was forwarded while the client knew no owner: the test shows nothing"
+        for k in keys:
+            c.seq("msgs", k)
+        assert forwarded(a, b) == learned
+
+    async def aio():
+        async with AsyncFrondClient([b.url, a.url]) as ac:
+            for k in keys:
+                await ac.seq("msgs", k)
+            mid = forwarded(a, b)
+            for k in keys:
+                await ac.seq("msgs", k)
+            assert forwarded(a, b) == mid
+
+    asyncio.run(aio())
+
+
+@pytest.mark.parametrize("kind", ["threads", "asyncio"])
+def test_seq_rides_through_a_kill(frond, tmp_path, kind):
+    """kill -9 of one of two servers while 4 callers ask seq(msgs, key, 1) of
+    64 keys: no caller sees an error, every key's values increase, and each
+    caller's answers come again within 2 s of the survivor taking the dead
+    owner's sections (its log says when: about the lease, 5 s, after the
+    kill; a call's attempts alone ran out before that)."""
+    a, b = seq_pair(frond, tmp_path, lease="5s")
+    keys = ["conv-%d" % i for i in range(64)]
+    values = {k: [] for k in keys}
+    errors, gaps, killed = [], [], []
+    stop = threading.Event()
+
+    if kind == "threads":
+        c = FrondClient([a.url, b.url], timeout=1)
+
+        def caller(mine):
+            prev = time.monotonic()
+            gap = 0.0
+            while not stop.is_set():
+                for k in mine:
+                    try:
+                        first, _ = c.seq("msgs", k, 1)
+                    except FrondError as e:
+                        errors.append(e)
+                        return
+                    values[k].append(first)
+                    now = time.monotonic()
+                    gap, prev = max(gap, now - prev), now
+            gaps.append(gap)
+
+        ts = [threading.Thread(target=caller, args=(keys[i::4],)) for i in range(4)]
+        for t in ts:
+            t.start()
+        time.sleep(1.5)
+        killed.append(time.time())
+        a.kill()
+        time.sleep(10)
+        stop.set()
+        for t in ts:
+            t.join()
+        c.close()
+    else:
+        async def main():
+            async with AsyncFrondClient([a.url, b.url], timeout=1) as ac:
+                async def caller(mine):
+                    prev = time.monotonic()
+                    gap = 0.0
+                    while not stop.is_set():
+                        for k in mine:
+                            try:
+                                first, _ = await ac.seq("msgs", k, 1)
+                            except FrondError as e:
+                                errors.append(e)
+                                return
+                            values[k].append(first)
+                            now = time.monotonic()
+                            gap, prev = max(gap, now - prev), now
+                    gaps.append(gap)
+
+                async def killer():
+                    await asyncio.sleep(1.5)
+                    killed.append(time.time())
+                    a.kill()
+                    await asyncio.sleep(10)
+                    stop.set()
+
+                await asyncio.gather(killer(), *(caller(keys[i::4]) for i in range(4)))
+
+        asyncio.run(main())
+    assert not errors, errors
+    for k, vs in values.items():
+        assert vs and all(x < y for x, y in zip(vs, vs[1:])), "key %s: %s" % (k, vs)
+    taken = taken_after(b, killed[0])
+    print("the longest wait of a caller through the kill: %.2f s; the survivor took the sections %.2f s after it" % (max(gaps), taken))
+    assert len(gaps) == 4 and max(gaps) < taken + 2, (gaps, taken)
+
+
+def taken_after(s, since):
+    """How long after since (time.time()) s's log first says it took sections."""
+    import calendar
+    import re
+    for line in s.log:
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        m = re.match(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?Z$", str(rec.get("time", "")))
+        if rec.get("msg") == "keyed sequence: sections taken" and m:
+            t = calendar.timegm(time.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S")) + float(m.group(2) or 0)
+            if t > since:
+                return t - since
+    raise AssertionError("the survivor never took sections after the kill:\n" + "".join(s.log))
+
+
+def test_error_names_what_a_server_answered():
+    """Once every attempt failed, the error is the last a server answered
+    (503 store_unavailable, its Retry-After and hint), not the last
+    attempt's refused connection (it said UNKNOWN, status 0); a live
+    server rests for its Retry-After only."""
+    import http.server
+    import socket
+
+    class Busy(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = b'{"error":{"code":"store_unavailable","message":"the section is between owners","hint":"retry: the section is taken within a lease"}}'
+            self.send_response(503)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Retry-After", "1")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    live = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Busy)
+    threading.Thread(target=live.serve_forever, daemon=True).start()
+    dead = socket.socket()
+    dead.bind(("127.0.0.1", 0))
+    dead_url = "http://127.0.0.1:%d" % dead.getsockname()[1]
+    dead.close()  # nothing listens there: refused
+    live_url = "http://127.0.0.1:%d" % live.server_address[1]
+    try:
+        with FrondClient([dead_url, live_url], timeout=1, backoff_min=0.05, seq_wait=2.5) as c:
+            t0 = time.monotonic()
+            with pytest.raises(FrondError) as e:
+                c.seq("msgs", "k")
+            took = time.monotonic() - t0
+        assert e.value.code is ErrorCode.STORE_UNAVAILABLE and e.value.status == 503 and e.value.retryable, e.value
+        assert e.value.retry_after == 1 and e.value.hint == "retry: the section is taken within a lease"
+        assert "the last answer" in str(e.value) and live_url in str(e.value), str(e.value)
+        assert 2.0 <= took < 4.5, took  # seq_wait, then the error
+    finally:
+        live.shutdown()
+
+
+def test_hint_is_the_servers(frond):
+    s = frond()
+    with FrondClient([s.url]) as c:
+        with pytest.raises(FrondError) as e:
+            c.seq("nospace", "k")
+    assert e.value.code is ErrorCode.TAG_NOT_FOUND
+    assert e.value.hint.startswith("create the space first (frond space create nospace"), e.value.hint
+    with pytest.raises(ValueError):
+        FrondClient([s.url]).seq("msgs", "k", 0)

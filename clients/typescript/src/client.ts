@@ -2,7 +2,18 @@ import * as http from "node:http";
 import * as https from "node:https";
 import { FrondError } from "./errors.js";
 import type { ErrorCode } from "./codes.js";
-import { keyShard, MAX_SHARD_BITS } from "./shard.js";
+import { keyHash, keyShard, MAX_SHARD_BITS } from "./shard.js";
+
+/** The header of a keyed sequence's answer: the key's section and whether the server that answered serves it ("5/16 self", or "other"). */
+const SEQ_ROUTE_HEADER = "frond-seq-section";
+/** The most sections a route is kept for (a header naming more is ignored). */
+const MAX_ROUTE_SECTIONS = 1 << 16;
+
+/** What a call learned of the server that answered it. */
+interface CallInfo {
+  server?: number;
+  route?: string;
+}
 
 /** The options of a client (docs/clients.md). */
 export interface ClientOptions {
@@ -27,6 +38,8 @@ export interface ClientOptions {
   adminToken?: string;
   /** CA certificates (PEM) to trust for https:// servers, instead of Node's. */
   ca?: string | Buffer;
+  /** How long seq keeps asking while a key's section is between owners (its owner killed), in ms (10,000). */
+  seqWaitMs?: number;
 }
 
 /** IDs start, start+stride, ... below end (exclusive): count of them. */
@@ -229,7 +242,7 @@ class Lease {
         err = await this.start(this.size, true);
       }
       if (err !== undefined && this.via === undefined && this.pending === undefined && this.left === 0 && this.rest.length === 0) {
-        throw new FrondError(err.wireCode, err.status, `tag ${this.tag}: no ID in hand and none could be leased: ${err.message}`, err.retryAfterMs, { cause: err });
+        throw err.withMessage(`tag ${this.tag}: no ID in hand and none could be leased: ${err.message}`);
       }
     }
   }
@@ -386,6 +399,10 @@ export class FrondClient {
   readonly counters = { calls: 0, failovers: 0, waits: 0 };
   /** @internal */
   closed = false;
+  // By keyed sequence space, by section: the server that last said it
+  // serves the section (its index + 1), or the last that said it sent the
+  // request on (-(index + 1): the next one is asked), or 0.
+  private readonly routes = new Map<string, Int32Array>();
 
   constructor(options: ClientOptions) {
     const o = options;
@@ -406,6 +423,7 @@ export class FrondClient {
       minLease: pos(o.minLease, 1000, "minLease"),
       maxLease: pos(o.maxLease, MAX_LEASE, "maxLease"),
       leaseTargetMs: pos(o.leaseTargetMs, 10_000, "leaseTargetMs"),
+      seqWaitMs: pos(o.seqWaitMs, 10_000, "seqWaitMs"),
       unordered: o.unordered ?? false,
       tagToken: o.tagToken ?? "",
       adminToken: o.adminToken ?? "",
@@ -489,7 +507,7 @@ export class FrondClient {
       m = await this.call(`/v1/segment/${path(tag)}?n=${n}`);
     } catch (e) {
       if (e instanceof FrondError && e.code === "invalid_argument" && /shard bits/.test(e.message)) {
-        throw new FrondError(e.wireCode, e.status, `${e.message} (its IDs need a shard: use nextShard or nextForKey)`, e.retryAfterMs, { cause: e });
+        throw e.withMessage(`${e.message} (its IDs need a shard: use nextShard or nextForKey)`);
       }
       throw e;
     }
@@ -668,9 +686,37 @@ export class FrondClient {
    * retried skips values, never repeats them.
    */
   async seq(space: string, key: string, n = 1): Promise<{ first: bigint; last: bigint }> {
-    const m = await this.call(`/v1/seq/${path(space)}/${path(key)}?n=${count(n, 10_000)}`);
+    const p = `/v1/seq/${path(space)}/${path(key)}?n=${count(n, 10_000)}`;
+    const info: CallInfo = {};
+    const m = await this.send("GET", p, undefined, false, this.seqWant(space, key), this.o.seqWaitMs, info);
+    this.learnRoute(space, info);
     if (typeof m.first_str !== "string" || typeof m.last_str !== "string") throw new FrondError("", 0, "frond's answer has no first_str and last_str");
     return { first: BigInt(m.first_str), last: BigInt(m.last_str) };
+  }
+
+  // The server to ask first for key: its section's owner as the answers
+  // said, the server after one that sent it on, or -1.
+  private seqWant(space: string, key: string): number {
+    const r = this.routes.get(space);
+    if (!r) return -1;
+    const v = r[Number(keyHash(key) % BigInt(r.length))];
+    if (v > 0) return v - 1;
+    if (v < 0) return -v % this.servers.length;
+    return -1;
+  }
+
+  // Keeps what the server that answered said of the key's section.
+  private learnRoute(space: string, info: CallInfo): void {
+    const m = /^(\d+)\/(\d+) (self|other)$/.exec((info.route ?? "").trim());
+    if (!m || info.server === undefined) return;
+    const section = Number(m[1]), sections = Number(m[2]);
+    if (!(sections > 0 && sections <= MAX_ROUTE_SECTIONS && section < sections)) return;
+    let r = this.routes.get(space);
+    if (!r || r.length !== sections) {
+      r = new Int32Array(sections);
+      this.routes.set(space, r);
+    }
+    r[section] = m[3] === "self" ? info.server + 1 : -(info.server + 1);
   }
 
   /**
@@ -710,38 +756,69 @@ export class FrondClient {
   }
 
   // send runs one call with fail-over: the preferred server unless it
-  // rests, else the next that does not, else the one resting least, after
-  // its rest. A non-retryable answer is thrown at once.
-  private async send(method: string, pathAndQuery: string, body: string | undefined, admin: boolean): Promise<Answer> {
+  // rests (the first attempt on want when it is a server that does not: a
+  // keyed sequence's section owner), else the next that does not, else the
+  // one resting least, after its rest; with patienceMs (a keyed sequence's
+  // seqWaitMs), more attempts past the attempts until that long has passed.
+  // A non-retryable answer is thrown at once; once every attempt failed,
+  // the error is the last a server answered, when one did (a live server's
+  // 503, not a dead one's refused connection). info gets the server that
+  // answered and its Frond-Seq-Section.
+  private async send(method: string, pathAndQuery: string, body: string | undefined, admin: boolean,
+    want = -1, patienceMs = 0, info?: CallInfo): Promise<Answer> {
     if (this.closed) throw new FrondError("", 0, "frond: the client is closed");
     const attempts = this.o.attempts > 0 ? this.o.attempts : 3 * this.servers.length;
+    const deadline = patienceMs > 0 ? performance.now() + patienceMs : 0;
     let last: FrondError | undefined;
-    for (let a = 0; a < attempts; a++) {
-      const i = this.pick();
+    let answered: FrondError | undefined;
+    let a = 0;
+    while (a < attempts || performance.now() < deadline) {
+      const i = a === 0 && want >= 0 && want < this.servers.length && this.servers[want].downUntil <= performance.now() ? want : this.pick();
       const s = this.servers[i];
       const rest = s.downUntil - performance.now();
-      if (rest > 0) await new Promise((r) => setTimeout(r, rest));
+      if (rest > 0) {
+        if (a >= attempts && performance.now() + rest > deadline) break; // a rest past the patience
+        await new Promise((r) => setTimeout(r, rest));
+      }
+      a++;
       try {
         this.counters.calls++;
-        const m = await this.once(s, method, pathAndQuery, body, admin);
+        const m = await this.once(s, method, pathAndQuery, body, admin, info);
         s.fails = 0;
         s.downUntil = 0;
         this.preferred = i;
+        if (info) info.server = i;
         return m;
       } catch (e) {
         const err = e as FrondError;
         if (!(err instanceof FrondError) || !err.retryable) throw e;
-        s.fails = Math.min(s.fails + 1, 30);
-        let wait = Math.min(this.o.backoffMaxMs, this.o.backoffMinMs * 2 ** Math.min(s.fails - 1, 20));
-        wait = Math.max(wait * (0.8 + 0.4 * Math.random()), err.retryAfterMs);
-        s.downUntil = performance.now() + wait;
+        if (err.status > 0 && err.retryAfterMs > 0) {
+          // It answered, and said when to come back: no later (a live
+          // server resting past it while the others are down), and it is
+          // up: no failure in a row of a server that does not answer.
+          s.fails = 0;
+          s.downUntil = performance.now() + err.retryAfterMs;
+        } else {
+          s.fails = Math.min(s.fails + 1, 30);
+          let wait = Math.min(this.o.backoffMaxMs, this.o.backoffMinMs * 2 ** Math.min(s.fails - 1, 20));
+          wait = Math.max(wait * (0.8 + 0.4 * Math.random()), err.retryAfterMs);
+          s.downUntil = performance.now() + wait;
+        }
         last = err;
+        if (err.status > 0) {
+          err.server = s.base;
+          answered = err;
+        }
         if (this.servers.length > 1) this.counters.failovers++;
       }
     }
     const l = last as FrondError;
-    throw new FrondError(l.wireCode, l.status,
-      `no server could answer (${attempts} attempts on ${this.servers.length} server${this.servers.length === 1 ? "" : "s"}); the last: ${l.message}`, l.retryAfterMs, { cause: l });
+    const head = `no server could answer (${a} attempts on ${this.servers.length} server${this.servers.length === 1 ? "" : "s"}); `;
+    if (answered) {
+      const also = answered !== l ? `; the last attempt: ${l.message}` : "";
+      throw answered.withMessage(`${head}the last answer, from ${answered.server}: ${answered.status} ${answered.wireCode}: ${answered.message}${also}`);
+    }
+    throw l.withMessage(`${head}the last: ${l.message}`);
   }
 
   private pick(): number {
@@ -760,7 +837,7 @@ export class FrondClient {
     return best;
   }
 
-  private once(s: Server, method: string, pathAndQuery: string, body: string | undefined, admin: boolean): Promise<Answer> {
+  private once(s: Server, method: string, pathAndQuery: string, body: string | undefined, admin: boolean, info?: CallInfo): Promise<Answer> {
     const url = new URL(s.base + pathAndQuery);
     const headers: Record<string, string> = { accept: "application/json" };
     if (this.o.tagToken) headers["x-frond-token"] = this.o.tagToken;
@@ -778,6 +855,10 @@ export class FrondClient {
           const text = Buffer.concat(chunks).toString("utf8");
           const ra = Number(res.headers["retry-after"] ?? 0);
           const retryAfterMs = Number.isFinite(ra) && ra > 0 ? ra * 1000 : 0;
+          if (info) {
+            const route = res.headers[SEQ_ROUTE_HEADER];
+            info.route = typeof route === "string" ? route : undefined;
+          }
           let v: unknown;
           try {
             // IDs are read from the *_str fields: a number past 2^53 in
@@ -792,8 +873,9 @@ export class FrondClient {
             resolve(m);
             return;
           }
-          const e = m.error as { code?: string; message?: string } | undefined;
-          reject(new FrondError(e?.code ?? "", status, e?.message ?? `server ${s.base} answered ${status}: ${text.slice(0, 200)}`, retryAfterMs));
+          const e = m.error as { code?: string; message?: string; hint?: string } | undefined;
+          reject(new FrondError(e?.code ?? "", status, e?.message ?? `server ${s.base} answered ${status}: ${text.slice(0, 200)}`, retryAfterMs,
+            { hint: typeof e?.hint === "string" ? e.hint : "" }));
         });
       });
       req.on("error", fail);

@@ -50,11 +50,12 @@ class Options:
     tag_token: str = ""
     admin_token: str = ""
     ca_file: Optional[str] = None
+    seq_wait: float = 10.0
 
     def check(self) -> None:
         if not self.servers:
             raise ValueError("frond: no servers")
-        for name in ("timeout", "backoff_min", "backoff_max", "lease_target"):
+        for name in ("timeout", "backoff_min", "backoff_max", "lease_target", "seq_wait"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"frond: {name} {getattr(self, name)}: must be positive")
         if not 1 <= self.min_lease <= self.max_lease <= MAX_LEASE:

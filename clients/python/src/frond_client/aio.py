@@ -12,7 +12,7 @@ import urllib.parse
 from typing import Dict, List, Optional, Tuple
 
 from ._lease import MAX_LEASE, LeaseState, Options, Range, behind_message, count, lease_of, lease_path, ranges_of, strs, unleased_shard
-from .client import _quote, answer, retry_after_of, shard_hint
+from .client import SEQ_ROUTE_HEADER, _quote, answer, name_uuid_path, retry_after_of, shard_hint, snowflake_strings_path
 from ._rotation import _Rotation, parse_server
 from .errors import FrondError
 from .shard import check_key, check_shard, key_hash
@@ -92,7 +92,13 @@ class _AsyncLease:
         self.fetching: Optional[asyncio.Task] = None
 
     def try_next(self) -> Optional[int]:
-        v = self.s.try_next()
+        return self.try_after(next(self.s.it, None))
+
+    def try_after(self, v: Optional[int]) -> Optional[int]:
+        """try_next's rest, after the fast path's v: the next range when v is
+        None, the prefetch when v is the ID that starts it."""
+        if v is None:
+            v = self.s.try_next()
         if v is not None and self.s.should_prefetch(v) and self.fetching is None and not self.c.closed:
             self._start(self.s.size, False)
         return v
@@ -123,7 +129,7 @@ class _AsyncLease:
                 t = self._start(self.s.size, True)
             err = await asyncio.shield(t)
             if err is not None and self.s.via is None and self.s.empty():
-                raise FrondError(err.wire_code, err.status, f"tag {self.s.tag}: no ID in hand and none could be leased: {err}", err.retry_after) from err
+                raise err.with_message(f"tag {self.s.tag}: no ID in hand and none could be leased: {err}") from err
 
     def _start(self, n: int, waited: bool) -> asyncio.Task:
         async def run() -> Optional[FrondError]:
@@ -174,7 +180,11 @@ class AsyncTag:
 
     def try_next(self) -> Optional[int]:
         """An ID from the lease in hand, synchronously, or None (then await next())."""
-        return self._l.try_next() if self._l.s.via is None else None
+        s = self._l.s
+        v = next(s.it, None)  # one C call on a warm lease
+        if v is not None and v != s.prefetch_id:
+            return v
+        return self._l.try_after(v) if s.via is None else None
 
     async def next_n(self, n: int) -> List[int]:
         """n segment IDs, in order."""
@@ -202,6 +212,7 @@ class AsyncFrondClient(_Rotation):
         self._leases: Dict[str, _AsyncLease] = {}
         self._counter_leases: Dict[str, _AsyncLease] = {}  # next_shard's: leases of counters
         self.counters = {"calls": 0, "failovers": 0, "waits": 0}
+        self._routes = {}
         self.closed = False
 
     async def __aenter__(self) -> "AsyncFrondClient":
@@ -306,8 +317,14 @@ class AsyncFrondClient(_Rotation):
     async def snowflake(self, n: int = 1) -> List[int]:
         return [int(s) for s in strs(await self._call(f"/v1/snowflake?n={count(n, 10_000)}"), "id_strs", "id_str")]
 
+    async def snowflake_strings(self, form: str, n: int = 1, prefix: str = "") -> List[str]:
+        return strs(await self._call(snowflake_strings_path(form, n, prefix)), "id_strs", "id_str")
+
     async def uuids(self, version: int, n: int = 1) -> List[str]:
         return strs(await self._call(f"/v1/uuid?version={int(version)}&n={count(n, 10_000)}"), "uuids", "uuid")
+
+    async def name_uuid(self, version: int, namespace: str, name: str) -> str:
+        return strs(await self._call(name_uuid_path(version, namespace, name)), "uuids", "uuid")[0]
 
     async def type_ids(self, prefix: str, n: int = 1) -> List[str]:
         return strs(await self._call(f"/v1/uuid?version=7&form=typeid&prefix={urllib.parse.quote(prefix, safe='')}&n={count(n, 10_000)}"), "uuids", "uuid")
@@ -316,8 +333,10 @@ class AsyncFrondClient(_Rotation):
         return strs(await self._call(f"/v1/serial/{_quote(name)}?n={count(n, 10_000)}"), "serials", "serial")
 
     async def seq(self, space: str, key: str, n: int = 1) -> Tuple[int, int]:
-        key_path = "%2E" * len(key) if key in (".", "..") else _quote(key)
-        m = await self._call(f"/v1/seq/{_quote(space)}/{key_path}?n={count(n, 10_000)}")
+        path = self._seq_path(space, key, n)
+        info: dict = {}
+        m = await self._send("GET", path, None, False, self._seq_want(space, key), self.o.seq_wait, info)
+        self._learn_route(space, info.get("route"), info.get("server", -1))
         return int(m["first_str"]), int(m["last_str"])
 
     async def create_tag(self, name: str, step: int, mode: str = "", max_id: Optional[int] = None, mapping: str = "") -> None:
@@ -348,30 +367,42 @@ class AsyncFrondClient(_Rotation):
     async def _call(self, path: str) -> dict:
         return await self._send("GET", path, None, False)
 
-    async def _send(self, method: str, path: str, body: Optional[str], admin: bool) -> dict:
+    async def _send(self, method: str, path: str, body: Optional[str], admin: bool,
+                    want: int = -1, patience: float = 0.0, info: Optional[dict] = None) -> dict:
+        """FrondClient._send, awaited."""
         attempts = self._attempts()
+        deadline = time.monotonic() + patience if patience > 0 else 0.0
         last: Optional[FrondError] = None
-        for _ in range(attempts):
-            i = self._pick()
+        answered: Optional[FrondError] = None  # the last error a server answered with
+        k = 0
+        while self._more(k, attempts, deadline):
+            i = self._first(want) if k == 0 else self._pick()
             s = self._servers[i]
             rest = s.down_until - time.monotonic()
             if rest > 0:
+                if not self._rest_fits(k, attempts, deadline, rest):
+                    break
                 await asyncio.sleep(rest)
+            k += 1
             try:
                 self.counters["calls"] += 1
-                m = await asyncio.wait_for(self._once(s, method, path, body, admin), self.o.timeout)
+                m = await asyncio.wait_for(self._once(s, method, path, body, admin, info), self.o.timeout)
             except asyncio.TimeoutError:
                 e = FrondError("", 0, f"server {s.base}: no answer within {self.o.timeout}s")
             except FrondError as fe:
                 e = fe
             else:
                 self._answered(s, i)
+                if info is not None:
+                    info["server"] = i
                 return m
             self._failed(s, e)
             last = e
-        raise self._exhausted(last, attempts)
+            if e.status:
+                answered, e.server = e, s.base
+        raise self._exhausted(last, k, answered)
 
-    async def _once(self, s: _AsyncServer, method: str, path: str, body: Optional[str], admin: bool) -> dict:
+    async def _once(self, s: _AsyncServer, method: str, path: str, body: Optional[str], admin: bool, info: Optional[dict] = None) -> dict:
         data = body.encode() if body is not None else b""
         head = [f"{method} {path} HTTP/1.1", f"Host: {s.netloc}", "Accept: application/json", "Connection: keep-alive"]
         if self.o.tag_token:
@@ -398,4 +429,6 @@ class AsyncFrondClient(_Rotation):
             c.close()
         else:
             s.put(c)
+        if info is not None:
+            info["route"] = headers.get(SEQ_ROUTE_HEADER.lower())
         return answer(s.base, status, raw.decode("utf-8", "replace"), retry_after_of(headers.get("retry-after")))

@@ -17,6 +17,11 @@ from .errors import FrondError
 from .shard import check_key, check_shard, key_hash
 
 
+# The header of a keyed sequence's answer naming the key's section and
+# whether the server that answered serves it (keyseq.RouteHeader).
+SEQ_ROUTE_HEADER = "Frond-Seq-Section"
+
+
 def _quote(s: str) -> str:
     if not isinstance(s, str) or s == "":
         raise ValueError("frond: an empty name")
@@ -68,7 +73,8 @@ def answer(base: str, status: int, text: str, retry_after: float) -> dict:
     if 200 <= status < 300:
         return v
     e = v.get("error") if isinstance(v.get("error"), dict) else {}
-    raise FrondError(str(e.get("code") or ""), status, str(e.get("message") or f"server {base} answered {status}: {text[:200]}"), retry_after)
+    raise FrondError(str(e.get("code") or ""), status, str(e.get("message") or f"server {base} answered {status}: {text[:200]}"), retry_after,
+                     str(e.get("hint") or ""))
 
 
 def shard_hint(e: FrondError) -> Optional[FrondError]:
@@ -76,7 +82,7 @@ def shard_hint(e: FrondError) -> Optional[FrondError]:
     needs a shard), naming this client's calls that give one; None for
     another error."""
     if e.wire_code == "invalid_argument" and "shard bits" in str(e):
-        return FrondError(e.wire_code, e.status, f"{e} (this client: next_shard or next_for_key)", e.retry_after)
+        return e.with_message(f"{e} (this client: next_shard or next_for_key)")
     return None
 
 
@@ -108,7 +114,12 @@ class _Lease:
         # From the range in hand with no lock: one C call, atomic under the
         # GIL (threads waiting for one lock queued behind each other: 15 µs
         # an ID with 8 threads). The lock only to move to the next range.
-        v = next(self.s.it, None) if _GIL else None
+        return self.try_after(next(self.s.it, None) if _GIL else None)
+
+    def try_after(self, v: Optional[int]) -> Optional[int]:
+        """try_next's rest, after the fast path's v: the next range under
+        the lock when v is None, the prefetch when v is the ID that starts
+        it."""
         if v is None:
             with self.lock:
                 v = self.s.try_next()
@@ -157,7 +168,7 @@ class _Lease:
             with self.lock:
                 err = self.err
                 if err is not None and self.s.via is None and self.s.empty():
-                    raise FrondError(err.wire_code, err.status, f"tag {self.s.tag}: no ID in hand and none could be leased: {err}", err.retry_after) from err
+                    raise err.with_message(f"tag {self.s.tag}: no ID in hand and none could be leased: {err}") from err
 
     def _start(self, n: int, waited: bool) -> threading.Event:
         # Called with the lock held.
@@ -221,7 +232,11 @@ class Tag:
 
     def try_next(self) -> Optional[int]:
         """An ID from the lease in hand, or None when it is used up (then next())."""
-        return self._l.try_next() if self._l.s.via is None else None
+        s = self._l.s
+        v = next(s.it, None) if _GIL else None  # next()'s fast path: as fast as next() on a warm lease
+        if v is not None and v != s.prefetch_id:
+            return v
+        return self._l.try_after(v) if s.via is None else None
 
     def next_n(self, n: int) -> List[int]:
         """n segment IDs, in order."""
@@ -229,6 +244,19 @@ class Tag:
         if self._l.s.via is not None:
             return self._c._unleased_ids(self.name, n, self._l.s.via)
         return [self._l.next() for _ in range(n)]
+
+
+def snowflake_strings_path(form: str, n: int, prefix: str) -> str:
+    """The request of snowflake_strings (both clients)."""
+    q = f"/v1/snowflake?n={count(n, 10_000)}&form={urllib.parse.quote(form, safe='')}"
+    if prefix:
+        q += "&prefix=" + urllib.parse.quote(prefix, safe="")
+    return q
+
+
+def name_uuid_path(version: int, namespace: str, name: str) -> str:
+    """The request of name_uuid (both clients)."""
+    return f"/v1/uuid?version={int(version)}&namespace={urllib.parse.quote(namespace, safe='')}&name={urllib.parse.quote(name, safe='')}"
 
 
 class FrondClient(_Rotation):
@@ -260,6 +288,7 @@ class FrondClient(_Rotation):
         self._mu = threading.Lock()
         self.counters = {"calls": 0, "failovers": 0, "waits": 0}
         self.closed = False
+        self._routes = {}
 
     def __enter__(self) -> "FrondClient":
         return self
@@ -396,10 +425,7 @@ class FrondClient(_Rotation):
 
     def snowflake_strings(self, form: str, n: int = 1, prefix: str = "") -> List[str]:
         """n snowflake IDs in a text form (base62, base32, friendly, ...), with an optional prefix."""
-        q = f"/v1/snowflake?n={count(n, 10_000)}&form={urllib.parse.quote(form, safe='')}"
-        if prefix:
-            q += "&prefix=" + urllib.parse.quote(prefix, safe="")
-        return strs(self._call(q), "id_strs", "id_str")
+        return strs(self._call(snowflake_strings_path(form, n, prefix)), "id_strs", "id_str")
 
     def uuids(self, version: int, n: int = 1) -> List[str]:
         """n UUIDs of version 1, 4, 6 or 7."""
@@ -407,8 +433,7 @@ class FrondClient(_Rotation):
 
     def name_uuid(self, version: int, namespace: str, name: str) -> str:
         """The name-based UUID (version 3 or 5) of name in namespace (dns, url, oid, x500 or a UUID)."""
-        q = f"/v1/uuid?version={int(version)}&namespace={urllib.parse.quote(namespace, safe='')}&name={urllib.parse.quote(name, safe='')}"
-        return strs(self._call(q), "uuids", "uuid")[0]
+        return strs(self._call(name_uuid_path(version, namespace, name)), "uuids", "uuid")[0]
 
     def type_ids(self, prefix: str, n: int = 1) -> List[str]:
         """n TypeIDs (UUID version 7) with the prefix: user_01h455vb4pex5vsknk084sn02q."""
@@ -420,9 +445,14 @@ class FrondClient(_Rotation):
 
     def seq(self, space: str, key: str, n: int = 1) -> Tuple[int, int]:
         """The next n values (1 to 10,000) of key in a keyed sequence space:
-        (first, last), each above every value key was given before."""
-        key_path = "%2E" * len(key) if key in (".", "..") else _quote(key)
-        m = self._call(f"/v1/seq/{_quote(space)}/{key_path}?n={count(n, 10_000)}")
+        (first, last), each above every value key was given before. Sent to
+        the key's section's owner once an answer named it (one hop); a
+        section between owners (its owner killed) is asked again, on any
+        server, for up to seq_wait seconds before the error is raised."""
+        path = self._seq_path(space, key, n)
+        info: dict = {}
+        m = self._send("GET", path, None, False, self._seq_want(space, key), self.o.seq_wait, info)
+        self._learn_route(space, info.get("route"), info.get("server", -1))
         return int(m["first_str"]), int(m["last_str"])
 
     def create_tag(self, name: str, step: int, mode: str = "", max_id: Optional[int] = None, mapping: str = "") -> None:
@@ -456,25 +486,40 @@ class FrondClient(_Rotation):
     def _call(self, path: str) -> dict:
         return self._send("GET", path, None, False)
 
-    def _send(self, method: str, path: str, body: Optional[str], admin: bool) -> dict:
+    def _send(self, method: str, path: str, body: Optional[str], admin: bool,
+              want: int = -1, patience: float = 0.0, info: Optional[dict] = None) -> dict:
+        """One call: attempts on the servers in turn (the first on want when
+        it is one), then, with patience (a keyed sequence's seq_wait), more
+        until that long has passed; info gets the server that answered and
+        its Frond-Seq-Section header."""
         attempts = self._attempts()
+        deadline = time.monotonic() + patience if patience > 0 else 0.0
         last: Optional[FrondError] = None
-        for _ in range(attempts):
-            i = self._pick()
+        answered: Optional[FrondError] = None  # the last error a server answered with
+        k = 0
+        while self._more(k, attempts, deadline):
+            i = self._first(want) if k == 0 else self._pick()
             s = self._servers[i]
             rest = s.down_until - time.monotonic()
             if rest > 0:
+                if not self._rest_fits(k, attempts, deadline, rest):
+                    break
                 time.sleep(rest)
+            k += 1
             try:
                 self.counters["calls"] += 1
-                m = self._once(s, method, path, body, admin)
+                m = self._once(s, method, path, body, admin, info)
             except FrondError as e:
                 self._failed(s, e)
                 last = e
+                if e.status:
+                    answered, e.server = e, s.base
                 continue
             self._answered(s, i)
+            if info is not None:
+                info["server"] = i
             return m
-        raise self._exhausted(last, attempts)
+        raise self._exhausted(last, k, answered)
 
     def _headers(self, body: Optional[str], admin: bool) -> dict:
         h = {"Accept": "application/json"}
@@ -486,13 +531,15 @@ class FrondClient(_Rotation):
             h["Content-Type"] = "application/json"
         return h
 
-    def _once(self, s: Server, method: str, path: str, body: Optional[str], admin: bool) -> dict:
+    def _once(self, s: Server, method: str, path: str, body: Optional[str], admin: bool, info: Optional[dict] = None) -> dict:
         c = s.conn()
         try:
             c.request(method, path, body=body, headers=self._headers(body, admin))
             resp = c.getresponse()
             text = resp.read().decode("utf-8", "replace")
             status, ra = resp.status, retry_after_of(resp.getheader("Retry-After"))
+            if info is not None:
+                info["route"] = resp.getheader(SEQ_ROUTE_HEADER)
         except (OSError, http.client.HTTPException) as e:
             c.close()
             raise FrondError("", 0, f"server {s.base}: {e}") from e

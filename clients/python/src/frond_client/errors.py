@@ -15,12 +15,18 @@ class FrondError(Exception):
     ``retry_after`` the server's Retry-After in seconds (0: none).
     """
 
-    def __init__(self, wire_code: str, status: int, message: str, retry_after: float = 0.0):
+    def __init__(self, wire_code: str, status: int, message: str, retry_after: float = 0.0, hint: str = ""):
         super().__init__(message)
         self.wire_code = wire_code or ""
         self.code = ErrorCode.of(self.wire_code)
         self.status = status
         self.retry_after = retry_after
+        self._hint = hint or ""
+        self.server = ""  # the server that answered, once a call knows it
+
+    def with_message(self, message: str) -> "FrondError":
+        """The same error (code, status, Retry-After, hint) said otherwise."""
+        return FrondError(self.wire_code, self.status, message, self.retry_after, self._hint)
 
     @property
     def retryable(self) -> bool:
@@ -31,7 +37,11 @@ class FrondError(Exception):
 
     @property
     def hint(self) -> str:
-        """What to do, as frond's table says ("" for an unknown code)."""
+        """What to do: the server's hint when it sent one (an unknown keyed
+        sequence space: "create the space first ..."), else frond's table's
+        for the code ("" for an unknown code)."""
+        if self._hint:
+            return self._hint
         if self.code is ErrorCode.UNKNOWN:
             return ""
         return ERROR_CODES[self.code.value][1]

@@ -75,6 +75,12 @@ public final class FrondClient implements AutoCloseable {
     public static final long DEFAULT_MIN_LEASE = 1_000;
     public static final long DEFAULT_MAX_LEASE = 1_000_000; // the server's largest ranges request
     public static final Duration DEFAULT_LEASE_TARGET = Duration.ofSeconds(10);
+    public static final Duration DEFAULT_SEQ_WAIT = Duration.ofSeconds(10);
+    /** The header of a keyed sequence's answer: the key's section and whether the server that answered serves it. */
+    static final String SEQ_ROUTE_HEADER = "Frond-Seq-Section";
+    /** The most sections a route is kept for (a header naming more is ignored). */
+    static final int MAX_ROUTE_SECTIONS = 1 << 16;
+    private static final java.util.regex.Pattern ROUTE = java.util.regex.Pattern.compile("(\\d{1,9})/(\\d{1,9}) (self|other)");
 
     final Builder o;
     private final HttpClient http;
@@ -87,6 +93,10 @@ public final class FrondClient implements AutoCloseable {
     private final ConcurrentHashMap<String, ErrorCode> unleased = new ConcurrentHashMap<>();
     final ExecutorService background;
     private final AtomicBoolean closed = new AtomicBoolean();
+    // By keyed sequence space, by section: the server that last said it
+    // serves the section (its index + 1), or the last that said it sent the
+    // request on (-(index + 1): the next one is asked), or 0.
+    private final ConcurrentHashMap<String, java.util.concurrent.atomic.AtomicIntegerArray> routes = new ConcurrentHashMap<>();
     final AtomicLong calls = new AtomicLong(), failovers = new AtomicLong(), waits = new AtomicLong();
 
     private FrondClient(Builder o) {
@@ -121,6 +131,7 @@ public final class FrondClient implements AutoCloseable {
         int attempts;
         long minLease = DEFAULT_MIN_LEASE, maxLease = DEFAULT_MAX_LEASE;
         Duration leaseTarget = DEFAULT_LEASE_TARGET;
+        Duration seqWait = DEFAULT_SEQ_WAIT;
         boolean unordered;
         SSLContext ssl;
 
@@ -195,6 +206,15 @@ public final class FrondClient implements AutoCloseable {
             this.minLease = min;
             this.maxLease = max;
             this.leaseTarget = positive(target, "lease target");
+            return this;
+        }
+
+        /**
+         * How long {@link FrondClient#seq} keeps asking, past the attempts, while a key's section is between
+         * owners (its owner killed: another server takes it once its lease runs out; 10 s).
+         */
+        public Builder seqWait(Duration d) {
+            this.seqWait = positive(d, "seq wait");
             return this;
         }
 
@@ -402,8 +422,7 @@ public final class FrondClient implements AutoCloseable {
         } catch (FrondException e) {
             if (why == ErrorCode.FORM_NOT_CARRIED && e.code() == ErrorCode.INVALID_ARGUMENT) {
                 // A tag that refuses leases and a plain request: one with shard bits, whose every ID names its shard.
-                throw new FrondException(e.code(), e.wireCode(), e.status(), "tag " + tag + ": " + e.getMessage()
-                        + " (a tag with shard bits: take its IDs with nextShard or nextForKey)", e.retryAfterMillis(), e);
+                throw e.withMessage("tag " + tag + ": " + e.getMessage() + " (a tag with shard bits: take its IDs with nextShard or nextForKey)");
             }
             throw e;
         }
@@ -487,10 +506,15 @@ public final class FrondClient implements AutoCloseable {
     /**
      * The next n values (1 to 10,000) of key in a keyed sequence space, first to last: each above every value the
      * key was given before, whichever server answered (docs/sequences.md). A call whose answer was lost and is
-     * retried skips values, never repeats them.
+     * retried skips values, never repeats them. The key goes to its section's owner once an answer named it (one
+     * hop); a section between owners (its owner killed) is asked again, on any server, for up to
+     * {@link Builder#seqWait} before the error is thrown.
      */
     public SeqValues seq(String space, String key, int n) {
-        Map<String, Object> m = call("/v1/seq/" + path(space) + "/" + path(key) + "?n=" + count(n, 10_000), false);
+        String p = "/v1/seq/" + path(space) + "/" + path(key) + "?n=" + count(n, 10_000);
+        CallInfo info = new CallInfo();
+        Map<String, Object> m = send("GET", p, null, false, seqWant(space, key), o.seqWait.toNanos(), info);
+        learnRoute(space, info);
         SeqValues v = new SeqValues(space, key, Json.getLong(m, "first"), Json.getLong(m, "last"));
         if (v.count() != n) {
             throw new IllegalArgumentException("frond's answer: " + v.count() + " values for " + n);
@@ -558,6 +582,48 @@ public final class FrondClient implements AutoCloseable {
         }
     }
 
+    // The server to ask first for key: its section's owner as the answers
+    // said, the server after one that sent it on, or -1.
+    private int seqWant(String space, String key) {
+        java.util.concurrent.atomic.AtomicIntegerArray r = routes.get(space);
+        if (r == null) {
+            return -1;
+        }
+        int v = r.get((int) Long.remainderUnsigned(Shards.keyHash(key), r.length()));
+        if (v > 0) {
+            return v - 1;
+        }
+        return v < 0 ? -v % servers.size() : -1;
+    }
+
+    // Keeps what the server that answered said of the key's section
+    // ("5/16 self", or "other": it sent the request on).
+    private void learnRoute(String space, CallInfo info) {
+        if (info.route == null || info.server < 0) {
+            return;
+        }
+        java.util.regex.Matcher mt = ROUTE.matcher(info.route.trim());
+        if (!mt.matches()) {
+            return;
+        }
+        int section = Integer.parseInt(mt.group(1)), sections = Integer.parseInt(mt.group(2));
+        if (sections < 1 || sections > MAX_ROUTE_SECTIONS || section >= sections) {
+            return;
+        }
+        java.util.concurrent.atomic.AtomicIntegerArray r = routes.get(space);
+        if (r == null || r.length() != sections) {
+            r = new java.util.concurrent.atomic.AtomicIntegerArray(sections);
+            routes.put(space, r);
+        }
+        r.set(section, mt.group(3).equals("self") ? info.server + 1 : -(info.server + 1));
+    }
+
+    /** What a call learned of the server that answered it. */
+    static final class CallInfo {
+        int server = -1;
+        String route;
+    }
+
     /** Stops the background fetches. Leases in hand are dropped (a gap, never a duplicate). */
     @Override
     public void close() {
@@ -591,9 +657,17 @@ public final class FrondClient implements AutoCloseable {
             downUntil = 0;
         }
 
-        // fail rests the server: backoff doubling with each failure in a
-        // row, ±20% jitter, at least retryAfter.
-        synchronized void fail(long retryAfterMillis) {
+        // fail rests the server: for its Retry-After when it answered with
+        // one (it is up, and said when to come back: no longer), else a
+        // backoff doubling with each failure in a row, ±20% jitter, at
+        // least retryAfter.
+        synchronized void fail(FrondException e) {
+            long retryAfterMillis = e.retryAfterMillis();
+            if (e.status() != 0 && retryAfterMillis > 0) {
+                fails = 0; // it is up: no failure in a row of a server that does not answer
+                downUntil = System.nanoTime() + retryAfterMillis * 1_000_000L;
+                return;
+            }
             fails = Math.min(fails + 1, 30);
             long min = o.backoffMin.toNanos(), max = o.backoffMax.toNanos();
             long rest = Math.min(max, min << Math.min(fails - 1, 20));
@@ -607,42 +681,68 @@ public final class FrondClient implements AutoCloseable {
         return send("GET", pathAndQuery, null, admin);
     }
 
-    // send runs one call with fail-over: each attempt on the preferred
-    // server unless it rests, else the next that does not, else (all
-    // resting) the one that rests least, after its rest.
     private Map<String, Object> send(String method, String pathAndQuery, String body, boolean admin) {
+        return send(method, pathAndQuery, body, admin, -1, 0, null);
+    }
+
+    // send runs one call with fail-over: each attempt on the preferred
+    // server unless it rests (the first on want when it is a server that
+    // does not: a keyed sequence's section owner), else the next that does
+    // not, else (all resting) the one that rests least, after its rest;
+    // with patienceNanos (a keyed sequence's seqWait), more attempts past
+    // the attempts until that long has passed. Once every attempt failed,
+    // the error is the last a server answered, when one did (a live
+    // server's 503, not a dead one's refused connection). info gets the
+    // server that answered and its Frond-Seq-Section.
+    private Map<String, Object> send(String method, String pathAndQuery, String body, boolean admin, int want, long patienceNanos, CallInfo info) {
         if (closed.get()) {
             throw new FrondException(ErrorCode.UNKNOWN, "", 0, "the client is closed", 0, null);
         }
         int attempts = o.attempts > 0 ? o.attempts : 3 * servers.size();
-        FrondException last = null;
-        for (int a = 0; a < attempts; a++) {
-            int i = pick();
+        long deadline = patienceNanos > 0 ? System.nanoTime() + patienceNanos : 0;
+        FrondException last = null, answered = null;
+        int a = 0;
+        while (a < attempts || (deadline != 0 && System.nanoTime() - deadline < 0)) {
+            int i = a == 0 && want >= 0 && want < servers.size() && servers.get(want).restingFor(System.nanoTime()) == 0 ? want : pick();
             Server s = servers.get(i);
             long rest = s.restingFor(System.nanoTime());
             if (rest > 0) { // every server rests: wait for the first back
+                if (a >= attempts && System.nanoTime() + rest - deadline > 0) {
+                    break; // a rest past the patience
+                }
                 waitNanos(rest);
             }
+            a++;
             try {
                 calls.incrementAndGet();
-                Map<String, Object> m = once(s, method, pathAndQuery, body, admin);
+                Map<String, Object> m = once(s, method, pathAndQuery, body, admin, info);
                 s.ok();
                 preferred.set(i);
+                if (info != null) {
+                    info.server = i;
+                }
                 return m;
             } catch (FrondException e) {
                 if (!e.retryable()) {
                     throw e;
                 }
-                s.fail(e.retryAfterMillis());
+                s.fail(e);
                 last = e;
+                if (e.status() != 0) {
+                    e.server(s.base);
+                    answered = e;
+                }
                 if (servers.size() > 1) {
                     failovers.incrementAndGet();
                 }
             }
         }
-        throw new FrondException(last.code(), last.wireCode(), last.status(),
-                "no server could answer (" + attempts + " attempts on " + servers.size() + " server" + (servers.size() == 1 ? "" : "s") + "); the last: " + last.getMessage(),
-                last.retryAfterMillis(), last);
+        String head = "no server could answer (" + a + " attempts on " + servers.size() + " server" + (servers.size() == 1 ? "" : "s") + "); ";
+        if (answered != null) {
+            throw answered.withMessage(head + "the last answer, from " + answered.server() + ": " + answered.status() + " " + answered.wireCode() + ": "
+                    + answered.getMessage() + (answered != last ? "; the last attempt: " + last.getMessage() : ""));
+        }
+        throw last.withMessage(head + "the last: " + last.getMessage());
     }
 
     // pick is the preferred server if it does not rest, else the next one
@@ -675,7 +775,7 @@ public final class FrondClient implements AutoCloseable {
         }
     }
 
-    private Map<String, Object> once(Server s, String method, String pathAndQuery, String body, boolean admin) {
+    private Map<String, Object> once(Server s, String method, String pathAndQuery, String body, boolean admin, CallInfo info) {
         HttpRequest.Builder rb = HttpRequest.newBuilder(URI.create(s.base + pathAndQuery)).timeout(o.timeout).header("Accept", "application/json");
         if (!o.tagToken.isEmpty()) {
             rb.header("X-Frond-Token", o.tagToken);
@@ -698,6 +798,9 @@ public final class FrondClient implements AutoCloseable {
             throw new FrondException(ErrorCode.UNKNOWN, "", 0, "interrupted", 0, e);
         }
         long retryAfter = r.headers().firstValue("Retry-After").map(FrondClient::seconds).orElse(0L) * 1000;
+        if (info != null) {
+            info.route = r.headers().firstValue(SEQ_ROUTE_HEADER).orElse(null);
+        }
         Object v;
         try {
             v = Json.parse(r.body());
@@ -713,7 +816,9 @@ public final class FrondClient implements AutoCloseable {
             if (e instanceof Map) {
                 Map<String, Object> em = Json.object(e, "error");
                 String code = String.valueOf(em.getOrDefault("code", ""));
-                throw new FrondException(ErrorCode.of(code), code, r.statusCode(), String.valueOf(em.getOrDefault("message", "")), retryAfter, null);
+                Object hint = em.get("hint");
+                throw new FrondException(ErrorCode.of(code), code, r.statusCode(), String.valueOf(em.getOrDefault("message", "")), retryAfter, null,
+                        hint instanceof String ? (String) hint : "");
             }
             throw new FrondException(ErrorCode.UNKNOWN, "", r.statusCode(), "server " + s.base + " answered " + r.statusCode() + ": " + snippet(r.body()), retryAfter, null);
         }

@@ -14,14 +14,49 @@ public class FrondException extends RuntimeException {
     private final String wire;
     private final int status;
     private final long retryAfterMillis;
+    private final String serverHint;
+    private volatile String server = "";
 
     /** An error a server answered (or, with status 0, none did). */
     public FrondException(ErrorCode code, String wire, int status, String message, long retryAfterMillis, Throwable cause) {
+        this(code, wire, status, message, retryAfterMillis, cause, "");
+    }
+
+    /** An error a server answered with its own hint (the error body's {@code hint}). */
+    public FrondException(ErrorCode code, String wire, int status, String message, long retryAfterMillis, Throwable cause, String hint) {
         super(message, cause);
         this.code = code;
         this.wire = wire == null ? code.wire() : wire;
         this.status = status;
         this.retryAfterMillis = retryAfterMillis;
+        this.serverHint = hint == null ? "" : hint;
+    }
+
+    /** The same error (code, status, Retry-After, hint, server) said otherwise, caused by this one. */
+    FrondException withMessage(String message) {
+        FrondException e = new FrondException(code, wire, status, message, retryAfterMillis, this, serverHint);
+        e.server = server;
+        return e;
+    }
+
+    /**
+     * What to do: the server's hint when it sent one (an unknown keyed sequence space: "create the space
+     * first ..."), else frond's table's for the code ("" for {@link ErrorCode#UNKNOWN}).
+     */
+    public String hint() {
+        if (!serverHint.isEmpty()) {
+            return serverHint;
+        }
+        return code == ErrorCode.UNKNOWN ? "" : code.hint();
+    }
+
+    /** The server that answered, when the call knows it (else ""). */
+    public String server() {
+        return server;
+    }
+
+    void server(String base) {
+        this.server = base;
     }
 
     /** The code ({@link ErrorCode#UNKNOWN} for one this client does not know, or no answer). */

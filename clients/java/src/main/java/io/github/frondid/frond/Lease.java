@@ -241,8 +241,7 @@ final class Lease {
                     unleased(e.code());
                     return unleasedNext();
                 }
-                throw new FrondException(e.code(), e.wireCode(), e.status(),
-                        "tag " + tag + ": no ID in hand and none could be leased: " + e.getMessage(), e.retryAfterMillis(), e);
+                throw e.withMessage("tag " + tag + ": no ID in hand and none could be leased: " + e.getMessage());
             }
         }
     }

@@ -2,6 +2,7 @@ package io.github.frondid.frond;
 
 import io.github.frondid.frond.FrondClient;
 import io.github.frondid.frond.FrondException;
+import io.github.frondid.frond.SeqValues;
 import io.github.frondid.frond.Shards;
 import io.github.frondid.frond.Snowflake;
 import java.time.Instant;
@@ -31,9 +32,10 @@ final class DocsExample {
         String u5 = ids.nameUuid(5, "dns", "example.com");
         List<String> users = ids.typeIds("user", 2);  // user_01h455vb4pex5vsknk084sn02q
         List<String> pay = ids.serials("pay", 1);     // a serial configured on the servers
+        SeqValues v = ids.seq("msgs", "conversation-42", 3);     // keyed sequence values: v.first .. v.last
         Snowflake.Parts p = Snowflake.TWITTER.decode(flakes[0]);  // time, node, sequence
         ids.close();
-        return new Object[] {id, next, batch, u7, u5, users, pay, p};
+        return new Object[] {id, next, batch, u7, u5, users, pay, v.first, v.last, p};
     }
 
     // Routing by id % 2 (tags users and orders with mapping shard:1): a

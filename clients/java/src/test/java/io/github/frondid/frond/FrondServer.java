@@ -24,9 +24,10 @@ final class FrondServer implements AutoCloseable {
     final Process process;
     final String url;
     final Path dataDir;
-    private final StringBuffer log = new StringBuffer();
+    private final StringBuffer log; // the server's stderr, as it comes
 
-    private FrondServer(Process p, String url, Path dataDir) {
+    private FrondServer(Process p, String url, Path dataDir, StringBuffer log) {
+        this.log = log;
         this.process = p;
         this.url = url;
         this.dataDir = dataDir;
@@ -75,9 +76,12 @@ final class FrondServer implements AutoCloseable {
             throw new IllegalStateException("frond serve did not start:\n" + log);
         }
         boolean tls = List.of(flags).contains("--tls-cert-file");
-        FrondServer s = new FrondServer(p, (tls ? "https://" : "http://") + addr[0], dataDir);
-        s.log.append(log);
-        return s;
+        return new FrondServer(p, (tls ? "https://" : "http://") + addr[0], dataDir, log);
+    }
+
+    /** The server's log (JSON lines) so far. */
+    String log() {
+        return log.toString();
     }
 
     /** kill -9. */

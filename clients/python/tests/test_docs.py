@@ -1,0 +1,43 @@
+"""docs/clients.md's Python section against the code: what it says of the
+asyncio client's calls (which are coroutines) holds. No server needed."""
+
+import inspect
+import os
+import re
+
+from frond_client import AsyncFrondClient, FrondClient
+from frond_client.aio import AsyncTag
+from frond_client.client import Tag
+
+DOCS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "docs", "clients.md")
+
+
+def section():
+    text = open(DOCS, encoding="utf-8").read()
+    start = text.index("**`AsyncFrondClient`** has the same calls")
+    return text[start:text.index("**`stats()`**", start)]
+
+
+def names(line):
+    return set(re.findall(r"`([a-z_]+)`", line))
+
+
+def public(cls):
+    return {n: m for n, m in inspect.getmembers(cls, inspect.isfunction) if not n.startswith("_")}
+
+
+def test_async_client_has_every_call_and_the_docs_name_its_coroutines():
+    sync, aio = public(FrondClient), public(AsyncFrondClient)
+    assert set(sync) == set(aio), "calls of one client only: %s" % (set(sync) ^ set(aio))
+    text = section()
+    awaited_line = text[text.index("- awaited"):text.index("- plain calls")]
+    plain_line = text[text.index("- plain calls"):]
+    awaited, plain = names(awaited_line), names(plain_line)
+    coroutines = {n for n, m in aio.items() if inspect.iscoroutinefunction(m)}
+    tag_coroutines = {n for n, m in public(AsyncTag).items() if inspect.iscoroutinefunction(m)}
+    assert coroutines | tag_coroutines == awaited, "the docs' awaited calls %s, the code's %s" % (sorted(awaited), sorted(coroutines | tag_coroutines))
+    assert {n for n in aio if n not in coroutines} <= plain
+    assert {n for n, m in public(AsyncTag).items() if not inspect.iscoroutinefunction(m)} <= plain
+    # The threaded client's tag handle has the same calls, none a coroutine.
+    assert set(public(Tag)) == set(public(AsyncTag))
+    assert not any(inspect.iscoroutinefunction(m) for m in public(Tag).values())
