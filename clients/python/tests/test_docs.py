@@ -41,3 +41,27 @@ def test_async_client_has_every_call_and_the_docs_name_its_coroutines():
     # The threaded client's tag handle has the same calls, none a coroutine.
     assert set(public(Tag)) == set(public(AsyncTag))
     assert not any(inspect.iscoroutinefunction(m) for m in public(Tag).values())
+
+
+def test_comparison_table_has_every_cell():
+    """docs/clients.md's comparison of the clients: every row has a cell for
+    each client (its "an ID from the lease" row had no Python cell)."""
+    text = open(DOCS, encoding="utf-8").read()
+    rows = []
+    for line in text.splitlines():
+        if line.startswith("| | Go | Java |"):
+            rows = [line]
+        elif rows and line.startswith("|"):
+            rows.append(line)
+        elif rows:
+            break
+    assert len(rows) > 3, rows
+
+    def cells(row):
+        # A cell's text may hold `|` only inside code; none of these rows do.
+        return row.strip().strip("|").split("|")
+
+    width = len(cells(rows[0]))
+    assert width == 5, rows[0]
+    for row in rows[2:]:
+        assert len(cells(row)) == width, row

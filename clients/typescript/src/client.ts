@@ -62,6 +62,7 @@ export interface Stats {
 }
 
 const MAX_LEASE = 1_000_000; // the server's largest ranges request
+const SAFE = BigInt(Number.MAX_SAFE_INTEGER); // 2^53 - 1: exact as a number
 
 type Answer = Record<string, unknown>;
 
@@ -94,6 +95,12 @@ class Lease {
   // The range in hand: val is its next ID.
   private val = 0n;
   private stride = 1n;
+  // The range in hand as plain numbers while its IDs are below 2^53 (most
+  // are): an ID is one number addition and one BigInt() when handed out,
+  // not a bigint addition.
+  private small = false;
+  private num = 0;
+  private numStride = 1;
   private left = 0;
   // The segment in hand: the ranges after the one in hand.
   private rest: Range[] = [];
@@ -151,9 +158,16 @@ class Lease {
   tryNext(): bigint | undefined {
     const left = this.left;
     if (left > 0) {
-      const id = this.val;
-      this.val = id + this.stride;
       this.left = left - 1;
+      let id: bigint;
+      if (this.small) {
+        const v = this.num;
+        this.num = v + this.numStride;
+        id = BigInt(v);
+      } else {
+        id = this.val;
+        this.val = id + this.stride;
+      }
       if (left === this.prefetchLeft) {
         this.prefetch();
       }
@@ -183,6 +197,11 @@ class Lease {
         if (r.count === 0) continue;
         this.val = r.start;
         this.stride = r.stride;
+        this.small = r.start >= 0n && r.start + BigInt(r.count) * r.stride <= SAFE;
+        if (this.small) {
+          this.num = Number(r.start);
+          this.numStride = Number(r.stride);
+        }
         this.left = r.count;
         // The prefetch falls in this range when a tenth of the segment ends in it.
         this.prefetchLeft = this.prefetchAt >= 0 && this.prefetchAt < r.count ? r.count - this.prefetchAt : -1;

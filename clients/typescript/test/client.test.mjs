@@ -57,6 +57,17 @@ test("IDs past 2^53 keep every digit", async () => {
     const [sf] = await c.snowflake(1);
     assert.ok(sf > 2n ** 53n, `a snowflake ID ${sf}`);
     assert.equal(decode(sf).id, sf);
+    // A lease served below 2^53 as plain numbers, across 2^53 as bigints:
+    // every ID exact and one after the other through the edge.
+    const edge = 2n ** 53n - 150n;
+    await c.createTag("edge", 100, { maxId: edge });
+    const t = c.tag("edge");
+    let want = edge;
+    for (let i = 0; i < 400; i++) {
+      const id = t.tryNext() ?? (await t.next());
+      assert.equal(id, want, `ID ${i} near 2^53`);
+      want = id + 1n;
+    }
   } finally {
     c.close();
     await s.kill();
