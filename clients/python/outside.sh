@@ -17,7 +17,13 @@ frond_start "$bin"
 addr="$(frond_addr)"
 (cd "$work/use" && "$work/venv/bin/python" main.py "http://$addr")
 # The route that always works (docs/clients.md#python): no install at all,
-# the source on PYTHONPATH, the machine's Python without its user site.
+# the source on PYTHONPATH, the machine's Python without its user site;
+# against a fresh server (the program creates its tags).
+kill "$frond_pid"
+wait "$frond_pid" 2>/dev/null || true
+rm -rf "$work/data"
+frond_start "$bin"
+addr="$(frond_addr)"
 src="$PWD/src"
 (cd "$work/use" && PYTHONPATH="$src" "$py" -s main.py "http://$addr")
 rm -rf dist

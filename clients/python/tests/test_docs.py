@@ -65,3 +65,15 @@ def test_comparison_table_has_every_cell():
     assert width == 5, rows[0]
     for row in rows[2:]:
         assert len(cells(row)) == width, row
+
+
+def test_stats_keys_are_the_docs():
+    """stats()' keys are those docs/clients.md names (both clients)."""
+    text = open(DOCS, encoding="utf-8").read()
+    start = text.index("**`stats()`**")
+    para = text[start:text.index("\n\n", start)]
+    for c in (FrondClient(["http://127.0.0.1:1"]), AsyncFrondClient(["http://127.0.0.1:1"])):
+        keys = set(c.stats())
+        assert keys == {"calls", "failovers", "waits", "leases"}, keys
+        for k in keys | {"counter_leases", "remaining", "size", "shard_bits"}:
+            assert "`%s`" % k in para, k
