@@ -8,7 +8,7 @@
 #   jar    build/frond-client.jar (the default)
 #   test   the jar, then the tests against a real frond serve: FROND_TEST_BIN, or
 #          the binary built here from the repository (go build ./cmd/frond)
-#   bench  the jar, then Bench: nextId against AtomicLong.incrementAndGet
+#   bench  the jar, then Bench: nextId against AtomicLong.incrementAndGet (no JUnit needed)
 set -euo pipefail
 cd "$(dirname "$0")"
 junit="${JUNIT_JAR:-/usr/share/java/junit-platform-console-standalone.jar}"
@@ -39,7 +39,9 @@ case "${1:-jar}" in
     ;;
   bench)
     frond_bin
-    javac --release 11 -d "$out/test-classes" -cp "$out/classes:$junit" $(find src/test/java -name '*.java')
+    # The benchmark and the server it starts only: JUnit is the tests' (a
+    # user's benchmark needs the client alone).
+    javac --release 11 -d "$out/test-classes" -cp "$out/classes" src/test/java/io/github/frondid/frond/{Bench,FrondServer}.java
     java -cp "$out/classes:$out/test-classes" io.github.frondid.frond.Bench "${@:2}"
     ;;
   *) echo "usage: clients/java/build.sh [jar|test|bench]" >&2; exit 2 ;;

@@ -12,7 +12,8 @@ nothing). Against real frond servers (FROND_TEST_BIN):
    preferred of two servers: IDs a second and the longest stall a caller
    saw (the longest time between two of its IDs).
 3. Gene IDs (a tag with shard bits, shard:4): next_shard and next_for_key
-   (a 7-byte key, and a 21-byte one) beside next_id's plain leased ID, each
+   (a 7-byte key, a 21-byte one, both hashed once and then found in the
+   hash's cache, and a new key each call) beside next_id's plain leased ID, each
    from a lease of 1,000,000, one thread and 8 threads, and awaited on
    AsyncFrondClient by one task: the process's CPU time per ID
    (time.process_time_ns: what a busy machine's other work takes is not
@@ -145,12 +146,18 @@ def genes(c, rounds, ids):
     c.create_tag("genes", 1_000_000, mapping="shard:4")
     tag = c.tag("bench")
     long_key = "tenant-7/user-4200042"  # 21 bytes
+    # Keys never seen lately (the hash's cache holds 65,536): user-N, N
+    # counting up over all threads, more keys than the cache holds.
+    fresh = [f"user-{i}" for i in range(max(ids, 4 * 65536))]
+    turn = itertools.count()
     rows = [
         ("`client.next_id(\"bench\")` (plain, from the lease)", lambda: (lambda: c.next_id("bench"))),
         ("`tag.next()` (plain, a handle)", lambda: tag.next),
         ("`client.next_shard(\"genes\", 5)`", lambda: (lambda: c.next_shard("genes", 5))),
         ("`client.next_for_key(\"genes\", \"user-42\")`", lambda: (lambda: c.next_for_key("genes", "user-42"))),
         (f"`client.next_for_key(\"genes\", key)`, a {len(long_key)}-byte key", lambda: (lambda: c.next_for_key("genes", long_key))),
+        ("`client.next_for_key(\"genes\", key)`, a new key each call (`user-N`)",
+         lambda: (lambda: c.next_for_key("genes", fresh[next(turn) % len(fresh)]))),
     ]
     for _, make in rows:
         make()()

@@ -53,6 +53,28 @@ def test_key_hash_vectors(key, h, k1, k4, k10):
     assert shard_of(key, 0) == 0 and shard_of(key, 64) == h
 
 
+def test_key_hash_cache():
+    """A str key's hash is kept (a user's rows follow one another): the
+    answer from the cache is the computed one, the cache stays bounded, and
+    a long key is computed each time instead of held."""
+    from frond_client import shard
+
+    shard._cache.clear()
+    for key, h, *_ in VECTORS:
+        assert key_hash(key) == h and key_hash(key) == h  # the second from the cache
+        assert shard._cache[key] == h
+    for i in range(shard._CACHE_KEYS + 10):
+        key_hash(f"user-{i}")
+        assert len(shard._cache) <= shard._CACHE_KEYS
+    assert key_hash("user-42") == VECTORS[2][1]
+    long = "k" * (shard._CACHE_KEY_CHARS + 1)
+    assert key_hash(long) == shard._hash(long.encode()) and long not in shard._cache
+    assert key_hash("k" * shard._CACHE_KEY_CHARS) == shard._hash(b"k" * shard._CACHE_KEY_CHARS)
+    with pytest.raises(UnicodeEncodeError):  # a lone surrogate has no UTF-8: refused, not cached
+        key_hash("\ud800")
+    assert "\ud800" not in shard._cache
+
+
 def test_shard_of_refuses_bad_bits():
     for bits in (-1, 65, True, 4.0):
         with pytest.raises(ValueError):
