@@ -146,7 +146,7 @@ def genes(c, rounds, ids):
     c.create_tag("genes", 1_000_000, mapping="shard:4")
     tag = c.tag("bench")
     long_key = "tenant-7/user-4200042"  # 21 bytes
-    # Keys never seen lately (the hash's cache holds 65,536): user-N, N
+    # Keys never seen lately (the hash's cache holds 16,384): user-N, N
     # counting up over all threads, more keys than the cache holds.
     fresh = [f"user-{i}" for i in range(max(ids, 4 * 65536))]
     turn = itertools.count()
