@@ -711,3 +711,60 @@ func TestSpaces_HungOwnerLeavesHalfTheWindow(t *testing.T) {
 	}
 	t.Logf("refused after %v (lease %v)", took, ttl)
 }
+
+// A caller that waits less than a lease is answered "try again" before its
+// own deadline, with time left to read it (and its Retry-After), not left
+// to time out while the node still waits on a hung owner: a lease of 4 s
+// gave the forward 2 s, past a client's 1 s (issue 72: the clients' 2 s
+// attempts against a node whose lease_ttl is longer).
+func TestSpaces_AnswersWithinTheCallersDeadline(t *testing.T) {
+	ctx := context.Background()
+	mem := &keyseq.MemLeases{}
+	const ttl = 4 * time.Second
+	o := keyseq.NodeOptions{TTL: ttl, Logger: slog.New(slog.DiscardHandler)}
+	var hang atomic.Bool
+	byAddr := map[string]*keyseq.Spaces{}
+	fw := func(ctx context.Context, addr, space, key string, n int64, _ keyseq.Peer) (int64, int64, error) {
+		if hang.Load() && addr == "a" {
+			<-ctx.Done() // the connection open, nothing answers
+			return 0, 0, fmt.Errorf("%w: %w: %v", frond.ErrStoreUnavailable, keyseq.ErrOwnerUnreachable, ctx.Err())
+		}
+		return byAddr[addr].Next(ctx, space, key, n, true)
+	}
+	a := keyseq.NewSpaces(mem, keyseq.Owner{Token: "ta", Addr: "a"}, o, fw)
+	b := keyseq.NewSpaces(mem, keyseq.Owner{Token: "tb", Addr: "b"}, o, fw)
+	byAddr["a"], byAddr["b"] = a, b
+	defer a.Close(ctx)
+	defer b.Close(ctx)
+	sp, err := a.Create(ctx, keyseq.Space{Name: "patience", Step: 100, Sections: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.Next(ctx, sp.Name, "k", 1, false); err != nil { // forwarded to a
+		t.Fatal(err)
+	}
+	hang.Store(true)
+	const patience = 1500 * time.Millisecond
+	cctx, cancel := context.WithTimeout(ctx, patience)
+	defer cancel()
+	from := time.Now()
+	_, _, err = b.Next(cctx, sp.Name, "k", 1, false)
+	took := time.Since(from)
+	if err == nil {
+		t.Fatal("answered while its owner hangs and holds its lease")
+	}
+	if !errors.Is(err, frond.ErrStoreUnavailable) {
+		t.Fatalf("refused with %v, not store_unavailable (a 503 with Retry-After)", err)
+	}
+	if cctx.Err() != nil {
+		t.Fatalf("refused after %v, when the caller had given up (its deadline %v): the caller read a timeout, not the refusal", took, patience)
+	}
+	t.Logf("refused after %v (the caller's deadline %v, lease %v)", took, patience, ttl)
+	// Without a deadline of the caller's, the window is still the lease's
+	// (half of it for the forward): not cut short.
+	from = time.Now()
+	_, _, err = b.Next(ctx, sp.Name, "k", 1, false)
+	if took := time.Since(from); err == nil || took < ttl/2-100*time.Millisecond {
+		t.Fatalf("without a caller's deadline: %v after %v, want a refusal after the forward's half lease (%v)", err, took, ttl/2)
+	}
+}

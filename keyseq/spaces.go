@@ -582,10 +582,10 @@ func (s *Spaces) Next(ctx context.Context, space, key string, count int64, forwa
 	// node joining, a clean stop and a rolling restart answered 503 for up
 	// to a tenth of a lease before). A hand-over takes about a tenth of a
 	// lease (the taker's next round); the rest is for a busy machine.
-	deadline := time.Now().Add(s.ttl())
+	deadline := answerBy(ctx, time.Now().Add(s.ttl()))
 	// The whole request within the lease: a forward to an owner that
 	// hangs (SIGSTOP) and the round read after it took up to 5.5 s before.
-	ctx, cancel := context.WithDeadline(ctx, deadline)
+	ctx, cancel := context.WithDeadline(ctx, time.Now().Add(s.ttl()))
 	defer cancel()
 	var gone string      // an owner that did not answer,
 	var goneAt time.Time // when (on the node's clock)
@@ -632,7 +632,7 @@ func (s *Spaces) Next(ctx context.Context, space, key string, count int64, forwa
 				// chaos test's sections went unanswered for 6.1 s through
 				// a 6 s SIGSTOP (bound: a lease + 2 s). Now the table is
 				// read again meanwhile, and the new owner asked.
-				fctx, cancel := context.WithTimeout(ctx, s.ttl()/2)
+				fctx, cancel := context.WithDeadline(ctx, earliest(time.Now().Add(s.ttl()/2), deadline))
 				first, last, err = s.forward(fctx, no.Addr, space, key, count, peer)
 				cancel()
 			} else {
@@ -678,7 +678,7 @@ func (s *Spaces) Next(ctx context.Context, space, key string, count int64, forwa
 					return 0, 0, perr
 				}
 				n.forwarded.Add(1)
-				rctx, cancel := context.WithTimeout(ctx, s.ttl()/3) // a member that hangs leaves time for the next
+				rctx, cancel := context.WithDeadline(ctx, earliest(time.Now().Add(s.ttl()/3), deadline)) // a member that hangs leaves time for the next
 				first, last, err = s.forward(rctx, to, space, key, count, peer)
 				cancel()
 				if err == nil ||
@@ -694,13 +694,41 @@ func (s *Spaces) Next(ctx context.Context, space, key string, count int64, forwa
 
 			return first, last, err
 		}
+		pause := min(s.ttl()/30, time.Until(deadline))
+		if pause <= 0 {
+			return first, last, err
+		}
 		select {
 		case <-ctx.Done():
 			return first, last, err
-		case <-time.After(s.ttl() / 30):
+		case <-time.After(pause):
 		}
 		n.kick(ctx)
 	}
+}
+
+// answerBy is when a request that waits (a section between owners, an
+// owner that does not answer) is answered "try again" at the latest: at
+// the end of its lease-long window, or earlier when its caller waits less
+// (its context's deadline: gRPC's, or HTTP's Frond-Timeout header), a
+// fifth of the caller's time before it (at most 500 ms), so that the
+// caller reads the refusal and its Retry-After instead of timing out: a
+// client rests a server that answered for the Retry-After, and one that
+// timed out for longer (the clients' seq wait, issue 72).
+func answerBy(ctx context.Context, window time.Time) time.Time {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return window
+	}
+	margin := min(time.Until(d)/5, 500*time.Millisecond)
+	return earliest(window, d.Add(-margin))
+}
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // FloorsAsker asks the node at addr for the floors it keeps of space

@@ -46,6 +46,23 @@ func FuzzParseCount(f *testing.F) {
 	})
 }
 
+func FuzzCallerTimeout(f *testing.F) {
+	for _, s := range []string{"", "1", "2000", "600000", "600001", "0", "-1", "+5", "1.5", " 5", "1e3", "99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		if d, err := callerTimeout(raw, false); d != 0 || err != nil {
+			t.Fatalf("absent: %v %v", d, err)
+		}
+		d, err := callerTimeout(raw, true)
+		v, perr := strconv.ParseInt(raw, 10, 64)
+		want := digitsOnly(raw) && perr == nil && v >= 1 && v <= maxTimeoutMs
+		if want != (err == nil) || (want && d != time.Duration(v)*time.Millisecond) {
+			t.Fatalf("callerTimeout(%q) = %v, %v; want %v", raw, d, err, want)
+		}
+	})
+}
+
 func FuzzParseID(f *testing.F) {
 	for _, s := range []string{"0", "1861083629105360902", "-1", "+1", "9223372036854775808", "x", ""} {
 		f.Add(s)

@@ -23,6 +23,30 @@ import (
 // forwards it again.
 const ForwardedHeader = "X-Frond-Forwarded"
 
+// TimeoutHeader says how long the caller waits for a keyed sequence
+// request, in milliseconds (Frond-Timeout: 2000), as gRPC's deadline does:
+// a request that would wait (a section between owners, an owner that does
+// not answer) is answered 503 store_unavailable with Retry-After a fifth of
+// that time before it (at most 500 ms; keyseq.Spaces.Next), so that the
+// caller reads the refusal instead of timing out. Without it the wait is
+// bounded by the lease. The clients send their per-attempt timeout.
+const TimeoutHeader = "Frond-Timeout"
+
+// maxTimeoutMs is the most Frond-Timeout says: ten minutes.
+const maxTimeoutMs = 600_000
+
+// callerTimeout reads Frond-Timeout: 0 when absent, else 1 to 600,000 ms.
+func callerTimeout(raw string, present bool) (time.Duration, error) {
+	if !present {
+		return 0, nil
+	}
+	ms, ok := service.Digits(raw)
+	if !ok || ms < 1 || ms > maxTimeoutMs {
+		return 0, badRequest("%s: %s: the caller's wait in milliseconds, a whole number from 1 to %d", TimeoutHeader, service.Quote(raw), maxTimeoutMs)
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
 // seqJSON is the answer of GET /v1/seq/{space}/{key}: one value, or with
 // n the first and last of n (each above every value the key was given).
 type seqJSON struct {
@@ -48,6 +72,17 @@ func (s *Server) v1Seq(w http.ResponseWriter, r *http.Request) {
 	w, peer := s.peerOf(w, r)
 	if peer {
 		defer w.(*peerProof).flush()
+	}
+	raw, present := r.Header[TimeoutHeader]
+	wait, err := callerTimeout(strings.Join(raw, ","), present)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if wait > 0 {
+		ctx, cancel := context.WithTimeout(r.Context(), wait)
+		defer cancel()
+		r = r.WithContext(ctx)
 	}
 	s.v1Take(w, r, []string{"n", "token"}, func(q query, req *service.Request) error {
 		n, err := parseCount(q, service.MaxBatch)

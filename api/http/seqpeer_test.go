@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -446,4 +447,64 @@ func TestHostile_SpaceStartsPerCaller(t *testing.T) {
 	for i := range 10 { // past the burst: each started at its creation
 		a.want(a.do("POST", "/v1/spaces", fmt.Sprintf(`{"name": "made%d", "step": 100, "sections": 1, "slots": 16}`, i)), 201)
 	}
+}
+
+// Frond-Timeout: a caller that waits less than the node would (a forward
+// to an owner that accepts the connection and never answers: the lease's
+// half, or the forwarder's 5 s) is answered 503 with Retry-After before
+// its time is up, with time left to read it; a bad value is refused before
+// anything is taken (issue 72: the clients' 2 s attempts timed out against
+// nodes that waited longer).
+func TestSeq_CallerTimeoutHeader(t *testing.T) {
+	hung, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hung.Close()
+	var held []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := hung.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c) // open, never answered
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		mu.Lock()
+		for _, c := range held {
+			c.Close()
+		}
+		mu.Unlock()
+	}()
+	mem := &keyseq.MemLeases{}
+	if err := mem.CreateSpace(t.Context(), keyseq.Space{Name: "msgs", Step: 100, Sections: 1}); err != nil {
+		t.Fatal(err)
+	}
+	owner := keyseq.Owner{Token: "hung", Addr: hung.Addr().String()}
+	if _, err := mem.Take(t.Context(), "msgs", []int{0}, owner, time.Hour, 100); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mem.Renew(t.Context(), "msgs", owner, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	b := seqNodeOn(t, mem, "b")
+	for _, bad := range []string{"0", "-5", "1.5", "abc", "600001", "99999999999999999999", ""} {
+		b.want(b.do("GET", "/v1/seq/msgs/k", "", TokenHeader, "tok", TimeoutHeader, bad), 400, "invalid_argument", TimeoutHeader)
+	}
+	from := time.Now()
+	r := b.do("GET", "/v1/seq/msgs/k", "", TokenHeader, "tok", TimeoutHeader, "1000")
+	took := time.Since(from)
+	b.want(r, 503, "store_unavailable")
+	if r.hdr.Get("Retry-After") == "" {
+		t.Fatalf("a 503 without Retry-After: %v", r.hdr)
+	}
+	if took >= time.Second {
+		t.Fatalf("answered after %v, when the caller waits 1 s: it read a timeout, not the 503", took)
+	}
+	t.Logf("answered 503 after %v (Frond-Timeout: 1000)", took)
 }

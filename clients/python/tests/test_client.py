@@ -474,8 +474,11 @@ def test_error_names_what_a_server_answered():
     import http.server
     import socket
 
+    timeouts = []  # the Frond-Timeout each request carried
+
     class Busy(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
+            timeouts.append(self.headers.get("Frond-Timeout"))
             body = b'{"error":{"code":"store_unavailable","message":"the section is between owners","hint":"retry: the section is taken within a lease"}}'
             self.send_response(503)
             self.send_header("Content-Type", "application/json")
@@ -504,6 +507,18 @@ def test_error_names_what_a_server_answered():
         assert e.value.retry_after == 1 and e.value.hint == "retry: the section is taken within a lease"
         assert "the last answer" in str(e.value) and live_url in str(e.value), str(e.value)
         assert 2.0 <= took < 4.5, took  # seq_wait, then the error
+        # Each request says how long the client waits for it (one attempt's
+        # timeout, in ms): a server that would wait longer answers first.
+        assert timeouts and set(timeouts) == {"1000"}, timeouts
+        timeouts.clear()
+
+        async def aio():
+            async with AsyncFrondClient([live_url], timeout=0.75, backoff_min=0.05, seq_wait=0.3) as ac:
+                with pytest.raises(FrondError):
+                    await ac.seq("msgs", "k")
+
+        asyncio.run(aio())
+        assert timeouts and set(timeouts) == {"750"}, timeouts
     finally:
         live.shutdown()
 

@@ -411,6 +411,7 @@ export class FrondClient {
   /** @internal */
   readonly o: Required<Omit<ClientOptions, "ca" | "tagToken" | "adminToken">> & { tagToken: string; adminToken: string };
   private readonly servers: Server[];
+  private readonly timeoutHeader: string;
   private preferred = 0;
   private readonly leases = new Map<string, Lease>();
   private readonly counterLeases = new Map<string, Lease>(); // nextShard's, apart
@@ -453,6 +454,7 @@ export class FrondClient {
     if (this.o.backoffMaxMs < this.o.backoffMinMs) {
       throw new RangeError("frond: backoffMaxMs below backoffMinMs");
     }
+    this.timeoutHeader = String(Math.min(Math.max(Math.floor(this.o.timeoutMs), 1), 600_000));
     this.servers = o.servers.map((raw) => {
       let u = raw.trim();
       if (!u.includes("://")) u = "http://" + u;
@@ -858,7 +860,10 @@ export class FrondClient {
 
   private once(s: Server, method: string, pathAndQuery: string, body: string | undefined, admin: boolean, info?: CallInfo): Promise<Answer> {
     const url = new URL(s.base + pathAndQuery);
-    const headers: Record<string, string> = { accept: "application/json" };
+    // One attempt's timeout (1 to 600,000 ms): a keyed sequence request that
+    // waits at the server (a section between owners) is answered 503 with
+    // Retry-After before it, not left to time out.
+    const headers: Record<string, string> = { accept: "application/json", "frond-timeout": this.timeoutHeader };
     if (this.o.tagToken) headers["x-frond-token"] = this.o.tagToken;
     if (admin && this.o.adminToken) headers["authorization"] = `Bearer ${this.o.adminToken}`;
     if (body !== undefined) headers["content-type"] = "application/json";

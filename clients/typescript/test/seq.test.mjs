@@ -141,7 +141,9 @@ test("seq rides through the kill -9 of one of two servers", async () => {
 // 503 store_unavailable with its Retry-After and hint), not a dead
 // server's refused connection (it said code unknown, status 0).
 test("the error names what a server answered", async () => {
+  const timeouts = new Set(); // the frond-timeout each request carried
   const live = createServer((req, res) => {
+    timeouts.add(req.headers["frond-timeout"]);
     const body = '{"error":{"code":"store_unavailable","message":"the section is between owners","hint":"retry: the section is taken within a lease"}}';
     res.writeHead(503, { "content-type": "application/json", "retry-after": "1" });
     res.end(body);
@@ -166,6 +168,9 @@ test("the error names what a server answered", async () => {
     });
     const took = performance.now() - t0;
     assert.ok(took >= 2000 && took < 4500, `took ${took} ms`);
+    // Each request says how long the client waits for it (one attempt's
+    // timeout, in ms): a server that would wait longer answers first.
+    assert.deepEqual([...timeouts], ["1000"]);
   } finally {
     c.close();
     live.close();

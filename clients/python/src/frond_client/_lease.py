@@ -52,6 +52,13 @@ class Options:
     ca_file: Optional[str] = None
     seq_wait: float = 10.0
 
+    def timeout_header(self) -> str:
+        """Frond-Timeout: one attempt's timeout in milliseconds (1 to
+        600,000), sent with every request: a keyed sequence request that
+        waits at the server (a section between owners) is answered 503
+        with Retry-After before it, not left to time out."""
+        return str(min(max(int(self.timeout * 1000), 1), 600_000))
+
     def check(self) -> None:
         if not self.servers:
             raise ValueError("frond: no servers")

@@ -205,6 +205,7 @@ class AsyncFrondClient(_Rotation):
 
     def __init__(self, servers: List[str], **options):
         self.o = Options(servers=list(servers), **options)
+        self._timeout_header = self.o.timeout_header()
         self.o.check()
         ctx = ssl.create_default_context(cafile=self.o.ca_file) if self.o.ca_file else ssl.create_default_context()
         self._servers = [_AsyncServer(s, self.o, ctx) for s in self.o.servers]
@@ -404,7 +405,8 @@ class AsyncFrondClient(_Rotation):
 
     async def _once(self, s: _AsyncServer, method: str, path: str, body: Optional[str], admin: bool, info: Optional[dict] = None) -> dict:
         data = body.encode() if body is not None else b""
-        head = [f"{method} {path} HTTP/1.1", f"Host: {s.netloc}", "Accept: application/json", "Connection: keep-alive"]
+        head = [f"{method} {path} HTTP/1.1", f"Host: {s.netloc}", "Accept: application/json", "Connection: keep-alive",
+                f"Frond-Timeout: {self._timeout_header}"]
         if self.o.tag_token:
             head.append(f"X-Frond-Token: {self.o.tag_token}")
         if admin and self.o.admin_token:

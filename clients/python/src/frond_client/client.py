@@ -279,6 +279,7 @@ class FrondClient(_Rotation):
 
     def __init__(self, servers: List[str], **options):
         self.o = Options(servers=list(servers), **options)
+        self._timeout_header = self.o.timeout_header()
         self.o.check()
         ctx = ssl.create_default_context(cafile=self.o.ca_file) if self.o.ca_file else ssl.create_default_context()
         self._servers = [Server(s, self.o, ctx) for s in self.o.servers]
@@ -522,7 +523,7 @@ class FrondClient(_Rotation):
         raise self._exhausted(last, k, answered)
 
     def _headers(self, body: Optional[str], admin: bool) -> dict:
-        h = {"Accept": "application/json"}
+        h = {"Accept": "application/json", "Frond-Timeout": self._timeout_header}
         if self.o.tag_token:
             h["X-Frond-Token"] = self.o.tag_token
         if admin and self.o.admin_token:

@@ -78,6 +78,11 @@ public final class FrondClient implements AutoCloseable {
     public static final Duration DEFAULT_SEQ_WAIT = Duration.ofSeconds(10);
     /** The header of a keyed sequence's answer: the key's section and whether the server that answered serves it. */
     static final String SEQ_ROUTE_HEADER = "Frond-Seq-Section";
+    // One attempt's timeout in milliseconds (1 to 600,000), sent with every
+    // request: a keyed sequence request that waits at the server (a section
+    // between owners) is answered 503 with Retry-After before it, not left
+    // to time out.
+    static final String TIMEOUT_HEADER = "Frond-Timeout";
     /** The most sections a route is kept for (a header naming more is ignored). */
     static final int MAX_ROUTE_SECTIONS = 1 << 16;
     private static final java.util.regex.Pattern ROUTE = java.util.regex.Pattern.compile("(\\d{1,9})/(\\d{1,9}) (self|other)");
@@ -98,9 +103,11 @@ public final class FrondClient implements AutoCloseable {
     // request on (-(index + 1): the next one is asked), or 0.
     private final ConcurrentHashMap<String, java.util.concurrent.atomic.AtomicIntegerArray> routes = new ConcurrentHashMap<>();
     final AtomicLong calls = new AtomicLong(), failovers = new AtomicLong(), waits = new AtomicLong();
+    private final String timeoutHeader;
 
     private FrondClient(Builder o) {
         this.o = o;
+        this.timeoutHeader = Long.toString(Math.min(Math.max(o.timeout.toMillis(), 1), 600_000));
         HttpClient.Builder hb = HttpClient.newBuilder().connectTimeout(o.timeout).version(HttpClient.Version.HTTP_1_1);
         if (o.ssl != null) {
             hb.sslContext(o.ssl);
@@ -776,7 +783,8 @@ public final class FrondClient implements AutoCloseable {
     }
 
     private Map<String, Object> once(Server s, String method, String pathAndQuery, String body, boolean admin, CallInfo info) {
-        HttpRequest.Builder rb = HttpRequest.newBuilder(URI.create(s.base + pathAndQuery)).timeout(o.timeout).header("Accept", "application/json");
+        HttpRequest.Builder rb = HttpRequest.newBuilder(URI.create(s.base + pathAndQuery)).timeout(o.timeout).header("Accept", "application/json")
+                .header(TIMEOUT_HEADER, timeoutHeader);
         if (!o.tagToken.isEmpty()) {
             rb.header("X-Frond-Token", o.tagToken);
         }

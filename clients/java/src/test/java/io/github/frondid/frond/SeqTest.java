@@ -186,7 +186,9 @@ class SeqTest {
     @Test
     void theErrorNamesWhatAServerAnswered() throws Exception {
         HttpServer live = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+        java.util.Set<String> timeouts = java.util.concurrent.ConcurrentHashMap.newKeySet(); // the Frond-Timeout each request carried
         live.createContext("/", ex -> {
+            timeouts.add(String.valueOf(ex.getRequestHeaders().getFirst("Frond-Timeout")));
             try (InputStream in = ex.getRequestBody()) {
                 in.readAllBytes();
             }
@@ -215,6 +217,9 @@ class SeqTest {
             assertEquals("retry: the section is taken within a lease", e.hint());
             assertTrue(e.getMessage().contains("the last answer, from " + liveUrl), e.getMessage());
             assertTrue(took >= 2000 && took < 4500, "took " + took + " ms");
+            // Each request says how long the client waits for it (one attempt's timeout, in ms): a server that
+            // would wait longer answers first.
+            assertEquals(java.util.Set.of("1000"), timeouts);
         } finally {
             live.stop(0);
         }
