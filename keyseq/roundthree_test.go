@@ -280,36 +280,11 @@ func TestSpaces_RequestRacingEviction(t *testing.T) {
 // after the request's lease (5.5 s with a 3 s lease in the chaos suite).
 func TestSpaces_HungOwnerBoundedByLease(t *testing.T) {
 	ctx := context.Background()
-	mem := &keyseq.MemLeases{}
 	const ttl = 300 * time.Millisecond
-	o := keyseq.NodeOptions{TTL: ttl, Logger: slog.New(slog.DiscardHandler)}
-	var hang atomic.Bool
-	byAddr := map[string]*keyseq.Spaces{}
-	fw := func(ctx context.Context, addr, space, key string, n int64, _ keyseq.Peer) (int64, int64, error) {
-		if hang.Load() && addr == "a" {
-			select { // the forwarder's own timeout: ten leases
-			case <-ctx.Done():
-			case <-time.After(10 * ttl):
-			}
-			return 0, 0, fmt.Errorf("%w: %w: timeout", frond.ErrStoreUnavailable, keyseq.ErrOwnerUnreachable)
-		}
-		return byAddr[addr].Next(ctx, space, key, n, true)
-	}
-	a := keyseq.NewSpaces(mem, keyseq.Owner{Token: "ta", Addr: "a"}, o, fw)
-	b := keyseq.NewSpaces(mem, keyseq.Owner{Token: "tb", Addr: "b"}, o, fw)
-	byAddr["a"], byAddr["b"] = a, b
-	defer a.Close(ctx)
-	defer b.Close(ctx)
-	sp, err := a.Create(ctx, keyseq.Space{Name: "hung", Step: 100, Sections: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := b.Next(ctx, sp.Name, "k", 1, false); err != nil { // forwarded to a
-		t.Fatal(err)
-	}
+	b, hang := hungOwner(t, ttl, 10*ttl, "hung") // the forwarder's own timeout: ten leases
 	hang.Store(true)
 	from := time.Now()
-	_, _, err = b.Next(ctx, sp.Name, "k", 1, false)
+	_, _, err := b.Next(ctx, "hung", "k", 1, false)
 	took := time.Since(from)
 	if err == nil {
 		t.Fatal("answered while its owner hangs")
@@ -675,33 +650,11 @@ func TestNode_TakesWhatTheStoreHolds(t *testing.T) {
 // SIGSTOP (bound: a lease + 2 s).
 func TestSpaces_HungOwnerLeavesHalfTheWindow(t *testing.T) {
 	ctx := context.Background()
-	mem := &keyseq.MemLeases{}
 	const ttl = 2 * time.Second
-	o := keyseq.NodeOptions{TTL: ttl, Logger: slog.New(slog.DiscardHandler)}
-	var hang atomic.Bool
-	byAddr := map[string]*keyseq.Spaces{}
-	fw := func(ctx context.Context, addr, space, key string, n int64, _ keyseq.Peer) (int64, int64, error) {
-		if hang.Load() && addr == "a" {
-			<-ctx.Done() // the connection open, nothing answers
-			return 0, 0, fmt.Errorf("%w: %w: %v", frond.ErrStoreUnavailable, keyseq.ErrOwnerUnreachable, ctx.Err())
-		}
-		return byAddr[addr].Next(ctx, space, key, n, true)
-	}
-	a := keyseq.NewSpaces(mem, keyseq.Owner{Token: "ta", Addr: "a"}, o, fw)
-	b := keyseq.NewSpaces(mem, keyseq.Owner{Token: "tb", Addr: "b"}, o, fw)
-	byAddr["a"], byAddr["b"] = a, b
-	defer a.Close(ctx)
-	defer b.Close(ctx)
-	sp, err := a.Create(ctx, keyseq.Space{Name: "half", Step: 100, Sections: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := b.Next(ctx, sp.Name, "k", 1, false); err != nil { // forwarded to a
-		t.Fatal(err)
-	}
+	b, hang := hungOwner(t, ttl, 0, "half")
 	hang.Store(true)
 	from := time.Now()
-	_, _, err = b.Next(ctx, sp.Name, "k", 1, false)
+	_, _, err := b.Next(ctx, "half", "k", 1, false)
 	took := time.Since(from)
 	if err == nil {
 		t.Fatal("answered while its owner hangs and holds its lease")
@@ -719,36 +672,14 @@ func TestSpaces_HungOwnerLeavesHalfTheWindow(t *testing.T) {
 // attempts against a node whose lease_ttl is longer).
 func TestSpaces_AnswersWithinTheCallersDeadline(t *testing.T) {
 	ctx := context.Background()
-	mem := &keyseq.MemLeases{}
 	const ttl = 4 * time.Second
-	o := keyseq.NodeOptions{TTL: ttl, Logger: slog.New(slog.DiscardHandler)}
-	var hang atomic.Bool
-	byAddr := map[string]*keyseq.Spaces{}
-	fw := func(ctx context.Context, addr, space, key string, n int64, _ keyseq.Peer) (int64, int64, error) {
-		if hang.Load() && addr == "a" {
-			<-ctx.Done() // the connection open, nothing answers
-			return 0, 0, fmt.Errorf("%w: %w: %v", frond.ErrStoreUnavailable, keyseq.ErrOwnerUnreachable, ctx.Err())
-		}
-		return byAddr[addr].Next(ctx, space, key, n, true)
-	}
-	a := keyseq.NewSpaces(mem, keyseq.Owner{Token: "ta", Addr: "a"}, o, fw)
-	b := keyseq.NewSpaces(mem, keyseq.Owner{Token: "tb", Addr: "b"}, o, fw)
-	byAddr["a"], byAddr["b"] = a, b
-	defer a.Close(ctx)
-	defer b.Close(ctx)
-	sp, err := a.Create(ctx, keyseq.Space{Name: "patience", Step: 100, Sections: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := b.Next(ctx, sp.Name, "k", 1, false); err != nil { // forwarded to a
-		t.Fatal(err)
-	}
+	b, hang := hungOwner(t, ttl, 0, "patience")
 	hang.Store(true)
 	const patience = 1500 * time.Millisecond
 	cctx, cancel := context.WithTimeout(ctx, patience)
 	defer cancel()
 	from := time.Now()
-	_, _, err = b.Next(cctx, sp.Name, "k", 1, false)
+	_, _, err := b.Next(cctx, "patience", "k", 1, false)
 	took := time.Since(from)
 	if err == nil {
 		t.Fatal("answered while its owner hangs and holds its lease")
@@ -763,8 +694,50 @@ func TestSpaces_AnswersWithinTheCallersDeadline(t *testing.T) {
 	// Without a deadline of the caller's, the window is still the lease's
 	// (half of it for the forward): not cut short.
 	from = time.Now()
-	_, _, err = b.Next(ctx, sp.Name, "k", 1, false)
+	_, _, err = b.Next(ctx, "patience", "k", 1, false)
 	if took := time.Since(from); err == nil || took < ttl/2-100*time.Millisecond {
 		t.Fatalf("without a caller's deadline: %v after %v, want a refusal after the forward's half lease (%v)", err, took, ttl/2)
 	}
+}
+
+// hungOwner starts nodes a and b on one lease store with a space of one
+// section that a owns (b's first request is forwarded to a and answered),
+// and the switch that makes a hang: a forward to a then waits for its
+// context (or hold, when not 0: a forwarder's own timeout), nothing
+// answering, and fails as unreachable. It answers b.
+func hungOwner(t *testing.T, ttl, hold time.Duration, space string) (*keyseq.Spaces, *atomic.Bool) {
+	t.Helper()
+	ctx := context.Background()
+	mem := &keyseq.MemLeases{}
+	o := keyseq.NodeOptions{TTL: ttl, Logger: slog.New(slog.DiscardHandler)}
+	hang := new(atomic.Bool)
+	byAddr := map[string]*keyseq.Spaces{}
+	fw := func(ctx context.Context, addr, space, key string, n int64, _ keyseq.Peer) (int64, int64, error) {
+		if hang.Load() && addr == "a" {
+			var timeout <-chan time.Time
+			if hold > 0 {
+				timeout = time.After(hold)
+			}
+			select { // the connection open, nothing answers
+			case <-ctx.Done():
+			case <-timeout:
+			}
+			return 0, 0, fmt.Errorf("%w: %w: no answer", frond.ErrStoreUnavailable, keyseq.ErrOwnerUnreachable)
+		}
+		return byAddr[addr].Next(ctx, space, key, n, true)
+	}
+	a := keyseq.NewSpaces(mem, keyseq.Owner{Token: "ta", Addr: "a"}, o, fw)
+	b := keyseq.NewSpaces(mem, keyseq.Owner{Token: "tb", Addr: "b"}, o, fw)
+	byAddr["a"], byAddr["b"] = a, b
+	t.Cleanup(func() {
+		a.Close(ctx)
+		b.Close(ctx)
+	})
+	if _, err := a.Create(ctx, keyseq.Space{Name: space, Step: 100, Sections: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.Next(ctx, space, "k", 1, false); err != nil { // forwarded to a
+		t.Fatal(err)
+	}
+	return b, hang
 }
