@@ -582,10 +582,11 @@ func (s *Spaces) Next(ctx context.Context, space, key string, count int64, forwa
 	// node joining, a clean stop and a rolling restart answered 503 for up
 	// to a tenth of a lease before). A hand-over takes about a tenth of a
 	// lease (the taker's next round); the rest is for a busy machine.
-	deadline := answerBy(ctx, time.Now().Add(s.ttl()))
+	window := time.Now().Add(s.ttl())
+	deadline := answerBy(ctx, window) // earlier when the caller waits less
 	// The whole request within the lease: a forward to an owner that
 	// hangs (SIGSTOP) and the round read after it took up to 5.5 s before.
-	ctx, cancel := context.WithDeadline(ctx, time.Now().Add(s.ttl()))
+	ctx, cancel := context.WithDeadline(ctx, window)
 	defer cancel()
 	var gone string      // an owner that did not answer,
 	var goneAt time.Time // when (on the node's clock)

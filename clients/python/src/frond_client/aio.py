@@ -205,8 +205,8 @@ class AsyncFrondClient(_Rotation):
 
     def __init__(self, servers: List[str], **options):
         self.o = Options(servers=list(servers), **options)
-        self._timeout_header = self.o.timeout_header()
         self.o.check()
+        self._timeout_header = self.o.timeout_header()
         ctx = ssl.create_default_context(cafile=self.o.ca_file) if self.o.ca_file else ssl.create_default_context()
         self._servers = [_AsyncServer(s, self.o, ctx) for s in self.o.servers]
         self._preferred = 0

@@ -21,8 +21,9 @@ _FNV_PRIME = 1099511628211
 # object per step), a dict lookup about 40 ns, and a user's rows mostly
 # follow one another. Emptied when full, so it holds at most _CACHE_KEYS
 # keys (measured: 1 MB of dict and ints, and the keys it keeps alive: 1 to
-# 1.8 MB of 11- to 64-character keys); a dict's get and set are atomic (the GIL, or a free-threaded
-# Python's per-dict lock), and a lost entry only costs its hash again.
+# 1.8 MB of 11- to 64-character keys); a dict's get and set are atomic
+# (the GIL, or a free-threaded Python's per-dict lock), and a lost entry
+# only costs its hash again.
 _CACHE_KEYS = 16384
 _CACHE_KEY_CHARS = 64
 _cache: dict = {}
