@@ -281,7 +281,7 @@ func TestSpaces_RequestRacingEviction(t *testing.T) {
 func TestSpaces_HungOwnerBoundedByLease(t *testing.T) {
 	ctx := context.Background()
 	const ttl = 300 * time.Millisecond
-	b, hang := hungOwner(t, ttl, 10*ttl, "hung") // the forwarder's own timeout: ten leases
+	b, hang := hungOwner(t, ttl, 10*ttl, "hung", nil) // the forwarder's own timeout: ten leases
 	hang.Store(true)
 	from := time.Now()
 	_, _, err := b.Next(ctx, "hung", "k", 1, false)
@@ -651,7 +651,7 @@ func TestNode_TakesWhatTheStoreHolds(t *testing.T) {
 func TestSpaces_HungOwnerLeavesHalfTheWindow(t *testing.T) {
 	ctx := context.Background()
 	const ttl = 2 * time.Second
-	b, hang := hungOwner(t, ttl, 0, "half")
+	b, hang := hungOwner(t, ttl, 0, "half", nil)
 	hang.Store(true)
 	from := time.Now()
 	_, _, err := b.Next(ctx, "half", "k", 1, false)
@@ -673,7 +673,7 @@ func TestSpaces_HungOwnerLeavesHalfTheWindow(t *testing.T) {
 func TestSpaces_AnswersWithinTheCallersDeadline(t *testing.T) {
 	ctx := context.Background()
 	const ttl = 4 * time.Second
-	b, hang := hungOwner(t, ttl, 0, "patience")
+	b, hang := hungOwner(t, ttl, 0, "patience", nil)
 	hang.Store(true)
 	const patience = 1500 * time.Millisecond
 	cctx, cancel := context.WithTimeout(ctx, patience)
@@ -704,12 +704,16 @@ func TestSpaces_AnswersWithinTheCallersDeadline(t *testing.T) {
 // section that a owns (b's first request is forwarded to a and answered),
 // and the switch that makes a hang: a forward to a then waits for its
 // context (or hold, when not 0: a forwarder's own timeout), nothing
-// answering, and fails as unreachable. It answers b.
-func hungOwner(t *testing.T, ttl, hold time.Duration, space string) (*keyseq.Spaces, *atomic.Bool) {
+// answering, and fails as unreachable. It answers b. log is the nodes'
+// (nil: discarded).
+func hungOwner(t *testing.T, ttl, hold time.Duration, space string, log *slog.Logger) (*keyseq.Spaces, *atomic.Bool) {
 	t.Helper()
 	ctx := context.Background()
 	mem := &keyseq.MemLeases{}
-	o := keyseq.NodeOptions{TTL: ttl, Logger: slog.New(slog.DiscardHandler)}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	o := keyseq.NodeOptions{TTL: ttl, Logger: log}
 	hang := new(atomic.Bool)
 	byAddr := map[string]*keyseq.Spaces{}
 	fw := func(ctx context.Context, addr, space, key string, n int64, _ keyseq.Peer) (int64, int64, error) {
@@ -740,4 +744,47 @@ func hungOwner(t *testing.T, ttl, hold time.Duration, space string) (*keyseq.Spa
 		t.Fatal(err)
 	}
 	return b, hang
+}
+
+// A caller whose own time runs out during a forward (Frond-Timeout: 1)
+// learns nothing of the owner: the node logs no warning and reads nothing
+// again for it (one anonymous request a warning, before), and the refusal
+// is store_unavailable, naming no address.
+func TestSpaces_ShortCallerDeadlineLogsNothing(t *testing.T) {
+	var logs lockedLog
+	const ttl = 4 * time.Second
+	b, hang := hungOwner(t, ttl, 0, "short", slog.New(slog.NewTextHandler(&logs, nil)))
+	hang.Store(true)
+	for range 20 {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+		_, _, err := b.Next(ctx, "short", "k", 1, false)
+		cancel()
+		if err == nil || !errors.Is(err, frond.ErrStoreUnavailable) {
+			t.Fatalf("with 1 ms to answer: %v, want store_unavailable", err)
+		}
+		if strings.Contains(err.Error(), `"a"`) || strings.Contains(err.Error(), "owner=a") {
+			t.Fatalf("the refusal names the owner's address: %v", err)
+		}
+	}
+	if n := strings.Count(logs.String(), "could not be asked"); n > 0 {
+		t.Fatalf("%d warnings for 20 callers whose own time ran out:\n%s", n, logs.String())
+	}
+}
+
+// lockedLog is a log's text, written by any goroutine.
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

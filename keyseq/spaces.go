@@ -633,9 +633,18 @@ func (s *Spaces) Next(ctx context.Context, space, key string, count int64, forwa
 				// chaos test's sections went unanswered for 6.1 s through
 				// a 6 s SIGSTOP (bound: a lease + 2 s). Now the table is
 				// read again meanwhile, and the new owner asked.
-				fctx, cancel := context.WithDeadline(ctx, earliest(time.Now().Add(s.ttl()/2), deadline))
+				half := time.Now().Add(s.ttl() / 2)
+				fctx, cancel := context.WithDeadline(ctx, earliest(half, deadline))
 				first, last, err = s.forward(fctx, no.Addr, space, key, count, peer)
 				cancel()
+				if errors.Is(err, ErrOwnerUnreachable) && deadline.Before(half) && !time.Now().Before(deadline) {
+					// The caller's time ran out (a short Frond-Timeout),
+					// not the owner's: nothing was learnt of the owner,
+					// so nothing is logged or read again (a caller
+					// sending 1 ms made a warning a request), and the
+					// refusal names no address.
+					return 0, 0, no
+				}
 			} else {
 				// An owner's address that is no live member's (a row
 				// written by hand, a wrong advertise): nothing is sent
